@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Every test of coil, from a fresh machine: set up, build, unit and command-line tests,
+# the same tests under AddressSanitizer and UndefinedBehaviorSanitizer (built with
+# clang), then the fuzz targets seeded with the bundled examples.
+#   COIL_FUZZ_SECONDS  seconds for the frontend fuzzer (default 60; the safetensors
+#                      fuzzer gets a third of it)
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
+cd "$COIL_ROOT"
+
+echo "== build (g++)"
+coil_build build -DCMAKE_BUILD_TYPE=RelWithDebInfo
+echo "== tests (g++)"
+ctest --test-dir build --output-on-failure -j "$COIL_JOBS"
+
+echo "== build (clang, ASan + UBSan, libFuzzer)"
+coil_build build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
+  -DCOIL_SANITIZE=ON -DCOIL_FUZZ=ON
+echo "== tests (ASan + UBSan)"
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  ctest --test-dir build-fuzz --output-on-failure -j "$COIL_JOBS"
+
+seconds=${COIL_FUZZ_SECONDS:-60}
+corpus=$(mktemp -d)
+trap 'rm -rf "$corpus"' EXIT
+mkdir -p "$corpus/fx" "$corpus/st"
+for d in examples/*/; do
+  n=$(basename "$d")
+  cp "$d/graph.py" "$corpus/fx/$n.py"
+  cp "$d/inputs.safetensors" "$corpus/st/$n.in.safetensors"
+  cp "$d/expected.safetensors" "$corpus/st/$n.out.safetensors"
+done
+# run_fuzzer NAME SECONDS CORPUS [FLAGS...]: a finding prints the fuzzer's report and fails.
+run_fuzzer() {
+  local name=$1 secs=$2 dir=$3
+  shift 3
+  echo "== fuzz $name for ${secs}s"
+  if ! "build-fuzz/$name" -seed=1 -max_total_time="$secs" -print_final_stats=1 "$@" "$dir" >"$corpus/$name.log" 2>&1; then
+    tail -n 80 "$corpus/$name.log"
+    echo "== $name found a failure"
+    exit 1
+  fi
+  grep -E "^(Done|stat::number_of_executed_units|stat::peak_rss_mb)" "$corpus/$name.log" || true
+}
+run_fuzzer fuzz_parse "$seconds" "$corpus/fx" -max_len=8192 -dict=tests/fuzz/fx.dict
+run_fuzzer fuzz_safetensors $((seconds / 3)) "$corpus/st" -max_len=4096 -rss_limit_mb=4096
+echo "== all tests passed"

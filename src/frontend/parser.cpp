@@ -1,0 +1,581 @@
+#include "frontend/parser.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <sstream>
+
+#include "frontend/lexer.h"
+#include "frontend/python_repr.h"
+#include "graph/registry.h"
+#include "graph/strides.h"
+
+namespace coil::frontend {
+namespace {
+
+constexpr int kMaxNesting = 64;  // nested lists and tuples in arguments and returns
+
+std::string describe(const Token &t) {
+  switch (t.kind) {
+    case Tok::Newline: return "end of line";
+    case Tok::End: return "end of file";
+    case Tok::String: return "string " + python_str_repr(t.text);
+    case Tok::Name:
+    case Tok::Int:
+    case Tok::Float:
+    case Tok::Punct: return "'" + t.text + "'";
+  }
+  return "?";
+}
+
+// What a name in the forward body is bound to.
+struct Binding {
+  enum class Kind { Tensor, Tuple, Nothing };
+  Kind kind;
+  ValueId value;  // Tensor
+  int node = -1;  // Tuple and Nothing: the node whose result the name holds
+};
+
+class Parser {
+ public:
+  Parser(std::string_view text, const std::string &filename)
+      : file_(filename), toks_(tokenize(text, filename)) {}
+
+  Graph run() {
+    bool wrapped = accept_name("ExportedProgram");
+    if (wrapped) {
+      expect_punct(":");
+      expect_newline();
+    }
+    module_header();
+    forward_header();
+    while (!at_name("return")) {
+      if (peek().kind == Tok::End) fail(peek(), "forward ends without a return statement");
+      statement();
+    }
+    output();
+    if (!wrapped) {
+      if (at_name("class")) fail(peek(), "a graph with submodules is not supported; expected one forward");
+      if (peek().kind != Tok::End) fail(peek(), str_cat("expected end of file after return, found ", describe(peek())));
+    }
+    return builder_.finish();
+  }
+
+ private:
+  // class GraphModule(torch.nn.Module):
+  void module_header() {
+    expect_name("class", "a graph module starting with 'class'");
+    expect_kind(Tok::Name, "a class name");
+    if (accept_punct("(")) {
+      dotted_name();
+      expect_punct(")");
+    }
+    expect_punct(":");
+    expect_newline();
+  }
+
+  // def forward(self, a_0: "f32[4][1]cpu", ...):
+  void forward_header() {
+    expect_name("def", "'def forward'");
+    expect_name("forward", "'def forward'");
+    expect_punct("(");
+    expect_name("self", "'self' as the first parameter of forward");
+    while (accept_punct(",")) {
+      if (at_punct(")")) break;
+      parameter();
+    }
+    expect_punct(")");
+    if (accept_punct("->")) skip_to(":");
+    expect_punct(":");
+    expect_newline();
+  }
+
+  void parameter() {
+    const Token &name = expect_kind(Tok::Name, "a parameter name");
+    if (!at_punct(":")) fail(peek(), str_cat("input '", name.text, "' needs a type annotation such as \"f32[4, 4]\""));
+    next();
+    const Token &ann = expect_kind(Tok::String, "a type annotation string");
+    TensorType type = input_type(ann);
+    define(name, Binding{Binding::Kind::Tensor, builder_.add_input(name.text, type, name.loc)});
+  }
+
+  // name[: "type"] = rhs[;  a = b = None]
+  void statement() {
+    const Token &name = expect_kind(Tok::Name, "a statement");
+    const Token *ann = nullptr;
+    if (accept_punct(":")) ann = &expect_kind(Tok::String, "a type annotation string");
+    expect_punct("=");
+    if (at_name("self")) {
+      constant(name, ann);
+    } else if (at_name("torch")) {
+      call(name, ann);
+    } else if (at_name("operator")) {
+      operator_getitem(name, ann);
+    } else {
+      getitem(name, ann);
+    }
+    while (accept_punct(";")) cleanup();
+    expect_newline();
+  }
+
+  // _tensor_constant0: "f32[4][1]cpu" = self._tensor_constant0
+  void constant(const Token &name, const Token *ann) {
+    next();
+    expect_punct(".");
+    std::string attr = dotted_name();
+    if (!ann) fail(name, str_cat("constant '", name.text, "' (self.", attr, ") needs a type annotation"));
+    TensorType type = input_type(*ann);
+    define(name, Binding{Binding::Kind::Tensor, builder_.add_constant(name.text, type, name.loc)});
+  }
+
+  // name = torch.ops.aten.add.Tensor(x, y, alpha = 2)
+  void call(const Token &name, const Token *ann) {
+    const Token &start = peek();
+    std::vector<std::string> parts;
+    parts.push_back(next().text);
+    while (accept_punct(".")) parts.push_back(expect_kind(Tok::Name, "an op name").text);
+    if (parts.size() != 5 || parts[1] != "ops")
+      fail(start, str_cat("expected an op as torch.ops.<namespace>.<op>.<overload>, found ", join(parts)));
+    std::string target = parts[2] + "." + parts[3] + "." + parts[4];
+    const OpDef *op = Registry::get().find(target);
+    if (!op) fail(start, unknown_op(parts[2], parts[3], target));
+
+    expect_punct("(");
+    std::vector<Arg> positional;
+    std::vector<std::pair<std::string, Arg>> keywords;
+    while (!accept_punct(")")) {
+      if (!positional.empty() || !keywords.empty()) {
+        expect_punct(",");
+        if (accept_punct(")")) break;
+      }
+      if (peek().kind == Tok::Name && peek_at(1).kind == Tok::Punct && peek_at(1).text == "=") {
+        std::string key = next().text;
+        next();
+        keywords.emplace_back(key, argument(0));
+      } else {
+        if (!keywords.empty()) fail(peek(), "positional argument after keyword arguments");
+        positional.push_back(argument(0));
+      }
+    }
+    int node = builder_.add_node(name.text, *op, std::move(positional), std::move(keywords), name.loc);
+    const Node &n = builder_.graph().nodes()[size_t(node)];
+    if (!n.multi_output()) {
+      if (ann) check_annotation(*ann, n, builder_.graph().type(n.outputs[0]));
+      define(name, Binding{Binding::Kind::Tensor, n.outputs[0], node});
+      return;
+    }
+    if (ann) fail(*ann, str_cat("node '", name.text, "' (", target, ") returns ", n.outputs.size(),
+                                " values; annotate its items (", name.text, "[i]), not the tuple"));
+    define(name, Binding{n.outputs.empty() ? Binding::Kind::Nothing : Binding::Kind::Tuple, {}, node});
+  }
+
+  // getitem = var_mean[1]
+  void getitem(const Token &name, const Token *ann) {
+    const Token &base = expect_kind(Tok::Name, "an op call, a getitem or self.<attr>");
+    expect_punct("[");
+    int64_t index = integer_literal();
+    expect_punct("]");
+    bind_item(name, ann, base, index);
+  }
+
+  // getitem = operator.getitem(var_mean, 1)
+  void operator_getitem(const Token &name, const Token *ann) {
+    next();
+    expect_punct(".");
+    expect_name("getitem", "operator.getitem");
+    expect_punct("(");
+    const Token &base = expect_kind(Tok::Name, "a tuple name");
+    expect_punct(",");
+    int64_t index = integer_literal();
+    expect_punct(")");
+    bind_item(name, ann, base, index);
+  }
+
+  void bind_item(const Token &name, const Token *ann, const Token &base, int64_t index) {
+    const Binding &b = lookup(base);
+    if (b.kind != Binding::Kind::Tuple)
+      fail(base, str_cat("'", base.text, "' is not a tuple of tensors; only outputs of multi-output ops can be indexed"));
+    ValueId id = builder_.name_output(b.node, index, name.text, base.loc);
+    const Node &n = builder_.graph().nodes()[size_t(b.node)];
+    if (ann) check_annotation(*ann, n, builder_.graph().type(id), index);
+    define(name, Binding{Binding::Kind::Tensor, id, b.node});
+  }
+
+  // a = b = None
+  void cleanup() {
+    do {
+      const Token &t = expect_kind(Tok::Name, "a name to clear");
+      if (t.text == "None") return;
+      if (!names_.count(t.text)) fail(t, str_cat("undefined name '", t.text, "'"));
+    } while (accept_punct("="));
+    fail(peek(), str_cat("expected '= None' in a clean-up, found ", describe(peek())));
+  }
+
+  // return (a, (b, None))
+  void output() {
+    next();
+    OutputTree tree = output_item(0);
+    builder_.set_outputs(std::move(tree));
+    expect_newline();
+  }
+
+  OutputTree output_item(int depth) {
+    if (depth > kMaxNesting) fail(peek(), "return value nested too deeply");
+    if (accept_name("None")) return OutputTree{OutputTree::Kind::None, {}, {}};
+    if (at_punct("(") || at_punct("[")) {
+      std::string close = next().text == "(" ? ")" : "]";
+      OutputTree tuple{OutputTree::Kind::Tuple, {}, {}};
+      while (!accept_punct(close)) {
+        if (!tuple.items.empty()) {
+          expect_punct(",");
+          if (accept_punct(close)) break;
+        }
+        tuple.items.push_back(output_item(depth + 1));
+      }
+      return tuple;
+    }
+    const Token &t = expect_kind(Tok::Name, "a returned value");
+    const Binding &b = lookup(t);
+    if (b.kind != Binding::Kind::Tensor) fail(t, str_cat("'", t.text, "' is not a tensor; return its items"));
+    return OutputTree{OutputTree::Kind::Value, b.value, {}};
+  }
+
+  Arg argument(int depth) {
+    if (depth > kMaxNesting) fail(peek(), "argument nested too deeply");
+    const Token &t = peek();
+    SourceLoc loc = t.loc;
+    if (accept_punct("-")) return negative(loc);
+    switch (t.kind) {
+      case Tok::Int: return Arg(integer_literal(), loc);
+      case Tok::Float: return Arg(float_literal(), loc);
+      case Tok::String: return Arg(next().text, loc);
+      case Tok::Punct:
+        if (t.text == "[" || t.text == "(") return sequence(depth);
+        fail(t, str_cat("expected an argument, found ", describe(t)));
+      case Tok::Name: return named_argument(depth);
+      case Tok::Newline:
+      case Tok::End: break;
+    }
+    fail(t, str_cat("expected an argument, found ", describe(t)));
+  }
+
+  Arg negative(const SourceLoc &loc) {
+    const Token &t = peek();
+    if (t.kind == Tok::Int) {
+      // -9223372036854775808 is the one int whose magnitude does not fit.
+      if (t.text == "9223372036854775808") {
+        next();
+        return Arg(std::numeric_limits<int64_t>::min(), loc);
+      }
+      return Arg(-integer_literal(), loc);
+    }
+    if (t.kind == Tok::Float) return Arg(-float_literal(), loc);
+    if (accept_name("inf")) return Arg(-std::numeric_limits<double>::infinity(), loc);
+    fail(t, str_cat("expected a number after '-', found ", describe(t)));
+  }
+
+  Arg sequence(int depth) {
+    const Token &open = next();
+    std::string close = open.text == "(" ? ")" : "]";
+    ArgList items;
+    bool trailing_comma = false;
+    while (!accept_punct(close)) {
+      if (!items.empty()) {
+        expect_punct(",");
+        trailing_comma = true;
+        if (accept_punct(close)) break;
+      }
+      trailing_comma = false;
+      items.push_back(argument(depth + 1));
+    }
+    // `(x)` is x in Python; `(x,)` is a tuple.
+    if (open.text == "(" && items.size() == 1 && !trailing_comma) return items[0];
+    return Arg(std::move(items), open.loc);
+  }
+
+  Arg named_argument(int depth) {
+    const Token &t = next();
+    SourceLoc loc = t.loc;
+    if (t.text == "True") return Arg(true, loc);
+    if (t.text == "False") return Arg(false, loc);
+    if (t.text == "None") return Arg(NoneArg{}, loc);
+    if (t.text == "inf") return Arg(std::numeric_limits<double>::infinity(), loc);
+    if (t.text == "nan") return Arg(std::numeric_limits<double>::quiet_NaN(), loc);
+    if (t.text == "torch" && at_punct(".")) return torch_attribute(t);
+    if (t.text == "device" && at_punct("(")) return device(t);
+    const Binding &b = lookup(t);
+    if (b.kind != Binding::Kind::Tensor)
+      fail(t, str_cat("'", t.text, "' holds the tuple returned by ", builder_.graph().nodes()[size_t(b.node)].target(),
+                      "; pass one item, ", t.text, "[i]"));
+    return Arg(b.value, loc);
+  }
+
+  // torch.float32, torch.strided, torch.channels_last, torch.device('cpu')
+  Arg torch_attribute(const Token &torch) {
+    next();
+    const Token &attr = expect_kind(Tok::Name, "a torch attribute");
+    if (attr.text == "device" && at_punct("(")) return device(attr);
+    if (auto d = dtype_from_torch_name(attr.text)) return Arg(*d, torch.loc);
+    if (auto l = layout_from_name(attr.text)) return Arg(*l, torch.loc);
+    if (auto m = memory_format_from_name(attr.text)) return Arg(*m, torch.loc);
+    fail(attr, str_cat("unknown torch attribute 'torch.", attr.text, "'; expected a dtype, layout or memory format"));
+  }
+
+  // device(type='cuda', index=0), torch.device('cpu'), device('cuda:0')
+  Arg device(const Token &start) {
+    expect_punct("(");
+    std::string kind;
+    int64_t index = -1;
+    bool first = true;
+    while (!accept_punct(")")) {
+      if (!first) expect_punct(",");
+      first = false;
+      if (peek().kind == Tok::String) {
+        kind = next().text;
+        continue;
+      }
+      const Token &key = expect_kind(Tok::Name, "type= or index=");
+      expect_punct("=");
+      if (key.text == "type") {
+        kind = expect_kind(Tok::String, "a device type string").text;
+      } else if (key.text == "index") {
+        index = integer_literal();
+      } else {
+        fail(key, str_cat("unknown device argument '", key.text, "'"));
+      }
+    }
+    std::string spec = index >= 0 ? str_cat(kind, ":", index) : kind;
+    auto d = Device::parse(spec);
+    if (!d) fail(start, str_cat("unknown device '", spec, "'; expected cpu or cuda"));
+    return Arg(*d, start.loc);
+  }
+
+  // Annotations of graph inputs and constants: strides default to contiguous.
+  TensorType input_type(const Token &ann) {
+    Annotation a = parse_annotation(ann.text, inside(ann));
+    if (!a.has_strides) a.type.strides = contiguous_strides(a.type.sizes);
+    return a.type;
+  }
+
+  void check_annotation(const Token &ann, const Node &n, const TensorType &actual, int64_t item = -1) {
+    Annotation a = parse_annotation(ann.text, inside(ann));
+    std::string what = item < 0 ? "" : str_cat(" item ", item);
+    auto mismatch = [&](const std::string &part) {
+      fail(ann, str_cat("node '", n.name, "' (", n.target(), "): annotation says ", ann.text, " but", what,
+                        " is ", actual.str(), " (", part, " differ)"));
+    };
+    if (a.type.dtype != actual.dtype) mismatch("dtypes");
+    if (a.type.sizes != actual.sizes) mismatch("sizes");
+    if (a.has_device && a.type.device != actual.device) mismatch("devices");
+    if (!a.has_strides) return;
+    for (size_t d = 0; d < actual.sizes.size(); ++d)
+      if (actual.sizes[d] > 1 && a.type.strides[d] != actual.strides[d]) mismatch(str_cat("strides of dim ", d));
+  }
+
+  // The location of a string token's first character inside the quotes.
+  static SourceLoc inside(const Token &t) { return SourceLoc{t.loc.file, t.loc.line, t.loc.col + 1}; }
+
+  std::string unknown_op(const std::string &ns, const std::string &name, const std::string &target) {
+    auto overloads = Registry::get().overloads_of(ns, name);
+    if (!name.empty() && name.back() == '_')
+      return str_cat("'", target, "' writes into its input; coil compiles functional graphs only "
+                     "(export with torch.export(...).run_decompositions() to remove mutation)");
+    if (overloads.empty()) return str_cat("unknown op '", target, "': coil does not support ", ns, ".", name, " yet");
+    return str_cat("unknown overload '", target, "'; coil has ", join(overloads, ", "));
+  }
+
+  void define(const Token &name, Binding b) {
+    if (name.text == "self") fail(name, "'self' cannot be redefined");
+    if (!names_.emplace(name.text, b).second) fail(name, str_cat("redefinition of '", name.text, "'"));
+  }
+
+  const Binding &lookup(const Token &t) {
+    auto it = names_.find(t.text);
+    if (it == names_.end()) fail(t, str_cat("undefined name '", t.text, "'"));
+    return it->second;
+  }
+
+  int64_t integer_literal() {
+    const Token &t = expect_kind(Tok::Int, "an integer");
+    auto v = parse_python_int(t.text);
+    if (!v) fail(t, str_cat("invalid integer ", t.text, " (coil's integers are 64-bit)"));
+    return *v;
+  }
+
+  double float_literal() {
+    const Token &t = expect_kind(Tok::Float, "a number");
+    auto v = parse_python_float(t.text);
+    if (!v) fail(t, str_cat("invalid float ", t.text));
+    return *v;
+  }
+
+  std::string dotted_name() {
+    std::string s = expect_kind(Tok::Name, "a name").text;
+    while (accept_punct(".")) s += "." + expect_kind(Tok::Name, "a name").text;
+    return s;
+  }
+
+  void skip_to(std::string_view punct) {
+    while (!at_punct(punct) && peek().kind != Tok::Newline && peek().kind != Tok::End) next();
+  }
+
+  static std::string join(const std::vector<std::string> &parts, const std::string &sep = ".") {
+    std::string out;
+    for (size_t i = 0; i < parts.size(); ++i) out += (i ? sep : "") + parts[i];
+    return out;
+  }
+
+  // Token access.
+  const Token &peek() const { return toks_[pos_]; }
+  const Token &peek_at(size_t k) const { return toks_[std::min(pos_ + k, toks_.size() - 1)]; }
+  const Token &next() {
+    const Token &t = toks_[pos_];
+    if (t.kind != Tok::End) ++pos_;
+    return t;
+  }
+  bool at_punct(std::string_view p) const { return peek().kind == Tok::Punct && peek().text == p; }
+  bool at_name(std::string_view n) const { return peek().kind == Tok::Name && peek().text == n; }
+  bool accept_punct(std::string_view p) {
+    if (!at_punct(p)) return false;
+    next();
+    return true;
+  }
+  bool accept_name(std::string_view n) {
+    if (!at_name(n)) return false;
+    next();
+    return true;
+  }
+  void expect_punct(std::string_view p) {
+    if (!accept_punct(p)) fail(peek(), str_cat("expected '", p, "' but found ", describe(peek())));
+  }
+  void expect_name(std::string_view n, std::string_view what) {
+    if (!accept_name(n)) fail(peek(), str_cat("expected ", what, " but found ", describe(peek())));
+  }
+  const Token &expect_kind(Tok kind, std::string_view what) {
+    if (peek().kind != kind) fail(peek(), str_cat("expected ", what, " but found ", describe(peek())));
+    return next();
+  }
+  void expect_newline() {
+    if (peek().kind == Tok::End) return;
+    if (peek().kind != Tok::Newline) fail(peek(), str_cat("expected end of line but found ", describe(peek())));
+    next();
+  }
+  [[noreturn]] void fail(const Token &t, const std::string &msg) const { throw UserError(msg, t.loc); }
+
+  std::string file_;
+  std::vector<Token> toks_;
+  size_t pos_ = 0;
+  GraphBuilder builder_;
+  std::map<std::string, Binding> names_;
+};
+
+// f32[64, 256][256, 1]cuda:0
+class AnnotationReader {
+ public:
+  AnnotationReader(std::string_view s, const SourceLoc &loc) : s_(s), loc_(loc) {}
+
+  Annotation read() {
+    Annotation a;
+    size_t open = s_.find('[');
+    if (open == std::string_view::npos) fail(0, str_cat("expected a tensor type such as \"f32[4, 4]\", found \"", s_, "\""));
+    std::string_view dt = s_.substr(0, open);
+    auto dtype = dtype_from_short_name(dt);
+    if (!dtype) fail(0, str_cat("unknown dtype '", dt, "' in annotation; expected one of f64, f32, f16, bf16, i64, i32, i16, i8, u8, b8"));
+    a.type.dtype = *dtype;
+    pos_ = open;
+    a.type.sizes = int_list();
+    checked_numel_at(a.type.sizes);
+    if (pos_ < s_.size() && s_[pos_] == '[') {
+      size_t at = pos_;
+      a.type.strides = int_list();
+      a.has_strides = true;
+      if (a.type.strides.size() != a.type.sizes.size())
+        fail(at, str_cat("annotation has ", a.type.sizes.size(), " sizes but ", a.type.strides.size(), " strides"));
+      for (int64_t st : a.type.strides)
+        if (st < 0) fail(at, str_cat("negative stride ", st, " in annotation"));
+    }
+    if (pos_ < s_.size()) {
+      auto d = Device::parse(s_.substr(pos_));
+      if (!d) fail(pos_, str_cat("unknown device '", s_.substr(pos_), "' in annotation; expected cpu or cuda"));
+      a.type.device = *d;
+      a.has_device = true;
+    }
+    return a;
+  }
+
+ private:
+  Shape int_list() {
+    Shape out;
+    ++pos_;  // '['
+    while (true) {
+      skip_spaces();
+      if (pos_ < s_.size() && s_[pos_] == ']') break;
+      if (!out.empty()) {
+        if (pos_ >= s_.size() || s_[pos_] != ',') fail(pos_, "expected ',' or ']' in annotation");
+        ++pos_;
+        skip_spaces();
+      }
+      out.push_back(integer());
+    }
+    ++pos_;
+    return out;
+  }
+
+  int64_t integer() {
+    size_t start = pos_;
+    if (pos_ < s_.size() && s_[pos_] == '-') ++pos_;
+    while (pos_ < s_.size() && std::isalnum(uint8_t(s_[pos_]))) ++pos_;
+    std::string_view text = s_.substr(start, pos_ - start);
+    if (text.empty()) fail(start, "expected an integer in annotation");
+    if (std::isalpha(uint8_t(text[0])))
+      fail(start, str_cat("symbolic size '", text, "' is not supported: coil compiles static shapes"));
+    auto v = parse_python_int(text);
+    if (!v) fail(start, str_cat("invalid integer '", text, "' in annotation"));
+    return *v;
+  }
+
+  void checked_numel_at(const Shape &sizes) {
+    try {
+      checked_numel(sizes);
+    } catch (const UserError &e) {
+      fail(0, e.message());
+    }
+  }
+
+  void skip_spaces() {
+    while (pos_ < s_.size() && s_[pos_] == ' ') ++pos_;
+  }
+
+  [[noreturn]] void fail(size_t offset, const std::string &msg) const {
+    SourceLoc at = loc_;
+    if (at.known()) at.col += int(offset);
+    throw UserError(msg, at);
+  }
+
+  std::string_view s_;
+  SourceLoc loc_;
+  size_t pos_ = 0;
+};
+
+}  // namespace
+
+Annotation parse_annotation(std::string_view text, const SourceLoc &loc) {
+  return AnnotationReader(text, loc).read();
+}
+
+Graph parse_graph(std::string_view text, const std::string &filename) {
+  return Parser(text, filename).run();
+}
+
+Graph parse_graph_file(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw UserError(str_cat("cannot open: ", std::strerror(errno)), SourceLoc{path, 0, 0});
+  std::ostringstream buf;
+  buf << in.rdbuf();
+  return parse_graph(buf.str(), path);
+}
+
+}  // namespace coil::frontend

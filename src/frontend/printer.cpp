@@ -1,0 +1,103 @@
+#include "frontend/printer.h"
+
+#include "frontend/python_repr.h"
+#include "graph/registry.h"
+
+namespace coil::frontend {
+namespace {
+
+constexpr const char *kIndent = "        ";
+
+std::string quoted_type(const TensorType &t) { return "\"" + t.str() + "\""; }
+
+std::string value_name(const Graph &g, ValueId id) {
+  const Value &v = g.value(id);
+  COIL_ASSERT(!v.name.empty(), "printing a reference to an unnamed value ", id.index);
+  return v.name;
+}
+
+struct ArgPrinter {
+  const Graph &g;
+  std::string operator()(NoneArg) const { return "None"; }
+  std::string operator()(bool b) const { return b ? "True" : "False"; }
+  std::string operator()(int64_t i) const { return std::to_string(i); }
+  std::string operator()(double d) const { return python_float_repr(d); }
+  std::string operator()(const std::string &s) const { return python_str_repr(s); }
+  std::string operator()(DType t) const { return torch_name(t); }
+  std::string operator()(Device d) const {
+    std::string kind = d.kind == Device::Kind::CPU ? "cpu" : "cuda";
+    if (d.index < 0) return "device(type='" + kind + "')";
+    return "device(type='" + kind + "', index=" + std::to_string(d.index) + ")";
+  }
+  std::string operator()(Layout l) const { return "torch." + std::string(layout_name(l)); }
+  std::string operator()(MemoryFormat m) const { return "torch." + std::string(memory_format_name(m)); }
+  std::string operator()(ValueId id) const { return value_name(g, id); }
+  std::string operator()(const ArgList &items) const {
+    std::string out = "[";
+    for (size_t i = 0; i < items.size(); ++i) out += (i ? ", " : "") + std::visit(*this, items[i].v);
+    return out + "]";
+  }
+};
+
+bool is_default(const SchemaArg &s, const Arg &a) { return s.default_value && *s.default_value == a; }
+
+// Positional arguments up to the last one that differs from its default, then the
+// keyword-only ones that differ: the way FX prints calls.
+std::string print_call_args(const Graph &g, const Node &n) {
+  const auto &schema = n.op->schema.args;
+  size_t positional_end = 0;
+  for (size_t i = 0; i < schema.size(); ++i)
+    if (!schema[i].kwarg_only && !is_default(schema[i], n.args[i])) positional_end = i + 1;
+  std::vector<std::string> parts;
+  for (size_t i = 0; i < positional_end; ++i) parts.push_back(print_arg(g, n.args[i]));
+  for (size_t i = 0; i < schema.size(); ++i)
+    if (schema[i].kwarg_only && !is_default(schema[i], n.args[i]))
+      parts.push_back(schema[i].name + " = " + print_arg(g, n.args[i]));
+  std::string out;
+  for (size_t i = 0; i < parts.size(); ++i) out += (i ? ", " : "") + parts[i];
+  return out;
+}
+
+void print_node(const Graph &g, const Node &n, std::string &out) {
+  std::string call = "torch.ops." + n.target() + "(" + print_call_args(g, n) + ")";
+  if (!n.multi_output()) {
+    out += kIndent + n.name + ": " + quoted_type(g.type(n.outputs[0])) + " = " + call + "\n";
+    return;
+  }
+  out += kIndent + n.name + " = " + call + "\n";
+  for (size_t i = 0; i < n.outputs.size(); ++i) {
+    const Value &v = g.value(n.outputs[i]);
+    if (v.name.empty()) continue;
+    out += kIndent + v.name + ": " + quoted_type(v.type) + " = " + n.name + "[" + std::to_string(i) + "]\n";
+  }
+}
+
+std::string print_output(const Graph &g, const OutputTree &t) {
+  switch (t.kind) {
+    case OutputTree::Kind::Value: return value_name(g, t.value);
+    case OutputTree::Kind::None: return "None";
+    case OutputTree::Kind::Tuple: {
+      std::string out = "(";
+      for (size_t i = 0; i < t.items.size(); ++i) out += (i ? ", " : "") + print_output(g, t.items[i]);
+      return out + (t.items.size() == 1 ? ",)" : ")");
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string print_arg(const Graph &g, const Arg &a) { return std::visit(ArgPrinter{g}, a.v); }
+
+std::string print_graph(const Graph &g) {
+  std::string out = "class GraphModule(torch.nn.Module):\n    def forward(self";
+  for (ValueId id : g.inputs()) out += ", " + g.value(id).name + ": " + quoted_type(g.type(id));
+  out += "):\n";
+  for (ValueId id : g.constants())
+    out += kIndent + g.value(id).name + ": " + quoted_type(g.type(id)) + " = self." + g.value(id).name + "\n";
+  for (const Node &n : g.nodes()) print_node(g, n, out);
+  out += std::string(kIndent) + "return " + print_output(g, g.output_tree()) + "\n";
+  return out;
+}
+
+}  // namespace coil::frontend

@@ -1,0 +1,27 @@
+// Helpers shared by the meta functions of every op family.
+#pragma once
+
+#include <vector>
+
+#include "graph/registry.h"
+#include "graph/strides.h"
+
+namespace coil::meta {
+
+/// A fresh contiguous tensor.
+inline TensorType contiguous(DType dtype, Shape sizes, Device device) {
+  Shape strides = contiguous_strides(sizes);
+  return TensorType{dtype, std::move(sizes), std::move(strides), device};
+}
+
+/// The device all tensor operands share; 0-dim CPU tensors and Python numbers may be
+/// mixed with any device, as in PyTorch.
+Device common_device(const std::vector<Operand> &operands);
+
+/// Wraps and deduplicates reduction dims; none or [] means every dim.
+std::vector<bool> reduced_dims(const std::optional<std::vector<int64_t>> &dims, int64_t rank);
+
+/// The shape after reducing `reduced` dims of `sizes`, with or without keepdim.
+Shape reduced_shape(const Shape &sizes, const std::vector<bool> &reduced, bool keepdim);
+
+}  // namespace coil::meta

@@ -1,0 +1,68 @@
+// Convolution: output sizes from the window arithmetic, memory format from the input.
+#include "graph/meta/common.h"
+
+namespace coil {
+namespace {
+
+/// stride/padding/dilation lists may hold one value for every spatial dim.
+Shape expand_param(const Shape &p, size_t spatial, std::string_view name) {
+  if (p.size() == 1) return Shape(spatial, p[0]);
+  COIL_USER_CHECK(p.size() == spatial, name, " has ", p.size(), " values, expected ", spatial);
+  return p;
+}
+
+std::vector<TensorType> convolution(const MetaArgs &a) {
+  const TensorType &x = a.tensor("input");
+  const TensorType &w = a.tensor("weight");
+  COIL_USER_CHECK(x.rank() >= 3 && x.rank() == w.rank(), "convolution expects input and weight of "
+                  "the same rank >= 3, got ", shape_str(x.sizes), " and ", shape_str(w.sizes));
+  COIL_USER_CHECK(x.dtype == w.dtype, "convolution input is ", short_name(x.dtype),
+                  " but weight is ", short_name(w.dtype));
+  size_t spatial = size_t(x.rank() - 2);
+  Shape stride = expand_param(a.ints("stride"), spatial, "stride");
+  Shape padding = expand_param(a.ints("padding"), spatial, "padding");
+  Shape dilation = expand_param(a.ints("dilation"), spatial, "dilation");
+  bool transposed = a.boolean("transposed");
+  Shape out_pad = transposed ? expand_param(a.ints("output_padding"), spatial, "output_padding")
+                             : Shape(spatial, 0);
+  int64_t groups = a.integer("groups");
+  COIL_USER_CHECK(groups > 0, "groups must be positive, got ", groups);
+  int64_t in_channels = transposed ? w.sizes[0] : w.sizes[1] * groups;
+  COIL_USER_CHECK(x.sizes[1] == in_channels, "input has ", x.sizes[1], " channels but weight ",
+                  shape_str(w.sizes), " with groups=", groups, " expects ", in_channels);
+  int64_t out_channels = transposed ? w.sizes[1] * groups : w.sizes[0];
+  COIL_USER_CHECK(transposed || out_channels % groups == 0, "weight's ", out_channels,
+                  " output channels are not divisible by groups=", groups);
+  if (const TensorType *b = a.optional_tensor("bias"))
+    COIL_USER_CHECK(b->sizes == Shape{out_channels}, "bias has shape ", shape_str(b->sizes),
+                    ", expected [", out_channels, "]");
+
+  Shape out = {x.sizes[0], out_channels};
+  for (size_t i = 0; i < spatial; ++i) {
+    COIL_USER_CHECK(stride[i] > 0 && dilation[i] > 0 && padding[i] >= 0,
+                    "stride and dilation must be positive and padding non-negative");
+    int64_t in = x.sizes[i + 2], k = w.sizes[i + 2];
+    int64_t size = transposed
+                       ? (in - 1) * stride[i] - 2 * padding[i] + dilation[i] * (k - 1) + out_pad[i] + 1
+                       : (in + 2 * padding[i] - dilation[i] * (k - 1) - 1) / stride[i] + 1;
+    COIL_USER_CHECK(size > 0, "the output of convolution would be empty along spatial dim ", i,
+                    ": input ", in, ", kernel ", k, ", padding ", padding[i], ", dilation ", dilation[i]);
+    out.push_back(size);
+  }
+  // PyTorch keeps channels-last when the input is (on CUDA also when the weight is).
+  bool cl = suggest_memory_format(x.sizes, x.strides) == MemoryFormat::ChannelsLast ||
+            (x.device.kind == Device::Kind::CUDA &&
+             suggest_memory_format(w.sizes, w.strides) == MemoryFormat::ChannelsLast);
+  Shape strides = cl && out.size() == 4 ? channels_last_strides(out) : contiguous_strides(out);
+  return {TensorType{x.dtype, out, strides, x.device}};
+}
+
+}  // namespace
+
+void register_convolution_ops(Registry &r) {
+  r.add("convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, "
+        "SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor",
+        convolution);
+}
+
+}  // namespace coil

@@ -1,0 +1,61 @@
+// Copies, conversions and the assertion no-ops that export leaves in graphs.
+#include "graph/meta/common.h"
+
+namespace coil {
+namespace {
+
+void check_strided(std::optional<Layout> layout) {
+  COIL_USER_CHECK(!layout || *layout == Layout::Strided, "only strided tensors are supported, got layout ",
+                  layout_name(*layout));
+}
+
+/// _to_copy: a new tensor, possibly of another dtype or device, in the requested memory
+/// format (preserve by default: dense layouts keep their strides).
+std::vector<TensorType> to_copy(const MetaArgs &a) {
+  const TensorType &self = a.tensor("self");
+  check_strided(a.optional_layout("layout"));
+  auto format = a.optional_memory_format("memory_format").value_or(MemoryFormat::Preserve);
+  TensorType out{a.optional_dtype("dtype").value_or(self.dtype), self.sizes,
+                 empty_like_strides(self, format), a.optional_device("device").value_or(self.device)};
+  return {out};
+}
+
+std::vector<TensorType> clone(const MetaArgs &a) {
+  const TensorType &self = a.tensor("self");
+  auto format = a.optional_memory_format("memory_format").value_or(MemoryFormat::Preserve);
+  return {TensorType{self.dtype, self.sizes, empty_like_strides(self, format), self.device}};
+}
+
+/// _assert_tensor_metadata returns nothing; what it asserts is checked here.
+std::vector<TensorType> assert_metadata(const MetaArgs &a) {
+  const TensorType &t = a.tensor("a");
+  auto dtype = a.optional_dtype("dtype");
+  COIL_USER_CHECK(!dtype || *dtype == t.dtype, "asserts dtype ", short_name(*dtype), " but the tensor is ",
+                  short_name(t.dtype));
+  auto sizes = a.optional_ints("size");
+  COIL_USER_CHECK(!sizes || *sizes == t.sizes, "asserts size ", shape_str(*sizes), " but the tensor has ",
+                  shape_str(t.sizes));
+  auto device = a.optional_device("device");
+  COIL_USER_CHECK(!device || device->kind == t.device.kind, "asserts device ", device->str(),
+                  " but the tensor is on ", t.device.str());
+  check_strided(a.optional_layout("layout"));
+  return {};
+}
+
+}  // namespace
+
+void register_copy_ops(Registry &r) {
+  r.add("_to_copy(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, "
+        "bool? pin_memory=None, bool non_blocking=False, MemoryFormat? memory_format=None) -> Tensor",
+        to_copy);
+  // Registered so that graphs copying into a buffer get a clear error (GraphBuilder
+  // rejects ops that write into an argument).
+  r.add("copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)",
+        [](const MetaArgs &a) { return std::vector<TensorType>{a.tensor("self")}; });
+  r.add("clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor", clone);
+  r.add("_assert_tensor_metadata(Tensor a, SymInt[]? size=None, SymInt[]? stride=None, "
+        "ScalarType? dtype=None, *, Device? device=None, Layout? layout=None) -> ()",
+        assert_metadata);
+}
+
+}  // namespace coil

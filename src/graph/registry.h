@@ -1,0 +1,99 @@
+// The op registry: for each ATen op its schema and its meta function.
+//
+// A meta function computes the dtype, sizes and strides of every output from the
+// bound arguments, with PyTorch's rules. Adding an op is one line in the table of its
+// family (src/graph/meta/*.cpp):
+//   r.add("tanh(Tensor self) -> Tensor", unary(Promote::IntToFloat));
+#pragma once
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+#include "graph/schema.h"
+#include "graph/type_promotion.h"
+
+namespace coil {
+
+/// A tensor operand as meta functions see it: a tensor's type, or a Python number
+/// passed where the schema says Tensor (a "wrapped number" in PyTorch's promotion).
+struct Operand {
+  TensorType type;
+  bool wrapped_number = false;
+  PromotionOperand promotion() const { return {type.dtype, type.rank(), wrapped_number}; }
+};
+
+/// Typed access to a node's bound arguments by schema name.
+class MetaArgs {
+ public:
+  MetaArgs(const Schema &schema, const std::vector<Arg> &args, const Graph &graph)
+      : schema_(schema), args_(args), graph_(graph) {}
+
+  const TensorType &tensor(std::string_view name) const;
+  const TensorType *optional_tensor(std::string_view name) const;
+  std::vector<const TensorType *> tensors(std::string_view name) const;
+  /// A Tensor argument that may also be a Python number.
+  Operand operand(std::string_view name) const;
+
+  int64_t integer(std::string_view name) const;
+  std::optional<int64_t> optional_integer(std::string_view name) const;
+  std::vector<int64_t> ints(std::string_view name) const;
+  std::optional<std::vector<int64_t>> optional_ints(std::string_view name) const;
+  double floating(std::string_view name) const;
+  bool boolean(std::string_view name) const;
+  std::optional<bool> optional_bool(std::string_view name) const;
+  std::optional<std::string> optional_str(std::string_view name) const;
+  std::optional<DType> optional_dtype(std::string_view name) const;
+  std::optional<Device> optional_device(std::string_view name) const;
+  std::optional<Layout> optional_layout(std::string_view name) const;
+  std::optional<MemoryFormat> optional_memory_format(std::string_view name) const;
+  /// A Scalar argument as a promotion operand (a wrapped number of its Python type).
+  PromotionOperand scalar(std::string_view name) const;
+  bool is_none(std::string_view name) const;
+
+  const Arg &arg(std::string_view name) const;
+  const Schema &schema() const { return schema_; }
+
+ private:
+  const Schema &schema_;
+  const std::vector<Arg> &args_;
+  const Graph &graph_;
+};
+
+using MetaFn = std::function<std::vector<TensorType>(const MetaArgs &)>;
+
+struct OpDef {
+  Schema schema;
+  MetaFn meta;
+  std::string target;  // aten.add.Tensor
+};
+
+class Registry {
+ public:
+  /// The registry of every op coil knows, built on first use.
+  static const Registry &get();
+
+  const OpDef *find(std::string_view target) const;
+  /// Every registered op, sorted by target.
+  std::vector<const OpDef *> ops() const;
+  /// Registered targets that share the op name of `target` (for "did you mean").
+  std::vector<std::string> overloads_of(std::string_view ns, std::string_view name) const;
+
+  void add(std::string_view schema, MetaFn meta);
+
+ private:
+  std::map<std::string, OpDef, std::less<>> ops_;
+};
+
+// One registration function per family, each in src/graph/meta/<family>.cpp.
+void register_pointwise_ops(Registry &r);
+void register_reduction_ops(Registry &r);
+void register_view_ops(Registry &r);
+void register_norm_ops(Registry &r);
+void register_convolution_ops(Registry &r);
+void register_copy_ops(Registry &r);
+
+}  // namespace coil

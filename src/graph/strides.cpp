@@ -1,0 +1,219 @@
+#include "graph/strides.h"
+
+#include <algorithm>
+#include <numeric>
+
+namespace coil {
+
+Shape broadcast_shapes(const Shape &a, const Shape &b) {
+  size_t n = std::max(a.size(), b.size());
+  Shape out(n);
+  for (size_t i = 0; i < n; ++i) {
+    // Align from the right: dim i of the result is dim (size - n + i) of each input.
+    int64_t da = i + a.size() >= n ? a[i + a.size() - n] : 1;
+    int64_t db = i + b.size() >= n ? b[i + b.size() - n] : 1;
+    if (da != db && da != 1 && db != 1)
+      throw UserError(str_cat("shapes ", shape_str(a), " and ", shape_str(b),
+                              " cannot be broadcast: dim ", i, " is ", da, " vs ", db));
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+Shape channels_last_strides(const Shape &sizes) {
+  COIL_ASSERT(sizes.size() == 4 || sizes.size() == 5, "channels-last needs 4 or 5 dims");
+  // Order the dims C, W, H, (D,) N from fastest to slowest.
+  std::vector<size_t> order = {1};
+  for (size_t d = sizes.size() - 1; d >= 2; --d) order.push_back(d);
+  order.push_back(0);
+  Shape strides(sizes.size());
+  int64_t acc = 1;
+  for (size_t d : order) {
+    strides[d] = acc;
+    acc *= std::max<int64_t>(sizes[d], 1);
+  }
+  return strides;
+}
+
+bool is_channels_last(const Shape &sizes, const Shape &strides) {
+  if (sizes.size() != 4 && sizes.size() != 5) return false;
+  if (strides[1] == 0) return false;  // a trivial C dimension defaults to NCHW
+  std::vector<size_t> order = {1};
+  for (size_t d = sizes.size() - 1; d >= 2; --d) order.push_back(d);
+  order.push_back(0);
+  int64_t min = 0;
+  for (size_t d : order) {
+    if (sizes[d] == 0 || strides[d] < min) return false;
+    // N111 tensors and friends are ambiguous: fall back to contiguous.
+    if (d == 0 && min == strides[1]) return false;
+    min = strides[d];
+    if (sizes[d] > 1) min *= sizes[d];
+  }
+  return true;
+}
+
+MemoryFormat suggest_memory_format(const Shape &sizes, const Shape &strides) {
+  if (is_contiguous(sizes, strides) || !is_channels_last(sizes, strides))
+    return MemoryFormat::Contiguous;
+  return sizes.size() == 4 ? MemoryFormat::ChannelsLast : MemoryFormat::ChannelsLast3d;
+}
+
+Shape strides_for_format(const Shape &sizes, MemoryFormat format) {
+  switch (format) {
+    case MemoryFormat::ChannelsLast:
+      COIL_USER_CHECK(sizes.size() == 4, "channels_last needs a 4-d tensor, got ", shape_str(sizes));
+      return channels_last_strides(sizes);
+    case MemoryFormat::ChannelsLast3d:
+      COIL_USER_CHECK(sizes.size() == 5, "channels_last_3d needs a 5-d tensor, got ", shape_str(sizes));
+      return channels_last_strides(sizes);
+    case MemoryFormat::Contiguous:
+    case MemoryFormat::Preserve: return contiguous_strides(sizes);
+  }
+  return contiguous_strides(sizes);
+}
+
+bool is_contiguous(const Shape &sizes, const Shape &strides) {
+  int64_t expected = 1;
+  for (size_t i = sizes.size(); i-- > 0;) {
+    if (sizes[i] == 0) return true;
+    if (sizes[i] == 1) continue;
+    if (strides[i] != expected) return false;
+    expected *= sizes[i];
+  }
+  return true;
+}
+
+bool is_non_overlapping_and_dense(const Shape &sizes, const Shape &strides) {
+  size_t n = sizes.size();
+  if (n == 1) return sizes[0] < 2 || strides[0] == 1;
+  std::vector<size_t> perm(n);
+  std::iota(perm.begin(), perm.end(), 0);
+  // Size-0/1 dims go last; the rest by increasing stride.
+  std::stable_sort(perm.begin(), perm.end(), [&](size_t a, size_t b) {
+    if (sizes[a] < 2) return false;
+    if (sizes[b] < 2) return true;
+    return strides[a] < strides[b];
+  });
+  int64_t required = 1;
+  for (size_t d : perm) {
+    if (sizes[d] < 2) return true;
+    if (strides[d] != required) return false;
+    required *= sizes[d];
+  }
+  return true;
+}
+
+Shape empty_like_strides(const TensorType &t, MemoryFormat format) {
+  if (format != MemoryFormat::Preserve) return strides_for_format(t.sizes, format);
+  if (is_non_overlapping_and_dense(t.sizes, t.strides)) return t.strides;
+  return strides_for_format(t.sizes, suggest_memory_format(t.sizes, t.strides));
+}
+
+namespace {
+
+// The strides of operand `t` seen through broadcasting to `shape`: 0 on broadcast dims.
+Shape broadcast_strides(const TensorType &t, const Shape &shape) {
+  Shape s(shape.size(), 0);
+  size_t offset = shape.size() - t.sizes.size();
+  for (size_t i = 0; i < t.sizes.size(); ++i)
+    s[offset + i] = t.sizes[i] == 1 && shape[offset + i] != 1 ? 0 : t.strides[i];
+  return s;
+}
+
+}  // namespace
+
+Shape elementwise_output_strides(const Shape &shape, std::span<const TensorType *const> operands) {
+  size_t n = shape.size();
+  if (n <= 1) return contiguous_strides(shape);
+  std::vector<Shape> strides;
+  for (const TensorType *t : operands)
+    if (t && t->sizes.size() <= n) strides.push_back(broadcast_strides(*t, shape));
+
+  // 1: dim0 should come after dim1 (it is slower), -1: before, 0: no operand decides.
+  auto compare = [&](size_t dim0, size_t dim1) {
+    for (const Shape &s : strides) {
+      int64_t s0 = s[dim0], s1 = s[dim1];
+      if (s0 == 0 || s1 == 0) continue;  // broadcast in one of them: ask the next operand
+      if (s0 != s1) return s0 < s1 ? -1 : 1;
+      if (shape[dim0] > shape[dim1]) return 1;  // equal strides: the smaller dim goes first
+    }
+    return 0;
+  };
+  // perm[0] is the fastest dim; start from the row-major order and insertion-sort.
+  std::vector<size_t> perm(n);
+  for (size_t i = 0; i < n; ++i) perm[i] = n - 1 - i;
+  for (size_t i = 1; i < n; ++i) {
+    size_t dim1 = i;
+    for (size_t dim0 = i; dim0-- > 0;) {
+      int c = compare(perm[dim0], perm[dim1]);
+      if (c > 0) {
+        std::swap(perm[dim0], perm[dim1]);
+        dim1 = dim0;
+      } else if (c < 0) {
+        break;
+      }
+    }
+  }
+  Shape out(n);
+  int64_t acc = 1;
+  for (size_t d : perm) {
+    out[d] = acc;
+    acc *= std::max<int64_t>(shape[d], 1);
+  }
+  return out;
+}
+
+std::optional<Shape> view_strides(const Shape &sizes, const Shape &strides, const Shape &new_sizes) {
+  if (sizes.empty()) return Shape(new_sizes.size(), 1);
+  int64_t numel = checked_numel(sizes);
+  if (numel == 0 && sizes == new_sizes) return strides;
+  if (numel == 0) return contiguous_strides(new_sizes);
+
+  // Walk the old dims from the right in chunks that are contiguous among themselves;
+  // each chunk must be matched exactly by a run of new dims.
+  Shape out(new_sizes.size());
+  int64_t view_d = int64_t(new_sizes.size()) - 1;
+  int64_t chunk_base_stride = strides.back();
+  int64_t tensor_numel = 1, view_numel = 1;
+  for (int64_t d = int64_t(sizes.size()) - 1; d >= 0; --d) {
+    tensor_numel *= sizes[size_t(d)];
+    bool chunk_ends = d == 0 || (sizes[size_t(d - 1)] != 1 &&
+                                 strides[size_t(d - 1)] != tensor_numel * chunk_base_stride);
+    if (!chunk_ends) continue;
+    while (view_d >= 0 && (view_numel < tensor_numel || new_sizes[size_t(view_d)] == 1)) {
+      out[size_t(view_d)] = view_numel * chunk_base_stride;
+      view_numel *= new_sizes[size_t(view_d)];
+      --view_d;
+    }
+    if (view_numel != tensor_numel) return std::nullopt;
+    if (d > 0) {
+      chunk_base_stride = strides[size_t(d - 1)];
+      tensor_numel = view_numel = 1;
+    }
+  }
+  if (view_d != -1) return std::nullopt;
+  return out;
+}
+
+Shape infer_view_size(const Shape &new_sizes, int64_t numel) {
+  Shape out = new_sizes;
+  int infer = -1;
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (out[i] != -1) continue;
+    COIL_USER_CHECK(infer < 0, "only one dimension can be inferred in ", shape_str(new_sizes));
+    infer = int(i);
+    out[i] = 1;
+  }
+  for (int64_t s : out) COIL_USER_CHECK(s >= 0, "invalid size ", s, " in ", shape_str(new_sizes));
+  int64_t known = checked_numel(out);
+  if (infer >= 0) {
+    COIL_USER_CHECK(known != 0 && numel % known == 0, "shape ", shape_str(new_sizes),
+                    " is invalid for input of size ", numel);
+    out[size_t(infer)] = numel / known;
+  }
+  COIL_USER_CHECK(checked_numel(out) == numel, "shape ", shape_str(new_sizes),
+                  " is invalid for input of size ", numel);
+  return out;
+}
+
+}  // namespace coil

@@ -1,0 +1,46 @@
+// PyTorch's rules for the strides of tensors: fresh outputs of elementwise ops, the
+// `*_like` factories, memory formats, and views.
+#pragma once
+
+#include <optional>
+#include <span>
+
+#include "graph/arg.h"
+#include "graph/tensor_type.h"
+
+namespace coil {
+
+/// The shape two shapes broadcast to; a UserError naming the dim otherwise.
+Shape broadcast_shapes(const Shape &a, const Shape &b);
+
+/// NHWC strides of a 4-d shape (NDHWC for 5-d).
+Shape channels_last_strides(const Shape &sizes);
+
+/// c10's is_channels_last_strides_2d / _3d: does this layout read as channels-last?
+bool is_channels_last(const Shape &sizes, const Shape &strides);
+
+/// Tensor::suggest_memory_format.
+MemoryFormat suggest_memory_format(const Shape &sizes, const Shape &strides);
+
+/// Strides of a fresh tensor of `sizes` in `format` (Contiguous or ChannelsLast*).
+Shape strides_for_format(const Shape &sizes, MemoryFormat format);
+
+bool is_contiguous(const Shape &sizes, const Shape &strides);
+bool is_non_overlapping_and_dense(const Shape &sizes, const Shape &strides);
+
+/// The strides of `empty_like(t, memory_format)`, preserve_format keeping dense layouts.
+Shape empty_like_strides(const TensorType &t, MemoryFormat format);
+
+/// The strides TensorIterator gives the output of an elementwise op over `operands`
+/// broadcast to `shape`: the operands' dimension order, fastest dim first, ties broken
+/// by the first operand that orders them.
+Shape elementwise_output_strides(const Shape &shape, std::span<const TensorType *const> operands);
+
+/// The strides of viewing (sizes, strides) as new_sizes without a copy, or nullopt when
+/// the memory layout does not allow it (what `view` rejects and `reshape` copies for).
+std::optional<Shape> view_strides(const Shape &sizes, const Shape &strides, const Shape &new_sizes);
+
+/// Resolves one -1 in a view shape against numel; a UserError when it cannot.
+Shape infer_view_size(const Shape &new_sizes, int64_t numel);
+
+}  // namespace coil

@@ -1,0 +1,77 @@
+#include "graph/tensor_type.h"
+
+#include <charconv>
+#include <limits>
+
+#include "support/error.h"
+
+namespace coil {
+
+std::string Device::str() const {
+  std::string s = kind == Kind::CPU ? "cpu" : "cuda";
+  if (index >= 0) s += ":" + std::to_string(index);
+  return s;
+}
+
+std::optional<Device> Device::parse(std::string_view s) {
+  Device d;
+  std::string_view kind = s.substr(0, s.find(':'));
+  if (kind == "cpu") {
+    d.kind = Kind::CPU;
+  } else if (kind == "cuda") {
+    d.kind = Kind::CUDA;
+  } else {
+    return std::nullopt;
+  }
+  if (kind.size() == s.size()) return d;
+  std::string_view idx = s.substr(kind.size() + 1);
+  auto [end, ec] = std::from_chars(idx.data(), idx.data() + idx.size(), d.index);
+  if (ec != std::errc() || end != idx.data() + idx.size() || d.index < 0) return std::nullopt;
+  return d;
+}
+
+int64_t TensorType::numel() const { return checked_numel(sizes); }
+
+std::string shape_str(const Shape &s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
+std::string TensorType::str() const {
+  return std::string(short_name(dtype)) + shape_str(sizes) + shape_str(strides) + device.str();
+}
+
+Shape contiguous_strides(const Shape &sizes) {
+  Shape strides(sizes.size());
+  int64_t acc = 1;
+  for (size_t i = sizes.size(); i-- > 0;) {
+    strides[i] = acc;
+    // PyTorch treats size-0 dims as size 1 when computing strides.
+    acc *= sizes[i] > 1 ? sizes[i] : 1;
+  }
+  return strides;
+}
+
+int64_t checked_numel(const Shape &sizes) {
+  // Also bound the product with size-0 dims counted as 1: strides are computed that way.
+  int64_t n = 1, extent = 1;
+  for (int64_t s : sizes) {
+    COIL_USER_CHECK(s >= 0, "negative size ", s, " in ", shape_str(sizes));
+    int64_t e = s > 1 ? s : 1;
+    if (extent > std::numeric_limits<int64_t>::max() / e)
+      throw UserError(str_cat("the number of elements of ", shape_str(sizes), " overflows int64"));
+    extent *= e;
+    n *= s;
+  }
+  return n;
+}
+
+int64_t wrap_dim(int64_t dim, int64_t rank) {
+  int64_t r = rank == 0 ? 1 : rank;
+  COIL_USER_CHECK(dim >= -r && dim < r, "dim ", dim, " is out of range for a tensor of rank ", rank,
+                  " (expected a dim in [", -r, ", ", r - 1, "])");
+  return dim < 0 ? dim + r : dim;
+}
+
+}  // namespace coil

@@ -1,0 +1,52 @@
+// The type of a tensor value: element type, sizes, strides and device.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "graph/dtype.h"
+
+namespace coil {
+
+struct Device {
+  enum class Kind : uint8_t { CPU, CUDA };
+  Kind kind = Kind::CPU;
+  int index = -1;  // -1: the current device of that kind
+
+  bool operator==(const Device &) const = default;
+  /// As PyTorch prints it in annotations: `cpu`, `cuda`, `cuda:0`.
+  std::string str() const;
+  static std::optional<Device> parse(std::string_view s);
+};
+
+using Shape = std::vector<int64_t>;
+
+struct TensorType {
+  DType dtype = DType::F32;
+  Shape sizes;
+  Shape strides;
+  Device device;
+
+  int64_t rank() const { return int64_t(sizes.size()); }
+  int64_t numel() const;
+  bool operator==(const TensorType &) const = default;
+  /// `f32[64, 256][256, 1]cpu`, the annotation PyTorch prints.
+  std::string str() const;
+};
+
+/// `[64, 256]`
+std::string shape_str(const Shape &s);
+
+/// Row-major strides of `sizes`.
+Shape contiguous_strides(const Shape &sizes);
+
+/// Product of sizes; a UserError when it overflows int64.
+int64_t checked_numel(const Shape &sizes);
+
+/// Wraps a possibly negative dim into [0, rank); a UserError naming the range otherwise.
+/// A rank-0 tensor accepts dims -1 and 0, as PyTorch does.
+int64_t wrap_dim(int64_t dim, int64_t rank);
+
+}  // namespace coil

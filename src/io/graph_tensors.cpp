@@ -1,0 +1,31 @@
+#include "io/graph_tensors.h"
+
+namespace coil {
+namespace {
+
+void check_tensor(const TensorList &tensors, const std::string &name, const TensorType &want,
+                  const std::string &file) {
+  const HostTensor *t = find_tensor(tensors, name);
+  SourceLoc loc{file, 0, 0};
+  if (!t) throw UserError(str_cat("missing tensor '", name, "' (expected ", short_name(want.dtype),
+                                  shape_str(want.sizes), ")"), loc);
+  if (t->dtype != want.dtype || t->sizes != want.sizes)
+    throw UserError(str_cat("tensor '", name, "' is ", t->describe(), " but the graph expects ",
+                            short_name(want.dtype), shape_str(want.sizes)), loc);
+}
+
+}  // namespace
+
+std::string output_tensor_name(size_t i) { return "out" + std::to_string(i); }
+
+void check_graph_inputs(const Graph &g, const TensorList &tensors, const std::string &file) {
+  for (const auto &ids : {g.inputs(), g.constants()})
+    for (ValueId id : ids) check_tensor(tensors, g.value(id).name, g.type(id), file);
+}
+
+void check_graph_outputs(const Graph &g, const TensorList &tensors, const std::string &file) {
+  auto outputs = g.outputs();
+  for (size_t i = 0; i < outputs.size(); ++i) check_tensor(tensors, output_tensor_name(i), g.type(outputs[i]), file);
+}
+
+}  // namespace coil

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# The `coil` command line end to end: usage: cli_test.sh PATH/TO/coil (run from the repo root).
+set -u
+coil=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+failures=0
+
+# expect NAME WANT_STATUS WANT_SUBSTRING -- COMMAND...: runs COMMAND, checks its exit
+# status and that stdout+stderr contain WANT_SUBSTRING.
+expect() {
+  local name=$1 want_status=$2 want_text=$3
+  shift 4
+  local out status
+  out=$("$@" 2>&1)
+  status=$?
+  if [[ $status -ne $want_status || $out != *"$want_text"* ]]; then
+    echo "FAIL $name: status $status (want $want_status), output:"
+    echo "$out" | head -20
+    echo "  (wanted to find: $want_text)"
+    failures=$((failures + 1))
+  else
+    echo "ok   $name"
+  fi
+}
+
+expect help 0 "commands:" -- "$coil" --help
+expect no-command 1 "usage: coil <command>" -- "$coil"
+expect unknown-command 1 "coil: unknown command 'frobnicate'" -- "$coil" frobnicate
+expect check-help 0 "usage: coil check FILE..." -- "$coil" check --help
+expect print-help 0 "usage: coil print FILE" -- "$coil" print --help
+expect info-help 0 "usage: coil info FILE" -- "$coil" info --help
+expect unknown-option 1 "coil check: unknown option '--frob'" -- "$coil" check --frob examples/sum_all/graph.py
+expect check-no-file 1 "coil check: expected at least one graph file" -- "$coil" check
+
+for d in examples/*/; do
+  n=$(basename "$d")
+  expect "check-$n" 0 "ok (" -- "$coil" check "$d/graph.py" --inputs "$d/inputs.safetensors" --expect "$d/expected.safetensors"
+  "$coil" print "$d/graph.py" > "$tmp/$n.py" && "$coil" print "$tmp/$n.py" > "$tmp/$n.again.py"
+  if cmp -s "$tmp/$n.py" "$tmp/$n.again.py"; then echo "ok   print-round-trip-$n"; else
+    echo "FAIL print-round-trip-$n"; failures=$((failures + 1)); fi
+done
+
+expect info-ops 0 "  2  aten.convolution.default" -- "$coil" info examples/resnet_basic_block/graph.py
+expect info-outputs 0 "getitem_1  f32[64][1]cpu" -- "$coil" info examples/var_mean_lastdim/graph.py
+
+printf 'class GraphModule(torch.nn.Module):\n    def forward(self, x: "f32[4][1]cpu"):\n        y: "f16[4][1]cpu" = torch.ops.aten.relu.default(x)\n        return (y,)\n' > "$tmp/bad.py"
+expect check-bad 1 "$tmp/bad.py:3:12: error: node 'y' (aten.relu.default): annotation says f16[4][1]cpu but is f32[4][1]cpu (dtypes differ)" -- "$coil" check "$tmp/bad.py"
+expect check-good-and-bad 1 "examples/sum_all/graph.py: ok" -- "$coil" check examples/sum_all/graph.py "$tmp/bad.py"
+expect check-missing 1 "$tmp/none.py: error: cannot open: No such file or directory" -- "$coil" check "$tmp/none.py"
+expect inputs-mismatch 1 "examples/sum_dim0/inputs.safetensors: error: tensor 'a_0' is f32[64, 256] but the graph expects f32[65536]" -- \
+  "$coil" check examples/sum_all/graph.py --inputs examples/sum_dim0/inputs.safetensors
+expect expect-mismatch 1 "examples/sum_dim0/expected.safetensors: error: tensor 'out0' is f32[256] but the graph expects f32[64]" -- \
+  "$coil" check examples/var_mean_lastdim/graph.py --expect examples/sum_dim0/expected.safetensors
+
+if [[ $failures -ne 0 ]]; then echo "$failures CLI checks failed"; exit 1; fi
+echo "all CLI checks passed"

@@ -1,0 +1,179 @@
+// The FX text frontend: every form PyTorch prints, and the printer's round trip.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "frontend/parser.h"
+#include "frontend/printer.h"
+#include "frontend/python_repr.h"
+#include "graph/registry.h"
+
+namespace coil::frontend {
+namespace {
+
+Graph parse(const std::string &text) { return parse_graph(text, "test.py"); }
+
+// print(parse(print(g))) == print(g)
+void expect_round_trip(const Graph &g) {
+  std::string once = print_graph(g);
+  std::string twice = print_graph(parse_graph(once, "printed.py"));
+  EXPECT_EQ(once, twice);
+}
+
+const Node &node(const Graph &g, const std::string &name) {
+  for (const Node &n : g.nodes())
+    if (n.name == name) return n;
+  throw std::runtime_error("no node " + name);
+}
+
+const Arg &arg(const Graph &g, const std::string &node_name, const std::string &arg_name) {
+  const Node &n = node(g, node_name);
+  return n.args[size_t(n.op->schema.find_arg(arg_name))];
+}
+
+TEST(PythonRepr, FloatsPrintLikePython) {
+  EXPECT_EQ(python_float_repr(1e-05), "1e-05");
+  EXPECT_EQ(python_float_repr(1e-06), "1e-06");
+  EXPECT_EQ(python_float_repr(0.0001), "0.0001");
+  EXPECT_EQ(python_float_repr(0.5), "0.5");
+  EXPECT_EQ(python_float_repr(2.0), "2.0");
+  EXPECT_EQ(python_float_repr(-3.25), "-3.25");
+  EXPECT_EQ(python_float_repr(100000.0), "100000.0");
+  EXPECT_EQ(python_float_repr(1e16), "1e+16");
+  EXPECT_EQ(python_float_repr(123456789012345.6), "123456789012345.6");
+  EXPECT_EQ(python_float_repr(0.1), "0.1");
+  EXPECT_EQ(python_float_repr(1.0 / 3), "0.3333333333333333");
+  EXPECT_EQ(python_float_repr(-0.0), "-0.0");
+  EXPECT_EQ(python_float_repr(INFINITY), "inf");
+  EXPECT_EQ(python_float_repr(-INFINITY), "-inf");
+  EXPECT_EQ(python_float_repr(NAN), "nan");
+  EXPECT_EQ(python_float_repr(1.5e-300), "1.5e-300");
+  EXPECT_EQ(python_str_repr("it's"), "'it\\'s'");
+}
+
+TEST(Frontend, ReadsAnnotations) {
+  Annotation a = parse_annotation("f32[64, 256][256, 1]cpu", {});
+  EXPECT_EQ(a.type.str(), "f32[64, 256][256, 1]cpu");
+  EXPECT_TRUE(a.has_strides && a.has_device);
+  Annotation b = parse_annotation("bf16[8]", {});
+  EXPECT_FALSE(b.has_strides || b.has_device);
+  EXPECT_EQ(parse_annotation("i64[][]cuda:0", {}).type.device.str(), "cuda:0");
+  EXPECT_EQ(parse_annotation("b8[3][1]cpu", {}).type.dtype, DType::Bool);
+}
+
+TEST(Frontend, ScalarsListsAndKeywords) {
+  Graph g = parse(R"(class GraphModule(torch.nn.Module):
+    def forward(self, x: "f32[4, 8][8, 1]cpu"):
+        # a comment line
+
+        add: "f32[4, 8][8, 1]cpu" = torch.ops.aten.add.Tensor(x, -1.5e-3, alpha = 2);  x = None
+        mul: "f32[4, 8][8, 1]cpu" = torch.ops.aten.mul.Tensor(add, inf)
+        sub: "f32[4, 8][8, 1]cpu" = torch.ops.aten.sub.Tensor(mul, -inf)
+        div: "f32[4, 8][8, 1]cpu" = torch.ops.aten.div.Tensor(sub, nan)
+        sum_1: "f32[4][1]cpu" = torch.ops.aten.sum.dim_IntList(div, [-1], False, dtype = torch.float32)
+        view: "f32[2, 2][2, 1]cpu" = torch.ops.aten.view.default(sum_1, [2, -1])
+        return (view,)
+)");
+  EXPECT_EQ(arg(g, "add", "other").as<double>(), -1.5e-3);
+  EXPECT_EQ(arg(g, "add", "alpha").as<int64_t>(), 2);
+  EXPECT_TRUE(std::isinf(arg(g, "mul", "other").as<double>()));
+  EXPECT_LT(arg(g, "sub", "other").as<double>(), 0);
+  EXPECT_TRUE(std::isnan(arg(g, "div", "other").as<double>()));
+  EXPECT_EQ(arg(g, "sum_1", "dtype").as<DType>(), DType::F32);
+  expect_round_trip(g);
+  // Defaults given explicitly are left out of the canonical form.
+  EXPECT_NE(print_graph(g).find("sum_1: \"f32[4][1]cpu\" = torch.ops.aten.sum.dim_IntList(div, [-1], dtype = torch.float32)"),
+            std::string::npos);
+}
+
+TEST(Frontend, MultiOutputOpsWithGetitemAndNestedReturns) {
+  Graph g = parse(R"(class <lambda>(torch.nn.Module):
+    def forward(self, arg0_1: "f32[8, 16][16, 1]cpu"):
+        var_mean = torch.ops.aten.var_mean.correction(arg0_1, [1], correction = 0, keepdim = True)
+        getitem: "f32[8, 1][1, 1]cpu" = var_mean[0]
+        getitem_1: "f32[8, 1][1, 1]cpu" = operator.getitem(var_mean, 1);  var_mean = None
+        sub: "f32[8, 16][16, 1]cpu" = torch.ops.aten.sub.Tensor(arg0_1, getitem_1)
+        return ((sub, getitem), None, [getitem_1])
+)");
+  ASSERT_EQ(g.outputs().size(), 3u);
+  EXPECT_EQ(g.value(g.outputs()[0]).name, "sub");
+  EXPECT_EQ(g.output_tree().items[1].kind, OutputTree::Kind::None);
+  expect_round_trip(g);
+}
+
+TEST(Frontend, ExportedProgramWrapperAndBareAnnotations) {
+  Graph g = parse(R"(ExportedProgram:
+    class GraphModule(torch.nn.Module):
+        def forward(self, p_weight: "f32[4, 4]", x: "f32[2, 4]"):
+            permute: "f32[4, 4]" = torch.ops.aten.permute.default(p_weight, [1, 0])
+            mm: "f32[2, 4]" = torch.ops.aten.add.Tensor(x, x)
+            return (mm,)
+
+Graph signature: ExportGraphSignature(input_specs=[...])
+Range constraints: {}
+)");
+  EXPECT_EQ(g.nodes().size(), 2u);
+  EXPECT_EQ(g.type(g.inputs()[1]).strides, (Shape{4, 1}));
+  expect_round_trip(g);
+}
+
+TEST(Frontend, LinesJoinInsideBrackets) {
+  Graph g = parse(R"(class GraphModule(torch.nn.Module):
+    def forward(self, a: "f32[2, 3, 4][12, 4, 1]cpu",
+                b: "f32[4][1]cpu"):
+        permute: "f32[4, 3, 2][1, 4, 12]cpu" = torch.ops.aten.permute.default(a, [2,
+            1, 0])
+        return (permute,)
+)");
+  EXPECT_EQ(g.type(g.outputs()[0]).strides, (Shape{1, 4, 12}));
+}
+
+TEST(Frontend, ConstantsDevicesAndLayouts) {
+  Graph g = parse(R"(class GraphModule(torch.nn.Module):
+    def forward(self, x: "f32[4][1]cuda:0"):
+        _tensor_constant0: "f32[4][1]cuda:0" = self._tensor_constant0
+        _to_copy: "f16[4][1]cuda:0" = torch.ops.aten._to_copy.default(x, dtype = torch.float16, layout = torch.strided, device = device(type='cuda', index=0), memory_format = torch.contiguous_format)
+        clone: "f32[4][1]cuda:0" = torch.ops.aten.clone.default(_tensor_constant0, memory_format = torch.preserve_format)
+        return (_to_copy, clone)
+)");
+  EXPECT_EQ(g.constants().size(), 1u);
+  EXPECT_EQ(arg(g, "_to_copy", "device").as<Device>().str(), "cuda:0");
+  EXPECT_EQ(arg(g, "_to_copy", "memory_format").as<MemoryFormat>(), MemoryFormat::Contiguous);
+  expect_round_trip(g);
+}
+
+TEST(Frontend, MetaFunctionsDecideOutputTypes) {
+  Graph g = parse(R"(class GraphModule(torch.nn.Module):
+    def forward(self, x: "i32[3, 5][5, 1]cpu", y: "f64[][]cpu", b: "b8[3, 5][5, 1]cpu"):
+        add = torch.ops.aten.add.Tensor(x, 2.5)
+        mul = torch.ops.aten.mul.Tensor(x, y)
+        sum_1 = torch.ops.aten.sum.dim_IntList(b, [0])
+        lt = torch.ops.aten.lt.Scalar(x, 1)
+        where = torch.ops.aten.where.self(lt, x, mul)
+        t = torch.ops.aten.t.default(x)
+        return (add, mul, sum_1, lt, where, t)
+)");
+  std::vector<std::string> types;
+  for (ValueId id : g.outputs()) types.push_back(g.type(id).str());
+  EXPECT_EQ(types, (std::vector<std::string>{"f32[3, 5][5, 1]cpu", "f64[3, 5][5, 1]cpu", "i64[5][1]cpu",
+                                             "b8[3, 5][5, 1]cpu", "f64[3, 5][5, 1]cpu", "i32[5, 3][1, 5]cpu"}));
+}
+
+TEST(Registry, EveryOpHasAParsedSchemaAndTarget) {
+  const Registry &r = Registry::get();
+  EXPECT_GT(r.ops().size(), 40u);
+  for (const OpDef *op : r.ops()) {
+    EXPECT_EQ(op->target, op->schema.target());
+    EXPECT_TRUE(op->meta) << op->target;
+  }
+  const OpDef *add = r.find("aten.add.Tensor");
+  ASSERT_NE(add, nullptr);
+  ASSERT_EQ(add->schema.args.size(), 3u);
+  EXPECT_TRUE(add->schema.args[2].kwarg_only);
+  EXPECT_EQ(add->schema.args[2].default_value->as<int64_t>(), 1);
+  EXPECT_EQ(r.find("aten.var_mean.correction")->schema.returns.size(), 2u);
+  EXPECT_EQ(r.find("aten._assert_tensor_metadata.default")->schema.returns.size(), 0u);
+}
+
+}  // namespace
+}  // namespace coil::frontend
