@@ -34,10 +34,8 @@ class ArgChecker {
       }
       items.push_back(element(item, t.base, true));
     }
-    if (t.list_len > 1 && int(items.size()) != t.list_len)
-      throw UserError(str_cat("argument '", a_.name, "' expects ", t.list_len, " values, got ",
-                              items.size()),
-                      arg.loc);
+    // The length of an `int[N]` list is the op's to check: pooling takes [] for "same as
+    // the kernel" and one value for every spatial dim.
     return Arg(std::move(items), arg.loc);
   }
 

@@ -116,6 +116,10 @@ const Registry &Registry::get() {
     register_norm_ops(r);
     register_convolution_ops(r);
     register_copy_ops(r);
+    register_creation_ops(r);
+    register_indexing_ops(r);
+    register_matmul_ops(r);
+    register_pooling_ops(r);
     return r;
   }();
   return registry;

@@ -95,5 +95,9 @@ void register_view_ops(Registry &r);
 void register_norm_ops(Registry &r);
 void register_convolution_ops(Registry &r);
 void register_copy_ops(Registry &r);
+void register_creation_ops(Registry &r);
+void register_indexing_ops(Registry &r);
+void register_matmul_ops(Registry &r);
+void register_pooling_ops(Registry &r);
 
 }  // namespace coil

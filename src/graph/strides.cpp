@@ -53,8 +53,7 @@ bool is_channels_last(const Shape &sizes, const Shape &strides) {
 }
 
 MemoryFormat suggest_memory_format(const Shape &sizes, const Shape &strides) {
-  if (is_contiguous(sizes, strides) || !is_channels_last(sizes, strides))
-    return MemoryFormat::Contiguous;
+  if (!is_channels_last(sizes, strides)) return MemoryFormat::Contiguous;
   return sizes.size() == 4 ? MemoryFormat::ChannelsLast : MemoryFormat::ChannelsLast3d;
 }
 
@@ -193,6 +192,17 @@ std::optional<Shape> view_strides(const Shape &sizes, const Shape &strides, cons
   }
   if (view_d != -1) return std::nullopt;
   return out;
+}
+
+SliceBounds slice_bounds(int64_t size, std::optional<int64_t> start_arg, std::optional<int64_t> end_arg,
+                         int64_t step) {
+  int64_t start = start_arg.value_or(0), end = end_arg.value_or(size);
+  if (start < 0) start += size;
+  if (end < 0) end += size;
+  start = std::clamp<int64_t>(start, 0, size);
+  end = std::clamp<int64_t>(end, start, size);
+  int64_t len = end - start;
+  return {start, len == 0 ? 0 : (len - 1) / step + 1};
 }
 
 Shape infer_view_size(const Shape &new_sizes, int64_t numel) {

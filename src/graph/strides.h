@@ -40,6 +40,14 @@ Shape elementwise_output_strides(const Shape &shape, std::span<const TensorType 
 /// the memory layout does not allow it (what `view` rejects and `reshape` copies for).
 std::optional<Shape> view_strides(const Shape &sizes, const Shape &strides, const Shape &new_sizes);
 
+/// The first element and length of slicing a dim of `size` with PyTorch's rules:
+/// negative bounds count from the end, then both are clamped into [0, size].
+struct SliceBounds {
+  int64_t start = 0;
+  int64_t length = 0;
+};
+SliceBounds slice_bounds(int64_t size, std::optional<int64_t> start, std::optional<int64_t> end, int64_t step);
+
 /// Resolves one -1 in a view shape against numel; a UserError when it cannot.
 Shape infer_view_size(const Shape &new_sizes, int64_t numel);
 

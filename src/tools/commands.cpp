@@ -8,6 +8,10 @@
 #include "graph/registry.h"
 #include "io/graph_tensors.h"
 #include "io/safetensors.h"
+#include "io/compare.h"
+#include "ir/interpreter.h"
+#include "lowering/lowering.h"
+#include "tools/coverage.h"
 
 namespace coil::tools {
 namespace {
@@ -106,6 +110,66 @@ int run_info(const std::vector<std::string> &args) {
   return 0;
 }
 
+double number_option(const ParsedArgs &p, const std::string &name, double fallback) {
+  auto it = p.options.find(name);
+  if (it == p.options.end()) return fallback;
+  try {
+    size_t used = 0;
+    double v = std::stod(it->second, &used);
+    if (used == it->second.size() && v >= 0) return v;
+  } catch (const std::exception &) {
+  }
+  throw UserError(str_cat("coil run: ", name, " expects a non-negative number, got '", it->second, "'"));
+}
+
+int run_run(const std::vector<std::string> &args) {
+  ParsedArgs p = parse_args("run", args, {"--device", "--inputs", "--expect", "--rtol", "--atol", "--save"});
+  std::string file = one_file("run", p);
+  std::string device = p.options.count("--device") ? p.options["--device"] : "ref";
+  if (device != "ref") throw UserError(str_cat("coil run: unknown device '", device, "'; this build has: ref"));
+  if (!p.options.count("--inputs")) throw UserError("coil run: --inputs IN.safetensors is required");
+  Graph g = frontend::parse_graph_file(file);
+  TensorList inputs = read_safetensors(p.options["--inputs"]);
+  check_graph_inputs(g, inputs, p.options["--inputs"]);
+  ir::Program program = lowering::lower(g);
+  std::vector<HostTensor> outputs = ir::interpret(program, inputs);
+  if (auto it = p.options.find("--save"); it != p.options.end()) {
+    TensorList named;
+    for (size_t i = 0; i < outputs.size(); ++i) named.emplace_back(output_tensor_name(i), outputs[i]);
+    write_safetensors(it->second, named);
+  }
+  if (!p.options.count("--expect")) {
+    for (size_t i = 0; i < outputs.size(); ++i) std::cout << output_tensor_name(i) << " " << outputs[i].describe() << "\n";
+    return 0;
+  }
+  TensorList expected = read_safetensors(p.options["--expect"]);
+  check_graph_outputs(g, expected, p.options["--expect"]);
+  bool all_pass = true;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const HostTensor &want = *find_tensor(expected, output_tensor_name(i));
+    Tolerance tol = default_tolerance(want.dtype, ir::max_reduction_size(program, program.outputs[i]));
+    tol.rtol = number_option(p, "--rtol", tol.rtol);
+    tol.atol = number_option(p, "--atol", tol.atol);
+    Comparison c = compare(outputs[i], want, tol);
+    all_pass = all_pass && c.pass;
+    std::cout << output_tensor_name(i) << " " << outputs[i].describe() << ": max abs error " << c.max_abs_error
+              << ", max rel error " << c.max_rel_error << " (rtol " << tol.rtol << ", atol " << tol.atol << ") "
+              << (c.pass ? "PASS" : "FAIL " + std::to_string(c.mismatches) + " mismatches, first " + c.first_mismatch)
+              << "\n";
+  }
+  return all_pass ? 0 : 1;
+}
+
+int run_coverage(const std::vector<std::string> &args) {
+  ParsedArgs p = parse_args("coverage", args, {});
+  if (p.files.empty()) throw UserError("coil coverage: expected at least one fixture directory (see coil coverage --help)");
+  Coverage coverage = coverage_of(p.files);
+  std::cout << coverage_table(coverage);
+  auto missing = uncovered_ops(coverage);
+  for (const auto &op : missing) std::cerr << "coil coverage: no graph uses " << op << "\n";
+  return missing.empty() ? 0 : 1;
+}
+
 }  // namespace
 
 const std::vector<Command> &commands() {
@@ -131,6 +195,27 @@ const std::vector<Command> &commands() {
        "Lists the graph's inputs and outputs with their types, and each op with the number\n"
        "of nodes that call it.\n",
        run_info},
+      {"run", "run a graph and compare its outputs with expected ones",
+       "usage: coil run FILE --inputs IN.safetensors [--device ref] [--expect OUT.safetensors]\n"
+       "                [--rtol R] [--atol A] [--save OUT.safetensors]\n\n"
+       "Lowers the graph to the loop IR and runs it. Without --expect it prints each output's\n"
+       "type; with it, each output's largest absolute and relative error and PASS or FAIL.\n\n"
+       "options:\n"
+       "  --device D  ref: the reference interpreter of the loop IR (naive, on the CPU)\n"
+       "  --inputs F  one tensor per graph input, by name\n"
+       "  --expect F  out0, out1, ... to compare with\n"
+       "  --rtol R    relative tolerance (default: by dtype, scaled by sqrt(n) for reductions over n)\n"
+       "  --atol A    absolute tolerance (default: likewise)\n"
+       "  --save F    write the outputs as out0, out1, ...\n\n"
+       "exit status: 0 when every output passes, 1 otherwise.\n",
+       run_run},
+      {"coverage", "tabulate which registered ops the fixture graphs exercise",
+       "usage: coil coverage DIR...\n\n"
+       "Reads DIR/<case>/graph.py for every case and prints a markdown table with one row per\n"
+       "registered op: the dtypes it is used with, whether a size-0 or size-1 dim, a\n"
+       "non-contiguous input or a broadcast input occurs, and the number of graphs using it.\n\n"
+       "exit status: 1 when a registered op appears in no graph (each is named on stderr).\n",
+       run_coverage},
   };
   return table;
 }

@@ -97,8 +97,8 @@ const BadGraph kCases[] = {
      "bad.py:3:13: error: 'aten.add_.Tensor' writes into its input; coil compiles functional graphs only "
      "(export with torch.export(...).run_decompositions() to remove mutation)"},
     {"CopyIntoBuffer", "        a = torch.ops.aten.copy_.default(y, y)\n        return (a,)\n",
-     "bad.py:3:9: error: node 'a' (aten.copy_.default): writes into its argument 'self'; coil compiles "
-     "functional graphs only (export with torch.export(...).run_decompositions() to remove mutation)"},
+     "bad.py:3:13: error: 'aten.copy_.default' writes into its input; coil compiles functional graphs only "
+     "(export with torch.export(...).run_decompositions() to remove mutation)"},
     {"SymbolicSize", "        a: \"f32[s0, 256]\" = torch.ops.aten.relu.default(x)\n        return (a,)\n",
      "bad.py:3:17: error: symbolic size 's0' is not supported: coil compiles static shapes"},
     {"UnknownDtype", "        a: \"q32[64, 256]\" = torch.ops.aten.relu.default(x)\n        return (a,)\n",

@@ -58,8 +58,8 @@ TEST(Meta, NormsFollowTheDevice) {
   EXPECT_EQ(meta("aten.native_layer_norm.default", {"bf16[8, 16][16, 1]cuda:0"}, {ints({16}), Arg(NoneArg{}),
                                                                                  Arg(NoneArg{}), Arg(1e-5)}),
             (Types{"bf16[8, 16][16, 1]cuda:0", "f32[8, 1][1, 1]cuda:0", "f32[8, 1][1, 1]cuda:0"}));
-  EXPECT_EQ(meta("aten._softmax.default", {"bf16[8, 16][1, 8]cpu"}, {Arg(int64_t(-1)), Arg(true)}),
-            Types{"f32[8, 16][16, 1]cpu"});
+  EXPECT_EQ(meta("aten._softmax.default", {"f16[8, 16][1, 8]cuda"}, {Arg(int64_t(-1)), Arg(true)}),
+            Types{"f32[8, 16][16, 1]cuda"});
 }
 
 TEST(Meta, ConvolutionShapesAndChannelsLast) {

@@ -17,13 +17,18 @@ inline std::filesystem::path source_dir() {
 #endif
 }
 
-/// Every bundled example directory, sorted by name.
-inline std::vector<std::filesystem::path> example_dirs() {
+/// Every case directory (one holding a graph.py) under `dir`, sorted by name.
+inline std::vector<std::filesystem::path> case_dirs(const std::filesystem::path &dir) {
   std::vector<std::filesystem::path> out;
-  for (const auto &e : std::filesystem::directory_iterator(source_dir() / "examples"))
-    if (e.is_directory()) out.push_back(e.path());
+  if (!std::filesystem::exists(dir)) return out;
+  for (const auto &e : std::filesystem::directory_iterator(dir))
+    if (std::filesystem::exists(e.path() / "graph.py")) out.push_back(e.path());
   std::sort(out.begin(), out.end());
   return out;
 }
+
+/// The bundled examples and the fixtures captured from PyTorch.
+inline std::vector<std::filesystem::path> example_dirs() { return case_dirs(source_dir() / "examples"); }
+inline std::vector<std::filesystem::path> fixture_dirs() { return case_dirs(source_dir() / "tests" / "fixtures"); }
 
 }  // namespace coil::test

@@ -20,6 +20,12 @@ std::vector<TensorType> to_copy(const MetaArgs &a) {
   return {out};
 }
 
+/// A new tensor like self, dense layouts kept (empty_like's preserve_format).
+std::vector<TensorType> preserving_copy(const MetaArgs &a) {
+  const TensorType &self = a.tensor("self");
+  return {TensorType{self.dtype, self.sizes, empty_like_strides(self, MemoryFormat::Preserve), self.device}};
+}
+
 std::vector<TensorType> clone(const MetaArgs &a) {
   const TensorType &self = a.tensor("self");
   auto format = a.optional_memory_format("memory_format").value_or(MemoryFormat::Preserve);
@@ -48,11 +54,27 @@ void register_copy_ops(Registry &r) {
   r.add("_to_copy(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, "
         "bool? pin_memory=None, bool non_blocking=False, MemoryFormat? memory_format=None) -> Tensor",
         to_copy);
-  // Registered so that graphs copying into a buffer get a clear error (GraphBuilder
-  // rejects ops that write into an argument).
-  r.add("copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)",
-        [](const MetaArgs &a) { return std::vector<TensorType>{a.tensor("self")}; });
   r.add("clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor", clone);
+  r.add("lift_fresh_copy(Tensor self) -> Tensor", preserving_copy);
+  // fill: self's dtype and layout, every element the value.
+  r.add("fill.Scalar(Tensor self, Scalar value) -> Tensor", preserving_copy);
+  r.add("fill.Tensor(Tensor self, Tensor value) -> Tensor", [](const MetaArgs &a) {
+    COIL_USER_CHECK(a.tensor("value").rank() == 0, "fill expects a 0-dim value tensor, got ",
+                    shape_str(a.tensor("value").sizes));
+    return preserving_copy(a);
+  });
+  // The functional copy: self's dtype and layout, src broadcast into it.
+  r.add("copy(Tensor self, Tensor src, bool non_blocking=False) -> Tensor", [](const MetaArgs &a) {
+    const TensorType &self = a.tensor("self");
+    const TensorType &src = a.tensor("src");
+    COIL_USER_CHECK(broadcast_shapes(self.sizes, src.sizes) == self.sizes, "copy: src of shape ",
+                    shape_str(src.sizes), " cannot be broadcast to ", shape_str(self.sizes));
+    return std::vector<TensorType>{{self.dtype, self.sizes, empty_like_strides(self, MemoryFormat::Preserve),
+                                    self.device}};
+  });
+  r.add("_assert_async(Tensor self) -> ()", [](const MetaArgs &) { return std::vector<TensorType>{}; });
+  r.add("_assert_async.msg(Tensor self, str assert_msg) -> ()",
+        [](const MetaArgs &) { return std::vector<TensorType>{}; });
   r.add("_assert_tensor_metadata(Tensor a, SymInt[]? size=None, SymInt[]? stride=None, "
         "ScalarType? dtype=None, *, Device? device=None, Layout? layout=None) -> ()",
         assert_metadata);

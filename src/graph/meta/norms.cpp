@@ -1,4 +1,8 @@
 // Normalizations and softmax.
+//
+// Where eager PyTorch and its tracing (the decompositions FakeTensor runs, which print
+// the annotations coil checks) disagree on an output's type, these follow the traced
+// annotations; where eager refuses an input, so do these.
 #include "graph/meta/common.h"
 
 namespace coil {
@@ -10,19 +14,53 @@ void check_floating(const TensorType &t, std::string_view op) {
   COIL_USER_CHECK(is_floating(t.dtype), op, " needs a floating point input, got ", short_name(t.dtype));
 }
 
-/// _softmax / _log_softmax: a contiguous output; half_to_float gives f32 from f16/bf16.
-std::vector<TensorType> softmax(const MetaArgs &a) {
-  const TensorType &self = a.tensor("self");
-  check_floating(self, "softmax");
-  wrap_dim(a.integer("dim"), self.rank());
-  bool half_to_float = a.boolean("half_to_float");
-  COIL_USER_CHECK(!half_to_float || self.dtype == DType::F16 || self.dtype == DType::BF16,
-                  "half_to_float is only for f16 and bf16 inputs, got ", short_name(self.dtype));
-  return {contiguous(half_to_float ? DType::F32 : self.dtype, self.sizes, self.device)};
+bool is_reduced_float(DType t) { return t == DType::F16 || t == DType::BF16; }
+
+using Params = std::vector<std::pair<const char *, const TensorType *>>;
+
+/// The parameters of a norm (weight, bias, running stats) have the input's dtype, or,
+/// for an f16/bf16 input where the kernels allow it, may all be f32 ("mixed type");
+/// eager refuses anything else.
+void check_param_dtypes(const TensorType &x, const Params &params, bool mixed_allowed, std::string_view op) {
+  bool mixed = false;
+  for (const auto &[name, p] : params) mixed = mixed || (p && p->dtype != x.dtype);
+  if (!mixed) return;
+  bool f32_ok = mixed_allowed && is_reduced_float(x.dtype);
+  for (const auto &[name, p] : params) {
+    if (!p) continue;
+    COIL_USER_CHECK(p->dtype == (f32_ok ? DType::F32 : x.dtype), op, ": ", name, " is ", short_name(p->dtype),
+                    " but the input is ", short_name(x.dtype), " on ", x.device.str(),
+                    f32_ok ? "; parameters must have the input's dtype, or all be f32"
+                           : "; parameters must have the input's dtype",
+                    !mixed_allowed && is_reduced_float(x.dtype)
+                        ? " (f32 parameters for an f16 or bf16 input are for CPU only)"
+                        : "");
+  }
 }
 
-/// native_layer_norm: (out, mean, rstd). mean and rstd keep the normalized dims as 1;
-/// on CPU they have the input's dtype, on CUDA the f32 they are computed in.
+bool cpu(const TensorType &x) { return x.device.kind == Device::Kind::CPU; }
+
+/// _softmax / _log_softmax: a contiguous output. half_to_float turns an f16 input into
+/// an f32 output; PyTorch has it for f16 only, and only on CUDA.
+MetaFn softmax(std::string op) {
+  return [op](const MetaArgs &a) {
+    const TensorType &self = a.tensor("self");
+    check_floating(self, op);
+    wrap_dim(a.integer("dim"), self.rank());
+    bool half_to_float = a.boolean("half_to_float");
+    if (half_to_float) {
+      COIL_USER_CHECK(!cpu(self), op,
+                      " with half_to_float=True is not supported on CPU");
+      COIL_USER_CHECK(self.dtype == DType::F16, op, " with half_to_float=True needs an f16 input, got ",
+                      short_name(self.dtype));
+    }
+    return std::vector<TensorType>{contiguous(half_to_float ? DType::F32 : self.dtype, self.sizes, self.device)};
+  };
+}
+
+/// native_layer_norm: (out, mean, rstd), all contiguous. mean and rstd keep the
+/// normalized dims as 1; on CPU they have the input's dtype, on CUDA the f32 they are
+/// computed in.
 std::vector<TensorType> layer_norm(const MetaArgs &a) {
   const TensorType &x = a.tensor("input");
   check_floating(x, "layer_norm");
@@ -34,43 +72,106 @@ std::vector<TensorType> layer_norm(const MetaArgs &a) {
   COIL_USER_CHECK(Shape(x.sizes.begin() + long(axis), x.sizes.end()) == normalized,
                   "normalized_shape ", shape_str(normalized), " does not match the trailing dims of ",
                   shape_str(x.sizes));
-  for (const char *name : {"weight", "bias"}) {
-    const TensorType *p = a.optional_tensor(name);
-    COIL_USER_CHECK(!p || p->sizes == normalized, name, " has shape ",
-                    p ? shape_str(p->sizes) : "", ", expected ", shape_str(normalized));
-  }
+  const TensorType *weight = a.optional_tensor("weight");
+  const TensorType *bias = a.optional_tensor("bias");
+  for (const auto &[name, p] : {std::pair{"weight", weight}, std::pair{"bias", bias}})
+    COIL_USER_CHECK(!p || p->sizes == normalized, name, " has shape ", p ? shape_str(p->sizes) : "",
+                    ", expected ", shape_str(normalized));
+  // The CUDA kernel reads the parameters in the input's dtype; only CPU takes f32 ones.
+  check_param_dtypes(x, {{"weight", weight}, {"bias", bias}}, cpu(x), "layer_norm");
   Shape stats = x.sizes;
   for (size_t i = axis; i < stats.size(); ++i) stats[i] = 1;
-  DType stat_dtype = x.device.kind == Device::Kind::CPU ? x.dtype : opmath_dtype(x.dtype);
+  DType stat_dtype = cpu(x) ? x.dtype : opmath_dtype(x.dtype);
   return {contiguous(x.dtype, x.sizes, x.device), contiguous(stat_dtype, stats, x.device),
           contiguous(stat_dtype, stats, x.device)};
 }
 
-/// _native_batch_norm_legit_no_training: (out, save_mean, save_invstd); in inference
-/// the saved statistics are empty. The output keeps the input's memory format.
+/// c10's suggest_memory_format: channels-last whenever the strides read that way, even
+/// when they also read as contiguous (the size-1 cases).
+MemoryFormat suggested_format(const TensorType &t) {
+  if (!is_channels_last(t.sizes, t.strides)) return MemoryFormat::Contiguous;
+  return t.rank() == 4 ? MemoryFormat::ChannelsLast : MemoryFormat::ChannelsLast3d;
+}
+
+/// Tensor::is_contiguous(format): the strides of every dim larger than 1 are those of a
+/// fresh tensor in `format`.
+bool is_dense_in(const TensorType &t, MemoryFormat format) {
+  Shape expected = strides_for_format(t.sizes, format);
+  for (size_t d = 0; d < t.sizes.size(); ++d)
+    if (t.sizes[d] > 1 && t.strides[d] != expected[d]) return false;
+  return true;
+}
+
+void check_group_norm_param(const TensorType *p, const char *name, int64_t channels, const TensorType &x) {
+  COIL_USER_CHECK(!p || (p->rank() == 1 && p->sizes[0] == channels), "group_norm expects ", name,
+                  " to be a vector of size equal to the number of channels (", channels, "), got ", name,
+                  " of shape ", p ? shape_str(p->sizes) : "", " for an input of shape ", shape_str(x.sizes));
+}
+
+/// native_group_norm: (out, mean, rstd) with mean and rstd of shape [N, group]. The
+/// kernel reads the input densely: on CPU in its own memory format (which the output
+/// keeps), on CUDA contiguous.
+std::vector<TensorType> group_norm(const MetaArgs &a) {
+  const TensorType &x = a.tensor("input");
+  const TensorType *weight = a.optional_tensor("weight");
+  const TensorType *bias = a.optional_tensor("bias");
+  int64_t n = a.integer("N"), c = a.integer("C"), hxw = a.integer("HxW"), group = a.integer("group");
+  COIL_USER_CHECK(x.rank() >= 2, "group_norm expects an input of at least 2 dims, got ", shape_str(x.sizes));
+  check_floating(x, "group_norm");
+  COIL_USER_CHECK(group > 0, "group_norm expects a positive number of groups, got ", group);
+  COIL_USER_CHECK(c % group == 0, "group_norm expects the number of channels (", c,
+                  ") to be divisible by the number of groups (", group, ")");
+  check_group_norm_param(weight, "weight", c, x);
+  check_group_norm_param(bias, "bias", c, x);
+  COIL_USER_CHECK(x.numel() == checked_numel({n, c, hxw}), "group_norm: N * C * HxW = ", n, " * ", c, " * ", hxw,
+                  " does not match the ", x.numel(), " elements of the input of shape ", shape_str(x.sizes));
+  MemoryFormat format = cpu(x) ? suggested_format(x) : MemoryFormat::Contiguous;
+  COIL_USER_CHECK(is_dense_in(x, format), "group_norm expects an input contiguous in ",
+                  cpu(x) ? "its memory format (contiguous or channels-last)" : "memory on CUDA", ", got strides ",
+                  shape_str(x.strides), " for shape ", shape_str(x.sizes));
+  // As for layer_norm, f32 parameters for an f16/bf16 input are for CPU only.
+  check_param_dtypes(x, {{"weight", weight}, {"bias", bias}}, cpu(x), "group_norm");
+  TensorType out{x.dtype, x.sizes, strides_for_format(x.sizes, format), x.device};
+  checked_numel({n, group});
+  TensorType stats = contiguous(x.dtype, {n, group}, x.device);
+  return {out, stats, stats};
+}
+
+/// _native_batch_norm_legit_no_training: (out, save_mean, save_invstd). The output is
+/// computed elementwise from the input, so it keeps the input's layout. In inference
+/// the saved statistics are empty on CPU; on CUDA they are the running mean and the
+/// inverse std, per channel, in the dtype the kernel computes in.
 std::vector<TensorType> batch_norm_inference(const MetaArgs &a) {
   const TensorType &x = a.tensor("input");
   check_floating(x, "batch_norm");
   COIL_USER_CHECK(x.rank() >= 2, "batch_norm needs an input of rank >= 2, got ", shape_str(x.sizes));
   Shape channels = {x.sizes[1]};
+  Params params;
   for (const char *name : {"weight", "bias", "running_mean", "running_var"}) {
     const TensorType *p = a.optional_tensor(name);
     COIL_USER_CHECK(!p || p->sizes == channels, name, " has shape ", p ? shape_str(p->sizes) : "",
                     ", expected ", shape_str(channels));
+    params.emplace_back(name, p);
   }
-  Shape strides = strides_for_format(x.sizes, suggest_memory_format(x.sizes, x.strides));
-  TensorType empty = contiguous(x.dtype, {0}, x.device);
-  return {TensorType{x.dtype, x.sizes, strides, x.device}, empty, empty};
+  check_param_dtypes(x, params, true, "batch_norm");
+  const TensorType *layout[] = {&x};
+  TensorType out{x.dtype, x.sizes, elementwise_output_strides(x.sizes, layout), x.device};
+  TensorType stats = cpu(x) ? contiguous(x.dtype, {0}, x.device)
+                            : contiguous(opmath_dtype(x.dtype), channels, x.device);
+  return {out, stats, stats};
 }
 
 }  // namespace
 
 void register_norm_ops(Registry &r) {
-  r.add("_softmax(Tensor self, int dim, bool half_to_float) -> Tensor", softmax);
-  r.add("_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor", softmax);
+  r.add("_softmax(Tensor self, int dim, bool half_to_float) -> Tensor", softmax("softmax"));
+  r.add("_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor", softmax("log_softmax"));
   r.add("native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, "
         "float eps) -> (Tensor, Tensor, Tensor)",
         layer_norm);
+  r.add("native_group_norm(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW, "
+        "int group, float eps) -> (Tensor, Tensor, Tensor)",
+        group_norm);
   r.add("_native_batch_norm_legit_no_training(Tensor input, Tensor? weight, Tensor? bias, "
         "Tensor running_mean, Tensor running_var, float momentum, float eps) -> (Tensor, Tensor, Tensor)",
         batch_norm_inference);

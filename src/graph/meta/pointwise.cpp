@@ -32,9 +32,39 @@ MetaFn elementwise(Promote kind, std::vector<std::string> tensors,
   };
 }
 
-MetaFn unary(Promote kind) { return elementwise(kind, {"self"}); }
-MetaFn binary(Promote kind) { return elementwise(kind, {"self", "other"}); }
-MetaFn binary_scalar(Promote kind) { return elementwise(kind, {"self"}, {"other"}); }
+/// What an op accepts, checked on the promoted dtype, with PyTorch's wording.
+enum class Accepts { Any, Floating, Integral, NotBool };
+
+MetaFn checked(MetaFn base, Accepts accepts, std::string op) {
+  if (accepts == Accepts::Any) return base;
+  return [=](const MetaArgs &a) {
+    auto out = base(a);
+    DType t = out[0].dtype;
+    switch (accepts) {
+      case Accepts::Any: break;
+      case Accepts::Floating:
+        COIL_USER_CHECK(is_floating(t), op, " needs floating point inputs, got ", short_name(t));
+        break;
+      case Accepts::Integral:
+        COIL_USER_CHECK(is_integral(t, true), op, " needs integral or bool inputs, got ", short_name(t));
+        break;
+      case Accepts::NotBool:
+        COIL_USER_CHECK(t != DType::Bool, op, " does not accept bool inputs");
+        break;
+    }
+    return out;
+  };
+}
+
+MetaFn unary(Promote kind, Accepts accepts = Accepts::Any, std::string op = "") {
+  return checked(elementwise(kind, {"self"}), accepts, op);
+}
+MetaFn binary(Promote kind, Accepts accepts = Accepts::Any, std::string op = "") {
+  return checked(elementwise(kind, {"self", "other"}), accepts, op);
+}
+MetaFn binary_scalar(Promote kind, Accepts accepts = Accepts::Any, std::string op = "") {
+  return checked(elementwise(kind, {"self"}, {"other"}), accepts, op);
+}
 
 /// add/sub with alpha: PyTorch refuses a float alpha for integral results and
 /// subtraction of bools.
@@ -52,29 +82,82 @@ MetaFn add_sub(bool is_sub, bool scalar_other) {
 }
 
 MetaFn gelu() {
-  MetaFn base = unary(Promote::Default);
+  MetaFn base = unary(Promote::Default, Accepts::Floating, "gelu");
   return [=](const MetaArgs &a) {
     std::string approximate = *a.optional_str("approximate");
     COIL_USER_CHECK(approximate == "none" || approximate == "tanh",
                     "approximate must be 'none' or 'tanh', got '", approximate, "'");
-    auto out = base(a);
-    COIL_USER_CHECK(is_floating(out[0].dtype), "gelu needs a floating point input, got ",
-                    short_name(out[0].dtype));
+    return base(a);
+  };
+}
+
+/// The layout PyTorch's reference floor division gives floating results: it ends with
+/// `where(ne(other, 0), floor_div, true_div)`, so `other`'s own layout decides first and
+/// the (self, other) layout of the intermediate results breaks ties.
+std::vector<TensorType> float_floor_div_layout(const MetaArgs &a, std::vector<TensorType> out) {
+  Operand self = a.operand("self"), other = a.operand("other");
+  if (other.wrapped_number) return out;
+  TensorType cond = other.type;
+  const TensorType *cond_ops[] = {&other.type};
+  cond.strides = elementwise_output_strides(cond.sizes, cond_ops);
+  TensorType both = out[0];
+  std::vector<const TensorType *> both_ops;
+  for (const Operand *op : {&self, &other})
+    if (!op->wrapped_number) both_ops.push_back(&op->type);
+  both.strides = elementwise_output_strides(both.sizes, both_ops);
+  const TensorType *final_ops[] = {&cond, &both};
+  out[0].strides = elementwise_output_strides(out[0].sizes, final_ops);
+  return out;
+}
+
+/// div with a rounding mode: true division promotes integers to float, trunc and
+/// floor keep the promoted type.
+MetaFn div_mode(bool scalar_other) {
+  MetaFn true_div = scalar_other ? binary_scalar(Promote::IntToFloat) : binary(Promote::IntToFloat);
+  MetaFn rounded = scalar_other ? binary_scalar(Promote::Default) : binary(Promote::Default);
+  return [=](const MetaArgs &a) {
+    auto mode = a.optional_str("rounding_mode");
+    if (!mode) return true_div(a);
+    COIL_USER_CHECK(*mode == "trunc" || *mode == "floor",
+                    "rounding_mode must be None, 'trunc' or 'floor', got '", *mode, "'");
+    auto out = rounded(a);
+    COIL_USER_CHECK(out[0].dtype != DType::Bool, "div with a rounding mode does not accept bool inputs");
+    if (*mode == "floor" && !scalar_other && is_floating(out[0].dtype)) return float_floor_div_layout(a, out);
     return out;
   };
 }
 
-}  // namespace
-
-void register_pointwise_ops(Registry &r) {
-  // Unary math: integer inputs give the default float.
-  for (const char *name : {"exp", "log", "sqrt", "rsqrt", "sigmoid", "tanh", "sin", "cos", "erf"})
+void register_unary_ops(Registry &r) {
+  // Math that turns integers into the default float.
+  for (const char *name : {"exp", "exp2", "expm1", "log", "log1p", "log2", "sqrt", "rsqrt", "reciprocal",
+                           "sin", "cos", "tan", "tanh", "sigmoid", "erf"})
     r.add(str_cat(name, "(Tensor self) -> Tensor"), unary(Promote::IntToFloat));
-  r.add("neg(Tensor self) -> Tensor", unary(Promote::Default));
-  r.add("abs(Tensor self) -> Tensor", unary(Promote::Default));
-  r.add("relu(Tensor self) -> Tensor", unary(Promote::Default));
+  r.add("abs(Tensor self) -> Tensor", unary(Promote::Default, Accepts::NotBool, "abs"));
+  r.add("neg(Tensor self) -> Tensor", unary(Promote::Default, Accepts::NotBool, "neg"));
+  r.add("sign(Tensor self) -> Tensor", unary(Promote::Default));
+  for (const char *name : {"floor", "ceil", "round", "trunc"})
+    r.add(str_cat(name, "(Tensor self) -> Tensor"), unary(Promote::Default, Accepts::NotBool, name));
+  r.add("round.decimals(Tensor self, *, int decimals) -> Tensor",
+        unary(Promote::Default, Accepts::Floating, "round with decimals"));
+  r.add("relu(Tensor self) -> Tensor", unary(Promote::Default, Accepts::NotBool, "relu"));
   r.add("gelu(Tensor self, *, str approximate='none') -> Tensor", gelu());
+  for (const char *name : {"silu", "hardswish", "hardsigmoid"})
+    r.add(str_cat(name, "(Tensor self) -> Tensor"), unary(Promote::Default, Accepts::Floating, name));
+  r.add("hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor",
+        unary(Promote::Default, Accepts::NotBool, "hardtanh"));
+  r.add("leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor",
+        unary(Promote::Default, Accepts::Floating, "leaky_relu"));
+  r.add("elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor",
+        unary(Promote::Default, Accepts::Floating, "elu"));
+  r.add("softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor",
+        unary(Promote::Default, Accepts::Floating, "softplus"));
+  r.add("logical_not(Tensor self) -> Tensor", unary(Promote::AlwaysBool));
+  r.add("bitwise_not(Tensor self) -> Tensor", unary(Promote::Default, Accepts::Integral, "bitwise_not"));
+  r.add("isnan(Tensor self) -> Tensor", unary(Promote::AlwaysBool));
+  r.add("isinf(Tensor self) -> Tensor", unary(Promote::AlwaysBool));
+}
 
+void register_binary_ops(Registry &r) {
   r.add("add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor", add_sub(false, false));
   r.add("add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor", add_sub(false, true));
   r.add("sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor", add_sub(true, false));
@@ -83,25 +166,88 @@ void register_pointwise_ops(Registry &r) {
   r.add("mul.Scalar(Tensor self, Scalar other) -> Tensor", binary_scalar(Promote::Default));
   r.add("div.Tensor(Tensor self, Tensor other) -> Tensor", binary(Promote::IntToFloat));
   r.add("div.Scalar(Tensor self, Scalar other) -> Tensor", binary_scalar(Promote::IntToFloat));
+  r.add("div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor", div_mode(false));
+  r.add("div.Scalar_mode(Tensor self, Scalar other, *, str? rounding_mode) -> Tensor", div_mode(true));
+  for (const char *name : {"remainder", "fmod"}) {
+    r.add(str_cat(name, ".Tensor(Tensor self, Tensor other) -> Tensor"),
+          binary(Promote::Default, Accepts::NotBool, name));
+    r.add(str_cat(name, ".Scalar(Tensor self, Scalar other) -> Tensor"),
+          binary_scalar(Promote::Default, Accepts::NotBool, name));
+  }
+  r.add("remainder.Scalar_Tensor(Scalar self, Tensor other) -> Tensor",
+        checked(elementwise(Promote::Default, {"other"}, {"self"}), Accepts::NotBool, "remainder"));
+  // pow turns bool results into i64: True ** 2 is 1.
+  r.add("pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor",
+        elementwise(Promote::BoolToLong, {"self"}, {"exponent"}));
+  r.add("pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor",
+        elementwise(Promote::BoolToLong, {"self", "exponent"}));
+  r.add("pow.Scalar(Scalar self, Tensor exponent) -> Tensor",
+        elementwise(Promote::BoolToLong, {"exponent"}, {"self"}));
   r.add("maximum(Tensor self, Tensor other) -> Tensor", binary(Promote::Default));
   r.add("minimum(Tensor self, Tensor other) -> Tensor", binary(Promote::Default));
-  r.add("pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor",
-        elementwise(Promote::Default, {"self"}, {"exponent"}));
-  r.add("pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor",
-        elementwise(Promote::Default, {"self", "exponent"}));
+  r.add("atan2(Tensor self, Tensor other) -> Tensor", binary(Promote::IntToFloat));
 
   for (const char *name : {"eq", "ne", "lt", "le", "gt", "ge"}) {
     r.add(str_cat(name, ".Tensor(Tensor self, Tensor other) -> Tensor"), binary(Promote::AlwaysBool));
-    r.add(str_cat(name, ".Scalar(Tensor self, Scalar other) -> Tensor"),
-          binary_scalar(Promote::AlwaysBool));
+    r.add(str_cat(name, ".Scalar(Tensor self, Scalar other) -> Tensor"), binary_scalar(Promote::AlwaysBool));
   }
+  for (const char *name : {"logical_and", "logical_or", "logical_xor"})
+    r.add(str_cat(name, "(Tensor self, Tensor other) -> Tensor"), binary(Promote::AlwaysBool));
+  for (const char *name : {"bitwise_and", "bitwise_or", "bitwise_xor"}) {
+    r.add(str_cat(name, ".Tensor(Tensor self, Tensor other) -> Tensor"),
+          binary(Promote::Default, Accepts::Integral, name));
+    r.add(str_cat(name, ".Scalar(Tensor self, Scalar other) -> Tensor"),
+          binary_scalar(Promote::Default, Accepts::Integral, name));
+  }
+}
+
+/// triu/tril: the diagonal mask keeps the input's dtype and gives a fresh contiguous
+/// tensor.
+std::vector<TensorType> triangle(const MetaArgs &a) {
+  const TensorType &self = a.tensor("self");
+  COIL_USER_CHECK(self.rank() >= 2, "triu/tril need a tensor of rank >= 2, got ", shape_str(self.sizes));
+  return {meta::contiguous(self.dtype, self.sizes, self.device)};
+}
+
+void register_selection_ops(Registry &r) {
   MetaFn where = elementwise(Promote::Default, {"condition", "self", "other"}, {}, 1);
-  r.add("where.self(Tensor condition, Tensor self, Tensor other) -> Tensor",
-        [where](const MetaArgs &a) {
-          DType cond = a.operand("condition").type.dtype;
-          COIL_USER_CHECK(cond == DType::Bool, "where expects a bool condition, got ", short_name(cond));
-          return where(a);
-        });
+  r.add("where.self(Tensor condition, Tensor self, Tensor other) -> Tensor", [where](const MetaArgs &a) {
+    DType cond = a.operand("condition").type.dtype;
+    COIL_USER_CHECK(cond == DType::Bool, "where expects a bool condition, got ", short_name(cond));
+    return where(a);
+  });
+  // clamp's bounds take part in type promotion: clamp(int_tensor, 0.5) is float.
+  r.add("clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor", [](const MetaArgs &a) {
+    COIL_USER_CHECK(!a.is_none("min") || !a.is_none("max"), "clamp needs at least one of min and max");
+    std::vector<std::string> bounds;
+    for (const char *b : {"min", "max"})
+      if (!a.is_none(b)) bounds.push_back(b);
+    return checked(elementwise(Promote::Default, {"self"}, bounds), Accepts::NotBool, "clamp")(a);
+  });
+  r.add("clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor", [](const MetaArgs &a) {
+    COIL_USER_CHECK(!a.is_none("min") || !a.is_none("max"), "clamp needs at least one of min and max");
+    std::vector<std::string> operands = {"self"};
+    for (const char *b : {"min", "max"})
+      if (!a.is_none(b)) operands.push_back(b);
+    return checked(elementwise(Promote::Default, operands), Accepts::NotBool, "clamp")(a);
+  });
+  r.add("clamp_min(Tensor self, Scalar min) -> Tensor",
+        checked(elementwise(Promote::Default, {"self"}, {"min"}), Accepts::NotBool, "clamp_min"));
+  r.add("clamp_max(Tensor self, Scalar max) -> Tensor",
+        checked(elementwise(Promote::Default, {"self"}, {"max"}), Accepts::NotBool, "clamp_max"));
+  // The Tensor overloads are maximum/minimum in eager and accept bools.
+  r.add("clamp_min.Tensor(Tensor self, Tensor min) -> Tensor", elementwise(Promote::Default, {"self", "min"}));
+  r.add("clamp_max.Tensor(Tensor self, Tensor max) -> Tensor", elementwise(Promote::Default, {"self", "max"}));
+  r.add("triu(Tensor self, int diagonal=0) -> Tensor", triangle);
+  r.add("tril(Tensor self, int diagonal=0) -> Tensor", triangle);
+}
+
+}  // namespace
+
+void register_pointwise_ops(Registry &r) {
+  register_unary_ops(r);
+  register_binary_ops(r);
+  register_selection_ops(r);
 }
 
 }  // namespace coil

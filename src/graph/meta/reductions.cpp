@@ -7,65 +7,193 @@ namespace {
 using meta::contiguous;
 
 enum class ReduceDType {
-  SumLike,    // integral and bool inputs give i64 (sum, prod)
-  Keep,       // the input dtype (amax, amin)
-  FloatOnly,  // floating inputs only (mean, var)
+  SumLike,    // integral and bool inputs give i64 (sum, prod, cumsum)
+  Keep,       // the input dtype (amax, amin, max, min)
+  FloatOnly,  // floating inputs only (mean)
+  Logical,    // bool, except that uint8 stays uint8 (any, all)
+  Index,      // i64 positions (argmax, argmin)
 };
 
 DType reduction_dtype(DType in, std::optional<DType> requested, ReduceDType rule, std::string_view op) {
-  if (requested) return *requested;
   switch (rule) {
-    case ReduceDType::SumLike: return is_integral(in, true) ? DType::I64 : in;
+    case ReduceDType::SumLike:
+      if (requested) return *requested;
+      return is_integral(in, true) ? DType::I64 : in;
     case ReduceDType::Keep: return in;
     case ReduceDType::FloatOnly:
+      // mean computes in the requested dtype, so that one must be floating too.
+      if (requested) {
+        COIL_USER_CHECK(is_floating(*requested), op, "(): could not infer output dtype. Optional dtype "
+                        "must be floating point, got ", short_name(*requested));
+        return *requested;
+      }
       COIL_USER_CHECK(is_floating(in), op, "(): could not infer output dtype. Input dtype must be "
                       "floating point, got ", short_name(in));
       return in;
+    case ReduceDType::Logical: return in == DType::U8 ? DType::U8 : DType::Bool;
+    case ReduceDType::Index: return DType::I64;
   }
   return in;
 }
 
-/// A reduction over `dim` (an int list, or every dim when absent or empty).
-MetaFn reduction(ReduceDType rule, std::string op, bool has_dim = true, bool has_dtype = true) {
-  return [=](const MetaArgs &a) {
+/// The reduced dims of `self`: wrapped, checked for repeats, every dim when `dims` is
+/// absent or empty. A 0-dim tensor accepts dims 0 and -1, but only one of them, as in
+/// PyTorch (common's reduced_dims does not see repeats there).
+std::vector<bool> reduced_dims(const TensorType &self, const std::optional<std::vector<int64_t>> &dims) {
+  if (self.rank() == 0 && dims) {
+    for (int64_t d : *dims) wrap_dim(d, 0);
+    COIL_USER_CHECK(dims->size() <= 1, "dim 0 appears multiple times in the list of dims");
+  }
+  return meta::reduced_dims(dims, self.rank());
+}
+
+/// Reductions without an identity (max, min, argmax, ...) have no value to give for an
+/// empty slice: PyTorch refuses to reduce over a size-0 dim, or over every dim of an
+/// empty tensor.
+void check_nonempty_slices(const TensorType &self, const std::vector<bool> &reduced, bool every_dim,
+                           std::string_view op) {
+  if (every_dim) {
+    COIL_USER_CHECK(self.numel() != 0, op, "(): Expected reduction dim to be specified for input.numel() "
+                    "== 0. Specify the reduction dim with the 'dim' argument.");
+    return;
+  }
+  for (size_t d = 0; d < reduced.size(); ++d)
+    COIL_USER_CHECK(!reduced[d] || self.sizes[d] != 0, op, "(): Expected reduction dim ", d,
+                    " to have non-zero size.");
+}
+
+/// What a reduction op's schema offers: a dim list or a single (maybe optional) dim,
+/// keepdim, a dtype.
+enum class DimArg { None, List, One, OptionalOne };
+
+struct Reduction {
+  std::string op;
+  ReduceDType rule = ReduceDType::Keep;
+  DimArg dim = DimArg::List;
+  bool has_dtype = false;
+  bool needs_nonempty = false;      // no identity: max, min, argmax, argmin, amax, amin
+  bool empty_list_is_none = false;  // any.dims/all.dims: dim=[] reduces nothing
+};
+
+/// The dims a reduction's arguments name; nullopt means every dim.
+std::optional<std::vector<int64_t>> dims_arg(const MetaArgs &a, DimArg kind) {
+  switch (kind) {
+    case DimArg::None: return std::nullopt;
+    case DimArg::List: return a.optional_ints("dim");
+    case DimArg::One: return std::vector<int64_t>{a.integer("dim")};
+    case DimArg::OptionalOne: {
+      auto d = a.optional_integer("dim");
+      if (!d) return std::nullopt;
+      return std::vector<int64_t>{*d};
+    }
+  }
+  return std::nullopt;
+}
+
+/// A reduction to a fresh contiguous tensor of the reduced shape.
+MetaFn reduction(Reduction spec) {
+  return [spec](const MetaArgs &a) {
     const TensorType &self = a.tensor("self");
-    auto dims = has_dim ? a.optional_ints("dim") : std::nullopt;
-    bool keepdim = has_dim && a.boolean("keepdim");
-    auto requested = has_dtype ? a.optional_dtype("dtype") : std::nullopt;
-    DType dtype = reduction_dtype(self.dtype, requested, rule, op);
-    auto reduced = meta::reduced_dims(dims, self.rank());
+    auto dims = dims_arg(a, spec.dim);
+    bool keepdim = spec.dim != DimArg::None && a.boolean("keepdim");
+    auto requested = spec.has_dtype ? a.optional_dtype("dtype") : std::nullopt;
+    // argmax/argmin refuse bool inputs on every device (PyTorch's check_argmax_argmin).
+    COIL_USER_CHECK(spec.rule != ReduceDType::Index || self.dtype != DType::Bool, spec.op,
+                    "(): does not support bool input");
+    DType dtype = reduction_dtype(self.dtype, requested, spec.rule, spec.op);
+    if (spec.empty_list_is_none && dims && dims->empty())
+      return std::vector<TensorType>{contiguous(dtype, self.sizes, self.device)};
+    auto reduced = reduced_dims(self, dims);
+    if (spec.needs_nonempty) check_nonempty_slices(self, reduced, !dims || dims->empty(), spec.op);
     return std::vector<TensorType>{
         contiguous(dtype, meta::reduced_shape(self.sizes, reduced, keepdim), self.device)};
   };
 }
 
-/// var_mean.correction: (var, mean), both of the input's dtype and the reduced shape.
-std::vector<TensorType> var_mean(const MetaArgs &a) {
+/// max.dim / min.dim: (values of the input's dtype, i64 indices).
+MetaFn values_and_indices(std::string op) {
+  MetaFn values = reduction({.op = op, .rule = ReduceDType::Keep, .dim = DimArg::One, .needs_nonempty = true});
+  return [values](const MetaArgs &a) {
+    TensorType v = values(a)[0];
+    TensorType indices = v;
+    indices.dtype = DType::I64;
+    return std::vector<TensorType>{v, indices};
+  };
+}
+
+/// var and var_mean only take floating inputs; var_mean gives (var, mean) alike.
+MetaFn variance(std::string op, size_t outputs) {
+  return [op, outputs](const MetaArgs &a) {
+    const TensorType &self = a.tensor("self");
+    COIL_USER_CHECK(is_floating(self.dtype), op, " only supports floating point dtypes, got ",
+                    short_name(self.dtype));
+    auto reduced = reduced_dims(self, a.optional_ints("dim"));
+    TensorType out = contiguous(self.dtype, meta::reduced_shape(self.sizes, reduced, a.boolean("keepdim")),
+                                self.device);
+    return std::vector<TensorType>(outputs, out);
+  };
+}
+
+/// cumsum: a scan keeps the shape; the result is a fresh contiguous tensor, of i64 for
+/// integral and bool inputs unless a dtype is given.
+std::vector<TensorType> cumsum(const MetaArgs &a) {
   const TensorType &self = a.tensor("self");
-  reduction_dtype(self.dtype, std::nullopt, ReduceDType::FloatOnly, "var_mean");
-  auto reduced = meta::reduced_dims(a.optional_ints("dim"), self.rank());
-  TensorType out = contiguous(self.dtype, meta::reduced_shape(self.sizes, reduced, a.boolean("keepdim")),
-                              self.device);
-  return {out, out};
+  wrap_dim(a.integer("dim"), self.rank());
+  DType dtype = reduction_dtype(self.dtype, a.optional_dtype("dtype"), ReduceDType::SumLike, "cumsum");
+  return {contiguous(dtype, self.sizes, self.device)};
 }
 
 }  // namespace
 
 void register_reduction_ops(Registry &r) {
+  using R = ReduceDType;
   r.add("sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
-        reduction(ReduceDType::SumLike, "sum"));
+        reduction({.op = "sum", .rule = R::SumLike, .has_dtype = true}));
   r.add("sum(Tensor self, *, ScalarType? dtype=None) -> Tensor",
-        reduction(ReduceDType::SumLike, "sum", false));
+        reduction({.op = "sum", .rule = R::SumLike, .dim = DimArg::None, .has_dtype = true}));
+  r.add("prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
+        reduction({.op = "prod", .rule = R::SumLike, .dim = DimArg::One, .has_dtype = true}));
+  r.add("prod(Tensor self, *, ScalarType? dtype=None) -> Tensor",
+        reduction({.op = "prod", .rule = R::SumLike, .dim = DimArg::None, .has_dtype = true}));
   r.add("mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
-        reduction(ReduceDType::FloatOnly, "mean"));
+        reduction({.op = "mean", .rule = R::FloatOnly, .has_dtype = true}));
+  r.add("mean(Tensor self, *, ScalarType? dtype=None) -> Tensor",
+        reduction({.op = "mean", .rule = R::FloatOnly, .dim = DimArg::None, .has_dtype = true}));
+
   r.add("amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor",
-        reduction(ReduceDType::Keep, "amax", true, false));
+        reduction({.op = "amax", .rule = R::Keep, .needs_nonempty = true}));
   r.add("amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor",
-        reduction(ReduceDType::Keep, "amin", true, false));
-  r.add("var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor",
-        reduction(ReduceDType::FloatOnly, "var", true, false));
-  r.add("var_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)",
-        var_mean);
+        reduction({.op = "amin", .rule = R::Keep, .needs_nonempty = true}));
+  r.add("max(Tensor self) -> Tensor",
+        reduction({.op = "max", .rule = R::Keep, .dim = DimArg::None, .needs_nonempty = true}));
+  r.add("min(Tensor self) -> Tensor",
+        reduction({.op = "min", .rule = R::Keep, .dim = DimArg::None, .needs_nonempty = true}));
+  r.add("max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)",
+        values_and_indices("max"));
+  r.add("min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)",
+        values_and_indices("min"));
+  r.add("argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor",
+        reduction({.op = "argmax", .rule = R::Index, .dim = DimArg::OptionalOne,
+                   .needs_nonempty = true}));
+  r.add("argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor",
+        reduction({.op = "argmin", .rule = R::Index, .dim = DimArg::OptionalOne,
+                   .needs_nonempty = true}));
+
+  for (const char *op : {"any", "all"}) {
+    r.add(str_cat(op, "(Tensor self) -> Tensor"), reduction({.op = op, .rule = R::Logical, .dim = DimArg::None}));
+    r.add(str_cat(op, ".dim(Tensor self, int dim, bool keepdim=False) -> Tensor"),
+          reduction({.op = op, .rule = R::Logical, .dim = DimArg::One}));
+    r.add(str_cat(op, ".dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor"),
+          reduction({.op = op, .rule = R::Logical, .empty_list_is_none = true}));
+  }
+
+  r.add("cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor", cumsum);
+  r.add("var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) "
+        "-> Tensor",
+        variance("var", 1));
+  r.add("var_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) "
+        "-> (Tensor, Tensor)",
+        variance("var_mean", 2));
 }
 
 }  // namespace coil

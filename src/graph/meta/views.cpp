@@ -1,4 +1,6 @@
 // Views: outputs share the input's storage, so their strides follow from the input's.
+#include <algorithm>
+
 #include "graph/meta/common.h"
 
 namespace coil {
@@ -96,6 +98,95 @@ std::vector<TensorType> squeeze_dims(const TensorType &self, const std::vector<b
   return {with_layout(self, sizes, strides)};
 }
 
+/// slice.Tensor: PyTorch clamps start and end into [0, size] after wrapping negatives.
+TensorType slice(const TensorType &self, int64_t dim, std::optional<int64_t> start_arg,
+                 std::optional<int64_t> end_arg, int64_t step) {
+  COIL_USER_CHECK(self.rank() > 0, "slice() cannot be applied to a 0-dim tensor");
+  COIL_USER_CHECK(step > 0, "slice step must be positive, got ", step);
+  size_t d = size_t(wrap_dim(dim, self.rank()));
+  Shape sizes = self.sizes, strides = self.strides;
+  sizes[d] = slice_bounds(self.sizes[d], start_arg, end_arg, step).length;
+  // A stride that overflows only matters when the dim has more than one element.
+  if (__builtin_mul_overflow(strides[d], step, &strides[d])) {
+    COIL_USER_CHECK(sizes[d] <= 1, "slice step ", step, " overflows the stride");
+    strides[d] = self.strides[d];
+  }
+  return with_layout(self, sizes, strides);
+}
+
+TensorType select(const TensorType &self, int64_t dim, int64_t index) {
+  COIL_USER_CHECK(self.rank() > 0, "select() cannot be applied to a 0-dim tensor");
+  size_t d = size_t(wrap_dim(dim, self.rank()));
+  int64_t size = self.sizes[d];
+  COIL_USER_CHECK(index >= -size && index < size, "select(): index ", index, " out of range for tensor of size ",
+                  shape_str(self.sizes), " at dimension ", d);
+  Shape sizes = self.sizes, strides = self.strides;
+  sizes.erase(sizes.begin() + long(d));
+  strides.erase(strides.begin() + long(d));
+  return with_layout(self, sizes, strides);
+}
+
+/// split_with_sizes: consecutive slices along `dim` whose sizes add up to the dim.
+std::vector<TensorType> split_into(const TensorType &self, int64_t dim, const Shape &chunks) {
+  COIL_USER_CHECK(self.rank() > 0, "split() cannot be applied to a 0-dim tensor");
+  size_t d = size_t(wrap_dim(dim, self.rank()));
+  int64_t total = 0;
+  for (int64_t c : chunks) {
+    COIL_USER_CHECK(c >= 0, "split sizes must be non-negative, got ", shape_str(chunks));
+    COIL_USER_CHECK(!__builtin_add_overflow(total, c, &total), "split sizes overflow: ", shape_str(chunks));
+  }
+  COIL_USER_CHECK(total == self.sizes[d], "split sizes ", shape_str(chunks), " add up to ", total,
+                  " but dim ", d, " has size ", self.sizes[d]);
+  std::vector<TensorType> out;
+  int64_t start = 0;
+  for (int64_t c : chunks) {
+    out.push_back(slice(self, int64_t(d), start, start + c, 1));
+    start += c;
+  }
+  return out;
+}
+
+std::vector<TensorType> split(const MetaArgs &a) {
+  const TensorType &self = a.tensor("self");
+  COIL_USER_CHECK(self.rank() > 0, "split() cannot be applied to a 0-dim tensor");
+  int64_t size = self.sizes[size_t(wrap_dim(a.integer("dim"), self.rank()))];
+  int64_t split_size = a.integer("split_size");
+  COIL_USER_CHECK(split_size > 0 || (split_size == 0 && size == 0), "split_size must be positive, got ",
+                  split_size);
+  int64_t n = split_size == 0 ? 1 : std::max<int64_t>((size - 1) / split_size + 1, 1);
+  Shape chunks(size_t(n), split_size);
+  chunks.back() = size - split_size * (n - 1);
+  return split_into(self, a.integer("dim"), chunks);
+}
+
+std::vector<TensorType> unbind(const MetaArgs &a) {
+  const TensorType &self = a.tensor("self");
+  COIL_USER_CHECK(self.rank() > 0, "unbind() cannot be applied to a 0-dim tensor");
+  int64_t d = wrap_dim(a.integer("dim"), self.rank());
+  std::vector<TensorType> out;
+  for (int64_t i = 0; i < self.sizes[size_t(d)]; ++i) out.push_back(select(self, d, i));
+  return out;
+}
+
+std::vector<TensorType> as_strided(const MetaArgs &a) {
+  const TensorType &self = a.tensor("self");
+  Shape sizes = a.ints("size"), strides = a.ints("stride");
+  COIL_USER_CHECK(sizes.size() == strides.size(), "as_strided: ", sizes.size(), " sizes but ", strides.size(),
+                  " strides");
+  for (int64_t st : strides) COIL_USER_CHECK(st >= 0, "as_strided: negative strides are not supported, got ", st);
+  COIL_USER_CHECK(a.optional_integer("storage_offset").value_or(0) >= 0, "as_strided: negative storage offset");
+  checked_numel(sizes);
+  return {with_layout(self, sizes, strides)};
+}
+
+/// reshape is a view when the layout allows one and a contiguous copy otherwise.
+std::vector<TensorType> reshape(const MetaArgs &a) {
+  const TensorType &self = a.tensor("self");
+  Shape sizes = infer_view_size(a.ints("shape"), self.numel());
+  auto strides = view_strides(self.sizes, self.strides, sizes);
+  return {with_layout(self, sizes, strides ? *strides : contiguous_strides(sizes))};
+}
+
 }  // namespace
 
 void register_view_ops(Registry &r) {
@@ -113,6 +204,26 @@ void register_view_ops(Registry &r) {
     if (self.rank() > 0) which[size_t(d)] = true;
     return squeeze_dims(self, which);
   });
+  r.add("squeeze(Tensor(a) self) -> Tensor(a)", [](const MetaArgs &a) {
+    const TensorType &self = a.tensor("self");
+    return squeeze_dims(self, std::vector<bool>(size_t(self.rank()), true));
+  });
+  r.add("slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor(a)",
+        [](const MetaArgs &a) {
+          return std::vector<TensorType>{slice(a.tensor("self"), a.integer("dim"), a.optional_integer("start"),
+                                               a.optional_integer("end"), a.integer("step"))};
+        });
+  r.add("select.int(Tensor(a) self, int dim, SymInt index) -> Tensor(a)", [](const MetaArgs &a) {
+    return std::vector<TensorType>{select(a.tensor("self"), a.integer("dim"), a.integer("index"))};
+  });
+  r.add("split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]", split);
+  r.add("split_with_sizes(Tensor(a -> *) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]",
+        [](const MetaArgs &a) { return split_into(a.tensor("self"), a.integer("dim"), a.ints("split_sizes")); });
+  r.add("unbind.int(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]", unbind);
+  r.add("as_strided(Tensor(a) self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor(a)",
+        as_strided);
+  r.add("reshape(Tensor(a) self, SymInt[] shape) -> Tensor(a)", reshape);
+  r.add("alias(Tensor(a) self) -> Tensor(a)", [](const MetaArgs &a) { return std::vector<TensorType>{a.tensor("self")}; });
   r.add("squeeze.dims(Tensor(a) self, int[] dim) -> Tensor(a)", [](const MetaArgs &a) {
     const TensorType &self = a.tensor("self");
     std::vector<bool> which(size_t(self.rank()), false);

@@ -1,0 +1,2268 @@
+#!/usr/bin/env python3
+"""Capture coil's test fixtures: small graphs printed by PyTorch, with inputs and eager outputs.
+
+Every fixture is a folder tests/fixtures/<case>/ holding
+
+  graph.py              the aten-level FX graph exactly as torch.export prints it
+                        (`print_readable(include_stride=True, include_device=True)`); only the
+                        file paths in `# File:` comments are made relative, so that the text does
+                        not depend on where the checkout or the virtual environment lives
+  inputs.safetensors    one tensor per placeholder, by placeholder name (parameters, buffers and
+                        lifted constants included), contiguous
+  expected.safetensors  out0, out1, ... in the graph's return order, from eager PyTorch
+  meta.json             what the case is and what Inductor made of it (see README.md there)
+
+Why torch.export and not torch.compile: export gives one whole graph with parameters lifted to
+placeholders, which is what coil reads; `run_decompositions()` with the default table gives the
+graph Inductor would lower (model and workload cases), and with the empty table `{}` the op under
+test survives (op cases).
+
+Everything is deterministic: each case seeds torch from a hash of its name, builds its module and
+inputs on the CPU (then moves them, for --cuda-counts), and runs eagerly with one thread, so the
+bytes written do not depend on --jobs or on what ran before in the same process.
+
+Usage: scripts/capture_fixtures.py [--out DIR] [--only A,B] [--list] [--no-inductor] [--jobs N]
+       scripts/capture_fixtures.py --cuda-counts [--only A,B] [--jobs N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import dataclasses
+import json
+import math
+import multiprocessing
+import re
+import sys
+import time
+import traceback
+import warnings
+import zlib
+from pathlib import Path
+from typing import Callable, Sequence
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+import torch.utils._pytree as pytree
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_OUT = REPO / "tests" / "fixtures"
+
+A = torch.ops.aten
+P = torch.ops.prims
+
+f16, bf16, f32, f64 = torch.float16, torch.bfloat16, torch.float32, torch.float64
+i8, u8, i16, i32, i64, b8 = torch.int8, torch.uint8, torch.int16, torch.int32, torch.int64, torch.bool
+
+# The dtypes an op case tries besides its main one; each is kept only where eager PyTorch
+# accepts it (probed on tiny tensors, see `accepts`), so the table needs no per-op dtype lists.
+OTHER_DTYPES = (f16, bf16, f64, i64, i32, i8, u8, b8)
+
+# Mixed-dtype pairs for binary ops: the interesting corners of PyTorch's type promotion
+# (float widths, bf16 with f16, signed with unsigned, bool with anything, and 0-dim tensors,
+# which only count when their category is higher).
+MIXED_PAIRS = (
+    ((f16, [3, 5]), (f32, [3, 5])),
+    ((bf16, [3, 5]), (f16, [3, 5])),
+    ((f32, [3, 5]), (f64, [5])),
+    ((i32, [3, 5]), (i64, [3, 5])),
+    ((u8, [3, 5]), (i8, [3, 5])),
+    ((b8, [3, 5]), (i32, [5])),
+    ((i64, [3, 5]), (f32, [3, 1])),
+    ((i32, [3, 5]), (f16, [3, 5])),
+    ((b8, [3, 5]), (f32, [3, 5])),
+    ((f16, [3, 5]), (f32, [])),
+    ((i32, [3, 5]), (i64, [])),
+    ((i64, [3, 5]), (f64, [])),
+    ((u8, [3, 5]), (b8, [])),
+)
+
+DTYPE_NAMES = {
+    b8: "b8", u8: "u8", i8: "i8", i16: "i16", i32: "i32", i64: "i64",
+    f16: "f16", bf16: "bf16", f32: "f32", f64: "f64",
+}
+DTYPE_ORDER = list(DTYPE_NAMES.values())
+
+TAGS = ("size0", "size1", "noncontig", "broadcast", "odd")
+
+
+# ---------------------------------------------------------------------------------------------
+# The case table
+# ---------------------------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    """One fixture. `build(dev)` is called right after seeding and returns (module, args): args are
+    made on the CPU (so CPU and CUDA runs see the same values) and moved by the caller; `dev` is
+    only for tensors the forward creates itself (full, arange, masks)."""
+
+    name: str
+    kind: str                          # "op" | "model" | "workload"
+    build: Callable[[str], tuple]
+    ops: tuple[str, ...] = ()          # op targets under test, e.g. "aten.exp.default"
+    tags: tuple[str, ...] = ()
+    decomp: str = ""                   # "default" | "empty" | "none"; "" = by kind
+
+    @property
+    def decompositions(self) -> str:
+        return self.decomp or ("empty" if self.kind == "op" else "default")
+
+
+CASES: dict[str, Case] = {}
+
+
+def add_case(case: Case) -> None:
+    assert case.name not in CASES, f"duplicate case {case.name}"
+    assert set(case.tags) <= set(TAGS), case.tags
+    assert case.kind in ("op", "model", "workload")
+    CASES[case.name] = case
+
+
+class Fn(nn.Module):
+    """Wraps a function as a module for torch.export. `*a` names the placeholders a_0, a_1, ...
+    exactly like the graphs in examples/."""
+
+    def __init__(self, fn: Callable):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *a):
+        return self.fn(*a)
+
+
+def op_name(op) -> str:
+    """'aten.exp.default' for torch.ops.aten.exp.default (the spelling coil's errors use)."""
+    return str(op)
+
+
+def fn_case(name: str, kind: str, ops: Sequence = (), tags: Sequence[str] = (), decomp: str = ""):
+    """Decorator for a hand-written case: the function takes `dev` and returns (fn, inputs);
+    the fixture's module is Fn(fn) and its placeholders are a_0, a_1, ... in input order."""
+
+    def register(make_fn: Callable[[str], tuple]):
+        def build(dev: str):
+            fn, inputs = make_fn(dev)
+            return Fn(fn), tuple(inputs)
+
+        add_case(Case(name, kind, build, tuple(op_name(o) for o in ops), tuple(tags), decomp))
+        return make_fn
+
+    return register
+
+
+def op_case(name: str, ops: Sequence, tags: Sequence[str] = (), decomp: str = ""):
+    return fn_case("op_" + name, "op", ops, tags, decomp)
+
+
+# ---------------------------------------------------------------------------------------------
+# Inputs
+# ---------------------------------------------------------------------------------------------
+
+def make(shape: Sequence[int], dtype: torch.dtype = f32, dom: str = "any") -> torch.Tensor:
+    """A random CPU tensor whose values keep the op under test well defined.
+
+    dom: any (normal / small ints), wide (normal*4 / ints in [-20, 20]), pos (positive),
+    nonzero (|v| >= 0.25 / nonzero ints), unit (in (-0.9, 0.9)), gtm1 (> -1), tan (|v| < 1.3),
+    smallint (integers in [-3, 3], so comparisons see ties), near1 (in [0.5, 1.5], for products),
+    powbase / powexp (ints stay small enough not to overflow i8), special (nan and +-inf mixed in),
+    distinct (all values different, so argmax/max indices and pooling indices are unambiguous).
+    """
+    shape = list(shape)
+    n = math.prod(shape)
+    if dom == "distinct":
+        t = torch.randperm(max(n, 1))[:n].reshape(shape)
+        if dtype.is_floating_point:
+            return (t.to(f64) * (4.0 / max(n, 1)) - 2.0).to(dtype)
+        lo = 0 if dtype in (u8, b8) else -(n // 2)
+        return (t + lo).to(dtype)
+    if dtype == b8:
+        return torch.rand(shape) < 0.5
+    if dtype.is_floating_point:
+        if dom in ("any", "powexp"):
+            t = torch.randn(shape)
+        elif dom == "wide":
+            t = torch.randn(shape) * 4
+        elif dom == "pos":
+            t = torch.rand(shape) * 3 + 0.05
+        elif dom == "powbase":
+            t = torch.rand(shape) * 2 + 0.1
+        elif dom == "nonzero":
+            t = (torch.rand(shape) * 2 + 0.25) * torch.where(torch.rand(shape) < 0.5, -1.0, 1.0)
+        elif dom == "unit":
+            t = torch.rand(shape) * 1.8 - 0.9
+        elif dom == "gtm1":
+            t = torch.rand(shape) * 3.9 - 0.9
+        elif dom == "tan":
+            t = torch.rand(shape) * 2.6 - 1.3
+        elif dom == "smallint":
+            t = torch.randint(-3, 4, shape).to(f32)
+        elif dom == "near1":
+            t = torch.rand(shape) + 0.5
+        elif dom == "special":
+            t = torch.randn(shape)
+            flat = t.view(-1)
+            flat[0::5] = float("nan")
+            flat[1::7] = float("inf")
+            flat[3::11] = float("-inf")
+        else:
+            raise ValueError(dom)
+        return t.to(dtype)
+    lo, hi = {
+        "any": (-8, 9), "wide": (-20, 21), "pos": (1, 10), "nonzero": (1, 10), "unit": (-1, 2),
+        "gtm1": (0, 10), "tan": (-8, 9), "smallint": (-3, 4), "near1": (1, 3),
+        "powbase": (1, 4), "powexp": (0, 4), "special": (-8, 9),
+    }[dom]
+    if dtype == u8:
+        lo = max(lo, 0)
+    t = torch.randint(lo, hi, shape)
+    if dom == "nonzero" and dtype != u8:
+        t = t * torch.where(torch.rand(shape) < 0.5, -1, 1)
+    return t.to(dtype)
+
+
+def accepts(fn: Callable, *specs) -> bool:
+    """Whether eager PyTorch runs `fn` on tensors of these (dtype, shape) specs (or plain scalars).
+    Uses ones(), so probing consumes no random numbers and never depends on values."""
+    args = [torch.ones(s[1], dtype=s[0]) if isinstance(s, tuple) else s for s in specs]
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fn(*args)
+        return True
+    except Exception:
+        return False
+
+
+def dtag(dt: torch.dtype) -> str:
+    return DTYPE_NAMES[dt]
+
+
+# ---------------------------------------------------------------------------------------------
+# Op cases: unary ops
+# ---------------------------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class Unary:
+    name: str
+    op: object
+    args: tuple = ()
+    kwargs: tuple = ()          # (key, value) pairs
+    dom: str = "any"
+    main: torch.dtype = f32     # bitwise ops have no f32, so their main case is i64
+
+    def call(self, x):
+        return self.op(x, *self.args, **dict(self.kwargs))
+
+
+UNARY = [
+    Unary("abs", A.abs.default),
+    Unary("neg", A.neg.default),
+    Unary("exp", A.exp.default),
+    Unary("exp2", A.exp2.default),
+    Unary("expm1", A.expm1.default),
+    Unary("log", A.log.default, dom="pos"),
+    Unary("log1p", A.log1p.default, dom="gtm1"),
+    Unary("log2", A.log2.default, dom="pos"),
+    Unary("sqrt", A.sqrt.default, dom="pos"),
+    Unary("rsqrt", A.rsqrt.default, dom="pos"),
+    Unary("reciprocal", A.reciprocal.default, dom="nonzero"),
+    Unary("sin", A.sin.default, dom="wide"),
+    Unary("cos", A.cos.default, dom="wide"),
+    Unary("tan", A.tan.default, dom="tan"),
+    Unary("tanh", A.tanh.default),
+    Unary("sigmoid", A.sigmoid.default, dom="wide"),
+    Unary("erf", A.erf.default),
+    Unary("relu", A.relu.default),
+    Unary("gelu", A.gelu.default),
+    Unary("gelu_tanh", A.gelu.default, kwargs=(("approximate", "tanh"),)),
+    Unary("silu", A.silu.default),
+    Unary("hardswish", A.hardswish.default, dom="wide"),
+    Unary("hardsigmoid", A.hardsigmoid.default, dom="wide"),
+    Unary("hardtanh", A.hardtanh.default, args=(-0.5, 1.5)),
+    Unary("leaky_relu", A.leaky_relu.default, args=(0.2,)),
+    Unary("elu", A.elu.default, args=(0.7, 1.2, 0.9)),
+    Unary("softplus", A.softplus.default, args=(2.0, 3.0)),
+    Unary("floor", A.floor.default, dom="wide"),
+    Unary("ceil", A.ceil.default, dom="wide"),
+    Unary("round", A.round.default, dom="wide"),
+    Unary("round_decimals", A.round.decimals, kwargs=(("decimals", 2),), dom="wide"),
+    Unary("trunc", A.trunc.default, dom="wide"),
+    Unary("sign", A.sign.default),
+    Unary("logical_not", A.logical_not.default, dom="smallint"),
+    Unary("bitwise_not", A.bitwise_not.default, main=i64),
+    Unary("isnan", A.isnan.default, dom="special"),
+    Unary("isinf", A.isinf.default, dom="special"),
+]
+
+
+def register_unary(u: Unary) -> None:
+    """Two cases per unary op: the main dtype over many layouts (odd sizes, a transposed and a
+    strided view, size-1 and size-0 dims, a 0-dim tensor, a broadcast (stride-0) expand, a 3-d
+    permute), and every other dtype the op accepts on a small odd-sized tensor."""
+    m = u.main
+
+    def layouts(dev):
+        def fn(x, xt, xs, x1, x0, xd, xe, xp):
+            f = u.call
+            return (f(x), f(xt.t()), f(xs[::2, 1::3]), f(x1), f(x0), f(xd),
+                    f(xe.expand(4, 5, 13)), f(xp.permute(2, 0, 1)))
+        shapes = ([7, 13], [13, 7], [9, 20], [1, 13, 1], [0, 5], [], [5, 1], [3, 4, 5])
+        return fn, [make(s, m, u.dom) for s in shapes]
+
+    add_case(Case("op_" + u.name, "op", _fn_build(layouts), (op_name(u.op),),
+                  ("odd", "noncontig", "size1", "size0", "broadcast")))
+
+    dts = [dt for dt in OTHER_DTYPES if dt != m and accepts(u.call, (dt, [2]))]
+    if not dts:
+        return
+
+    def dtypes(dev):
+        def fn(*xs):
+            outs = [u.call(x) for x in xs[: len(dts)]]
+            return tuple(outs) + (u.call(xs[-1].t()),)
+        return fn, [make([3, 5], dt, u.dom) for dt in dts] + [make([5, 3], dts[0], u.dom)]
+
+    add_case(Case(f"op_{u.name}_dtypes", "op", _fn_build(dtypes), (op_name(u.op),),
+                  ("odd", "noncontig")))
+
+
+def _fn_build(make_fn: Callable[[str], tuple]) -> Callable[[str], tuple]:
+    def build(dev):
+        fn, inputs = make_fn(dev)
+        return Fn(fn), tuple(inputs)
+    return build
+
+
+# ---------------------------------------------------------------------------------------------
+# Op cases: binary ops
+# ---------------------------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class Binary:
+    name: str
+    op: object                          # the Tensor overload
+    scalar_op: object = None            # the Scalar overload, if any
+    kwargs: tuple = ()
+    xdom: str = "any"
+    ydom: str = "any"
+    main: torch.dtype = f32
+    alpha: bool = False                 # add/sub: also test alpha
+    special: bool = False               # also feed nan/inf (nan propagation of maximum etc.)
+    scalars: tuple = (2.5, 3, -1.5)     # right-hand scalars for the Scalar overload
+
+    def call(self, x, y, **kw):
+        return self.op(x, y, **dict(self.kwargs), **kw)
+
+    def scall(self, x, s):
+        return self.scalar_op(x, s, **dict(self.kwargs))
+
+
+TRUNC = (("rounding_mode", "trunc"),)
+FLOOR = (("rounding_mode", "floor"),)
+CMP = dict(xdom="smallint", ydom="smallint", scalars=(0, 1, 0.5, -2))
+BITS = dict(main=i64, scalars=(3, 6, -1))
+
+BINARY = [
+    Binary("add", A.add.Tensor, A.add.Scalar, alpha=True),
+    Binary("sub", A.sub.Tensor, A.sub.Scalar, alpha=True),
+    Binary("mul", A.mul.Tensor, A.mul.Scalar),
+    Binary("div", A.div.Tensor, A.div.Scalar, ydom="nonzero", scalars=(2.5, 3, -4)),
+    Binary("div_trunc", A.div.Tensor_mode, A.div.Scalar_mode, TRUNC, "wide", "nonzero",
+           scalars=(2.5, 3, -4)),
+    Binary("div_floor", A.div.Tensor_mode, A.div.Scalar_mode, FLOOR, "wide", "nonzero",
+           scalars=(2.5, 3, -4)),
+    Binary("remainder", A.remainder.Tensor, A.remainder.Scalar, (), "wide", "nonzero",
+           scalars=(2.5, 3, -4)),
+    Binary("fmod", A.fmod.Tensor, A.fmod.Scalar, (), "wide", "nonzero", scalars=(2.5, 3, -4)),
+    Binary("pow", A.pow.Tensor_Tensor, A.pow.Tensor_Scalar, (), "powbase", "powexp",
+           scalars=(2, 3, 0.5, -1.0, 0, 1, -2.0)),
+    Binary("maximum", A.maximum.default, special=True),
+    Binary("minimum", A.minimum.default, special=True),
+    Binary("atan2", A.atan2.default),
+    Binary("eq", A.eq.Tensor, A.eq.Scalar, **CMP),
+    Binary("ne", A.ne.Tensor, A.ne.Scalar, **CMP),
+    Binary("lt", A.lt.Tensor, A.lt.Scalar, **CMP),
+    Binary("le", A.le.Tensor, A.le.Scalar, **CMP),
+    Binary("gt", A.gt.Tensor, A.gt.Scalar, **CMP),
+    Binary("ge", A.ge.Tensor, A.ge.Scalar, **CMP),
+    Binary("logical_and", A.logical_and.default, xdom="smallint", ydom="smallint"),
+    Binary("logical_or", A.logical_or.default, xdom="smallint", ydom="smallint"),
+    Binary("logical_xor", A.logical_xor.default, xdom="smallint", ydom="smallint"),
+    Binary("bitwise_and", A.bitwise_and.Tensor, A.bitwise_and.Scalar, **BITS),
+    Binary("bitwise_or", A.bitwise_or.Tensor, A.bitwise_or.Scalar, **BITS),
+    Binary("bitwise_xor", A.bitwise_xor.Tensor, A.bitwise_xor.Scalar, **BITS),
+]
+
+
+def register_binary(b: Binary) -> None:
+    """Up to three cases per binary op: the main dtype over shapes and broadcasts (row, column,
+    outer, 0-dim, 3-d, size-1, size-0, transposed and strided operands, both operand orders);
+    same-dtype and mixed-dtype pairs (type promotion); and the Scalar overload."""
+    m = b.main
+    tags = ["odd", "noncontig", "size1", "size0", "broadcast"]
+
+    def shapes(dev):
+        def fn(x, y, yr, xc, y0, xt, xs, x0, x3, y3, x1, y1, *sp):
+            f = b.call
+            outs = [f(x, y), f(x, yr), f(yr, x), f(xc, yr), f(x, y0), f(y0, x), f(xt.t(), y),
+                    f(xs[::2, ::2], yr), f(x0, yr), f(x3, y3), f(x1, y1)]
+            if b.alpha:
+                outs.append(f(x, y, alpha=2))
+                outs.append(f(xc, yr, alpha=-0.5))
+            if sp:
+                outs.append(f(sp[0], sp[1]))
+            return tuple(outs)
+        ins = [make([7, 13], m, b.xdom), make([7, 13], m, b.ydom), make([13], m, b.ydom),
+               make([7, 1], m, b.xdom), make([], m, b.ydom), make([13, 7], m, b.xdom),
+               make([13, 26], m, b.xdom), make([0, 13], m, b.xdom), make([2, 1, 5], m, b.xdom),
+               make([3, 1], m, b.ydom), make([1, 1], m, b.xdom), make([1, 1], m, b.ydom)]
+        if b.special:
+            ins += [make([4, 5], m, "special"), make([4, 5], m, "special")]
+        return fn, ins
+
+    add_case(Case("op_" + b.name, "op", _fn_build(shapes), (op_name(b.op),), tuple(tags)))
+
+    same = [dt for dt in OTHER_DTYPES if dt != m and accepts(b.call, (dt, [2]), (dt, [2]))]
+    mixed = [(x, y) for x, y in MIXED_PAIRS if accepts(b.call, x, y)]
+
+    def dtypes(dev):
+        def fn(*xs):
+            return tuple(b.call(xs[2 * i], xs[2 * i + 1]) for i in range(len(xs) // 2))
+        ins = []
+        for dt in same:
+            ins += [make([3, 5], dt, b.xdom), make([3, 5], dt, b.ydom)]
+        for (dx, sx), (dy, sy) in mixed:
+            ins += [make(sx, dx, b.xdom), make(sy, dy, b.ydom)]
+        return fn, ins
+
+    if same or mixed:
+        add_case(Case(f"op_{b.name}_dtypes", "op", _fn_build(dtypes), (op_name(b.op),),
+                      ("odd", "broadcast")))
+
+    if b.scalar_op is None:
+        return
+    # Every scalar with the main dtype; with each other dtype the first scalar, the first int
+    # and the first float one (an int tensor with a float scalar promotes to the default dtype).
+    first_int = [s for s in b.scalars if isinstance(s, int)][:1]
+    first_float = [s for s in b.scalars if isinstance(s, float)][:1]
+    variants = []   # (dtype, shape, scalar)
+    for dt in (m,) + OTHER_DTYPES:
+        cands = b.scalars if dt == m else [b.scalars[0]] + first_int + first_float
+        for s in dict.fromkeys(cands):
+            if accepts(b.scall, (dt, [2]), s):
+                variants.append((dt, [3, 5], s))
+    if not variants:
+        return
+    xs = b.scalars[0]
+
+    def scalar(dev):
+        def fn(*xs_):
+            outs = [b.scall(x, s) for x, (_, _, s) in zip(xs_, variants)]
+            t, z = xs_[len(variants):]
+            outs += [b.scall(t.t(), xs), b.scall(z, xs)]
+            if b.name == "pow":   # pow.Scalar: a scalar base and a tensor exponent
+                outs += [A.pow.Scalar(2.0, xs_[0]), A.pow.Scalar(3, xs_[-2].t())]
+            return tuple(outs)
+        ins = [make(sh, dt, b.xdom) for dt, sh, _ in variants]
+        ins += [make([5, 3], m, b.xdom), make([0, 4], m, b.xdom)]
+        return fn, ins
+
+    ops = (op_name(b.scalar_op),) + ((op_name(A.pow.Scalar),) if b.name == "pow" else ())
+    add_case(Case(f"op_{b.name}_scalar", "op", _fn_build(scalar), ops,
+                  ("odd", "noncontig", "size0")))
+
+
+# ---------------------------------------------------------------------------------------------
+# Op cases: written by hand (each returns (fn, inputs); placeholders are a_0, a_1, ...)
+# ---------------------------------------------------------------------------------------------
+
+ALL_TAGS = ("odd", "noncontig", "size1", "size0", "broadcast")
+
+
+@op_case("where", [A.where.self], ALL_TAGS)
+def _where(dev):
+    def fn(c, x, y, cr, y0, xh, yf, ci, xi, yi, c0, x0, xt):
+        w = A.where.self
+        return (w(c, x, y), w(cr, x, y0), w(c, xh, yf), w(ci, xi, yi), w(c0, x0, y0),
+                w(c.t().t(), xt.t(), y), w(cr, y0, x))
+    return fn, [make([7, 13], b8), make([7, 13]), make([7, 13]), make([13], b8), make([]),
+                make([7, 13], f16), make([7, 1], f32), make([1, 5], b8), make([4, 5], i64),
+                make([4, 1], i32), make([0, 3], b8), make([0, 3]), make([13, 7])]
+
+
+@op_case("where_dtypes", [A.where.self], ("odd", "broadcast"))
+def _where_dtypes(dev):
+    dts = (f16, bf16, f64, i64, i32, i8, u8, b8)
+
+    def fn(c, *xs):
+        return tuple(A.where.self(c, xs[2 * i], xs[2 * i + 1]) for i in range(len(dts)))
+    ins = [make([3, 5], b8)]
+    for dt in dts:
+        ins += [make([3, 5], dt), make([5], dt)]
+    return fn, ins
+
+
+@op_case("clamp", [A.clamp.default], ALL_TAGS)
+def _clamp(dev):
+    def fn(x, xt, x0, xi, xh, xn, x1):
+        c = A.clamp.default
+        return (c(x, -0.5, 0.7), c(x, None, 0.3), c(x, -0.2), c(xt.t(), -1, 1), c(x0, 0, 1),
+                c(xi, -3, 4), c(xi, 2.5), c(xh, -0.5, 0.5), c(xn, -1.0, 1.0), c(x1, 0.1, 0.2),
+                c(x, 0.5, -0.5))
+    return fn, [make([7, 13]), make([13, 7]), make([0, 4]), make([3, 5], i64, "wide"),
+                make([3, 5], f16), make([4, 5], f32, "special"), make([1, 1])]
+
+
+@op_case("clamp_tensor", [A.clamp.Tensor], ("odd", "broadcast"))
+def _clamp_tensor(dev):
+    def fn(x, lo, hi, xi, loi):
+        return (A.clamp.Tensor(x, lo, hi), A.clamp.Tensor(x, lo, None), A.clamp.Tensor(xi, loi, None))
+    return fn, [make([7, 13], f32, "wide"), make([13]) - 1, make([7, 1]) + 1, make([3, 5], i32),
+                make([5], i64)]
+
+
+@op_case("clamp_min", [A.clamp_min.default], ("odd", "noncontig", "size0"))
+def _clamp_min(dev):
+    def fn(x, xt, xi, xh, x0, xb):
+        c = A.clamp_min.default
+        return c(x, 0.1), c(xt.t(), -0.5), c(xi, 2), c(xi, 0.5), c(xh, 0.0), c(x0, 1.0), c(xb, 2.5)
+    return fn, [make([7, 13]), make([13, 7]), make([3, 5], i64), make([3, 5], f16), make([0, 3]),
+                make([3, 5], bf16)]
+
+
+@op_case("clamp_max", [A.clamp_max.default], ("odd", "noncontig", "size0"))
+def _clamp_max(dev):
+    def fn(x, xt, xi, xh, x0, xb):
+        c = A.clamp_max.default
+        return c(x, 0.1), c(xt.t(), -0.5), c(xi, 2), c(xi, 0.5), c(xh, 0.0), c(x0, 1.0), c(xb, 2.5)
+    return fn, [make([7, 13]), make([13, 7]), make([3, 5], i64), make([3, 5], f16), make([0, 3]),
+                make([3, 5], bf16)]
+
+
+def _tri(op):
+    def build(dev):
+        def fn(x, x3, xw, xt, xi, xb, x0, xh):
+            return (op(x), op(x, 1), op(x, -2), op(x, 20), op(x, -20), op(x3, 1), op(xw, -1),
+                    op(xt.t()), op(xi), op(xb, 1), op(x0), op(xh, -1))
+        return fn, [make([7, 7]), make([2, 5, 6]), make([5, 9]), make([9, 5]), make([4, 6], i64),
+                    make([5, 5], b8), make([0, 3]), make([3, 4], f16)]
+    return build
+
+
+op_case("triu", [A.triu.default], ("odd", "noncontig", "size0"))(_tri(A.triu.default))
+op_case("tril", [A.tril.default], ("odd", "noncontig", "size0"))(_tri(A.tril.default))
+
+
+# --- creation and copies ---------------------------------------------------------------------
+
+@op_case("full", [A.full.default], ("size0", "broadcast"))
+def _full(dev):
+    def fn(x):
+        fl = A.full.default
+        return (fl([3, 5], 1.5, dtype=f32, device=dev), fl([2, 0, 3], 7, dtype=i64, device=dev),
+                fl([], True, dtype=b8, device=dev), fl([4], 2.5, dtype=f16, device=dev),
+                fl([3, 4], 3, device=dev), fl([2, 3], -0.25, device=dev),
+                x + fl([13], 0.5, dtype=f32, device=dev))
+    return fn, [make([7, 13])]
+
+
+@op_case("full_like", [A.full_like.default], ("noncontig", "size0"))
+def _full_like(dev):
+    def fn(x, xi, xt, x4, x0):
+        fl = A.full_like.default
+        return (fl(x, 2.0), fl(xi, 1.5, dtype=f32), fl(xi, 7), fl(xt.t(), 3.0), fl(x, 1, dtype=b8),
+                fl(x4, 0.5, memory_format=torch.channels_last), fl(x0, 9.0), fl(x, -1, dtype=f16))
+    return fn, [make([7, 13]), make([3, 5], i64), make([13, 7]), make([2, 3, 4, 5]), make([0, 6])]
+
+
+@op_case("empty", [A.empty.memory_format, A.copy.default], ("size0",))
+def _empty(dev):
+    """Never returns empty()'s memory: each result is overwritten (copy, fill) or only its shape
+    is used (full_like), so the outputs are deterministic."""
+    def fn(x, x4):
+        e1 = A.empty.memory_format([7, 13], dtype=f32, device=dev)
+        e2 = A.empty.memory_format([2, 3, 4, 5], dtype=f32, device=dev,
+                                   memory_format=torch.channels_last)
+        e3 = A.empty.memory_format([3, 0], dtype=i64, device=dev)
+        e4 = A.empty.memory_format([4, 6], dtype=f16, device=dev)
+        return (A.copy.default(e1, x), A.copy.default(e2, x4), A.full_like.default(e3, 1),
+                A.fill.Scalar(e4, 0.5), A.full_like.default(e1, 2.0) + x)
+    return fn, [make([7, 13]), make([2, 3, 4, 5])]
+
+
+@op_case("empty_strided", [A.empty_strided.default, A.copy.default], ("noncontig", "size0"))
+def _empty_strided(dev):
+    def fn(x, x3):
+        es = A.empty_strided.default
+        return (A.copy.default(es([7, 13], [1, 7], dtype=f32, device=dev), x),
+                A.copy.default(es([2, 3, 4], [12, 1, 3], dtype=f32, device=dev), x3),
+                A.full_like.default(es([0, 5], [5, 1], dtype=f32, device=dev), 1.0),
+                A.copy.default(es([7, 13], [13, 1], dtype=f64, device=dev), x))
+    return fn, [make([7, 13]), make([2, 3, 4])]
+
+
+@op_case("scalar_tensor", [A.scalar_tensor.default], ("broadcast",))
+def _scalar_tensor(dev):
+    def fn(x):
+        st = A.scalar_tensor.default
+        return (st(3.5, device=dev), st(2, dtype=i64, device=dev), st(True, dtype=b8, device=dev),
+                st(1.5, dtype=f16, device=dev), x * st(-2.0, dtype=f32, device=dev))
+    return fn, [make([7, 13])]
+
+
+@op_case("arange", [A.arange.default, A.arange.start, A.arange.start_step], ("size0", "broadcast"))
+def _arange(dev):
+    def fn(x):
+        return (A.arange.default(10, device=dev), A.arange.default(5, dtype=f32, device=dev),
+                A.arange.default(7.5, device=dev), A.arange.start(3, 11, device=dev),
+                A.arange.start(-2.5, 2.5, device=dev), A.arange.start(0, 0, device=dev),
+                A.arange.start_step(0, 20, 3, device=dev), A.arange.start_step(10, 0, -3, device=dev),
+                A.arange.start_step(1, 2.5, 0.25, dtype=f16, device=dev),
+                A.arange.start_step(0, 13, 1, dtype=i32, device=dev),
+                x + A.arange.default(13, dtype=f32, device=dev))
+    return fn, [make([7, 13])]
+
+
+@op_case("iota", [P.iota.default])
+def _iota(dev):
+    def fn():
+        return (P.iota.default(10, start=0, step=1, dtype=i64, device=dev, requires_grad=False),
+                P.iota.default(7, start=5, step=-2, dtype=i32, device=dev, requires_grad=False),
+                P.iota.default(0, start=0, step=1, dtype=i64, device=dev, requires_grad=False))
+    return fn, []
+
+
+@op_case("to_copy", [A._to_copy.default], ("odd", "noncontig"))
+def _to_copy(dev):
+    def fn(x, xp, xi, xb, xh, xt, x4):
+        tc = A._to_copy.default
+        return (tc(x, dtype=f16), tc(x, dtype=bf16), tc(x, dtype=f64), tc(x, dtype=i64),
+                tc(x, dtype=i32), tc(x, dtype=i8), tc(xp, dtype=u8), tc(x, dtype=b8),
+                tc(xi, dtype=f32), tc(xb, dtype=f32), tc(xb, dtype=i64), tc(xh, dtype=bf16),
+                tc(xt.t(), dtype=f16), tc(x), tc(x4, memory_format=torch.channels_last),
+                tc(xi, dtype=b8))
+    return fn, [make([7, 13], f32, "wide"), make([7, 13], f32, "pos"), make([3, 5], i64),
+                make([3, 5], b8), make([3, 5], f16), make([13, 7]), make([2, 3, 4, 5])]
+
+
+@op_case("to_dtype", [A._to_copy.default, A._assert_tensor_metadata.default], ("odd",))
+def _to_dtype(dev):
+    """Tensor.to(dtype) as models write it: export records an _assert_tensor_metadata check
+    before each _to_copy."""
+    def fn(x, xb):
+        return x.to(f16), x.to(torch.bfloat16).float(), xb.to(i64), x.double() + 1
+    return fn, [make([7, 13]), make([3, 5], bf16)]
+
+
+@op_case("assert_tensor_metadata", [A._assert_tensor_metadata.default])
+def _assert_metadata(dev):
+    def fn(x, xi):
+        A._assert_tensor_metadata.default(x, None, None, f32, device=x.device, layout=torch.strided)
+        A._assert_tensor_metadata.default(xi, dtype=i64, layout=torch.strided)  # sizes/strides: fake-tensor bug in 2.11 (list vs Size)
+        return x * 2, xi + 1
+    return fn, [make([7, 13]), make([3, 5], i64)]
+
+
+@op_case("clone", [A.clone.default], ("odd", "noncontig", "size0"))
+def _clone(dev):
+    def fn(x, xt, xs, x4, xi, xb, x0):
+        c = A.clone.default
+        return (c(x), c(xt.t()), c(xs[::2, 1::2]), c(xt.t(), memory_format=torch.contiguous_format),
+                c(x4, memory_format=torch.channels_last), c(xi), c(xb), c(x0),
+                c(x4.permute(0, 2, 3, 1)))
+    return fn, [make([7, 13]), make([13, 7]), make([9, 10]), make([2, 3, 4, 5]), make([3, 5], i64),
+                make([3, 5], b8), make([0, 4])]
+
+
+@op_case("copy", [A.copy.default], ("odd", "noncontig", "broadcast"))
+def _copy(dev):
+    def fn(x, y, yh, yr, xt, yi):
+        c = A.copy.default
+        return c(x, y), c(x, yh), c(x, yr), c(xt.t(), y), c(x, yi), c(yi, x)
+    return fn, [make([7, 13]), make([7, 13]), make([7, 13], f16), make([13]), make([13, 7]),
+                make([7, 13], i32)]
+
+
+@op_case("alias", [A.alias.default], ("noncontig",))
+def _alias(dev):
+    def fn(x, xt):
+        return A.alias.default(x), A.alias.default(xt.t()) * 2, A.alias.default(x) + x
+    return fn, [make([7, 13]), make([13, 7])]
+
+
+@op_case("lift_fresh_copy", [A.lift_fresh_copy.default], decomp="none")
+def _lift_fresh_copy(dev):
+    """run_decompositions() turns lift_fresh_copy into clone even with the empty table, so this
+    case keeps export's own graph (no run_decompositions) to show the op as export prints it."""
+    def fn(x):
+        return A.lift_fresh_copy.default(x), A.lift_fresh_copy.default(x) + 1
+    return fn, [make([7, 13])]
+
+
+@op_case("lifted_constant", [A.clone.default])
+def _lifted_constant(dev):
+    """A tensor literal in forward becomes a lifted constant placeholder (c_lifted_tensor_0)."""
+    def fn(x):
+        return x + torch.tensor([1.5, -2.0, 3.0], device=dev), torch.tensor([2, 7], device=dev) * 3
+    return fn, [make([4, 3])]
+
+
+# --- views -----------------------------------------------------------------------------------
+
+@op_case("view", [A.view.default], ("odd", "noncontig", "size0", "size1"))
+def _view(dev):
+    def fn(x, xt, x1, x0, xi, xb, xh):
+        v = A.view.default
+        return (v(x, [2, 12]), v(x, [-1]), v(x, [3, -1, 2]), v(x, [24, 1]), v(x1, []),
+                v(xt.t(), [6, 2, 2]), v(x0, [5, 0]), v(xi, [15]), v(xb, [5, 3]), v(xh, [1, 15, 1]))
+    return fn, [make([4, 6]), make([4, 6]), make([1]), make([0, 5]), make([3, 5], i64),
+                make([3, 5], b8), make([3, 5], f16)]
+
+
+@op_case("unsafe_view", [A._unsafe_view.default], ("size0",))
+def _unsafe_view(dev):
+    def fn(x, x0, xi):
+        uv = A._unsafe_view.default
+        return uv(x * 2, [2, 12]), uv(x + 1, [-1, 3]), uv(x0, [0]), uv(xi, [5, 3])
+    return fn, [make([4, 6]), make([0, 5]), make([3, 5], i64)]
+
+
+@op_case("reshape", [A.view.default, A._unsafe_view.default], ("noncontig",))
+def _reshape(dev):
+    """reshape is CompositeImplicitAutograd: export records view (when the strides allow) or
+    clone + _unsafe_view (when not); reshape.default itself never reaches the graph."""
+    def fn(x, xt):
+        r = A.reshape.default
+        return r(x, [2, 12]), r(xt.t(), [-1]), r(xt.t(), [6, 2, 2]), r(x, [24])
+    return fn, [make([4, 6]), make([4, 6])]
+
+
+@op_case("permute", [A.permute.default], ("odd", "size0", "noncontig"))
+def _permute(dev):
+    def fn(x3, x4, xd, x0, xi):
+        p = A.permute.default
+        return (p(x3, [2, 0, 1]), p(x3, [-1, 0, 1]), p(x4, [0, 2, 3, 1]), p(xd, []), p(x0, [1, 0]),
+                p(xi, [1, 0]), p(p(x3, [1, 2, 0]), [2, 1, 0]))
+    return fn, [make([3, 4, 5]), make([2, 3, 4, 5]), make([]), make([0, 3]), make([3, 5], i64)]
+
+
+@op_case("expand", [A.expand.default], ("broadcast", "size1", "noncontig"))
+def _expand(dev):
+    def fn(x, x3, xd, xt, xb):
+        e = A.expand.default
+        return (e(x, [7, 13]), e(x, [-1, 13]), e(x3, [2, 3, 4, 5]), e(xd, [3, 4]),
+                e(xt.t(), [2, 5, 3]), e(xb, [4, 3, 5]), e(x, [7, 13]) + 1)
+    return fn, [make([1, 13]), make([3, 1, 5]), make([]), make([3, 5]), make([3, 5], b8)]
+
+
+@op_case("squeeze", [A.squeeze.default, A.squeeze.dim, A.squeeze.dims], ("size1", "size0"))
+def _squeeze(dev):
+    def fn(x, xd, x0, xi):
+        s = A.squeeze
+        return (s.default(x), s.dim(x, 0), s.dim(x, 1), s.dim(x, -2), s.dims(x, [0, 2]),
+                s.dims(x, [1]), s.dims(x, [-1, 0]), s.dim(xd, 0), s.default(x0), s.default(xi))
+    return fn, [make([1, 7, 1, 13]), make([]), make([0, 1, 3]), make([1, 3, 1], i64)]
+
+
+@op_case("unsqueeze", [A.unsqueeze.default], ("size1", "noncontig"))
+def _unsqueeze(dev):
+    def fn(x, xd, xt):
+        u = A.unsqueeze.default
+        return u(x, 0), u(x, -1), u(x, 1), u(xd, 0), u(xd, -1), u(xt.t(), 1)
+    return fn, [make([7, 13]), make([]), make([5, 3])]
+
+
+@op_case("slice", [A.slice.Tensor], ("odd", "noncontig", "size0"))
+def _slice(dev):
+    big = 9223372036854775807
+
+    def fn(x, xi):
+        s = A.slice.Tensor
+        return (s(x, 0, 1, 7, 2), s(x, 1, -5, big), s(x, 1, 2, 100), s(x, 0, 5, 2), s(x, 1, 0, 13, 3),
+                s(x, 0, -100, 3), s(x, -1, None, None, 4), s(s(x, 0, 1, big, 2), 1, 3, 11, 2),
+                s(xi, 0, 2), s(x, 0, big, big))
+    return fn, [make([9, 13]), make([5, 3], i64)]
+
+
+@op_case("select", [A.select.int], ("odd", "noncontig"))
+def _select(dev):
+    def fn(x, x3, xt):
+        s = A.select.int
+        return (s(x, 0, 2), s(x, 1, -1), s(x3, 1, 0), s(x3, -1, 4), s(xt.t(), 0, 3),
+                s(s(x3, 0, 1), 0, 2))
+    return fn, [make([7, 13]), make([2, 3, 5]), make([5, 7])]
+
+
+@op_case("as_strided", [A.as_strided.default], ("noncontig",))
+def _as_strided(dev):
+    def fn(x, y):
+        a = A.as_strided.default
+        return (a(x, [3, 4], [4, 1]), a(x, [4, 3], [1, 4]), a(x, [5, 3], [2, 1]),
+                a(x, [2, 5], [5, 1], 2), a(y + 1, [3, 3], [4, 1], 1), a(x, [4, 2, 2], [3, 6, 1]))
+    return fn, [make([24]), make([3, 4])]
+
+
+@op_case("t", [A.t.default], ("noncontig",))
+def _t(dev):
+    def fn(x, x1, xd, xi):
+        return A.t.default(x), A.t.default(x1), A.t.default(xd), A.t.default(xi) + 1
+    return fn, [make([7, 13]), make([5]), make([]), make([3, 5], i64)]
+
+
+@op_case("transpose", [A.transpose.int], ("noncontig",))
+def _transpose(dev):
+    def fn(x, x3):
+        tr = A.transpose.int
+        return tr(x, 0, 1), tr(x3, 0, 2), tr(x3, -1, -2), tr(x3, 1, 1), tr(tr(x3, 0, 1), 1, 2)
+    return fn, [make([7, 13]), make([2, 3, 4])]
+
+
+@op_case("split", [A.split.Tensor], ("odd", "size0"))
+def _split(dev):
+    def fn(x, x0):
+        sp = A.split.Tensor
+        return sp(x, 3), sp(x, 5, -1), sp(x, 20, 1), sp(x0, 2, 1)
+    return fn, [make([7, 13]), make([0, 4])]
+
+
+@op_case("split_with_sizes", [A.split_with_sizes.default], ("odd", "size0"))
+def _split_with_sizes(dev):
+    def fn(x):
+        sw = A.split_with_sizes.default
+        return sw(x, [2, 5, 6], 1), sw(x, [0, 7], 0), sw(x, [3, 4])
+    return fn, [make([7, 13])]
+
+
+@op_case("unbind", [A.unbind.int], ("odd",))
+def _unbind(dev):
+    def fn(x, x3):
+        return A.unbind.int(x), A.unbind.int(x3, 2), A.unbind.int(x3, -2)
+    return fn, [make([3, 5]), make([2, 4, 3])]
+
+
+# --- data movement ---------------------------------------------------------------------------
+
+@op_case("cat", [A.cat.default], ("odd", "noncontig", "size0"))
+def _cat(dev):
+    def fn(a, b, c, d, e, h, z0, at):
+        cat = A.cat.default
+        return (cat([a, b]), cat([a, c], 1), cat([a, c, a], -1), cat([a, h]), cat([a, z0]),
+                cat([a, e], 1), cat([at.t(), b], 0), cat([d, d], 0), cat([a]))
+    return fn, [make([2, 13]), make([5, 13]), make([2, 3]), make([3, 5], i64), make([2, 1]),
+                make([4, 13], f16), make([0, 13]), make([13, 2])]
+
+
+@op_case("cat_legacy_empty", [A.cat.default], ("size0",))
+def _cat_legacy_empty(dev):
+    """cat still skips 1-d empty tensors of any other shape (legacy behaviour)."""
+    def fn(a, z):
+        return A.cat.default([a, z, a], 1), A.cat.default([z, a])
+    return fn, [make([3, 4]), make([0])]
+
+
+@op_case("constant_pad_nd", [A.constant_pad_nd.default], ("odd", "size0", "noncontig"))
+def _constant_pad_nd(dev):
+    def fn(x, x4, xi, xt, x0):
+        p = A.constant_pad_nd.default
+        return (p(x, [1, 2]), p(x, [1, 2, 0, 3], 1.5), p(x, [-1, 2]), p(x, [0, 0, -2, -1]),
+                p(x4, [1, 1, 2, 0]), p(xi, [2, 1], 3), p(xt.t(), [1, 1, 1, 1], -1.0), p(x0, [1, 1]))
+    return fn, [make([7, 13]), make([1, 2, 3, 4]), make([3, 5], i64), make([13, 7]), make([0, 3])]
+
+
+@op_case("index", [A.index.Tensor], ("odd", "broadcast", "noncontig"))
+def _index(dev):
+    def fn(x, x3, i, j, k, i32_, neg):
+        ix = A.index.Tensor
+        return (ix(x, [i]), ix(x, [None, j]), ix(x, [k, j]), ix(x3, [None, i32_, j[:3]]),
+                ix(x3, [i32_, None, j[:3]]), ix(x, [neg]), ix(x.t(), [j]))
+    return fn, [make([7, 13]), make([3, 4, 6]), torch.randint(0, 7, [4]), torch.randint(0, 4, [5]),
+                torch.randint(0, 7, [3, 1]), torch.randint(0, 3, [3]).to(i32),
+                torch.randint(-7, 0, [2, 2])]
+
+
+@op_case("index_select", [A.index_select.default], ("odd", "noncontig"))
+def _index_select(dev):
+    def fn(x, xi, i, j, jd):
+        s = A.index_select.default
+        return s(x, 0, i), s(x, 1, j), s(xi, 1, i % 5), s(x.t(), 0, j), s(x, -1, jd.to(i32))
+    return fn, [make([7, 13]), make([3, 5], i64), torch.tensor([6, 0, 3, 3]),
+                torch.randint(0, 13, [5]), torch.randint(0, 13, [])]
+
+
+@op_case("gather", [A.gather.default], ("odd", "noncontig"))
+def _gather(dev):
+    def fn(x, xi, i0, i1):
+        g = A.gather.default
+        return g(x, 0, i0), g(x, 1, i1), g(xi, 1, i1[:3, :4]), g(x.t(), 0, i1.t())
+    return fn, [make([7, 13]), make([3, 5], i64), torch.randint(0, 7, [4, 13]),
+                torch.randint(0, 5, [6, 5])]
+
+
+def _unique_index(rows: int, cols: int, n: int) -> torch.Tensor:
+    """Row indices unique within each column, so scatter writes each place at most once."""
+    return torch.argsort(torch.rand(n, cols), dim=0)[:rows]
+
+
+@op_case("scatter", [A.scatter.src, A.scatter.value], ("odd",))
+def _scatter(dev):
+    def fn(x, i0, src, i1, src1, xi, srci):
+        return (A.scatter.src(x, 0, i0, src), A.scatter.value(x, 0, i0, 2.5),
+                A.scatter.src(x, 1, i1, src1), A.scatter.value(xi, 0, i0[:, :5], 7),
+                A.scatter.src(xi, 0, i0[:, :5], srci))
+    return fn, [make([7, 13]), _unique_index(3, 13, 7), make([4, 14]), _unique_index(4, 7, 13).t(),
+                make([7, 5]), make([7, 5], i64), make([3, 5], i64)]
+
+
+@op_case("embedding", [A.embedding.default], ("odd", "size1"))
+def _embedding(dev):
+    def fn(w, i, j, k, wh):
+        e = A.embedding.default
+        return e(w, i), e(w, j, 0), e(w, k), e(wh, i)
+    return fn, [make([10, 5]), torch.randint(0, 10, [2, 7]), torch.randint(0, 10, [4]),
+                torch.randint(0, 10, []), make([10, 3], f16)]
+
+
+@op_case("flip", [A.flip.default], ("odd", "noncontig", "size0"))
+def _flip(dev):
+    def fn(x, x3, xi, xb, x0):
+        f = A.flip.default
+        return (f(x, [0]), f(x, [1]), f(x, [0, 1]), f(x3, [-1, 0]), f(x.t(), [0]), f(xi, [1]),
+                f(xb, [0]), f(x0, [0]))
+    return fn, [make([7, 13]), make([2, 3, 4]), make([3, 5], i64), make([3, 5], b8), make([0, 3])]
+
+
+# --- reductions ------------------------------------------------------------------------------
+
+@op_case("sum", [A.sum.default, A.sum.dim_IntList], ("odd", "noncontig", "size0", "size1"))
+def _sum(dev):
+    def fn(x, x3, x0, x1, xd):
+        s, sd = A.sum.default, A.sum.dim_IntList
+        return (s(x), sd(x, [1]), sd(x, [0], True), sd(x, [-1, 0]), sd(x3, [0, 2]),
+                sd(x, [1], dtype=f64), s(x, dtype=f64), sd(x.t(), [0]), sd(x0, [0]), sd(x0, [1]),
+                s(x0), sd(x1, [1]), sd(x, []), s(xd), sd(x3, [1], True))
+    return fn, [make([7, 13]), make([2, 3, 5]), make([0, 5]), make([5, 1]), make([])]
+
+
+@op_case("sum_dtypes", [A.sum.default, A.sum.dim_IntList], ("odd",))
+def _sum_dtypes(dev):
+    dts = (f16, bf16, f64, i64, i32, i8, u8, b8)
+
+    def fn(*xs):
+        return tuple(A.sum.default(x) for x in xs) + tuple(A.sum.dim_IntList(x, [1]) for x in xs)
+    return fn, [make([3, 5], dt) for dt in dts]
+
+
+@op_case("mean", [A.mean.dim, A.mean.default], ("odd", "noncontig", "size1"))
+def _mean(dev):
+    def fn(x, x3, xh, xb, x1):
+        m = A.mean.dim
+        return (m(x, [1]), m(x, [0], True), m(x, [-1, 0]), m(x3, [0, 2]), m(x, [1], dtype=f64),
+                m(x.t(), [1]), m(xh, [1]), m(xb, [0]), m(x1, [-1]), A.mean.default(x),
+                m(x, None), m(xh, [1], dtype=f32))
+    return fn, [make([7, 13]), make([2, 3, 5]), make([3, 5], f16), make([3, 5], bf16), make([5, 1])]
+
+
+def _minmax_red(op):
+    def build(dev):
+        def fn(x, x3, xi, xb, xh, xn):
+            return (op(x, [1]), op(x, [0], True), op(x, []), op(x3, [0, 2]), op(x.t(), [1]),
+                    op(xi, [1]), op(xb, [0]), op(xh, [-1]), op(xn, [1]))
+        return fn, [make([7, 13]), make([2, 3, 5]), make([3, 5], i64), make([3, 5], b8),
+                    make([3, 5], f16), make([4, 5], f32, "special")]
+    return build
+
+
+op_case("amax", [A.amax.default], ("odd", "noncontig"))(_minmax_red(A.amax.default))
+op_case("amin", [A.amin.default], ("odd", "noncontig"))(_minmax_red(A.amin.default))
+
+
+def _max_min(ops):
+    default, dim = ops
+
+    def build(dev):
+        def fn(x, x3, xi, xh, xb):
+            return (default(x), dim(x, 1), dim(x, 0, True), dim(x3, -1), dim(x.t(), 1),
+                    default(xi), dim(xi, 1), dim(xh, 0), default(xb))
+        return fn, [make([7, 13], f32, "distinct"), make([2, 3, 5], f32, "distinct"),
+                    make([3, 5], i64, "distinct"), make([3, 5], f16, "distinct"), make([3, 5], b8)]
+    return build
+
+
+op_case("max", [A.max.default, A.max.dim], ("odd", "noncontig"))(_max_min((A.max.default, A.max.dim)))
+op_case("min", [A.min.default, A.min.dim], ("odd", "noncontig"))(_max_min((A.min.default, A.min.dim)))
+
+
+def _arg_red(op):
+    def build(dev):
+        def fn(x, x3, xi, xh, x1):
+            return (op(x), op(x, 1), op(x, 0, True), op(x3, -1), op(x.t(), 1), op(xi, 0), op(xh, 1),
+                    op(x1, 1))
+        return fn, [make([7, 13], f32, "distinct"), make([2, 3, 5], f32, "distinct"),
+                    make([3, 5], i32, "distinct"), make([3, 5], f16, "distinct"), make([3, 1])]
+    return build
+
+
+op_case("argmax", [A.argmax.default], ("odd", "noncontig", "size1"))(_arg_red(A.argmax.default))
+op_case("argmin", [A.argmin.default], ("odd", "noncontig", "size1"))(_arg_red(A.argmin.default))
+
+
+@op_case("prod", [A.prod.default, A.prod.dim_int], ("odd", "size0", "noncontig"))
+def _prod(dev):
+    def fn(x, xi, xb, x0, xh):
+        return (A.prod.default(x), A.prod.dim_int(x, 1), A.prod.dim_int(x, 0, True),
+                A.prod.default(xi), A.prod.dim_int(xi, 1), A.prod.default(xb),
+                A.prod.default(x, dtype=f64), A.prod.dim_int(x0, 0), A.prod.default(x0),
+                A.prod.dim_int(x.t(), 0), A.prod.dim_int(xh, -1))
+    return fn, [make([7, 13], f32, "near1"), make([3, 5], i64, "near1"), make([3, 5], b8),
+                make([0, 3]), make([3, 5], f16, "near1")]
+
+
+def _any_all(ops):
+    default, dim, dims = ops
+
+    def build(dev):
+        def fn(xb, x, xi, x0, xb2):
+            return (default(xb), dim(xb, 1), dim(xb, 0, True), dims(xb2, [0, 2]), default(x),
+                    dim(x, 1), default(xi), dim(xi, 0), default(x0), dim(x0, 1), dim(xb.t(), 1))
+        return fn, [make([7, 13], b8), make([3, 5], f32, "smallint"), make([3, 5], i64, "smallint"),
+                    make([0, 4], b8), make([2, 3, 4], b8)]
+    return build
+
+
+op_case("any", [A.any.default, A.any.dim, A.any.dims], ("odd", "size0", "noncontig"))(
+    _any_all((A.any.default, A.any.dim, A.any.dims)))
+op_case("all", [A.all.default, A.all.dim, A.all.dims], ("odd", "size0", "noncontig"))(
+    _any_all((A.all.default, A.all.dim, A.all.dims)))
+
+
+@op_case("var", [A.var.correction], ("odd", "noncontig"))
+def _var(dev):
+    def fn(x, x3, xd):
+        v = A.var.correction
+        return (v(x, [1]), v(x, [1], correction=0), v(x, None), v(x, [0], keepdim=True),
+                v(x3, [0, 2], correction=1), v(x.t(), [1]), v(xd, [1], correction=2))
+    return fn, [make([7, 13]), make([2, 3, 5]), make([3, 5], f64)]
+
+
+@op_case("var_mean", [A.var_mean.correction], ("odd", "noncontig"))
+def _var_mean(dev):
+    def fn(x, x3):
+        vm = A.var_mean.correction
+        return (vm(x, [1]), vm(x, [1], correction=0), vm(x, None), vm(x3, [0, 2], keepdim=True),
+                vm(x.t(), [0], correction=1))
+    return fn, [make([7, 13]), make([2, 3, 5])]
+
+
+@op_case("cumsum", [A.cumsum.default], ("odd", "noncontig", "size0"))
+def _cumsum(dev):
+    def fn(x, xi, xb, x0, xd, xh):
+        c = A.cumsum.default
+        return (c(x, 0), c(x, -1), c(x, 1, dtype=f64), c(xi, 1), c(xb, 0), c(x0, 0), c(xd, 0),
+                c(x.t(), 1), c(xh, 1))
+    return fn, [make([7, 13]), make([3, 5], i32), make([3, 5], b8), make([0, 3]), make([]),
+                make([3, 5], f16)]
+
+
+# --- normalization ---------------------------------------------------------------------------
+
+def _softmaxes(op):
+    def build(dev):
+        def fn(x, x3, xd, x1, xh, xb):
+            return (op(x, -1, False), op(x, 0, False), op(x3, 1, False), op(xd, 1, False),
+                    op(x1, 1, False), op(x.t(), 1, False), op(xh, -1, False), op(xb, 0, False))
+        return fn, [make([7, 13], f32, "wide"), make([2, 3, 5]), make([3, 5], f64), make([4, 1]),
+                    make([3, 5], f16), make([3, 5], bf16)]
+    return build
+
+
+op_case("softmax", [A._softmax.default], ("odd", "noncontig", "size1"))(_softmaxes(A._softmax.default))
+op_case("log_softmax", [A._log_softmax.default], ("odd", "noncontig", "size1"))(
+    _softmaxes(A._log_softmax.default))
+
+
+@op_case("layer_norm", [A.native_layer_norm.default], ("odd", "noncontig"))
+def _layer_norm(dev):
+    def fn(x, w, b, x3, w2, b2, xh, wh, bh, xd):
+        ln = A.native_layer_norm.default
+        return (ln(x, [13], w, b, 1e-5), ln(x3, [3, 8], w2, b2, 1e-6), ln(x, [13], None, None, 1e-5),
+                ln(x.t().contiguous().t(), [13], w, None, 1e-5), ln(xh, [13], wh, bh, 1e-5),
+                ln(xd, [13], None, None, 1e-5))
+    return fn, [make([7, 13]), make([13]), make([13]), make([2, 3, 8]), make([3, 8]), make([3, 8]),
+                make([4, 13], f16), make([13], f16), make([13], f16), make([3, 13], f64)]
+
+
+@op_case("batch_norm", [A._native_batch_norm_legit_no_training.default], ("odd", "size1"))
+def _batch_norm(dev):
+    def fn(x4, x2, x3, w, b, rm, rv):
+        bn = A._native_batch_norm_legit_no_training.default
+        return (bn(x4, w, b, rm, rv, 0.1, 1e-5), bn(x2, w, b, rm, rv, 0.1, 1e-3),
+                bn(x3, None, None, rm, rv, 0.1, 1e-5), bn(x4[:1], w, None, rm, rv, 0.1, 1e-5))
+    return fn, [make([2, 3, 5, 4]), make([4, 3]), make([2, 3, 7]), make([3]), make([3]), make([3]),
+                make([3], f32, "pos")]
+
+
+@op_case("group_norm", [A.native_group_norm.default], ("odd",))
+def _group_norm(dev):
+    def fn(x, w, b, x3, x1):
+        gn = A.native_group_norm.default
+        return (gn(x, w, b, 2, 6, 15, 3, 1e-5), gn(x, None, None, 2, 6, 15, 2, 1e-5),
+                gn(x3, w[:4], b[:4], 2, 4, 7, 2, 1e-6), gn(x1, w, b, 1, 6, 15, 6, 1e-5))
+    return fn, [make([2, 6, 5, 3]), make([6]), make([6]), make([2, 4, 7]), make([1, 6, 5, 3])]
+
+
+# --- matmul, convolution, pooling ------------------------------------------------------------
+
+@op_case("mm", [A.mm.default], ("odd", "noncontig", "size0", "size1"))
+def _mm(dev):
+    def fn(a, b, at, bt, z, zk, a1, ad, bd, ah, bh, ab, bb):
+        mm = A.mm.default
+        return (mm(a, b), mm(at.t(), b), mm(a, bt.t()), mm(z, b), mm(zk, zk.t()), mm(a1, b),
+                mm(ad, bd), mm(ah, bh), mm(ab, bb))
+    return fn, [make([7, 13]), make([13, 5]), make([13, 7]), make([5, 13]), make([0, 13]),
+                make([3, 0]), make([1, 13]), make([3, 4], f64), make([4, 5], f64),
+                make([3, 8], f16), make([8, 5], f16), make([3, 8], bf16), make([8, 5], bf16)]
+
+
+@op_case("bmm", [A.bmm.default], ("odd", "noncontig", "size1"))
+def _bmm(dev):
+    def fn(a, b, bt, a1, b1, ah, bh):
+        bmm = A.bmm.default
+        return (bmm(a, b), bmm(a, bt.transpose(1, 2)), bmm(a1, b1), bmm(ah, bh),
+                bmm(a.permute(0, 2, 1).contiguous().permute(0, 2, 1), b))
+    return fn, [make([3, 5, 7]), make([3, 7, 4]), make([3, 4, 7]), make([1, 2, 3]),
+                make([1, 3, 1]), make([2, 3, 8], bf16), make([2, 8, 5], bf16)]
+
+
+@op_case("addmm", [A.addmm.default], ("odd", "broadcast", "noncontig"))
+def _addmm(dev):
+    def fn(bias, bias2, biasc, a, b, bt):
+        am = A.addmm.default
+        return (am(bias, a, b), am(bias2, a, b), am(biasc, a, b), am(bias, a, b, beta=0.5, alpha=2),
+                am(bias, a, bt.t()), am(bias2, a, b, beta=0))
+    return fn, [make([5]), make([7, 5]), make([7, 1]), make([7, 13]), make([13, 5]), make([5, 13])]
+
+
+@op_case("convolution", [A.convolution.default], ("odd",))
+def _convolution(dev):
+    def fn(x, w, b, w2, wg, wd, w1, wa):
+        c = A.convolution.default
+        return (c(x, w, b, [1, 1], [1, 1], [1, 1], False, [0, 0], 1),
+                c(x, w, None, [2, 2], [0, 0], [1, 1], False, [0, 0], 1),
+                c(x, w, b, [1, 1], [2, 2], [2, 2], False, [0, 0], 1),
+                c(x, wg, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 2),
+                c(x, wd, b[:4], [2, 1], [1, 1], [1, 1], False, [0, 0], 4),
+                c(x, w1, None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1),
+                c(x, wa, None, [2, 1], [1, 0], [1, 1], False, [0, 0], 1))
+    return fn, [make([2, 4, 9, 8]), make([6, 4, 3, 3]), make([6]), make([6, 4, 3, 3]),
+                make([6, 2, 3, 3]), make([4, 1, 3, 3]), make([5, 4, 1, 1]), make([3, 4, 3, 2])]
+
+
+@op_case("convolution_more", [A.convolution.default], ("odd", "noncontig"))
+def _convolution_more(dev):
+    """1-d, transposed, channels-last input and f64/bf16 convolutions."""
+    def fn(x1, w1, xt, wt, bt, x4, w4, xd, wd, xb, wb):
+        c = A.convolution.default
+        return (c(x1, w1, None, [1], [1], [1], False, [0], 1),
+                c(x1, w1, None, [2], [0], [2], False, [0], 1),
+                c(xt, wt, bt, [2, 2], [1, 1], [1, 1], True, [1, 1], 1),
+                c(x4.permute(0, 3, 1, 2), w4, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1),
+                c(xd, wd, None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1),
+                c(xb, wb, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1))
+    return fn, [make([2, 3, 11]), make([5, 3, 3]), make([1, 4, 5, 5]), make([4, 3, 3, 3]),
+                make([3]), make([1, 6, 5, 3]), make([4, 3, 3, 3]), make([1, 2, 5, 5], f64),
+                make([3, 2, 2, 2], f64), make([1, 2, 5, 5], bf16), make([3, 2, 3, 3], bf16)]
+
+
+@op_case("max_pool2d", [A.max_pool2d_with_indices.default], ("odd",))
+def _max_pool2d(dev):
+    def fn(x, x3, xi):
+        mp = A.max_pool2d_with_indices.default
+        return (mp(x, [3, 3], [2, 2], [1, 1]), mp(x, [2, 2], [2, 2]), mp(x, [3, 3], [1, 1], [0, 0], [2, 2]),
+                mp(x, [3, 2], [2, 2], [1, 0], [1, 1], True), mp(x3, [2, 2]), mp(xi, [2, 2], [1, 1]))
+    return fn, [make([2, 3, 9, 7], f32, "distinct"), make([3, 6, 5], f32, "distinct"),
+                make([1, 2, 4, 4], i64, "distinct")]
+
+
+@op_case("avg_pool2d", [A.avg_pool2d.default], ("odd",))
+def _avg_pool2d(dev):
+    def fn(x, x3):
+        ap = A.avg_pool2d.default
+        return (ap(x, [3, 3], [2, 2], [1, 1]), ap(x, [2, 2]), ap(x, [3, 3], [2, 2], [1, 1], False, False),
+                ap(x, [3, 2], [2, 2], [1, 0], True, True), ap(x, [2, 2], [2, 2], [0, 0], False, True, 3),
+                ap(x3, [2, 2], [1, 1]))
+    return fn, [make([2, 3, 9, 7]), make([3, 6, 5])]
+
+
+@op_case("adaptive_avg_pool2d", [A._adaptive_avg_pool2d.default], ("odd", "size1"))
+def _adaptive_avg_pool2d(dev):
+    def fn(x, x3):
+        aap = A._adaptive_avg_pool2d.default
+        return aap(x, [3, 3]), aap(x, [1, 1]), aap(x, [7, 7]), aap(x, [2, 5]), aap(x3, [2, 2])
+    return fn, [make([2, 4, 7, 7]), make([3, 5, 6])]
+
+
+# ---------------------------------------------------------------------------------------------
+# Workloads: the benchmark suite's graphs at small sizes (default decompositions)
+# ---------------------------------------------------------------------------------------------
+
+WORKLOADS: dict[str, tuple[Callable, Callable]] = {
+    # name: (fn, inputs(m, n) -> list)
+    "pointwise_chain": (lambda x: (x * 2 + 1).relu(), lambda m, n: [make([m * n])]),
+    "gelu_mul": (lambda x, y: F.gelu(x) * y, lambda m, n: [make([m, n]), make([m, n])]),
+    "bcast_add_tanh": (lambda x, b: torch.tanh(x + b), lambda m, n: [make([m, n]), make([n])]),
+    "softmax_lastdim": (lambda x: torch.softmax(x, -1), lambda m, n: [make([m, n])]),
+    "layernorm": (lambda x, w, b: F.layer_norm(x, (x.shape[-1],), w, b),
+                  lambda m, n: [make([m, n]), make([n]), make([n])]),
+    "rmsnorm_bf16": (
+        lambda x, w: (x.float() * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + 1e-6))
+        .to(torch.bfloat16) * w,
+        lambda m, n: [make([m, n], bf16), make([n], bf16)]),
+    "sum_all": (lambda x: x.sum(), lambda m, n: [make([m * n])]),
+    "sum_dim0": (lambda x: x.sum(0), lambda m, n: [make([m, n])]),
+    "transpose_add": (lambda x, y: x + y.t(), lambda m, n: [make([m, n]), make([n, m])]),
+    "var_mean_lastdim": (lambda x: torch.var_mean(x, -1), lambda m, n: [make([m, n])]),
+    "residual_ln": (lambda x, y: F.layer_norm(x + y, (x.shape[-1],)) * 0.5 + x,
+                    lambda m, n: [make([m, n]), make([m, n])]),
+}
+
+# (suffix, m, n, tags): the standard small size for every workload, odd sizes for some.
+WORKLOAD_SIZES = [("", 32, 128, ())]
+ODD_WORKLOADS = ("pointwise_chain", "softmax_lastdim", "layernorm", "rmsnorm_bf16", "sum_all",
+                 "sum_dim0", "transpose_add", "var_mean_lastdim", "residual_ln", "bcast_add_tanh")
+
+
+def register_workload(name: str, suffix: str, m: int, n: int, tags: tuple) -> None:
+    fn, inputs = WORKLOADS[name]
+
+    def build(dev):
+        return Fn(fn), tuple(inputs(m, n))
+
+    add_case(Case(f"wl_{name}{suffix}", "workload", build, (), tags))
+
+
+# ---------------------------------------------------------------------------------------------
+# Models: small blocks written by hand, random weights, eval mode (default decompositions)
+# ---------------------------------------------------------------------------------------------
+
+def jitter_norms(module: nn.Module) -> nn.Module:
+    """Give norm layers non-trivial affine parameters and running statistics, so a fixture
+    would catch a compiler that ignores them (default init makes them 1, 0, 0, 1)."""
+    with torch.no_grad():
+        for m in module.modules():
+            if isinstance(m, (nn.LayerNorm, nn.BatchNorm2d, RMSNorm)):
+                if getattr(m, "weight", None) is not None:
+                    m.weight.copy_(1 + 0.1 * torch.randn_like(m.weight))
+                if getattr(m, "bias", None) is not None:
+                    m.bias.copy_(0.1 * torch.randn_like(m.bias))
+            if isinstance(m, nn.BatchNorm2d):
+                m.running_mean.copy_(0.1 * torch.randn_like(m.running_mean))
+                m.running_var.copy_(0.5 + torch.rand_like(m.running_var))
+    return module
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, d: int, eps: float = 1e-6):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(d))
+        self.eps = eps
+
+    def forward(self, x):
+        dtype = x.dtype
+        x = x.float()
+        x = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
+        return self.weight * x.to(dtype)
+
+
+def attention(q, k, v, mask=None):
+    """Attention written with matmul and softmax (not scaled_dot_product_attention), so the graph
+    holds the ops coil fuses itself. mask is additive or boolean (True = keep)."""
+    scores = q @ k.transpose(-2, -1) * (1.0 / math.sqrt(q.shape[-1]))
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool else scores + mask
+    return torch.softmax(scores, dim=-1) @ v
+
+
+class SelfAttention(nn.Module):
+    def __init__(self, d: int, heads: int):
+        super().__init__()
+        self.heads = heads
+        self.qkv = nn.Linear(d, 3 * d)
+        self.proj = nn.Linear(d, d)
+
+    def forward(self, x, mask=None):
+        B, T, C = x.shape
+        q, k, v = self.qkv(x).split(C, dim=2)
+        q, k, v = (t.view(B, T, self.heads, C // self.heads).transpose(1, 2) for t in (q, k, v))
+        y = attention(q, k, v, mask).transpose(1, 2).contiguous().view(B, T, C)
+        return self.proj(y)
+
+
+class GPT2Block(nn.Module):
+    """Pre-LN transformer block: causal attention with a boolean mask buffer, GELU-tanh MLP."""
+
+    def __init__(self, d=24, heads=3, T=8):
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(d)
+        self.attn = SelfAttention(d, heads)
+        self.ln_2 = nn.LayerNorm(d)
+        self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(approximate="tanh"), nn.Linear(4 * d, d))
+        self.register_buffer("bias", torch.tril(torch.ones(T, T, dtype=torch.bool)).view(1, 1, T, T))
+
+    def forward(self, x):
+        T = x.shape[1]
+        x = x + self.attn(self.ln_1(x), self.bias[:, :, :T, :T])
+        return x + self.mlp(self.ln_2(x))
+
+
+class BertLayer(nn.Module):
+    """Post-LN encoder layer; the 0/1 attention mask becomes an additive mask like HF's BERT."""
+
+    def __init__(self, d=24, heads=3):
+        super().__init__()
+        self.attn = SelfAttention(d, heads)
+        self.ln_1 = nn.LayerNorm(d, eps=1e-12)
+        self.fc1 = nn.Linear(d, 4 * d)
+        self.fc2 = nn.Linear(4 * d, d)
+        self.ln_2 = nn.LayerNorm(d, eps=1e-12)
+
+    def forward(self, x, attention_mask):
+        ext = (1.0 - attention_mask[:, None, None, :].to(x.dtype)) * -10000.0
+        x = self.ln_1(x + self.attn(x, ext))
+        return self.ln_2(x + self.fc2(F.gelu(self.fc1(x))))
+
+
+def rotate_half(x):
+    x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2:]
+    return torch.cat((-x2, x1), dim=-1)
+
+
+class LlamaBlock(nn.Module):
+    """RMSNorm, rotary embeddings from cos/sin tables (one a persistent buffer, one not, to
+    exercise both lifting paths), grouped-query attention (KV heads repeated), causal additive
+    mask built in forward, SiLU-gated MLP."""
+
+    def __init__(self, d=32, heads=4, kv_heads=2, T=8, hidden=48):
+        super().__init__()
+        self.heads, self.kv_heads, self.hd = heads, kv_heads, d // heads
+        self.input_layernorm = RMSNorm(d)
+        self.q_proj = nn.Linear(d, heads * self.hd, bias=False)
+        self.k_proj = nn.Linear(d, kv_heads * self.hd, bias=False)
+        self.v_proj = nn.Linear(d, kv_heads * self.hd, bias=False)
+        self.o_proj = nn.Linear(heads * self.hd, d, bias=False)
+        self.post_attention_layernorm = RMSNorm(d)
+        self.gate_proj = nn.Linear(d, hidden, bias=False)
+        self.up_proj = nn.Linear(d, hidden, bias=False)
+        self.down_proj = nn.Linear(hidden, d, bias=False)
+        inv_freq = 1.0 / (10000 ** (torch.arange(0, self.hd, 2).float() / self.hd))
+        freqs = torch.outer(torch.arange(T).float(), inv_freq)
+        emb = torch.cat((freqs, freqs), dim=-1)
+        self.register_buffer("cos", emb.cos())
+        self.register_buffer("sin", emb.sin(), persistent=False)
+
+    def repeat_kv(self, x):
+        B, H, T, D = x.shape
+        n = self.heads // self.kv_heads
+        return x[:, :, None, :, :].expand(B, H, n, T, D).reshape(B, H * n, T, D)
+
+    def forward(self, x):
+        B, T, C = x.shape
+        h = self.input_layernorm(x)
+        q = self.q_proj(h).view(B, T, self.heads, self.hd).transpose(1, 2)
+        k = self.k_proj(h).view(B, T, self.kv_heads, self.hd).transpose(1, 2)
+        v = self.v_proj(h).view(B, T, self.kv_heads, self.hd).transpose(1, 2)
+        cos, sin = self.cos[:T].to(x.dtype), self.sin[:T].to(x.dtype)
+        q = q * cos + rotate_half(q) * sin
+        k = k * cos + rotate_half(k) * sin
+        k, v = self.repeat_kv(k), self.repeat_kv(v)
+        mask = torch.full((T, T), float("-inf"), device=x.device).triu(1)
+        scores = (q @ k.transpose(2, 3)) / math.sqrt(self.hd) + mask
+        p = torch.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype)
+        y = (p @ v).transpose(1, 2).reshape(B, T, C)
+        x = x + self.o_proj(y)
+        h = self.post_attention_layernorm(x)
+        return x + self.down_proj(F.silu(self.gate_proj(h)) * self.up_proj(h))
+
+
+class ViTBlock(nn.Module):
+    def __init__(self, d, heads, hidden):
+        super().__init__()
+        self.norm1 = nn.LayerNorm(d, eps=1e-6)
+        self.attn = SelfAttention(d, heads)
+        self.norm2 = nn.LayerNorm(d, eps=1e-6)
+        self.mlp = nn.Sequential(nn.Linear(d, hidden), nn.GELU(), nn.Linear(hidden, d))
+
+    def forward(self, x):
+        x = x + self.attn(self.norm1(x))
+        return x + self.mlp(self.norm2(x))
+
+
+class TinyViT(nn.Module):
+    """Patch-embedding conv, class token cat, position embedding, 2 blocks, head on the class token."""
+
+    def __init__(self, img=16, patch=4, d=16, heads=2, depth=2, classes=10):
+        super().__init__()
+        n = (img // patch) ** 2
+        self.patch_embed = nn.Conv2d(3, d, patch, stride=patch)
+        self.cls_token = nn.Parameter(0.02 * torch.randn(1, 1, d))
+        self.pos_embed = nn.Parameter(0.02 * torch.randn(1, n + 1, d))
+        self.blocks = nn.Sequential(*[ViTBlock(d, heads, 2 * d) for _ in range(depth)])
+        self.norm = nn.LayerNorm(d, eps=1e-6)
+        self.head = nn.Linear(d, classes)
+
+    def forward(self, x):
+        x = self.patch_embed(x).flatten(2).transpose(1, 2)
+        x = torch.cat([self.cls_token.expand(x.shape[0], -1, -1), x], dim=1) + self.pos_embed
+        x = self.norm(self.blocks(x))
+        return self.head(x[:, 0])
+
+
+class BasicBlock(nn.Module):
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(cout)
+        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(cout)
+        self.downsample = None
+        if stride != 1 or cin != cout:
+            self.downsample = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+
+    def forward(self, x):
+        identity = x if self.downsample is None else self.downsample(x)
+        out = F.relu(self.bn1(self.conv1(x)))
+        return F.relu(self.bn2(self.conv2(out)) + identity)
+
+
+class TinyResNet(nn.Module):
+    def __init__(self, classes=10):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 8, 7, 2, 3, bias=False)
+        self.bn1 = nn.BatchNorm2d(8)
+        self.maxpool = nn.MaxPool2d(3, 2, 1)
+        self.layer1 = BasicBlock(8, 8, 1)
+        self.layer2 = BasicBlock(8, 16, 2)
+        self.avgpool = nn.AdaptiveAvgPool2d((1, 1))
+        self.fc = nn.Linear(16, classes)
+
+    def forward(self, x):
+        x = self.maxpool(F.relu(self.bn1(self.conv1(x))))
+        x = self.layer2(self.layer1(x))
+        return self.fc(torch.flatten(self.avgpool(x), 1))
+
+
+class ConvNeXtBlock(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.dwconv = nn.Conv2d(d, d, 7, padding=3, groups=d)
+        self.norm = nn.LayerNorm(d, eps=1e-6)
+        self.pwconv1 = nn.Linear(d, 4 * d)
+        self.pwconv2 = nn.Linear(4 * d, d)
+        self.gamma = nn.Parameter(0.1 * torch.randn(d))
+
+    def forward(self, x):
+        y = self.dwconv(x).permute(0, 2, 3, 1)
+        y = self.pwconv2(F.gelu(self.pwconv1(self.norm(y))))
+        return x + (self.gamma * y).permute(0, 3, 1, 2)
+
+
+class TinyConvNeXtStage(nn.Module):
+    """Downsampling (channels-first LayerNorm via permute, 2x2 stride-2 conv) then two blocks."""
+
+    def __init__(self, cin=8, d=16):
+        super().__init__()
+        self.down_norm = nn.LayerNorm(cin, eps=1e-6)
+        self.down_conv = nn.Conv2d(cin, d, 2, stride=2)
+        self.blocks = nn.Sequential(ConvNeXtBlock(d), ConvNeXtBlock(d))
+
+    def forward(self, x):
+        x = self.down_norm(x.permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
+        return self.blocks(self.down_conv(x))
+
+
+class SqueezeExcite(nn.Module):
+    def __init__(self, c, r):
+        super().__init__()
+        self.fc1 = nn.Conv2d(c, r, 1)
+        self.fc2 = nn.Conv2d(r, c, 1)
+
+    def forward(self, x):
+        s = F.adaptive_avg_pool2d(x, 1)
+        return x * F.hardsigmoid(self.fc2(F.relu(self.fc1(s))))
+
+
+class InvertedResidual(nn.Module):
+    def __init__(self, cin, cexp, cout, k, stride, act):
+        super().__init__()
+        self.use_res = stride == 1 and cin == cout
+        self.block = nn.Sequential(
+            nn.Conv2d(cin, cexp, 1, bias=False), nn.BatchNorm2d(cexp), act(),
+            nn.Conv2d(cexp, cexp, k, stride, k // 2, groups=cexp, bias=False), nn.BatchNorm2d(cexp), act(),
+            SqueezeExcite(cexp, 8),
+            nn.Conv2d(cexp, cout, 1, bias=False), nn.BatchNorm2d(cout))
+
+    def forward(self, x):
+        y = self.block(x)
+        return x + y if self.use_res else y
+
+
+class TinyMobileNetV3(nn.Module):
+    def __init__(self, classes=10):
+        super().__init__()
+        self.features = nn.Sequential(
+            nn.Conv2d(3, 8, 3, 2, 1, bias=False), nn.BatchNorm2d(8), nn.Hardswish(),
+            InvertedResidual(8, 16, 8, 3, 1, nn.ReLU),
+            InvertedResidual(8, 24, 12, 5, 2, nn.Hardswish),
+            nn.Conv2d(12, 32, 1, bias=False), nn.BatchNorm2d(32), nn.Hardswish())
+        self.avgpool = nn.AdaptiveAvgPool2d(1)
+        self.classifier = nn.Sequential(nn.Linear(32, 24), nn.Hardswish(), nn.Dropout(0.2), nn.Linear(24, classes))
+
+    def forward(self, x):
+        return self.classifier(torch.flatten(self.avgpool(self.features(x)), 1))
+
+
+def _attention_mask():
+    m = torch.ones(2, 8, dtype=torch.int64)
+    m[1, 5:] = 0
+    return m
+
+
+MODELS: dict[str, Callable[[], tuple]] = {
+    # name: () -> (module, args); called after seeding, weights and inputs on the CPU
+    "gpt2_block": lambda: (GPT2Block(), [make([2, 8, 24])]),
+    "bert_layer": lambda: (BertLayer(), [make([2, 8, 24]), _attention_mask()]),
+    "llama_block": lambda: (LlamaBlock(), [make([2, 8, 32])]),
+    "llama_block_bf16": lambda: (LlamaBlock().to(torch.bfloat16), [make([1, 8, 32], bf16)]),
+    "vit_tiny": lambda: (TinyViT(), [make([2, 3, 16, 16])]),
+    "resnet_tiny": lambda: (TinyResNet(), [make([1, 3, 32, 32])]),
+    "convnext_stage": lambda: (TinyConvNeXtStage(), [make([1, 8, 14, 14])]),
+    "mobilenetv3_tiny": lambda: (TinyMobileNetV3(), [make([1, 3, 32, 32])]),
+}
+
+
+def register_model(name: str) -> None:
+    def build(dev):
+        module, args = MODELS[name]()
+        return jitter_norms(module).eval(), tuple(args)
+
+    add_case(Case(f"model_{name}", "model", build))
+
+
+# ---------------------------------------------------------------------------------------------
+# Op cases added later: every op coil registers has a graph. They sit here, below the models,
+# so that adding them moved no `# File:` line number in the graphs captured before them.
+# ---------------------------------------------------------------------------------------------
+
+# --- matrix-vector and batched products ------------------------------------------------------
+
+@op_case("mv", [A.mv.default], ("odd", "noncontig", "size0", "size1"))
+def _mv(dev):
+    def fn(a, v, at, vs, a0, ak, vk, a1, ad, vd, ah, vh, ab, vb):
+        mv = A.mv.default
+        return (mv(a, v), mv(at.t(), v), mv(a, vs[::2]), mv(a0, v), mv(ak, vk), mv(a1, v),
+                mv(ad, vd), mv(ah, vh), mv(ab, vb))
+    return fn, [make([7, 13]), make([13]), make([13, 7]), make([26]), make([0, 13]), make([5, 0]),
+                make([0]), make([1, 13]), make([3, 4], f64), make([4], f64), make([3, 8], f16),
+                make([8], f16), make([3, 8], bf16), make([8], bf16)]
+
+
+@op_case("addmv", [A.addmv.default], ("odd", "broadcast", "noncontig", "size0"))
+def _addmv(dev):
+    """beta=0 ignores self, nan and inf included (bn holds them)."""
+    def fn(b, b1, bd, bn, a, v, at, a0, b0, ad, vd, bdd, ah, vh, bh, ab, vb, bb):
+        am = A.addmv.default
+        return (am(b, a, v), am(b1, a, v), am(bd, a, v), am(b, a, v, beta=0.5, alpha=2),
+                am(b, at.t(), v), am(bn, a, v, beta=0), am(b, a, v, alpha=0), am(b0, a0, v),
+                am(bdd, ad, vd, beta=2, alpha=-1), am(bh, ah, vh), am(bb, ab, vb))
+    return fn, [make([7]), make([1]), make([]), make([7], f32, "special"), make([7, 13]), make([13]),
+                make([13, 7]), make([0, 13]), make([0]), make([3, 4], f64), make([4], f64),
+                make([3], f64), make([3, 8], f16), make([8], f16), make([3], f16), make([3, 8], bf16),
+                make([8], bf16), make([1], bf16)]
+
+
+@op_case("baddbmm", [A.baddbmm.default], ("odd", "broadcast", "noncontig", "size1"))
+def _baddbmm(dev):
+    def fn(c, cr, cc, cd, cn, b1, b2, b2t, b1t, ad, bd, cdd, ah, bh, ch, ab, bb, cb):
+        bm = A.baddbmm.default
+        return (bm(c, b1, b2), bm(cr, b1, b2), bm(cc, b1, b2), bm(cd, b1, b2),
+                bm(c, b1, b2, beta=0.5, alpha=-2), bm(c, b1, b2t.transpose(1, 2)),
+                bm(c, b1t.transpose(1, 2), b2), bm(cn, b1, b2, beta=0), bm(c[:1], b1[:1], b2[:1]),
+                bm(cdd, ad, bd), bm(ch, ah, bh, alpha=0.5), bm(cb, ab, bb))
+    return fn, [make([3, 5, 4]), make([4]), make([5, 1]), make([]), make([3, 5, 4], f32, "special"),
+                make([3, 5, 7]), make([3, 7, 4]), make([3, 4, 7]), make([3, 7, 5]),
+                make([2, 3, 4], f64), make([2, 4, 5], f64), make([2, 3, 5], f64),
+                make([2, 3, 8], f16), make([2, 8, 5], f16), make([5], f16),
+                make([2, 3, 8], bf16), make([2, 8, 5], bf16), make([2, 1, 5], bf16)]
+
+
+@op_case("matvec_int", [A.mv.default, A.addmv.default, A.baddbmm.default], ("odd",))
+def _matvec_int(dev):
+    """Integer products: eager runs them on the CPU (cuBLAS has no integer GEMM)."""
+    def fn(a, v, b, ai, vi, bi, c, b1, b2, a8, v8):
+        return (A.mv.default(a, v), A.addmv.default(b, a, v, beta=2, alpha=3), A.mv.default(ai, vi),
+                A.addmv.default(bi, ai, vi), A.baddbmm.default(c, b1, b2, alpha=2),
+                A.mv.default(a8, v8))
+    return fn, [make([4, 6], i64), make([6], i64), make([4], i64), make([3, 5], i32), make([5], i32),
+                make([3], i32), make([2, 3, 5], i64), make([2, 3, 4], i64), make([2, 4, 5], i64),
+                make([3, 4], i8, "smallint"), make([4], i8, "smallint")]
+
+
+# --- clamps with tensor bounds, remainder with a scalar dividend -----------------------------
+
+def _clamp_bound(op):
+    """clamp_min.Tensor / clamp_max.Tensor: the bound broadcasts (row, column, 0-d, and the
+    other way round) and takes part in type promotion."""
+    def build(dev):
+        def fn(x, b, br, bc, bd, xt, x0, xi, bi, xn, bn, xh, bh, xi32, bf, bdd, x8, bu8):
+            return (op(x, b), op(x, br), op(x, bc), op(x, bd), op(bc, br), op(xt.t(), br),
+                    op(x[::2, 1::3], bc[::2]), op(x0, br), op(xi, bi), op(xn, bn), op(xh, bh),
+                    op(xi32, bf), op(xh, bd), op(x, bdd), op(x8, bu8))
+        return fn, [make([7, 13]), make([7, 13]), make([13]), make([7, 1]), make([]), make([13, 7]),
+                    make([0, 13]), make([3, 5], i64, "wide"), make([5], i64), make([4, 5], f32, "special"),
+                    make([4, 5], f32, "special"), make([3, 5], f16), make([3, 5], f16),
+                    make([3, 5], i32, "wide"), make([5]), make([1, 13], f64), make([3, 5], i8),
+                    make([3, 5], u8)]
+    return build
+
+
+op_case("clamp_min_tensor", [A.clamp_min.Tensor], ("odd", "noncontig", "size0", "broadcast"))(
+    _clamp_bound(A.clamp_min.Tensor))
+op_case("clamp_max_tensor", [A.clamp_max.Tensor], ("odd", "noncontig", "size0", "broadcast"))(
+    _clamp_bound(A.clamp_max.Tensor))
+
+
+def _remainder_st(s, x):
+    return A.remainder.Scalar_Tensor(s, x)
+
+
+# (dtype, scalar dividend) pairs eager accepts: every scalar with f32, with each other dtype
+# the first, an int and a float one. bool tensors are left out: any False divides by zero.
+_REM_ST = [(dt, s) for dt in (f32,) + OTHER_DTYPES if dt != b8
+           for s in dict.fromkeys((2.5, 3, -4, 0, -0.75) if dt == f32 else (2.5, 3, -4.5))
+           if accepts(_remainder_st, s, (dt, [2]))]
+
+
+@op_case("remainder_scalar_tensor", [A.remainder.Scalar_Tensor], ("odd", "noncontig", "size0"))
+def _remainder_scalar_tensor(dev):
+    def fn(*xs):
+        outs = [_remainder_st(s, x) for x, (_, s) in zip(xs, _REM_ST)]
+        t, z = xs[len(_REM_ST):]
+        return tuple(outs) + (_remainder_st(2.5, t.t()), _remainder_st(-3, z))
+    return fn, [make([3, 5], dt, "nonzero") for dt, _ in _REM_ST] + [make([5, 3], f32, "nonzero"),
+                                                                     make([0, 4], f32, "nonzero")]
+
+
+# --- factories -------------------------------------------------------------------------------
+
+def _sized(op):
+    """ones / zeros: size and dtype options, size-0 and 0-d results, one used in a broadcast."""
+    def build(dev):
+        def fn(x):
+            return (op([3, 5], device=dev), op([2, 0, 3], dtype=i64, device=dev),
+                    op([], dtype=b8, device=dev), op([4], dtype=f16, device=dev),
+                    op([2, 3], dtype=bf16, device=dev), op([3, 2], dtype=i32, device=dev),
+                    x + op([13], dtype=f32, device=dev))
+        return fn, [make([7, 13])]
+    return build
+
+
+op_case("ones", [A.ones.default], ("size0", "broadcast"))(_sized(A.ones.default))
+op_case("zeros", [A.zeros.default], ("size0", "broadcast"))(_sized(A.zeros.default))
+
+
+def _like(op):
+    """ones_like / zeros_like: self's dtype and layout (preserve_format keeps dense strides),
+    or the dtype and memory format asked for."""
+    def build(dev):
+        def fn(x, xi, xt, x4, x0, xb):
+            return (op(x), op(xi), op(xi, dtype=f32), op(xt.t()), op(x, dtype=b8),
+                    op(x4, memory_format=torch.channels_last), op(x4.permute(0, 2, 3, 1)), op(x0),
+                    op(x, dtype=f16), op(xb), op(xt[::2, 1:]), x + op(x[0]))
+        return fn, [make([7, 13]), make([3, 5], i64), make([13, 7]), make([2, 3, 4, 5]),
+                    make([0, 6]), make([3, 5], b8)]
+    return build
+
+
+op_case("ones_like", [A.ones_like.default], ("noncontig", "size0", "broadcast"))(
+    _like(A.ones_like.default))
+op_case("zeros_like", [A.zeros_like.default], ("noncontig", "size0", "broadcast"))(
+    _like(A.zeros_like.default))
+
+
+@op_case("empty_like", [A.empty_like.default], ("noncontig", "size0"))
+def _empty_like(dev):
+    """Never returns empty_like()'s memory: each result is overwritten (copy, fill) or only its
+    shape is used (full_like), as in op_empty."""
+    def fn(x, xt, xi, x4, x0):
+        el = A.empty_like.default
+        return (A.copy.default(el(x), x * 2), A.copy.default(el(xt.t()), xt.t()),
+                A.fill.Scalar(el(xi), 7), A.fill.Scalar(el(x, dtype=f16), 0.5),
+                A.copy.default(el(x4, memory_format=torch.channels_last), x4),
+                A.full_like.default(el(x0), 1.0), A.full_like.default(el(x), 2.0) + x,
+                A.fill.Scalar(el(xi, dtype=b8), True), A.copy.default(el(x4.permute(0, 2, 3, 1)), x4.permute(0, 2, 3, 1)))
+    return fn, [make([7, 13]), make([13, 7]), make([3, 5], i64), make([2, 3, 4, 5]), make([0, 6])]
+
+
+def _new_sized(op, *fill):
+    """new_ones / new_zeros / new_full: self's dtype and device unless asked; self's layout
+    does not matter (the result is contiguous)."""
+    def build(dev):
+        def fn(x, xi, xh, xt):
+            return (op(x, [3, 5], *fill), op(xi, [2, 0, 3], *fill), op(xh, [], *fill),
+                    op(xi, [4], *fill, dtype=f32), op(x, [2, 3], *fill, dtype=i32),
+                    op(xt.t(), [3, 2], *fill), op(x, [2, 2], *fill, dtype=bf16),
+                    x + op(x, [13], *fill))
+        return fn, [make([7, 13]), make([3, 5], i64), make([3, 5], f16), make([5, 3])]
+    return build
+
+
+op_case("new_ones", [A.new_ones.default], ("size0", "broadcast", "noncontig"))(
+    _new_sized(A.new_ones.default))
+op_case("new_zeros", [A.new_zeros.default], ("size0", "broadcast", "noncontig"))(
+    _new_sized(A.new_zeros.default))
+op_case("new_full", [A.new_full.default], ("size0", "broadcast", "noncontig"))(
+    _new_sized(A.new_full.default, 3))
+
+
+@op_case("new_full_values", [A.new_full.default], ("broadcast",))
+def _new_full_values(dev):
+    """new_full's fill value: float, negative, bool, and an int into float."""
+    def fn(x, xi):
+        nf = A.new_full.default
+        return (nf(x, [3, 5], 1.5), nf(x, [2, 3], -0.25), nf(xi, [4], -7), nf(x, [2, 3], True, dtype=b8),
+                nf(xi, [2, 2], 2.5, dtype=f16), nf(x, [3], 4), x + nf(x, [7, 1], 0.5))
+    return fn, [make([7, 13]), make([3, 5], i64)]
+
+
+@op_case("new_empty", [A.new_empty.default], ("size0", "broadcast"))
+def _new_empty(dev):
+    """Never returns new_empty()'s memory (see op_empty_like)."""
+    def fn(x, xi):
+        ne = A.new_empty.default
+        return (A.fill.Scalar(ne(x, [3, 5]), 1.5), A.copy.default(ne(x, [7, 13]), x * 2),
+                A.fill.Scalar(ne(xi, [4]), 3), A.full_like.default(ne(x, [2, 0, 3]), 1.0),
+                A.fill.Scalar(ne(x, [2, 3], dtype=i32), 4), A.copy.default(ne(xi, [3, 5], dtype=f64), xi),
+                A.full_like.default(ne(x, [13]), 0.5) + x)
+    return fn, [make([7, 13]), make([3, 5], i64)]
+
+
+@op_case("new_empty_strided", [A.new_empty_strided.default], ("noncontig", "size0"))
+def _new_empty_strided(dev):
+    """Never returns new_empty_strided()'s memory (see op_empty_like)."""
+    def fn(x, x3, xi):
+        nes = A.new_empty_strided.default
+        return (A.copy.default(nes(x, [7, 13], [1, 7]), x), A.copy.default(nes(x, [2, 3, 4], [12, 1, 3]), x3),
+                A.full_like.default(nes(x, [0, 5], [5, 1]), 1.0),
+                A.fill.Scalar(nes(x, [3, 4], [4, 1], dtype=f64), 2.0),
+                A.copy.default(nes(x, [7, 13], [13, 1], dtype=f16), x),
+                A.fill.Scalar(nes(xi, [2, 3], [1, 2]), -5))
+    return fn, [make([7, 13]), make([2, 3, 4]), make([3, 5], i64)]
+
+
+@op_case("fill_tensor", [A.fill.Tensor], ("noncontig", "size0"))
+def _fill_tensor(dev):
+    """The value is a 0-d tensor, cast to self's dtype (a float into an int tensor truncates)."""
+    def fn(x, v, vi, xt, xi, xh, x0, xb, vb, x4, vd):
+        f = A.fill.Tensor
+        return (f(x, v), f(xt.t(), v), f(xi, vi), f(x, vi), f(xi, v), f(xh, v), f(x0, v),
+                f(xb, vb), f(x4.permute(0, 2, 3, 1), v), f(x, vd), f(xh, vd))
+    return fn, [make([7, 13]), torch.tensor(2.75), torch.tensor(-3), make([13, 7]), make([3, 5], i64),
+                make([3, 5], f16), make([0, 4]), make([3, 5], b8), torch.tensor(True), make([2, 3, 4, 5]),
+                torch.tensor(-1.125, dtype=f64)]
+
+
+# --- scatters into a copy --------------------------------------------------------------------
+
+@op_case("index_put", [A.index_put.default], ("odd", "broadcast", "noncontig", "size0"))
+def _index_put(dev):
+    """Integer indices, unique wherever values could collide, except for accumulate=True on
+    integers (where the order of the additions does not matter)."""
+    def fn(x, i, v, vr, vd, j, vc, vct, neg, x3, k, v3, xi, ii, vi, xh, ih, vh, xb, ib, vb, xt, e):
+        ip = A.index_put.default
+        return (ip(x, [i], v), ip(x, [i], vr), ip(x, [i], vd), ip(x, [i, j[:3]], vr[:3]),
+                ip(x, [None, j], vc), ip(x, [None, j], vct.t()), ip(x, [neg], vr), ip(x3, [None, k], v3),
+                ip(x3, [k, None, k[:1]], vd), ip(xi, [ii], vi, True), ip(x, [i], v, True),
+                ip(xh, [ih], vh), ip(xb, [ib], vb), ip(xt.t(), [i], v), ip(x, [e], vd))
+    return fn, [make([7, 13]), torch.randperm(7)[:3], make([3, 13]), make([13]), make([]),
+                torch.randperm(13)[:4], make([7, 4]), make([4, 7]), torch.randperm(7)[:2] - 7,
+                make([2, 5, 3]), torch.randperm(2), make([3]), make([5, 4], i64),
+                torch.randint(0, 5, [8]), make([8, 4], i64), make([5, 6], f16),
+                torch.randperm(5)[:3].to(i32), make([3, 6], f16), make([4, 5], b8), torch.randperm(4)[:2],
+                make([5], b8), make([13, 7]), torch.zeros(0, dtype=i64)]
+
+
+@op_case("index_put_mask", [A.index_put.default], ("broadcast",))
+def _index_put_mask(dev):
+    """Boolean masks: a whole-shape mask with a 0-d value, a row mask with a row value."""
+    def fn(x, m, vd, mr, vr, xi, mi, vi):
+        ip = A.index_put.default
+        return ip(x, [m], vd), ip(x, [mr], vr), ip(xi, [mi], vi), ip(x, [None, mr[:1].expand(13)], vd)
+    return fn, [make([7, 13]), make([7, 13], b8), make([]), make([7], b8), make([13]), make([3, 5], i64),
+                make([3, 5], b8), make([], i64)]
+
+
+@op_case("select_scatter", [A.select_scatter.default], ("odd", "noncontig", "size0", "size1"))
+def _select_scatter(dev):
+    def fn(x, s0, s1, s26, x3, s3, s3t, xt, xi, si, xb, sb, xh, sh, x1, s13, x0, se, xv, sd):
+        ss = A.select_scatter.default
+        return (ss(x, s0, 0, 2), ss(x, s1, 1, -1), ss(x, s26[::2], 0, 0), ss(x3, s3, 1, 0),
+                ss(x3, s3t.t(), 1, 2), ss(x3, s3[:, :3], -1, 4), ss(xt.t(), s0, 0, 6), ss(xi, si, 0, -1),
+                ss(xb, sb, 1, 2), ss(xh, sh, 0, 1), ss(x1, s13, 0, 0), ss(x0, se, 1, 3), ss(xv, sd, 0, 2))
+    return fn, [make([7, 13]), make([13]), make([7]), make([26]), make([2, 3, 5]), make([2, 5]),
+                make([5, 2]), make([13, 7]), make([3, 5], i64), make([5], i64), make([3, 5], b8),
+                make([3], b8), make([3, 5], f16), make([5], f16), make([1, 13]), make([13]),
+                make([0, 5]), make([0]), make([4]), make([])]
+
+
+@op_case("slice_scatter", [A.slice_scatter.default], ("odd", "noncontig", "size0"))
+def _slice_scatter(dev):
+    big = 9223372036854775807
+
+    def fn(x, sa, sb, sc, sd, se, xt, sat, xi, si, x3, s3, xb, sbb, xh, sh):
+        sl = A.slice_scatter.default
+        return (sl(x, sa, 0, 1, 7, 2), sl(x, sb, 1, -5, big), sl(x, sc, 1, 0, 13, 3),
+                sl(x, sd, 1, None, None, 4), sl(x, se, 0, 5, 2), sl(xt.t(), sb, 1, 8, 100),
+                sl(x, sat.t(), 0, -100, 3), sl(x, x * 2), sl(xi, si, 0, 2), sl(x3, s3, -1, 1, 4),
+                sl(xb, sbb, 0, 0, 1), sl(xh, sh, 1, 1, big, 2))
+    return fn, [make([9, 13]), make([3, 13]), make([9, 5]), make([9, 5]), make([9, 4]), make([0, 13]),
+                make([13, 9]), make([13, 3]), make([5, 3], i64), make([3, 3], i64), make([2, 3, 5]),
+                make([2, 3, 3]), make([3, 5], b8), make([1, 5], b8), make([3, 6], f16), make([3, 3], f16)]
+
+
+# --- pooling: the overloads without indices --------------------------------------------------
+
+@op_case("max_pool2d_default", [A.max_pool2d.default], ("odd", "noncontig"))
+def _max_pool2d_default(dev):
+    """max_pool2d.default (no indices), as F.max_pool2d records it; op_max_pool2d has the
+    _with_indices overload."""
+    def fn(x, x3, xi, xh, xb, xl):
+        mp = A.max_pool2d.default
+        return (mp(x, [3, 3], [2, 2], [1, 1]), mp(x, [2, 2]), mp(x, [3, 3], [1, 1], [0, 0], [2, 2]),
+                mp(x, [3, 2], [2, 2], [1, 0], [1, 1], True), mp(x3, [2, 2]), mp(xi, [2, 2], [1, 1]),
+                mp(xh, [2, 2]), mp(xb, [3, 3], [2, 2], [1, 1]), mp(xl.permute(0, 3, 1, 2), [2, 2]))
+    return fn, [make([2, 3, 9, 7], f32, "distinct"), make([3, 6, 5], f32, "distinct"),
+                make([1, 2, 4, 4], i64, "distinct"), make([1, 2, 5, 5], f16), make([1, 2, 5, 5], bf16),
+                make([1, 6, 5, 3], f32, "distinct")]
+
+
+@op_case("adaptive_avg_pool2d_default", [A.adaptive_avg_pool2d.default], ("odd", "size1", "noncontig"))
+def _adaptive_avg_pool2d_default(dev):
+    """adaptive_avg_pool2d.default, as F.adaptive_avg_pool2d records it (eager takes a mean for
+    a 1x1 output); op_adaptive_avg_pool2d has the _adaptive_avg_pool2d overload."""
+    def fn(x, x3, xd, xh, xb, xl):
+        aap = A.adaptive_avg_pool2d.default
+        return (aap(x, [3, 3]), aap(x, [1, 1]), aap(x, [7, 7]), aap(x, [2, 5]), aap(x, [5, 1]),
+                aap(x3, [2, 2]), aap(xd, [3, 2]), aap(xh, [2, 2]), aap(xb, [1, 1]),
+                aap(xl.permute(0, 3, 1, 2), [2, 3]), aap(xl.permute(0, 3, 1, 2), [1, 1]))
+    return fn, [make([2, 4, 7, 7]), make([3, 5, 6]), make([1, 2, 5, 4], f64), make([1, 2, 5, 5], f16),
+                make([1, 3, 4, 4], bf16), make([1, 5, 6, 3])]
+
+
+# --- what export keeps only before run_decompositions ----------------------------------------
+
+@op_case("reshape_export", [A.reshape.default], ("noncontig", "size0", "size1", "broadcast"), decomp="none")
+def _reshape_export(dev):
+    """reshape.default as export itself records it (export keeps CompositeImplicitAutograd ops);
+    run_decompositions, even with the empty table, turns it into view or clone + _unsafe_view
+    (op_reshape). Like op_lift_fresh_copy, this case keeps export's graph."""
+    def fn(x, xt, x0, x1, xi):
+        r = A.reshape.default
+        return (r(x, [2, 12]), r(x, [-1]), r(xt.t(), [-1]), r(xt.t(), [6, 2, 2]), r(x[::2], [2, 2, 3]),
+                r(x0, [5, 0]), r(x1, []), r(x1.expand(4), [2, 2]), r(xi, [5, 3]), r(x, [24, 1]) + 1)
+    return fn, [make([4, 6]), make([4, 6]), make([0, 5]), make([1]), make([3, 5], i64)]
+
+
+@op_case("assert_async", [A._assert_async.default, A._assert_async.msg], ("size1",), decomp="none")
+def _assert_async(dev):
+    """run_decompositions drops _assert_async.default even with the empty table: its dead-code
+    elimination keeps only the targets torch.fx lists as side-effectful (_assert_async.msg is
+    one, the default overload is not). So this case keeps export's graph, like
+    op_lift_fresh_copy; op_assert_async_msg has the msg overload after run_decompositions({}).
+    Every asserted value is true (nonzero)."""
+    def fn(x, xb, xi, xd, xh):
+        A._assert_async.default(xb)
+        A._assert_async.default(xi)
+        A._assert_async.default(xd)
+        A._assert_async.default(A.ge.Scalar(A.sum.default(A.abs.default(x)), 0.0))
+        A._assert_async.msg(xh, "xh is zero")
+        A._assert_async.msg(A.lt.Scalar(A.amax.default(x, [0, 1]), 1e9), "x holds a huge value")
+        return x * 2, xi + 1
+    return fn, [make([7, 13]), torch.tensor(True), make([1], i64, "nonzero"), make([], f32, "nonzero"),
+                make([1, 1], f16, "nonzero")]
+
+
+@op_case("assert_async_msg", [A._assert_async.msg], ("size1",))
+def _assert_async_msg(dev):
+    def fn(x, xb, xi):
+        A._assert_async.msg(xb, "xb is false")
+        A._assert_async.msg(xi, "xi is zero")
+        A._assert_async.msg(A.ge.Scalar(A.sum.default(A.abs.default(x)), 0.0), "sum of |x| < 0")
+        return x + 1
+    return fn, [make([7, 13]), torch.tensor(True), make([1], i32, "nonzero")]
+
+
+# ---------------------------------------------------------------------------------------------
+# Registration (the order here is the order of --list and of the run)
+# ---------------------------------------------------------------------------------------------
+
+def register_all() -> None:
+    for name in WORKLOADS:
+        for suffix, m, n, tags in WORKLOAD_SIZES:
+            register_workload(name, suffix, m, n, tags)
+        if name in ODD_WORKLOADS:
+            register_workload(name, "_37x129", 37, 129, ("odd",))
+    register_workload("softmax_lastdim", "_1x129", 1, 129, ("odd", "size1"))
+    register_workload("layernorm", "_5x1", 5, 1, ("size1",))
+    for name in MODELS:
+        register_model(name)
+    for u in UNARY:
+        register_unary(u)
+    for b in BINARY:
+        register_binary(b)
+
+
+# Hand-written op cases registered themselves (decorators, above); move them after the
+# generated ones so the run order reads workloads, models, unary, binary, the rest.
+_HAND_WRITTEN = dict(CASES)
+CASES.clear()
+register_all()
+CASES.update(_HAND_WRITTEN)
+
+
+# ---------------------------------------------------------------------------------------------
+# Capturing one case
+# ---------------------------------------------------------------------------------------------
+
+def case_seed(name: str) -> int:
+    return zlib.crc32(name.encode()) & 0x7FFFFFFF
+
+
+def setup_process() -> None:
+    """Settings every capturing process needs, whichever way it was started: one eager thread
+    (so float reductions give the same bits in every run), no warnings noise, and no Inductor
+    graph caches (a cache hit skips code generation, and then counts no kernels)."""
+    torch.set_num_threads(1)
+    warnings.filterwarnings("ignore")
+    import torch._functorch.config as functorch_config
+    import torch._inductor.config as inductor_config
+    inductor_config.fx_graph_cache = False
+    inductor_config.fx_graph_remote_cache = False
+    inductor_config.compile_threads = 1
+    functorch_config.enable_autograd_cache = False
+    import logging
+    logging.getLogger("torch").setLevel(logging.ERROR)
+
+
+def build_case(case: Case, dev: str):
+    """Seed, build on the CPU, move to `dev`. Returns (module, args)."""
+    torch.manual_seed(case_seed(case.name))
+    module, args = case.build(dev)
+    module = module.eval().to(dev)
+    # Placeholders are contiguous: layouts under test are made inside forward.
+    args = tuple(a.contiguous().to(dev) if isinstance(a, torch.Tensor) else a for a in args)
+    return module, args
+
+
+def export_case(case: Case, module: nn.Module, args: tuple):
+    ep = torch.export.export(module, args)
+    if case.decompositions == "default":
+        ep = ep.run_decompositions()
+    elif case.decompositions == "empty":
+        ep = ep.run_decompositions({})
+    return ep
+
+
+_FILE_COMMENT = re.compile(r"^(\s*# File: )(.*?)(:\d+ in )", re.M)
+
+
+def _short_path(path: str) -> str:
+    """torch/nn/modules/linear.py for files of installed packages, scripts/... for the repo."""
+    i = path.rfind("site-packages/")
+    if i >= 0:
+        return path[i + len("site-packages/"):]
+    try:
+        return Path(path).resolve().relative_to(REPO).as_posix()
+    except ValueError:
+        return path
+
+
+def graph_text(ep) -> str:
+    text = ep.graph_module.print_readable(print_output=False, include_stride=True, include_device=True)
+    return _FILE_COMMENT.sub(lambda m: m.group(1) + _short_path(m.group(2)) + m.group(3), text)
+
+
+def strip_comments(text: str) -> str:
+    """The graph without its `# File:` comments, to tell whether a regenerated graph changed."""
+    return "\n".join(l for l in text.splitlines() if not l.lstrip().startswith("#") and l.strip())
+
+
+def placeholder_tensors(ep, args: tuple) -> dict[str, torch.Tensor]:
+    """One tensor per placeholder, by name, in graph order: parameters and buffers from the
+    state dict (non-persistent buffers and lifted constants from ep.constants), user inputs
+    from the flattened example arguments."""
+    user = iter(pytree.tree_leaves(args))
+    out = {}
+    for spec in ep.graph_signature.input_specs:
+        kind = spec.kind.name
+        if kind == "USER_INPUT":
+            value = next(user)
+        elif kind in ("PARAMETER", "BUFFER", "CONSTANT_TENSOR"):
+            value = ep.state_dict[spec.target] if spec.target in ep.state_dict else ep.constants[spec.target]
+        else:
+            raise RuntimeError(f"unsupported input kind {kind} for {spec.arg.name}")
+        assert isinstance(value, torch.Tensor), (spec.arg.name, type(value))
+        out[spec.arg.name] = value
+    names = [n.name for n in ep.graph.nodes if n.op == "placeholder"]
+    assert names == list(out), (names, list(out))
+    return out
+
+
+def host(t: torch.Tensor) -> torch.Tensor:
+    """A contiguous CPU copy that owns its memory (safetensors wants no shared storage)."""
+    return t.detach().to("cpu").contiguous().clone()
+
+
+def eager_outputs(ep, args: tuple) -> list[torch.Tensor]:
+    """Run the exported program eagerly; its outputs are the graph's outputs in return order."""
+    with torch.no_grad():
+        outs = pytree.tree_leaves(ep.module()(*args))
+    specs = ep.graph_signature.output_specs
+    assert all(s.kind.name == "USER_OUTPUT" for s in specs), [s.kind.name for s in specs]
+    assert len(outs) == len(specs), (len(outs), len(specs))
+    assert all(isinstance(o, torch.Tensor) for o in outs), [type(o) for o in outs]
+    return outs
+
+
+def check_against_module(case: Case, module, args, outs) -> str | None:
+    """Sanity check: the captured graph computes what the original module computes."""
+    with torch.no_grad():
+        ref = pytree.tree_leaves(module(*args))
+    if len(ref) != len(outs):
+        return f"module returns {len(ref)} tensors, graph {len(outs)}"
+    for i, (r, o) in enumerate(zip(ref, outs)):
+        if r.shape != o.shape or r.dtype != o.dtype:
+            return f"out{i}: module gives {r.dtype}{list(r.shape)}, graph {o.dtype}{list(o.shape)}"
+        if r.is_floating_point():
+            tol = 1e-2 if r.dtype in (f16, bf16) else 1e-4
+            if not torch.allclose(r.double(), o.double(), rtol=tol, atol=tol, equal_nan=True):
+                return f"out{i}: values differ"
+        elif not torch.equal(r, o):
+            return f"out{i}: values differ"
+    return None
+
+
+def graph_dtypes(ep) -> list[str]:
+    """Every dtype of every tensor value in the graph (placeholders, intermediates, outputs)."""
+    seen = set()
+    for node in ep.graph.nodes:
+        for v in pytree.tree_leaves(node.meta.get("val")):
+            if isinstance(v, torch.Tensor):
+                seen.add(DTYPE_NAMES[v.dtype])
+    return [d for d in DTYPE_ORDER if d in seen]
+
+
+def graph_ops(ep) -> set[str]:
+    return {str(n.target) for n in ep.graph.nodes if n.op == "call_function"
+            and isinstance(n.target, torch._ops.OpOverload)}
+
+
+def inductor_kernels(ep, args: tuple) -> tuple[int | None, str | None]:
+    """Kernels Inductor generates for this graph: one inference compile of ep.module() from a
+    clean state (torch.no_grad(): coil compiles forward graphs, and with grad enabled Inductor
+    would plan for a backward and could split kernels differently)."""
+    import torch._inductor.metrics as metrics
+    torch._dynamo.reset()
+    metrics.reset()
+    try:
+        with torch.no_grad():
+            torch.compile(ep.module())(*args)
+        return metrics.generated_kernel_count, None
+    except Exception as e:  # noqa: BLE001 - any failure is recorded, not fatal
+        first = (str(e).strip().splitlines() or [""])[0]
+        return None, f"{type(e).__name__}: {first}"[:400]
+    finally:
+        torch._dynamo.reset()
+
+
+def read_meta(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def write_if_changed(path: Path, data: bytes) -> None:
+    if not path.exists() or path.read_bytes() != data:
+        path.write_bytes(data)
+
+
+def meta_json(meta: dict) -> bytes:
+    return (json.dumps(meta, indent=1) + "\n").encode()
+
+
+def capture(name: str, out_dir: str, inductor: bool) -> dict:
+    """Capture one case into out_dir/name. Returns a summary for the log."""
+    from safetensors.torch import save
+
+    t0 = time.time()
+    case = CASES[name]
+    folder = Path(out_dir) / name
+    module, args = build_case(case, "cpu")
+    ep = export_case(case, module, args)
+    text = graph_text(ep)
+    inputs = placeholder_tensors(ep, args)
+    outs = eager_outputs(ep, args)
+    problem = check_against_module(case, module, args, outs)
+
+    missing = [op for op in case.ops if op not in graph_ops(ep)]
+    old = read_meta(folder / "meta.json") or {}
+    old_graph = (folder / "graph.py").read_text() if (folder / "graph.py").exists() else None
+    same_graph = old_graph is not None and strip_comments(old_graph) == strip_comments(text)
+
+    if inductor:
+        n_cpu, err = inductor_kernels(ep, args)
+    elif same_graph:   # keep what a full run found for this very graph
+        n_cpu, err = old.get("inductor_kernels_cpu"), old.get("inductor_error")
+    else:
+        n_cpu, err = None, None
+    meta = {
+        "placeholders": list(inputs),
+        "n_outputs": len(outs),
+        "torch": torch.__version__,
+        "kind": case.kind,
+        "ops": list(case.ops),
+        "dtypes": graph_dtypes(ep),
+        "tags": [t for t in TAGS if t in case.tags],
+        "decompositions": case.decompositions,
+        "inductor_kernels_cpu": n_cpu,
+        "inductor_kernels_cuda": old.get("inductor_kernels_cuda") if same_graph else None,
+        "seed": case_seed(name),
+    }
+    if err:
+        meta["inductor_error"] = err
+    if same_graph and old.get("inductor_error_cuda"):
+        meta["inductor_error_cuda"] = old["inductor_error_cuda"]
+
+    folder.mkdir(parents=True, exist_ok=True)
+    write_if_changed(folder / "graph.py", text.encode())
+    write_if_changed(folder / "inputs.safetensors", save({k: host(v) for k, v in inputs.items()}))
+    write_if_changed(folder / "expected.safetensors", save({f"out{i}": host(o) for i, o in enumerate(outs)}))
+    write_if_changed(folder / "meta.json", meta_json(meta))
+    return {"name": name, "seconds": time.time() - t0, "kernels": n_cpu, "inductor_error": err,
+            "missing_ops": missing, "problem": problem}
+
+
+def cuda_count(name: str, out_dir: str) -> dict:
+    """Rebuild the case on cuda, compile it, and write only inductor_kernels_cuda (and
+    inductor_error_cuda when Inductor fails) into the existing meta.json."""
+    t0 = time.time()
+    case = CASES[name]
+    path = Path(out_dir) / name / "meta.json"
+    meta = read_meta(path)
+    if meta is None:
+        return {"name": name, "seconds": 0.0, "kernels": None, "inductor_error": "no meta.json; capture first"}
+    try:
+        module, args = build_case(case, "cuda")
+        ep = export_case(case, module, args)
+        n, err = inductor_kernels(ep, args)
+    except Exception as e:  # noqa: BLE001
+        n, err = None, f"{type(e).__name__}: {(str(e).strip().splitlines() or [''])[0]}"[:400]
+    meta["inductor_kernels_cuda"] = n
+    meta.pop("inductor_error_cuda", None)
+    if err:
+        meta["inductor_error_cuda"] = err
+    write_if_changed(path, meta_json(meta))
+    return {"name": name, "seconds": time.time() - t0, "kernels": n, "inductor_error": err}
+
+
+def _run_one(job: tuple) -> dict:
+    mode, name, out_dir, inductor = job
+    try:
+        if mode == "cuda":
+            return cuda_count(name, out_dir)
+        return capture(name, out_dir, inductor)
+    except Exception:  # noqa: BLE001 - report, keep going with the other cases
+        return {"name": name, "seconds": 0.0, "kernels": None, "failed": traceback.format_exc()}
+
+
+# ---------------------------------------------------------------------------------------------
+# Command line
+# ---------------------------------------------------------------------------------------------
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", default=str(DEFAULT_OUT), help="fixture folder (default tests/fixtures)")
+    ap.add_argument("--only", default="", help="comma-separated case names")
+    ap.add_argument("--list", action="store_true", help="list the cases and exit")
+    ap.add_argument("--no-inductor", action="store_true",
+                    help="skip the Inductor kernel count (keeps the previous count if the graph is unchanged)")
+    ap.add_argument("--jobs", type=int, default=1, help="cases in parallel processes")
+    ap.add_argument("--cuda-counts", action="store_true",
+                    help="on a CUDA machine: write only inductor_kernels_cuda into existing meta.json files")
+    opts = ap.parse_args(argv)
+
+    names = list(CASES)
+    if opts.only:
+        wanted = [n.strip() for n in opts.only.split(",") if n.strip()]
+        unknown = [n for n in wanted if n not in CASES]
+        if unknown:
+            print(f"unknown case(s): {', '.join(unknown)} (see --list)", file=sys.stderr)
+            return 2
+        names = wanted
+    if opts.list:
+        for n in names:
+            c = CASES[n]
+            print(f"{n:40} {c.kind:9} {','.join(c.tags):38} {' '.join(c.ops)}")
+        return 0
+
+    mode = "cpu"
+    if opts.cuda_counts:
+        if not torch.cuda.is_available():
+            print("--cuda-counts: no CUDA device here; nothing done", file=sys.stderr)
+            return 0
+        mode = "cuda"
+
+    out_dir = str(Path(opts.out).resolve())
+    jobs = [(mode, n, out_dir, not opts.no_inductor) for n in names]
+    t0 = time.time()
+    results = []
+    setup_process()
+    if opts.jobs <= 1:
+        for job in jobs:
+            results.append(_run_one(job))
+            _report(results[-1], len(results), len(jobs))
+    else:
+        ctx = multiprocessing.get_context("spawn")
+        with concurrent.futures.ProcessPoolExecutor(opts.jobs, mp_context=ctx, initializer=setup_process) as pool:
+            for r in pool.map(_run_one, jobs):
+                results.append(r)
+                _report(r, len(results), len(jobs))
+
+    failed = [r for r in results if r.get("failed")]
+    print(f"{len(results)} case(s) in {time.time() - t0:.0f} s; {len(failed)} failed")
+    if mode == "cpu":
+        known = set(CASES)
+        stale = sorted(p.name for p in Path(out_dir).iterdir() if p.is_dir() and p.name not in known) \
+            if Path(out_dir).is_dir() else []
+        if stale:
+            print(f"folders with no case in the table (delete them by hand): {', '.join(stale)}")
+    return 1 if failed else 0
+
+
+def _report(r: dict, i: int, n: int) -> None:
+    line = f"[{i}/{n}] {r['name']}: {r['seconds']:.1f} s"
+    if r.get("failed"):
+        line += " FAILED\n" + r["failed"]
+    else:
+        line += f", kernels {r['kernels']}"
+        for key in ("inductor_error", "problem"):
+            if r.get(key):
+                line += f"; {key}: {r[key]}"
+        if r.get("missing_ops"):
+            line += f"; ops under test not in the graph: {' '.join(r['missing_ops'])}"
+    print(line, flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

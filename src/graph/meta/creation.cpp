@@ -1,0 +1,311 @@
+// Factories: tensors made from sizes and options (full, empty, arange, iota) and from
+// another tensor (the *_like and new_* families).
+#include <cmath>
+#include <limits>
+
+#include "graph/meta/common.h"
+
+namespace coil {
+namespace meta {
+
+namespace {
+
+/// torch's is_contiguous: fewer than two elements, or row-major strides on every dim
+/// of size > 1.
+bool torch_is_contiguous(const TensorType &t) {
+  if (t.numel() < 2) return true;
+  int64_t expected = 1;
+  for (size_t i = t.sizes.size(); i-- > 0;) {
+    if (t.sizes[i] == 1) continue;
+    if (t.strides[i] != expected) return false;
+    expected *= t.sizes[i];
+  }
+  return true;
+}
+
+/// torch's is_contiguous(memory_format=channels_last / channels_last_3d): NHWC (NDHWC)
+/// strides on every dim of size != 1. Unlike is_contiguous, empty tensors do not pass
+/// by being empty.
+bool torch_is_channels_last_contiguous(const TensorType &t, int64_t rank) {
+  if (t.rank() != rank) return false;
+  std::vector<size_t> order = {1};
+  for (size_t d = size_t(rank) - 1; d >= 2; --d) order.push_back(d);
+  order.push_back(0);
+  int64_t expected = 1;
+  for (size_t d : order) {
+    if (t.sizes[d] == 1) continue;
+    if (t.strides[d] != expected) return false;
+    expected *= t.sizes[d];
+  }
+  return true;
+}
+
+}  // namespace
+
+/// The strides of a fresh tensor of `sizes` in `format` (not Preserve), as torch.empty
+/// gives them. Channels-last strides multiply the sizes as they are, so a size-0 dim
+/// zeroes every stride after it ([2, 0, 4, 5] gives [0, 1, 0, 0]); strides.h's
+/// channels_last_strides counts size 0 as 1, which torch only does for contiguous
+/// strides. indexing.cpp uses it too (cat and constant_pad_nd allocate this way).
+Shape format_strides(const Shape &sizes, MemoryFormat format) {
+  Shape strides = strides_for_format(sizes, format);  // checks the rank for the format
+  if (format != MemoryFormat::ChannelsLast && format != MemoryFormat::ChannelsLast3d) return strides;
+  // Innermost first: C, then the spatial dims from the last, then N.
+  std::vector<size_t> order = {1};
+  for (size_t d = sizes.size() - 1; d >= 2; --d) order.push_back(d);
+  order.push_back(0);
+  int64_t acc = 1;
+  for (size_t d : order) {
+    strides[d] = acc;
+    acc *= sizes[d];
+  }
+  return strides;
+}
+
+/// The strides of `empty_like(t)` under preserve_format as PyTorch computes them for
+/// graphs (torch._refs.empty_like, which fake tensors run): t's dims ordered the way an
+/// elementwise op orders them, then packed densely. Unlike strides.h's
+/// empty_like_strides this keeps the dim order of non-dense inputs (a strided slice of
+/// a transposed tensor stays transposed) and packs empty tensors row-major.
+/// indexing.cpp uses it too (index, index_put and flip allocate their outputs this way).
+Shape empty_like_perm_strides(const TensorType &t) {
+  if (t.rank() <= 1) return contiguous_strides(t.sizes);
+  // The same short cuts as compute_elementwise_output_logical_to_physical_perm: they
+  // decide ambiguous layouts (size-1 dims, empty tensors) before the general sort.
+  bool contiguous = torch_is_contiguous(t);
+  bool channels_last = torch_is_channels_last_contiguous(t, 4);
+  if (contiguous && !channels_last) return contiguous_strides(t.sizes);
+  if (channels_last && !contiguous) return format_strides(t.sizes, MemoryFormat::ChannelsLast);
+  const TensorType *operands[] = {&t};
+  return elementwise_output_strides(t.sizes, operands);
+}
+
+/// The strides clone gives under preserve_format: a dense layout is copied as it is,
+/// anything else is laid out as empty_like would. c10 counts every contiguous layout as
+/// dense, empty tensors included, whatever their strides.
+Shape clone_strides(const TensorType &t) {
+  bool dense = torch_is_contiguous(t) || torch_is_channels_last_contiguous(t, 4) ||
+               torch_is_channels_last_contiguous(t, 5) || is_non_overlapping_and_dense(t.sizes, t.strides);
+  return dense ? t.strides : empty_like_perm_strides(t);
+}
+
+}  // namespace meta
+
+namespace {
+
+using meta::contiguous;
+
+void check_strided(std::optional<Layout> layout) {
+  COIL_USER_CHECK(!layout || *layout == Layout::Strided, "only strided tensors are supported, got layout ",
+                  layout_name(*layout));
+}
+
+/// The options every factory takes: dtype, layout, device (pin_memory does not change
+/// the type). Absent dtype and device fall back to the given defaults.
+struct Options {
+  DType dtype;
+  Device device;
+};
+
+/// A device argument as the new tensor reports it: a bare `cuda` means the current
+/// CUDA device, which graphs print as cuda:0.
+Device resolved(Device d) {
+  if (d.kind == Device::Kind::CUDA && d.index < 0) d.index = 0;
+  return d;
+}
+
+Options options(const MetaArgs &a, DType default_dtype, Device default_device) {
+  check_strided(a.optional_layout("layout"));
+  auto device = a.optional_device("device");
+  return {a.optional_dtype("dtype").value_or(default_dtype), device ? resolved(*device) : default_device};
+}
+
+/// A fresh tensor of `size` (an int list argument); a negative size is an error.
+TensorType fresh(const Options &o, Shape sizes) {
+  checked_numel(sizes);
+  return contiguous(o.dtype, std::move(sizes), o.device);
+}
+
+/// The dtype torch.full gives a Python number: bool, i64, or the default float.
+DType number_dtype(const Arg &value) {
+  if (value.is<bool>()) return DType::Bool;
+  if (value.is<int64_t>()) return DType::I64;
+  return kDefaultFloat;
+}
+
+/// full, zeros, ones: the size argument and the default dtype.
+MetaFn sized_factory(bool infer_from_fill) {
+  return [=](const MetaArgs &a) {
+    DType dtype = infer_from_fill ? number_dtype(a.arg("fill_value")) : kDefaultFloat;
+    return std::vector<TensorType>{fresh(options(a, dtype, Device{}), a.ints("size"))};
+  };
+}
+
+std::vector<TensorType> empty(const MetaArgs &a) {
+  Options o = options(a, kDefaultFloat, Device{});
+  auto format = a.optional_memory_format("memory_format").value_or(MemoryFormat::Contiguous);
+  COIL_USER_CHECK(format != MemoryFormat::Preserve, "empty: memory_format=preserve_format is not supported; "
+                  "expected contiguous_format, channels_last or channels_last_3d");
+  Shape sizes = a.ints("size");
+  checked_numel(sizes);
+  return {TensorType{o.dtype, sizes, meta::format_strides(sizes, format), o.device}};
+}
+
+/// empty_strided and new_empty_strided (`op`, for messages): the strides are given.
+TensorType strided(std::string_view op, const Options &o, Shape sizes, Shape strides) {
+  COIL_USER_CHECK(sizes.size() == strides.size(), op, ": size ", shape_str(sizes), " and stride ",
+                  shape_str(strides), " must have the same length");
+  checked_numel(sizes);
+  for (int64_t s : strides)
+    COIL_USER_CHECK(s >= 0, op, ": negative stride ", s, " in ", shape_str(strides), "; strides must be non-negative");
+  return TensorType{o.dtype, std::move(sizes), std::move(strides), o.device};
+}
+
+std::vector<TensorType> empty_strided(const MetaArgs &a) {
+  return {strided("empty_strided", options(a, kDefaultFloat, Device{}), a.ints("size"), a.ints("stride"))};
+}
+
+/// zeros_like, ones_like, empty_like, full_like: self's sizes, dtype and device unless
+/// overridden, and self's layout under preserve_format (the default).
+std::vector<TensorType> like(const MetaArgs &a) {
+  const TensorType &self = a.tensor("self");
+  Options o = options(a, self.dtype, self.device);
+  auto format = a.optional_memory_format("memory_format").value_or(MemoryFormat::Preserve);
+  Shape strides = format == MemoryFormat::Preserve ? meta::empty_like_perm_strides(self)
+                                                   : meta::format_strides(self.sizes, format);
+  return {TensorType{o.dtype, self.sizes, strides, o.device}};
+}
+
+/// new_zeros, new_ones, new_empty, new_full: a fresh contiguous tensor of `size` with
+/// self's dtype and device unless overridden (never the fill value's type).
+std::vector<TensorType> new_sized(const MetaArgs &a) {
+  const TensorType &self = a.tensor("self");
+  return {fresh(options(a, self.dtype, self.device), a.ints("size"))};
+}
+
+std::vector<TensorType> new_empty_strided(const MetaArgs &a) {
+  const TensorType &self = a.tensor("self");
+  return {strided("new_empty_strided", options(a, self.dtype, self.device), a.ints("size"), a.ints("stride"))};
+}
+
+std::vector<TensorType> scalar_tensor(const MetaArgs &a) {
+  // The value's Python type does not matter: scalar_tensor(3) is f32.
+  return {fresh(options(a, kDefaultFloat, Device{}), {})};
+}
+
+/// An arange bound or step as written: a Python int (or bool) or float.
+struct Number {
+  bool is_int;
+  int64_t i;
+  double d;
+};
+
+Number number(const MetaArgs &a, std::string_view name) {
+  const Arg &v = a.arg(name);
+  if (v.is<double>()) return {false, 0, v.as<double>()};
+  int64_t i = v.is<bool>() ? int64_t(v.as<bool>()) : v.as<int64_t>();
+  return {true, i, double(i)};
+}
+
+/// Python's int(x) for a finite float: truncation toward zero.
+int64_t truncate(const Number &n) {
+  if (n.is_int) return n.i;
+  constexpr double kLimit = 9223372036854775808.0;  // 2^63
+  COIL_USER_CHECK(n.d > -kLimit && n.d < kLimit, "arange: ", n.d, " does not fit in int64");
+  return int64_t(n.d);
+}
+
+int64_t floor_div(__int128 a, __int128 b) {
+  __int128 q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
+  COIL_USER_CHECK(q >= 0 && q <= std::numeric_limits<int64_t>::max(), "arange: the length overflows int64");
+  return int64_t(q);
+}
+
+/// The number of elements of arange as torch._refs.arange computes it. Integer results
+/// truncate the bounds first; int64 results (and all-int arguments) count with integer
+/// arithmetic, other dtypes with ceil((end - start) / step) in double, as ATen does.
+int64_t arange_length(const Number &start, const Number &end, const Number &step, DType dtype) {
+  bool integer_args = start.is_int && end.is_int && step.is_int;
+  if (dtype == DType::I64 || integer_args) {
+    int64_t xstart = truncate(start), xend = truncate(end), xstep = truncate(step);
+    COIL_USER_CHECK(xstep != 0, "arange: step ", step.d, " truncates to 0 for an integer result; "
+                    "expected a step of magnitude at least 1");
+    __int128 sign = xstep > 0 ? 1 : -1;
+    return floor_div(__int128(xend) - xstart + xstep - sign, xstep);
+  }
+  if (is_integral(dtype))
+    COIL_USER_CHECK(truncate(step) != 0, "arange: step ", step.d, " truncates to 0 for an integer result; "
+                    "expected a step of magnitude at least 1");
+  double length = std::ceil((end.d - start.d) / step.d);
+  COIL_USER_CHECK(length < 9223372036854775808.0, "arange: the length overflows int64");
+  return int64_t(length);
+}
+
+void check_arange_range(const Number &start, const Number &end, const Number &step) {
+  COIL_USER_CHECK(step.d != 0, "arange: step must be nonzero");
+  COIL_USER_CHECK(!(step.d > 0 && end.d < start.d) && !(step.d < 0 && end.d > start.d),
+                  "arange: the range from ", start.d, " to ", end.d, " does not go in the direction of step ",
+                  step.d);
+  COIL_USER_CHECK(std::isfinite(start.d) && std::isfinite(end.d), "arange: unsupported range ", start.d, " -> ",
+                  end.d, "; expected finite bounds");
+  COIL_USER_CHECK(std::isfinite(step.d), "arange: step must be finite, got ", step.d);
+}
+
+/// arange, arange.start, arange.start_step; `start` and `step` default to 0 and 1.
+MetaFn arange(bool has_start, bool has_step) {
+  return [=](const MetaArgs &a) {
+    Number start = has_start ? number(a, "start") : Number{true, 0, 0.0};
+    Number end = number(a, "end");
+    Number step = has_step ? number(a, "step") : Number{true, 1, 1.0};
+    check_arange_range(start, end, step);
+    bool integer_args = start.is_int && end.is_int && step.is_int;
+    Options o = options(a, integer_args ? DType::I64 : kDefaultFloat, Device{});
+    return std::vector<TensorType>{fresh(o, {arange_length(start, end, step, o.dtype)})};
+  };
+}
+
+std::vector<TensorType> iota(const MetaArgs &a) {
+  DType dtype = *a.optional_dtype("dtype");
+  COIL_USER_CHECK(is_integral(dtype), "prims.iota only supports integer dtypes, got ", short_name(dtype));
+  COIL_USER_CHECK(a.integer("step") != 0, "prims.iota: step must be nonzero");
+  return {fresh(Options{dtype, resolved(*a.optional_device("device"))}, {a.integer("length")})};
+}
+
+// The keyword-only options every factory takes, as native_functions.yaml spells them.
+constexpr const char *kOptions =
+    "ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None";
+
+}  // namespace
+
+void register_creation_ops(Registry &r) {
+  r.add(str_cat("full(SymInt[] size, Scalar fill_value, *, ", kOptions, ") -> Tensor"), sized_factory(true));
+  r.add(str_cat("zeros(SymInt[] size, *, ", kOptions, ") -> Tensor"), sized_factory(false));
+  r.add(str_cat("ones(SymInt[] size, *, ", kOptions, ") -> Tensor"), sized_factory(false));
+  r.add(str_cat("empty.memory_format(SymInt[] size, *, ", kOptions, ", MemoryFormat? memory_format=None) -> Tensor"),
+        empty);
+  r.add(str_cat("empty_strided(SymInt[] size, SymInt[] stride, *, ", kOptions, ") -> Tensor"), empty_strided);
+  r.add(str_cat("scalar_tensor(Scalar s, *, ", kOptions, ") -> Tensor"), scalar_tensor);
+
+  r.add(str_cat("arange(Scalar end, *, ", kOptions, ") -> Tensor"), arange(false, false));
+  r.add(str_cat("arange.start(Scalar start, Scalar end, *, ", kOptions, ") -> Tensor"), arange(true, false));
+  r.add(str_cat("arange.start_step(Scalar start, Scalar end, Scalar step=1, *, ", kOptions, ") -> Tensor"),
+        arange(true, true));
+  r.add("prims::iota(SymInt length, *, SymInt start, SymInt step, ScalarType dtype, Device device, "
+        "bool requires_grad) -> Tensor",
+        iota);
+
+  for (const char *name : {"zeros_like", "ones_like", "empty_like"})
+    r.add(str_cat(name, "(Tensor self, *, ", kOptions, ", MemoryFormat? memory_format=None) -> Tensor"), like);
+  r.add(str_cat("full_like(Tensor self, Scalar fill_value, *, ", kOptions,
+                ", MemoryFormat? memory_format=None) -> Tensor"),
+        like);
+
+  for (const char *name : {"new_zeros", "new_ones", "new_empty"})
+    r.add(str_cat(name, "(Tensor self, SymInt[] size, *, ", kOptions, ") -> Tensor"), new_sized);
+  r.add(str_cat("new_full(Tensor self, SymInt[] size, Scalar fill_value, *, ", kOptions, ") -> Tensor"), new_sized);
+  r.add(str_cat("new_empty_strided(Tensor self, SymInt[] size, SymInt[] stride, *, ", kOptions, ") -> Tensor"),
+        new_empty_strided);
+}
+
+}  // namespace coil

@@ -1,0 +1,423 @@
+// Indexing and joining: cat, padding, advanced indexing, gather/scatter, embedding,
+// flip and the functional scatters that export leaves for in-place slicing.
+#include <algorithm>
+#include <numeric>
+
+#include "graph/meta/common.h"
+
+namespace coil {
+namespace meta {
+// Defined in creation.cpp: the strides of empty_like(t) and clone(t) under
+// preserve_format, and of torch.empty(sizes, memory_format=format).
+Shape empty_like_perm_strides(const TensorType &t);
+Shape clone_strides(const TensorType &t);
+Shape format_strides(const Shape &sizes, MemoryFormat format);
+}  // namespace meta
+
+namespace {
+
+using meta::contiguous;
+using meta::clone_strides;
+using meta::empty_like_perm_strides;
+using meta::format_strides;
+
+bool is_index_dtype(DType t) { return t == DType::I64 || t == DType::I32; }
+
+/// bool and uint8 index tensors are masks: they select where they are true.
+bool is_mask_dtype(DType t) { return t == DType::Bool || t == DType::U8; }
+
+void check_index_dtype(std::string_view op, const TensorType &index) {
+  COIL_USER_CHECK(is_index_dtype(index.dtype), op, ": index must be int64 or int32, got ", short_name(index.dtype));
+}
+
+/// Tensor::suggest_memory_format: channels-last when the strides read as channels-last,
+/// even for layouts that are contiguous too (strides.h's suggest_memory_format prefers
+/// contiguous there, which torch does not).
+MemoryFormat suggested_format(const TensorType &t) {
+  if (!is_channels_last(t.sizes, t.strides)) return MemoryFormat::Contiguous;
+  return t.rank() == 4 ? MemoryFormat::ChannelsLast : MemoryFormat::ChannelsLast3d;
+}
+
+// ---- cat ----
+
+/// Legacy rule: 1-d tensors of size 0 may be concatenated with tensors of any rank.
+bool cat_skips(const TensorType &t) { return t.rank() == 1 && t.sizes[0] == 0; }
+
+/// Channels-last only when every input, skipped ones included, suggests the same
+/// channels-last format; anything else gives a contiguous output.
+MemoryFormat cat_memory_format(const std::vector<const TensorType *> &tensors) {
+  std::optional<MemoryFormat> format;
+  for (const TensorType *t : tensors) {
+    MemoryFormat f = suggested_format(*t);
+    if (f == MemoryFormat::Contiguous || (format && *format != f)) return MemoryFormat::Contiguous;
+    format = f;
+  }
+  return *format;
+}
+
+void check_cat_shape(const TensorType &t, size_t i, const TensorType &first, size_t first_index, int64_t dim) {
+  COIL_USER_CHECK(t.rank() == first.rank(), "cat: tensor ", i, " has ", t.rank(), " dims but tensor ", first_index,
+                  " has ", first.rank(), "; expected tensors of one rank (only 1-d empty tensors may differ)");
+  for (int64_t d = 0; d < t.rank(); ++d)
+    COIL_USER_CHECK(d == dim || t.sizes[size_t(d)] == first.sizes[size_t(d)], "cat: sizes of tensors must match "
+                    "except in dim ", dim, "; tensor ", i, " has size ", shape_str(t.sizes), " but tensor ",
+                    first_index, " has ", shape_str(first.sizes));
+}
+
+std::vector<TensorType> cat(const MetaArgs &a) {
+  auto tensors = a.tensors("tensors");
+  COIL_USER_CHECK(!tensors.empty(), "cat: expected a non-empty list of tensors");
+  std::vector<PromotionOperand> promotion;
+  size_t first = tensors.size();
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const TensorType &t = *tensors[i];
+    COIL_USER_CHECK(t.rank() > 0, "cat: zero-dimensional tensor (at position ", i,
+                    ") cannot be concatenated; expected tensors with at least one dim");
+    COIL_USER_CHECK(t.device == tensors[0]->device, "cat: expected all tensors on one device, found ",
+                    tensors[0]->device.str(), " (tensor 0) and ", t.device.str(), " (tensor ", i, ")");
+    promotion.push_back({t.dtype, t.rank(), false});
+    if (first == tensors.size() && !cat_skips(t)) first = i;
+  }
+  DType dtype = result_type(promotion);
+  // With every input skipped the result is empty and `dim` is never checked.
+  if (first == tensors.size()) return {contiguous(dtype, {0}, tensors[0]->device)};
+
+  const TensorType &stencil = *tensors[first];
+  int64_t dim = wrap_dim(a.integer("dim"), stencil.rank());
+  Shape sizes = stencil.sizes;
+  sizes[size_t(dim)] = 0;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    if (cat_skips(*tensors[i])) continue;
+    check_cat_shape(*tensors[i], i, stencil, first, dim);
+    sizes[size_t(dim)] += tensors[i]->sizes[size_t(dim)];
+  }
+  checked_numel(sizes);
+  Shape strides = format_strides(sizes, cat_memory_format(tensors));
+  return {TensorType{dtype, sizes, strides, stencil.device}};
+}
+
+// ---- constant_pad_nd ----
+
+/// Pads (or, for negative pads, crops) the last len(pad) / 2 dims: pad[0], pad[1] are
+/// the last dim's before and after amounts, pad[2], pad[3] the dim before it, and so on.
+std::vector<TensorType> constant_pad_nd(const MetaArgs &a) {
+  const TensorType &self = a.tensor("self");
+  Shape pad = a.ints("pad");
+  COIL_USER_CHECK(pad.size() % 2 == 0, "constant_pad_nd: the length of pad must be even, got ", pad.size());
+  int64_t padded_dims = int64_t(pad.size() / 2);
+  COIL_USER_CHECK(padded_dims <= self.rank(), "constant_pad_nd: pad has ", pad.size(), " values but the input has ",
+                  self.rank(), " dims; expected at most two values per dim");
+  Shape sizes = self.sizes;
+  bool crop_only = true;
+  for (int64_t i = 0; i < padded_dims; ++i) {
+    size_t dim = size_t(self.rank() - 1 - i);
+    int64_t before = pad[size_t(2 * i)], after = pad[size_t(2 * i + 1)];
+    int64_t size = sizes[dim] + before + after;
+    COIL_USER_CHECK(size >= 0, "constant_pad_nd: padding ", before, " and ", after, " of dim ", dim, " (size ",
+                    sizes[dim], ") gives the negative size ", size);
+    sizes[dim] = size;
+    crop_only = crop_only && before <= 0 && after <= 0;
+  }
+  checked_numel(sizes);
+  // Only cropping: torch narrows the input (a view with its strides) and clones that.
+  if (crop_only) {
+    TensorType view{self.dtype, sizes, self.strides, self.device};
+    return {TensorType{self.dtype, sizes, clone_strides(view), self.device}};
+  }
+  return {TensorType{self.dtype, sizes, format_strides(sizes, suggested_format(self)), self.device}};
+}
+
+// ---- advanced indexing ----
+
+/// How advanced indexing lays out its result: `self`'s dims with the indexed ones
+/// replaced by the broadcast shape of the index tensors. When the indexed dims are not
+/// adjacent, the replacement goes first (NumPy's rule).
+struct AdvancedIndex {
+  Shape sizes;    // before + replacement + after
+  Shape strides;  // self's strides for kept dims, 0 for the replacement dims
+};
+
+/// Rejects non-integer index tensors, and masks unless `allow_masks`; `op` names the op
+/// in messages.
+void check_index_tensors(std::string_view op, const std::vector<const TensorType *> &indices, const TensorType &self,
+                         bool allow_masks) {
+  for (size_t i = 0; i < indices.size(); ++i) {
+    const TensorType *index = indices[i];
+    if (!index || (allow_masks && is_mask_dtype(index->dtype))) continue;
+    COIL_USER_CHECK(!is_mask_dtype(index->dtype), op, ": index ", i, " is a ", short_name(index->dtype),
+                    " mask; the result's size depends on how many of its elements are true, which coil cannot "
+                    "know before running; expected int64 or int32 indices");
+    COIL_USER_CHECK(is_index_dtype(index->dtype), op, ": index ", i, " has dtype ", short_name(index->dtype),
+                    "; expected int64 or int32 (or a bool mask)");
+    bool cpu = index->device.kind == Device::Kind::CPU;
+    COIL_USER_CHECK(cpu || index->device == self.device, op, ": index ", i, " is on ", index->device.str(),
+                    " but self is on ", self.device.str(), "; expected indices on cpu or on self's device");
+  }
+}
+
+Shape broadcast_indices(std::string_view op, const std::vector<const TensorType *> &indices) {
+  Shape shape;
+  for (const TensorType *index : indices) {
+    if (!index) continue;
+    try {
+      shape = broadcast_shapes(shape, index->sizes);
+    } catch (const UserError &e) {
+      throw UserError(str_cat(op, ": the index tensors cannot be broadcast together: ", e.message()));
+    }
+  }
+  return shape;
+}
+
+/// Are the defined indices in one run of adjacent dims?
+bool indexed_dims_adjacent(const std::vector<const TensorType *> &indices) {
+  size_t first = indices.size(), last = 0;
+  for (size_t i = 0; i < indices.size(); ++i) {
+    if (!indices[i]) continue;
+    first = std::min(first, i);
+    last = i;
+  }
+  for (size_t i = first; i <= last; ++i)
+    if (!indices[i]) return false;
+  return true;
+}
+
+AdvancedIndex advanced_index(std::string_view op, const TensorType &self, std::vector<const TensorType *> indices) {
+  COIL_USER_CHECK(!indices.empty(), op, ": expected at least one index, got an empty list");
+  COIL_USER_CHECK(int64_t(indices.size()) <= self.rank(), op, ": too many indices for a tensor of rank ",
+                  self.rank(), " (got ", indices.size(), ")");
+  check_index_tensors(op, indices, self, false);
+  bool any = std::any_of(indices.begin(), indices.end(), [](const TensorType *t) { return t != nullptr; });
+  COIL_USER_CHECK(any, op, ": every index is None; expected at least one index tensor");
+  Shape replacement = broadcast_indices(op, indices);
+  indices.resize(size_t(self.rank()), nullptr);
+
+  // Dim order: as is when the indexed dims are adjacent, else indexed dims first.
+  std::vector<size_t> order(indices.size());
+  std::iota(order.begin(), order.end(), 0);
+  if (!indexed_dims_adjacent(indices))
+    std::stable_partition(order.begin(), order.end(), [&](size_t d) { return indices[d] != nullptr; });
+
+  AdvancedIndex out;
+  bool replaced = false;
+  for (size_t d : order) {
+    if (!indices[d]) {
+      out.sizes.push_back(self.sizes[d]);
+      out.strides.push_back(self.strides[d]);
+    } else if (!replaced) {
+      out.sizes.insert(out.sizes.end(), replacement.begin(), replacement.end());
+      out.strides.insert(out.strides.end(), replacement.size(), 0);
+      replaced = true;
+    }
+  }
+  // torch's meta function (which export's annotations come from) mislays 0-d
+  // replacements: it files every kept dim as coming before the replacement and so
+  // pairs the k kept sizes with the strides of the first k dims (in the order above).
+  // Only the layout changes; eager lays such results out as computed above.
+  if (replacement.empty())
+    for (size_t i = 0; i < out.strides.size(); ++i) out.strides[i] = self.strides[order[i]];
+  checked_numel(out.sizes);
+  return out;
+}
+
+/// index.Tensor: the result is laid out like the indexed view of self (TensorIterator
+/// orders the output's dims by self's strides), contiguous when self is empty.
+std::vector<TensorType> index(const MetaArgs &a) {
+  const TensorType &self = a.tensor("self");
+  AdvancedIndex ix = advanced_index("index", self, a.tensors("indices"));
+  if (self.numel() == 0) return {contiguous(self.dtype, ix.sizes, self.device)};
+  TensorType src{self.dtype, ix.sizes, ix.strides, self.device};
+  return {TensorType{self.dtype, ix.sizes, empty_like_perm_strides(src), self.device}};
+}
+
+/// Masks in index_put: each stands for as many dims as it has, whose sizes it must match.
+void check_masks(const TensorType &self, const std::vector<const TensorType *> &indices) {
+  int64_t dim = 0;
+  for (size_t i = 0; i < indices.size(); ++i) {
+    const TensorType *index = indices[i];
+    if (!index || !is_mask_dtype(index->dtype)) {
+      ++dim;
+      continue;
+    }
+    COIL_USER_CHECK(dim + index->rank() <= self.rank(), "index_put: too many indices for a tensor of rank ",
+                    self.rank(), " (mask ", i, " covers ", index->rank(), " dims from dim ", dim, ")");
+    Shape covered(self.sizes.begin() + dim, self.sizes.begin() + dim + index->rank());
+    COIL_USER_CHECK(index->sizes == covered, "index_put: mask ", i, " has shape ", shape_str(index->sizes),
+                    " but the dims of self it covers have sizes ", shape_str(covered));
+    dim += index->rank();
+  }
+  COIL_USER_CHECK(dim <= self.rank(), "index_put: too many indices for a tensor of rank ", self.rank(),
+                  " (the indices cover ", dim, " dims)");
+}
+
+bool expandable_to(const Shape &from, const Shape &to) {
+  if (from.size() > to.size()) return false;
+  for (size_t i = 1; i <= from.size(); ++i)
+    if (from[from.size() - i] != 1 && from[from.size() - i] != to[to.size() - i]) return false;
+  return true;
+}
+
+/// index_put (functional): self's type, laid out as empty_like(self). With masks the
+/// indexed shape depends on the data, so only the masks' own shapes are checked.
+std::vector<TensorType> index_put(const MetaArgs &a) {
+  const TensorType &self = a.tensor("self");
+  const TensorType &values = a.tensor("values");
+  auto indices = a.tensors("indices");
+  COIL_USER_CHECK(values.dtype == self.dtype, "index_put: values have dtype ", short_name(values.dtype),
+                  " but self has ", short_name(self.dtype), "; expected the same dtype");
+  bool masked = std::any_of(indices.begin(), indices.end(),
+                            [](const TensorType *t) { return t && is_mask_dtype(t->dtype); });
+  if (masked) {
+    check_index_tensors("index_put", indices, self, true);
+    check_masks(self, indices);
+  } else {
+    Shape target = advanced_index("index_put", self, indices).sizes;
+    COIL_USER_CHECK(expandable_to(values.sizes, target), "index_put: values of shape ", shape_str(values.sizes),
+                    " cannot be broadcast to the indexed shape ", shape_str(target));
+  }
+  return {TensorType{self.dtype, self.sizes, empty_like_perm_strides(self), self.device}};
+}
+
+// ---- index_select, gather, scatter, embedding ----
+
+std::vector<TensorType> index_select(const MetaArgs &a) {
+  const TensorType &self = a.tensor("self");
+  const TensorType &index = a.tensor("index");
+  int64_t dim = wrap_dim(a.integer("dim"), self.rank());
+  COIL_USER_CHECK(index.rank() <= 1, "index_select: index must be 0-d or 1-d, got ", index.rank(), "-d");
+  check_index_dtype("index_select", index);
+  Shape sizes = self.sizes;
+  if (self.rank() > 0) {
+    sizes[size_t(dim)] = index.numel();
+  } else {
+    COIL_USER_CHECK(index.numel() == 1, "index_select: indexing a 0-d tensor needs exactly one index, got ",
+                    index.numel());
+  }
+  return {contiguous(self.dtype, sizes, self.device)};
+}
+
+/// Size of dim d, a 0-d tensor counting as one dim of size 1 (scatter/gather's rule).
+int64_t size_or_one(const TensorType &t, int64_t d) { return t.rank() == 0 ? 1 : t.sizes[size_t(d)]; }
+int64_t rank_or_one(const TensorType &t) { return std::max<int64_t>(t.rank(), 1); }
+
+/// index.size(d) <= other.size(d) for every dim d (but `skip`); `what` names other.
+void check_index_fits(std::string_view op, const TensorType &index, const TensorType &other, std::string_view what,
+                      int64_t skip) {
+  COIL_USER_CHECK(rank_or_one(index) == rank_or_one(other), op, ": index has ", index.rank(), " dims but ", what,
+                  " has ", other.rank(), "; expected the same number of dims");
+  for (int64_t d = 0; d < rank_or_one(index); ++d)
+    COIL_USER_CHECK(d == skip || size_or_one(index, d) <= size_or_one(other, d), op, ": index of shape ",
+                    shape_str(index.sizes), " is larger than ", what, " of shape ", shape_str(other.sizes),
+                    " in dim ", d, skip >= 0 ? str_cat("; expected index no larger apart from dim ", skip) : "");
+}
+
+std::vector<TensorType> gather(const MetaArgs &a) {
+  const TensorType &self = a.tensor("self");
+  const TensorType &index = a.tensor("index");
+  int64_t dim = wrap_dim(a.integer("dim"), self.rank());
+  // An empty index gathers nothing: torch skips the checks.
+  if (index.numel() != 0) {
+    check_index_dtype("gather", index);
+    check_index_fits("gather", index, self, "self", dim);
+  }
+  return {contiguous(self.dtype, index.sizes, self.device)};
+}
+
+/// scatter.src and scatter.value: a fresh contiguous tensor of self's type.
+MetaFn scatter(bool has_src) {
+  return [=](const MetaArgs &a) {
+    const TensorType &self = a.tensor("self");
+    const TensorType &index = a.tensor("index");
+    int64_t dim = wrap_dim(a.integer("dim"), self.rank());
+    const TensorType *src = has_src ? &a.tensor("src") : nullptr;
+    COIL_USER_CHECK(!src || src->dtype == self.dtype, "scatter: src has dtype ", short_name(src->dtype),
+                    " but self has ", short_name(self.dtype), "; expected the same dtype");
+    if (index.numel() != 0) {
+      check_index_dtype("scatter", index);
+      check_index_fits("scatter", index, self, "self", dim);
+      if (src) check_index_fits("scatter", index, *src, "src", -1);
+    }
+    return std::vector<TensorType>{contiguous(self.dtype, self.sizes, self.device)};
+  };
+}
+
+std::vector<TensorType> embedding(const MetaArgs &a) {
+  const TensorType &weight = a.tensor("weight");
+  const TensorType &indices = a.tensor("indices");
+  COIL_USER_CHECK(weight.rank() == 2, "embedding: weight must be 2-d, got ", weight.rank(), "-d");
+  check_index_dtype("embedding", indices);
+  Shape sizes = indices.sizes;
+  sizes.push_back(weight.sizes[1]);
+  return {contiguous(weight.dtype, sizes, weight.device)};
+}
+
+std::vector<TensorType> flip(const MetaArgs &a) {
+  const TensorType &self = a.tensor("self");
+  meta::reduced_dims(a.ints("dims"), self.rank());  // validates: in range, no repeats
+  return {TensorType{self.dtype, self.sizes, empty_like_perm_strides(self), self.device}};
+}
+
+// ---- slice_scatter, select_scatter ----
+
+/// The length of self.slice(dim, start, end, step), with Python's clamping.
+int64_t slice_length(int64_t size, std::optional<int64_t> start_arg, std::optional<int64_t> end_arg, int64_t step) {
+  int64_t start = start_arg.value_or(0), end = end_arg.value_or(size);
+  if (start < 0) start += size;
+  if (end < 0) end += size;
+  start = std::clamp<int64_t>(start, 0, size);
+  end = std::clamp<int64_t>(end, start, size);
+  // ceil((end - start) / step), without overflow for steps near INT64_MAX.
+  return end == start ? 0 : (end - start - 1) / step + 1;
+}
+
+std::vector<TensorType> slice_scatter(const MetaArgs &a) {
+  const TensorType &self = a.tensor("self");
+  const TensorType &src = a.tensor("src");
+  COIL_USER_CHECK(self.rank() > 0, "slice_scatter: cannot slice a 0-d tensor");
+  int64_t dim = wrap_dim(a.integer("dim"), self.rank());
+  int64_t step = a.integer("step");
+  COIL_USER_CHECK(step > 0, "slice_scatter: step must be positive, got ", step);
+  Shape slice = self.sizes;
+  slice[size_t(dim)] =
+      slice_length(self.sizes[size_t(dim)], a.optional_integer("start"), a.optional_integer("end"), step);
+  COIL_USER_CHECK(src.sizes == slice, "slice_scatter: src has size ", shape_str(src.sizes),
+                  " but the slice of self has size ", shape_str(slice), "; expected them equal");
+  return {self};  // clone_preserve_strides: self's strides exactly, even when not dense
+}
+
+std::vector<TensorType> select_scatter(const MetaArgs &a) {
+  const TensorType &self = a.tensor("self");
+  const TensorType &src = a.tensor("src");
+  COIL_USER_CHECK(self.rank() > 0, "select_scatter: cannot select from a 0-d tensor");
+  int64_t dim = wrap_dim(a.integer("dim"), self.rank());
+  int64_t index = a.integer("index"), size = self.sizes[size_t(dim)];
+  COIL_USER_CHECK(index >= -size && index < size, "select_scatter: index ", index, " is out of range for dim ", dim,
+                  " of size ", size, " (expected an index in [", -size, ", ", size - 1, "])");
+  Shape slice = self.sizes;
+  slice.erase(slice.begin() + dim);
+  COIL_USER_CHECK(src.sizes == slice, "select_scatter: src has size ", shape_str(src.sizes),
+                  " but the selected slice of self has size ", shape_str(slice), "; expected them equal");
+  return {self};  // clone_preserve_strides, as for slice_scatter
+}
+
+}  // namespace
+
+void register_indexing_ops(Registry &r) {
+  r.add("cat(Tensor[] tensors, int dim=0) -> Tensor", cat);
+  r.add("constant_pad_nd(Tensor self, SymInt[] pad, Scalar value=0) -> Tensor", constant_pad_nd);
+  r.add("index.Tensor(Tensor self, Tensor?[] indices) -> Tensor", index);
+  r.add("index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor", index_put);
+  r.add("index_select(Tensor self, int dim, Tensor index) -> Tensor", index_select);
+  r.add("gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor", gather);
+  r.add("scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor", scatter(true));
+  r.add("scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor", scatter(false));
+  r.add("embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, "
+        "bool sparse=False) -> Tensor",
+        embedding);
+  r.add("flip(Tensor self, int[] dims) -> Tensor", flip);
+  r.add("slice_scatter(Tensor self, Tensor src, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) "
+        "-> Tensor",
+        slice_scatter);
+  r.add("select_scatter(Tensor self, Tensor src, int dim, SymInt index) -> Tensor", select_scatter);
+}
+
+}  // namespace coil

@@ -1,0 +1,131 @@
+// Matrix products: mm, bmm, mv and their fused-add forms. Operands share one dtype (the
+// BLAS kernels do not promote), the contracted sizes agree, and the result is a fresh
+// contiguous tensor.
+#include "graph/meta/common.h"
+
+namespace coil {
+namespace {
+
+using meta::contiguous;
+
+/// An operand with its argument name, for messages.
+struct Named {
+  const char *name;
+  const TensorType *type;
+};
+
+std::string describe(const std::vector<Named> &ops) {
+  std::string out;
+  for (const Named &op : ops)
+    out += str_cat(out.empty() ? "" : ", ", op.name, " ", short_name(op.type->dtype), shape_str(op.type->sizes));
+  return out;
+}
+
+/// One dtype for every operand, one the kernels exist for: no bool anywhere, no
+/// integers on CUDA (cuBLAS has floating point GEMMs only).
+DType common_dtype(std::string_view op, const std::vector<Named> &ops) {
+  DType dtype = ops[0].type->dtype;
+  for (const Named &o : ops)
+    COIL_USER_CHECK(o.type->dtype == dtype, op, " expects operands of one dtype, got ", describe(ops));
+  COIL_USER_CHECK(dtype != DType::Bool, op, " does not support bool operands");
+  COIL_USER_CHECK(is_floating(dtype) || ops[0].type->device.kind == Device::Kind::CPU, op,
+                  " of integer operands is only supported on CPU, got ", short_name(dtype), " on ",
+                  ops[0].type->device.str());
+  return dtype;
+}
+
+Device common_device(const std::vector<Named> &ops) {
+  std::vector<coil::Operand> operands;
+  for (const Named &o : ops) operands.push_back({*o.type, false});
+  return meta::common_device(operands);
+}
+
+void check_rank(std::string_view op, const Named &o, int64_t rank) {
+  COIL_USER_CHECK(o.type->rank() == rank, op, " expects ", o.name, " to be ", rank, "-d, got shape ",
+                  shape_str(o.type->sizes));
+}
+
+/// The `self` of addmm/baddbmm/addmv is broadcast (expanded) to the product's shape.
+void check_expands_to(std::string_view op, const TensorType &self, const Shape &result) {
+  bool ok = self.rank() <= int64_t(result.size());
+  size_t offset = result.size() - std::min(result.size(), self.sizes.size());
+  for (size_t i = 0; ok && i < self.sizes.size(); ++i)
+    ok = self.sizes[i] == 1 || self.sizes[i] == result[offset + i];
+  COIL_USER_CHECK(ok, op, ": self of shape ", shape_str(self.sizes), " cannot be broadcast to the result's shape ",
+                  shape_str(result));
+}
+
+/// [n, k] @ [k, m] -> [n, m]
+Shape mm_shape(std::string_view op, const Named &a, const Named &b) {
+  check_rank(op, a, 2);
+  check_rank(op, b, 2);
+  const Shape &x = a.type->sizes, &y = b.type->sizes;
+  COIL_USER_CHECK(x[1] == y[0], op, ": ", a.name, " of shape ", shape_str(x), " and ", b.name, " of shape ",
+                  shape_str(y), " cannot be multiplied (", x[1], " != ", y[0], ")");
+  return {x[0], y[1]};
+}
+
+/// [b, n, k] @ [b, k, m] -> [b, n, m]
+Shape bmm_shape(std::string_view op, const Named &a, const Named &b) {
+  check_rank(op, a, 3);
+  check_rank(op, b, 3);
+  const Shape &x = a.type->sizes, &y = b.type->sizes;
+  COIL_USER_CHECK(x[0] == y[0] && x[2] == y[1], op, ": ", a.name, " of shape ", shape_str(x), " and ", b.name,
+                  " of shape ", shape_str(y), " cannot be multiplied: expected ", b.name, " of shape [", x[0], ", ",
+                  x[2], ", *]");
+  return {x[0], x[1], y[2]};
+}
+
+/// [n, k] @ [k] -> [n]
+Shape mv_shape(std::string_view op, const Named &a, const Named &b) {
+  check_rank(op, a, 2);
+  check_rank(op, b, 1);
+  const Shape &x = a.type->sizes, &y = b.type->sizes;
+  COIL_USER_CHECK(x[1] == y[0], op, ": ", a.name, " of shape ", shape_str(x), " and ", b.name, " of shape ",
+                  shape_str(y), " cannot be multiplied (", x[1], " != ", y[0], ")");
+  return {x[0]};
+}
+
+using ShapeFn = Shape (*)(std::string_view, const Named &, const Named &);
+
+/// mm / bmm / mv: the product of two named operands.
+MetaFn product(std::string op, const char *lhs, const char *rhs, ShapeFn shape_of) {
+  return [=](const MetaArgs &a) {
+    Named x{lhs, &a.tensor(lhs)}, y{rhs, &a.tensor(rhs)};
+    Shape shape = shape_of(op, x, y);
+    checked_numel(shape);
+    DType dtype = common_dtype(op, {x, y});
+    return std::vector<TensorType>{contiguous(dtype, shape, common_device({x, y}))};
+  };
+}
+
+/// addmm / baddbmm / addmv: beta * self + alpha * (lhs @ rhs), self broadcast to the
+/// product's shape. self shares the dtype too: eager addmv alone would take another
+/// (giving vec's dtype), but traced graphs promote it instead, so no annotation of such
+/// a node can be trusted.
+MetaFn add_product(std::string op, const char *lhs, const char *rhs, ShapeFn shape_of) {
+  return [=](const MetaArgs &a) {
+    Named self{"self", &a.tensor("self")}, x{lhs, &a.tensor(lhs)}, y{rhs, &a.tensor(rhs)};
+    Shape shape = shape_of(op, x, y);
+    checked_numel(shape);
+    check_expands_to(op, *self.type, shape);
+    DType dtype = common_dtype(op, {self, x, y});
+    return std::vector<TensorType>{contiguous(dtype, shape, common_device({self, x, y}))};
+  };
+}
+
+}  // namespace
+
+void register_matmul_ops(Registry &r) {
+  r.add("mm(Tensor self, Tensor mat2) -> Tensor", product("mm", "self", "mat2", mm_shape));
+  r.add("bmm(Tensor self, Tensor mat2) -> Tensor", product("bmm", "self", "mat2", bmm_shape));
+  r.add("mv(Tensor self, Tensor vec) -> Tensor", product("mv", "self", "vec", mv_shape));
+  r.add("addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor",
+        add_product("addmm", "mat1", "mat2", mm_shape));
+  r.add("baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor",
+        add_product("baddbmm", "batch1", "batch2", bmm_shape));
+  r.add("addmv(Tensor self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1) -> Tensor",
+        add_product("addmv", "mat", "vec", mv_shape));
+}
+
+}  // namespace coil

@@ -1,0 +1,108 @@
+// Loop bodies as data (DESIGN.md, decision 4): a small expression DAG per compute node,
+// evaluated at one point of the node's iteration space.
+//
+//   %0 = load buf0[x0*256 + x1]        f32
+//   %1 = const 2.0                     f32
+//   %2 = mul %0, %1                    f32
+//   %3 = const 0.0                     f32
+//   %4 = maximum %2, %3                f32
+//
+// Values are numbered in definition order and every operand refers to an earlier value,
+// so a body is already topologically sorted. Building a body through BodyBuilder merges
+// identical values: nothing is loaded or computed twice (the code generators' `tmpN`).
+// Bodies print deterministically, hash, compare, and are interpreted by the reference
+// interpreter (src/ir/interpreter.h).
+#pragma once
+
+#include <array>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "graph/dtype.h"
+#include "ir/index_expr.h"
+
+namespace coil::ir {
+
+/// Index of a Buffer in its Program.
+using BufferId = int;
+
+enum class Op : uint8_t {
+  // Leaves.
+  Load,      // buffer[index]; with a mask operand, `fill` where the mask is false
+  Constant,  // a number of the value's dtype
+  Index,     // an index expression as a value (arange, iota, triu's comparison)
+  // Unary.
+  Cast, Neg, Abs, Exp, Exp2, Expm1, Log, Log1p, Log2, Sqrt, Rsqrt, Reciprocal, Sin, Cos, Tan,
+  Tanh, Sigmoid, Erf, Floor, Ceil, Round, Trunc, Sign, LogicalNot, BitwiseNot, IsNan, IsInf,
+  // Binary.
+  Add, Sub, Mul, TrueDiv, FloorDiv, TruncDiv, Remainder, Fmod, Pow, Maximum, Minimum, Atan2,
+  Eq, Ne, Lt, Le, Gt, Ge, LogicalAnd, LogicalOr, LogicalXor, BitwiseAnd, BitwiseOr, BitwiseXor,
+  // Ternary.
+  Where,
+};
+
+/// `load`, `add`, `maximum`: the op's name in printed bodies.
+std::string_view op_name(Op op);
+/// The number of value operands an op takes (Load's optional mask not counted).
+int op_arity(Op op);
+
+/// One value of a body. Fields beyond `op`, `dtype` and `args` belong to one op each.
+struct Instr {
+  Op op = Op::Constant;
+  DType dtype = DType::F32;
+  std::array<int, 3> args = {-1, -1, -1};  // operand values; Load: args[0] is the mask or -1
+  BufferId buffer = -1;                    // Load
+  Expr index;                              // Load: element offset into the buffer; Index: the value
+  double value = 0;                        // Constant, and Load's fill under a false mask
+
+  friend bool operator==(const Instr &, const Instr &) = default;
+  size_t hash() const;
+};
+
+struct Body {
+  std::vector<Instr> instrs;
+  std::vector<int> results;  // the values a node stores or reduces
+
+  const Instr &at(int v) const { return instrs.at(size_t(v)); }
+  friend bool operator==(const Body &, const Body &) = default;
+  size_t hash() const;
+};
+
+/// Builds a Body, merging identical values and folding casts to the same dtype.
+class BodyBuilder {
+ public:
+  int load(BufferId buffer, const Expr &index, DType dtype);
+  /// A load that reads `fill` wherever `mask` (a bool value) is false: padding, cat,
+  /// out-of-range slices.
+  int masked_load(BufferId buffer, const Expr &index, DType dtype, int mask, double fill);
+  int constant(double value, DType dtype);
+  int index(const Expr &e, DType dtype);
+  int cast(int v, DType dtype);
+  int unary(Op op, int v, DType dtype);
+  int binary(Op op, int a, int b, DType dtype);
+  int where(int cond, int a, int b, DType dtype);
+
+  DType dtype(int v) const { return body_.at(v).dtype; }
+  void add_result(int v) { body_.results.push_back(v); }
+  Body finish() { return std::move(body_); }
+  const Body &body() const { return body_; }
+
+ private:
+  int add(Instr instr);
+  Body body_;
+  std::unordered_map<size_t, std::vector<int>> by_hash_;
+};
+
+/// `%3 = maximum %2, %1  f32`, one line per value, then `-> %4`.
+std::string str(const Body &body, const std::function<std::string(BufferId)> &buffer_name,
+                const std::function<std::string(VarId)> &var_name);
+
+/// Copies `body`'s values into `out`, replacing each load of `buffer` by what
+/// `inline_load(index)` returns (a value already in `out`) and rewriting every other
+/// index through `reindex`. Returns the map from `body`'s values to `out`'s.
+std::vector<int> copy_body(const Body &body, BodyBuilder &out,
+                           const std::function<Expr(const Expr &)> &reindex,
+                           const std::function<std::optional<int>(const Instr &load, const Expr &index)> &inline_load);
+
+}  // namespace coil::ir

@@ -1,0 +1,1180 @@
+#include "ir/index_expr.h"
+
+#include <algorithm>
+#include <climits>
+#include <set>
+#include <span>
+
+#include "support/error.h"
+
+namespace coil::ir {
+
+// ---------------------------------------------------------------------------------------
+// Nodes. An Expr and an Atom each share one immutable node; hashes and the lowest
+// variable inside (which orders atoms by loop) are computed once, at construction.
+
+namespace detail {
+
+struct AtomNode {
+  AtomKind kind = AtomKind::Var;
+  VarId var;
+  std::string symbol;
+  Expr arg, other;
+  int64_t divisor = 0;
+  int first_var = INT_MAX;  // the lowest variable id inside; INT_MAX when none
+  size_t hash = 0;
+};
+
+struct ExprNode {
+  int64_t constant = 0;
+  std::vector<Term> terms;
+  int first_var = INT_MAX;
+  size_t hash = 0;
+};
+
+/// What this file reads of the nodes behind the public handles, and how it makes them.
+struct Internals {
+  static const AtomNode &node(const Atom &a) { return *a.node_; }
+  static const ExprNode &node(const Expr &e) { return *e.node_; }
+  static Atom atom(std::shared_ptr<const AtomNode> node) { return Atom(std::move(node)); }
+  static Expr expr(std::shared_ptr<const ExprNode> node) { return Expr(std::move(node)); }
+};
+
+}  // namespace detail
+
+namespace {
+
+using detail::AtomNode;
+using detail::ExprNode;
+using detail::Internals;
+
+[[noreturn]] void unknown_kind(AtomKind kind) {
+  throw_internal(__FILE__, __LINE__, str_cat("unknown AtomKind ", static_cast<int>(kind)));
+}
+
+// ---------------------------------------------------------------------------------------
+// Integers: checked arithmetic and Python's floor division.
+
+std::optional<int64_t> checked_add(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_add_overflow(a, b, &r)) return std::nullopt;
+  return r;
+}
+
+std::optional<int64_t> checked_mul(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_mul_overflow(a, b, &r)) return std::nullopt;
+  return r;
+}
+
+/// Python's a // d for d > 0: rounds toward minus infinity.
+int64_t floordiv(int64_t a, int64_t d) {
+  int64_t q = a / d;
+  return (a % d != 0 && a < 0) ? q - 1 : q;
+}
+
+/// Python's a % m for m > 0: in [0, m).
+int64_t pymod(int64_t a, int64_t m) {
+  int64_t r = a % m;
+  return r < 0 ? r + m : r;
+}
+
+/// |a| without overflow, INT64_MIN included.
+uint64_t magnitude(int64_t a) { return a < 0 ? 0 - static_cast<uint64_t>(a) : a; }
+
+uint64_t gcd(uint64_t a, uint64_t b) {
+  while (b != 0) a = std::exchange(b, a % b);
+  return a;
+}
+
+size_t mix(size_t h, size_t v) {
+  // boost::hash_combine over a splitmix64 finalizer of v: cheap and well spread.
+  v += 0x9e3779b97f4a7c15ull;
+  v = (v ^ (v >> 30)) * 0xbf58476d1ce4e5b9ull;
+  v = (v ^ (v >> 27)) * 0x94d049bb133111ebull;
+  v ^= v >> 31;
+  return h ^ (v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2));
+}
+
+int cmp(int64_t a, int64_t b) { return (a > b) - (a < b); }
+
+int first_var(const Expr &e) { return Internals::node(e).first_var; }
+
+// ---------------------------------------------------------------------------------------
+// The canonical order: atoms by their lowest variable, then kind, then contents;
+// monomials and sums lexicographically. Never by pointer or hash, so it is the same on
+// every run.
+
+int compare_atoms(const Atom &a, const Atom &b) {
+  const AtomNode &x = Internals::node(a), &y = Internals::node(b);
+  if (&x == &y) return 0;
+  // Atoms of outer loop variables first, so that an index reads x0*..., x1*..., x2.
+  if (int c = cmp(x.first_var, y.first_var)) return c;
+  if (int c = cmp(static_cast<int>(x.kind), static_cast<int>(y.kind))) return c;
+  switch (x.kind) {
+    case AtomKind::Var: return cmp(x.var.id, y.var.id);
+    case AtomKind::Symbol: {
+      int c = x.symbol.compare(y.symbol);
+      return (c > 0) - (c < 0);
+    }
+    case AtomKind::FloorDiv:
+    case AtomKind::Mod:
+      if (int c = compare(x.arg, y.arg)) return c;
+      return cmp(x.divisor, y.divisor);
+    case AtomKind::Min:
+    case AtomKind::Max:
+      if (int c = compare(x.arg, y.arg)) return c;
+      return compare(x.other, y.other);
+  }
+  unknown_kind(x.kind);
+}
+
+int compare_monomials(const std::vector<Atom> &a, const std::vector<Atom> &b) {
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i)
+    if (int c = compare_atoms(a[i], b[i])) return c;
+  return cmp(static_cast<int64_t>(a.size()), static_cast<int64_t>(b.size()));
+}
+
+bool atom_less(const Atom &a, const Atom &b) { return compare_atoms(a, b) < 0; }
+
+// ---------------------------------------------------------------------------------------
+// Building nodes.
+
+std::shared_ptr<const ExprNode> make_expr_node(int64_t constant, std::vector<Term> terms) {
+  auto node = std::make_shared<ExprNode>();
+  node->hash = mix(0xe4, static_cast<size_t>(constant));
+  for (const Term &t : terms) {
+    node->hash = mix(node->hash, static_cast<size_t>(t.coeff));
+    for (const Atom &a : t.factors) {
+      node->hash = mix(node->hash, a.hash());
+      node->first_var = std::min(node->first_var, Internals::node(a).first_var);
+    }
+    node->hash = mix(node->hash, 0x7e);  // ends a term: x*y + z differs from x + y*z
+  }
+  node->constant = constant;
+  node->terms = std::move(terms);
+  return node;
+}
+
+Atom make_atom(AtomKind kind, VarId var, std::string symbol, Expr arg, Expr other,
+               int64_t divisor) {
+  auto node = std::make_shared<AtomNode>();
+  node->kind = kind;
+  node->var = var;
+  node->first_var = kind == AtomKind::Var ? var.id : std::min(first_var(arg), first_var(other));
+  size_t h = mix(static_cast<size_t>(kind), static_cast<size_t>(var.id));
+  h = mix(h, std::hash<std::string>()(symbol));
+  h = mix(mix(h, arg.hash()), other.hash());
+  node->hash = mix(h, static_cast<size_t>(divisor));
+  node->symbol = std::move(symbol);
+  node->arg = std::move(arg);
+  node->other = std::move(other);
+  node->divisor = divisor;
+  return Internals::atom(std::move(node));
+}
+
+Expr atom_expr(AtomKind kind, Expr arg, Expr other, int64_t divisor) {
+  return Expr(make_atom(kind, VarId{}, {}, std::move(arg), std::move(other), divisor));
+}
+
+// ---------------------------------------------------------------------------------------
+// Canonical sums. Each returns nullopt when a coefficient or the constant overflows;
+// the public operators turn that into an InternalError, the simplifier into "no rewrite".
+
+/// Sorts the terms, merges equal monomials and drops zero coefficients.
+std::optional<Expr> try_make_sum(std::vector<Term> terms, int64_t constant) {
+  std::sort(terms.begin(), terms.end(), [](const Term &a, const Term &b) {
+    return compare_monomials(a.factors, b.factors) < 0;
+  });
+  std::vector<Term> merged;
+  for (Term &t : terms) {
+    if (merged.empty() || compare_monomials(merged.back().factors, t.factors) != 0) {
+      merged.push_back(std::move(t));
+      continue;
+    }
+    auto sum = checked_add(merged.back().coeff, t.coeff);
+    if (!sum) return std::nullopt;
+    merged.back().coeff = *sum;
+  }
+  std::erase_if(merged, [](const Term &t) { return t.coeff == 0; });
+  return Internals::expr(make_expr_node(constant, std::move(merged)));
+}
+
+/// a + b*k.
+std::optional<Expr> try_add_scaled(const Expr &a, const Expr &b, int64_t k) {
+  std::vector<Term> terms = a.terms();
+  for (const Term &t : b.terms()) {
+    auto coeff = checked_mul(t.coeff, k);
+    if (!coeff) return std::nullopt;
+    terms.push_back({*coeff, t.factors});
+  }
+  auto scaled = checked_mul(b.constant(), k);
+  auto constant = scaled ? checked_add(a.constant(), *scaled) : std::nullopt;
+  if (!constant) return std::nullopt;
+  return try_make_sum(std::move(terms), *constant);
+}
+
+std::vector<Atom> multiply_monomials(const std::vector<Atom> &a, const std::vector<Atom> &b) {
+  std::vector<Atom> out;
+  out.reserve(a.size() + b.size());
+  std::merge(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(out), atom_less);
+  return out;
+}
+
+/// (sum a_i + ca) * (sum b_j + cb), distributed.
+std::optional<Expr> try_multiply(const Expr &a, const Expr &b) {
+  std::vector<Term> terms;
+  auto add = [&](int64_t x, int64_t y, std::vector<Atom> factors) {
+    auto coeff = checked_mul(x, y);
+    if (coeff) terms.push_back({*coeff, std::move(factors)});
+    return coeff.has_value();
+  };
+  for (const Term &ta : a.terms()) {
+    for (const Term &tb : b.terms())
+      if (!add(ta.coeff, tb.coeff, multiply_monomials(ta.factors, tb.factors))) return std::nullopt;
+    if (!add(ta.coeff, b.constant(), ta.factors)) return std::nullopt;
+  }
+  for (const Term &tb : b.terms())
+    if (!add(tb.coeff, a.constant(), tb.factors)) return std::nullopt;
+  auto constant = checked_mul(a.constant(), b.constant());
+  if (!constant) return std::nullopt;
+  return try_make_sum(std::move(terms), *constant);
+}
+
+Expr must(std::optional<Expr> e, const char *op, const Expr &a, const Expr &b) {
+  COIL_ASSERT(e.has_value(), "index arithmetic overflows int64: (", str(a), ") ", op, " (",
+              str(b), ")");
+  return *std::move(e);
+}
+
+// ---------------------------------------------------------------------------------------
+// Dividing a sum. Both floor_div and mod start by pulling out what the divisor divides.
+
+/// The atom of kind `kind` when x is that atom plus a constant.
+const Atom *sole_atom(const Expr &x, AtomKind kind) {
+  if (x.terms().size() != 1 || x.terms()[0].coeff != 1) return nullptr;
+  const std::vector<Atom> &factors = x.terms()[0].factors;
+  return factors.size() == 1 && factors[0].kind() == kind ? &factors[0] : nullptr;
+}
+
+/// The atom of kind `kind` when the term is coeff * that atom.
+const Atom *sole_factor(const Term &t, AtomKind kind) {
+  return t.factors.size() == 1 && t.factors[0].kind() == kind ? &t.factors[0] : nullptr;
+}
+
+/// x == whole*d + rest, where `whole` takes every term whose coefficient d divides and
+/// the constant's multiple of d, leaving rest's constant in [0, d).
+struct DivSplit {
+  Expr whole;
+  Expr rest;
+};
+
+DivSplit split_multiples(const Expr &x, int64_t d) {
+  std::vector<Term> whole, rest;
+  for (const Term &t : x.terms()) {
+    if (t.coeff % d == 0)
+      whole.push_back({t.coeff / d, t.factors});
+    else
+      rest.push_back(t);
+  }
+  return {*try_make_sum(std::move(whole), floordiv(x.constant(), d)),
+          *try_make_sum(std::move(rest), pymod(x.constant(), d))};
+}
+
+/// The greatest common divisor of d, every coefficient of x and its constant.
+int64_t common_factor(const Expr &x, int64_t d) {
+  uint64_t g = gcd(static_cast<uint64_t>(d), magnitude(x.constant()));
+  for (const Term &t : x.terms()) g = gcd(g, magnitude(t.coeff));
+  return static_cast<int64_t>(g);  // g <= d, so it fits
+}
+
+/// x / g for a g that divides every coefficient and the constant of x.
+Expr divide_exact(const Expr &x, int64_t g) {
+  std::vector<Term> terms;
+  for (const Term &t : x.terms()) terms.push_back({t.coeff / g, t.factors});
+  return *try_make_sum(std::move(terms), x.constant() / g);
+}
+
+/// x // d for an x that shares no factor with d. A quotient inside joins this one:
+///   (A + y // a) // d -> (A*a + y) // (a*d)
+/// as floor((A + floor(y/a))/d) == floor((A*a + y)/(a*d)) for any integer A; so every
+/// way of dividing y by a*d has one canonical form, and one division instead of two.
+Expr floor_div_reduced(const Expr &x, int64_t d) {
+  for (const Term &t : x.terms()) {
+    const Atom *inner = t.coeff == 1 ? sole_factor(t, AtomKind::FloorDiv) : nullptr;
+    if (!inner) continue;
+    auto divisor = checked_mul(inner->divisor(), d);
+    auto others = try_add_scaled(x, Expr(*inner), -1);
+    auto dividend = others ? try_add_scaled(inner->arg(), *others, inner->divisor()) : std::nullopt;
+    if (divisor && dividend) return floor_div(*dividend, *divisor);
+  }
+  return atom_expr(AtomKind::FloorDiv, x, Expr(), d);
+}
+
+Expr min_or_max(AtomKind kind, const Expr &a, const Expr &b) {
+  // min(y + c0, y + c1) -> y + min(c0, c1): no range is needed to order these.
+  if (a.terms() == b.terms()) {
+    bool a_is_smaller = a.constant() <= b.constant();
+    return (kind == AtomKind::Min) == a_is_smaller ? a : b;
+  }
+  // min and max are symmetric: keep the operands ordered so that min(b, a) == min(a, b).
+  bool in_order = compare(a, b) <= 0;
+  return atom_expr(kind, in_order ? a : b, in_order ? b : a, 0);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------
+// Atom and Expr.
+
+AtomKind Atom::kind() const { return node_->kind; }
+
+VarId Atom::var() const {
+  COIL_ASSERT(node_->kind == AtomKind::Var, "var() of a non-variable atom");
+  return node_->var;
+}
+
+const std::string &Atom::symbol() const {
+  COIL_ASSERT(node_->kind == AtomKind::Symbol, "symbol() of a non-symbol atom");
+  return node_->symbol;
+}
+
+const Expr &Atom::arg() const {
+  COIL_ASSERT(node_->kind != AtomKind::Var && node_->kind != AtomKind::Symbol,
+              "arg() of a leaf atom");
+  return node_->arg;
+}
+
+const Expr &Atom::other() const {
+  COIL_ASSERT(node_->kind == AtomKind::Min || node_->kind == AtomKind::Max,
+              "other() of an atom that is not min or max");
+  return node_->other;
+}
+
+int64_t Atom::divisor() const {
+  COIL_ASSERT(node_->kind == AtomKind::FloorDiv || node_->kind == AtomKind::Mod,
+              "divisor() of an atom that is not // or %");
+  return node_->divisor;
+}
+
+size_t Atom::hash() const { return node_->hash; }
+
+bool operator==(const Atom &a, const Atom &b) {
+  if (a.node_ == b.node_) return true;
+  return a.hash() == b.hash() && compare_atoms(a, b) == 0;
+}
+
+Expr::Expr() {
+  static const std::shared_ptr<const ExprNode> zero = make_expr_node(0, {});
+  node_ = zero;
+}
+
+Expr::Expr(int64_t value) : node_(make_expr_node(value, {})) {}
+
+Expr::Expr(VarId var) : Expr(make_atom(AtomKind::Var, var, {}, Expr(), Expr(), 0)) {}
+
+Expr::Expr(Atom atom) : node_(make_expr_node(0, {Term{1, {std::move(atom)}}})) {}
+
+Expr Expr::symbol(std::string name) {
+  COIL_ASSERT(!name.empty(), "a symbol needs a name");
+  return Expr(make_atom(AtomKind::Symbol, VarId{}, std::move(name), Expr(), Expr(), 0));
+}
+
+int64_t Expr::constant() const { return node_->constant; }
+const std::vector<Term> &Expr::terms() const { return node_->terms; }
+size_t Expr::hash() const { return node_->hash; }
+
+std::optional<int64_t> Expr::as_constant() const {
+  if (!terms().empty()) return std::nullopt;
+  return constant();
+}
+
+std::optional<VarId> Expr::as_var() const {
+  const Atom *atom = as_atom();
+  if (!atom || atom->kind() != AtomKind::Var) return std::nullopt;
+  return atom->var();
+}
+
+const Atom *Expr::as_atom() const {
+  if (constant() != 0 || terms().size() != 1) return nullptr;
+  const Term &t = terms()[0];
+  return t.coeff == 1 && t.factors.size() == 1 ? &t.factors[0] : nullptr;
+}
+
+bool operator==(const Expr &a, const Expr &b) {
+  if (a.node_ == b.node_) return true;
+  return a.hash() == b.hash() && a.constant() == b.constant() && a.terms() == b.terms();
+}
+
+int compare(const Expr &a, const Expr &b) {
+  const std::vector<Term> &ta = a.terms(), &tb = b.terms();
+  // A constant sorts after anything with variables: min(x0, 7), not min(7, x0).
+  if (ta.empty() != tb.empty()) return ta.empty() ? 1 : -1;
+  for (size_t i = 0; i < std::min(ta.size(), tb.size()); ++i) {
+    if (int c = compare_monomials(ta[i].factors, tb[i].factors)) return c;
+    if (int c = cmp(ta[i].coeff, tb[i].coeff)) return c;
+  }
+  if (int c = cmp(static_cast<int64_t>(ta.size()), static_cast<int64_t>(tb.size()))) return c;
+  return cmp(a.constant(), b.constant());
+}
+
+Expr operator+(const Expr &a, const Expr &b) { return must(try_add_scaled(a, b, 1), "+", a, b); }
+Expr operator-(const Expr &a, const Expr &b) { return must(try_add_scaled(a, b, -1), "-", a, b); }
+Expr operator-(const Expr &a) { return must(try_add_scaled(Expr(), a, -1), "-", Expr(), a); }
+Expr operator*(const Expr &a, const Expr &b) { return must(try_multiply(a, b), "*", a, b); }
+Expr operator*(const Expr &a, int64_t k) { return must(try_add_scaled(Expr(), a, k), "*", a, k); }
+Expr operator*(int64_t k, const Expr &a) { return a * k; }
+
+Expr floor_div(const Expr &x, int64_t d) {
+  COIL_ASSERT(d > 0, "floor_div(", str(x), ", ", d, "): divisors are positive");
+  // (y*d*k + rest + c) // d -> y*k + c // d + (rest + c % d) // d
+  auto [whole, rest] = split_multiples(x, d);
+  if (rest.terms().empty()) return whole;  // rest is a constant in [0, d)
+  // (y*g + c*g) // (d*g) -> (y + c) // d
+  int64_t g = common_factor(rest, d);
+  return whole + floor_div_reduced(divide_exact(rest, g), d / g);
+}
+
+Expr mod(const Expr &x, int64_t m) {
+  COIL_ASSERT(m > 0, "mod(", str(x), ", ", m, "): moduli are positive");
+  // (y*m*k + rest + c) % m -> (rest + c % m) % m
+  Expr rest = split_multiples(x, m).rest;
+  if (rest.terms().empty()) return rest;  // a constant in [0, m)
+  // (y*g + c*g) % (m*g) -> ((y + c) % m)*g
+  int64_t g = common_factor(rest, m);
+  return atom_expr(AtomKind::Mod, divide_exact(rest, g), Expr(), m / g) * g;
+}
+
+Expr min(const Expr &a, const Expr &b) { return min_or_max(AtomKind::Min, a, b); }
+Expr max(const Expr &a, const Expr &b) { return min_or_max(AtomKind::Max, a, b); }
+
+// ---------------------------------------------------------------------------------------
+// Printing. Python precedence: `*`, `//` and `%` bind equally and from the left, unary
+// minus tighter; parentheses go where a reader (or Python) could misread.
+
+namespace {
+
+using Namer = std::function<std::string(VarId)>;
+
+void print_expr(std::string &out, const Expr &e, const Namer &name);
+
+/// The operand of `//` or `%`: bare when it is a variable, symbol or call.
+void print_operand(std::string &out, const Expr &e, const Namer &name) {
+  const Atom *atom = e.as_atom();
+  bool bare = atom && atom->kind() != AtomKind::FloorDiv && atom->kind() != AtomKind::Mod;
+  if (!bare) out += "(";
+  print_expr(out, e, name);
+  if (!bare) out += ")";
+}
+
+void print_atom(std::string &out, const Atom &a, const Namer &name) {
+  switch (a.kind()) {
+    case AtomKind::Var: out += name(a.var()); return;
+    case AtomKind::Symbol: out += a.symbol(); return;
+    case AtomKind::FloorDiv:
+    case AtomKind::Mod:
+      print_operand(out, a.arg(), name);
+      out += str_cat(a.kind() == AtomKind::FloorDiv ? " // " : " % ", a.divisor());
+      return;
+    case AtomKind::Min:
+    case AtomKind::Max:
+      out += a.kind() == AtomKind::Min ? "min(" : "max(";
+      print_expr(out, a.arg(), name);
+      out += ", ";
+      print_expr(out, a.other(), name);
+      out += ")";
+      return;
+  }
+  unknown_kind(a.kind());
+}
+
+/// One term without its sign: `x0*x1*4`, `(x0 // 4)*64`.
+void print_term(std::string &out, const Term &t, bool after_unary_minus, const Namer &name) {
+  uint64_t scale = magnitude(t.coeff);
+  // `-(x // 4)` and `(x // 4)*2`: an operator next to a sign or factor gets parentheses.
+  bool crowded = t.factors.size() > 1 || scale != 1 || after_unary_minus;
+  for (size_t i = 0; i < t.factors.size(); ++i) {
+    const Atom &a = t.factors[i];
+    bool group = crowded && (a.kind() == AtomKind::FloorDiv || a.kind() == AtomKind::Mod);
+    if (i > 0) out += "*";
+    if (group) out += "(";
+    print_atom(out, a, name);
+    if (group) out += ")";
+  }
+  if (scale != 1) out += str_cat("*", scale);
+}
+
+void print_expr(std::string &out, const Expr &e, const Namer &name) {
+  const std::vector<Term> &terms = e.terms();
+  for (size_t i = 0; i < terms.size(); ++i) {
+    bool negative = terms[i].coeff < 0;
+    if (i > 0) out += negative ? " - " : " + ";
+    if (i == 0 && negative) out += "-";
+    print_term(out, terms[i], i == 0 && negative, name);
+  }
+  int64_t c = e.constant();
+  if (terms.empty())
+    out += std::to_string(c);
+  else if (c != 0)
+    out += str_cat(c < 0 ? " - " : " + ", magnitude(c));
+}
+
+std::string default_name(VarId v) { return str_cat("x", v.id); }
+
+}  // namespace
+
+std::string str(const Expr &e) { return str(e, default_name); }
+
+std::string str(const Expr &e, const std::function<std::string(VarId)> &name) {
+  std::string out;
+  print_expr(out, e, name);
+  return out;
+}
+
+std::ostream &operator<<(std::ostream &os, const Expr &e) { return os << str(e); }
+std::ostream &operator<<(std::ostream &os, VarId v) { return os << default_name(v); }
+
+// ---------------------------------------------------------------------------------------
+// Ranges and bounds.
+
+Ranges::Ranges(std::initializer_list<std::pair<VarId, int64_t>> sizes) {
+  for (const auto &[v, size] : sizes) set(v, size);
+}
+
+void Ranges::set(VarId v, int64_t size) {
+  COIL_ASSERT(size >= 0, "the range of ", v, " has negative size ", size);
+  sizes_[v] = size;
+}
+
+std::optional<int64_t> Ranges::size_of(VarId v) const {
+  auto it = sizes_.find(v);
+  if (it == sizes_.end()) return std::nullopt;
+  return it->second;
+}
+
+Interval Interval::point(int64_t v) { return {v, v}; }
+
+std::ostream &operator<<(std::ostream &os, const Interval &i) {
+  os << "[";
+  if (i.lo == Interval::kNoLower) os << "-inf"; else os << i.lo;
+  os << ", ";
+  if (i.hi == Interval::kNoUpper) os << "inf"; else os << i.hi;
+  return os << "]";
+}
+
+namespace {
+
+// Interval arithmetic. An end that is missing stays missing; an end that overflows
+// becomes missing, which is always sound.
+constexpr int64_t kNoLower = Interval::kNoLower;
+constexpr int64_t kNoUpper = Interval::kNoUpper;
+
+Interval add(Interval a, Interval b) {
+  Interval r;
+  if (a.lo != kNoLower && b.lo != kNoLower) r.lo = checked_add(a.lo, b.lo).value_or(kNoLower);
+  if (a.hi != kNoUpper && b.hi != kNoUpper) r.hi = checked_add(a.hi, b.hi).value_or(kNoUpper);
+  return r;
+}
+
+Interval scale(Interval a, int64_t k) {
+  if (k == 0) return Interval::point(0);
+  auto lo = a.lo == kNoLower ? std::nullopt : checked_mul(a.lo, k);
+  auto hi = a.hi == kNoUpper ? std::nullopt : checked_mul(a.hi, k);
+  if (k < 0) std::swap(lo, hi);  // a missing upper end times k < 0 is a missing lower end
+  return {lo.value_or(kNoLower), hi.value_or(kNoUpper)};
+}
+
+Interval multiply(Interval a, Interval b) {
+  if (a == Interval::point(0) || b == Interval::point(0)) return Interval::point(0);
+  if (!a.bounded() || !b.bounded()) {
+    // Non-negative factors keep a non-negative product: x*s0 for a symbol s0.
+    if (a.lo >= 0 && b.lo >= 0) return {checked_mul(a.lo, b.lo).value_or(0), kNoUpper};
+    return Interval::unbounded();
+  }
+  int64_t lo = kNoUpper, hi = kNoLower;
+  for (int64_t x : {a.lo, a.hi}) {
+    for (int64_t y : {b.lo, b.hi}) {
+      auto p = checked_mul(x, y);
+      if (!p) return Interval::unbounded();
+      lo = std::min(lo, *p);
+      hi = std::max(hi, *p);
+    }
+  }
+  return {lo, hi};
+}
+
+Interval floor_div_bounds(Interval a, int64_t d) {
+  return {a.lo == kNoLower ? kNoLower : floordiv(a.lo, d),
+          a.hi == kNoUpper ? kNoUpper : floordiv(a.hi, d)};
+}
+
+Interval mod_bounds(Interval a, int64_t m) {
+  // Inside one bucket [k*m, k*m + m) the remainder is exact; otherwise anything in [0, m).
+  if (a.bounded() && floordiv(a.lo, m) == floordiv(a.hi, m))
+    return {pymod(a.lo, m), pymod(a.hi, m)};
+  return {0, m - 1};
+}
+
+Interval var_bounds(VarId v, const Ranges &ranges) {
+  std::optional<int64_t> size = ranges.size_of(v);
+  if (!size) return Interval::unbounded();
+  return {0, std::max<int64_t>(*size - 1, 0)};  // size 0: no iteration, any fact holds
+}
+
+Interval atom_bounds(const Atom &a, const Ranges &ranges) {
+  switch (a.kind()) {
+    case AtomKind::Var: return var_bounds(a.var(), ranges);
+    case AtomKind::Symbol: return {0, kNoUpper};
+    case AtomKind::FloorDiv: return floor_div_bounds(bounds(a.arg(), ranges), a.divisor());
+    case AtomKind::Mod: return mod_bounds(bounds(a.arg(), ranges), a.divisor());
+    case AtomKind::Min: {
+      Interval x = bounds(a.arg(), ranges), y = bounds(a.other(), ranges);
+      return {std::min(x.lo, y.lo), std::min(x.hi, y.hi)};
+    }
+    case AtomKind::Max: {
+      Interval x = bounds(a.arg(), ranges), y = bounds(a.other(), ranges);
+      return {std::max(x.lo, y.lo), std::max(x.hi, y.hi)};
+    }
+  }
+  unknown_kind(a.kind());
+}
+
+}  // namespace
+
+Interval bounds(const Expr &e, const Ranges &ranges) {
+  Interval sum = Interval::point(e.constant());
+  for (const Term &t : e.terms()) {
+    Interval product = Interval::point(1);
+    for (const Atom &a : t.factors) product = multiply(product, atom_bounds(a, ranges));
+    sum = add(sum, scale(product, t.coeff));
+  }
+  return sum;
+}
+
+// ---------------------------------------------------------------------------------------
+// Evaluation, substitution, variables.
+
+namespace {
+
+class Evaluator {
+ public:
+  Evaluator(const std::vector<int64_t> &values, const std::map<std::string, int64_t> *symbols)
+      : values_(values), symbols_(symbols) {}
+
+  int64_t expr(const Expr &e) const {
+    int64_t sum = e.constant();
+    for (const Term &t : e.terms()) {
+      int64_t product = t.coeff;
+      for (const Atom &a : t.factors) product = checked(checked_mul(product, atom(a)));
+      sum = checked(checked_add(sum, product));
+    }
+    return sum;
+  }
+
+ private:
+  int64_t atom(const Atom &a) const {
+    switch (a.kind()) {
+      case AtomKind::Var:
+        COIL_ASSERT(a.var().id >= 0 && static_cast<size_t>(a.var().id) < values_.size(),
+                    "eval: no value for ", a.var());
+        return values_[a.var().id];
+      case AtomKind::Symbol: return symbol(a.symbol());
+      case AtomKind::FloorDiv: return floordiv(expr(a.arg()), a.divisor());
+      case AtomKind::Mod: return pymod(expr(a.arg()), a.divisor());
+      case AtomKind::Min: return std::min(expr(a.arg()), expr(a.other()));
+      case AtomKind::Max: return std::max(expr(a.arg()), expr(a.other()));
+    }
+    unknown_kind(a.kind());
+  }
+
+  int64_t symbol(const std::string &name) const {
+    COIL_ASSERT(symbols_ != nullptr, "eval: no value for symbol ", name);
+    auto it = symbols_->find(name);
+    COIL_ASSERT(it != symbols_->end(), "eval: no value for symbol ", name);
+    return it->second;
+  }
+
+  static int64_t checked(std::optional<int64_t> v) {
+    COIL_ASSERT(v.has_value(), "eval: an index value overflows int64");
+    return *v;
+  }
+
+  const std::vector<int64_t> &values_;
+  const std::map<std::string, int64_t> *symbols_;
+};
+
+/// e rebuilt from its constant and fn(atom) for each atom, through the constructors;
+/// nullopt when a coefficient of the result overflows int64.
+std::optional<Expr> map_atoms(const Expr &e, const std::function<Expr(const Atom &)> &fn) {
+  std::optional<Expr> out = Expr(e.constant());
+  for (const Term &t : e.terms()) {
+    std::optional<Expr> product = Expr(t.coeff);
+    for (const Atom &a : t.factors) {
+      product = try_multiply(*product, fn(a));
+      if (!product) return std::nullopt;
+    }
+    out = try_add_scaled(*out, *product, 1);
+    if (!out) return std::nullopt;
+  }
+  return out;
+}
+
+/// `a` with each operand x replaced by child(x), rebuilt through the constructors.
+Expr rebuild_atom(const Atom &a, const std::function<Expr(const Expr &)> &child) {
+  switch (a.kind()) {
+    case AtomKind::Var:
+    case AtomKind::Symbol: return Expr(a);
+    case AtomKind::FloorDiv: return floor_div(child(a.arg()), a.divisor());
+    case AtomKind::Mod: return mod(child(a.arg()), a.divisor());
+    case AtomKind::Min: return min(child(a.arg()), child(a.other()));
+    case AtomKind::Max: return max(child(a.arg()), child(a.other()));
+  }
+  unknown_kind(a.kind());
+}
+
+void collect_vars(const Expr &e, std::set<VarId> &out) {
+  for (const Term &t : e.terms()) {
+    for (const Atom &a : t.factors) {
+      if (a.kind() == AtomKind::Var) out.insert(a.var());
+      if (a.kind() != AtomKind::Var && a.kind() != AtomKind::Symbol) collect_vars(a.arg(), out);
+      if (a.kind() == AtomKind::Min || a.kind() == AtomKind::Max) collect_vars(a.other(), out);
+    }
+  }
+}
+
+}  // namespace
+
+int64_t eval(const Expr &e, const std::vector<int64_t> &values) {
+  return Evaluator(values, nullptr).expr(e);
+}
+
+int64_t eval(const Expr &e, const std::vector<int64_t> &values,
+             const std::map<std::string, int64_t> &symbols) {
+  return Evaluator(values, &symbols).expr(e);
+}
+
+Expr substitute(const Expr &e, const std::function<std::optional<Expr>(VarId)> &replace) {
+  auto out = map_atoms(e, [&](const Atom &a) {
+    if (a.kind() == AtomKind::Var) return replace(a.var()).value_or(Expr(a));
+    return rebuild_atom(a, [&](const Expr &x) { return substitute(x, replace); });
+  });
+  COIL_ASSERT(out.has_value(), "index arithmetic overflows int64 substituting into ", str(e));
+  return *out;
+}
+
+std::vector<VarId> vars_of(const Expr &e) {
+  std::set<VarId> vars;
+  collect_vars(e, vars);
+  return {vars.begin(), vars.end()};
+}
+
+// ---------------------------------------------------------------------------------------
+// Simplification rules, grouped by operator. Each receives an atom already in canonical
+// form and returns its rewrite, or nothing. The rules that need no ranges live in the
+// constructors and hold for every Expr:
+//   (y*d*k + rest) // d  -> y*k + rest // d        floor_div
+//   (y*c) // (c*k)       -> y // k                 floor_div
+//   (A + y // a) // d    -> (A*a + y) // (a*d)     floor_div
+//   (y*d*k + rest) % d   -> rest % d               mod
+//   (y*c) % (c*k)        -> (y % k)*c              mod
+//   min(y + c0, y + c1)  -> y + min(c0, c1)        min, max
+
+namespace {
+
+using AtomRule = std::optional<Expr> (*)(const Atom &, const Ranges &);
+using SumRule = std::optional<Expr> (*)(const Expr &, const Ranges &);
+
+bool in_one_bucket(Interval b, int64_t d) {
+  return b.bounded() && floordiv(b.lo, d) == floordiv(b.hi, d);
+}
+
+/// 0 <= e < g everywhere in ranges.
+bool fits_below(const Expr &e, int64_t g, const Ranges &ranges) {
+  Interval b = bounds(e, ranges);
+  return b.lo >= 0 && b.hi < g;
+}
+
+/// The factors g, 1 < g < d, that d shares with some coefficient of x, largest first:
+/// the candidates for splitting x into A*g + B.
+std::vector<int64_t> partial_factors(const Expr &x, int64_t d) {
+  std::vector<int64_t> out;
+  for (const Term &t : x.terms()) {
+    int64_t g = static_cast<int64_t>(gcd(static_cast<uint64_t>(d), magnitude(t.coeff)));
+    if (g > 1 && g < d && std::find(out.begin(), out.end(), g) == out.end()) out.push_back(g);
+  }
+  std::sort(out.rbegin(), out.rend());
+  return out;
+}
+
+/// How many FloorDiv and Mod operations evaluating e takes.
+int division_count(const Expr &e) {
+  int n = 0;
+  for (const Term &t : e.terms()) {
+    for (const Atom &a : t.factors) {
+      if (a.kind() == AtomKind::FloorDiv || a.kind() == AtomKind::Mod) ++n;
+      if (a.kind() != AtomKind::Var && a.kind() != AtomKind::Symbol) n += division_count(a.arg());
+      if (a.kind() == AtomKind::Min || a.kind() == AtomKind::Max) n += division_count(a.other());
+    }
+  }
+  return n;
+}
+
+/// e - part + whole, unless something overflows (or is missing already).
+std::optional<Expr> replace_part(const Expr &e, const std::optional<Expr> &part,
+                                 const std::optional<Expr> &whole) {
+  auto removed = part && whole ? try_add_scaled(e, *part, -1) : std::nullopt;
+  return removed ? try_add_scaled(*removed, *whole, 1) : std::nullopt;
+}
+
+/// e - part + whole when that has fewer divisions than e.
+std::optional<Expr> replace_if_cheaper(const Expr &e, const std::optional<Expr> &part,
+                                       const std::optional<Expr> &whole) {
+  auto out = replace_part(e, part, whole);
+  if (!out || division_count(*out) >= division_count(e)) return std::nullopt;
+  return out;
+}
+
+/// c*e, unless it overflows.
+std::optional<Expr> times(const Expr &e, int64_t c) { return try_add_scaled(Expr(), e, c); }
+
+/// The ways of writing x with one remainder taken out of a quotient:
+///   ((A % k)*g + B) // d -> (A*g + B) // d - (A // k)*(k*g/d)   when d divides k*g
+/// as (A % k)*g == A*g - (A // k)*k*g. Alone this trades a Mod for a FloorDiv; it pays
+/// when the new quotient cancels a term beside it or a modulus absorbs it.
+std::vector<Expr> unfoldings(const Expr &x) {
+  std::vector<Expr> out;
+  for (const Term &t : x.terms()) {
+    const Atom *div = sole_factor(t, AtomKind::FloorDiv);
+    if (!div) continue;
+    for (const Term &inner : div->arg().terms()) {
+      const Atom *rem = sole_factor(inner, AtomKind::Mod);
+      auto period = rem ? checked_mul(rem->divisor(), inner.coeff) : std::nullopt;
+      if (!period || *period % div->divisor() != 0) continue;
+      // The quotient's argument with A*g in place of (A % k)*g, and what that adds.
+      auto multiples = try_add_scaled(rem->arg(), Expr(*rem), -1);  // (A // k)*k
+      auto arg = multiples ? try_add_scaled(div->arg(), *multiples, inner.coeff) : std::nullopt;
+      auto excess = checked_mul(t.coeff, *period / div->divisor());
+      if (!arg || !excess) continue;
+      auto quotient = times(floor_div(*arg, div->divisor()), t.coeff);
+      auto correction = times(floor_div(rem->arg(), rem->divisor()), *excess);
+      auto whole = quotient && correction ? try_add_scaled(*quotient, *correction, -1)
+                                          : std::nullopt;
+      if (auto next = replace_part(x, times(Expr(*div), t.coeff), whole)) out.push_back(*next);
+    }
+  }
+  return out;
+}
+
+// --- Var.
+
+// v -> 0   when its loop runs once: 0 <= v < 1
+std::optional<Expr> var_unit_range(const Atom &a, const Ranges &ranges) {
+  std::optional<int64_t> size = ranges.size_of(a.var());
+  if (!size || *size > 1) return std::nullopt;
+  return Expr(0);
+}
+
+constexpr AtomRule kVarRules[] = {var_unit_range};
+
+// --- FloorDiv: `x // d`, x canonical (no multiple of d left in it), d > 1.
+
+// x // d -> k   when bounds put x in one bucket: k*d <= x < k*d + d
+// (so `rest // d -> 0` when 0 <= rest < d)
+std::optional<Expr> floor_div_one_bucket(const Atom &a, const Ranges &ranges) {
+  Interval b = bounds(a.arg(), ranges);
+  if (!in_one_bucket(b, a.divisor())) return std::nullopt;
+  return Expr(floordiv(b.lo, a.divisor()));
+}
+
+// (y % (d*k)) // d -> (y // d) % k
+std::optional<Expr> floor_div_of_mod(const Atom &a, const Ranges &) {
+  const Atom *inner = sole_atom(a.arg(), AtomKind::Mod);
+  if (!inner || a.arg().constant() != 0 || inner->divisor() % a.divisor() != 0) return std::nullopt;
+  return mod(floor_div(inner->arg(), a.divisor()), inner->divisor() / a.divisor());
+}
+
+// (A*g + B) // (g*k) -> A // k   when 0 <= B < g
+// e.g. (x*8 + y) // 16 -> x // 2 when 0 <= y < 8
+std::optional<Expr> floor_div_drop_small_remainder(const Atom &a, const Ranges &ranges) {
+  for (int64_t g : partial_factors(a.arg(), a.divisor())) {
+    auto [whole, rest] = split_multiples(a.arg(), g);
+    if (fits_below(rest, g, ranges)) return floor_div(whole, a.divisor() / g);
+  }
+  return std::nullopt;
+}
+
+constexpr AtomRule kFloorDivRules[] = {
+    floor_div_one_bucket,
+    floor_div_of_mod,
+    floor_div_drop_small_remainder,
+};
+
+// --- Mod: `x % m`, x canonical (no multiple of m left in it, constant in [0, m)), m > 1.
+
+// x % m -> x - k*m   when bounds put x in one bucket: k*m <= x < k*m + m
+// (so `rest % m -> rest` when 0 <= rest < m, and `(y // a) % b -> y // a` when y < a*b)
+std::optional<Expr> mod_one_bucket(const Atom &a, const Ranges &ranges) {
+  Interval b = bounds(a.arg(), ranges);
+  if (!in_one_bucket(b, a.divisor())) return std::nullopt;
+  auto base = checked_mul(floordiv(b.lo, a.divisor()), a.divisor());
+  if (!base) return std::nullopt;
+  return try_add_scaled(a.arg(), *base, -1);
+}
+
+// ((y % n)*c + rest) % m -> (y*c + rest) % m   when m divides n*c
+// (so `(y % a) % b -> y % b` when b divides a)
+std::optional<Expr> mod_of_mod(const Atom &a, const Ranges &) {
+  Expr x = a.arg();
+  bool changed = false;
+  for (const Term &t : a.arg().terms()) {
+    const Atom *inner = sole_factor(t, AtomKind::Mod);
+    auto period = inner ? checked_mul(inner->divisor(), t.coeff) : std::nullopt;
+    if (!period || *period % a.divisor() != 0) continue;
+    // (y % n)*c == y*c - (y // n)*n*c, and m divides the last part.
+    auto next = try_add_scaled(x, inner->arg() - Expr(*inner), t.coeff);
+    if (!next) continue;
+    x = *next;
+    changed = true;
+  }
+  if (!changed) return std::nullopt;
+  return mod(x, a.divisor());
+}
+
+// (A*g + B) % (g*k) -> (A % k)*g + B   when 0 <= B < g
+// e.g. (x*8 + y) % 16 -> (x % 2)*8 + y when 0 <= y < 8
+std::optional<Expr> mod_split_small_remainder(const Atom &a, const Ranges &ranges) {
+  for (int64_t g : partial_factors(a.arg(), a.divisor())) {
+    auto [whole, rest] = split_multiples(a.arg(), g);
+    if (fits_below(rest, g, ranges)) return mod(whole, a.divisor() / g) * g + rest;
+  }
+  return std::nullopt;
+}
+
+// ((((A % k)*g + B) // d)*c + rest) % m -> (((A*g + B) // d)*c + rest) % m
+//   when d divides k*g and m divides c*k*g/d (see unfoldings)
+std::optional<Expr> mod_unfold_quotient(const Atom &a, const Ranges &) {
+  int before = division_count(Expr(a));
+  for (const Expr &x : unfoldings(a.arg())) {
+    Expr out = mod(x, a.divisor());
+    if (division_count(out) < before) return out;
+  }
+  return std::nullopt;
+}
+
+constexpr AtomRule kModRules[] = {
+    mod_one_bucket,
+    mod_of_mod,
+    mod_split_small_remainder,
+    mod_unfold_quotient,
+};
+
+// --- Min and Max: the bounds of the difference decide, so shared terms cancel first.
+
+// min(a, b) -> a   when a - b <= 0
+// min(a, b) -> b   when a - b >= 0
+std::optional<Expr> min_proven(const Atom &a, const Ranges &ranges) {
+  auto diff = try_add_scaled(a.arg(), a.other(), -1);
+  if (!diff) return std::nullopt;
+  Interval b = bounds(*diff, ranges);
+  if (b.hi <= 0) return a.arg();
+  if (b.lo >= 0) return a.other();
+  return std::nullopt;
+}
+
+// max(a, b) -> b   when a - b <= 0
+// max(a, b) -> a   when a - b >= 0
+std::optional<Expr> max_proven(const Atom &a, const Ranges &ranges) {
+  auto diff = try_add_scaled(a.arg(), a.other(), -1);
+  if (!diff) return std::nullopt;
+  Interval b = bounds(*diff, ranges);
+  if (b.hi <= 0) return a.other();
+  if (b.lo >= 0) return a.arg();
+  return std::nullopt;
+}
+
+constexpr AtomRule kMinRules[] = {min_proven};
+constexpr AtomRule kMaxRules[] = {max_proven};
+
+// --- Sums: identities that put back together what a view took apart. Each is exact
+// over the ranges; it is made when the sum ends up with fewer divisions. Quotients are
+// looked for as the rules above would have written them, since that is how they appear.
+
+// (u // n)*n*k + (u % n)*k -> u*k
+// e.g. (z // 12)*12 + ((z // 4) % 3)*4 has u = z // 4, n = 3
+std::optional<Expr> recombine_div_mod(const Expr &e, const Ranges &ranges) {
+  for (const Term &t : e.terms()) {
+    const Atom *rem = sole_factor(t, AtomKind::Mod);
+    auto quotient_coeff = rem ? checked_mul(t.coeff, rem->divisor()) : std::nullopt;
+    if (!quotient_coeff) continue;
+    Expr quotient = simplify(floor_div(rem->arg(), rem->divisor()), ranges);
+    auto parts = try_add_scaled(Expr(*rem) * t.coeff, quotient, *quotient_coeff);
+    auto whole = times(rem->arg(), t.coeff);
+    if (auto out = replace_if_cheaper(e, parts, whole)) return out;
+  }
+  return std::nullopt;
+}
+
+// ((u // a + w) % b)*a*k + (u % a)*k -> ((u + w*a) % (a*b))*k
+// (the digits of one number in base a, a*b put back into one remainder; w is what a
+// constructor pulled out of u, e.g. ((x0*6 + x1 // 2) % 4)*2 + x1 % 2 has w = x0*6)
+std::optional<Expr> combine_mods(const Expr &e, const Ranges &ranges) {
+  for (const Term &low : e.terms()) {
+    const Atom *rem = sole_factor(low, AtomKind::Mod);
+    auto high_coeff = rem ? checked_mul(low.coeff, rem->divisor()) : std::nullopt;
+    if (!high_coeff) continue;
+    Expr digits = simplify(floor_div(rem->arg(), rem->divisor()), ranges);
+    for (const Term &high : e.terms()) {
+      const Atom *digit = sole_factor(high, AtomKind::Mod);
+      if (!digit || high.coeff != *high_coeff) continue;
+      // u + (v - u // a)*a has u % a below and v above.
+      auto w = try_add_scaled(digit->arg(), digits, -1);
+      auto number = w ? try_add_scaled(rem->arg(), *w, rem->divisor()) : std::nullopt;
+      auto modulus = checked_mul(rem->divisor(), digit->divisor());
+      if (!number || !modulus) continue;
+      auto parts = try_add_scaled(Expr(*rem) * low.coeff, Expr(*digit), high.coeff);
+      auto whole = times(mod(*number, *modulus), low.coeff);
+      if (auto out = replace_if_cheaper(e, parts, whole)) return out;
+    }
+  }
+  return std::nullopt;
+}
+
+// (((A % k)*g + B) // d)*c + rest -> ((A*g + B) // d)*c - (A // k)*(c*k*g/d) + rest
+//   when d divides k*g and the sum gets cheaper (see unfoldings), e.g.
+//   (x // 10)*120 + (((x % 10)*12 + y) // 15)*15 -> ((x*12 + y) // 15)*15
+std::optional<Expr> unfold_quotient(const Expr &e, const Ranges &) {
+  for (const Expr &out : unfoldings(e))
+    if (division_count(out) < division_count(e)) return out;
+  return std::nullopt;
+}
+
+constexpr SumRule kSumRules[] = {recombine_div_mod, combine_mods, unfold_quotient};
+
+std::span<const AtomRule> rules_for(AtomKind kind) {
+  switch (kind) {
+    case AtomKind::Var: return kVarRules;
+    case AtomKind::Symbol: return {};
+    case AtomKind::FloorDiv: return kFloorDivRules;
+    case AtomKind::Mod: return kModRules;
+    case AtomKind::Min: return kMinRules;
+    case AtomKind::Max: return kMaxRules;
+  }
+  unknown_kind(kind);
+}
+
+/// The first rule that changes the atom wins.
+std::optional<Expr> rewrite_atom(const Atom &a, const Ranges &ranges) {
+  Expr before(a);
+  for (AtomRule rule : rules_for(a.kind()))
+    if (auto out = rule(a, ranges); out && !(*out == before)) return out;
+  return std::nullopt;
+}
+
+std::optional<Expr> rewrite_sum(const Expr &e, const Ranges &ranges) {
+  for (SumRule rule : kSumRules)
+    if (auto out = rule(e, ranges); out && !(*out == e)) return out;
+  return std::nullopt;
+}
+
+Expr simplify_once(const Expr &e, const Ranges &ranges);
+
+/// Operands first, then the atom's own rules on the canonical result.
+Expr simplify_atom(const Atom &a, const Ranges &ranges) {
+  Expr rebuilt = rebuild_atom(a, [&](const Expr &x) { return simplify_once(x, ranges); });
+  const Atom *atom = rebuilt.as_atom();
+  if (!atom) return rebuilt;
+  return rewrite_atom(*atom, ranges).value_or(rebuilt);
+}
+
+Expr simplify_once(const Expr &e, const Ranges &ranges) {
+  // A rewrite whose coefficients would overflow is not made.
+  Expr rebuilt = map_atoms(e, [&](const Atom &a) { return simplify_atom(a, ranges); }).value_or(e);
+  return rewrite_sum(rebuilt, ranges).value_or(rebuilt);
+}
+
+// Every rule removes a division, moves one inward or shrinks a divisor, so a fixpoint
+// comes in a few rounds; the cap only guards against a future rule that undoes another
+// (the result is exact either way).
+constexpr int kMaxRounds = 64;
+
+}  // namespace
+
+Expr simplify(const Expr &e, const Ranges &ranges) {
+  Expr current = e;
+  for (int round = 0; round < kMaxRounds; ++round) {
+    Expr next = simplify_once(current, ranges);
+    if (next == current) return current;
+    current = std::move(next);
+  }
+  return current;
+}
+
+// ---------------------------------------------------------------------------------------
+// Access facts for the code generators.
+
+namespace {
+
+bool mentions(const Expr &e, VarId v);
+
+bool mentions(const Atom &a, VarId v) {
+  switch (a.kind()) {
+    case AtomKind::Var: return a.var() == v;
+    case AtomKind::Symbol: return false;
+    case AtomKind::FloorDiv:
+    case AtomKind::Mod: return mentions(a.arg(), v);
+    case AtomKind::Min:
+    case AtomKind::Max: return mentions(a.arg(), v) || mentions(a.other(), v);
+  }
+  unknown_kind(a.kind());
+}
+
+bool mentions(const Term &t, VarId v) {
+  return std::any_of(t.factors.begin(), t.factors.end(),
+                     [&](const Atom &a) { return mentions(a, v); });
+}
+
+bool mentions(const Expr &e, VarId v) {
+  return std::any_of(e.terms().begin(), e.terms().end(),
+                     [&](const Term &t) { return mentions(t, v); });
+}
+
+bool is_irregular(const AccessFact &f) { return f.kind == Access::Irregular; }
+
+}  // namespace
+
+AccessFact access_of(const Expr &index, VarId v, const Ranges &ranges) {
+  Expr e = simplify(index, ranges);
+  AccessFact fact{Access::Broadcast, 0};
+  for (const Term &t : e.terms()) {
+    if (!mentions(t, v)) continue;
+    // A canonical sum holds v alone in at most one term: any other mention is irregular.
+    if (t.factors.size() != 1 || t.factors[0].kind() != AtomKind::Var)
+      return {Access::Irregular, 0};
+    fact = {t.coeff == 1 ? Access::Contiguous : Access::Affine, t.coeff};
+  }
+  return fact;
+}
+
+bool can_merge(const Expr &index, VarId outer, int64_t outer_size, VarId inner,
+               int64_t inner_size, const Ranges &ranges) {
+  COIL_ASSERT(outer_size >= 0 && inner_size >= 0, "can_merge: negative loop size");
+  // A loop of size 1 has its variable fixed at 0: merging only renames the other one.
+  if (outer_size == 1 || inner_size == 1) return true;
+  AccessFact o = access_of(index, outer, ranges), i = access_of(index, inner, ranges);
+  if (is_irregular(o) || is_irregular(i)) return false;
+  return checked_mul(i.stride, inner_size) == o.stride;
+}
+
+Expr merge_vars(const Expr &index, VarId outer, VarId inner, int64_t inner_size, VarId merged,
+                const Ranges &ranges) {
+  COIL_ASSERT(inner_size > 0, "merge_vars: inner size ", inner_size, " is not positive");
+  Expr m(merged);
+  Expr split = substitute(index, [&](VarId v) -> std::optional<Expr> {
+    if (v == outer) return floor_div(m, inner_size);
+    if (v == inner) return mod(m, inner_size);
+    return std::nullopt;
+  });
+  return simplify(split, ranges);
+}
+
+}  // namespace coil::ir

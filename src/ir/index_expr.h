@@ -1,0 +1,233 @@
+// Index expressions: coil's own small symbolic algebra over loop variables (DESIGN.md,
+// decision 5). Lowering writes every load and store index as an Expr, views compose
+// index maps with `substitute`, the code generators ask `access_of` how an index moves
+// with each loop variable, and the reference interpreter calls `eval`.
+//
+// An Expr is always in canonical form: a sum of terms (coefficient x product of atoms)
+// plus a constant. Atoms are variables, symbols (named sizes) and the operators
+// FloorDiv, Mod, Min, Max. Terms are sorted, equal terms merged, zero terms dropped and
+// constants folded as the Expr is built, so `==` is structural and two ways of writing
+// one polynomial compare equal. `simplify` adds the rewrites that need variable ranges.
+// Tests: tests/unit/index_expr_test.cpp.
+#pragma once
+
+#include <compare>
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <limits>
+#include <map>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace coil::ir {
+
+/// A loop variable. Printed as `x<id>` unless the printer is given names.
+struct VarId {
+  int id = 0;
+  friend auto operator<=>(const VarId &, const VarId &) = default;
+};
+
+class Expr;
+namespace detail {
+struct ExprNode;
+struct AtomNode;
+struct Internals;  // index_expr.cpp's view of the nodes
+}  // namespace detail
+
+enum class AtomKind {
+  Var,       ///< a loop variable, 0 <= v < its range
+  Symbol,    ///< a named size: an unknown non-negative integer (dynamic shapes)
+  FloorDiv,  ///< arg // divisor, Python's floor division, divisor > 0
+  Mod,       ///< arg % divisor, Python's remainder: in [0, divisor)
+  Min,       ///< min(arg, other)
+  Max,       ///< max(arg, other)
+};
+
+/// A factor of a term that is not a number. Immutable and shared: cheap to copy.
+class Atom {
+ public:
+  AtomKind kind() const;
+  VarId var() const;                  ///< Var only
+  const std::string &symbol() const;  ///< Symbol only
+  const Expr &arg() const;            ///< FloorDiv, Mod: the dividend; Min, Max: the first operand
+  const Expr &other() const;          ///< Min, Max: the second operand
+  int64_t divisor() const;            ///< FloorDiv, Mod: the divisor (modulus), > 1
+  size_t hash() const;
+
+  friend bool operator==(const Atom &a, const Atom &b);
+
+ private:
+  friend struct detail::Internals;
+  explicit Atom(std::shared_ptr<const detail::AtomNode> node) : node_(std::move(node)) {}
+  std::shared_ptr<const detail::AtomNode> node_;
+};
+
+/// coeff * factors[0] * factors[1] * ...: factors sorted (repeated for powers), never
+/// empty; coeff never 0.
+struct Term {
+  int64_t coeff = 1;
+  std::vector<Atom> factors;
+
+  friend bool operator==(const Term &, const Term &) = default;
+};
+
+/// An integer index expression in canonical form (see the top of this file).
+/// Arithmetic that overflows int64 throws InternalError: an index that does not fit is
+/// a bug upstream, never silently wrapped.
+class Expr {
+ public:
+  Expr();                // 0
+  Expr(int64_t value);   // NOLINT: constants read naturally in index arithmetic
+  Expr(VarId var);       // NOLINT: so do loop variables
+  explicit Expr(Atom atom);
+  /// A named size such as `s0`: behaves like an unknown non-negative integer.
+  static Expr symbol(std::string name);
+
+  int64_t constant() const;
+  const std::vector<Term> &terms() const;  ///< in canonical order
+  std::optional<int64_t> as_constant() const;
+  std::optional<VarId> as_var() const;
+  /// The atom when this Expr is exactly one atom (coefficient 1, no constant).
+  const Atom *as_atom() const;
+  size_t hash() const;  ///< consistent with ==; stable across runs of one build
+
+  friend bool operator==(const Expr &a, const Expr &b);
+
+ private:
+  friend struct detail::Internals;
+  explicit Expr(std::shared_ptr<const detail::ExprNode> node) : node_(std::move(node)) {}
+  std::shared_ptr<const detail::ExprNode> node_;
+};
+
+Expr operator+(const Expr &a, const Expr &b);
+Expr operator-(const Expr &a, const Expr &b);
+Expr operator-(const Expr &a);
+Expr operator*(const Expr &a, const Expr &b);
+Expr operator*(const Expr &a, int64_t k);
+Expr operator*(int64_t k, const Expr &a);
+/// Python's `x // divisor`; asserts divisor > 0.
+Expr floor_div(const Expr &x, int64_t divisor);
+/// Python's `x % modulus`, in [0, modulus); asserts modulus > 0.
+Expr mod(const Expr &x, int64_t modulus);
+Expr min(const Expr &a, const Expr &b);
+Expr max(const Expr &a, const Expr &b);
+
+/// The deterministic total order of canonical forms (never pointers or hashes): terms
+/// of lower variables first, constants last. Negative, zero or positive like strcmp.
+int compare(const Expr &a, const Expr &b);
+
+/// Python-like text, e.g. `x0*256 + x1`, `(x0*3 + x1) // 64`, `min(x0, 7)`; one Expr
+/// always prints the same text, and different Exprs different texts (unless a symbol is
+/// named like a variable).
+std::string str(const Expr &e);
+/// The same with variables named by `name` (symbols keep their own names).
+std::string str(const Expr &e, const std::function<std::string(VarId)> &name);
+std::ostream &operator<<(std::ostream &os, const Expr &e);
+std::ostream &operator<<(std::ostream &os, VarId v);
+
+/// The known range of each loop variable: 0 <= v < size. A variable it does not know
+/// may take any value.
+class Ranges {
+ public:
+  Ranges() = default;
+  Ranges(std::initializer_list<std::pair<VarId, int64_t>> sizes);
+
+  void set(VarId v, int64_t size);  ///< asserts size >= 0
+  std::optional<int64_t> size_of(VarId v) const;
+
+ private:
+  std::map<VarId, int64_t> sizes_;
+};
+
+/// Inclusive bounds lo <= e <= hi. The extreme int64 values stand for no bound, so
+/// comparisons such as `lo >= 0` or `hi < d` stay conservative without special cases.
+struct Interval {
+  static constexpr int64_t kNoLower = std::numeric_limits<int64_t>::min();
+  static constexpr int64_t kNoUpper = std::numeric_limits<int64_t>::max();
+
+  int64_t lo = kNoLower;
+  int64_t hi = kNoUpper;
+
+  static Interval unbounded() { return {}; }
+  static Interval point(int64_t v);
+  bool bounded() const { return lo != kNoLower && hi != kNoUpper; }
+  bool contains(int64_t v) const { return lo <= v && v <= hi; }
+
+  friend bool operator==(const Interval &, const Interval &) = default;
+};
+std::ostream &operator<<(std::ostream &os, const Interval &i);
+
+/// Bounds of `e` over every point of `ranges`, by interval arithmetic (FloorDiv, Mod,
+/// Min and Max exactly up to their operands' bounds). A bound that would overflow int64
+/// is dropped, never wrapped. A loop of size 0 runs no iteration: its variable is given
+/// [0, 0] since no fact about it can be false.
+Interval bounds(const Expr &e, const Ranges &ranges);
+
+/** Rewrites `e` with the rules that need ranges (FloorDiv, Mod, Min, Max, and sums such
+ * as `(x // a)*a + x % a -> x`, which recombine what views split) until nothing changes.
+ * The result has the value of `e` at every point of `ranges`; a rewrite whose
+ * coefficients would overflow int64 is not made. The rules, one comment each, are
+ * grouped by operator in index_expr.cpp; each has a test named after it. */
+Expr simplify(const Expr &e, const Ranges &ranges);
+
+/// The value of `e` with variable v set to values[v.id]; asserts that `e` has no symbol.
+int64_t eval(const Expr &e, const std::vector<int64_t> &values);
+/// The same with the value of each symbol by name.
+int64_t eval(const Expr &e, const std::vector<int64_t> &values,
+             const std::map<std::string, int64_t> &symbols);
+
+/// Replaces each variable v for which `replace(v)` has a value (views compose index
+/// maps this way); the result is canonical but not simplified: call `simplify` on it.
+Expr substitute(const Expr &e, const std::function<std::optional<Expr>(VarId)> &replace);
+
+/// The distinct variables of `e`, nested ones included, in increasing order.
+std::vector<VarId> vars_of(const Expr &e);
+
+/// How an index moves when one loop variable steps by 1 (the others fixed).
+enum class Access {
+  Broadcast,   ///< it does not move: the variable does not occur (stride 0)
+  Contiguous,  ///< it moves by 1
+  Affine,      ///< it moves by a constant stride other than 1 (negative included)
+  Irregular,   ///< the variable is inside FloorDiv, Mod, Min or Max, or multiplied by another
+};
+
+struct AccessFact {
+  Access kind = Access::Broadcast;
+  int64_t stride = 0;  ///< meaningful for Broadcast, Contiguous and Affine
+
+  friend bool operator==(const AccessFact &, const AccessFact &) = default;
+};
+
+/// How `index`, simplified under `ranges`, moves with `v`.
+AccessFact access_of(const Expr &index, VarId v, const Ranges &ranges);
+
+/// Whether the loops `outer` (size outer_size) and `inner` (size inner_size, the faster
+/// one) can become one loop of outer_size*inner_size without making `index` irregular:
+/// the index is affine in both and stride(outer) == stride(inner)*inner_size (both
+/// broadcast included). A dimension of size 1 never prevents it: that variable is 0.
+bool can_merge(const Expr &index, VarId outer, int64_t outer_size, VarId inner,
+               int64_t inner_size, const Ranges &ranges);
+
+/// `index` over one loop `merged` in place of (outer, inner): substitutes
+/// outer = merged // inner_size and inner = merged % inner_size, then simplifies under
+/// `ranges`, so `outer*s*n + inner*s` becomes `merged*s`. Give `ranges` the size of
+/// `merged` when outer's size may be 1, so that `merged // inner_size` folds to 0.
+Expr merge_vars(const Expr &index, VarId outer, VarId inner, int64_t inner_size, VarId merged,
+                const Ranges &ranges = {});
+
+}  // namespace coil::ir
+
+template <>
+struct std::hash<coil::ir::Expr> {
+  size_t operator()(const coil::ir::Expr &e) const { return e.hash(); }
+};
+
+template <>
+struct std::hash<coil::ir::VarId> {
+  size_t operator()(coil::ir::VarId v) const { return std::hash<int>()(v.id); }
+};

@@ -1,0 +1,420 @@
+#include "ir/interpreter.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "ir/scalar_math.h"
+
+namespace coil::ir {
+namespace {
+
+/// A buffer's elements, by element offset, each already rounded to the buffer's dtype.
+struct Storage {
+  DType dtype = DType::F32;
+  std::vector<Scalar> elems;
+};
+
+/// The number of elements a strided allocation spans: 1 + the largest offset.
+int64_t extent(const TensorType &t) {
+  int64_t last = 0;
+  for (size_t d = 0; d < t.sizes.size(); ++d) {
+    if (t.sizes[d] == 0) return 0;
+    last += (t.sizes[d] - 1) * t.strides[d];
+  }
+  return last + 1;
+}
+
+Scalar read_host(const HostTensor &t, int64_t i) {
+  switch (t.dtype) {
+    case DType::F64: return {t.ptr<double>()[i], 0};
+    case DType::F32: return {double(t.ptr<float>()[i]), 0};
+    case DType::F16: return {double(half_to_float(t.ptr<uint16_t>()[i])), 0};
+    case DType::BF16: return {double(bf16_to_float(t.ptr<uint16_t>()[i])), 0};
+    case DType::I64: return {0, t.ptr<int64_t>()[i]};
+    case DType::I32: return {0, t.ptr<int32_t>()[i]};
+    case DType::I16: return {0, t.ptr<int16_t>()[i]};
+    case DType::I8: return {0, t.ptr<int8_t>()[i]};
+    case DType::U8: return {0, t.ptr<uint8_t>()[i]};
+    case DType::Bool: return {0, t.ptr<uint8_t>()[i] != 0};
+  }
+  return {};
+}
+
+void write_host(HostTensor &t, int64_t i, Scalar v) {
+  switch (t.dtype) {
+    case DType::F64: t.ptr<double>()[i] = v.f; return;
+    case DType::F32: t.ptr<float>()[i] = float(v.f); return;
+    case DType::F16: t.ptr<uint16_t>()[i] = float_to_half(float(v.f)); return;
+    case DType::BF16: t.ptr<uint16_t>()[i] = float_to_bf16(float(v.f)); return;
+    case DType::I64: t.ptr<int64_t>()[i] = v.i; return;
+    case DType::I32: t.ptr<int32_t>()[i] = int32_t(v.i); return;
+    case DType::I16: t.ptr<int16_t>()[i] = int16_t(v.i); return;
+    case DType::I8: t.ptr<int8_t>()[i] = int8_t(v.i); return;
+    case DType::U8: t.ptr<uint8_t>()[i] = uint8_t(v.i); return;
+    case DType::Bool: t.ptr<uint8_t>()[i] = v.i != 0; return;
+  }
+}
+
+/// Visits every point of `sizes` in row-major order.
+template <typename F>
+void for_each_point(const Shape &sizes, std::vector<int64_t> &point, size_t first, F &&f) {
+  for (int64_t s : sizes)
+    if (s == 0) return;
+  size_t n = sizes.size();
+  std::vector<int64_t> idx(n, 0);
+  while (true) {
+    for (size_t d = 0; d < n; ++d) point[first + d] = idx[d];
+    f();
+    size_t d = n;
+    while (d > 0) {
+      if (++idx[d - 1] < sizes[d - 1]) break;
+      idx[d - 1] = 0;
+      --d;
+    }
+    if (d == 0) return;
+  }
+}
+
+class Interpreter {
+ public:
+  explicit Interpreter(const Program &p) : p_(p), storage_(p.buffers.size()) {}
+
+  std::vector<HostTensor> run(const TensorList &inputs) {
+    for (BufferId b : p_.inputs) bind_input(b, inputs);
+    for (const Node &n : p_.nodes) run_node(n);
+    std::vector<HostTensor> out;
+    for (BufferId b : p_.outputs) out.push_back(to_host(b));
+    return out;
+  }
+
+ private:
+  void bind_input(BufferId b, const TensorList &inputs) {
+    const Buffer &buf = p_.buffer(b);
+    const HostTensor *t = find_tensor(inputs, buf.name);
+    COIL_USER_CHECK(t, "missing input tensor '", buf.name, "'");
+    COIL_USER_CHECK(t->dtype == buf.type.dtype && t->sizes == buf.type.sizes, "input '", buf.name, "' is ",
+                    t->describe(), " but the graph expects ", short_name(buf.type.dtype), shape_str(buf.type.sizes));
+    Storage &s = allocate(b);
+    // Host tensors are dense row-major; place each element at its strided offset.
+    Shape contiguous = contiguous_strides(buf.type.sizes);
+    std::vector<int64_t> point(buf.type.sizes.size());
+    for_each_point(buf.type.sizes, point, 0, [&] {
+      int64_t src = 0, dst = 0;
+      for (size_t d = 0; d < point.size(); ++d) {
+        src += point[d] * contiguous[d];
+        dst += point[d] * buf.type.strides[d];
+      }
+      s.elems[size_t(dst)] = read_host(*t, src);
+    });
+  }
+
+  Storage &allocate(BufferId b) {
+    const Buffer &buf = p_.buffer(b);
+    Storage &s = storage_[size_t(b)];
+    s.dtype = buf.type.dtype;
+    s.elems.assign(size_t(extent(buf.type)), Scalar{});
+    return s;
+  }
+
+  HostTensor to_host(BufferId b) const {
+    const Buffer &buf = p_.buffer(b);
+    HostTensor t = HostTensor::zeros(buf.type.dtype, buf.type.sizes);
+    std::vector<int64_t> point(buf.type.sizes.size());
+    int64_t flat = 0;
+    for_each_point(buf.type.sizes, point, 0, [&] {
+      int64_t src = 0;
+      for (size_t d = 0; d < point.size(); ++d) src += point[d] * buf.type.strides[d];
+      write_host(t, flat++, storage_[size_t(b)].elems[size_t(src)]);
+    });
+    return t;
+  }
+
+  // Evaluates every value of `body` at `point`.
+  std::vector<Scalar> eval(const Body &body, const std::vector<int64_t> &point) const {
+    std::vector<Scalar> v(body.instrs.size());
+    for (size_t k = 0; k < body.instrs.size(); ++k) v[k] = eval_instr(body, v, k, point);
+    return v;
+  }
+
+  Scalar eval_instr(const Body &body, const std::vector<Scalar> &v, size_t k, const std::vector<int64_t> &point) const {
+    const Instr &i = body.instrs[k];
+    switch (i.op) {
+      case Op::Constant: return Scalar::of(i.value, i.dtype);
+      case Op::Index: return Scalar::of(double(ir::eval(i.index, point)), i.dtype);
+      case Op::Load: return load(i, v, point);
+      default: break;
+    }
+    auto arg = [&](int n) { return i.args[size_t(n)] >= 0 ? v[size_t(i.args[size_t(n)])] : Scalar{}; };
+    DType in = i.op == Op::Where ? i.dtype : body.at(i.args[0]).dtype;
+    return apply_op(i.op, in, i.dtype, arg(0), arg(1), arg(2));
+  }
+
+  Scalar load(const Instr &i, const std::vector<Scalar> &v, const std::vector<int64_t> &point) const {
+    if (i.args[0] >= 0 && v[size_t(i.args[0])].i == 0) return Scalar::of(i.value, i.dtype);
+    const Storage &s = storage_[size_t(i.buffer)];
+    int64_t at = ir::eval(i.index, point);
+    COIL_ASSERT(at >= 0 && at < int64_t(s.elems.size()), "load of ", p_.buffer(i.buffer).name, "[", at,
+                "] out of its ", s.elems.size(), " elements");
+    return s.elems[size_t(at)];
+  }
+
+  void store(BufferId b, const Node &n, const std::vector<int64_t> &point, Scalar value) {
+    Storage &s = storage_[size_t(b)];
+    int64_t at = ir::eval(store_index(n, p_.buffer(b)), point);
+    s.elems[size_t(at)] = round_to(value, s.dtype);
+  }
+
+  void run_node(const Node &n) {
+    for (BufferId b : n.outputs) allocate(b);
+    switch (n.kind) {
+      case NodeKind::Pointwise: return run_pointwise(n);
+      case NodeKind::Reduction: return run_reduction(n);
+      case NodeKind::Scan: return run_scan(n);
+      case NodeKind::Extern: return run_extern(n);
+    }
+  }
+
+  void run_pointwise(const Node &n) {
+    std::vector<int64_t> point(size_t(n.num_vars()), 0);
+    for_each_point(n.ranges, point, 0, [&] {
+      auto v = eval(n.body, point);
+      for (size_t k = 0; k < n.outputs.size(); ++k) {
+        const Instr &r = n.body.at(n.body.results[k]);
+        store(n.outputs[k], n, point, cast(v[size_t(n.body.results[k])], r.dtype, p_.buffer(n.outputs[k]).type.dtype));
+      }
+    });
+  }
+
+  void run_reduction(const Node &n);
+  void run_scan(const Node &n);
+  void run_extern(const Node &n);
+  void run_product(const Node &n);
+  void run_convolution(const Node &n);
+  double read(const View &v, const std::vector<int64_t> &index) const;
+
+  const Program &p_;
+  std::vector<Storage> storage_;
+};
+
+// Accumulators in double (floats) or int64 (integers): the reference is at least as
+// accurate as eager, and the tolerances of the testing tiers allow for the difference.
+struct Accumulator {
+  ReduceOp op;
+  DType dtype;
+  double f = 0;
+  int64_t i = 0;
+  int64_t count = 0, arg = -1;
+  double mean = 0, m2 = 0;
+
+  void init() {
+    bool fl = is_floating(dtype);
+    switch (op) {
+      case ReduceOp::Sum: case ReduceOp::Any: case ReduceOp::Welford: break;
+      case ReduceOp::Prod: case ReduceOp::All: f = 1; i = 1; break;
+      case ReduceOp::Max: case ReduceOp::ArgMax:
+        f = -INFINITY; i = std::numeric_limits<int64_t>::min(); break;
+      case ReduceOp::Min: case ReduceOp::ArgMin:
+        f = INFINITY; i = std::numeric_limits<int64_t>::max(); break;
+    }
+    (void)fl;
+  }
+
+  void add(Scalar x, int64_t position) {
+    bool fl = is_floating(dtype);
+    double xf = x.as_double(dtype);
+    switch (op) {
+      case ReduceOp::Sum: fl ? void(f += x.f) : void(i = int64_t(uint64_t(i) + uint64_t(x.i))); break;
+      case ReduceOp::Prod: fl ? void(f *= x.f) : void(i = int64_t(uint64_t(i) * uint64_t(x.i))); break;
+      case ReduceOp::Max: fl ? void(f = std::isnan(f) || std::isnan(x.f) ? NAN : std::max(f, x.f)) : void(i = std::max(i, x.i)); break;
+      case ReduceOp::Min: fl ? void(f = std::isnan(f) || std::isnan(x.f) ? NAN : std::min(f, x.f)) : void(i = std::min(i, x.i)); break;
+      case ReduceOp::Any: i = i || x.truthy(dtype); break;
+      case ReduceOp::All: i = i && x.truthy(dtype); break;
+      case ReduceOp::ArgMax: case ReduceOp::ArgMin: take_arg(x, position); break;
+      case ReduceOp::Welford: {
+        ++count;
+        double delta = xf - mean;
+        mean += delta / double(count);
+        m2 += delta * (xf - mean);
+        break;
+      }
+    }
+  }
+
+  // PyTorch's tie rule: the first extreme wins, and NaN counts as the extreme.
+  void take_arg(Scalar x, int64_t position) {
+    bool fl = is_floating(dtype);
+    if (arg < 0) {
+      arg = position;
+      f = x.f;
+      i = x.i;
+      return;
+    }
+    if (fl && std::isnan(f)) return;
+    bool better = fl ? (std::isnan(x.f) || (op == ReduceOp::ArgMax ? x.f > f : x.f < f))
+                     : (op == ReduceOp::ArgMax ? x.i > i : x.i < i);
+    if (!better) return;
+    arg = position;
+    f = x.f;
+    i = x.i;
+  }
+};
+
+void Interpreter::run_reduction(const Node &n) {
+  std::vector<int64_t> point(size_t(n.num_vars()), 0);
+  DType in = n.body.at(n.body.results[0]).dtype;
+  for_each_point(n.ranges, point, 0, [&] {
+    Accumulator acc{n.reduce_op, in};
+    acc.init();
+    int64_t position = 0;
+    for_each_point(n.reduction_ranges, point, n.ranges.size(), [&] {
+      acc.add(eval(n.body, point)[size_t(n.body.results[0])], position++);
+    });
+    auto out_dtype = [&](size_t k) { return p_.buffer(n.outputs[k]).type.dtype; };
+    switch (n.reduce_op) {
+      case ReduceOp::ArgMax:
+      case ReduceOp::ArgMin: store(n.outputs[0], n, point, Scalar::of(double(acc.arg), out_dtype(0))); return;
+      case ReduceOp::Welford:
+        store(n.outputs[0], n, point, Scalar::of(acc.count ? acc.mean : NAN, out_dtype(0)));
+        store(n.outputs[1], n, point, Scalar::of(acc.m2, out_dtype(1)));
+        store(n.outputs[2], n, point, Scalar::of(double(acc.count), out_dtype(2)));
+        return;
+      case ReduceOp::Any:
+      case ReduceOp::All: store(n.outputs[0], n, point, cast(Scalar{0, acc.i}, DType::Bool, out_dtype(0))); return;
+      case ReduceOp::Sum:
+      case ReduceOp::Prod:
+      case ReduceOp::Max:
+      case ReduceOp::Min: store(n.outputs[0], n, point, cast(Scalar{acc.f, acc.i}, in, out_dtype(0))); return;
+    }
+  });
+}
+
+// An inclusive prefix sum along scan_dim, accumulated in double or int64.
+void Interpreter::run_scan(const Node &n) {
+  Shape outer = n.ranges;
+  int64_t len = outer[size_t(n.scan_dim)];
+  outer[size_t(n.scan_dim)] = 1;
+  std::vector<int64_t> point(size_t(n.num_vars()), 0);
+  DType in = n.body.at(n.body.results[0]).dtype;
+  for_each_point(outer, point, 0, [&] {
+    Scalar acc{};
+    for (int64_t k = 0; k < len; ++k) {
+      point[size_t(n.scan_dim)] = k;
+      Scalar x = eval(n.body, point)[size_t(n.body.results[0])];
+      if (is_floating(in)) {
+        acc.f += x.f;
+      } else {
+        acc.i = int64_t(uint64_t(acc.i) + uint64_t(x.i));
+      }
+      store(n.outputs[0], n, point, cast(acc, in, p_.buffer(n.outputs[0]).type.dtype));
+    }
+    point[size_t(n.scan_dim)] = 0;
+  });
+}
+
+// The element of operand `v` at `index`, as a double.
+double Interpreter::read(const View &v, const std::vector<int64_t> &index) const {
+  int64_t at = v.offset;
+  for (size_t d = 0; d < index.size(); ++d) at += index[d] * v.strides[d];
+  const Storage &s = storage_[size_t(v.buffer)];
+  return s.elems.at(size_t(at)).as_double(s.dtype);
+}
+
+// out[b, i, j] = beta * bias[b, i, j] + alpha * sum_k A[b, i, k] * B[b, k, j], every
+// product of the family seen as batched (mm: one batch; mv: B has one column).
+void Interpreter::run_product(const Node &n) {
+  bool has_bias = n.operands.size() == 3;
+  const View &a = n.operands[has_bias ? 1 : 0];
+  const View &b = n.operands[has_bias ? 2 : 1];
+  bool batched = a.sizes.size() == 3, vector = b.sizes.size() == 1;
+  int64_t batches = batched ? a.sizes[0] : 1, rows = a.sizes[batched ? 1 : 0], inner = a.sizes.back();
+  int64_t cols = vector ? 1 : b.sizes.back();
+  double alpha = n.scalars.count("alpha") ? n.scalars.at("alpha") : 1;
+  double beta = n.scalars.count("beta") ? n.scalars.at("beta") : 1;
+  const Buffer &out = p_.buffer(n.outputs[0]);
+  auto at = [&](std::vector<int64_t> full, size_t rank) {  // the last `rank` indices
+    return std::vector<int64_t>(full.end() - long(rank), full.end());
+  };
+  std::vector<int64_t> point(n.ranges.size());
+  for (int64_t bt = 0; bt < batches; ++bt)
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < cols; ++j) {
+        double acc = 0;
+        for (int64_t k = 0; k < inner; ++k)
+          acc += read(a, at({bt, i, k}, a.sizes.size())) * read(b, vector ? std::vector<int64_t>{k} : at({bt, k, j}, b.sizes.size()));
+        double v = alpha * acc;
+        // mv's result has no column dim.
+        std::vector<int64_t> o = vector ? std::vector<int64_t>{i} : at({bt, i, j}, out.type.sizes.size());
+        if (has_bias) {
+          // The bias broadcasts to the result: size-1 and missing leading dims read 0.
+          const View &bias = n.operands[0];
+          std::vector<int64_t> bi = at(o, bias.sizes.size());
+          for (size_t d = 0; d < bi.size(); ++d)
+            if (bias.sizes[d] == 1) bi[d] = 0;
+          if (beta != 0) v += beta * read(bias, bi);
+        }
+        for (size_t d = 0; d < o.size(); ++d) point[d] = o[d];
+        store(n.outputs[0], n, point, Scalar::of(v, out.type.dtype));
+      }
+}
+
+// A direct convolution: groups, stride, padding and dilation, any number of spatial
+// dims. Transposed, output o gathers input i wherever o = i*stride - padding + k*dilation;
+// its weight is [in, out / groups, window...].
+void Interpreter::run_convolution(const Node &n) {
+  const View &x = n.operands[0], &w = n.operands[1], &bias = n.operands[2];
+  const Buffer &out = p_.buffer(n.outputs[0]);
+  const auto &stride = n.attrs.at("stride"), &padding = n.attrs.at("padding"), &dilation = n.attrs.at("dilation");
+  int64_t groups = n.attrs.at("groups")[0];
+  bool transposed = n.attrs.count("transposed") && n.attrs.at("transposed")[0];
+  int64_t cin_g = transposed ? w.sizes[0] / groups : w.sizes[1];
+  int64_t cout_g = transposed ? w.sizes[1] : w.sizes[0] / groups;
+  Shape window(w.sizes.begin() + 2, w.sizes.end());
+  size_t spatial = window.size();
+  std::vector<int64_t> point(n.ranges.size(), 0);
+  for_each_point(out.type.sizes, point, 0, [&] {
+    int64_t batch = point[0], co = point[1], g = co / cout_g;
+    double acc = bias.buffer >= 0 ? read(bias, {co}) : 0;
+    std::vector<int64_t> kpos(spatial, 0);
+    for (int64_t ci = 0; ci < cin_g; ++ci) {
+      for_each_point(window, kpos, 0, [&] {
+        std::vector<int64_t> xi = {batch, g * cin_g + ci};
+        for (size_t d = 0; d < spatial; ++d) {
+          int64_t pos = point[2 + d] * stride[d] - padding[d] + kpos[d] * dilation[d];
+          if (transposed) {
+            int64_t shifted = point[2 + d] + padding[d] - kpos[d] * dilation[d];
+            if (shifted < 0 || shifted % stride[d] != 0) return;
+            pos = shifted / stride[d];
+          }
+          if (pos < 0 || pos >= x.sizes[2 + d]) return;
+          xi.push_back(pos);
+        }
+        std::vector<int64_t> wi = transposed ? std::vector<int64_t>{g * cin_g + ci, co % cout_g}
+                                             : std::vector<int64_t>{co, ci};
+        wi.insert(wi.end(), kpos.begin(), kpos.end());
+        acc += read(x, xi) * read(w, wi);
+      });
+    }
+    store(n.outputs[0], n, point, Scalar::of(acc, out.type.dtype));
+  });
+}
+
+void Interpreter::run_extern(const Node &n) {
+  switch (n.extern_op) {
+    case ExternOp::Mm:
+    case ExternOp::Bmm:
+    case ExternOp::Addmm:
+    case ExternOp::Baddbmm:
+    case ExternOp::Mv:
+    case ExternOp::Addmv: return run_product(n);
+    case ExternOp::Convolution: return run_convolution(n);
+  }
+}
+
+}  // namespace
+
+std::vector<HostTensor> interpret(const Program &p, const TensorList &inputs) {
+  return Interpreter(p).run(inputs);
+}
+
+}  // namespace coil::ir

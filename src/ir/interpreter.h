@@ -1,0 +1,17 @@
+// The reference interpreter of the loop IR (DESIGN.md, decision 11): runs every node
+// of a Program naively, point by point, on the CPU. It checks lowering against PyTorch
+// eager before any code generator exists, and is what both dialects are compared with
+// when a kernel goes wrong. Tests: tests/unit/interpreter_test.cpp and the fixtures.
+#pragma once
+
+#include "io/host_tensor.h"
+#include "ir/loop_ir.h"
+
+namespace coil::ir {
+
+/// Runs `p` on `inputs` (by the names of the program's input buffers) and returns one
+/// dense tensor per program output. Throws UserError when an input is missing or of the
+/// wrong dtype or shape, and on integer division by zero.
+std::vector<HostTensor> interpret(const Program &p, const TensorList &inputs);
+
+}  // namespace coil::ir

@@ -1,0 +1,149 @@
+#include "ir/loop_ir.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "support/error.h"
+
+namespace coil::ir {
+
+std::string_view reduce_op_name(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::Sum: return "sum";
+    case ReduceOp::Prod: return "prod";
+    case ReduceOp::Max: return "max";
+    case ReduceOp::Min: return "min";
+    case ReduceOp::ArgMax: return "argmax";
+    case ReduceOp::ArgMin: return "argmin";
+    case ReduceOp::Any: return "any";
+    case ReduceOp::All: return "all";
+    case ReduceOp::Welford: return "welford";
+  }
+  return "?";
+}
+
+std::string_view extern_op_name(ExternOp op) {
+  switch (op) {
+    case ExternOp::Mm: return "mm";
+    case ExternOp::Bmm: return "bmm";
+    case ExternOp::Addmm: return "addmm";
+    case ExternOp::Baddbmm: return "baddbmm";
+    case ExternOp::Mv: return "mv";
+    case ExternOp::Addmv: return "addmv";
+    case ExternOp::Convolution: return "convolution";
+  }
+  return "?";
+}
+
+std::vector<BufferId> Node::reads() const {
+  std::vector<BufferId> out;
+  auto add = [&](BufferId b) {
+    if (b >= 0 && std::find(out.begin(), out.end(), b) == out.end()) out.push_back(b);
+  };
+  for (const Instr &i : body.instrs)
+    if (i.op == Op::Load) add(i.buffer);
+  for (const View &v : operands) add(v.buffer);
+  return out;
+}
+
+std::string Node::var_name(VarId v) const {
+  int n = int(ranges.size());
+  return v.id < n ? "x" + std::to_string(v.id) : "r" + std::to_string(v.id - n);
+}
+
+BufferId Program::add_buffer(Buffer b) {
+  buffers.push_back(std::move(b));
+  return BufferId(buffers.size() - 1);
+}
+
+std::vector<std::vector<int>> Program::users() const {
+  std::vector<std::vector<int>> out(buffers.size());
+  for (size_t n = 0; n < nodes.size(); ++n)
+    for (BufferId b : nodes[n].reads()) out[size_t(b)].push_back(int(n));
+  for (BufferId b : outputs) out[size_t(b)].push_back(-1);
+  return out;
+}
+
+Expr offset_of(const std::vector<Expr> &index, const Shape &strides, int64_t storage_offset) {
+  COIL_ASSERT(index.size() == strides.size(), "index of rank ", index.size(), " for strides of rank ",
+              strides.size());
+  Expr e(storage_offset);
+  for (size_t d = 0; d < index.size(); ++d) e = e + index[d] * strides[d];
+  return e;
+}
+
+Expr store_index(const Node &node, const Buffer &out) {
+  std::vector<Expr> index;
+  for (size_t d = 0; d < node.ranges.size(); ++d) index.push_back(Expr(node.x(int(d))));
+  return offset_of(index, out.type.strides);
+}
+
+int64_t max_reduction_size(const Program &p, BufferId b) {
+  std::vector<bool> seen(p.buffers.size(), false);
+  std::vector<BufferId> work = {b};
+  int64_t largest = 1;
+  while (!work.empty()) {
+    BufferId cur = work.back();
+    work.pop_back();
+    if (seen[size_t(cur)] || p.buffer(cur).producer < 0) continue;
+    seen[size_t(cur)] = true;
+    const Node &n = p.nodes.at(size_t(p.buffer(cur).producer));
+    int64_t size = 1;
+    for (int64_t s : n.reduction_ranges) size *= s;
+    if (n.kind == NodeKind::Scan) size = n.ranges[size_t(n.scan_dim)];
+    if (n.kind == NodeKind::Extern && n.attrs.count("reduction_size")) size = n.attrs.at("reduction_size")[0];
+    largest = std::max(largest, size);
+    for (BufferId r : n.reads()) work.push_back(r);
+  }
+  return largest;
+}
+
+namespace {
+
+std::string kind_name(const Node &n) {
+  switch (n.kind) {
+    case NodeKind::Pointwise: return "pointwise";
+    case NodeKind::Reduction: return "reduction " + std::string(reduce_op_name(n.reduce_op));
+    case NodeKind::Scan: return "scan sum over dim " + std::to_string(n.scan_dim);
+    case NodeKind::Extern: return "extern " + std::string(extern_op_name(n.extern_op));
+  }
+  return "?";
+}
+
+void print_node(std::ostringstream &os, const Program &p, const Node &n) {
+  auto buf = [&](BufferId b) { return b < 0 ? std::string("None") : p.buffer(b).name; };
+  os << "  ";
+  for (size_t i = 0; i < n.outputs.size(); ++i) os << (i ? ", " : "") << buf(n.outputs[i]);
+  os << " = " << kind_name(n) << "  # " << n.origin << "\n";
+  if (n.kind == NodeKind::Extern) {
+    for (const View &v : n.operands)
+      os << "    operand " << buf(v.buffer) << shape_str(v.sizes) << shape_str(v.strides) << "+" << v.offset << "\n";
+    for (const auto &[k, v] : n.attrs) os << "    " << k << ": " << shape_str(v) << "\n";
+    for (const auto &[k, v] : n.scalars) os << "    " << k << ": " << v << "\n";
+    return;
+  }
+  os << "    ranges: " << shape_str(n.ranges);
+  if (!n.reduction_ranges.empty()) os << "  reduction: " << shape_str(n.reduction_ranges);
+  os << "\n    reads:";
+  for (BufferId b : n.reads()) os << " " << buf(b);
+  os << "\n" << str(n.body, buf, [&](VarId v) { return n.var_name(v); });
+}
+
+}  // namespace
+
+std::string str(const Program &p) {
+  std::ostringstream os;
+  os << "buffers:\n";
+  for (const Buffer &b : p.buffers) {
+    const char *kind = b.kind == Buffer::Kind::Input ? "input" : b.kind == Buffer::Kind::Constant ? "constant" : "computed";
+    os << "  " << b.name << ": " << b.type.str() << "  " << kind << "\n";
+  }
+  os << "nodes:\n";
+  for (const Node &n : p.nodes) print_node(os, p, n);
+  os << "outputs:";
+  for (BufferId b : p.outputs) os << " " << p.buffer(b).name;
+  os << "\n";
+  return os.str();
+}
+
+}  // namespace coil::ir

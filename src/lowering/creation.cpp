@@ -1,0 +1,185 @@
+// Tensors made from nothing (full, zeros, arange, iota, ...) and data movement that
+// needs no data-dependent index: cat and constant_pad_nd (masked loads), flip,
+// slice_scatter and select_scatter. Empty tensors are filled with zeros so that every
+// run gives the same bytes.
+#include "graph/registry.h"
+#include "graph/strides.h"
+#include "lowering/lowering.h"
+
+namespace coil::lowering {
+namespace {
+
+using ir::BodyBuilder;
+using ir::Expr;
+using ir::Op;
+
+const TensorType &out_type(Lowering &l, const Node &n) { return l.graph().type(n.outputs[0]); }
+
+/// Every element the same value.
+LowerFn constant_fill(std::function<double(const Node &)> value) {
+  return [=](Lowering &l, const Node &n) {
+    const TensorType &t = out_type(l, n);
+    double v = value(n);
+    return std::vector<TensorRef>{
+        l.pointwise(t, n.name, [&](BodyBuilder &b, const std::vector<Expr> &) { return b.constant(v, t.dtype); })};
+  };
+}
+
+/// arange and iota: start + i * step, computed in f64 for floats and i64 for integers.
+std::vector<TensorRef> ramp(Lowering &l, const Node &n, double start, double step) {
+  const TensorType &t = out_type(l, n);
+  DType c = is_floating(t.dtype) ? DType::F64 : DType::I64;
+  return {l.pointwise(t, n.name, [&](BodyBuilder &b, const std::vector<Expr> &index) {
+    int i = b.index(index[0], c);
+    return b.binary(Op::Add, b.constant(start, c), b.binary(Op::Mul, i, b.constant(step, c), c), c);
+  })};
+}
+
+std::vector<TensorRef> arange(Lowering &l, const Node &n) {
+  int s = n.op->schema.find_arg("start"), st = n.op->schema.find_arg("step");
+  double start = s >= 0 ? number(n.args[size_t(s)]) : 0;
+  double step = st >= 0 ? number(n.args[size_t(st)]) : 1;
+  return ramp(l, n, start, step);
+}
+
+/// cat: each input is a masked load over its slice of the concatenated dim; the
+/// loads are summed by where() in order.
+std::vector<TensorRef> cat(Lowering &l, const Node &n) {
+  const TensorType &t = out_type(l, n);
+  std::vector<TensorRef> parts;
+  for (const Arg &a : arg(n, "tensors").as<ArgList>()) {
+    const TensorRef &r = l.ref(a.as<ValueId>());
+    if (r.rank() == 1 && r.sizes[0] == 0 && t.rank() != 1) continue;  // legacy empty inputs are skipped
+    parts.push_back(r);
+  }
+  size_t dim = size_t(wrap_dim(arg(n, "dim").as<int64_t>(), t.rank()));
+  return {l.pointwise(t, n.name, [&](BodyBuilder &b, const std::vector<Expr> &index) {
+    int value = b.constant(0, t.dtype);
+    int64_t start = 0;
+    // Later parts first, so that each where() picks the part the index falls in.
+    std::vector<std::pair<int64_t, const TensorRef *>> spans;
+    for (const TensorRef &p : parts) {
+      spans.emplace_back(start, &p);
+      start += p.sizes[dim];
+    }
+    for (auto it = spans.rbegin(); it != spans.rend(); ++it) {
+      auto [begin, part] = *it;
+      if (part->sizes[dim] == 0) continue;
+      std::vector<Expr> in = index;
+      in[dim] = index[dim] - begin;
+      int pos = b.index(index[dim], DType::I64);
+      int inside = b.binary(Op::LogicalAnd, b.binary(Op::Ge, pos, b.constant(double(begin), DType::I64), DType::Bool),
+                            b.binary(Op::Lt, pos, b.constant(double(begin + part->sizes[dim]), DType::I64), DType::Bool),
+                            DType::Bool);
+      int v = b.cast(b.masked_load(part->buffer, Lowering::offset(*part, in), part->dtype, inside, 0), t.dtype);
+      value = b.where(inside, v, value, t.dtype);
+    }
+    return value;
+  })};
+}
+
+/// constant_pad_nd: pad = [last_lo, last_hi, prev_lo, prev_hi, ...]; negative pads crop.
+std::vector<TensorRef> constant_pad(Lowering &l, const Node &n) {
+  const TensorRef &x = l.ref(arg(n, "self").as<ValueId>());
+  const TensorType &t = out_type(l, n);
+  std::vector<int64_t> pad;
+  for (const Arg &a : arg(n, "pad").as<ArgList>()) pad.push_back(a.as<int64_t>());
+  double fill = number(arg(n, "value"));
+  return {l.pointwise(t, n.name, [&](BodyBuilder &b, const std::vector<Expr> &index) {
+    std::vector<Expr> in = index;
+    int inside = -1;
+    for (size_t k = 0; k < pad.size() / 2; ++k) {
+      size_t d = t.sizes.size() - 1 - k;
+      in[d] = index[d] - pad[2 * k];
+      int pos = b.index(in[d], DType::I64);
+      int ok = b.binary(Op::LogicalAnd, b.binary(Op::Ge, pos, b.constant(0, DType::I64), DType::Bool),
+                        b.binary(Op::Lt, pos, b.constant(double(x.sizes[d]), DType::I64), DType::Bool), DType::Bool);
+      inside = inside < 0 ? ok : b.binary(Op::LogicalAnd, inside, ok, DType::Bool);
+    }
+    if (inside < 0) return b.load(x.buffer, Lowering::offset(x, in), x.dtype);
+    int v = b.masked_load(x.buffer, Lowering::offset(x, in), x.dtype, inside, fill);
+    return b.where(inside, v, b.constant(fill, x.dtype), x.dtype);
+  })};
+}
+
+std::vector<TensorRef> flip(Lowering &l, const Node &n) {
+  const TensorRef &x = l.ref(arg(n, "self").as<ValueId>());
+  std::vector<bool> flipped(size_t(x.rank()), false);
+  for (const Arg &a : arg(n, "dims").as<ArgList>()) flipped[size_t(wrap_dim(a.as<int64_t>(), x.rank()))] = true;
+  return {l.pointwise(out_type(l, n), n.name, [&](BodyBuilder &b, const std::vector<Expr> &index) {
+    std::vector<Expr> in = index;
+    for (size_t d = 0; d < in.size(); ++d)
+      if (flipped[d]) in[d] = Expr(x.sizes[d] - 1) - index[d];
+    return b.load(x.buffer, Lowering::offset(x, in), x.dtype);
+  })};
+}
+
+/// slice_scatter / select_scatter: self everywhere, src where the slice (or the
+/// selected index) covers the element.
+std::vector<TensorRef> scatter_into(Lowering &l, const Node &n, bool select) {
+  const TensorRef &self = l.ref(arg(n, "self").as<ValueId>());
+  const TensorRef &src = l.ref(arg(n, "src").as<ValueId>());
+  const TensorType &t = out_type(l, n);
+  size_t dim = size_t(wrap_dim(arg(n, "dim").as<int64_t>(), t.rank()));
+  int64_t start = 0, step = 1, length = 1;
+  if (select) {
+    start = arg(n, "index").as<int64_t>();
+    if (start < 0) start += t.sizes[dim];
+  } else {
+    auto opt = [&](const char *name) -> std::optional<int64_t> {
+      const Arg &a = arg(n, name);
+      return a.is_none() ? std::nullopt : std::optional<int64_t>(a.as<int64_t>());
+    };
+    step = arg(n, "step").as<int64_t>();
+    auto bounds = slice_bounds(t.sizes[dim], opt("start"), opt("end"), step);
+    start = bounds.start;
+    length = bounds.length;
+  }
+  return {l.pointwise(t, n.name, [&](BodyBuilder &b, const std::vector<Expr> &index) {
+    int pos = b.index(index[dim] - start, DType::I64);
+    int in_range = b.binary(Op::LogicalAnd, b.binary(Op::Ge, pos, b.constant(0, DType::I64), DType::Bool),
+                            b.binary(Op::Lt, pos, b.constant(double((length - 1) * step + 1), DType::I64), DType::Bool),
+                            DType::Bool);
+    int on_step = b.binary(Op::Eq, b.binary(Op::Remainder, pos, b.constant(double(step), DType::I64), DType::I64),
+                           b.constant(0, DType::I64), DType::Bool);
+    int covered = b.binary(Op::LogicalAnd, in_range, on_step, DType::Bool);
+    std::vector<Expr> src_index = index;
+    if (select) {
+      src_index.erase(src_index.begin() + long(dim));
+    } else {
+      src_index[dim] = ir::floor_div(index[dim] - start, step);
+    }
+    int from_src = b.cast(b.masked_load(src.buffer, Lowering::offset(src, src_index), src.dtype, covered, 0), t.dtype);
+    int from_self = b.cast(b.load(self.buffer, Lowering::offset(self, index), self.dtype), t.dtype);
+    return b.where(covered, from_src, from_self, t.dtype);
+  })};
+}
+
+}  // namespace
+
+void add_creation_lowerings(std::map<std::string, LowerFn, std::less<>> &t) {
+  auto zero = [](const Node &) { return 0.0; };
+  auto one = [](const Node &) { return 1.0; };
+  for (const char *target : {"aten.zeros.default", "aten.zeros_like.default", "aten.new_zeros.default",
+                             "aten.empty.memory_format", "aten.empty_strided.default", "aten.empty_like.default",
+                             "aten.new_empty.default", "aten.new_empty_strided.default"})
+    t[target] = constant_fill(zero);
+  for (const char *target : {"aten.ones.default", "aten.ones_like.default", "aten.new_ones.default"})
+    t[target] = constant_fill(one);
+  for (const char *target : {"aten.full.default", "aten.full_like.default", "aten.new_full.default"})
+    t[target] = constant_fill([](const Node &n) { return number(arg(n, "fill_value")); });
+  t["aten.scalar_tensor.default"] = constant_fill([](const Node &n) { return number(arg(n, "s")); });
+  t["aten.arange.default"] = arange;
+  t["aten.arange.start"] = arange;
+  t["aten.arange.start_step"] = arange;
+  t["prims.iota.default"] = [](Lowering &l, const Node &n) {
+    return ramp(l, n, double(arg(n, "start").as<int64_t>()), double(arg(n, "step").as<int64_t>()));
+  };
+  t["aten.cat.default"] = cat;
+  t["aten.constant_pad_nd.default"] = constant_pad;
+  t["aten.flip.default"] = flip;
+  t["aten.slice_scatter.default"] = [](Lowering &l, const Node &n) { return scatter_into(l, n, false); };
+  t["aten.select_scatter.default"] = [](Lowering &l, const Node &n) { return scatter_into(l, n, true); };
+}
+
+}  // namespace coil::lowering

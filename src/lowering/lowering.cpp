@@ -1,0 +1,169 @@
+#include "lowering/lowering.h"
+
+#include "graph/registry.h"
+#include "graph/strides.h"
+
+namespace coil::lowering {
+
+using ir::Expr;
+
+const TensorRef &Lowering::ref(ValueId v) const {
+  auto it = refs_.find(v.index);
+  COIL_ASSERT(it != refs_.end(), "value ", g_.value(v).name, " used before it was lowered");
+  return it->second;
+}
+
+TensorRef Lowering::new_buffer(const TensorType &type) {
+  ir::Buffer b;
+  b.name = "buf" + std::to_string(p_.buffers.size());
+  b.kind = ir::Buffer::Kind::Computed;
+  b.type = type;
+  b.producer = int(p_.nodes.size());
+  ir::BufferId id = p_.add_buffer(b);
+  return TensorRef{id, type.dtype, type.sizes, type.strides, 0};
+}
+
+Expr Lowering::offset(const TensorRef &r, const std::vector<Expr> &index) {
+  return ir::offset_of(index, r.strides, r.offset);
+}
+
+int Lowering::load_broadcast(ir::BodyBuilder &b, const TensorRef &r, const std::vector<Expr> &out_index) {
+  COIL_ASSERT(out_index.size() >= r.sizes.size(), "broadcast to a lower rank");
+  size_t lead = out_index.size() - r.sizes.size();
+  std::vector<Expr> index;
+  for (size_t d = 0; d < r.sizes.size(); ++d) index.push_back(r.sizes[d] == 1 ? Expr(0) : out_index[lead + d]);
+  return b.load(r.buffer, offset(r, index), r.dtype);
+}
+
+namespace {
+
+std::vector<Expr> vars(int first, size_t n) {
+  std::vector<Expr> out;
+  for (size_t i = 0; i < n; ++i) out.push_back(Expr(ir::VarId{first + int(i)}));
+  return out;
+}
+
+}  // namespace
+
+TensorRef Lowering::pointwise(const TensorType &type, const std::string &origin, const BodyFn &fn) {
+  TensorRef out = new_buffer(type);
+  ir::Node n;
+  n.kind = ir::NodeKind::Pointwise;
+  n.origin = origin;
+  n.ranges = type.sizes;
+  ir::BodyBuilder b;
+  b.add_result(b.cast(fn(b, vars(0, type.sizes.size())), type.dtype));
+  n.body = b.finish();
+  n.outputs = {out.buffer};
+  p_.nodes.push_back(std::move(n));
+  return out;
+}
+
+std::vector<TensorRef> Lowering::reduction(
+    const TensorType &out, const Shape &reduced, ir::ReduceOp op, const std::string &origin,
+    const std::function<int(ir::BodyBuilder &, const std::vector<Expr> &, const std::vector<Expr> &)> &fn) {
+  ir::Node n;
+  n.kind = ir::NodeKind::Reduction;
+  n.reduce_op = op;
+  n.origin = origin;
+  n.ranges = out.sizes;
+  n.reduction_ranges = reduced;
+  ir::BodyBuilder b;
+  b.add_result(fn(b, vars(0, out.sizes.size()), vars(int(out.sizes.size()), reduced.size())));
+  n.body = b.finish();
+  std::vector<TensorRef> refs;
+  int outputs = op == ir::ReduceOp::Welford ? 3 : 1;
+  for (int k = 0; k < outputs; ++k) {
+    refs.push_back(new_buffer(out));
+    n.outputs.push_back(refs.back().buffer);
+  }
+  p_.nodes.push_back(std::move(n));
+  return refs;
+}
+
+const Arg &arg(const Node &n, std::string_view name) {
+  int i = n.op->schema.find_arg(name);
+  COIL_ASSERT(i >= 0, n.target(), " has no argument '", name, "'");
+  return n.args[size_t(i)];
+}
+
+double number(const Arg &a) {
+  if (a.is<double>()) return a.as<double>();
+  if (a.is<bool>()) return a.as<bool>();
+  return double(a.as<int64_t>());
+}
+
+const std::map<std::string, LowerFn, std::less<>> &lowerings() {
+  static const auto table = [] {
+    std::map<std::string, LowerFn, std::less<>> t;
+    add_pointwise_lowerings(t);
+    add_view_lowerings(t);
+    add_reduction_lowerings(t);
+    add_norm_lowerings(t);
+    add_extern_lowerings(t);
+    add_creation_lowerings(t);
+    add_pooling_lowerings(t);
+    return t;
+  }();
+  return table;
+}
+
+namespace {
+
+ir::BufferId add_graph_buffer(ir::Program &p, const Value &v, ir::Buffer::Kind kind) {
+  ir::Buffer b;
+  b.name = v.name;
+  b.kind = kind;
+  b.type = v.type;
+  return p.add_buffer(b);
+}
+
+// A graph output must be a whole buffer the program computes; a view or an input
+// returned as is gets a copy (the artifact's outputs never alias its inputs).
+ir::BufferId output_buffer(Lowering &l, ValueId v) {
+  const TensorRef &r = l.ref(v);
+  const ir::Buffer &b = l.program().buffer(r.buffer);
+  bool whole = r.offset == 0 && r.sizes == b.type.sizes && r.strides == b.type.strides;
+  if (whole && b.kind == ir::Buffer::Kind::Computed) return r.buffer;
+  const TensorType &t = l.graph().type(v);
+  TensorType dense{t.dtype, t.sizes, contiguous_strides(t.sizes), t.device};
+  return l.pointwise(dense, "copy of output " + l.graph().value(v).name,
+                     [&](ir::BodyBuilder &bb, const std::vector<Expr> &index) {
+                       return Lowering::load_broadcast(bb, r, index);
+                     })
+      .buffer;
+}
+
+}  // namespace
+
+ir::Program lower(const Graph &g) {
+  Lowering l(g);
+  ir::Program &p = l.program();
+  for (const auto &[ids, kind] : {std::pair{g.inputs(), ir::Buffer::Kind::Input},
+                                  std::pair{g.constants(), ir::Buffer::Kind::Constant}}) {
+    for (ValueId id : ids) {
+      ir::BufferId b = add_graph_buffer(p, g.value(id), kind);
+      p.inputs.push_back(b);
+      l.bind(id, TensorRef{b, g.type(id).dtype, g.type(id).sizes, g.type(id).strides, 0});
+    }
+  }
+  const auto &table = lowerings();
+  for (const Node &n : g.nodes()) {
+    auto it = table.find(n.target());
+    if (it == table.end())
+      throw UserError(str_cat("node '", n.name, "' (", n.target(), "): coil cannot lower this op yet"), n.loc);
+    std::vector<TensorRef> outs;
+    try {
+      outs = it->second(l, n);
+    } catch (const UserError &e) {
+      throw UserError(str_cat("node '", n.name, "' (", n.target(), "): ", e.message()), e.has_loc() ? e.loc() : n.loc);
+    }
+    COIL_ASSERT(outs.size() == n.outputs.size(), n.target(), " lowered to ", outs.size(), " values, expected ",
+                n.outputs.size());
+    for (size_t i = 0; i < outs.size(); ++i) l.bind(n.outputs[i], outs[i]);
+  }
+  for (ValueId v : g.outputs()) p.outputs.push_back(output_buffer(l, v));
+  return std::move(p);
+}
+
+}  // namespace coil::lowering

@@ -1,0 +1,93 @@
+// Lowering: every ATen node of a Graph becomes loop-IR nodes (src/ir/loop_ir.h).
+//
+// Each op family has its file (pointwise.cpp, views.cpp, reductions.cpp, norms.cpp, ...)
+// with a table from op target to a lowering function. Lowering decides nothing about
+// fusion: every op writes its own buffer (views write none: they are index maps into
+// their base), and the scheduler later fuses and inlines. Tests: the reference
+// interpreter against PyTorch's outputs on every fixture (tests/unit/lowering_test.cpp).
+#pragma once
+
+#include <functional>
+#include <map>
+
+#include "graph/graph.h"
+#include "ir/loop_ir.h"
+
+namespace coil::lowering {
+
+/// Lowers `g`. Throws UserError naming the node for an op that has no lowering yet.
+ir::Program lower(const Graph &g);
+
+/// A graph value as the IR sees it: a strided view of a buffer.
+struct TensorRef {
+  ir::BufferId buffer = -1;
+  DType dtype = DType::F32;
+  Shape sizes;
+  Shape strides;
+  int64_t offset = 0;
+
+  int64_t rank() const { return int64_t(sizes.size()); }
+};
+
+/// The state of one lowering and the helpers every family uses.
+class Lowering {
+ public:
+  explicit Lowering(const Graph &g) : g_(g) {}
+
+  const Graph &graph() const { return g_; }
+  ir::Program &program() { return p_; }
+
+  /// The tensor a node argument refers to.
+  const TensorRef &ref(ValueId v) const;
+  void bind(ValueId v, TensorRef r) { refs_[v.index] = std::move(r); }
+
+  /// A new computed buffer with the type the meta function gave a graph value.
+  TensorRef new_buffer(const TensorType &type);
+
+  /// The element offset of `r` at `index` (one Expr per dim of r).
+  static ir::Expr offset(const TensorRef &r, const std::vector<ir::Expr> &index);
+
+  /// Loads `r` at `out_index`, an index into a result of rank >= r's rank that `r`
+  /// broadcasts to (dims align from the right; size-1 dims of r read element 0).
+  static int load_broadcast(ir::BodyBuilder &b, const TensorRef &r, const std::vector<ir::Expr> &out_index);
+
+  using BodyFn = std::function<int(ir::BodyBuilder &, const std::vector<ir::Expr> &index)>;
+
+  /// A Pointwise node computing `type` (sizes, dtype, strides of the graph value):
+  /// `fn` emits the value at each index; the result is cast to type.dtype.
+  TensorRef pointwise(const TensorType &type, const std::string &origin, const BodyFn &fn);
+
+  /// A Reduction node: `out` is the result's type, `reduced` the sizes of the reduced
+  /// dims; `fn` gets the output index and the reduction index and emits the value to
+  /// combine. Welford returns (mean, m2, count) buffers.
+  std::vector<TensorRef> reduction(const TensorType &out, const Shape &reduced, ir::ReduceOp op,
+                                   const std::string &origin,
+                                   const std::function<int(ir::BodyBuilder &, const std::vector<ir::Expr> &out_index,
+                                                           const std::vector<ir::Expr> &r_index)> &fn);
+
+ private:
+  const Graph &g_;
+  ir::Program p_;
+  std::map<int, TensorRef> refs_;
+};
+
+/// The node's argument called `name` in its schema.
+const Arg &arg(const Node &n, std::string_view name);
+/// A Python number argument (int, float or bool) as a double.
+double number(const Arg &a);
+
+using LowerFn = std::function<std::vector<TensorRef>(Lowering &, const Node &)>;
+
+/// The lowering of every op that has one, by target.
+const std::map<std::string, LowerFn, std::less<>> &lowerings();
+
+// One table per family, in src/lowering/<family>.cpp.
+void add_pointwise_lowerings(std::map<std::string, LowerFn, std::less<>> &t);
+void add_view_lowerings(std::map<std::string, LowerFn, std::less<>> &t);
+void add_reduction_lowerings(std::map<std::string, LowerFn, std::less<>> &t);
+void add_norm_lowerings(std::map<std::string, LowerFn, std::less<>> &t);
+void add_extern_lowerings(std::map<std::string, LowerFn, std::less<>> &t);
+void add_creation_lowerings(std::map<std::string, LowerFn, std::less<>> &t);
+void add_pooling_lowerings(std::map<std::string, LowerFn, std::less<>> &t);
+
+}  // namespace coil::lowering

@@ -1,0 +1,168 @@
+// Softmax and the normalizations, decomposed into reductions over the normalized dims
+// and pointwise epilogues, all over the same rows so that the scheduler can make one
+// pass per row of them.
+#include <cmath>
+
+#include "graph/registry.h"
+#include "lowering/lowering.h"
+
+namespace coil::lowering {
+namespace {
+
+using ir::BodyBuilder;
+using ir::Expr;
+using ir::Op;
+using ir::ReduceOp;
+
+const TensorRef &tensor_arg(Lowering &l, const Node &n, const char *name) {
+  return l.ref(n.args[size_t(n.op->schema.find_arg(name))].as<ValueId>());
+}
+
+std::optional<TensorRef> optional_tensor(Lowering &l, const Node &n, const char *name) {
+  const Arg &a = n.args[size_t(n.op->schema.find_arg(name))];
+  if (a.is_none()) return std::nullopt;
+  return l.ref(a.as<ValueId>());
+}
+
+/// A statistic over the trailing dims from `axis` on, kept as size-1 dims.
+struct RowStats {
+  size_t axis;
+  TensorType type;  // the input's leading sizes then 1s, contiguous, in dtype `acc`
+  Shape reduced;
+};
+
+RowStats row_stats(const TensorRef &in, size_t axis, DType acc, Device device) {
+  RowStats s{axis, {}, {}};
+  Shape sizes = in.sizes;
+  for (size_t d = axis; d < sizes.size(); ++d) {
+    s.reduced.push_back(sizes[d]);
+    sizes[d] = 1;
+  }
+  s.type = TensorType{acc, sizes, contiguous_strides(sizes), device};
+  return s;
+}
+
+/// The input index of (row index x, position r in the row).
+std::vector<Expr> row_index(const RowStats &s, const std::vector<Expr> &x, const std::vector<Expr> &r) {
+  std::vector<Expr> index(x.begin(), x.begin() + long(s.axis));
+  index.insert(index.end(), r.begin(), r.end());
+  return index;
+}
+
+/// Loads the row statistic `stat` for element `index` of the input.
+int load_stat(BodyBuilder &b, const TensorRef &stat, const std::vector<Expr> &index) {
+  return Lowering::load_broadcast(b, stat, index);
+}
+
+int load_as(BodyBuilder &b, const TensorRef &r, const std::vector<Expr> &index, DType t) {
+  return b.cast(Lowering::load_broadcast(b, r, index), t);
+}
+
+// softmax(x) = exp(x - max) / sum(exp(x - max)), log_softmax(x) = x - max - log(sum(...)).
+// Softmax over dim d of any rank: the reduced dim is moved last by a permuted view.
+std::vector<TensorRef> softmax(Lowering &l, const Node &n, bool log) {
+  const TensorRef &x = tensor_arg(l, n, "self");
+  const TensorType &out = l.graph().type(n.outputs[0]);
+  DType c = opmath_dtype(out.dtype);
+  size_t dim = x.rank() == 0 ? 0 : size_t(wrap_dim(n.args[1].as<int64_t>(), x.rank()));
+  if (x.rank() == 0)
+    return {l.pointwise(out, n.name, [&](BodyBuilder &b, const std::vector<Expr> &) {
+      return b.constant(log ? 0 : 1, c);
+    })};
+  // Stats keep every dim, with dim `dim` of size 1.
+  Shape stat_sizes = x.sizes;
+  stat_sizes[dim] = 1;
+  TensorType stat{c, stat_sizes, contiguous_strides(stat_sizes), out.device};
+  auto in_index = [&](const std::vector<Expr> &xs, const std::vector<Expr> &r) {
+    std::vector<Expr> index = xs;
+    index[dim] = r[0];
+    return index;
+  };
+  TensorRef max = l.reduction(stat, {x.sizes[dim]}, ReduceOp::Max, n.name + " max",
+                              [&](BodyBuilder &b, const std::vector<Expr> &xs, const std::vector<Expr> &r) {
+                                return load_as(b, x, in_index(xs, r), c);
+                              })[0];
+  TensorRef sum = l.reduction(stat, {x.sizes[dim]}, ReduceOp::Sum, n.name + " sum",
+                              [&](BodyBuilder &b, const std::vector<Expr> &xs, const std::vector<Expr> &r) {
+                                auto index = in_index(xs, r);
+                                int shifted = b.binary(Op::Sub, load_as(b, x, index, c), load_stat(b, max, index), c);
+                                return b.unary(Op::Exp, shifted, c);
+                              })[0];
+  return {l.pointwise(out, n.name, [&](BodyBuilder &b, const std::vector<Expr> &index) {
+    int shifted = b.binary(Op::Sub, load_as(b, x, index, c), load_stat(b, max, index), c);
+    int total = load_stat(b, sum, index);
+    if (log) return b.binary(Op::Sub, shifted, b.unary(Op::Log, total, c), c);
+    return b.binary(Op::TrueDiv, b.unary(Op::Exp, shifted, c), total, c);
+  })};
+}
+
+// native_layer_norm: Welford over the normalized dims, then
+// out = (x - mean) * rsqrt(var + eps) * weight + bias, with mean and rstd as outputs.
+std::vector<TensorRef> layer_norm(Lowering &l, const Node &n) {
+  const TensorRef &x = tensor_arg(l, n, "input");
+  auto weight = optional_tensor(l, n, "weight"), bias = optional_tensor(l, n, "bias");
+  double eps = n.args[4].as<double>();
+  const TensorType &out = l.graph().type(n.outputs[0]);
+  DType c = opmath_dtype(out.dtype);
+  size_t axis = x.sizes.size() - n.args[1].as<ArgList>().size();
+  RowStats s = row_stats(x, axis, c, out.device);
+  auto w = l.reduction(s.type, s.reduced, ReduceOp::Welford, n.name + " stats",
+                       [&](BodyBuilder &b, const std::vector<Expr> &xs, const std::vector<Expr> &r) {
+                         return load_as(b, x, row_index(s, xs, r), c);
+                       });
+  // rstd = rsqrt(m2 / count + eps), the biased variance.
+  auto rstd_of = [&](BodyBuilder &b, const std::vector<Expr> &index) {
+    int var = b.binary(Op::TrueDiv, load_stat(b, w[1], index), load_stat(b, w[2], index), c);
+    return b.unary(Op::Rsqrt, b.binary(Op::Add, var, b.constant(eps, c), c), c);
+  };
+  TensorRef y = l.pointwise(out, n.name, [&](BodyBuilder &b, const std::vector<Expr> &index) {
+    int v = b.binary(Op::Sub, load_as(b, x, index, c), load_stat(b, w[0], index), c);
+    v = b.binary(Op::Mul, v, rstd_of(b, index), c);
+    if (weight) v = b.binary(Op::Mul, v, load_as(b, *weight, index, c), c);
+    if (bias) v = b.binary(Op::Add, v, load_as(b, *bias, index, c), c);
+    return v;
+  });
+  TensorRef mean = l.pointwise(l.graph().type(n.outputs[1]), n.name + " mean",
+                               [&](BodyBuilder &b, const std::vector<Expr> &index) { return load_stat(b, w[0], index); });
+  TensorRef rstd = l.pointwise(l.graph().type(n.outputs[2]), n.name + " rstd", rstd_of);
+  return {y, mean, rstd};
+}
+
+// Inference batch norm over dim 1: (x - running_mean) * rsqrt(running_var + eps) * w + b.
+std::vector<TensorRef> batch_norm(Lowering &l, const Node &n) {
+  const TensorRef &x = tensor_arg(l, n, "input");
+  auto weight = optional_tensor(l, n, "weight"), bias = optional_tensor(l, n, "bias");
+  const TensorRef &mean = tensor_arg(l, n, "running_mean");
+  const TensorRef &var = tensor_arg(l, n, "running_var");
+  double eps = n.args[6].as<double>();
+  const TensorType &out = l.graph().type(n.outputs[0]);
+  DType c = opmath_dtype(out.dtype);
+  auto channel = [](const TensorRef &p, const std::vector<Expr> &index, BodyBuilder &b, DType t) {
+    return b.cast(b.load(p.buffer, Lowering::offset(p, {index[1]}), p.dtype), t);
+  };
+  TensorRef y = l.pointwise(out, n.name, [&](BodyBuilder &b, const std::vector<Expr> &index) {
+    int v = b.binary(Op::Sub, load_as(b, x, index, c), channel(mean, index, b, c), c);
+    int inv = b.unary(Op::Rsqrt, b.binary(Op::Add, channel(var, index, b, c), b.constant(eps, c), c), c);
+    v = b.binary(Op::Mul, v, inv, c);
+    if (weight) v = b.binary(Op::Mul, v, channel(*weight, index, b, c), c);
+    if (bias) v = b.binary(Op::Add, v, channel(*bias, index, b, c), c);
+    return v;
+  });
+  // The saved statistics are empty in inference.
+  std::vector<TensorRef> outs = {y};
+  for (size_t i = 1; i < 3; ++i)
+    outs.push_back(l.pointwise(l.graph().type(n.outputs[i]), n.name + " (empty)",
+                               [&](BodyBuilder &b, const std::vector<Expr> &) { return b.constant(0, c); }));
+  return outs;
+}
+
+}  // namespace
+
+void add_norm_lowerings(std::map<std::string, LowerFn, std::less<>> &t) {
+  t["aten._softmax.default"] = [](Lowering &l, const Node &n) { return softmax(l, n, false); };
+  t["aten._log_softmax.default"] = [](Lowering &l, const Node &n) { return softmax(l, n, true); };
+  t["aten.native_layer_norm.default"] = layer_norm;
+  t["aten._native_batch_norm_legit_no_training.default"] = batch_norm;
+}
+
+}  // namespace coil::lowering

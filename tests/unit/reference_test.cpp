@@ -1,0 +1,49 @@
+// The reference interpreter against PyTorch eager: the workload and model fixtures
+// are lowered to the loop IR, run, and compared with eager's outputs using the
+// tolerances of the testing tiers (src/io/compare.h), never loosened here.
+#include <gtest/gtest.h>
+
+#include "frontend/parser.h"
+#include "io/compare.h"
+#include "io/graph_tensors.h"
+#include "io/safetensors.h"
+#include "ir/interpreter.h"
+#include "lowering/lowering.h"
+#include "test_util.h"
+
+namespace coil {
+namespace {
+
+std::vector<std::filesystem::path> workload_and_model_fixtures() {
+  std::vector<std::filesystem::path> out;
+  for (const auto &dir : test::fixture_dirs()) {
+    std::string name = dir.filename().string();
+    if (name.rfind("wl_", 0) == 0 || name.rfind("model_", 0) == 0) out.push_back(dir);
+  }
+  return out;
+}
+
+class Reference : public testing::TestWithParam<std::filesystem::path> {};
+
+TEST_P(Reference, MatchesEager) {
+  const auto dir = GetParam();
+  Graph g = frontend::parse_graph_file((dir / "graph.py").string());
+  TensorList inputs = read_safetensors((dir / "inputs.safetensors").string());
+  TensorList expected = read_safetensors((dir / "expected.safetensors").string());
+  ir::Program p = lowering::lower(g);
+  std::vector<HostTensor> outputs = ir::interpret(p, inputs);
+  ASSERT_EQ(outputs.size(), g.outputs().size());
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const HostTensor *want = find_tensor(expected, output_tensor_name(i));
+    ASSERT_NE(want, nullptr);
+    Comparison c = compare(outputs[i], *want, default_tolerance(want->dtype, ir::max_reduction_size(p, p.outputs[i])));
+    EXPECT_TRUE(c.pass) << output_tensor_name(i) << ": " << c.mismatches << " mismatches, first " << c.first_mismatch
+                        << ", max abs error " << c.max_abs_error;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, Reference, testing::ValuesIn(workload_and_model_fixtures()),
+                         [](const auto &info) { return info.param.filename().string(); });
+
+}  // namespace
+}  // namespace coil
