@@ -22,7 +22,8 @@ Shape broadcast_shapes(const Shape &a, const Shape &b) {
 
 Shape channels_last_strides(const Shape &sizes) {
   COIL_ASSERT(sizes.size() == 4 || sizes.size() == 5, "channels-last needs 4 or 5 dims");
-  // Order the dims C, W, H, (D,) N from fastest to slowest.
+  // Order the dims C, W, H, (D,) N from fastest to slowest. Unlike row-major strides,
+  // PyTorch multiplies the sizes as they are: [2, 0, 4, 5] gives [0, 1, 0, 0].
   std::vector<size_t> order = {1};
   for (size_t d = sizes.size() - 1; d >= 2; --d) order.push_back(d);
   order.push_back(0);
@@ -30,7 +31,7 @@ Shape channels_last_strides(const Shape &sizes) {
   int64_t acc = 1;
   for (size_t d : order) {
     strides[d] = acc;
-    acc *= std::max<int64_t>(sizes[d], 1);
+    acc *= sizes[d];
   }
   return strides;
 }

@@ -43,24 +43,8 @@ bool torch_is_channels_last_contiguous(const TensorType &t, int64_t rank) {
 }  // namespace
 
 /// The strides of a fresh tensor of `sizes` in `format` (not Preserve), as torch.empty
-/// gives them. Channels-last strides multiply the sizes as they are, so a size-0 dim
-/// zeroes every stride after it ([2, 0, 4, 5] gives [0, 1, 0, 0]); strides.h's
-/// channels_last_strides counts size 0 as 1, which torch only does for contiguous
-/// strides. indexing.cpp uses it too (cat and constant_pad_nd allocate this way).
-Shape format_strides(const Shape &sizes, MemoryFormat format) {
-  Shape strides = strides_for_format(sizes, format);  // checks the rank for the format
-  if (format != MemoryFormat::ChannelsLast && format != MemoryFormat::ChannelsLast3d) return strides;
-  // Innermost first: C, then the spatial dims from the last, then N.
-  std::vector<size_t> order = {1};
-  for (size_t d = sizes.size() - 1; d >= 2; --d) order.push_back(d);
-  order.push_back(0);
-  int64_t acc = 1;
-  for (size_t d : order) {
-    strides[d] = acc;
-    acc *= sizes[d];
-  }
-  return strides;
-}
+/// gives them.
+Shape format_strides(const Shape &sizes, MemoryFormat format) { return strides_for_format(sizes, format); }
 
 /// The strides of `empty_like(t)` under preserve_format as PyTorch computes them for
 /// graphs (torch._refs.empty_like, which fake tensors run): t's dims ordered the way an

@@ -6,14 +6,6 @@
 #include "graph/meta/common.h"
 
 namespace coil {
-namespace meta {
-// Defined in creation.cpp: the strides of empty_like(t) and clone(t) under
-// preserve_format, and of torch.empty(sizes, memory_format=format).
-Shape empty_like_perm_strides(const TensorType &t);
-Shape clone_strides(const TensorType &t);
-Shape format_strides(const Shape &sizes, MemoryFormat format);
-}  // namespace meta
-
 namespace {
 
 using meta::contiguous;

@@ -91,22 +91,14 @@ MetaFn gelu() {
   };
 }
 
-/// The layout PyTorch's reference floor division gives floating results: it ends with
-/// `where(ne(other, 0), floor_div, true_div)`, so `other`'s own layout decides first and
-/// the (self, other) layout of the intermediate results breaks ties.
+/// The layout PyTorch's reference floor division gives floating results: `other`'s
+/// layout, broadcast to the result (it ends with `where(ne(other, 0), ...)`), so a
+/// broadcast or 0-dim `other` gives a contiguous result even when `self` is transposed.
 std::vector<TensorType> float_floor_div_layout(const MetaArgs &a, std::vector<TensorType> out) {
-  Operand self = a.operand("self"), other = a.operand("other");
+  Operand other = a.operand("other");
   if (other.wrapped_number) return out;
-  TensorType cond = other.type;
-  const TensorType *cond_ops[] = {&other.type};
-  cond.strides = elementwise_output_strides(cond.sizes, cond_ops);
-  TensorType both = out[0];
-  std::vector<const TensorType *> both_ops;
-  for (const Operand *op : {&self, &other})
-    if (!op->wrapped_number) both_ops.push_back(&op->type);
-  both.strides = elementwise_output_strides(both.sizes, both_ops);
-  const TensorType *final_ops[] = {&cond, &both};
-  out[0].strides = elementwise_output_strides(out[0].sizes, final_ops);
+  const TensorType *ops[] = {&other.type};
+  out[0].strides = elementwise_output_strides(out[0].sizes, ops);
   return out;
 }
 
