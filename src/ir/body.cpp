@@ -61,6 +61,7 @@ size_t Instr::hash() const {
   for (int a : args) h = mix(h, size_t(a + 1));
   h = mix(h, size_t(buffer + 1));
   h = mix(h, index.hash());
+  for (int v : indirect) h = mix(h, size_t(v + 1));
   return mix(h, hash_double(value));
 }
 
@@ -74,6 +75,8 @@ size_t Body::hash() const {
 int BodyBuilder::add(Instr instr) {
   for (int a : instr.args)
     COIL_ASSERT(a < int(body_.instrs.size()), "operand %", a, " is not defined yet");
+  for (int a : instr.indirect)
+    COIL_ASSERT(a >= 0 && a < int(body_.instrs.size()), "indirect operand %", a, " is not defined yet");
   size_t h = instr.hash();
   auto &same = by_hash_[h];
   for (int v : same)
@@ -102,6 +105,17 @@ int BodyBuilder::masked_load(BufferId buffer, const Expr &index, DType dtype, in
   i.index = index;
   i.args[0] = mask;
   i.value = fill;
+  return add(std::move(i));
+}
+
+int BodyBuilder::indirect_load(BufferId buffer, const Expr &index, DType dtype, std::vector<int> indirect) {
+  for (int v : indirect) COIL_ASSERT(is_integral(this->dtype(v)), "an indirect index must be an integer value");
+  Instr i;
+  i.op = Op::Load;
+  i.dtype = dtype;
+  i.buffer = buffer;
+  i.index = index;
+  i.indirect = std::move(indirect);
   return add(std::move(i));
 }
 
@@ -164,6 +178,8 @@ std::string str(const Body &body, const std::function<std::string(BufferId)> &bu
       case Op::Load:
         rhs += " " + buffer_name(i.buffer) + "[" + str(i.index, var_name) + "]";
         if (i.args[0] >= 0) rhs += " if %" + std::to_string(i.args[0]) + " else " + frontend::python_float_repr(i.value);
+        for (size_t k = 0; k < i.indirect.size(); ++k)
+          rhs += (k ? ", " : " with ") + var_name(indirect_var(int(k))) + " = %" + std::to_string(i.indirect[k]);
         break;
       case Op::Constant: rhs += " " + frontend::python_float_repr(i.value); break;
       case Op::Index: rhs += " " + str(i.index, var_name); break;
@@ -185,8 +201,9 @@ std::vector<int> copy_body(const Body &body, BodyBuilder &out, const std::functi
     Instr i = body.instrs[v];
     for (int &a : i.args)
       if (a >= 0) a = map[size_t(a)];
+    for (int &a : i.indirect) a = map[size_t(a)];
     if (i.op == Op::Load || i.op == Op::Index) i.index = reindex(i.index);
-    if (i.op == Op::Load && i.args[0] < 0) {
+    if (i.op == Op::Load && i.args[0] < 0 && i.indirect.empty()) {
       if (auto inlined = inline_load(i, i.index)) {
         map[v] = *inlined;
         continue;
@@ -194,8 +211,12 @@ std::vector<int> copy_body(const Body &body, BodyBuilder &out, const std::functi
     }
     switch (i.op) {
       case Op::Load:
-        map[v] = i.args[0] >= 0 ? out.masked_load(i.buffer, i.index, i.dtype, i.args[0], i.value)
-                                : out.load(i.buffer, i.index, i.dtype);
+        if (!i.indirect.empty()) {
+          map[v] = out.indirect_load(i.buffer, i.index, i.dtype, i.indirect);
+        } else {
+          map[v] = i.args[0] >= 0 ? out.masked_load(i.buffer, i.index, i.dtype, i.args[0], i.value)
+                                  : out.load(i.buffer, i.index, i.dtype);
+        }
         break;
       case Op::Constant: map[v] = out.constant(i.value, i.dtype); break;
       case Op::Index: map[v] = out.index(i.index, i.dtype); break;

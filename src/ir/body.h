@@ -47,6 +47,12 @@ std::string_view op_name(Op op);
 /// The number of value operands an op takes (Load's optional mask not counted).
 int op_arity(Op op);
 
+/// Loads whose index depends on loaded values (gather, embedding, indexing) name those
+/// values through index variables of their own: in the index of such a load,
+/// VarId{kIndirectBase + k} stands for the integer value `indirect[k]` of the body.
+inline constexpr int kIndirectBase = 1000;
+inline VarId indirect_var(int k) { return VarId{kIndirectBase + k}; }
+
 /// One value of a body. Fields beyond `op`, `dtype` and `args` belong to one op each.
 struct Instr {
   Op op = Op::Constant;
@@ -55,6 +61,7 @@ struct Instr {
   BufferId buffer = -1;                    // Load
   Expr index;                              // Load: element offset into the buffer; Index: the value
   double value = 0;                        // Constant, and Load's fill under a false mask
+  std::vector<int> indirect;               // Load: the values its index reads (see above)
 
   friend bool operator==(const Instr &, const Instr &) = default;
   size_t hash() const;
@@ -76,6 +83,8 @@ class BodyBuilder {
   /// A load that reads `fill` wherever `mask` (a bool value) is false: padding, cat,
   /// out-of-range slices.
   int masked_load(BufferId buffer, const Expr &index, DType dtype, int mask, double fill);
+  /// A load at an index that uses indirect_var(k) for value `indirect[k]` (integers).
+  int indirect_load(BufferId buffer, const Expr &index, DType dtype, std::vector<int> indirect);
   int constant(double value, DType dtype);
   int index(const Expr &e, DType dtype);
   int cast(int v, DType dtype);

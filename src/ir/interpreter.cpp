@@ -153,9 +153,23 @@ class Interpreter {
   Scalar load(const Instr &i, const std::vector<Scalar> &v, const std::vector<int64_t> &point) const {
     if (i.args[0] >= 0 && v[size_t(i.args[0])].i == 0) return Scalar::of(i.value, i.dtype);
     const Storage &s = storage_[size_t(i.buffer)];
+    if (!i.indirect.empty()) return indirect_load(i, v, point);
     int64_t at = ir::eval(i.index, point);
     COIL_ASSERT(at >= 0 && at < int64_t(s.elems.size()), "load of ", p_.buffer(i.buffer).name, "[", at,
                 "] out of its ", s.elems.size(), " elements");
+    return s.elems[size_t(at)];
+  }
+
+  // An index read from the data may be out of range: that is the user's error, as in
+  // PyTorch, not coil's.
+  Scalar indirect_load(const Instr &i, const std::vector<Scalar> &v, const std::vector<int64_t> &point) const {
+    std::vector<int64_t> extended = point;
+    extended.resize(size_t(kIndirectBase) + i.indirect.size(), 0);
+    for (size_t k = 0; k < i.indirect.size(); ++k) extended[size_t(kIndirectBase) + k] = v[size_t(i.indirect[k])].i;
+    const Storage &s = storage_[size_t(i.buffer)];
+    int64_t at = ir::eval(i.index, extended);
+    COIL_USER_CHECK(at >= 0 && at < int64_t(s.elems.size()), "an index read from the data is out of range for ",
+                    p_.buffer(i.buffer).name);
     return s.elems[size_t(at)];
   }
 
@@ -172,6 +186,7 @@ class Interpreter {
       case NodeKind::Reduction: return run_reduction(n);
       case NodeKind::Scan: return run_scan(n);
       case NodeKind::Extern: return run_extern(n);
+      case NodeKind::Scatter: return run_scatter(n);
     }
   }
 
@@ -190,6 +205,7 @@ class Interpreter {
   void run_scan(const Node &n);
   void run_extern(const Node &n);
   void run_product(const Node &n);
+  void run_scatter(const Node &n);
   void run_convolution(const Node &n);
   double read(const View &v, const std::vector<int64_t> &index) const;
 
@@ -396,6 +412,33 @@ void Interpreter::run_convolution(const Node &n) {
       });
     }
     store(n.outputs[0], n, point, Scalar::of(acc, out.type.dtype));
+  });
+}
+
+// Copy the initial tensor, then write each body value at its data-dependent offset in
+// iteration order (the last write to an element wins, as on PyTorch's CPU).
+void Interpreter::run_scatter(const Node &n) {
+  const View &init = n.operands[0];
+  const Buffer &out = p_.buffer(n.outputs[0]);
+  Storage &s = storage_[size_t(n.outputs[0])];
+  std::vector<int64_t> point(out.type.sizes.size(), 0);
+  for_each_point(out.type.sizes, point, 0, [&] {
+    int64_t from = init.offset, to = 0;
+    for (size_t d = 0; d < point.size(); ++d) {
+      from += point[d] * init.strides[d];
+      to += point[d] * out.type.strides[d];
+    }
+    s.elems[size_t(to)] = round_to(storage_[size_t(init.buffer)].elems.at(size_t(from)), s.dtype);
+  });
+  std::vector<int64_t> at(size_t(kIndirectBase) + n.body.results.size(), 0);
+  for_each_point(n.ranges, at, 0, [&] {
+    auto v = eval(n.body, at);
+    for (size_t k = 1; k < n.body.results.size(); ++k) at[size_t(kIndirectBase) + k - 1] = v[size_t(n.body.results[k])].i;
+    int64_t offset = ir::eval(n.scatter_index, at);
+    COIL_USER_CHECK(offset >= 0 && offset < int64_t(s.elems.size()), "a scatter index is out of range for ", out.name);
+    Scalar value = cast(v[size_t(n.body.results[0])], n.body.at(n.body.results[0]).dtype, s.dtype);
+    Scalar &dst = s.elems[size_t(offset)];
+    dst = n.accumulate ? round_to(apply_op(Op::Add, s.dtype, s.dtype, dst, value), s.dtype) : value;
   });
 }
 

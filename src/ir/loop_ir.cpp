@@ -47,6 +47,7 @@ std::vector<BufferId> Node::reads() const {
 }
 
 std::string Node::var_name(VarId v) const {
+  if (v.id >= kIndirectBase) return "i" + std::to_string(v.id - kIndirectBase);
   int n = int(ranges.size());
   return v.id < n ? "x" + std::to_string(v.id) : "r" + std::to_string(v.id - n);
 }
@@ -106,6 +107,7 @@ std::string kind_name(const Node &n) {
     case NodeKind::Reduction: return "reduction " + std::string(reduce_op_name(n.reduce_op));
     case NodeKind::Scan: return "scan sum over dim " + std::to_string(n.scan_dim);
     case NodeKind::Extern: return "extern " + std::string(extern_op_name(n.extern_op));
+    case NodeKind::Scatter: return n.accumulate ? "scatter add" : "scatter";
   }
   return "?";
 }
@@ -115,6 +117,9 @@ void print_node(std::ostringstream &os, const Program &p, const Node &n) {
   os << "  ";
   for (size_t i = 0; i < n.outputs.size(); ++i) os << (i ? ", " : "") << buf(n.outputs[i]);
   os << " = " << kind_name(n) << "  # " << n.origin << "\n";
+  if (n.kind == NodeKind::Scatter)
+    os << "    into a copy of " << buf(n.operands[0].buffer) << " at ["
+       << str(n.scatter_index, [&](VarId v) { return n.var_name(v); }) << "]\n";
   if (n.kind == NodeKind::Extern) {
     for (const View &v : n.operands)
       os << "    operand " << buf(v.buffer) << shape_str(v.sizes) << shape_str(v.strides) << "+" << v.offset << "\n";

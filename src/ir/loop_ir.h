@@ -6,7 +6,10 @@
 //   - Reduction: for every x, combine body(x, r) over every r of `reduction_ranges`
 //     (sum, prod, max, min, argmax, argmin, any, all, welford -> mean/m2/count);
 //   - Scan: an inclusive prefix combine along `scan_dim` of `ranges` (cumsum);
-//   - Extern: a library call (matmul, convolution) on whole buffers.
+//   - Extern: a library call (matmul, convolution) on whole buffers;
+//   - Scatter: the output starts as a copy of operands[0]; then for every point x of
+//     `ranges`, body result 0 is written (or added, `accumulate`) at `scatter_index`,
+//     whose indirect vars stand for body results 1, 2, ... (scatter, index_put).
 // Loop variables are numbered per node: x0..x{n-1} for `ranges`, then r0..r{m-1} for
 // `reduction_ranges` (VarIds n..n+m-1). Loads address buffers by element offset, so
 // views are index expressions, never copies. Tests: tests/unit/loop_ir_test.cpp.
@@ -21,7 +24,7 @@
 
 namespace coil::ir {
 
-enum class NodeKind : uint8_t { Pointwise, Reduction, Scan, Extern };
+enum class NodeKind : uint8_t { Pointwise, Reduction, Scan, Extern, Scatter };
 
 enum class ReduceOp : uint8_t { Sum, Prod, Max, Min, ArgMax, ArgMin, Any, All, Welford };
 std::string_view reduce_op_name(ReduceOp op);
@@ -52,6 +55,8 @@ struct Node {
   std::vector<int64_t> reduction_ranges;
   ReduceOp reduce_op = ReduceOp::Sum;
   int scan_dim = -1;
+  Expr scatter_index;              // Scatter: the element offset written
+  bool accumulate = false;         // Scatter: add instead of overwrite
   Body body;                       // Pointwise/Scan: results[k] goes to outputs[k];
                                    // Reduction: results are the values reduced
   std::vector<BufferId> outputs;   // Welford: mean, m2, count

@@ -103,6 +103,7 @@ const std::map<std::string, LowerFn, std::less<>> &lowerings() {
     add_extern_lowerings(t);
     add_creation_lowerings(t);
     add_pooling_lowerings(t);
+    add_indexing_lowerings(t);
     return t;
   }();
   return table;

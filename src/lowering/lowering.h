@@ -89,5 +89,6 @@ void add_norm_lowerings(std::map<std::string, LowerFn, std::less<>> &t);
 void add_extern_lowerings(std::map<std::string, LowerFn, std::less<>> &t);
 void add_creation_lowerings(std::map<std::string, LowerFn, std::less<>> &t);
 void add_pooling_lowerings(std::map<std::string, LowerFn, std::less<>> &t);
+void add_indexing_lowerings(std::map<std::string, LowerFn, std::less<>> &t);
 
 }  // namespace coil::lowering

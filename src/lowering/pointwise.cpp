@@ -16,6 +16,7 @@ using ir::Op;
 struct Operands {
   std::vector<int> values;
   DType compute;
+  DType common;  // what eager converts operands to: compute is its opmath widening
 };
 
 /// Which dtype an op computes in.
@@ -39,12 +40,18 @@ PromotionOperand promotion_of(Lowering &l, const Node &n, const std::string &nam
   return {a.is<double>() ? DType::F64 : a.is<bool>() ? DType::Bool : DType::I64, 0, true};
 }
 
-DType compute_dtype(Lowering &l, const Node &n, const std::vector<std::string> &names, Compute rule) {
-  DType out = l.graph().type(n.outputs[0]).dtype;
-  if (rule == Compute::Result) return opmath_dtype(out);
+/// The dtype operands are converted to before the op (PyTorch's common dtype: a 0-dim
+/// f32 operand of an f16 op is rounded to f16 first); the op then computes in its
+/// opmath widening (f16 and bf16 in f32).
+DType common_dtype(Lowering &l, const Node &n, const std::vector<std::string> &names, Compute rule) {
+  if (rule == Compute::Result) return l.graph().type(n.outputs[0]).dtype;
   std::vector<PromotionOperand> promo;
   for (const auto &name : names) promo.push_back(promotion_of(l, n, name));
-  return opmath_dtype(result_type(promo));
+  return result_type(promo);
+}
+
+DType compute_dtype(Lowering &l, const Node &n, const std::vector<std::string> &names, Compute rule) {
+  return opmath_dtype(common_dtype(l, n, names, rule));
 }
 
 using Combine = std::function<int(BodyBuilder &, const Operands &, const Node &)>;
@@ -52,11 +59,12 @@ using Combine = std::function<int(BodyBuilder &, const Operands &, const Node &)
 /// An elementwise op over the named arguments (tensors or numbers).
 LowerFn elementwise(std::vector<std::string> names, Compute rule, Combine combine) {
   return [=](Lowering &l, const Node &n) {
-    DType compute = compute_dtype(l, n, names, rule);
+    DType common = common_dtype(l, n, names, rule), compute = opmath_dtype(common);
     const TensorType &out = l.graph().type(n.outputs[0]);
     return std::vector<TensorRef>{l.pointwise(out, n.name, [&](BodyBuilder &b, const std::vector<Expr> &index) {
-      Operands ops{{}, compute};
-      for (const auto &name : names) ops.values.push_back(b.cast(operand(l, b, n, name, index), compute));
+      Operands ops{{}, compute, common};
+      for (const auto &name : names)
+        ops.values.push_back(b.cast(b.cast(operand(l, b, n, name, index), common), compute));
       return combine(b, ops, n);
     })};
   };
@@ -210,6 +218,11 @@ void add_binary(std::map<std::string, LowerFn, std::less<>> &t) {
     t[str_cat("aten.div.", o, "_mode")] =
         elementwise({"self", other}, Compute::Result, [](BodyBuilder &b, const Operands &ops, const Node &n) {
           auto mode = n.args[2].is_none() ? std::string() : n.args[2].as<std::string>();
+          if (mode == "trunc" && ops.common != ops.compute) {
+            // Eager's f16/bf16 kernel rounds the quotient to f16/bf16 before truncating.
+            int q = b.binary(Op::TrueDiv, ops.values[0], ops.values[1], ops.compute);
+            return b.unary(Op::Trunc, b.cast(b.cast(q, ops.common), ops.compute), ops.compute);
+          }
           Op op = mode.empty() ? Op::TrueDiv : mode == "floor" ? Op::FloorDiv : Op::TruncDiv;
           return b.binary(op, ops.values[0], ops.values[1], ops.compute);
         });

@@ -1,6 +1,6 @@
-// The reference interpreter against PyTorch eager: the workload and model fixtures
-// are lowered to the loop IR, run, and compared with eager's outputs using the
-// tolerances of the testing tiers (src/io/compare.h), never loosened here.
+// The reference interpreter against PyTorch eager: every fixture is lowered to the
+// loop IR, run, and compared with eager's outputs using the tolerances of the testing
+// tiers (src/io/compare.h), never loosened here.
 #include <gtest/gtest.h>
 
 #include "frontend/parser.h"
@@ -13,15 +13,6 @@
 
 namespace coil {
 namespace {
-
-std::vector<std::filesystem::path> workload_and_model_fixtures() {
-  std::vector<std::filesystem::path> out;
-  for (const auto &dir : test::fixture_dirs()) {
-    std::string name = dir.filename().string();
-    if (name.rfind("wl_", 0) == 0 || name.rfind("model_", 0) == 0) out.push_back(dir);
-  }
-  return out;
-}
 
 class Reference : public testing::TestWithParam<std::filesystem::path> {};
 
@@ -42,7 +33,7 @@ TEST_P(Reference, MatchesEager) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, Reference, testing::ValuesIn(workload_and_model_fixtures()),
+INSTANTIATE_TEST_SUITE_P(Fixtures, Reference, testing::ValuesIn(test::fixture_dirs()),
                          [](const auto &info) { return info.param.filename().string(); });
 
 }  // namespace

@@ -1,0 +1,238 @@
+// Data-dependent reads: gather, index_select, embedding and advanced indexing load an
+// index tensor first and read the source at the index it holds (an indirect load).
+#include "graph/registry.h"
+#include "graph/strides.h"
+#include "lowering/lowering.h"
+
+namespace coil::lowering {
+namespace {
+
+using ir::BodyBuilder;
+using ir::Expr;
+using ir::Op;
+
+const TensorRef &tensor(Lowering &l, const Node &n, const char *name) { return l.ref(arg(n, name).as<ValueId>()); }
+
+/// An index value as i64; negative indices count from the end of a dim of `size`
+/// (advanced indexing allows them).
+int load_index(BodyBuilder &b, const TensorRef &index, const std::vector<Expr> &at, std::optional<int64_t> wrap) {
+  int v = b.cast(Lowering::load_broadcast(b, index, at), DType::I64);
+  if (!wrap) return v;
+  int negative = b.binary(Op::Lt, v, b.constant(0, DType::I64), DType::Bool);
+  return b.where(negative, b.binary(Op::Add, v, b.constant(double(*wrap), DType::I64), DType::I64), v, DType::I64);
+}
+
+/// Reads `src` at `index` where dim `dim` takes the indirect value `value`.
+int read_at(BodyBuilder &b, const TensorRef &src, std::vector<Expr> index, size_t dim, int value) {
+  index[dim] = Expr(ir::indirect_var(0));
+  return b.indirect_load(src.buffer, Lowering::offset(src, index), src.dtype, {value});
+}
+
+std::vector<TensorRef> index_select(Lowering &l, const Node &n) {
+  const TensorRef &self = tensor(l, n, "self"), &index = tensor(l, n, "index");
+  size_t dim = self.rank() == 0 ? 0 : size_t(wrap_dim(arg(n, "dim").as<int64_t>(), self.rank()));
+  return {l.pointwise(l.graph().type(n.outputs[0]), n.name, [&](BodyBuilder &b, const std::vector<Expr> &x) {
+    if (self.rank() == 0) return b.load(self.buffer, Expr(self.offset), self.dtype);
+    int i = load_index(b, index, {index.rank() == 0 ? Expr(0) : x[dim]}, std::nullopt);
+    return read_at(b, self, x, dim, i);
+  })};
+}
+
+std::vector<TensorRef> gather(Lowering &l, const Node &n) {
+  const TensorRef &self = tensor(l, n, "self"), &index = tensor(l, n, "index");
+  size_t dim = self.rank() == 0 ? 0 : size_t(wrap_dim(arg(n, "dim").as<int64_t>(), self.rank()));
+  return {l.pointwise(l.graph().type(n.outputs[0]), n.name, [&](BodyBuilder &b, const std::vector<Expr> &x) {
+    if (self.rank() == 0) return b.load(self.buffer, Expr(self.offset), self.dtype);
+    return read_at(b, self, x, dim, load_index(b, index, x, std::nullopt));
+  })};
+}
+
+// embedding(weight, indices)[i..., j] = weight[indices[i...], j]
+std::vector<TensorRef> embedding(Lowering &l, const Node &n) {
+  const TensorRef &weight = tensor(l, n, "weight"), &indices = tensor(l, n, "indices");
+  return {l.pointwise(l.graph().type(n.outputs[0]), n.name, [&](BodyBuilder &b, const std::vector<Expr> &x) {
+    std::vector<Expr> at(x.begin(), x.end() - 1);
+    int row = load_index(b, indices, at, std::nullopt);
+    return read_at(b, weight, {Expr(0), x.back()}, 0, row);
+  })};
+}
+
+// self[indices]: the index tensors broadcast to one shape B. When the indexed dims are
+// adjacent, B replaces them in place; otherwise B comes first, then the other dims.
+std::vector<TensorRef> advanced_index(Lowering &l, const Node &n) {
+  const TensorRef &self = tensor(l, n, "self");
+  const ArgList &list = arg(n, "indices").as<ArgList>();
+  std::vector<std::optional<TensorRef>> idx(size_t(self.rank()));
+  std::vector<size_t> indexed;
+  Shape common;
+  for (size_t d = 0; d < list.size(); ++d) {
+    if (list[d].is_none()) continue;
+    idx[d] = l.ref(list[d].as<ValueId>());
+    indexed.push_back(d);
+    common = broadcast_shapes(common, idx[d]->sizes);
+  }
+  bool adjacent = indexed.empty() || indexed.back() - indexed.front() + 1 == indexed.size();
+  size_t b_first = adjacent && !indexed.empty() ? indexed.front() : 0;
+  return {l.pointwise(l.graph().type(n.outputs[0]), n.name, [&](BodyBuilder &b, const std::vector<Expr> &x) {
+    // The output's vars: B's at b_first, the other dims of self in order around them.
+    std::vector<Expr> bvars(x.begin() + long(b_first), x.begin() + long(b_first + common.size()));
+    std::vector<Expr> rest(x.begin(), x.begin() + long(b_first));
+    rest.insert(rest.end(), x.begin() + long(b_first + common.size()), x.end());
+    std::vector<Expr> in;
+    std::vector<int> values;
+    size_t next = 0;
+    for (size_t d = 0; d < size_t(self.rank()); ++d) {
+      if (!idx[d]) {
+        in.push_back(rest[next++]);
+        continue;
+      }
+      values.push_back(load_index(b, *idx[d], bvars, self.sizes[d]));
+      in.push_back(Expr(ir::indirect_var(int(values.size() - 1))));
+    }
+    return b.indirect_load(self.buffer, Lowering::offset(self, in), self.dtype, values);
+  })};
+}
+
+/// A Scatter node: a copy of `init`, then at every point x of `ranges` the value
+/// `fn` emits is stored at `offset(x)`, whose indirect vars are the index values `fn`
+/// returned after it.
+using ScatterFn = std::function<std::pair<int, std::vector<int>>(BodyBuilder &, const std::vector<Expr> &x)>;
+
+TensorRef scatter_node(Lowering &l, const Node &n, const TensorRef &init, const Shape &ranges, bool accumulate,
+                       const ScatterFn &fn, const std::function<Expr(const std::vector<Expr> &x)> &offset) {
+  const TensorType &out = l.graph().type(n.outputs[0]);
+  TensorRef result = l.new_buffer(out);
+  ir::Node node;
+  node.kind = ir::NodeKind::Scatter;
+  node.origin = n.name;
+  node.ranges = ranges;
+  node.accumulate = accumulate;
+  node.operands = {ir::View{init.buffer, init.sizes, init.strides, init.offset}};
+  std::vector<Expr> x;
+  for (size_t d = 0; d < ranges.size(); ++d) x.push_back(Expr(node.x(int(d))));
+  BodyBuilder b;
+  auto [value, indices] = fn(b, x);
+  b.add_result(b.cast(value, out.dtype));
+  for (int i : indices) b.add_result(i);
+  node.body = b.finish();
+  node.scatter_index = offset(x);
+  node.outputs = {result.buffer};
+  l.program().nodes.push_back(std::move(node));
+  return result;
+}
+
+// scatter(self, dim, index, src|value): out[x with dim = index[x]] = src[x] | value
+std::vector<TensorRef> scatter(Lowering &l, const Node &n, bool from_src) {
+  const TensorRef &self = tensor(l, n, "self"), &index = tensor(l, n, "index");
+  const TensorType &out = l.graph().type(n.outputs[0]);
+  size_t dim = self.rank() == 0 ? 0 : size_t(wrap_dim(arg(n, "dim").as<int64_t>(), self.rank()));
+  TensorRef dense{-1, out.dtype, out.sizes, out.strides, 0};
+  return {scatter_node(
+      l, n, self, index.sizes, false,
+      [&](BodyBuilder &b, const std::vector<Expr> &x) {
+        int value = from_src ? Lowering::load_broadcast(b, tensor(l, n, "src"), x)
+                             : b.constant(number(arg(n, "value")), out.dtype);
+        if (index.rank() == 0) return std::pair{value, std::vector<int>{}};
+        return std::pair{value, std::vector<int>{load_index(b, index, x, std::nullopt)}};
+      },
+      [&](const std::vector<Expr> &x) {
+        std::vector<Expr> at = x;
+        if (index.rank() > 0) at[dim] = Expr(ir::indirect_var(0));
+        return Lowering::offset(dense, at);
+      })};
+}
+
+bool is_mask(Lowering &l, const Arg &a) {
+  return !a.is_none() && (l.graph().type(a.as<ValueId>()).dtype == DType::Bool ||
+                          l.graph().type(a.as<ValueId>()).dtype == DType::U8);
+}
+
+// index_put with one bool mask over leading dims and values that do not depend on the
+// selected position: where(mask, values, self). A mask whose values differ per selected
+// element needs the positions of the true elements, which depend on the data.
+std::vector<TensorRef> masked_put(Lowering &l, const Node &n, const ArgList &list) {
+  const TensorRef &self = tensor(l, n, "self"), &values = tensor(l, n, "values");
+  size_t first = 0;
+  while (list[first].is_none()) ++first;
+  const TensorRef &mask = l.ref(list[first].as<ValueId>());
+  size_t rest = size_t(self.rank()) - first - size_t(mask.rank());
+  COIL_USER_CHECK(list.size() == first + 1 && values.rank() <= int64_t(rest + 1) &&
+                      (values.rank() <= int64_t(rest) || values.sizes[0] == 1),
+                  "index_put with a bool mask and values per selected element is not supported yet");
+  bool accumulate = arg(n, "accumulate").as<bool>();
+  const TensorType &out = l.graph().type(n.outputs[0]);
+  return {l.pointwise(out, n.name, [&](BodyBuilder &b, const std::vector<Expr> &x) {
+    std::vector<Expr> at(x.begin() + long(first), x.begin() + long(first) + mask.rank());
+    int selected = b.cast(Lowering::load_broadcast(b, mask, at), DType::Bool);
+    std::vector<Expr> tail(x.end() - long(rest), x.end());
+    int v = b.cast(Lowering::load_broadcast(b, values, tail), out.dtype);
+    int old = b.cast(Lowering::load_broadcast(b, self, x), out.dtype);
+    if (accumulate) v = b.binary(Op::Add, old, v, out.dtype);
+    return b.where(selected, v, old, out.dtype);
+  })};
+}
+
+// index_put(self, indices, values): self with self[indices] = values (or += values);
+// the written positions are those advanced indexing would read.
+std::vector<TensorRef> index_put(Lowering &l, const Node &n) {
+  const TensorRef &self = tensor(l, n, "self"), &values = tensor(l, n, "values");
+  const ArgList &list = arg(n, "indices").as<ArgList>();
+  for (const Arg &a : list)
+    if (is_mask(l, a)) return masked_put(l, n, list);
+  const TensorType &out = l.graph().type(n.outputs[0]);
+  std::vector<std::optional<TensorRef>> idx(size_t(self.rank()));
+  std::vector<size_t> indexed;
+  Shape common;
+  for (size_t d = 0; d < list.size(); ++d) {
+    if (list[d].is_none()) continue;
+    idx[d] = l.ref(list[d].as<ValueId>());
+    indexed.push_back(d);
+    common = broadcast_shapes(common, idx[d]->sizes);
+  }
+  bool adjacent = indexed.empty() || indexed.back() - indexed.front() + 1 == indexed.size();
+  size_t b_first = adjacent && !indexed.empty() ? indexed.front() : 0;
+  // The iteration space is the shape advanced indexing would give.
+  Shape ranges, others;
+  for (size_t d = 0; d < size_t(self.rank()); ++d)
+    if (!idx[d]) others.push_back(self.sizes[d]);
+  ranges.assign(others.begin(), others.begin() + long(b_first));
+  ranges.insert(ranges.end(), common.begin(), common.end());
+  ranges.insert(ranges.end(), others.begin() + long(b_first), others.end());
+  TensorRef dense{-1, out.dtype, out.sizes, out.strides, 0};
+  auto split = [&](const std::vector<Expr> &x) {
+    std::vector<Expr> bvars(x.begin() + long(b_first), x.begin() + long(b_first + common.size()));
+    std::vector<Expr> rest(x.begin(), x.begin() + long(b_first));
+    rest.insert(rest.end(), x.begin() + long(b_first + common.size()), x.end());
+    return std::pair{bvars, rest};
+  };
+  return {scatter_node(
+      l, n, self, ranges, arg(n, "accumulate").as<bool>(),
+      [&](BodyBuilder &b, const std::vector<Expr> &x) {
+        auto [bvars, rest] = split(x);
+        std::vector<int> values_at;
+        for (size_t d : indexed) values_at.push_back(load_index(b, *idx[d], bvars, self.sizes[d]));
+        return std::pair{Lowering::load_broadcast(b, values, x), values_at};
+      },
+      [&](const std::vector<Expr> &x) {
+        auto [bvars, rest] = split(x);
+        std::vector<Expr> at;
+        size_t next = 0, k = 0;
+        for (size_t d = 0; d < size_t(self.rank()); ++d)
+          at.push_back(idx[d] ? Expr(ir::indirect_var(int(k++))) : rest[next++]);
+        return Lowering::offset(dense, at);
+      })};
+}
+
+}  // namespace
+
+void add_indexing_lowerings(std::map<std::string, LowerFn, std::less<>> &t) {
+  t["aten.index_select.default"] = index_select;
+  t["aten.gather.default"] = gather;
+  t["aten.embedding.default"] = embedding;
+  t["aten.index.Tensor"] = advanced_index;
+  t["aten.scatter.src"] = [](Lowering &l, const Node &n) { return scatter(l, n, true); };
+  t["aten.scatter.value"] = [](Lowering &l, const Node &n) { return scatter(l, n, false); };
+  t["aten.index_put.default"] = index_put;
+}
+
+}  // namespace coil::lowering
