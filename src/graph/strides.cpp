@@ -103,10 +103,41 @@ bool is_non_overlapping_and_dense(const Shape &sizes, const Shape &strides) {
   return true;
 }
 
+bool is_channels_last_contiguous(const Shape &sizes, const Shape &strides) {
+  if (sizes.size() != 4 && sizes.size() != 5) return false;
+  std::vector<size_t> order = {1};
+  for (size_t d = sizes.size() - 1; d >= 2; --d) order.push_back(d);
+  order.push_back(0);
+  int64_t expected = 1;
+  for (size_t d : order) {
+    if (sizes[d] == 1) continue;
+    if (strides[d] != expected) return false;
+    expected *= sizes[d];
+  }
+  return true;
+}
+
+Shape dense_order_strides(const TensorType &t) {
+  if (t.rank() <= 1) return contiguous_strides(t.sizes);
+  // The short cuts of PyTorch's elementwise layout: they decide ambiguous layouts
+  // (size-1 dims, empty tensors) before the general ordering.
+  bool contiguous = is_contiguous(t.sizes, t.strides);
+  bool channels_last = t.rank() == 4 && is_channels_last_contiguous(t.sizes, t.strides);
+  if (contiguous && !channels_last) return contiguous_strides(t.sizes);
+  if (channels_last && !contiguous) return channels_last_strides(t.sizes);
+  const TensorType *operands[] = {&t};
+  return elementwise_output_strides(t.sizes, operands);
+}
+
+Shape preserve_format_strides(const TensorType &t) {
+  bool dense = is_contiguous(t.sizes, t.strides) || is_channels_last_contiguous(t.sizes, t.strides) ||
+               is_non_overlapping_and_dense(t.sizes, t.strides);
+  return dense ? t.strides : dense_order_strides(t);
+}
+
 Shape empty_like_strides(const TensorType &t, MemoryFormat format) {
   if (format != MemoryFormat::Preserve) return strides_for_format(t.sizes, format);
-  if (is_non_overlapping_and_dense(t.sizes, t.strides)) return t.strides;
-  return strides_for_format(t.sizes, suggest_memory_format(t.sizes, t.strides));
+  return preserve_format_strides(t);
 }
 
 namespace {

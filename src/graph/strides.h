@@ -28,7 +28,22 @@ Shape strides_for_format(const Shape &sizes, MemoryFormat format);
 bool is_contiguous(const Shape &sizes, const Shape &strides);
 bool is_non_overlapping_and_dense(const Shape &sizes, const Shape &strides);
 
-/// The strides of `empty_like(t, memory_format)`, preserve_format keeping dense layouts.
+/// is_contiguous(memory_format=channels_last / channels_last_3d): NHWC (NDHWC) strides on
+/// every dim of size != 1; unlike is_contiguous, an empty tensor does not pass for free.
+bool is_channels_last_contiguous(const Shape &sizes, const Shape &strides);
+
+/// empty_like(t) under preserve_format as the graph-facing references compute it: t's
+/// dims ordered the way an elementwise op orders them, then packed densely (the dim
+/// order of a non-dense input is kept; empty tensors pack row-major).
+Shape dense_order_strides(const TensorType &t);
+
+/// preserve_format for clone, _to_copy and fill: a dense layout (c10 counts every
+/// contiguous one, empty tensors included) is kept as it is, anything else gets
+/// dense_order_strides.
+Shape preserve_format_strides(const TensorType &t);
+
+/// The strides of `empty_like(t, memory_format)`: preserve_format_strides for
+/// Preserve, else a fresh tensor in that format.
 Shape empty_like_strides(const TensorType &t, MemoryFormat format);
 
 /// The strides TensorIterator gives the output of an elementwise op over `operands`

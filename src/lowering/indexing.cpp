@@ -57,39 +57,65 @@ std::vector<TensorRef> embedding(Lowering &l, const Node &n) {
   })};
 }
 
-// self[indices]: the index tensors broadcast to one shape B. When the indexed dims are
-// adjacent, B replaces them in place; otherwise B comes first, then the other dims.
-std::vector<TensorRef> advanced_index(Lowering &l, const Node &n) {
-  const TensorRef &self = tensor(l, n, "self");
-  const ArgList &list = arg(n, "indices").as<ArgList>();
-  std::vector<std::optional<TensorRef>> idx(size_t(self.rank()));
-  std::vector<size_t> indexed;
-  Shape common;
-  for (size_t d = 0; d < list.size(); ++d) {
-    if (list[d].is_none()) continue;
-    idx[d] = l.ref(list[d].as<ValueId>());
-    indexed.push_back(d);
-    common = broadcast_shapes(common, idx[d]->sizes);
+/// Advanced indexing's layout: the index tensors broadcast to one shape B. When the
+/// indexed dims are adjacent, B replaces them in place in the result; otherwise B comes
+/// first, then the other dims. `index` and `index_put` share it.
+struct AdvancedIndex {
+  const TensorRef &self;
+  std::vector<std::optional<TensorRef>> idx;  // per dim of self, the index tensor if any
+  Shape common;                               // B
+  size_t b_first = 0;                         // where B's dims sit in the result
+
+  AdvancedIndex(Lowering &l, const TensorRef &s, const ArgList &list) : self(s), idx(size_t(s.rank())) {
+    std::vector<size_t> indexed;
+    for (size_t d = 0; d < list.size(); ++d) {
+      if (list[d].is_none()) continue;
+      idx[d] = l.ref(list[d].as<ValueId>());
+      indexed.push_back(d);
+      common = broadcast_shapes(common, idx[d]->sizes);
+    }
+    bool adjacent = indexed.empty() || indexed.back() - indexed.front() + 1 == indexed.size();
+    b_first = adjacent && !indexed.empty() ? indexed.front() : 0;
   }
-  bool adjacent = indexed.empty() || indexed.back() - indexed.front() + 1 == indexed.size();
-  size_t b_first = adjacent && !indexed.empty() ? indexed.front() : 0;
-  return {l.pointwise(l.graph().type(n.outputs[0]), n.name, [&](BodyBuilder &b, const std::vector<Expr> &x) {
-    // The output's vars: B's at b_first, the other dims of self in order around them.
+
+  /// The shape of self[indices].
+  Shape result_shape() const {
+    Shape others;
+    for (size_t d = 0; d < idx.size(); ++d)
+      if (!idx[d]) others.push_back(self.sizes[d]);
+    Shape out(others.begin(), others.begin() + long(b_first));
+    out.insert(out.end(), common.begin(), common.end());
+    out.insert(out.end(), others.begin() + long(b_first), others.end());
+    return out;
+  }
+
+  /// The index tensors' values at result point `x`, in dim order.
+  std::vector<int> load_indices(BodyBuilder &b, const std::vector<Expr> &x) const {
     std::vector<Expr> bvars(x.begin() + long(b_first), x.begin() + long(b_first + common.size()));
+    std::vector<int> values;
+    for (size_t d = 0; d < idx.size(); ++d)
+      if (idx[d]) values.push_back(load_index(b, *idx[d], bvars, self.sizes[d]));
+    return values;
+  }
+
+  /// self's index at result point `x`: the k-th indexed dim is indirect_var(k), the
+  /// value load_indices returns k-th.
+  std::vector<Expr> source_index(const std::vector<Expr> &x) const {
     std::vector<Expr> rest(x.begin(), x.begin() + long(b_first));
     rest.insert(rest.end(), x.begin() + long(b_first + common.size()), x.end());
-    std::vector<Expr> in;
-    std::vector<int> values;
+    std::vector<Expr> at;
     size_t next = 0;
-    for (size_t d = 0; d < size_t(self.rank()); ++d) {
-      if (!idx[d]) {
-        in.push_back(rest[next++]);
-        continue;
-      }
-      values.push_back(load_index(b, *idx[d], bvars, self.sizes[d]));
-      in.push_back(Expr(ir::indirect_var(int(values.size() - 1))));
-    }
-    return b.indirect_load(self.buffer, Lowering::offset(self, in), self.dtype, values);
+    int k = 0;
+    for (size_t d = 0; d < idx.size(); ++d) at.push_back(idx[d] ? Expr(ir::indirect_var(k++)) : rest[next++]);
+    return at;
+  }
+};
+
+std::vector<TensorRef> advanced_index(Lowering &l, const Node &n) {
+  const TensorRef &self = tensor(l, n, "self");
+  AdvancedIndex ai(l, self, arg(n, "indices").as<ArgList>());
+  return {l.pointwise(l.graph().type(n.outputs[0]), n.name, [&](BodyBuilder &b, const std::vector<Expr> &x) {
+    return b.indirect_load(self.buffer, Lowering::offset(self, ai.source_index(x)), self.dtype, ai.load_indices(b, x));
   })};
 }
 
@@ -180,47 +206,14 @@ std::vector<TensorRef> index_put(Lowering &l, const Node &n) {
   for (const Arg &a : list)
     if (is_mask(l, a)) return masked_put(l, n, list);
   const TensorType &out = l.graph().type(n.outputs[0]);
-  std::vector<std::optional<TensorRef>> idx(size_t(self.rank()));
-  std::vector<size_t> indexed;
-  Shape common;
-  for (size_t d = 0; d < list.size(); ++d) {
-    if (list[d].is_none()) continue;
-    idx[d] = l.ref(list[d].as<ValueId>());
-    indexed.push_back(d);
-    common = broadcast_shapes(common, idx[d]->sizes);
-  }
-  bool adjacent = indexed.empty() || indexed.back() - indexed.front() + 1 == indexed.size();
-  size_t b_first = adjacent && !indexed.empty() ? indexed.front() : 0;
-  // The iteration space is the shape advanced indexing would give.
-  Shape ranges, others;
-  for (size_t d = 0; d < size_t(self.rank()); ++d)
-    if (!idx[d]) others.push_back(self.sizes[d]);
-  ranges.assign(others.begin(), others.begin() + long(b_first));
-  ranges.insert(ranges.end(), common.begin(), common.end());
-  ranges.insert(ranges.end(), others.begin() + long(b_first), others.end());
+  AdvancedIndex ai(l, self, list);
   TensorRef dense{-1, out.dtype, out.sizes, out.strides, 0};
-  auto split = [&](const std::vector<Expr> &x) {
-    std::vector<Expr> bvars(x.begin() + long(b_first), x.begin() + long(b_first + common.size()));
-    std::vector<Expr> rest(x.begin(), x.begin() + long(b_first));
-    rest.insert(rest.end(), x.begin() + long(b_first + common.size()), x.end());
-    return std::pair{bvars, rest};
-  };
   return {scatter_node(
-      l, n, self, ranges, arg(n, "accumulate").as<bool>(),
+      l, n, self, ai.result_shape(), arg(n, "accumulate").as<bool>(),
       [&](BodyBuilder &b, const std::vector<Expr> &x) {
-        auto [bvars, rest] = split(x);
-        std::vector<int> values_at;
-        for (size_t d : indexed) values_at.push_back(load_index(b, *idx[d], bvars, self.sizes[d]));
-        return std::pair{Lowering::load_broadcast(b, values, x), values_at};
+        return std::pair{Lowering::load_broadcast(b, values, x), ai.load_indices(b, x)};
       },
-      [&](const std::vector<Expr> &x) {
-        auto [bvars, rest] = split(x);
-        std::vector<Expr> at;
-        size_t next = 0, k = 0;
-        for (size_t d = 0; d < size_t(self.rank()); ++d)
-          at.push_back(idx[d] ? Expr(ir::indirect_var(int(k++))) : rest[next++]);
-        return Lowering::offset(dense, at);
-      })};
+      [&](const std::vector<Expr> &x) { return Lowering::offset(dense, ai.source_index(x)); })};
 }
 
 }  // namespace

@@ -24,18 +24,4 @@ std::vector<bool> reduced_dims(const std::optional<std::vector<int64_t>> &dims, 
 /// The shape after reducing `reduced` dims of `sizes`, with or without keepdim.
 Shape reduced_shape(const Shape &sizes, const std::vector<bool> &reduced, bool keepdim);
 
-// Defined in creation.cpp, used by the indexing family too.
-
-/// torch.empty(sizes, memory_format=format) strides (format is not Preserve).
-Shape format_strides(const Shape &sizes, MemoryFormat format);
-
-/// empty_like(t) under preserve_format, as the graph-facing references compute it:
-/// t's dims ordered the way an elementwise op orders them, then packed densely (the
-/// dim order of non-dense inputs is kept). strides.h's empty_like_strides falls back to
-/// the suggested memory format instead; the two should become one.
-Shape empty_like_perm_strides(const TensorType &t);
-
-/// clone(t) under preserve_format: dense layouts as they are, else empty_like's.
-Shape clone_strides(const TensorType &t);
-
 }  // namespace coil::meta

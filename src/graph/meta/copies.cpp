@@ -55,7 +55,15 @@ void register_copy_ops(Registry &r) {
         "bool? pin_memory=None, bool non_blocking=False, MemoryFormat? memory_format=None) -> Tensor",
         to_copy);
   r.add("clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor", clone);
-  r.add("lift_fresh_copy(Tensor self) -> Tensor", preserving_copy);
+  // lift_fresh_copy keeps a dense layout and lays anything else out in the suggested
+  // memory format (eager's clone), not in the input's dim order.
+  r.add("lift_fresh_copy(Tensor self) -> Tensor", [](const MetaArgs &a) {
+    const TensorType &self = a.tensor("self");
+    Shape strides = is_non_overlapping_and_dense(self.sizes, self.strides)
+                        ? self.strides
+                        : strides_for_format(self.sizes, suggest_memory_format(self.sizes, self.strides));
+    return std::vector<TensorType>{{self.dtype, self.sizes, strides, self.device}};
+  });
   // fill: self's dtype and layout, every element the value.
   r.add("fill.Scalar(Tensor self, Scalar value) -> Tensor", preserving_copy);
   r.add("fill.Tensor(Tensor self, Tensor value) -> Tensor", [](const MetaArgs &a) {
@@ -69,7 +77,8 @@ void register_copy_ops(Registry &r) {
     const TensorType &src = a.tensor("src");
     COIL_USER_CHECK(broadcast_shapes(self.sizes, src.sizes) == self.sizes, "copy: src of shape ",
                     shape_str(src.sizes), " cannot be broadcast to ", shape_str(self.sizes));
-    return std::vector<TensorType>{{self.dtype, self.sizes, empty_like_strides(self, MemoryFormat::Preserve),
+    // The functional copy returns self's layout unchanged, even when it is not dense.
+    return std::vector<TensorType>{{self.dtype, self.sizes, self.strides,
                                     self.device}};
   });
   r.add("_assert_async(Tensor self) -> ()", [](const MetaArgs &) { return std::vector<TensorType>{}; });

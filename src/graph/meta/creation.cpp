@@ -6,74 +6,6 @@
 #include "graph/meta/common.h"
 
 namespace coil {
-namespace meta {
-
-namespace {
-
-/// torch's is_contiguous: fewer than two elements, or row-major strides on every dim
-/// of size > 1.
-bool torch_is_contiguous(const TensorType &t) {
-  if (t.numel() < 2) return true;
-  int64_t expected = 1;
-  for (size_t i = t.sizes.size(); i-- > 0;) {
-    if (t.sizes[i] == 1) continue;
-    if (t.strides[i] != expected) return false;
-    expected *= t.sizes[i];
-  }
-  return true;
-}
-
-/// torch's is_contiguous(memory_format=channels_last / channels_last_3d): NHWC (NDHWC)
-/// strides on every dim of size != 1. Unlike is_contiguous, empty tensors do not pass
-/// by being empty.
-bool torch_is_channels_last_contiguous(const TensorType &t, int64_t rank) {
-  if (t.rank() != rank) return false;
-  std::vector<size_t> order = {1};
-  for (size_t d = size_t(rank) - 1; d >= 2; --d) order.push_back(d);
-  order.push_back(0);
-  int64_t expected = 1;
-  for (size_t d : order) {
-    if (t.sizes[d] == 1) continue;
-    if (t.strides[d] != expected) return false;
-    expected *= t.sizes[d];
-  }
-  return true;
-}
-
-}  // namespace
-
-/// The strides of a fresh tensor of `sizes` in `format` (not Preserve), as torch.empty
-/// gives them.
-Shape format_strides(const Shape &sizes, MemoryFormat format) { return strides_for_format(sizes, format); }
-
-/// The strides of `empty_like(t)` under preserve_format as PyTorch computes them for
-/// graphs (torch._refs.empty_like, which fake tensors run): t's dims ordered the way an
-/// elementwise op orders them, then packed densely. Unlike strides.h's
-/// empty_like_strides this keeps the dim order of non-dense inputs (a strided slice of
-/// a transposed tensor stays transposed) and packs empty tensors row-major.
-/// indexing.cpp uses it too (index, index_put and flip allocate their outputs this way).
-Shape empty_like_perm_strides(const TensorType &t) {
-  if (t.rank() <= 1) return contiguous_strides(t.sizes);
-  // The same short cuts as compute_elementwise_output_logical_to_physical_perm: they
-  // decide ambiguous layouts (size-1 dims, empty tensors) before the general sort.
-  bool contiguous = torch_is_contiguous(t);
-  bool channels_last = torch_is_channels_last_contiguous(t, 4);
-  if (contiguous && !channels_last) return contiguous_strides(t.sizes);
-  if (channels_last && !contiguous) return format_strides(t.sizes, MemoryFormat::ChannelsLast);
-  const TensorType *operands[] = {&t};
-  return elementwise_output_strides(t.sizes, operands);
-}
-
-/// The strides clone gives under preserve_format: a dense layout is copied as it is,
-/// anything else is laid out as empty_like would. c10 counts every contiguous layout as
-/// dense, empty tensors included, whatever their strides.
-Shape clone_strides(const TensorType &t) {
-  bool dense = torch_is_contiguous(t) || torch_is_channels_last_contiguous(t, 4) ||
-               torch_is_channels_last_contiguous(t, 5) || is_non_overlapping_and_dense(t.sizes, t.strides);
-  return dense ? t.strides : empty_like_perm_strides(t);
-}
-
-}  // namespace meta
 
 namespace {
 
@@ -132,7 +64,7 @@ std::vector<TensorType> empty(const MetaArgs &a) {
                   "expected contiguous_format, channels_last or channels_last_3d");
   Shape sizes = a.ints("size");
   checked_numel(sizes);
-  return {TensorType{o.dtype, sizes, meta::format_strides(sizes, format), o.device}};
+  return {TensorType{o.dtype, sizes, strides_for_format(sizes, format), o.device}};
 }
 
 /// empty_strided and new_empty_strided (`op`, for messages): the strides are given.
@@ -155,8 +87,8 @@ std::vector<TensorType> like(const MetaArgs &a) {
   const TensorType &self = a.tensor("self");
   Options o = options(a, self.dtype, self.device);
   auto format = a.optional_memory_format("memory_format").value_or(MemoryFormat::Preserve);
-  Shape strides = format == MemoryFormat::Preserve ? meta::empty_like_perm_strides(self)
-                                                   : meta::format_strides(self.sizes, format);
+  Shape strides = format == MemoryFormat::Preserve ? dense_order_strides(self)
+                                                   : strides_for_format(self.sizes, format);
   return {TensorType{o.dtype, self.sizes, strides, o.device}};
 }
 

@@ -9,9 +9,6 @@ namespace coil {
 namespace {
 
 using meta::contiguous;
-using meta::clone_strides;
-using meta::empty_like_perm_strides;
-using meta::format_strides;
 
 bool is_index_dtype(DType t) { return t == DType::I64 || t == DType::I32; }
 
@@ -84,7 +81,7 @@ std::vector<TensorType> cat(const MetaArgs &a) {
     sizes[size_t(dim)] += tensors[i]->sizes[size_t(dim)];
   }
   checked_numel(sizes);
-  Shape strides = format_strides(sizes, cat_memory_format(tensors));
+  Shape strides = strides_for_format(sizes, cat_memory_format(tensors));
   return {TensorType{dtype, sizes, strides, stencil.device}};
 }
 
@@ -114,9 +111,9 @@ std::vector<TensorType> constant_pad_nd(const MetaArgs &a) {
   // Only cropping: torch narrows the input (a view with its strides) and clones that.
   if (crop_only) {
     TensorType view{self.dtype, sizes, self.strides, self.device};
-    return {TensorType{self.dtype, sizes, clone_strides(view), self.device}};
+    return {TensorType{self.dtype, sizes, preserve_format_strides(view), self.device}};
   }
-  return {TensorType{self.dtype, sizes, format_strides(sizes, suggested_format(self)), self.device}};
+  return {TensorType{self.dtype, sizes, strides_for_format(sizes, suggested_format(self)), self.device}};
 }
 
 // ---- advanced indexing ----
@@ -218,7 +215,7 @@ std::vector<TensorType> index(const MetaArgs &a) {
   AdvancedIndex ix = advanced_index("index", self, a.tensors("indices"));
   if (self.numel() == 0) return {contiguous(self.dtype, ix.sizes, self.device)};
   TensorType src{self.dtype, ix.sizes, ix.strides, self.device};
-  return {TensorType{self.dtype, ix.sizes, empty_like_perm_strides(src), self.device}};
+  return {TensorType{self.dtype, ix.sizes, dense_order_strides(src), self.device}};
 }
 
 /// Masks in index_put: each stands for as many dims as it has, whose sizes it must match.
@@ -266,7 +263,7 @@ std::vector<TensorType> index_put(const MetaArgs &a) {
     COIL_USER_CHECK(expandable_to(values.sizes, target), "index_put: values of shape ", shape_str(values.sizes),
                     " cannot be broadcast to the indexed shape ", shape_str(target));
   }
-  return {TensorType{self.dtype, self.sizes, empty_like_perm_strides(self), self.device}};
+  return {TensorType{self.dtype, self.sizes, dense_order_strides(self), self.device}};
 }
 
 // ---- index_select, gather, scatter, embedding ----
@@ -345,7 +342,7 @@ std::vector<TensorType> embedding(const MetaArgs &a) {
 std::vector<TensorType> flip(const MetaArgs &a) {
   const TensorType &self = a.tensor("self");
   meta::reduced_dims(a.ints("dims"), self.rank());  // validates: in range, no repeats
-  return {TensorType{self.dtype, self.sizes, empty_like_perm_strides(self), self.device}};
+  return {TensorType{self.dtype, self.sizes, dense_order_strides(self), self.device}};
 }
 
 // ---- slice_scatter, select_scatter ----
