@@ -405,9 +405,11 @@ void Interpreter::run_convolution(const Node &n) {
           if (pos < 0 || pos >= x.sizes[2 + d]) return;
           xi.push_back(pos);
         }
-        std::vector<int64_t> wi = transposed ? std::vector<int64_t>{g * cin_g + ci, co % cout_g}
-                                             : std::vector<int64_t>{co, ci};
-        wi.insert(wi.end(), kpos.begin(), kpos.end());
+        std::vector<int64_t> wi;
+        wi.reserve(2 + spatial);
+        wi.push_back(transposed ? g * cin_g + ci : co);
+        wi.push_back(transposed ? co % cout_g : ci);
+        for (int64_t k : kpos) wi.push_back(k);
         acc += read(x, xi) * read(w, wi);
       });
     }
