@@ -1,9 +1,11 @@
 #include "ir/body.h"
 
+#include <cmath>
 #include <cstring>
 #include <sstream>
 
 #include "frontend/python_repr.h"
+#include "ir/scalar_math.h"
 #include "support/error.h"
 
 namespace coil::ir {
@@ -138,6 +140,10 @@ int BodyBuilder::index(const Expr &e, DType dtype) {
 
 int BodyBuilder::cast(int v, DType dtype) {
   if (this->dtype(v) == dtype) return v;
+  // cast(const c) -> const c', rounded as the cast would round it.
+  const Instr &arg = body_.at(v);
+  if (arg.op == Op::Constant && std::isfinite(arg.value))
+    return constant(::coil::ir::cast(Scalar::of(arg.value, arg.dtype), arg.dtype, dtype).as_double(dtype), dtype);
   return unary(Op::Cast, v, dtype);
 }
 
@@ -194,8 +200,33 @@ std::string str(const Body &body, const std::function<std::string(BufferId)> &bu
   return os.str();
 }
 
+Body prune_dead_values(const Body &body) {
+  std::vector<bool> live(body.instrs.size(), false);
+  for (int r : body.results) live[size_t(r)] = true;
+  for (size_t v = body.instrs.size(); v-- > 0;) {
+    if (!live[v]) continue;
+    const Instr &i = body.instrs[v];
+    for (int a : i.args)
+      if (a >= 0) live[size_t(a)] = true;
+    for (int a : i.indirect) live[size_t(a)] = true;
+  }
+  Body out;
+  std::vector<int> map(body.instrs.size(), -1);
+  for (size_t v = 0; v < body.instrs.size(); ++v) {
+    if (!live[v]) continue;
+    Instr i = body.instrs[v];
+    for (int &a : i.args)
+      if (a >= 0) a = map[size_t(a)];
+    for (int &a : i.indirect) a = map[size_t(a)];
+    map[v] = int(out.instrs.size());
+    out.instrs.push_back(std::move(i));
+  }
+  for (int r : body.results) out.results.push_back(map[size_t(r)]);
+  return out;
+}
+
 std::vector<int> copy_body(const Body &body, BodyBuilder &out, const std::function<Expr(const Expr &)> &reindex,
-                           const std::function<std::optional<int>(const Instr &, const Expr &)> &inline_load) {
+                           const InlineLoadFn &inline_load) {
   std::vector<int> map(body.instrs.size(), -1);
   for (size_t v = 0; v < body.instrs.size(); ++v) {
     Instr i = body.instrs[v];
@@ -203,8 +234,8 @@ std::vector<int> copy_body(const Body &body, BodyBuilder &out, const std::functi
       if (a >= 0) a = map[size_t(a)];
     for (int &a : i.indirect) a = map[size_t(a)];
     if (i.op == Op::Load || i.op == Op::Index) i.index = reindex(i.index);
-    if (i.op == Op::Load && i.args[0] < 0 && i.indirect.empty()) {
-      if (auto inlined = inline_load(i, i.index)) {
+    if (i.op == Op::Load && i.indirect.empty() && inline_load) {
+      if (auto inlined = inline_load(int(v), i)) {
         map[v] = *inlined;
         continue;
       }

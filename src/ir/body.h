@@ -107,11 +107,18 @@ class BodyBuilder {
 std::string str(const Body &body, const std::function<std::string(BufferId)> &buffer_name,
                 const std::function<std::string(VarId)> &var_name);
 
-/// Copies `body`'s values into `out`, replacing each load of `buffer` by what
-/// `inline_load(index)` returns (a value already in `out`) and rewriting every other
-/// index through `reindex`. Returns the map from `body`'s values to `out`'s.
-std::vector<int> copy_body(const Body &body, BodyBuilder &out,
-                           const std::function<Expr(const Expr &)> &reindex,
-                           const std::function<std::optional<int>(const Instr &load, const Expr &index)> &inline_load);
+/// `body` without the values no result depends on, renumbered in order.
+Body prune_dead_values(const Body &body);
+
+/// What replaces a load when a body is copied: given the load's value number in the
+/// source body and the load as it would be copied (index reindexed, mask mapped), a value
+/// already in the destination, or nothing to copy the load as it is.
+using InlineLoadFn = std::function<std::optional<int>(int value, const Instr &load)>;
+
+/// Copies `body`'s values into `out`, rewriting every load and index expression through
+/// `reindex` and offering each direct (not indirect) load to `inline_load` (may be empty).
+/// Returns the map from `body`'s values to `out`'s.
+std::vector<int> copy_body(const Body &body, BodyBuilder &out, const std::function<Expr(const Expr &)> &reindex,
+                           const InlineLoadFn &inline_load = {});
 
 }  // namespace coil::ir

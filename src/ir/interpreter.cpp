@@ -4,15 +4,26 @@
 #include <cstring>
 #include <limits>
 
+#include "ir/kernel.h"
 #include "ir/scalar_math.h"
 
 namespace coil::ir {
 namespace {
 
+/// When and where in a kernel an element of an internal buffer was computed.
+struct Stamp {
+  int64_t row = -1;    // the kernel's outer point, counted from 0
+  int step = -1;       // the pass over the row
+  int64_t inner = -1;  // the point of the pass, or -1 for a value computed once per row
+};
+
 /// A buffer's elements, by element offset, each already rounded to the buffer's dtype.
+/// A buffer a kernel keeps internal also records where each element was computed, so
+/// that reading one the fused loop would not have at hand is caught (a fusion bug).
 struct Storage {
   DType dtype = DType::F32;
   std::vector<Scalar> elems;
+  std::vector<Stamp> stamps;
 };
 
 /// The number of elements a strided allocation spans: 1 + the largest offset.
@@ -76,6 +87,8 @@ void for_each_point(const Shape &sizes, std::vector<int64_t> &point, size_t firs
   }
 }
 
+struct Accumulator;
+
 class Interpreter {
  public:
   explicit Interpreter(const Program &p) : p_(p), storage_(p.buffers.size()) {}
@@ -83,9 +96,19 @@ class Interpreter {
   std::vector<HostTensor> run(const TensorList &inputs) {
     for (BufferId b : p_.inputs) bind_input(b, inputs);
     for (const Node &n : p_.nodes) run_node(n);
-    std::vector<HostTensor> out;
-    for (BufferId b : p_.outputs) out.push_back(to_host(b));
-    return out;
+    return outputs();
+  }
+
+  std::vector<HostTensor> run(const ScheduledProgram &s, const TensorList &inputs) {
+    for (BufferId b : p_.inputs) bind_input(b, inputs);
+    for (const Kernel &k : s.kernels) {
+      if (k.is_loop_nest()) {
+        run_kernel(k);
+        continue;
+      }
+      for (int n : k.nodes) run_node(p_.nodes[size_t(n)]);
+    }
+    return outputs();
   }
 
  private:
@@ -117,14 +140,25 @@ class Interpreter {
     return s;
   }
 
-  HostTensor to_host(BufferId b) const {
+  std::vector<HostTensor> outputs() const {
+    std::vector<HostTensor> out;
+    for (size_t i = 0; i < p_.outputs.size(); ++i) {
+      const Buffer &buf = p_.buffer(p_.outputs[i]);
+      View whole{p_.outputs[i], buf.type.sizes, buf.type.strides, 0};
+      out.push_back(to_host(i < p_.output_views.size() ? p_.output_views[i] : whole));
+    }
+    return out;
+  }
+
+  HostTensor to_host(const View &v) const {
+    BufferId b = v.buffer;
     const Buffer &buf = p_.buffer(b);
-    HostTensor t = HostTensor::zeros(buf.type.dtype, buf.type.sizes);
-    std::vector<int64_t> point(buf.type.sizes.size());
+    HostTensor t = HostTensor::zeros(buf.type.dtype, v.sizes);
+    std::vector<int64_t> point(v.sizes.size());
     int64_t flat = 0;
-    for_each_point(buf.type.sizes, point, 0, [&] {
-      int64_t src = 0;
-      for (size_t d = 0; d < point.size(); ++d) src += point[d] * buf.type.strides[d];
+    for_each_point(v.sizes, point, 0, [&] {
+      int64_t src = v.offset;
+      for (size_t d = 0; d < point.size(); ++d) src += point[d] * v.strides[d];
       write_host(t, flat++, storage_[size_t(b)].elems[size_t(src)]);
     });
     return t;
@@ -157,6 +191,7 @@ class Interpreter {
     int64_t at = ir::eval(i.index, point);
     COIL_ASSERT(at >= 0 && at < int64_t(s.elems.size()), "load of ", p_.buffer(i.buffer).name, "[", at,
                 "] out of its ", s.elems.size(), " elements");
+    if (!s.stamps.empty()) check_at_hand(i.buffer, at);
     return s.elems[size_t(at)];
   }
 
@@ -177,6 +212,15 @@ class Interpreter {
     Storage &s = storage_[size_t(b)];
     int64_t at = ir::eval(store_index(n, p_.buffer(b)), point);
     s.elems[size_t(at)] = round_to(value, s.dtype);
+    if (!s.stamps.empty()) s.stamps[size_t(at)] = now_;
+  }
+
+  // A kernel reads an internal buffer only where its loop has the value at hand: in the
+  // same row, and at the same point of the same pass unless it was computed once per row.
+  void check_at_hand(BufferId b, int64_t at) const {
+    const Stamp &s = storage_[size_t(b)].stamps[size_t(at)];
+    bool ok = s.row == now_.row && (s.inner < 0 || (s.step == now_.step && s.inner == now_.inner));
+    COIL_ASSERT(ok, "a fused kernel reads ", p_.buffer(b).name, "[", at, "], which its loop has not computed at this point");
   }
 
   void run_node(const Node &n) {
@@ -192,16 +236,22 @@ class Interpreter {
 
   void run_pointwise(const Node &n) {
     std::vector<int64_t> point(size_t(n.num_vars()), 0);
-    for_each_point(n.ranges, point, 0, [&] {
-      auto v = eval(n.body, point);
-      for (size_t k = 0; k < n.outputs.size(); ++k) {
-        const Instr &r = n.body.at(n.body.results[k]);
-        store(n.outputs[k], n, point, cast(v[size_t(n.body.results[k])], r.dtype, p_.buffer(n.outputs[k]).type.dtype));
-      }
-    });
+    Shape space = n.ranges;
+    space.insert(space.end(), n.reduction_ranges.begin(), n.reduction_ranges.end());
+    for_each_point(space, point, 0, [&] { run_pointwise_at(n, point); });
   }
 
+  void run_pointwise_at(const Node &n, const std::vector<int64_t> &point) {
+    auto v = eval(n.body, point);
+    for (size_t k = 0; k < n.outputs.size(); ++k) {
+      const Instr &r = n.body.at(n.body.results[k]);
+      store(n.outputs[k], n, point, cast(v[size_t(n.body.results[k])], r.dtype, p_.buffer(n.outputs[k]).type.dtype));
+    }
+  }
+
+  void run_kernel(const Kernel &k);
   void run_reduction(const Node &n);
+  void finish_reduction(const Node &n, const Accumulator &acc, const std::vector<int64_t> &point);
   void run_scan(const Node &n);
   void run_extern(const Node &n);
   void run_product(const Node &n);
@@ -211,6 +261,7 @@ class Interpreter {
 
   const Program &p_;
   std::vector<Storage> storage_;
+  Stamp now_;
 };
 
 // Accumulators in double (floats) or int64 (integers): the reference is at least as
@@ -286,23 +337,78 @@ void Interpreter::run_reduction(const Node &n) {
     for_each_point(n.reduction_ranges, point, n.ranges.size(), [&] {
       acc.add(eval(n.body, point)[size_t(n.body.results[0])], position++);
     });
-    auto out_dtype = [&](size_t k) { return p_.buffer(n.outputs[k]).type.dtype; };
-    switch (n.reduce_op) {
-      case ReduceOp::ArgMax:
-      case ReduceOp::ArgMin: store(n.outputs[0], n, point, Scalar::of(double(acc.arg), out_dtype(0))); return;
-      case ReduceOp::Welford:
-        store(n.outputs[0], n, point, Scalar::of(acc.count ? acc.mean : NAN, out_dtype(0)));
-        store(n.outputs[1], n, point, Scalar::of(acc.m2, out_dtype(1)));
-        store(n.outputs[2], n, point, Scalar::of(double(acc.count), out_dtype(2)));
-        return;
-      case ReduceOp::Any:
-      case ReduceOp::All: store(n.outputs[0], n, point, cast(Scalar{0, acc.i}, DType::Bool, out_dtype(0))); return;
-      case ReduceOp::Sum:
-      case ReduceOp::Prod:
-      case ReduceOp::Max:
-      case ReduceOp::Min: store(n.outputs[0], n, point, cast(Scalar{acc.f, acc.i}, in, out_dtype(0))); return;
+    finish_reduction(n, acc, point);
+  });
+}
+
+void Interpreter::finish_reduction(const Node &n, const Accumulator &acc, const std::vector<int64_t> &point) {
+  auto out_dtype = [&](size_t k) { return p_.buffer(n.outputs[k]).type.dtype; };
+  switch (n.reduce_op) {
+    case ReduceOp::ArgMax:
+    case ReduceOp::ArgMin: store(n.outputs[0], n, point, Scalar::of(double(acc.arg), out_dtype(0))); return;
+    case ReduceOp::Welford:
+      store(n.outputs[0], n, point, Scalar::of(acc.count ? acc.mean : NAN, out_dtype(0)));
+      store(n.outputs[1], n, point, Scalar::of(acc.m2, out_dtype(1)));
+      store(n.outputs[2], n, point, Scalar::of(double(acc.count), out_dtype(2)));
+      return;
+    case ReduceOp::Any:
+    case ReduceOp::All: store(n.outputs[0], n, point, cast(Scalar{0, acc.i}, DType::Bool, out_dtype(0))); return;
+    case ReduceOp::Sum:
+    case ReduceOp::Prod:
+    case ReduceOp::Max:
+    case ReduceOp::Min: store(n.outputs[0], n, point, cast(Scalar{acc.f, acc.i}, acc.dtype, out_dtype(0))); return;
+  }
+}
+
+// A fused kernel, row by row: each pass over the reduction ranges runs its members at
+// every point (reductions accumulate, pointwise members store), each once-per-row step
+// runs its members at the row's point. Internal buffers are stamped to catch a read
+// of a value the loop would not have at hand.
+void Interpreter::run_kernel(const Kernel &k) {
+  for (int n : k.nodes) {
+    for (BufferId b : p_.nodes[size_t(n)].outputs)
+      if (b >= 0) allocate(b);
+  }
+  for (BufferId b : k.internal) storage_[size_t(b)].stamps.assign(storage_[size_t(b)].elems.size(), Stamp{});
+  std::vector<int64_t> point(k.ranges.size() + k.reduction_ranges.size(), 0);
+  now_ = Stamp{};
+  for_each_point(k.ranges, point, 0, [&] {
+    ++now_.row;
+    for (size_t s = 0; s < k.steps.size(); ++s) {
+      const Step &step = k.steps[s];
+      now_.step = int(s);
+      now_.inner = -1;
+      std::fill(point.begin() + long(k.ranges.size()), point.end(), 0);
+      if (!step.inner) {
+        for (int n : step.nodes) run_pointwise_at(p_.nodes[size_t(n)], point);
+        continue;
+      }
+      std::vector<Accumulator> accs;
+      for (int n : step.nodes) {
+        const Node &node = p_.nodes[size_t(n)];
+        DType in = node.kind == NodeKind::Reduction ? node.body.at(node.body.results[0]).dtype : DType::F32;
+        accs.push_back(Accumulator{node.reduce_op, in});
+        accs.back().init();
+      }
+      for_each_point(k.reduction_ranges, point, k.ranges.size(), [&] {
+        ++now_.inner;
+        for (size_t m = 0; m < step.nodes.size(); ++m) {
+          const Node &node = p_.nodes[size_t(step.nodes[m])];
+          if (node.kind == NodeKind::Reduction) {
+            accs[m].add(eval(node.body, point)[size_t(node.body.results[0])], now_.inner);
+          } else {
+            run_pointwise_at(node, point);
+          }
+        }
+      });
+      now_.inner = -1;
+      for (size_t m = 0; m < step.nodes.size(); ++m) {
+        const Node &node = p_.nodes[size_t(step.nodes[m])];
+        if (node.kind == NodeKind::Reduction) finish_reduction(node, accs[m], point);
+      }
     }
   });
+  for (BufferId b : k.internal) storage_[size_t(b)].stamps.clear();
 }
 
 // An inclusive prefix sum along scan_dim, accumulated in double or int64.
@@ -460,6 +566,10 @@ void Interpreter::run_extern(const Node &n) {
 
 std::vector<HostTensor> interpret(const Program &p, const TensorList &inputs) {
   return Interpreter(p).run(inputs);
+}
+
+std::vector<HostTensor> interpret(const ScheduledProgram &s, const TensorList &inputs) {
+  return Interpreter(s.program).run(s, inputs);
 }
 
 }  // namespace coil::ir

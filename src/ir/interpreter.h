@@ -14,4 +14,10 @@ namespace coil::ir {
 /// wrong dtype or shape, and on integer division by zero.
 std::vector<HostTensor> interpret(const Program &p, const TensorList &inputs);
 
+struct ScheduledProgram;
+/// Runs a scheduled program kernel by kernel, each fused kernel row by row in its passes
+/// as a generated kernel would; an InternalError when a kernel reads a value of an
+/// internal buffer that its loop would not have at hand (a fusion bug).
+std::vector<HostTensor> interpret(const ScheduledProgram &s, const TensorList &inputs);
+
 }  // namespace coil::ir

@@ -74,6 +74,7 @@ Expr offset_of(const std::vector<Expr> &index, const Shape &strides, int64_t sto
 }
 
 Expr store_index(const Node &node, const Buffer &out) {
+  if (!node.output_index.empty()) return offset_of(node.output_index, out.type.strides);
   std::vector<Expr> index;
   for (size_t d = 0; d < node.ranges.size(); ++d) index.push_back(Expr(node.x(int(d))));
   return offset_of(index, out.type.strides);
@@ -129,6 +130,8 @@ void print_node(std::ostringstream &os, const Program &p, const Node &n) {
   }
   os << "    ranges: " << shape_str(n.ranges);
   if (!n.reduction_ranges.empty()) os << "  reduction: " << shape_str(n.reduction_ranges);
+  if (!n.output_index.empty() && !n.outputs.empty())
+    os << "\n    stores at: " << str(store_index(n, p.buffer(n.outputs[0])), [&](VarId v) { return n.var_name(v); });
   os << "\n    reads:";
   for (BufferId b : n.reads()) os << " " << buf(b);
   os << "\n" << str(n.body, buf, [&](VarId v) { return n.var_name(v); });
@@ -136,17 +139,37 @@ void print_node(std::ostringstream &os, const Program &p, const Node &n) {
 
 }  // namespace
 
-std::string str(const Program &p) {
+std::string buffers_str(const Program &p) {
   std::ostringstream os;
   os << "buffers:\n";
   for (const Buffer &b : p.buffers) {
     const char *kind = b.kind == Buffer::Kind::Input ? "input" : b.kind == Buffer::Kind::Constant ? "constant" : "computed";
     os << "  " << b.name << ": " << b.type.str() << "  " << kind << "\n";
   }
+  return os.str();
+}
+
+std::string str(const Program &p, const Node &n) {
+  std::ostringstream os;
+  print_node(os, p, n);
+  return os.str();
+}
+
+std::string str(const Program &p) {
+  std::ostringstream os;
+  os << buffers_str(p);
   os << "nodes:\n";
   for (const Node &n : p.nodes) print_node(os, p, n);
   os << "outputs:";
-  for (BufferId b : p.outputs) os << " " << p.buffer(b).name;
+  for (size_t i = 0; i < p.outputs.size(); ++i) {
+    os << " " << p.buffer(p.outputs[i]).name;
+    if (i < p.output_views.size()) {
+      const View &v = p.output_views[i];
+      const TensorType &t = p.buffer(v.buffer).type;
+      if (v.sizes != t.sizes || v.strides != t.strides || v.offset != 0)
+        os << " as view" << shape_str(v.sizes) << shape_str(v.strides) << "+" << v.offset;
+    }
+  }
   os << "\n";
   return os.str();
 }

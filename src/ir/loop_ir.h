@@ -60,6 +60,13 @@ struct Node {
   Body body;                       // Pointwise/Scan: results[k] goes to outputs[k];
                                    // Reduction: results are the values reduced
   std::vector<BufferId> outputs;   // Welford: mean, m2, count
+  /// Where the outputs are stored: one index per output dim, in this node's variables.
+  /// Empty means x0, x1, ... (ranges are the output's sizes); the scheduler sets it when
+  /// it moves a node into a kernel whose iteration space is shaped differently.
+  std::vector<Expr> output_index;
+  /// The cast of the result to the output's dtype is what the op does (`_to_copy` to
+  /// bf16), not the rounding at a store that fusion may drop (DESIGN.md, decision 14).
+  bool semantic_cast = false;
   // Extern only.
   ExternOp extern_op = ExternOp::Mm;
   std::vector<View> operands;      // in the library call's order
@@ -76,12 +83,16 @@ struct Node {
 };
 
 /// A lowered graph: buffers, nodes in a valid execution order, and the buffers that
-/// hold the graph's inputs and outputs (in the graph's order).
+/// hold the graph's inputs and outputs (in the graph's order). An output may alias an
+/// input or another output, as it does in PyTorch.
 struct Program {
   std::vector<Buffer> buffers;
   std::vector<Node> nodes;
   std::vector<BufferId> inputs;   // graph inputs then constants, in graph order
-  std::vector<BufferId> outputs;  // one per graph output (None skipped)
+  std::vector<BufferId> outputs;  // one per graph output (None skipped): the buffer it lives in
+  /// How each output sees its buffer: a graph output that is a view (of an input, of a
+  /// computed buffer) is returned as that view, never copied. Empty: whole buffers.
+  std::vector<View> output_views;
 
   BufferId add_buffer(Buffer b);
   const Buffer &buffer(BufferId id) const { return buffers.at(size_t(id)); }
@@ -101,5 +112,9 @@ int64_t max_reduction_size(const Program &p, BufferId b);
 
 /// Deterministic text of a program: each buffer and node with its ranges, reads and body.
 std::string str(const Program &p);
+/// One node as str(Program) prints it: kind, origin, ranges, reads, where it stores, body.
+std::string str(const Program &p, const Node &n);
+/// The buffer table of str(Program).
+std::string buffers_str(const Program &p);
 
 }  // namespace coil::ir

@@ -119,22 +119,6 @@ ir::BufferId add_graph_buffer(ir::Program &p, const Value &v, ir::Buffer::Kind k
   return p.add_buffer(b);
 }
 
-// A graph output must be a whole buffer the program computes; a view or an input
-// returned as is gets a copy (the artifact's outputs never alias its inputs).
-ir::BufferId output_buffer(Lowering &l, ValueId v) {
-  const TensorRef &r = l.ref(v);
-  const ir::Buffer &b = l.program().buffer(r.buffer);
-  bool whole = r.offset == 0 && r.sizes == b.type.sizes && r.strides == b.type.strides;
-  if (whole && b.kind == ir::Buffer::Kind::Computed) return r.buffer;
-  const TensorType &t = l.graph().type(v);
-  TensorType dense{t.dtype, t.sizes, contiguous_strides(t.sizes), t.device};
-  return l.pointwise(dense, "copy of output " + l.graph().value(v).name,
-                     [&](ir::BodyBuilder &bb, const std::vector<Expr> &index) {
-                       return Lowering::load_broadcast(bb, r, index);
-                     })
-      .buffer;
-}
-
 }  // namespace
 
 ir::Program lower(const Graph &g) {
@@ -163,7 +147,12 @@ ir::Program lower(const Graph &g) {
                 n.outputs.size());
     for (size_t i = 0; i < outs.size(); ++i) l.bind(n.outputs[i], outs[i]);
   }
-  for (ValueId v : g.outputs()) p.outputs.push_back(output_buffer(l, v));
+  // Outputs are returned as they are, views included (aliasing inputs as PyTorch does).
+  for (ValueId v : g.outputs()) {
+    const TensorRef &r = l.ref(v);
+    p.outputs.push_back(r.buffer);
+    p.output_views.push_back(ir::View{r.buffer, r.sizes, r.strides, r.offset});
+  }
   return std::move(p);
 }
 

@@ -302,10 +302,11 @@ void add_copies(std::map<std::string, LowerFn, std::less<>> &t) {
   auto copy_of = [](const char *source) {
     return [=](Lowering &l, const Node &n) {
       const TensorRef &src = l.ref(n.args[size_t(n.op->schema.find_arg(source))].as<ValueId>());
-      return std::vector<TensorRef>{l.pointwise(l.graph().type(n.outputs[0]), n.name,
-                                                [&](BodyBuilder &b, const std::vector<Expr> &index) {
-                                                  return Lowering::load_broadcast(b, src, index);
-                                                })};
+      auto out = l.pointwise(l.graph().type(n.outputs[0]), n.name, [&](BodyBuilder &b, const std::vector<Expr> &index) {
+        return Lowering::load_broadcast(b, src, index);
+      });
+      l.program().nodes.back().semantic_cast = true;
+      return std::vector<TensorRef>{out};
     };
   };
   for (const char *target : {"aten._to_copy.default", "aten.clone.default", "aten.lift_fresh_copy.default"})

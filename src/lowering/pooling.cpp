@@ -3,6 +3,7 @@
 // rest. Group norm is here too: a Welford reduction per (batch, group).
 #include <array>
 #include <cmath>
+#include <functional>
 
 #include "graph/registry.h"
 #include "lowering/lowering.h"
@@ -67,6 +68,35 @@ int load_window(BodyBuilder &b, const TensorRef &x, const std::vector<Expr> &out
   return b.where(ok, v, b.constant(fill, as), as);
 }
 
+using WindowBody = std::function<int(BodyBuilder &, const std::vector<Expr> &out, const std::vector<Expr> &r)>;
+using WindowTotal = std::function<int(BodyBuilder &, const std::vector<Expr> &out)>;
+
+/// Windows of at most this many elements are unrolled into the pointwise body that
+/// uses their sum: no reduction loop, and the pooling fuses like an elementwise op.
+constexpr int64_t kUnrolledWindow = 25;
+
+/// The sum over each output's window of `body`, as a function the output's pointwise
+/// body calls: unrolled for small windows, else a Reduction node whose result it loads.
+WindowTotal window_sum(Lowering &l, const TensorType &sum_type, const Shape &window, const std::string &origin,
+                       const WindowBody &body) {
+  int64_t size = window.empty() ? 1 : window[0] * window[1];
+  if (size > kUnrolledWindow || size == 0) {
+    TensorRef sum = l.reduction(sum_type, window, ReduceOp::Sum, origin, body)[0];
+    return [sum](BodyBuilder &b, const std::vector<Expr> &o) {
+      return b.load(sum.buffer, Lowering::offset(sum, o), sum.dtype);
+    };
+  }
+  return [window, body, dtype = sum_type.dtype](BodyBuilder &b, const std::vector<Expr> &o) {
+    int total = -1;
+    for (int64_t i = 0; i < window[0]; ++i)
+      for (int64_t j = 0; j < window[1]; ++j) {
+        int v = body(b, o, {Expr(i), Expr(j)});
+        total = total < 0 ? v : b.binary(Op::Add, total, v, dtype);
+      }
+    return total;
+  };
+}
+
 std::vector<TensorRef> max_pool(Lowering &l, const Node &n, bool with_indices) {
   const TensorRef &x = l.ref(arg(n, "self").as<ValueId>());
   Window w = window_of(n);
@@ -105,15 +135,15 @@ std::vector<TensorRef> avg_pool(Lowering &l, const Node &n) {
   const TensorType &out = l.graph().type(n.outputs[0]);
   DType c = opmath_dtype(out.dtype);
   TensorType sum_type{c, out.sizes, contiguous_strides(out.sizes), out.device};
-  TensorRef sum = l.reduction(sum_type, {w.kernel[0], w.kernel[1]}, ReduceOp::Sum, n.name + " sum",
-                              [&](BodyBuilder &b, const std::vector<Expr> &o, const std::vector<Expr> &r) {
-                                return load_window(b, x, o, window_pos(w, o[o.size() - 2], o[o.size() - 1], r[0], r[1]),
-                                                   0, c);
-                              })[0];
+  WindowTotal sum = window_sum(l, sum_type, {w.kernel[0], w.kernel[1]}, n.name + " sum",
+                               [&x, w, c](BodyBuilder &b, const std::vector<Expr> &o, const std::vector<Expr> &r) {
+                                 return load_window(b, x, o, window_pos(w, o[o.size() - 2], o[o.size() - 1], r[0], r[1]),
+                                                    0, c);
+                               });
   bool include_pad = arg(n, "count_include_pad").as<bool>();
   const Arg &override_arg = arg(n, "divisor_override");
   return {l.pointwise(out, n.name, [&](BodyBuilder &b, const std::vector<Expr> &o) {
-    int total = b.load(sum.buffer, Lowering::offset(sum, o), c);
+    int total = sum(b, o);
     if (!override_arg.is_none()) return b.binary(Op::TrueDiv, total, b.constant(double(override_arg.as<int64_t>()), c), c);
     Expr count = 1;
     for (size_t k = 0; k < 2; ++k) {
@@ -146,8 +176,8 @@ std::vector<TensorRef> adaptive_avg_pool(Lowering &l, const Node &n) {
   Shape reduced;
   for (size_t k = 0; k < 2; ++k) reduced.push_back(outs[k] == 0 ? 0 : (in[k] + outs[k] - 1) / outs[k] + 1);
   TensorType sum_type{c, out.sizes, contiguous_strides(out.sizes), out.device};
-  TensorRef sum = l.reduction(sum_type, reduced, ReduceOp::Sum, n.name + " sum",
-                              [&](BodyBuilder &b, const std::vector<Expr> &o, const std::vector<Expr> &r) {
+  WindowTotal sum = window_sum(l, sum_type, reduced, n.name + " sum",
+                              [&x, bounds, rank, c](BodyBuilder &b, const std::vector<Expr> &o, const std::vector<Expr> &r) {
                                 std::vector<Expr> index(o.begin(), o.end() - 2);
                                 int ok = -1;
                                 for (size_t k = 0; k < 2; ++k) {
@@ -159,14 +189,14 @@ std::vector<TensorRef> adaptive_avg_pool(Lowering &l, const Node &n) {
                                 }
                                 int v = b.cast(b.masked_load(x.buffer, Lowering::offset(x, index), x.dtype, ok, 0), c);
                                 return b.where(ok, v, b.constant(0, c), c);
-                              })[0];
+                              });
   return {l.pointwise(out, n.name, [&](BodyBuilder &b, const std::vector<Expr> &o) {
     Expr count = 1;
     for (size_t k = 0; k < 2; ++k) {
       auto [start, end] = bounds(o[rank - 2 + k], k);
       count = count * (end - start);
     }
-    return b.binary(Op::TrueDiv, b.load(sum.buffer, Lowering::offset(sum, o), c), b.index(count, c), c);
+    return b.binary(Op::TrueDiv, sum(b, o), b.index(count, c), c);
   })};
 }
 

@@ -3,6 +3,7 @@
 #include <iostream>
 #include <map>
 
+#include "driver/compile.h"
 #include "frontend/parser.h"
 #include "frontend/printer.h"
 #include "graph/registry.h"
@@ -11,6 +12,9 @@
 #include "io/compare.h"
 #include "ir/interpreter.h"
 #include "lowering/lowering.h"
+#include "support/options.h"
+#include "tools/compile_command.h"
+#include "tools/config_command.h"
 #include "tools/coverage.h"
 
 namespace coil::tools {
@@ -29,6 +33,10 @@ ParsedArgs parse_args(const std::string &command, const std::vector<std::string>
     const std::string &a = args[i];
     if (a.rfind("--", 0) != 0) {
       out.files.push_back(a);
+      continue;
+    }
+    if (a == "--set" && i + 1 < args.size()) {
+      options::set_override(args[++i]);
       continue;
     }
     bool known = std::find(value_options.begin(), value_options.end(), a) != value_options.end();
@@ -131,8 +139,9 @@ int run_run(const std::vector<std::string> &args) {
   Graph g = frontend::parse_graph_file(file);
   TensorList inputs = read_safetensors(p.options["--inputs"]);
   check_graph_inputs(g, inputs, p.options["--inputs"]);
-  ir::Program program = lowering::lower(g);
-  std::vector<HostTensor> outputs = ir::interpret(program, inputs);
+  Compilation c = compile_graph(std::move(g));
+  const ir::Program &program = c.lowered;  // before fusion: every reduction still a node
+  std::vector<HostTensor> outputs = ir::interpret(c.schedule.ir, inputs);
   if (auto it = p.options.find("--save"); it != p.options.end()) {
     TensorList named;
     for (size_t i = 0; i < outputs.size(); ++i) named.emplace_back(output_tensor_name(i), outputs[i]);
@@ -143,7 +152,7 @@ int run_run(const std::vector<std::string> &args) {
     return 0;
   }
   TensorList expected = read_safetensors(p.options["--expect"]);
-  check_graph_outputs(g, expected, p.options["--expect"]);
+  check_graph_outputs(c.graph, expected, p.options["--expect"]);
   bool all_pass = true;
   for (size_t i = 0; i < outputs.size(); ++i) {
     const HostTensor &want = *find_tensor(expected, output_tensor_name(i));
@@ -197,8 +206,8 @@ const std::vector<Command> &commands() {
        run_info},
       {"run", "run a graph and compare its outputs with expected ones",
        "usage: coil run FILE --inputs IN.safetensors [--device ref] [--expect OUT.safetensors]\n"
-       "                [--rtol R] [--atol A] [--save OUT.safetensors]\n\n"
-       "Lowers the graph to the loop IR and runs it. Without --expect it prints each output's\n"
+       "                [--rtol R] [--atol A] [--save OUT.safetensors] [--set name=value]...\n\n"
+       "Compiles the graph (see coil compile) and runs its kernels. Without --expect it prints each output's\n"
        "type; with it, each output's largest absolute and relative error and PASS or FAIL.\n\n"
        "options:\n"
        "  --device D  ref: the reference interpreter of the loop IR (naive, on the CPU)\n"
@@ -206,9 +215,12 @@ const std::vector<Command> &commands() {
        "  --expect F  out0, out1, ... to compare with\n"
        "  --rtol R    relative tolerance (default: by dtype, scaled by sqrt(n) for reductions over n)\n"
        "  --atol A    absolute tolerance (default: likewise)\n"
-       "  --save F    write the outputs as out0, out1, ...\n\n"
+       "  --save F    write the outputs as out0, out1, ...\n"
+       "  --set N=V   override an option for this run (see coil config)\n\n"
        "exit status: 0 when every output passes, 1 otherwise.\n",
        run_run},
+      {"compile", "compile a graph into kernels and write each stage's dump", kCompileHelp, run_compile},
+      {"config", "list coil's options with their values", kConfigHelp, run_config},
       {"coverage", "tabulate which registered ops the fixture graphs exercise",
        "usage: coil coverage DIR...\n\n"
        "Reads DIR/<case>/graph.py for every case and prints a markdown table with one row per\n"

@@ -53,5 +53,26 @@ expect inputs-mismatch 1 "examples/sum_dim0/inputs.safetensors: error: tensor 'a
 expect expect-mismatch 1 "examples/sum_dim0/expected.safetensors: error: tensor 'out0' is f32[256] but the graph expects f32[64]" -- \
   "$coil" check examples/var_mean_lastdim/graph.py --expect examples/sum_dim0/expected.safetensors
 
+# compile: the dumps, stats.json and --explain; the same dumps again from COIL_TRACE, identical.
+expect compile-softmax 0 "1 kernel, 0 extern calls" -- "$coil" compile examples/softmax_lastdim/graph.py --out "$tmp/sm"
+for f in graph.txt graph_after_passes.txt ir_pre_fusion.txt ir_post_fusion.txt memory_plan.txt stats.json; do
+  if [[ -s "$tmp/sm/$f" ]]; then echo "ok   compile-writes-$f"; else echo "FAIL compile-writes-$f"; failures=$((failures + 1)); fi
+done
+expect compile-stats 0 '"kernels": 1' -- cat "$tmp/sm/stats.json"
+expect compile-explain 0 "kernel0  reduction over [64, 1] reducing [256]" -- "$coil" compile examples/softmax_lastdim/graph.py --out "$tmp/sm2" --explain
+expect compile-explain-apart 0 "an extern call (convolution) runs in a library" -- "$coil" compile examples/resnet_basic_block/graph.py --out "$tmp/rn" --explain
+expect compile-set 0 "2 kernels" -- "$coil" compile examples/softmax_lastdim/graph.py --out "$tmp/sm3" --set max_fusion_size=2
+expect compile-no-out 1 "coil: error: coil compile: --out DIR is required" -- "$coil" compile examples/sum_all/graph.py
+expect compile-device 1 "unknown device 'tpu'" -- "$coil" compile examples/sum_all/graph.py --out "$tmp/x" --device tpu
+expect compile-bad-env 1 "coil: error: COIL_MAX_FUSION_SIZE='abc': max_fusion_size expects an integer" -- \
+  env COIL_MAX_FUSION_SIZE=abc "$coil" compile examples/sum_all/graph.py --out "$tmp/x"
+COIL_TRACE="$tmp/trace" "$coil" run examples/softmax_lastdim/graph.py --inputs examples/softmax_lastdim/inputs.safetensors > /dev/null
+for f in graph.txt graph_after_passes.txt ir_pre_fusion.txt ir_post_fusion.txt memory_plan.txt; do
+  if cmp -s "$tmp/trace/$f" "$tmp/sm/$f"; then echo "ok   trace-same-$f"; else echo "FAIL trace-same-$f"; failures=$((failures + 1)); fi
+done
+expect config-table 0 "max_fusion_size" -- "$coil" config
+expect config-one 0 "max_fusion_size = 64  (default)" -- "$coil" config max_fusion_size
+expect config-unknown 1 "unknown option 'max_fusion' (did you mean 'max_fusion_size'?)" -- "$coil" config max_fusion
+
 if [[ $failures -ne 0 ]]; then echo "$failures CLI checks failed"; exit 1; fi
 echo "all CLI checks passed"

@@ -1,9 +1,13 @@
-// The reference interpreter against PyTorch eager: every fixture is lowered to the
-// loop IR, run, and compared with eager's outputs using the tolerances of the testing
-// tiers (src/io/compare.h), never loosened here.
+// The reference interpreter against PyTorch eager: every fixture and example is lowered
+// to the loop IR and run twice, one node at a time and as the scheduler's fused kernels
+// (with the interpreter checking that no kernel reads a value its loop would not have at
+// hand), and compared with eager's outputs using the tolerances of the testing tiers
+// (src/io/compare.h), never loosened here.
 #include <gtest/gtest.h>
 
+#include "driver/compile.h"
 #include "frontend/parser.h"
+#include "ir/kernel.h"
 #include "io/compare.h"
 #include "io/graph_tensors.h"
 #include "io/safetensors.h"
@@ -21,19 +25,27 @@ TEST_P(Reference, MatchesEager) {
   Graph g = frontend::parse_graph_file((dir / "graph.py").string());
   TensorList inputs = read_safetensors((dir / "inputs.safetensors").string());
   TensorList expected = read_safetensors((dir / "expected.safetensors").string());
-  ir::Program p = lowering::lower(g);
-  std::vector<HostTensor> outputs = ir::interpret(p, inputs);
-  ASSERT_EQ(outputs.size(), g.outputs().size());
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    const HostTensor *want = find_tensor(expected, output_tensor_name(i));
-    ASSERT_NE(want, nullptr);
-    Comparison c = compare(outputs[i], *want, default_tolerance(want->dtype, ir::max_reduction_size(p, p.outputs[i])));
-    EXPECT_TRUE(c.pass) << output_tensor_name(i) << ": " << c.mismatches << " mismatches, first " << c.first_mismatch
-                        << ", max abs error " << c.max_abs_error;
+  size_t outputs_expected = g.outputs().size();
+  Compilation compiled = compile_graph(g, sched::ScheduleOptions{});
+  const ir::Program &p = compiled.lowered;
+  for (const char *how : {"node by node", "fused"}) {
+    SCOPED_TRACE(how);
+    std::vector<HostTensor> outputs = std::string(how) == "fused" ? ir::interpret(compiled.schedule.ir, inputs)
+                                                                  : ir::interpret(ir::unfused(p), inputs);
+    ASSERT_EQ(outputs.size(), outputs_expected);
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      const HostTensor *want = find_tensor(expected, output_tensor_name(i));
+      ASSERT_NE(want, nullptr);
+      Comparison c = compare(outputs[i], *want, default_tolerance(want->dtype, ir::max_reduction_size(p, p.outputs[i])));
+      EXPECT_TRUE(c.pass) << output_tensor_name(i) << ": " << c.mismatches << " mismatches, first " << c.first_mismatch
+                          << ", max abs error " << c.max_abs_error;
+    }
   }
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, Reference, testing::ValuesIn(test::fixture_dirs()),
+                         [](const auto &info) { return info.param.filename().string(); });
+INSTANTIATE_TEST_SUITE_P(Examples, Reference, testing::ValuesIn(test::example_dirs()),
                          [](const auto &info) { return info.param.filename().string(); });
 
 }  // namespace

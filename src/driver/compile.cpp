@@ -1,0 +1,77 @@
+#include "driver/compile.h"
+
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "frontend/printer.h"
+#include "lowering/lowering.h"
+#include "support/error.h"
+#include "support/options.h"
+
+namespace coil {
+namespace {
+
+// Writes `text` to dir/name through a temporary file, so a dump is whole or absent.
+void dump(const std::string &dir, const std::string &name, const std::string &text) {
+  if (dir.empty()) return;
+  std::filesystem::path path = std::filesystem::path(dir) / name;
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw UserError(str_cat("cannot create the trace directory ", dir, ": ", ec.message()));
+  std::filesystem::path tmp = path;
+  tmp += ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    out << text;
+    if (!out) throw UserError(str_cat("cannot write ", tmp.string()));
+  }
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) throw UserError(str_cat("cannot write ", path.string(), ": ", ec.message()));
+}
+
+std::string with_log(const std::string &graph_text, const passes::PassLog &log) {
+  std::string out;
+  for (const auto &line : log.lines) out += "# " + line + "\n";
+  return out + graph_text;
+}
+
+}  // namespace
+
+Compilation compile_graph(Graph g, const sched::ScheduleOptions &o, const std::string &trace_dir) {
+  Compilation c;
+  c.graph = std::move(g);
+  dump(trace_dir, "graph.txt", frontend::print_graph(c.graph));
+  c.optimized = passes::run_graph_passes(c.graph, &c.passes);
+  dump(trace_dir, "graph_after_passes.txt", with_log(frontend::print_graph(c.optimized), c.passes));
+  c.lowered = lowering::lower(c.optimized);
+  dump(trace_dir, "ir_pre_fusion.txt", ir::str(c.lowered));
+  c.schedule = sched::schedule(c.lowered, o);
+  dump(trace_dir, "ir_post_fusion.txt", ir::str(c.schedule.ir));
+  dump(trace_dir, "memory_plan.txt", sched::memory_plan_str(c.schedule));
+  return c;
+}
+
+Compilation compile_graph(Graph g) {
+  return compile_graph(std::move(g), sched::ScheduleOptions::from_registry(), options::get_string("trace"));
+}
+
+std::string stats_json(const Compilation &c) {
+  int kernels = 0, externs = 0;
+  for (const ir::Kernel &k : c.schedule.ir.kernels) (k.kind == ir::KernelKind::Extern ? externs : kernels)++;
+  nlohmann::ordered_json j;
+  j["kernels"] = kernels;
+  j["extern_calls"] = externs;
+  j["arena_bytes"] = c.schedule.memory.arena_bytes;
+  j["arena_bytes_without_reuse"] = c.schedule.memory.naive_bytes;
+  j["graph_nodes"] = c.graph.nodes().size();
+  j["graph_nodes_after_passes"] = c.optimized.nodes().size();
+  j["loop_ir_nodes"] = c.lowered.nodes.size();
+  j["inlined_nodes"] = c.schedule.inlined.size();
+  j["fusions"] = c.schedule.fusions.size();
+  j["rejected_fusions"] = c.schedule.rejected.size();
+  return j.dump(2) + "\n";
+}
+
+}  // namespace coil

@@ -1,0 +1,27 @@
+// The graph passes in order. Each one keeps every graph output's type; checked here.
+#include "passes/passes.h"
+
+namespace coil::passes {
+namespace {
+
+void check_output_types(const Graph &before, const Graph &after) {
+  std::vector<ValueId> was = before.outputs(), now = after.outputs();
+  COIL_ASSERT(was.size() == now.size(), "the graph passes changed the number of outputs from ", was.size(), " to ",
+              now.size());
+  for (size_t i = 0; i < was.size(); ++i)
+    COIL_ASSERT(before.type(was[i]) == after.type(now[i]), "the graph passes changed output ", i, " from ",
+                before.type(was[i]).str(), " to ", after.type(now[i]).str());
+}
+
+}  // namespace
+
+Graph run_graph_passes(const Graph &g, PassLog *log) {
+  Graph out = remove_noops(g, log);
+  out = fold_scalar_subgraphs(out, log);
+  out = eliminate_common_subexpressions(out, log);
+  out = eliminate_dead_code(out, log);
+  check_output_types(g, out);
+  return out;
+}
+
+}  // namespace coil::passes

@@ -1,0 +1,547 @@
+// Fusion. Candidates are pairs of groups that touch the same memory: one reads what the
+// other writes (vertical) or both read one buffer (horizontal). They are tried best
+// saving first (bytes of memory traffic that fusion removes); a pair fuses when
+//   1. both are loop nests (extern calls, scans and scatters stay alone),
+//   2. the result holds at most max_fusion_size nodes,
+//   3. no third group sits on a path between them (that would be a cycle),
+//   4. their iteration spaces match: equal sizes, or a pointwise group over a
+//      reduction's rows (outer) or over rows x reduced elements (inner),
+//   5. one of a few variable maps moves the other group into the kernel's variables so
+//      that every buffer passed inside the kernel is read at the point that wrote it,
+//   6. the row can be ordered into passes (steps): a value computed in a pass over the
+//      row is read in that pass only, a reduction's result after its pass.
+// Rounds repeat until nothing fuses; the reasons of the last round's failures are kept.
+#include "scheduler/fusion.h"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <numeric>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <variant>
+
+#include "scheduler/reindex.h"
+#include "support/error.h"
+
+namespace coil::sched {
+namespace {
+
+using ir::BufferId;
+using ir::Expr;
+using ir::Instr;
+using ir::KernelKind;
+using ir::Node;
+using ir::NodeKind;
+
+int64_t numel(const Shape &s) { return std::accumulate(s.begin(), s.end(), int64_t(1), std::multiplies<>()); }
+
+std::string space_str(const Group &g) {
+  auto dims = [](const Shape &s) {
+    if (s.empty()) return std::string("1");
+    std::string out;
+    for (size_t i = 0; i < s.size(); ++i) out += (i ? "x" : "") + std::to_string(s[i]);
+    return out;
+  };
+  if (g.kind == KernelKind::Reduction) return dims(g.ranges) + " reducing " + dims(g.reduction_ranges);
+  return dims(g.ranges);
+}
+
+int64_t buffer_bytes(const ir::Program &p, BufferId b) {
+  const TensorType &t = p.buffer(b).type;
+  return numel(t.sizes) * itemsize(t.dtype);
+}
+
+std::vector<BufferId> written_by(const ir::Program &p, const Group &g) {
+  std::vector<BufferId> out;
+  for (int n : g.nodes)
+    for (BufferId b : p.nodes[size_t(n)].outputs)
+      if (b >= 0) out.push_back(b);
+  return out;
+}
+
+std::set<BufferId> read_by(const ir::Program &p, const Group &g) {
+  std::set<BufferId> out;
+  for (int n : g.nodes)
+    for (BufferId b : p.nodes[size_t(n)].reads()) out.insert(b);
+  return out;
+}
+
+bool contains(const std::vector<BufferId> &v, BufferId b) { return std::find(v.begin(), v.end(), b) != v.end(); }
+
+// The role of a member in its kernel.
+enum class Role { Reduction, Inner, Outer };
+
+// A member's role in a group: pointwise members of a reduction group without reduction
+// ranges run once per row.
+Role role_in(const Node &n, const Group &g) {
+  if (n.kind == NodeKind::Reduction) return Role::Reduction;
+  bool outer = n.reduction_ranges.empty() && !g.reduction_ranges.empty();
+  return outer ? Role::Outer : Role::Inner;
+}
+
+/// A fusion being checked: the members with their (possibly rewritten) nodes.
+struct Trial {
+  KernelKind kind;
+  Shape ranges, reduction_ranges;
+  std::map<int, Node> nodes;    // node index -> node in the kernel's variables
+  std::map<int, Role> roles;
+  std::vector<ir::Step> steps;
+};
+
+// Assigns every member a pass of the row; a reason when a value would cross passes.
+std::optional<std::string> order_steps(const ir::Program &p, Trial &t) {
+  std::map<BufferId, int> writer;
+  for (const auto &[i, n] : t.nodes)
+    for (BufferId b : n.outputs) writer[b] = i;
+  std::map<int, int> step_of;
+  t.steps.clear();
+  for (const auto &[i, n] : t.nodes) {
+    Role role = t.roles.at(i);
+    bool inner = role != Role::Outer;
+    int lower = 0, fixed = -1;
+    BufferId fixed_by = -1;
+    for (BufferId b : n.reads()) {
+      auto w = writer.find(b);
+      if (w == writer.end()) continue;
+      Role wrole = t.roles.at(w->second);
+      int ws = step_of.at(w->second);
+      if (wrole == Role::Inner && !t.reduction_ranges.empty()) {
+        if (!inner) return str_cat(p.buffer(b).name, " is computed for every element of a row but read once per row");
+        if (fixed >= 0 && fixed != ws)
+          return str_cat(p.buffer(b).name, " is computed in one pass over the row and needed in another");
+        fixed = ws;
+        fixed_by = b;
+      } else if (wrole == Role::Inner) {
+        fixed = ws;
+        fixed_by = b;
+      } else {
+        lower = std::max(lower, wrole == Role::Outer && !inner ? ws : ws + 1);
+      }
+    }
+    int s = -1;
+    if (fixed >= 0) {
+      if (fixed < lower)
+        return str_cat(p.buffer(fixed_by).name, " is computed in one pass over the row and needed in a later one");
+      s = fixed;
+    } else {
+      for (int k = lower; k < int(t.steps.size()) && s < 0; ++k)
+        if (t.steps[size_t(k)].inner == inner) s = k;
+      if (s < 0) {
+        while (int(t.steps.size()) < lower) t.steps.push_back(ir::Step{!inner, {}});
+        s = int(t.steps.size());
+        t.steps.push_back(ir::Step{inner, {}});
+      }
+    }
+    step_of[i] = s;
+    t.steps[size_t(s)].nodes.push_back(i);
+  }
+  std::erase_if(t.steps, [](const ir::Step &s) { return s.nodes.empty(); });
+  return std::nullopt;
+}
+
+// Whether every buffer passed between members is read where it was written.
+std::optional<std::string> check_indices(const ir::Program &p, const Trial &t) {
+  std::map<BufferId, const Node *> writer;
+  for (const auto &[i, n] : t.nodes)
+    for (BufferId b : n.outputs)
+      if (b >= 0) writer[b] = &n;
+  for (const auto &[i, n] : t.nodes) {
+    auto name = [&](ir::VarId v) { return n.var_name(v); };
+    for (const Instr &load : n.body.instrs) {
+      if (load.op != ir::Op::Load) continue;
+      auto w = writer.find(load.buffer);
+      if (w == writer.end()) continue;
+      if (!load.indirect.empty())
+        return str_cat(p.buffer(load.buffer).name, " is read at an index that depends on data");
+      ir::Ranges r = ranges_of(t.ranges, t.reduction_ranges);
+      Expr store = ir::simplify(ir::store_index(*w->second, p.buffer(load.buffer)), r);
+      if (store != ir::simplify(load.index, r))
+        return str_cat(p.buffer(load.buffer).name, " is written at [", ir::str(store, name), "] but read at [",
+                       ir::str(load.index, name), "]: another element at the same point");
+    }
+  }
+  return std::nullopt;
+}
+
+// The linear index of a map's space over `sizes`, in the target's variables, is an
+// injective affine expression: then the map is a bijection between equal-sized spaces.
+bool is_bijection(const VarMap &map, const Shape &sizes, const ir::Ranges &r) {
+  Expr l(0);
+  for (size_t d = 0; d < sizes.size(); ++d) l = l * sizes[d] + map[d];
+  l = ir::simplify(l, r);
+  for (const ir::Term &term : l.terms())
+    if (term.factors.size() != 1 || term.factors[0].kind() != ir::AtomKind::Var || term.coeff <= 0) return false;
+  return true;
+}
+
+bool same_space(const Group &a, const Group &b) {
+  if (a.kind == KernelKind::Scan && b.kind == KernelKind::Scan) return a.ranges == b.ranges && a.scan_dim == b.scan_dim;
+  bool loops = (a.kind == KernelKind::Pointwise || a.kind == KernelKind::Reduction) && a.kind == b.kind;
+  return loops && numel(a.ranges) == numel(b.ranges) && numel(a.reduction_ranges) == numel(b.reduction_ranges);
+}
+
+struct Fuser {
+  ir::Program &p;
+  const ScheduleOptions &o;
+  std::vector<Group> groups;
+  std::vector<bool> alive;
+
+  // Group index of each node.
+  std::map<int, int> group_of_node() const {
+    std::map<int, int> out;
+    for (size_t g = 0; g < groups.size(); ++g)
+      if (alive[g])
+        for (int n : groups[g].nodes) out[n] = int(g);
+    return out;
+  }
+
+  // Groups that read what group g writes.
+  std::vector<int> successors(int g, const std::map<BufferId, int> &writer_group) const {
+    std::set<int> out;
+    for (size_t h = 0; h < groups.size(); ++h) {
+      if (!alive[h] || int(h) == g) continue;
+      for (BufferId b : read_by(p, groups[h])) {
+        auto w = writer_group.find(b);
+        if (w != writer_group.end() && w->second == g) out.insert(int(h));
+      }
+    }
+    return {out.begin(), out.end()};
+  }
+
+  std::map<BufferId, int> writer_groups() const {
+    std::map<BufferId, int> out;
+    for (size_t g = 0; g < groups.size(); ++g)
+      if (alive[g])
+        for (BufferId b : written_by(p, groups[g])) out[b] = int(g);
+    return out;
+  }
+
+  // A buffer on a path from `from` to `to` through a third group, if there is one.
+  std::optional<BufferId> path_through_other(int from, int to, const std::map<BufferId, int> &wg) const {
+    std::vector<int> work;
+    std::set<int> seen;
+    std::map<int, BufferId> via;
+    for (int s : successors(from, wg))
+      if (s != to) {
+        work.push_back(s);
+        seen.insert(s);
+        via[s] = written_by(p, groups[size_t(s)]).front();
+      }
+    while (!work.empty()) {
+      int g = work.back();
+      work.pop_back();
+      for (int s : successors(g, wg)) {
+        if (s == to) return via[g];
+        if (seen.insert(s).second) {
+          work.push_back(s);
+          via[s] = via[g];
+        }
+      }
+    }
+    return std::nullopt;
+  }
+
+  // The bytes of memory traffic fusing a and b saves; 0 when they share nothing.
+  int64_t saving(int a, int b, const std::map<BufferId, std::vector<int>> &readers) const {
+    int64_t bytes = 0;
+    auto wa = written_by(p, groups[size_t(a)]), wb = written_by(p, groups[size_t(b)]);
+    auto ra = read_by(p, groups[size_t(a)]), rb = read_by(p, groups[size_t(b)]);
+    auto internal_after = [&](BufferId x) {
+      if (contains(p.outputs, x)) return false;
+      for (int n : readers.at(x))
+        if (!std::count(groups[size_t(a)].nodes.begin(), groups[size_t(a)].nodes.end(), n) &&
+            !std::count(groups[size_t(b)].nodes.begin(), groups[size_t(b)].nodes.end(), n))
+          return false;
+      return true;
+    };
+    for (BufferId x : wa)
+      if (rb.count(x)) bytes += buffer_bytes(p, x) * (internal_after(x) ? 2 : 1);
+    for (BufferId x : wb)
+      if (ra.count(x)) bytes += buffer_bytes(p, x) * (internal_after(x) ? 2 : 1);
+    if (o.horizontal || bytes > 0)
+      for (BufferId x : ra)
+        if (rb.count(x) && !contains(wa, x) && !contains(wb, x)) bytes += buffer_bytes(p, x);
+    return bytes;
+  }
+
+  // Moves group m's members into the space (ranges, red) with `map`, as `role`.
+  void move_into(Trial &t, const Group &m, const VarMap &map, Role role) const {
+    for (int n : m.nodes) {
+      const Node &node = p.nodes[size_t(n)];
+      Role r = m.kind == KernelKind::Reduction ? role_in(node, m) : role;
+      Shape red = r == Role::Outer ? Shape{} : t.reduction_ranges;
+      VarMap local(map.begin(), map.begin() + node.num_vars());
+      t.nodes[n] = rewrite_node(node, local, t.ranges, red);
+      t.roles[n] = r;
+    }
+  }
+
+  void keep(Trial &t, const Group &g) const {
+    for (int n : g.nodes) {
+      const Node &node = p.nodes[size_t(n)];
+      t.nodes[n] = node;
+      t.roles[n] = role_in(node, g);
+    }
+  }
+
+  // Variable maps worth trying to move `m` into target group `t` (as inner or outer).
+  std::vector<VarMap> candidate_maps(const Group &m, const Group &target, bool outer) const {
+    Shape msizes = m.ranges;
+    if (m.kind == KernelKind::Reduction) msizes.insert(msizes.end(), m.reduction_ranges.begin(), m.reduction_ranges.end());
+    Shape tsizes = target.ranges;
+    Shape tred = outer ? Shape{} : target.reduction_ranges;
+    ir::Ranges tr = ranges_of(target.ranges, tred);
+    std::vector<VarMap> out;
+    auto add = [&](VarMap map) {
+      if (std::find(out.begin(), out.end(), map) == out.end()) out.push_back(std::move(map));
+    };
+    std::vector<int> identity(m.ranges.size());
+    std::iota(identity.begin(), identity.end(), 0);
+    if (m.kind == KernelKind::Reduction) {
+      // Rows onto rows and reduced elements onto reduced elements, each in order: the
+      // order of the reduced elements is what argmax's positions count.
+      VarMap map = linearize(m.ranges, identity, target.ranges, 0, tr);
+      std::vector<int> rid(m.reduction_ranges.size());
+      std::iota(rid.begin(), rid.end(), 0);
+      VarMap rmap = linearize(m.reduction_ranges, rid, target.reduction_ranges, int(target.ranges.size()), tr);
+      map.insert(map.end(), rmap.begin(), rmap.end());
+      add(map);
+      return out;
+    }
+    Shape full = tsizes;
+    full.insert(full.end(), tred.begin(), tred.end());
+    auto m_writes = written_by(p, m);
+    auto t_writes = written_by(p, target);
+    // Solve m's variables from where the target reads what m writes...
+    for (int n : target.nodes)
+      for (const Instr &i : p.nodes[size_t(n)].body.instrs) {
+        if (i.op != ir::Op::Load || !contains(m_writes, i.buffer) || !i.indirect.empty()) continue;
+        const Node &w = p.nodes[size_t(p.buffer(i.buffer).producer)];
+        if (auto map = solve_injective(ir::store_index(w, p.buffer(i.buffer)), msizes, i.index, tr))
+          if (is_bijection(*map, msizes, tr)) add(*map);
+      }
+    // ... or from where m reads what the target writes.
+    for (int n : m.nodes)
+      for (const Instr &i : p.nodes[size_t(n)].body.instrs) {
+        if (i.op != ir::Op::Load || !contains(t_writes, i.buffer) || !i.indirect.empty()) continue;
+        const Node &w = p.nodes[size_t(p.buffer(i.buffer).producer)];
+        Expr store = ir::store_index(w, p.buffer(i.buffer));
+        if (auto map = solve_injective(i.index, msizes, store, tr))
+          if (is_bijection(*map, msizes, tr)) add(*map);
+      }
+    add(linearize(msizes, identity, full, 0, tr));
+    // The variables that pick a row of what the target writes go first: a consumer of a
+    // reduction over dim 0 walks its rows in the reduction's order.
+    std::vector<int> rows_first;
+    for (int n : m.nodes)
+      for (const Instr &i : p.nodes[size_t(n)].body.instrs)
+        if (i.op == ir::Op::Load && contains(t_writes, i.buffer))
+          for (ir::VarId v : ir::vars_of(i.index))
+            if (v.id < int(msizes.size()) && !std::count(rows_first.begin(), rows_first.end(), v.id))
+              rows_first.push_back(v.id);
+    std::sort(rows_first.begin(), rows_first.end());
+    for (int d : identity)
+      if (!std::count(rows_first.begin(), rows_first.end(), d)) rows_first.push_back(d);
+    add(linearize(msizes, rows_first, full, 0, tr));
+    return out;
+  }
+
+  // The fused group of a and b, or why they cannot fuse.
+  std::variant<Trial, std::string> try_fuse(int a, int b) const {
+    const Group &ga = groups[size_t(a)], &gb = groups[size_t(b)];
+    if (ga.kind == KernelKind::Scan && gb.kind == KernelKind::Scan) return fuse_scans(a, b);
+    for (const Group *g : {&ga, &gb}) {
+      if (g->kind == KernelKind::Extern)
+        return str_cat("an extern call (", ir::extern_op_name(p.nodes[size_t(g->nodes[0])].extern_op),
+                       ") runs in a library, not in a generated loop");
+      if (g->kind == KernelKind::Scan) return std::string("a scan runs alone: each element waits for the one before");
+      if (g->kind == KernelKind::Scatter) return std::string("a scatter writes at places read from data and runs alone");
+    }
+    size_t size = ga.nodes.size() + gb.nodes.size();
+    if (int64_t(size) > o.max_fusion_size)
+      return str_cat("over max_fusion_size ", o.max_fusion_size, " (together they hold ", size, " nodes)");
+    auto wg = writer_groups();
+    for (auto [from, to] : {std::pair{a, b}, std::pair{b, a}})
+      if (auto via = path_through_other(from, to, wg)) return str_cat("would create a cycle through ", p.buffer(*via).name);
+
+    // The target keeps its variables; the other group moves.
+    const Group *target = &ga, *moved = &gb;
+    bool outer = false;
+    std::string mismatch = str_cat("different iteration space ", space_str(ga), " vs ", space_str(gb));
+    bool ra = ga.kind == KernelKind::Reduction, rb = gb.kind == KernelKind::Reduction;
+    if (ra && rb) {
+      if (numel(ga.ranges) != numel(gb.ranges) || numel(ga.reduction_ranges) != numel(gb.reduction_ranges)) return mismatch;
+    } else if (ra || rb) {
+      target = ra ? &ga : &gb;
+      moved = ra ? &gb : &ga;
+      int64_t rows = numel(target->ranges), n = numel(moved->ranges);
+      if (n != rows * numel(target->reduction_ranges) && n != rows) return mismatch;
+      outer = n == rows && numel(target->reduction_ranges) != 1;
+    } else if (numel(ga.ranges) != numel(gb.ranges)) {
+      return mismatch;
+    }
+    std::string first_reason;
+    std::vector<std::pair<const Group *, const Group *>> orders = {{target, moved}};
+    if (!ra && !rb) orders.push_back({moved, target});  // two pointwise groups: either may move
+    for (auto [t, m] : orders) {
+      for (const VarMap &map : candidate_maps(*m, *t, outer)) {
+        Trial trial{t->kind, t->ranges, t->reduction_ranges, {}, {}, {}};
+        keep(trial, *t);
+        move_into(trial, *m, map, outer ? Role::Outer : Role::Inner);
+        auto reason = check_indices(p, trial);
+        if (!reason) reason = order_steps(p, trial);
+        if (!reason) return trial;
+        if (first_reason.empty()) first_reason = *reason;
+      }
+    }
+    return first_reason;
+  }
+
+  // Scans along one dim of one space run side by side when neither reads the other.
+  std::variant<Trial, std::string> fuse_scans(int a, int b) const {
+    const Group &ga = groups[size_t(a)], &gb = groups[size_t(b)];
+    if (!same_space(ga, gb))
+      return str_cat("scans over different spaces or dims: ", shape_str(ga.ranges), " along dim ", ga.scan_dim, " vs ",
+                     shape_str(gb.ranges), " along dim ", gb.scan_dim);
+    if (int64_t(ga.nodes.size() + gb.nodes.size()) > o.max_fusion_size)
+      return str_cat("over max_fusion_size ", o.max_fusion_size);
+    auto wa = written_by(p, ga), wb = written_by(p, gb);
+    for (BufferId x : read_by(p, gb))
+      if (contains(wa, x)) return str_cat("a scan reads ", p.buffer(x).name, ", which the other scan writes whole");
+    for (BufferId x : read_by(p, ga))
+      if (contains(wb, x)) return str_cat("a scan reads ", p.buffer(x).name, ", which the other scan writes whole");
+    auto wg = writer_groups();
+    for (auto [from, to] : {std::pair{a, b}, std::pair{b, a}})
+      if (auto via = path_through_other(from, to, wg)) return str_cat("would create a cycle through ", p.buffer(*via).name);
+    Trial t{KernelKind::Scan, ga.ranges, {}, {}, {}, {}};
+    for (const Group *g : {&ga, &gb})
+      for (int n : g->nodes) {
+        t.nodes[n] = p.nodes[size_t(n)];
+        t.roles[n] = Role::Inner;
+      }
+    return t;
+  }
+
+  void commit(int a, int b, Trial &t) {
+    for (auto &[i, n] : t.nodes) p.nodes[size_t(i)] = std::move(n);
+    Group g;
+    g.kind = t.kind;
+    g.ranges = t.ranges;
+    g.reduction_ranges = t.reduction_ranges;
+    for (const auto &[i, n] : t.roles) g.nodes.push_back(i);
+    g.steps = t.steps;
+    g.scan_dim = groups[size_t(a)].scan_dim;
+    groups[size_t(a)] = std::move(g);
+    alive[size_t(b)] = false;
+  }
+
+  std::string describe(int g) const {
+    std::string out;
+    for (int n : groups[size_t(g)].nodes) out += (out.empty() ? "" : ", ") + p.nodes[size_t(n)].origin;
+    return "[" + out + "]";
+  }
+
+  struct Candidate {
+    int a, b;
+    int64_t bytes;
+  };
+
+  std::vector<Candidate> candidates() const {
+    std::map<BufferId, std::vector<int>> readers;
+    for (size_t i = 0; i < p.nodes.size(); ++i)
+      for (BufferId x : p.nodes[i].reads()) readers[x].push_back(int(i));
+    for (size_t x = 0; x < p.buffers.size(); ++x) readers[BufferId(x)];
+    std::vector<Candidate> out;
+    for (size_t a = 0; a < groups.size(); ++a) {
+      bool paired = false;  // with the next group of the same space that shares nothing
+      for (size_t b = a + 1; b < groups.size(); ++b) {
+        if (!alive[a] || !alive[b]) continue;
+        int64_t bytes = saving(int(a), int(b), readers);
+        if (bytes > 0) {
+          out.push_back({int(a), int(b), bytes});
+        } else if (o.horizontal && !paired && same_space(groups[a], groups[b])) {
+          // Nothing shared, but one launch fewer: worth it last, for small kernels most.
+          out.push_back({int(a), int(b), 0});
+          paired = true;
+        }
+      }
+    }
+    std::stable_sort(out.begin(), out.end(), [](const Candidate &x, const Candidate &y) { return x.bytes > y.bytes; });
+    return out;
+  }
+};
+
+std::string bytes_str(int64_t b) {
+  std::ostringstream os;
+  if (b < 1024) {
+    os << b << " B";
+  } else if (b < 1024 * 1024) {
+    os << double(b) / 1024 << " KiB";
+  } else {
+    os << double(b) / (1024 * 1024) << " MiB";
+  }
+  return os.str();
+}
+
+}  // namespace
+
+std::vector<Group> singleton_groups(const ir::Program &p) {
+  std::vector<Group> out;
+  for (size_t i = 0; i < p.nodes.size(); ++i) {
+    const Node &n = p.nodes[i];
+    Group g;
+    switch (n.kind) {
+      case NodeKind::Pointwise: g.kind = KernelKind::Pointwise; break;
+      case NodeKind::Reduction: g.kind = KernelKind::Reduction; break;
+      case NodeKind::Scan: g.kind = KernelKind::Scan; break;
+      case NodeKind::Extern: g.kind = KernelKind::Extern; break;
+      case NodeKind::Scatter: g.kind = KernelKind::Scatter; break;
+    }
+    g.ranges = n.ranges;
+    g.reduction_ranges = n.reduction_ranges;
+    g.nodes = {int(i)};
+    g.scan_dim = n.scan_dim;
+    if (n.kind == NodeKind::Pointwise || n.kind == NodeKind::Reduction) g.steps = {ir::Step{true, {int(i)}}};
+    out.push_back(std::move(g));
+  }
+  return out;
+}
+
+std::vector<Group> fuse(ir::Program &p, std::vector<Group> groups, const ScheduleOptions &o,
+                        std::vector<std::string> &log, std::vector<PairRejection> &rejected) {
+  Fuser f{p, o, std::move(groups), {}};
+  f.alive.assign(f.groups.size(), true);
+  while (true) {
+    std::vector<bool> touched(f.groups.size(), false);
+    std::vector<PairRejection> reasons;
+    bool fused = false;
+    for (const auto &c : f.candidates()) {
+      if (touched[size_t(c.a)] || touched[size_t(c.b)]) continue;
+      auto result = f.try_fuse(c.a, c.b);
+      if (auto *reason = std::get_if<std::string>(&result)) {
+        reasons.push_back({c.a, c.b, *reason});
+        continue;
+      }
+      log.push_back(str_cat(f.describe(c.a), " + ", f.describe(c.b), ": ",
+                            c.bytes ? "saves " + bytes_str(c.bytes) : std::string("one launch fewer")));
+      f.commit(c.a, c.b, std::get<Trial>(result));
+      touched[size_t(c.a)] = touched[size_t(c.b)] = true;
+      fused = true;
+    }
+    if (fused) continue;
+    // Renumber: the surviving groups, and the reasons in their numbering.
+    std::vector<Group> out;
+    std::map<int, int> index;
+    for (size_t g = 0; g < f.groups.size(); ++g)
+      if (f.alive[g]) {
+        index[int(g)] = int(out.size());
+        out.push_back(std::move(f.groups[g]));
+      }
+    for (auto &r : reasons) rejected.push_back({index.at(r.first), index.at(r.second), std::move(r.reason)});
+    return out;
+  }
+}
+
+}  // namespace coil::sched

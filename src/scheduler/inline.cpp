@@ -1,0 +1,159 @@
+// inline_pointwise: a pointwise node whose value is cheap to recompute is evaluated
+// inside each consumer at the point the consumer reads, so its buffer is never written.
+//
+//   buf1[x0] = relu(x[x0])            buf2[x0] = relu(x[x0]) * 2
+//   buf2[x0] = buf1[x0] * 2     ->
+//
+// The consumer's load index is solved for the producer's variables (the producer's
+// buffer is dense, so the solution is exact); a masked load (padding, cat) masks every
+// load of the producer too. Decision 14: the rounding of a bf16/f16 result at its store
+// disappears with the store, unless emulate_precision_casts asks for eager's roundings
+// or the cast is the op itself (`_to_copy`).
+#include <algorithm>
+#include <set>
+
+#include "graph/strides.h"
+#include "scheduler/reindex.h"
+#include "scheduler/scheduler.h"
+#include "support/error.h"
+
+namespace coil::sched {
+namespace {
+
+using ir::BodyBuilder;
+using ir::BufferId;
+using ir::Expr;
+using ir::Instr;
+using ir::Node;
+using ir::NodeKind;
+using ir::Op;
+
+bool is_low_precision(DType t) { return t == DType::BF16 || t == DType::F16; }
+
+int count_loads(const ir::Body &body) {
+  std::set<std::pair<BufferId, size_t>> loads;
+  for (const Instr &i : body.instrs)
+    if (i.op == Op::Load) loads.insert({i.buffer, i.index.hash()});
+  return int(loads.size());
+}
+
+bool has_indirect_load(const ir::Body &body) {
+  return std::any_of(body.instrs.begin(), body.instrs.end(), [](const Instr &i) { return !i.indirect.empty(); });
+}
+
+// Whether every use of value `v` in `body` widens it to f32: then a low-precision
+// rounding before it can go with the store (decision 14).
+bool only_widened(const ir::Body &body, int v) {
+  for (const Instr &i : body.instrs)
+    for (int k = 0; k < 3; ++k) {
+      if (i.args[size_t(k)] != v || (i.op == Op::Load && k == 0)) continue;
+      if (i.op != Op::Cast || i.dtype != DType::F32) return false;
+    }
+  for (int r : body.results)
+    if (r == v) return false;
+  return true;
+}
+
+struct Inliner {
+  const ir::Program &p;
+  const Node &producer;
+  const ScheduleOptions &o;
+
+  // The producer's value at the consumer's load `load` (value `v` of `consumer`).
+  std::optional<int> operator()(BodyBuilder &b, const Node &consumer, int v, const Instr &load) const {
+    BufferId out = producer.outputs[0];
+    if (load.buffer != out) return std::nullopt;
+    ir::Ranges r = ranges_of(consumer.ranges, consumer.reduction_ranges);
+    auto map = solve_injective(ir::store_index(producer, p.buffer(out)), producer.ranges, load.index, r);
+    COIL_ASSERT(map, "the dense buffer ", p.buffer(out).name, " has a store index that cannot be solved");
+    int mask = load.args[0];
+    auto reindex = [&](const Expr &e) {
+      return ir::simplify(ir::substitute(e, [&](ir::VarId x) -> std::optional<Expr> {
+                            if (x.id >= 0 && x.id < int(map->size())) return (*map)[size_t(x.id)];
+                            return std::nullopt;
+                          }),
+                          r);
+    };
+    auto mask_loads = [&](int, const Instr &inner) -> std::optional<int> {
+      if (mask < 0) return std::nullopt;
+      int m = inner.args[0] < 0 ? mask : b.binary(Op::LogicalAnd, mask, inner.args[0], DType::Bool);
+      return b.masked_load(inner.buffer, inner.index, inner.dtype, m, 0);
+    };
+    std::vector<int> values = ir::copy_body(producer.body, b, reindex, mask_loads);
+    int result = values[size_t(producer.body.results[0])];
+    const Instr &last = b.body().at(result);
+    bool drop_rounding = !o.emulate_precision_casts && !producer.semantic_cast && last.op == Op::Cast &&
+                         is_low_precision(last.dtype) && b.dtype(last.args[0]) == DType::F32 &&
+                         only_widened(consumer.body, v);
+    if (drop_rounding) result = last.args[0];
+    if (mask >= 0) result = b.where(mask, result, b.constant(load.value, b.dtype(result)), b.dtype(result));
+    return result;
+  }
+};
+
+// Why `n` must keep its buffer, or nothing when it may be recomputed in its consumers.
+bool may_inline(const ir::Program &p, const Node &n, const std::vector<int> &consumers, const ScheduleOptions &o) {
+  if (n.kind != NodeKind::Pointwise || n.outputs.size() != 1 || !n.output_index.empty()) return false;
+  BufferId out = n.outputs[0];
+  if (std::find(p.outputs.begin(), p.outputs.end(), out) != p.outputs.end()) return false;
+  const TensorType &t = p.buffer(out).type;
+  if (!is_non_overlapping_and_dense(t.sizes, t.strides) || consumers.empty()) return false;
+  int uses = 0;
+  for (int c : consumers) {
+    const Node &cn = p.nodes[size_t(c)];
+    if (cn.kind == NodeKind::Extern) return false;
+    for (const ir::View &v : cn.operands)
+      if (v.buffer == out) return false;
+    for (const Instr &i : cn.body.instrs) {
+      if (i.op != Op::Load || i.buffer != out) continue;
+      if (!i.indirect.empty()) return false;                       // its values are gathered
+      if (i.args[0] >= 0 && has_indirect_load(n.body)) return false;  // a gather under a mask
+      ++uses;
+    }
+  }
+  if (uses == 1) return true;
+  return int64_t(count_loads(n.body)) * (uses - 1) <= o.max_inline_reads && n.body.instrs.size() <= 64;
+}
+
+}  // namespace
+
+std::vector<std::string> inline_pointwise(ir::Program &p, const ScheduleOptions &o) {
+  std::vector<std::string> log;
+  if (!o.inline_pointwise) return log;
+  std::vector<bool> gone(p.nodes.size(), false);
+  for (size_t i = 0; i < p.nodes.size(); ++i) {
+    std::vector<int> consumers;
+    for (size_t c = i + 1; c < p.nodes.size(); ++c) {
+      if (gone[c]) continue;
+      auto reads = p.nodes[c].reads();
+      if (std::find(reads.begin(), reads.end(), p.nodes[i].outputs[0]) != reads.end()) consumers.push_back(int(c));
+    }
+    if (p.nodes[i].outputs.empty() || !may_inline(p, p.nodes[i], consumers, o)) continue;
+    Inliner inliner{p, p.nodes[i], o};
+    std::string into;
+    for (int c : consumers) {
+      Node &cn = p.nodes[size_t(c)];
+      BodyBuilder b;
+      std::vector<int> values = ir::copy_body(cn.body, b, [](const Expr &e) { return e; },
+                                              [&](int v, const Instr &load) { return inliner(b, cn, v, load); });
+      for (int r : cn.body.results) b.add_result(values[size_t(r)]);
+      cn.body = ir::prune_dead_values(b.finish());
+      into += (into.empty() ? "" : ", ") + cn.origin;
+    }
+    gone[i] = true;
+    log.push_back(p.buffer(p.nodes[i].outputs[0]).name + " (" + p.nodes[i].origin + ") is recomputed in " + into);
+  }
+  std::vector<Node> kept;
+  for (size_t i = 0; i < p.nodes.size(); ++i) {
+    if (gone[i]) {
+      for (BufferId b : p.nodes[i].outputs) p.buffers[size_t(b)].producer = -1;
+      continue;
+    }
+    for (BufferId b : p.nodes[i].outputs) p.buffers[size_t(b)].producer = int(kept.size());
+    kept.push_back(std::move(p.nodes[i]));
+  }
+  p.nodes = std::move(kept);
+  return log;
+}
+
+}  // namespace coil::sched

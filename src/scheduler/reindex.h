@@ -1,0 +1,36 @@
+// Moving a node into another iteration space: the variable maps the scheduler tries
+// when it fuses nodes whose loops are shaped differently, and the rewrite itself.
+// Tests: tests/unit/scheduler_test.cpp (Reindex*).
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "ir/loop_ir.h"
+
+namespace coil::sched {
+
+/// A variable map: entry i is node variable i as an expression of the target's variables.
+using VarMap = std::vector<ir::Expr>;
+
+/// Ranges of a space whose variables are x0.. over `ranges` then the next ones over
+/// `reduction_ranges`.
+ir::Ranges ranges_of(const Shape &ranges, const Shape &reduction_ranges = {});
+
+/// The variables of the row-major space `from`, visited in the dim order `order` (a
+/// permutation), as functions of the row-major space `to` with the same number of
+/// points, whose variables start at `first`: point k of one is point k of the other.
+VarMap linearize(const Shape &from, const std::vector<int> &order, const Shape &to, int first,
+                 const ir::Ranges &to_ranges);
+
+/// Solves store(v) = target for the variables v0..v{n-1} (sizes `sizes`) when `store` is
+/// an injective affine map of them (positive strides that never overlap): then
+/// v_k = ((target - c) // stride_k) % size_k. Nothing when `store` is not of that form.
+std::optional<VarMap> solve_injective(const ir::Expr &store, const Shape &sizes, const ir::Expr &target,
+                                      const ir::Ranges &target_ranges);
+
+/// `n` with every variable replaced through `map` and the new iteration space; indices
+/// are simplified under it, and the output index is kept explicit.
+ir::Node rewrite_node(const ir::Node &n, const VarMap &map, Shape ranges, Shape reduction_ranges);
+
+}  // namespace coil::sched

@@ -1,0 +1,281 @@
+// The scheduler's driver: dead nodes out, cheap producers inlined, fusion, kernel
+// order, what each kernel stores, and the memory plan. Reads like the pipeline it runs.
+#include "scheduler/scheduler.h"
+
+#include <algorithm>
+#include <map>
+#include <queue>
+#include <set>
+#include <sstream>
+
+#include "scheduler/fusion.h"
+#include "scheduler/reindex.h"
+#include "support/error.h"
+#include "support/options.h"
+
+namespace coil::sched {
+namespace {
+
+using ir::BufferId;
+using ir::Kernel;
+using ir::Node;
+
+bool contains(const std::vector<BufferId> &v, BufferId b) { return std::find(v.begin(), v.end(), b) != v.end(); }
+
+int64_t numel(const Shape &s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
+}
+
+// Whether a node writes no element at all (an empty tensor needs no kernel).
+bool writes_nothing(const ir::Program &p, const Node &n) {
+  return std::all_of(n.outputs.begin(), n.outputs.end(),
+                     [&](BufferId b) { return b < 0 || numel(p.buffer(b).type.sizes) == 0; });
+}
+
+// Removes nodes none of whose outputs is read or returned, and nodes that write no
+// element; one line per node removed.
+std::vector<std::string> eliminate_dead_nodes(ir::Program &p) {
+  std::vector<std::string> log;
+  std::vector<bool> live(p.nodes.size(), false);
+  std::set<BufferId> needed(p.outputs.begin(), p.outputs.end());
+  for (size_t i = p.nodes.size(); i-- > 0;) {
+    const Node &n = p.nodes[i];
+    live[i] = std::any_of(n.outputs.begin(), n.outputs.end(), [&](BufferId b) { return needed.count(b) > 0; });
+    if (!live[i]) {
+      log.push_back(str_cat(n.origin, " is never read"));
+      continue;
+    }
+    if (writes_nothing(p, n)) {
+      live[i] = false;
+      log.push_back(str_cat(n.origin, " has no elements to compute"));
+      continue;
+    }
+    for (BufferId b : n.reads()) needed.insert(b);
+  }
+  std::reverse(log.begin(), log.end());
+  std::vector<Node> kept;
+  for (size_t i = 0; i < p.nodes.size(); ++i) {
+    for (BufferId b : p.nodes[i].outputs)
+      if (b >= 0) p.buffers[size_t(b)].producer = live[i] ? int(kept.size()) : -1;
+    if (live[i]) kept.push_back(std::move(p.nodes[i]));
+  }
+  p.nodes = std::move(kept);
+  return log;
+}
+
+// Groups in an order that respects every dependency, earliest first node first.
+std::vector<int> kernel_order(const ir::Program &p, const std::vector<Group> &groups) {
+  std::map<BufferId, int> writer;
+  for (size_t g = 0; g < groups.size(); ++g)
+    for (int n : groups[g].nodes)
+      for (BufferId b : p.nodes[size_t(n)].outputs) writer[b] = int(g);
+  std::vector<std::set<int>> succ(groups.size());
+  std::vector<int> indegree(groups.size(), 0);
+  for (size_t g = 0; g < groups.size(); ++g)
+    for (int n : groups[g].nodes)
+      for (BufferId b : p.nodes[size_t(n)].reads()) {
+        auto w = writer.find(b);
+        if (w != writer.end() && w->second != int(g) && succ[size_t(w->second)].insert(int(g)).second)
+          ++indegree[g];
+      }
+  using Item = std::pair<int, int>;  // first node, group
+  std::priority_queue<Item, std::vector<Item>, std::greater<>> ready;
+  for (size_t g = 0; g < groups.size(); ++g)
+    if (indegree[g] == 0) ready.push({groups[g].nodes.front(), int(g)});
+  std::vector<int> order;
+  while (!ready.empty()) {
+    int g = ready.top().second;
+    ready.pop();
+    order.push_back(g);
+    for (int s : succ[size_t(g)])
+      if (--indegree[size_t(s)] == 0) ready.push({groups[size_t(s)].nodes.front(), s});
+  }
+  COIL_ASSERT(order.size() == groups.size(), "the fused kernels depend on each other in a cycle");
+  return order;
+}
+
+// Readers of every buffer, by node.
+std::vector<std::vector<int>> readers_of(const ir::Program &p) {
+  std::vector<std::vector<int>> out(p.buffers.size());
+  for (size_t i = 0; i < p.nodes.size(); ++i)
+    for (BufferId b : p.nodes[i].reads()) out[size_t(b)].push_back(int(i));
+  return out;
+}
+
+Kernel make_kernel(const ir::Program &p, const Group &g, int index, const std::vector<std::vector<int>> &readers) {
+  Kernel k;
+  k.name = "kernel" + std::to_string(index);
+  k.kind = g.kind;
+  k.ranges = g.ranges;
+  k.reduction_ranges = g.reduction_ranges;
+  k.steps = g.steps;
+  for (const ir::Step &s : g.steps) k.nodes.insert(k.nodes.end(), s.nodes.begin(), s.nodes.end());
+  if (k.steps.empty()) k.nodes = g.nodes;
+  for (int n : k.nodes)
+    for (BufferId b : p.nodes[size_t(n)].outputs) {
+      if (b < 0) continue;
+      bool outside = contains(p.outputs, b) || std::any_of(readers[size_t(b)].begin(), readers[size_t(b)].end(), [&](int r) {
+                       return !std::count(g.nodes.begin(), g.nodes.end(), r);
+                     });
+      (outside || !k.is_loop_nest() ? k.stores : k.internal).push_back(b);
+    }
+  return k;
+}
+
+int64_t buffer_bytes(const ir::Program &p, BufferId b) {
+  const TensorType &t = p.buffer(b).type;
+  int64_t n = 1;
+  for (int64_t s : t.sizes) n *= s;
+  return n * itemsize(t.dtype);
+}
+
+// Whether kernel k may write `out` over `dying`: every read of `dying` in the kernel
+// happens no later than the write, at the element written.
+bool may_write_over(const ir::Program &p, const Kernel &k, BufferId out, BufferId dying) {
+  if (!k.is_loop_nest() || buffer_bytes(p, out) != buffer_bytes(p, dying)) return false;
+  const Node &writer = p.nodes[size_t(p.buffer(out).producer)];
+  ir::Ranges r = ranges_of(k.ranges, k.reduction_ranges);
+  ir::Expr at = ir::simplify(ir::store_index(writer, p.buffer(out)), r);
+  bool past_writer = false;
+  for (int n : k.nodes) {
+    const Node &node = p.nodes[size_t(n)];
+    for (const ir::Instr &i : node.body.instrs) {
+      if (i.op != ir::Op::Load || i.buffer != dying) continue;
+      if (past_writer || !i.indirect.empty() || ir::simplify(i.index, r) != at) return false;
+      if (node.kind == ir::NodeKind::Reduction && &node != &writer) return false;
+    }
+    if (&node == &writer) past_writer = true;
+  }
+  return true;
+}
+
+void plan(Schedule &s) {
+  const ir::Program &p = s.ir.program;
+  std::map<BufferId, int> def, last;
+  for (size_t k = 0; k < s.ir.kernels.size(); ++k) {
+    const Kernel &kernel = s.ir.kernels[k];
+    for (BufferId b : kernel.stores) def[b] = int(k);
+    for (int n : kernel.nodes)
+      for (BufferId b : p.nodes[size_t(n)].reads()) last[b] = int(k);
+  }
+  std::map<BufferId, int> index;
+  for (const auto &[b, k] : def) {
+    if (p.buffer(b).kind != ir::Buffer::Kind::Computed || contains(p.outputs, b)) continue;
+    BufferLife life;
+    life.name = p.buffer(b).name;
+    life.bytes = buffer_bytes(p, b);
+    life.def = k;
+    life.last_use = last.count(b) ? std::max(k, last.at(b)) : k;
+    index[b] = int(s.lives.size());
+    s.lives.push_back(life);
+    s.life_buffers.push_back(b);
+  }
+  for (size_t i = 0; i < s.lives.size(); ++i) {
+    BufferLife &life = s.lives[i];
+    const Kernel &k = s.ir.kernels[size_t(life.def)];
+    std::set<BufferId> reads;
+    for (int n : k.nodes)
+      for (BufferId b : p.nodes[size_t(n)].reads()) reads.insert(b);
+    for (BufferId dying : reads) {
+      auto it = index.find(dying);
+      if (it == index.end() || s.lives[size_t(it->second)].last_use != life.def) continue;
+      if (s.lives[size_t(it->second)].def >= life.def) continue;
+      if (may_write_over(p, k, s.life_buffers[i], dying)) life.inplace_candidates.push_back(it->second);
+    }
+  }
+  s.memory = plan_memory(s.lives);
+}
+
+std::string members(const ir::Program &p, const std::vector<int> &nodes) {
+  std::string out;
+  for (int n : nodes) out += (out.empty() ? "" : ", ") + p.nodes[size_t(n)].origin;
+  return out;
+}
+
+std::string space(const Kernel &k) {
+  std::string out = shape_str(k.ranges);
+  if (!k.reduction_ranges.empty()) out += " reducing " + shape_str(k.reduction_ranges);
+  return out;
+}
+
+}  // namespace
+
+ScheduleOptions ScheduleOptions::from_registry() {
+  ScheduleOptions o;
+  o.max_fusion_size = options::get_int("max_fusion_size");
+  o.horizontal = options::get_bool("fusion.horizontal");
+  o.inline_pointwise = options::get_bool("fusion.inline_pointwise");
+  o.max_inline_reads = options::get_int("fusion.max_inline_reads");
+  o.emulate_precision_casts = options::get_bool("emulate_precision_casts");
+  return o;
+}
+
+Schedule schedule(ir::Program p, const ScheduleOptions &o) {
+  Schedule s;
+  s.removed = eliminate_dead_nodes(p);
+  s.inlined = inline_pointwise(p, o);
+  std::vector<PairRejection> rejected;
+  std::vector<Group> groups = fuse(p, singleton_groups(p), o, s.fusions, rejected);
+  std::vector<int> order = kernel_order(p, groups);
+  auto readers = readers_of(p);
+  std::map<int, std::string> name_of;
+  for (size_t k = 0; k < order.size(); ++k) {
+    s.ir.kernels.push_back(make_kernel(p, groups[size_t(order[k])], int(k), readers));
+    name_of[order[k]] = s.ir.kernels.back().name;
+  }
+  for (const auto &r : rejected) s.rejected.push_back({name_of.at(r.first), name_of.at(r.second), r.reason});
+  std::sort(s.rejected.begin(), s.rejected.end(), [](const Rejection &a, const Rejection &b) {
+    return std::tie(a.first, a.second) < std::tie(b.first, b.second);
+  });
+  s.ir.program = std::move(p);
+  plan(s);
+  return s;
+}
+
+std::string memory_plan_str(const Schedule &s) { return str(s.lives, s.memory); }
+
+std::string explain(const Schedule &s) {
+  const ir::Program &p = s.ir.program;
+  std::ostringstream os;
+  int loops = 0, externs = 0;
+  for (const Kernel &k : s.ir.kernels) (k.kind == ir::KernelKind::Extern ? externs : loops)++;
+  os << loops << (loops == 1 ? " kernel" : " kernels") << " and " << externs << " extern "
+     << (externs == 1 ? "call" : "calls") << ", in order:\n";
+  for (const Kernel &k : s.ir.kernels) {
+    os << "  " << k.name << "  " << ir::kernel_kind_name(k.kind) << " over " << space(k) << ": "
+       << members(p, k.nodes) << "\n";
+    if (k.steps.size() > 1)
+      for (size_t i = 0; i < k.steps.size(); ++i)
+        os << "      " << (k.steps[i].inner ? "pass over each row: " : "once per row: ") << members(p, k.steps[i].nodes)
+           << "\n";
+    std::string stores, internal;
+    for (BufferId b : k.stores) stores += " " + p.buffer(b).name;
+    for (BufferId b : k.internal) internal += " " + p.buffer(b).name;
+    os << "      writes" << (stores.empty() ? " nothing" : stores);
+    if (!internal.empty()) os << "; keeps" << internal << " in registers (never written to memory)";
+    os << "\n";
+  }
+  if (!s.inlined.empty()) {
+    os << "recomputed where they are used instead of stored:\n";
+    for (const auto &l : s.inlined) os << "  " << l << "\n";
+  }
+  if (!s.removed.empty()) {
+    os << "removed (nothing reads them, or they have no elements):\n";
+    for (const auto &l : s.removed) os << "  " << l << "\n";
+  }
+  if (!s.fusions.empty()) {
+    os << "fusions, in the order they were made (memory traffic saved):\n";
+    for (const auto &l : s.fusions) os << "  " << l << "\n";
+  }
+  if (!s.rejected.empty()) {
+    os << "kernels left apart, and why:\n";
+    for (const auto &r : s.rejected) os << "  " << r.first << " and " << r.second << ": " << r.reason << "\n";
+  }
+  os << "memory: " << s.memory.arena_bytes << " bytes of arena for " << s.lives.size() << " intermediate buffers ("
+     << s.memory.naive_bytes << " without reuse)\n";
+  return os.str();
+}
+
+}  // namespace coil::sched

@@ -1,0 +1,60 @@
+#include "tools/compile_command.h"
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "driver/compile.h"
+#include "frontend/parser.h"
+#include "support/error.h"
+#include "support/options.h"
+
+namespace coil::tools {
+
+int run_compile(const std::vector<std::string> &args) {
+  std::string file, out, device = "cpu";
+  bool explain = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string &a = args[i];
+    auto value = [&]() -> const std::string & {
+      if (i + 1 >= args.size()) throw UserError(str_cat("coil compile: option ", a, " needs a value"));
+      return args[++i];
+    };
+    if (a == "--out") {
+      out = value();
+    } else if (a == "--device") {
+      device = value();
+    } else if (a == "--set") {
+      options::set_override(value());
+    } else if (a == "--explain") {
+      explain = true;
+    } else if (a.rfind("--", 0) == 0) {
+      throw UserError(str_cat("coil compile: unknown option '", a, "' (see coil compile --help)"));
+    } else if (file.empty()) {
+      file = a;
+    } else {
+      throw UserError("coil compile: expected one graph file (see coil compile --help)");
+    }
+  }
+  if (file.empty()) throw UserError("coil compile: expected one graph file (see coil compile --help)");
+  if (device != "cpu") throw UserError(str_cat("coil compile: unknown device '", device, "'; this build has: cpu"));
+  if (out.empty()) throw UserError("coil compile: --out DIR is required");
+  Graph g = frontend::parse_graph_file(file);
+  Compilation c = compile_graph(std::move(g), sched::ScheduleOptions::from_registry(), out);
+  std::filesystem::path stats = std::filesystem::path(out) / "stats.json";
+  {
+    std::ofstream os(stats.string() + ".tmp", std::ios::binary);
+    os << stats_json(c);
+    if (!os) throw UserError(str_cat("cannot write ", stats.string()));
+  }
+  std::filesystem::rename(stats.string() + ".tmp", stats);
+  if (explain) std::cout << sched::explain(c.schedule);
+  int kernels = 0, externs = 0;
+  for (const ir::Kernel &k : c.schedule.ir.kernels) (k.kind == ir::KernelKind::Extern ? externs : kernels)++;
+  std::cerr << file << ": " << kernels << (kernels == 1 ? " kernel, " : " kernels, ") << externs << " extern "
+            << (externs == 1 ? "call" : "calls") << ", arena " << c.schedule.memory.arena_bytes << " bytes -> " << out
+            << "\n";
+  return 0;
+}
+
+}  // namespace coil::tools

@@ -1,0 +1,56 @@
+// coil's kernel count against TorchInductor's on every fixture and example: the count
+// of loop-nest kernels after fusion may not exceed the CUDA kernel count Inductor's
+// compile of the same graph produced (meta.json; its CPU count where no CUDA count was
+// captured). Extern library calls are counted apart on both sides.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+
+#include <nlohmann/json.hpp>
+
+#include "driver/compile.h"
+#include "frontend/parser.h"
+#include "test_util.h"
+
+namespace coil {
+namespace {
+
+// Cases where Inductor hands an op to an ATen kernel it does not count while coil
+// generates one, each with the reason.
+const std::map<std::string, std::string> kInductorFallbacks = {
+    {"op_adaptive_avg_pool2d",
+     "Inductor runs the 7x7-window average (over 25 elements) as an ATen fallback kernel; coil reduces it in a "
+     "generated kernel"},
+};
+
+class KernelCount : public testing::TestWithParam<std::filesystem::path> {};
+
+TEST_P(KernelCount, AtMostInductors) {
+  const auto dir = GetParam();
+  nlohmann::json meta = nlohmann::json::parse(std::ifstream(dir / "meta.json"));
+  const char *key = meta.contains("inductor_kernels_cuda") && !meta["inductor_kernels_cuda"].is_null()
+                        ? "inductor_kernels_cuda"
+                        : "inductor_kernels_cpu";
+  int inductor = meta[key].get<int>();
+  Compilation c = compile_graph(frontend::parse_graph_file((dir / "graph.py").string()), sched::ScheduleOptions{});
+  int kernels = 0;
+  for (const ir::Kernel &k : c.schedule.ir.kernels) kernels += k.kind != ir::KernelKind::Extern;
+  std::string name = dir.filename().string();
+  std::cout << name << ": coil " << kernels << " kernels, Inductor " << inductor << " (" << key << ")\n";
+  if (auto it = kInductorFallbacks.find(name); it != kInductorFallbacks.end()) {
+    // Still bounded: one kernel more per fallback at most.
+    EXPECT_LE(kernels, inductor + 1) << it->second;
+    return;
+  }
+  EXPECT_LE(kernels, inductor) << "coil makes " << kernels << " kernels where Inductor makes " << inductor << "\n"
+                               << sched::explain(c.schedule);
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, KernelCount, testing::ValuesIn(test::fixture_dirs()),
+                         [](const auto &info) { return info.param.filename().string(); });
+INSTANTIATE_TEST_SUITE_P(Examples, KernelCount, testing::ValuesIn(test::example_dirs()),
+                         [](const auto &info) { return info.param.filename().string(); });
+
+}  // namespace
+}  // namespace coil

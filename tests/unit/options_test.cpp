@@ -1,0 +1,315 @@
+// The options registry: defaults, the environment, --set overrides and their precedence,
+// each type's parsing with the exact message for a bad value, suggestions for unknown
+// names, the table, and `coil config`.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <functional>
+#include <map>
+#include <sstream>
+#include <thread>
+
+#include "support/error.h"
+#include "support/options.h"
+#include "tools/config_command.h"
+
+namespace coil::options {
+namespace {
+
+// Every test starts from defaults: no override and no COIL_ variable of any option; the
+// variables the process started with come back afterwards.
+class Options : public testing::Test {
+ protected:
+  void SetUp() override {
+    clear_overrides();
+    for (const Option &o : all()) {
+      if (const char *v = std::getenv(o.env().c_str())) saved_[o.env()] = v;
+      unsetenv(o.env().c_str());
+    }
+  }
+  void TearDown() override {
+    clear_overrides();
+    for (const Option &o : all()) unsetenv(o.env().c_str());
+    for (const auto &[name, value] : saved_) setenv(name.c_str(), value.c_str(), 1);
+  }
+
+ private:
+  std::map<std::string, std::string> saved_;
+};
+
+std::string user_error_of(const std::function<void()> &fn) {
+  try {
+    fn();
+  } catch (const UserError &e) {
+    return e.message();
+  }
+  return "(no error)";
+}
+
+// The message for `option` read from the environment variable `var` (no override hides it).
+std::string env_error(const char *var, const char *value, const std::string &option) {
+  clear_overrides();
+  setenv(var, value, 1);
+  std::string message = user_error_of([&] { current(option); });
+  unsetenv(var);
+  return message;
+}
+
+std::string set_error(const std::string &name, const std::string &value) {
+  return user_error_of([&] { set_override(name, value); });
+}
+
+TEST_F(Options, Defaults) {
+  EXPECT_FALSE(get_bool("debug"));
+  EXPECT_EQ(get_string("trace"), "");
+  EXPECT_EQ(get_string("cache_dir"), "");
+  EXPECT_EQ(get_int("max_fusion_size"), 64);
+  EXPECT_TRUE(get_bool("fusion.horizontal"));
+  EXPECT_TRUE(get_bool("fusion.inline_pointwise"));
+  EXPECT_EQ(get_int("fusion.max_inline_reads"), 8);
+  EXPECT_FALSE(get_bool("emulate_precision_casts"));
+  EXPECT_EQ(get_int("num_threads"), 0);
+  EXPECT_EQ(get_string("cpp.isa"), "auto");
+  EXPECT_FALSE(get_bool("cpp.profile"));
+  EXPECT_EQ(get_string("cpp.compiler"), "c++");
+  EXPECT_FALSE(get_bool("triton.autotune"));
+  EXPECT_FALSE(get_bool("triton.cudagraphs"));
+  for (const Option &o : all()) {
+    EXPECT_EQ(current(o.name), std::make_pair(o.default_value, Source::Default)) << o.name;
+    EXPECT_FALSE(o.doc.empty()) << o.name;
+    EXPECT_EQ(o.doc.find('\n'), std::string::npos) << o.name;
+  }
+  EXPECT_EQ(find("cpp.isa").choices, (std::vector<std::string>{"auto", "avx512", "avx2", "scalar"}));
+}
+
+TEST_F(Options, SortedByName) {
+  ASSERT_EQ(all().size(), 14u);
+  for (size_t i = 1; i < all().size(); ++i) EXPECT_LT(all()[i - 1].name, all()[i].name);
+}
+
+TEST_F(Options, EnvironmentVariableNames) {
+  EXPECT_EQ(find("debug").env(), "COIL_DEBUG");
+  EXPECT_EQ(find("trace").env(), "COIL_TRACE");
+  EXPECT_EQ(find("max_fusion_size").env(), "COIL_MAX_FUSION_SIZE");
+  EXPECT_EQ(find("cpp.isa").env(), "COIL_CPP_ISA");
+  EXPECT_EQ(find("fusion.max_inline_reads").env(), "COIL_FUSION_MAX_INLINE_READS");
+  EXPECT_EQ(find("triton.cudagraphs").env(), "COIL_TRITON_CUDAGRAPHS");
+}
+
+TEST_F(Options, EnvironmentBeatsDefault) {
+  setenv("COIL_MAX_FUSION_SIZE", "32", 1);
+  setenv("COIL_DEBUG", "1", 1);
+  setenv("COIL_TRACE", "/tmp/trace", 1);
+  EXPECT_EQ(current("max_fusion_size"), std::make_pair(std::string("32"), Source::Environment));
+  EXPECT_EQ(get_int("max_fusion_size"), 32);
+  EXPECT_EQ(current("debug"), std::make_pair(std::string("true"), Source::Environment));
+  EXPECT_EQ(get_string("trace"), "/tmp/trace");
+  // Read at each call, not cached.
+  unsetenv("COIL_MAX_FUSION_SIZE");
+  EXPECT_EQ(current("max_fusion_size"), std::make_pair(std::string("64"), Source::Default));
+}
+
+TEST_F(Options, EmptyEnvironmentVariableIsUnset) {
+  setenv("COIL_CPP_COMPILER", "", 1);
+  setenv("COIL_DEBUG", "", 1);
+  EXPECT_EQ(current("cpp.compiler"), std::make_pair(std::string("c++"), Source::Default));
+  EXPECT_FALSE(get_bool("debug"));
+}
+
+TEST_F(Options, OverrideBeatsEnvironment) {
+  setenv("COIL_MAX_FUSION_SIZE", "32", 1);
+  set_override("max_fusion_size", "16");
+  EXPECT_EQ(current("max_fusion_size"), std::make_pair(std::string("16"), Source::Override));
+  set_override("max_fusion_size=8");
+  EXPECT_EQ(get_int("max_fusion_size"), 8);
+  clear_overrides();
+  EXPECT_EQ(current("max_fusion_size"), std::make_pair(std::string("32"), Source::Environment));
+}
+
+// An override wins even over a malformed variable, which is then never read.
+TEST_F(Options, OverrideHidesBadEnvironment) {
+  setenv("COIL_MAX_FUSION_SIZE", "abc", 1);
+  set_override("max_fusion_size", "4");
+  EXPECT_EQ(get_int("max_fusion_size"), 4);
+}
+
+TEST_F(Options, Bools) {
+  for (const char *yes : {"true", "1", "on", "yes", "TRUE", "Yes", "On"}) {
+    set_override("debug", yes);
+    EXPECT_EQ(current("debug"), std::make_pair(std::string("true"), Source::Override)) << yes;
+  }
+  for (const char *no : {"false", "0", "off", "no", "False", "NO"}) {
+    set_override("debug", no);
+    EXPECT_EQ(current("debug"), std::make_pair(std::string("false"), Source::Override)) << no;
+  }
+  EXPECT_EQ(env_error("COIL_DEBUG", "maybe", "debug"),
+            "COIL_DEBUG='maybe': debug expects true or false (or 1/0, on/off, yes/no)");
+  EXPECT_EQ(set_error("cpp.profile", "2"),
+            "--set cpp.profile='2': cpp.profile expects true or false (or 1/0, on/off, yes/no)");
+  EXPECT_EQ(set_error("debug", ""), "--set debug='': debug expects true or false (or 1/0, on/off, yes/no)");
+}
+
+TEST_F(Options, Ints) {
+  set_override("max_fusion_size", "+12");
+  EXPECT_EQ(current("max_fusion_size").first, "12");
+  set_override("fusion.max_inline_reads", "0");
+  EXPECT_EQ(get_int("fusion.max_inline_reads"), 0);
+  setenv("COIL_NUM_THREADS", "007", 1);
+  EXPECT_EQ(current("num_threads"), std::make_pair(std::string("7"), Source::Environment));
+  unsetenv("COIL_NUM_THREADS");
+
+  EXPECT_EQ(env_error("COIL_MAX_FUSION_SIZE", "abc", "max_fusion_size"),
+            "COIL_MAX_FUSION_SIZE='abc': max_fusion_size expects an integer");
+  EXPECT_EQ(env_error("COIL_MAX_FUSION_SIZE", "12abc", "max_fusion_size"),
+            "COIL_MAX_FUSION_SIZE='12abc': max_fusion_size expects an integer");
+  EXPECT_EQ(env_error("COIL_NUM_THREADS", " 4", "num_threads"),
+            "COIL_NUM_THREADS=' 4': num_threads expects an integer");
+  EXPECT_EQ(set_error("max_fusion_size", "99999999999999999999"),
+            "--set max_fusion_size='99999999999999999999': max_fusion_size expects an integer");
+  EXPECT_EQ(set_error("max_fusion_size", "1.5"), "--set max_fusion_size='1.5': max_fusion_size expects an integer");
+  EXPECT_EQ(set_error("max_fusion_size", ""), "--set max_fusion_size='': max_fusion_size expects an integer");
+  EXPECT_EQ(set_error("max_fusion_size", "0"), "--set max_fusion_size='0': max_fusion_size expects an integer >= 1");
+  EXPECT_EQ(set_error("num_threads", "-3"), "--set num_threads='-3': num_threads expects an integer >= 0");
+}
+
+TEST_F(Options, Strings) {
+  set_override("trace=/tmp/a b=c");
+  EXPECT_EQ(get_string("trace"), "/tmp/a b=c");
+  set_override("cpp.compiler", "");
+  EXPECT_EQ(current("cpp.compiler"), std::make_pair(std::string(""), Source::Override));
+}
+
+TEST_F(Options, Choices) {
+  set_override("cpp.isa", "avx2");
+  EXPECT_EQ(get_string("cpp.isa"), "avx2");
+  EXPECT_EQ(set_error("cpp.isa", "avx3"), "--set cpp.isa='avx3': cpp.isa expects one of auto, avx512, avx2, scalar");
+  EXPECT_EQ(env_error("COIL_CPP_ISA", "AVX2", "cpp.isa"),
+            "COIL_CPP_ISA='AVX2': cpp.isa expects one of auto, avx512, avx2, scalar");
+}
+
+// set_override checks the value at once and keeps the previous one when it is bad.
+TEST_F(Options, BadOverrideKeepsThePreviousValue) {
+  set_override("max_fusion_size", "16");
+  EXPECT_THROW(set_override("max_fusion_size", "x"), UserError);
+  EXPECT_EQ(get_int("max_fusion_size"), 16);
+}
+
+TEST_F(Options, Assignments) {
+  EXPECT_EQ(user_error_of([] { set_override(std::string("debug")); }), "--set expects name=value, got 'debug'");
+  EXPECT_EQ(user_error_of([] { set_override(std::string("=1")); }), "--set expects name=value, got '=1'");
+  EXPECT_EQ(user_error_of([] { set_override(std::string("max_fusion=3")); }),
+            "unknown option 'max_fusion' (did you mean 'max_fusion_size'?)");
+}
+
+TEST_F(Options, UnknownNamesSuggestCloseOnes) {
+  auto error = [](const std::string &name) { return user_error_of([&] { find(name); }); };
+  EXPECT_EQ(error("max_fusion"), "unknown option 'max_fusion' (did you mean 'max_fusion_size'?)");
+  EXPECT_EQ(error("cpp_isa"), "unknown option 'cpp_isa' (did you mean 'cpp.isa'?)");
+  EXPECT_EQ(error("triton.autotun"), "unknown option 'triton.autotun' (did you mean 'triton.autotune'?)");
+  EXPECT_EQ(error("COIL_DEBUG"), "unknown option 'COIL_DEBUG' (did you mean 'debug'?)");
+  EXPECT_EQ(error("threads"), "unknown option 'threads' (did you mean 'num_threads'?)");
+  EXPECT_EQ(error("fusion"),
+            "unknown option 'fusion' (did you mean 'max_fusion_size', 'fusion.horizontal' or "
+            "'fusion.inline_pointwise'?)");
+  EXPECT_EQ(error("frobnicate"), "unknown option 'frobnicate'; 'coil config' lists every option");
+  EXPECT_THROW(get_bool("nonsense"), UserError);
+}
+
+TEST_F(Options, WrongTypeGetterIsAnInternalError) {
+  EXPECT_THROW(get_int("debug"), InternalError);
+  EXPECT_THROW(get_bool("trace"), InternalError);
+  EXPECT_THROW(get_string("max_fusion_size"), InternalError);
+}
+
+TEST_F(Options, TableListsEveryOption) {
+  setenv("COIL_NUM_THREADS", "4", 1);
+  set_override("cpp.isa", "scalar");
+  std::string t = table();
+  EXPECT_EQ(t, table());
+  EXPECT_EQ(t.rfind("name ", 0), 0u) << t;
+  for (const Option &o : all()) {
+    EXPECT_NE(t.find("\n" + o.name + " "), std::string::npos) << o.name;
+    EXPECT_NE(t.find(o.env()), std::string::npos) << o.name;
+    EXPECT_NE(t.find(o.doc), std::string::npos) << o.name;
+  }
+  EXPECT_NE(t.find("COIL_NUM_THREADS"), std::string::npos);
+  // Columns line up: every row's env var starts where the header's does.
+  size_t env_column = t.find("env var");
+  std::istringstream lines(t);
+  std::string line;
+  std::getline(lines, line);
+  int rows = 0;
+  while (std::getline(lines, line)) {
+    ++rows;
+    std::string name = line.substr(0, line.find(' '));
+    EXPECT_EQ(line.find(find(name).env()), env_column) << line;
+    EXPECT_NE(line.back(), ' ') << line;
+  }
+  EXPECT_EQ(rows, static_cast<int>(all().size()));
+  auto row_of = [&](const std::string &name) { return t.substr(t.find("\n" + name + " ") + 1, t.size()); };
+  EXPECT_NE(row_of("num_threads").find("4"), std::string::npos);
+  EXPECT_LT(row_of("num_threads").find(" env "), row_of("num_threads").find('\n'));
+  EXPECT_LT(row_of("cpp.isa").find("scalar"), row_of("cpp.isa").find(" set "));
+  EXPECT_LT(row_of("trace").find("\"\""), row_of("trace").find(" default "));
+}
+
+TEST_F(Options, OverridesFromManyThreads) {
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([t] {
+      for (int i = 0; i < 200; ++i) {
+        set_override("max_fusion_size", std::to_string(1 + t));
+        int64_t v = get_int("max_fusion_size");
+        EXPECT_TRUE(v >= 1 && v <= 8);
+      }
+    });
+  for (auto &th : threads) th.join();
+}
+
+// ---- coil config ----
+
+std::string config_output(const std::vector<std::string> &args) {
+  testing::internal::CaptureStdout();
+  int status = tools::run_config(args);
+  std::string out = testing::internal::GetCapturedStdout();
+  EXPECT_EQ(status, 0);
+  return out;
+}
+
+std::string config_error(const std::vector<std::string> &args) {
+  return user_error_of([&] { tools::run_config(args); });
+}
+
+TEST_F(Options, ConfigPrintsTheTable) { EXPECT_EQ(config_output({}), table()); }
+
+TEST_F(Options, ConfigPrintsOneOption) {
+  EXPECT_EQ(config_output({"max_fusion_size"}), "max_fusion_size = 64  (default)\n  most nodes one kernel may hold\n");
+  setenv("COIL_MAX_FUSION_SIZE", "32", 1);
+  EXPECT_EQ(config_output({"max_fusion_size"}),
+            "max_fusion_size = 32  (env COIL_MAX_FUSION_SIZE)\n  most nodes one kernel may hold\n");
+  EXPECT_EQ(config_output({"--set", "max_fusion_size=16", "max_fusion_size"}),
+            "max_fusion_size = 16  (set)\n  most nodes one kernel may hold\n");
+  EXPECT_EQ(config_output({"--set=debug=yes", "debug"}), "debug = true  (set)\n  print each stage's decisions to stderr\n");
+  EXPECT_EQ(config_output({"trace"}).rfind("trace = \"\"  (default)\n", 0), 0u);
+}
+
+TEST_F(Options, ConfigSetShowsInTheTable) {
+  std::string out = config_output({"--set", "cpp.isa=avx512", "--set", "triton.autotune=on"});
+  EXPECT_EQ(out, table());
+  EXPECT_TRUE(get_bool("triton.autotune"));
+  EXPECT_EQ(get_string("cpp.isa"), "avx512");
+}
+
+TEST_F(Options, ConfigErrors) {
+  EXPECT_EQ(config_error({"max_fusion"}), "unknown option 'max_fusion' (did you mean 'max_fusion_size'?)");
+  EXPECT_EQ(config_error({"--set", "max_fusion_size=abc"}),
+            "--set max_fusion_size='abc': max_fusion_size expects an integer");
+  EXPECT_EQ(config_error({"--set"}), "coil config: option --set needs a value name=value");
+  EXPECT_EQ(config_error({"--frob"}), "coil config: unknown option '--frob' (see coil config --help)");
+  EXPECT_EQ(config_error({"debug", "trace"}), "coil config: expected at most one option name, got 2 (see coil config --help)");
+  setenv("COIL_DEBUG", "maybe", 1);
+  EXPECT_EQ(config_error({}), "COIL_DEBUG='maybe': debug expects true or false (or 1/0, on/off, yes/no)");
+}
+
+}  // namespace
+}  // namespace coil::options
