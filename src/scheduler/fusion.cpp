@@ -147,7 +147,8 @@ std::optional<std::string> check_indices(const ir::Program &p, const Trial &t) {
   for (const auto &[i, n] : t.nodes)
     for (BufferId b : n.outputs)
       if (b >= 0) writer[b] = &n;
-  for (const auto &[i, n] : t.nodes) {
+  for (const auto &member : t.nodes) {
+    const Node &n = member.second;
     auto name = [&](ir::VarId v) { return n.var_name(v); };
     for (const Instr &load : n.body.instrs) {
       if (load.op != ir::Op::Load) continue;
