@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# coil's main job, from a fresh machine: set up, build, then check every bundled
-# example graph (and its input and expected-output tensors) and summarize it.
+# coil's main job, from a fresh machine: set up, build, then for every bundled example
+# graph: check it (with its input and expected-output tensors), compile it into fused
+# kernels (dumps under build/examples/<name>, with --explain printed), and run the
+# compiled kernels against PyTorch's outputs.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 
@@ -13,12 +15,15 @@ for dir in examples/*/; do
   dir=${dir%/}
   echo
   echo "== $dir"
-  if "$coil" check "$dir/graph.py" --inputs "$dir/inputs.safetensors" --expect "$dir/expected.safetensors"; then
-    "$coil" info "$dir/graph.py" | tail -n +2
+  name=$(basename "$dir")
+  if "$coil" check "$dir/graph.py" --inputs "$dir/inputs.safetensors" --expect "$dir/expected.safetensors" &&
+     "$coil" compile "$dir/graph.py" --out "build/examples/$name" --explain &&
+     "$coil" run "$dir/graph.py" --inputs "$dir/inputs.safetensors" --expect "$dir/expected.safetensors"; then
+    :
   else
     status=1
   fi
 done
 echo
-if [[ $status -eq 0 ]]; then echo "every example checked"; else echo "some examples failed"; fi
+if [[ $status -eq 0 ]]; then echo "every example checked, compiled and matched"; else echo "some examples failed"; fi
 exit $status

@@ -198,6 +198,28 @@ TEST(SchedulerReject, AnotherElementAtTheSamePoint) {
   EXPECT_TRUE(rejected_with(s, "another element at the same point")) << explain(s);
 }
 
+TEST(SchedulerReject, ReadAtADataDependentIndex) {
+  ScheduleOptions no_inline;
+  no_inline.inline_pointwise = false;
+  Schedule s = run(R"(x: "f32[8, 4][4, 1]cpu", i: "i64[8][1]cpu")", R"(
+        relu: "f32[8, 4][4, 1]cpu" = torch.ops.aten.relu.default(x)
+        index_select: "f32[8, 4][4, 1]cpu" = torch.ops.aten.index_select.default(relu, 0, i)
+        return (index_select,)
+)",
+                   no_inline);
+  EXPECT_EQ(loop_kernels(s), 2);
+  EXPECT_TRUE(rejected_with(s, "is read at an index that depends on data")) << explain(s);
+}
+
+TEST(SchedulerReject, ScatterRunsAlone) {
+  Schedule s = run(R"(x: "f32[8, 4][4, 1]cpu", i: "i64[2, 4][4, 1]cpu", src: "f32[2, 4][4, 1]cpu")", R"(
+        scatter: "f32[8, 4][4, 1]cpu" = torch.ops.aten.scatter.src(x, 0, i, src)
+        add: "f32[8, 4][4, 1]cpu" = torch.ops.aten.add.Tensor(scatter, x)
+        return (add,)
+)");
+  EXPECT_TRUE(rejected_with(s, "a scatter writes at places read from data")) << explain(s);
+}
+
 // A value computed in one pass over the row cannot be read in a later pass.
 TEST(SchedulerReject, ValueAcrossPasses) {
   ScheduleOptions no_inline;
