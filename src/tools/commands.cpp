@@ -12,7 +12,9 @@
 #include "io/compare.h"
 #include "ir/interpreter.h"
 #include "lowering/lowering.h"
+#include "runtime/cpu_module.h"
 #include "support/options.h"
+#include "tools/cache_command.h"
 #include "tools/compile_command.h"
 #include "tools/config_command.h"
 #include "tools/coverage.h"
@@ -131,17 +133,30 @@ double number_option(const ParsedArgs &p, const std::string &name, double fallba
 }
 
 int run_run(const std::vector<std::string> &args) {
-  ParsedArgs p = parse_args("run", args, {"--device", "--inputs", "--expect", "--rtol", "--atol", "--save"});
+  ParsedArgs p = parse_args("run", args, {"--device", "--inputs", "--expect", "--rtol", "--atol", "--save", "--bench"});
   std::string file = one_file("run", p);
   std::string device = p.options.count("--device") ? p.options["--device"] : "ref";
-  if (device != "ref") throw UserError(str_cat("coil run: unknown device '", device, "'; this build has: ref"));
+  if (device != "ref" && device != "cpu")
+    throw UserError(str_cat("coil run: unknown device '", device, "'; this build has: ref, cpu"));
+  int bench = int(number_option(p, "--bench", 0));
+  if (bench > 0 && device != "cpu") throw UserError("coil run: --bench times compiled kernels: use it with --device cpu");
   if (!p.options.count("--inputs")) throw UserError("coil run: --inputs IN.safetensors is required");
   Graph g = frontend::parse_graph_file(file);
   TensorList inputs = read_safetensors(p.options["--inputs"]);
   check_graph_inputs(g, inputs, p.options["--inputs"]);
   Compilation c = compile_graph(std::move(g));
   const ir::Program &program = c.lowered;  // before fusion: every reduction still a node
-  std::vector<HostTensor> outputs = ir::interpret(c.schedule.ir, inputs);
+  std::vector<HostTensor> outputs;
+  if (device == "ref") {
+    outputs = ir::interpret(c.schedule.ir, inputs);
+  } else {
+    CpuBuild build = build_cpu(c.schedule);
+    CpuModule module(build.so_path);
+    outputs = module.run(inputs);
+    if (bench > 0)
+      std::cout << "median " << module.median_seconds(inputs, bench) * 1e6 << " us per call over " << bench
+                << " calls\n";
+  }
   if (auto it = p.options.find("--save"); it != p.options.end()) {
     TensorList named;
     for (size_t i = 0; i < outputs.size(); ++i) named.emplace_back(output_tensor_name(i), outputs[i]);
@@ -211,6 +226,8 @@ const std::vector<Command> &commands() {
        "type; with it, each output's largest absolute and relative error and PASS or FAIL.\n\n"
        "options:\n"
        "  --device D  ref: the reference interpreter of the loop IR (naive, on the CPU)\n"
+       "              cpu: generated C++ kernels, compiled and cached\n"
+       "  --bench N   with --device cpu: also time N calls and print the median\n"
        "  --inputs F  one tensor per graph input, by name\n"
        "  --expect F  out0, out1, ... to compare with\n"
        "  --rtol R    relative tolerance (default: by dtype, scaled by sqrt(n) for reductions over n)\n"
@@ -221,6 +238,7 @@ const std::vector<Command> &commands() {
        run_run},
       {"compile", "compile a graph into kernels and write each stage's dump", kCompileHelp, run_compile},
       {"config", "list coil's options with their values", kConfigHelp, run_config},
+      {"cache", "show or clear coil's cache of compiled kernels", kCacheHelp, run_cache},
       {"coverage", "tabulate which registered ops the fixture graphs exercise",
        "usage: coil coverage DIR...\n\n"
        "Reads DIR/<case>/graph.py for every case and prints a markdown table with one row per\n"

@@ -6,10 +6,26 @@
 
 #include "driver/compile.h"
 #include "frontend/parser.h"
+#include "runtime/cpu_module.h"
 #include "support/error.h"
 #include "support/options.h"
 
 namespace coil::tools {
+namespace {
+
+// Writes through a temporary file, so that a file is whole or absent.
+void write_file(const std::filesystem::path &path, const std::string &text) {
+  std::filesystem::path tmp = path;
+  tmp += ".tmp";
+  {
+    std::ofstream os(tmp, std::ios::binary);
+    os << text;
+    if (!os) throw UserError(str_cat("cannot write ", path.string()));
+  }
+  std::filesystem::rename(tmp, path);
+}
+
+}  // namespace
 
 int run_compile(const std::vector<std::string> &args) {
   std::string file, out, device = "cpu";
@@ -41,19 +57,18 @@ int run_compile(const std::vector<std::string> &args) {
   if (out.empty()) throw UserError("coil compile: --out DIR is required");
   Graph g = frontend::parse_graph_file(file);
   Compilation c = compile_graph(std::move(g), sched::ScheduleOptions::from_registry(), out);
-  std::filesystem::path stats = std::filesystem::path(out) / "stats.json";
-  {
-    std::ofstream os(stats.string() + ".tmp", std::ios::binary);
-    os << stats_json(c);
-    if (!os) throw UserError(str_cat("cannot write ", stats.string()));
-  }
-  std::filesystem::rename(stats.string() + ".tmp", stats);
+  CpuBuild build = build_cpu(c.schedule);
+  std::filesystem::path dir(out);
+  write_file(dir / "graph.cpp", build.source);
+  std::filesystem::copy_file(build.so_path, dir / "graph.so.tmp", std::filesystem::copy_options::overwrite_existing);
+  std::filesystem::rename(dir / "graph.so.tmp", dir / "graph.so");
+  write_file(dir / "stats.json", stats_json(c));
   if (explain) std::cout << sched::explain(c.schedule);
   int kernels = 0, externs = 0;
   for (const ir::Kernel &k : c.schedule.ir.kernels) (k.kind == ir::KernelKind::Extern ? externs : kernels)++;
   std::cerr << file << ": " << kernels << (kernels == 1 ? " kernel, " : " kernels, ") << externs << " extern "
-            << (externs == 1 ? "call" : "calls") << ", arena " << c.schedule.memory.arena_bytes << " bytes -> " << out
-            << "\n";
+            << (externs == 1 ? "call" : "calls") << ", arena " << c.schedule.memory.arena_bytes << " bytes, built in "
+            << build.seconds << " s" << (build.cache_hit ? " (cached)" : "") << " -> " << out << "\n";
   return 0;
 }
 

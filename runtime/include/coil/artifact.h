@@ -1,0 +1,82 @@
+/* The contract of a graph compiled by coil for the CPU (DESIGN.md, decision 12).
+ *
+ * A compiled graph is a shared library exporting the functions below. Tensors are
+ * strided, in elements; a tensor's allocation starts at the pointer passed and element 0
+ * of the tensor is `storage_offset` elements further.
+ *
+ * Inputs: inputs[i] points at the allocation of input i (graph inputs, then constants,
+ * in graph order), laid out as coil_input(i) says (dtype, sizes, strides). coil never
+ * writes to an input.
+ *
+ * Outputs: for each i, coil_output(i) says who provides the memory:
+ *   COIL_OUTPUT_OWNED           the caller allocates storage_elements elements (aligned
+ *                               to the dtype at least; 64 bytes is best) and passes the
+ *                               pointer in outputs[i]; coil writes every element of the
+ *                               view and nothing outside the allocation.
+ *   COIL_OUTPUT_ALIASES_INPUT   the output is a view of input alias_index (as PyTorch
+ *                               returns views): coil_run sets outputs[i] to that input's
+ *                               pointer; the caller allocates nothing.
+ *   COIL_OUTPUT_ALIASES_OUTPUT  the output is a view of output alias_index's allocation:
+ *                               coil_run sets outputs[i] to that output's pointer.
+ * Intermediates live in an arena owned by the module (coil_arena_bytes per concurrent
+ * call), allocated on first use and reused: no allocation per call in steady state.
+ *
+ * Errors: coil_run returns COIL_OK or an error code; coil_error_message(code) says what
+ * it means. An error inside a kernel (an integer division by zero, an index read from
+ * data that is out of range) leaves outputs unspecified.
+ *
+ * Threads: concurrent coil_run calls on one loaded module are safe (each takes its own
+ * arena). Each call runs its kernels on COIL_NUM_THREADS threads, else OMP_NUM_THREADS,
+ * else one per processor. */
+#ifndef COIL_ARTIFACT_H
+#define COIL_ARTIFACT_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define COIL_ABI_VERSION 1
+
+enum coil_dtype {
+  COIL_F64 = 0, COIL_F32 = 1, COIL_F16 = 2, COIL_BF16 = 3,
+  COIL_I64 = 4, COIL_I32 = 5, COIL_I16 = 6, COIL_I8 = 7, COIL_U8 = 8, COIL_BOOL = 9
+};
+
+enum coil_output_kind { COIL_OUTPUT_OWNED = 0, COIL_OUTPUT_ALIASES_INPUT = 1, COIL_OUTPUT_ALIASES_OUTPUT = 2 };
+
+enum coil_status {
+  COIL_OK = 0,
+  COIL_ERROR_NULL_POINTER = 1,       /* an input or owned output pointer is NULL */
+  COIL_ERROR_OUT_OF_MEMORY = 2,      /* the arena could not be allocated */
+  COIL_ERROR_DIVISION_BY_ZERO = 3,   /* integer division or remainder by zero */
+  COIL_ERROR_INDEX_OUT_OF_RANGE = 4  /* an index read from data is out of range */
+};
+
+typedef struct coil_tensor_desc {
+  const char *name;
+  int32_t dtype; /* enum coil_dtype */
+  int32_t rank;
+  const int64_t *sizes;
+  const int64_t *strides;
+  int64_t storage_offset;
+  int64_t storage_elements; /* elements the allocation spans */
+  int32_t kind;             /* outputs: enum coil_output_kind; inputs: 0 */
+  int32_t alias_index;      /* outputs that alias: the input or output they view */
+} coil_tensor_desc;
+
+int32_t coil_abi_version(void);
+int32_t coil_num_inputs(void);
+int32_t coil_num_outputs(void);
+const coil_tensor_desc *coil_input(int32_t i);
+const coil_tensor_desc *coil_output(int32_t i);
+int64_t coil_arena_bytes(void);
+int32_t coil_run(void *const *inputs, void **outputs);
+const char *coil_error_message(int32_t status);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

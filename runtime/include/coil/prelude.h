@@ -1,0 +1,195 @@
+// The prelude of every generated C++ kernel file: scalar helpers with PyTorch's
+// semantics (integer division and remainder signs, wrapping integer arithmetic, NaN-
+// propagating max/min, bf16/f16 storage), the thread count and the error flag. The
+// reference for every function here is src/ir/scalar_math.cpp: the generated code must
+// compute what the reference interpreter computes.
+#pragma once
+
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+
+#include <omp.h>
+
+namespace coil_rt {
+
+// ---- errors raised inside kernels -------------------------------------------------------
+// Each call of the graph has its own error slot, passed to every kernel: a status of
+// coil/artifact.h (COIL_ERROR_DIVISION_BY_ZERO, COIL_ERROR_INDEX_OUT_OF_RANGE).
+
+using Error = std::atomic<int>;
+inline void raise(Error &err, int status) { err.store(status, std::memory_order_relaxed); }
+
+/// An index read from data, checked against the extent it addresses.
+inline int64_t checked_index(int64_t i, int64_t extent, Error &err) {
+  if (i >= 0 && i < extent) return i;
+  raise(err, 4);
+  return 0;
+}
+
+// ---- threads ---------------------------------------------------------------------------
+
+/// COIL_NUM_THREADS, else OMP_NUM_THREADS, else the machine's processors.
+inline int num_threads() {
+  static const int n = [] {
+    for (const char *name : {"COIL_NUM_THREADS", "OMP_NUM_THREADS"}) {
+      const char *v = std::getenv(name);
+      if (v && std::atoi(v) > 0) return std::atoi(v);
+    }
+    return omp_get_num_procs() > 0 ? omp_get_num_procs() : 1;
+  }();
+  return n;
+}
+
+/// Threads for a loop of `work` element-operations: none for tiny loops, and at least
+/// kMinWorkPerThread per thread.
+inline constexpr int64_t kMinWorkPerThread = 16384;
+inline int threads_for(int64_t work) {
+  int64_t t = work / kMinWorkPerThread;
+  int n = num_threads();
+  return t < 1 ? 1 : t > n ? n : int(t);
+}
+
+// ---- bf16 / f16 storage: values live as float, rounded at casts and stores -----------
+
+inline float bits_to_f32(uint32_t b) {
+  float f;
+  std::memcpy(&f, &b, 4);
+  return f;
+}
+inline uint32_t f32_to_bits(float f) {
+  uint32_t b;
+  std::memcpy(&b, &f, 4);
+  return b;
+}
+inline float bf16_to_f32(uint16_t h) { return bits_to_f32(uint32_t(h) << 16); }
+inline uint16_t f32_to_bf16(float f) {
+  uint32_t b = f32_to_bits(f);
+  if ((b & 0x7fffffffu) > 0x7f800000u) return uint16_t((b >> 16) | 0x40);  // NaN stays NaN
+  b += 0x7fffu + ((b >> 16) & 1u);                                          // nearest, ties to even
+  return uint16_t(b >> 16);
+}
+inline float round_bf16(float f) { return bf16_to_f32(f32_to_bf16(f)); }
+
+inline float f16_to_f32(uint16_t h) {
+  uint32_t sign = uint32_t(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
+  if (exp == 0x1f) return bits_to_f32(sign | 0x7f800000u | (man << 13));
+  if (exp == 0) {
+    if (man == 0) return bits_to_f32(sign);
+    float v = std::ldexp(float(man), -24);
+    return sign ? -v : v;
+  }
+  return bits_to_f32(sign | ((exp + 112) << 23) | (man << 13));
+}
+inline uint16_t f32_to_f16(float f) {
+  uint32_t b = f32_to_bits(f), sign = (b >> 16) & 0x8000u;
+  uint32_t abs = b & 0x7fffffffu;
+  if (abs > 0x7f800000u) return uint16_t(sign | 0x7e00u);
+  if (abs >= 0x477ff000u) return uint16_t(sign | 0x7c00u);  // rounds to infinity
+  if (abs < 0x38800000u) {                                  // subnormal or zero in f16
+    float v = bits_to_f32(abs) * 16777216.0f;                // scale by 2^24: exact
+    return uint16_t(sign | uint32_t(std::nearbyint(v)));
+  }
+  uint32_t rounded = abs + 0xfffu + ((abs >> 13) & 1u);
+  return uint16_t(sign | ((rounded - 0x38000000u) >> 13));
+}
+inline float round_f16(float f) { return f16_to_f32(f32_to_f16(f)); }
+
+// ---- integers: wrapping arithmetic and Python's division ------------------------------
+
+template <typename T>
+using U = std::make_unsigned_t<T>;
+
+template <typename T> inline T add_w(T a, T b) { return T(U<T>(a) + U<T>(b)); }
+template <typename T> inline T sub_w(T a, T b) { return T(U<T>(a) - U<T>(b)); }
+template <typename T> inline T mul_w(T a, T b) { return T(U<T>(a) * U<T>(b)); }
+template <typename T> inline T neg_w(T a) { return T(U<T>(0) - U<T>(a)); }
+template <typename T> inline T abs_w(T a) { return a < 0 ? neg_w(a) : a; }
+
+template <typename T> inline T floor_div_i(T a, T b, Error &err) {
+  if (b == 0) { raise(err, 3); return 0; }
+  if (std::is_signed_v<T> && b == T(-1)) return neg_w(a);
+  T q = T(a / b);
+  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
+  return q;
+}
+template <typename T> inline T trunc_div_i(T a, T b, Error &err) {
+  if (b == 0) { raise(err, 3); return 0; }
+  if (std::is_signed_v<T> && b == T(-1)) return neg_w(a);
+  return T(a / b);
+}
+template <typename T> inline T remainder_i(T a, T b, Error &err) {
+  if (b == 0) { raise(err, 3); return 0; }
+  if (std::is_signed_v<T> && b == T(-1)) return 0;
+  T r = T(a % b);
+  if (r != 0 && ((r < 0) != (b < 0))) r = T(r + b);
+  return r;
+}
+template <typename T> inline T fmod_i(T a, T b, Error &err) {
+  if (b == 0) { raise(err, 3); return 0; }
+  if (std::is_signed_v<T> && b == T(-1)) return 0;
+  return T(a % b);
+}
+template <typename T> inline T pow_i(T base, T exp, Error &err) {
+  if (exp < 0) {
+    if (base == 1) return 1;
+    if (base == T(-1)) return (exp % 2 == 0) ? 1 : T(-1);
+    raise(err, 3);  // PyTorch refuses integers to negative powers
+    return 0;
+  }
+  T r = 1;
+  while (exp) {
+    if (exp & 1) r = mul_w(r, base);
+    base = mul_w(base, base);
+    exp = T(exp >> 1);
+  }
+  return r;
+}
+template <typename T> inline T sign_i(T a) { return a > 0 ? T(1) : a < 0 ? T(-1) : T(0); }
+
+/// Float to integer as C++ truncates, made total: NaN gives 0, out of range saturates
+/// to int64 first, then wraps to T (as the reference does).
+template <typename T> inline T to_int(double v) {
+  int64_t i;
+  if (std::isnan(v)) i = 0;
+  else if (v >= 9.2233720368547758e18) i = std::numeric_limits<int64_t>::max();
+  else if (v <= -9.2233720368547758e18) i = std::numeric_limits<int64_t>::min();
+  else i = int64_t(v);
+  return T(i);
+}
+
+/// Python's floor division and modulo of index arithmetic (divisor > 0), for indices
+/// that may be negative (under a mask).
+inline int64_t floordiv_idx(int64_t a, int64_t d) { return a >= 0 ? a / d : -((-a + d - 1) / d); }
+inline int64_t mod_idx(int64_t a, int64_t d) {
+  int64_t m = a % d;
+  return m < 0 ? m + d : m;
+}
+
+// ---- floats ---------------------------------------------------------------------------
+
+template <typename T> inline T floor_div_f(T a, T b) {
+  if (b == 0) return a / b;
+  T m = std::fmod(a, b);
+  T div = (a - m) / b;
+  if (m != 0 && ((b < 0) != (m < 0))) div -= 1;
+  if (div == 0) return std::copysign(T(0), a / b);
+  T f = std::floor(div);
+  if (div - f > T(0.5)) f += 1;
+  return f;
+}
+template <typename T> inline T remainder_f(T a, T b) {
+  T m = std::fmod(a, b);
+  if (m != 0 && ((b < 0) != (m < 0))) m += b;
+  return m;
+}
+template <typename T> inline T max_nan(T a, T b) { return (a != a || b != b) ? std::numeric_limits<T>::quiet_NaN() : (a > b ? a : b); }
+template <typename T> inline T min_nan(T a, T b) { return (a != a || b != b) ? std::numeric_limits<T>::quiet_NaN() : (a < b ? a : b); }
+template <typename T> inline T sign_f(T v) { return v > 0 ? T(1) : v < 0 ? T(-1) : v; }
+template <typename T> inline T sigmoid(T x) { return T(1) / (T(1) + std::exp(-x)); }
+
+}  // namespace coil_rt

@@ -1,0 +1,747 @@
+// The C++ kernel driver: loops of each kernel kind, reductions, stores, and the wrapper
+// with the entry points of coil/artifact.h. The op table is cpp_ops.cpp.
+#include "codegen/cpp/cpp_codegen.h"
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <set>
+#include <sstream>
+
+#include "codegen/common/writer.h"
+#include "codegen/cpp/cpp_ops.h"
+#include "scheduler/reindex.h"
+#include "support/error.h"
+
+namespace coil::codegen {
+namespace {
+
+using ir::BufferId;
+using ir::Expr;
+using ir::Instr;
+using ir::Kernel;
+using ir::Node;
+using ir::Op;
+using ir::VarId;
+
+int64_t numel(const Shape &s) { return std::accumulate(s.begin(), s.end(), int64_t(1), std::multiplies<>()); }
+
+/// Elements a strided allocation spans: 1 + the largest offset (0 when empty).
+int64_t extent(const TensorType &t, int64_t offset = 0) {
+  int64_t last = offset;
+  for (size_t d = 0; d < t.sizes.size(); ++d) {
+    if (t.sizes[d] == 0) return 0;
+    last += (t.sizes[d] - 1) * t.strides[d];
+  }
+  return last + 1;
+}
+
+bool contains(const std::vector<BufferId> &v, BufferId b) { return std::find(v.begin(), v.end(), b) != v.end(); }
+
+/// Where each buffer lives at run time, as the wrapper names it.
+struct Storage {
+  std::map<BufferId, std::string> where;  // C++ expression of the buffer's base pointer (char*)
+  std::map<BufferId, std::string> key;    // equal keys: the same memory (in-place reuse)
+};
+
+/// Emits one kernel function.
+class KernelEmitter {
+ public:
+  KernelEmitter(const ir::Program &p, const Kernel &k, const Storage &storage, Writer &w)
+      : p_(p), k_(k), storage_(storage), w_(w), ranges_(sched::ranges_of(k.ranges, k.reduction_ranges)) {}
+
+  /// The buffers passed to the kernel, in parameter order.
+  std::vector<BufferId> params() const { return params_; }
+
+  void emit() {
+    collect_params();
+    std::string sig = "static void " + k_.name + "(";
+    for (size_t i = 0; i < params_.size(); ++i) sig += param_decl(params_[i]) + ", ";
+    sig += "coil_rt::Error &err)";
+    w_.open(sig);
+    switch (k_.kind) {
+      case ir::KernelKind::Pointwise: emit_pointwise(); break;
+      case ir::KernelKind::Reduction: emit_reduction(); break;
+      case ir::KernelKind::Scan: emit_scan(); break;
+      case ir::KernelKind::Scatter: emit_scatter(); break;
+      case ir::KernelKind::Extern: emit_extern(); break;
+    }
+    w_.close();
+  }
+
+ private:
+  // ---- parameters ------------------------------------------------------------------------
+
+  void collect_params() {
+    std::set<BufferId> seen;
+    auto add = [&](BufferId b) {
+      if (b >= 0 && !contains(k_.internal, b) && seen.insert(b).second) params_.push_back(b);
+    };
+    for (int n : k_.nodes) {
+      for (BufferId b : p_.nodes[size_t(n)].reads()) add(b);
+      for (BufferId b : p_.nodes[size_t(n)].outputs) add(b);
+    }
+    int ins = 0, outs = 0;
+    for (BufferId b : params_) names_[b] = written(b) ? "out_ptr" + std::to_string(outs++) : "in_ptr" + std::to_string(ins++);
+  }
+
+  bool written(BufferId b) const { return contains(k_.stores, b); }
+
+  // Two parameters on the same memory (a write in place) may not be __restrict__.
+  bool shares_memory(BufferId b) const {
+    for (BufferId o : params_)
+      if (o != b && storage_.key.at(o) == storage_.key.at(b)) return true;
+    return false;
+  }
+
+  std::string param_decl(BufferId b) const {
+    std::string t = storage_type(p_.buffer(b).type.dtype);
+    std::string restrict_ = shares_memory(b) ? " " : " __restrict__ ";
+    return (written(b) ? t + " *" : "const " + t + " *") + restrict_ + names_.at(b);
+  }
+
+  // ---- scopes: CSE of values and the values of internal buffers ---------------------------
+
+  void push() { scopes_.emplace_back(); }
+  void pop() { scopes_.pop_back(); }
+
+  std::string var(VarId v) const {
+    int n = int(k_.ranges.size());
+    return v.id < n ? "x" + std::to_string(v.id) : "r" + std::to_string(v.id - n);
+  }
+
+  std::string index(const Expr &e) const {
+    return cpp_index(ir::simplify(e, ranges_), [&](VarId v) { return var(v); }, ranges_);
+  }
+
+  // `type tmpN = rhs;` unless an enclosing scope computed rhs already.
+  std::string def(const std::string &type, const std::string &rhs) {
+    std::string key = type + " " + rhs;
+    for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it)
+      if (auto f = it->values.find(key); f != it->values.end()) return f->second;
+    std::string name = "tmp" + std::to_string(next_tmp_++);
+    w_.line(type + " " + name + " = " + rhs + ";");
+    scopes_.back().values[key] = name;
+    return name;
+  }
+
+  std::string forward_key(BufferId b, const Expr &at) const { return p_.buffer(b).name + "[" + ir::str(ir::simplify(at, ranges_)) + "]"; }
+
+  std::optional<std::string> forwarded(BufferId b, const Expr &at) const {
+    std::string key = forward_key(b, at);
+    for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it)
+      if (auto f = it->forwarded.find(key); f != it->forwarded.end()) return f->second;
+    return std::nullopt;
+  }
+
+  // ---- bodies ---------------------------------------------------------------------------
+
+  std::string load(const ir::Body &body, const Instr &i, const std::vector<std::string> &v) {
+    DType t = i.dtype;
+    std::string value;
+    if (auto f = forwarded(i.buffer, i.index); f && i.indirect.empty()) {
+      value = *f;
+    } else {
+      COIL_ASSERT(!contains(k_.internal, i.buffer), k_.name, " reads internal ", p_.buffer(i.buffer).name,
+                  " where no member computed it");
+      std::string at;
+      if (i.indirect.empty()) {
+        at = index(i.index);
+      } else {
+        at = cpp_index(ir::simplify(i.index, ranges_),
+                       [&](VarId x) {
+                         if (x.id >= ir::kIndirectBase) return "int64_t(" + v[size_t(i.indirect[size_t(x.id - ir::kIndirectBase)])] + ")";
+                         return var(x);
+                       },
+                       ranges_);
+        at = "coil_rt::checked_index(" + at + ", " + std::to_string(extent(p_.buffer(i.buffer).type)) + ", err)";
+      }
+      value = from_storage(names_.at(i.buffer) + "[" + at + "]", t);
+    }
+    if (i.args[0] >= 0) return "(" + v[size_t(i.args[0])] + " ? " + value + " : " + literal(i.value, t) + ")";
+    (void)body;
+    return value;
+  }
+
+  std::vector<std::string> emit_body(const ir::Body &body) {
+    std::vector<std::string> v(body.instrs.size());
+    for (size_t k = 0; k < body.instrs.size(); ++k) {
+      const Instr &i = body.instrs[k];
+      std::string type = value_type(i.dtype), rhs;
+      switch (i.op) {
+        case Op::Load:
+          if (auto f = forwarded(i.buffer, i.index); f && i.indirect.empty() && i.args[0] < 0) {
+            v[k] = *f;  // the member that computed it is in this loop
+            continue;
+          }
+          rhs = load(body, i, v);
+          break;
+        case Op::Constant: v[k] = literal(i.value, i.dtype); continue;
+        case Op::Index: rhs = cpp_cast(index(i.index), DType::I64, i.dtype); break;
+        default: {
+          std::vector<std::string> args;
+          for (int a = 0; a < ir::op_arity(i.op); ++a) args.push_back(v[size_t(i.args[size_t(a)])]);
+          DType in = i.op == Op::Where ? i.dtype : body.at(i.args[0]).dtype;
+          rhs = cpp_op(i.op, in, i.dtype, args);
+        }
+      }
+      v[k] = def(type, rhs);
+    }
+    return v;
+  }
+
+  // Stores value `v` (of dtype `from`) as output `out` of node `n` at its store index.
+  void store(const Node &n, BufferId out, const std::string &v, DType from) {
+    DType t = p_.buffer(out).type.dtype;
+    Expr at = ir::store_index(n, p_.buffer(out));
+    std::string value = from == t ? v : def(value_type(t), cpp_cast(v, from, t));
+    scopes_.back().forwarded[forward_key(out, at)] = value;
+    if (contains(k_.internal, out)) return;
+    w_.line(names_.at(out) + "[" + index(at) + "] = " + to_storage(value, t) + ";");
+  }
+
+  void emit_pointwise_member(const Node &n) {
+    auto v = emit_body(n.body);
+    for (size_t k = 0; k < n.outputs.size(); ++k)
+      store(n, n.outputs[k], v[size_t(n.body.results[k])], n.body.at(n.body.results[k]).dtype);
+  }
+
+  // ---- loops ----------------------------------------------------------------------------
+
+  // Nested loops over `sizes` with variables first..; `parallel` puts the outer ones on
+  // threads, `simd` marks the innermost as vectorizable. Returns the loops opened.
+  int open_loops(const Shape &all_sizes, int first, bool parallel, bool simd, int64_t work) {
+    // A dim of size 1 is no loop: index() folds its variable to 0.
+    Shape sizes;
+    std::vector<int> vars;
+    for (size_t d = 0; d < all_sizes.size(); ++d)
+      if (all_sizes[d] != 1) {
+        sizes.push_back(all_sizes[d]);
+        vars.push_back(first + int(d));
+      }
+    for (size_t d = 0; d < sizes.size(); ++d) {
+      bool innermost = d + 1 == sizes.size();
+      if (d == 0 && parallel) {
+        std::string collapse = sizes.size() > (simd ? 2u : 1u)
+                                   ? " collapse(" + std::to_string(sizes.size() - (simd ? 1 : 0)) + ")"
+                                   : "";
+        if (innermost && simd) {
+          w_.line("#pragma omp parallel for simd num_threads(coil_rt::threads_for(" + std::to_string(work) + "))");
+        } else {
+          w_.line("#pragma omp parallel for" + collapse + " num_threads(coil_rt::threads_for(" + std::to_string(work) + "))");
+        }
+      } else if (innermost && simd) {
+        w_.line("#pragma omp simd");
+      }
+      std::string x = var(VarId{vars[d]});
+      w_.open("for (int64_t " + x + " = 0; " + x + " < " + std::to_string(sizes[d]) + "; ++" + x + ")");
+    }
+    return int(sizes.size());
+  }
+
+  void close_loops(int n) {
+    for (int i = 0; i < n; ++i) w_.close();
+  }
+
+  int64_t body_work() const {
+    int64_t ops = 0;
+    for (int n : k_.nodes) ops += int64_t(p_.nodes[size_t(n)].body.instrs.size());
+    return std::max<int64_t>(ops, 1);
+  }
+
+  void emit_pointwise() {
+    push();
+    int loops = open_loops(k_.ranges, 0, true, true, numel(k_.ranges) * body_work());
+    if (loops == 0) w_.open("");
+    push();
+    for (int n : k_.nodes) emit_pointwise_member(p_.nodes[size_t(n)]);
+    pop();
+    if (loops == 0) w_.close();
+    close_loops(loops);
+    pop();
+  }
+
+  // ---- reductions -------------------------------------------------------------------------
+
+  struct Acc {
+    const Node *node;
+    std::string a, b, c;  // value (or mean), index (or m2), count
+    DType in;
+  };
+
+  Acc start(const Node &n) {
+    Acc acc{&n, "acc" + std::to_string(next_acc_), "acc" + std::to_string(next_acc_) + "_i",
+            "acc" + std::to_string(next_acc_) + "_n", n.body.at(n.body.results[0]).dtype};
+    ++next_acc_;
+    std::string T = value_type(acc.in);
+    bool fl = is_floating(acc.in);
+    auto lowest = fl ? "-std::numeric_limits<" + T + ">::infinity()" : "std::numeric_limits<" + T + ">::lowest()";
+    auto highest = fl ? "std::numeric_limits<" + T + ">::infinity()" : "std::numeric_limits<" + T + ">::max()";
+    switch (n.reduce_op) {
+      case ir::ReduceOp::Sum: w_.line(T + " " + acc.a + " = 0;"); break;
+      case ir::ReduceOp::Prod: w_.line(T + " " + acc.a + " = 1;"); break;
+      case ir::ReduceOp::Max: w_.line(T + " " + acc.a + " = " + lowest + ";"); break;
+      case ir::ReduceOp::Min: w_.line(T + " " + acc.a + " = " + highest + ";"); break;
+      case ir::ReduceOp::Any: w_.line("bool " + acc.a + " = false;"); break;
+      case ir::ReduceOp::All: w_.line("bool " + acc.a + " = true;"); break;
+      case ir::ReduceOp::ArgMax:
+      case ir::ReduceOp::ArgMin:
+        w_.line(T + " " + acc.a + " = 0;");
+        w_.line("int64_t " + acc.b + " = -1;");
+        break;
+      case ir::ReduceOp::Welford:
+        w_.line("double " + acc.a + " = 0, " + acc.b + " = 0;");
+        w_.line("int64_t " + acc.c + " = 0;");
+        break;
+    }
+    return acc;
+  }
+
+  void accumulate(const Acc &acc, const std::string &x) {
+    std::string T = value_type(acc.in);
+    bool fl = is_floating(acc.in);
+    switch (acc.node->reduce_op) {
+      case ir::ReduceOp::Sum:
+        w_.line(acc.a + " = " + (fl ? acc.a + " + " + x : "coil_rt::add_w<" + T + ">(" + acc.a + ", " + x + ")") + ";");
+        return;
+      case ir::ReduceOp::Prod:
+        w_.line(acc.a + " = " + (fl ? acc.a + " * " + x : "coil_rt::mul_w<" + T + ">(" + acc.a + ", " + x + ")") + ";");
+        return;
+      case ir::ReduceOp::Max:
+        w_.line(acc.a + " = " + (fl ? "coil_rt::max_nan(" : "std::max<" + T + ">(") + acc.a + ", " + x + ");");
+        return;
+      case ir::ReduceOp::Min:
+        w_.line(acc.a + " = " + (fl ? "coil_rt::min_nan(" : "std::min<" + T + ">(") + acc.a + ", " + x + ");");
+        return;
+      case ir::ReduceOp::Any: w_.line(acc.a + " = " + acc.a + " || " + "(" + x + " != 0);"); return;
+      case ir::ReduceOp::All: w_.line(acc.a + " = " + acc.a + " && " + "(" + x + " != 0);"); return;
+      case ir::ReduceOp::ArgMax:
+      case ir::ReduceOp::ArgMin: {
+        // PyTorch's rule: the first extreme wins, and NaN counts as the extreme.
+        std::string cmp = acc.node->reduce_op == ir::ReduceOp::ArgMax ? " > " : " < ";
+        std::string better = fl ? "(" + x + " != " + x + " || " + x + cmp + acc.a + ")" : "(" + x + cmp + acc.a + ")";
+        std::string stuck = fl ? acc.a + " != " + acc.a : "false";
+        w_.line("if (" + acc.b + " < 0 || (!(" + stuck + ") && " + better + ")) { " + acc.a + " = " + x + "; " + acc.b +
+                " = " + position() + "; }");
+        return;
+      }
+      case ir::ReduceOp::Welford:
+        w_.line("{ double x_ = double(" + x + "); ++" + acc.c + "; double d_ = x_ - " + acc.a + "; " + acc.a +
+                " += d_ / double(" + acc.c + "); " + acc.b + " += d_ * (x_ - " + acc.a + "); }");
+        return;
+    }
+  }
+
+  // The position of the current inner point among the reduced elements, row-major.
+  std::string position() const {
+    Expr linear(0);
+    int n = int(k_.ranges.size());
+    for (size_t d = 0; d < k_.reduction_ranges.size(); ++d)
+      linear = linear * k_.reduction_ranges[d] + Expr(VarId{n + int(d)});
+    return index(linear);
+  }
+
+  void finish(const Acc &acc) {
+    const Node &n = *acc.node;
+    switch (n.reduce_op) {
+      case ir::ReduceOp::ArgMax:
+      case ir::ReduceOp::ArgMin: store(n, n.outputs[0], acc.b, DType::I64); return;
+      case ir::ReduceOp::Welford:
+        store(n, n.outputs[0], "(" + acc.c + " ? " + acc.a + " : std::numeric_limits<double>::quiet_NaN())", DType::F64);
+        store(n, n.outputs[1], acc.b, DType::F64);
+        store(n, n.outputs[2], "double(" + acc.c + ")", DType::F64);
+        return;
+      case ir::ReduceOp::Any:
+      case ir::ReduceOp::All: store(n, n.outputs[0], acc.a, DType::Bool); return;
+      case ir::ReduceOp::Sum:
+      case ir::ReduceOp::Prod:
+      case ir::ReduceOp::Max:
+      case ir::ReduceOp::Min: store(n, n.outputs[0], acc.a, acc.in); return;
+    }
+  }
+
+  void emit_reduction() {
+    push();
+    int64_t work = numel(k_.ranges) * std::max<int64_t>(numel(k_.reduction_ranges), 1) * body_work();
+    int outer = open_loops(k_.ranges, 0, true, false, work);
+    if (outer == 0) w_.open("");
+    push();
+    for (const ir::Step &step : k_.steps) {
+      if (!step.inner) {
+        for (int n : step.nodes) emit_pointwise_member(p_.nodes[size_t(n)]);
+        continue;
+      }
+      std::vector<Acc> accs;
+      for (int n : step.nodes)
+        if (p_.nodes[size_t(n)].kind == ir::NodeKind::Reduction) accs.push_back(start(p_.nodes[size_t(n)]));
+      int inner = open_loops(k_.reduction_ranges, int(k_.ranges.size()), false, false, 0);
+      if (inner == 0) w_.open("");
+      push();
+      size_t next = 0;
+      for (int n : step.nodes) {
+        const Node &node = p_.nodes[size_t(n)];
+        if (node.kind != ir::NodeKind::Reduction) {
+          emit_pointwise_member(node);
+          continue;
+        }
+        auto v = emit_body(node.body);
+        accumulate(accs[next++], v[size_t(node.body.results[0])]);
+      }
+      pop();
+      if (inner == 0) w_.close();
+      close_loops(inner);
+      for (const Acc &acc : accs) finish(acc);
+    }
+    pop();
+    if (outer == 0) w_.close();
+    close_loops(outer);
+    pop();
+  }
+
+  // ---- scans, scatters, extern calls ---------------------------------------------------
+
+  void emit_scan() {
+    const Node &first = p_.nodes[size_t(k_.nodes[0])];
+    int dim = first.scan_dim;
+    Shape rows = k_.ranges;
+    push();
+    // Rows: every dim but the scanned one, in parallel; the scan runs in order.
+    std::vector<int> dims;
+    for (size_t d = 0; d < rows.size(); ++d)
+      if (int(d) != dim) dims.push_back(int(d));
+    int64_t work = numel(k_.ranges) * body_work();
+    for (size_t i = 0; i < dims.size(); ++i) {
+      if (i == 0) w_.line("#pragma omp parallel for" + (dims.size() > 1 ? " collapse(" + std::to_string(dims.size()) + ")" : std::string()) +
+                          " num_threads(coil_rt::threads_for(" + std::to_string(work) + "))");
+      std::string x = var(VarId{dims[i]});
+      w_.open("for (int64_t " + x + " = 0; " + x + " < " + std::to_string(rows[size_t(dims[i])]) + "; ++" + x + ")");
+    }
+    if (dims.empty()) w_.open("");
+    std::vector<std::string> accs;
+    for (int n : k_.nodes) {
+      DType in = p_.nodes[size_t(n)].body.at(p_.nodes[size_t(n)].body.results[0]).dtype;
+      accs.push_back("scan" + std::to_string(accs.size()));
+      w_.line((is_floating(in) ? std::string("double ") : "int64_t ") + accs.back() + " = 0;");
+    }
+    std::string x = var(VarId{dim});
+    w_.open("for (int64_t " + x + " = 0; " + x + " < " + std::to_string(rows[size_t(dim)]) + "; ++" + x + ")");
+    push();
+    for (size_t m = 0; m < k_.nodes.size(); ++m) {
+      const Node &n = p_.nodes[size_t(k_.nodes[m])];
+      auto v = emit_body(n.body);
+      DType in = n.body.at(n.body.results[0]).dtype;
+      const std::string &value = v[size_t(n.body.results[0])];
+      w_.line(accs[m] + " = " +
+              (is_floating(in) ? accs[m] + " + double(" + value + ")" : "coil_rt::add_w<int64_t>(" + accs[m] + ", int64_t(" + value + "))") +
+              ";");
+      store(n, n.outputs[0], cpp_cast(accs[m], is_floating(in) ? DType::F64 : DType::I64, in), in);
+    }
+    pop();
+    w_.close();
+    if (dims.empty()) w_.close();
+    for (size_t i = 0; i < dims.size(); ++i) w_.close();
+    pop();
+  }
+
+  std::string strided(const ir::View &v, const std::vector<std::string> &idx) const {
+    std::string at = std::to_string(v.offset);
+    for (size_t d = 0; d < idx.size(); ++d) at += " + " + idx[d] + "*" + std::to_string(v.strides[d]);
+    return from_storage(names_.at(v.buffer) + "[" + at + "]", p_.buffer(v.buffer).type.dtype);
+  }
+
+  void emit_scatter() {
+    const Node &n = p_.nodes[size_t(k_.nodes[0])];
+    const ir::View &init = n.operands[0];
+    BufferId out = n.outputs[0];
+    const TensorType &ot = p_.buffer(out).type;
+    DType it = p_.buffer(init.buffer).type.dtype;
+    push();
+    // First the copy of the initial tensor, then the writes in iteration order (the last
+    // write to an element wins, as on PyTorch's CPU).
+    Shape sizes = ot.sizes;
+    int loops = 0;
+    for (size_t d = 0; d < sizes.size(); ++d) {
+      std::string x = "c" + std::to_string(d);
+      w_.open("for (int64_t " + x + " = 0; " + x + " < " + std::to_string(sizes[d]) + "; ++" + x + ")");
+      ++loops;
+    }
+    std::vector<std::string> c;
+    std::string dst = "0";
+    for (size_t d = 0; d < sizes.size(); ++d) {
+      c.push_back("c" + std::to_string(d));
+      dst += " + c" + std::to_string(d) + "*" + std::to_string(ot.strides[d]);
+    }
+    w_.line(names_.at(out) + "[" + dst + "] = " + to_storage(cpp_cast(strided(init, c), it, ot.dtype), ot.dtype) + ";");
+    for (int i = 0; i < loops; ++i) w_.close();
+    int opened = open_loops(n.ranges, 0, false, false, 0);
+    if (opened == 0) w_.open("");
+    push();
+    auto v = emit_body(n.body);
+    std::string at = cpp_index(ir::simplify(n.scatter_index, ranges_),
+                               [&](VarId x) {
+                                 if (x.id >= ir::kIndirectBase)
+                                   return "int64_t(" + v[size_t(n.body.results[size_t(x.id - ir::kIndirectBase + 1)])] + ")";
+                                 return var(x);
+                               },
+                               ranges_);
+    std::string o = def("int64_t", "coil_rt::checked_index(" + at + ", " + std::to_string(extent(ot)) + ", err)");
+    DType vt = n.body.at(n.body.results[0]).dtype;
+    std::string value = def(value_type(ot.dtype), cpp_cast(v[size_t(n.body.results[0])], vt, ot.dtype));
+    std::string current = from_storage(names_.at(out) + "[" + o + "]", ot.dtype);
+    std::string written = n.accumulate ? cpp_op(Op::Add, ot.dtype, ot.dtype, {current, value}) : value;
+    w_.line(names_.at(out) + "[" + o + "] = " + to_storage(written, ot.dtype) + ";");
+    pop();
+    if (opened == 0) w_.close();
+    close_loops(opened);
+    pop();
+  }
+
+  static std::string array(const Shape &s) {
+    std::string out = "{";
+    for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+    return out + (s.empty() ? "0}" : "}");
+  }
+
+  // An operand read as double, at the last `rank` of the given indices.
+  std::string getter(const ir::View &v, const std::string &params, const std::vector<std::string> &idx) const {
+    if (v.buffer < 0) return "[](" + params + ") { return 0.0; }";
+    std::vector<std::string> tail(idx.end() - long(v.sizes.size()), idx.end());
+    for (size_t d = 0; d < v.sizes.size(); ++d)
+      if (v.sizes[d] == 1) tail[d] = "0";
+    return "[&](" + params + ") { return double(" + strided(v, tail) + "); }";
+  }
+
+  void emit_extern() {
+    const Node &n = p_.nodes[size_t(k_.nodes[0])];
+    BufferId out = n.outputs[0];
+    const TensorType &ot = p_.buffer(out).type;
+    auto put_at = [&](const std::vector<std::string> &o) {
+      std::string at = "0";
+      for (size_t d = 0; d < o.size(); ++d) at += " + " + o[d] + "*" + std::to_string(ot.strides[d]);
+      return names_.at(out) + "[" + at + "] = " + to_storage(cpp_cast("v", DType::F64, ot.dtype), ot.dtype) + ";";
+    };
+    if (n.extern_op == ir::ExternOp::Convolution) {
+      const ir::View &x = n.operands[0], &wt = n.operands[1], &bias = n.operands[2];
+      size_t spatial = wt.sizes.size() - 2;
+      std::vector<std::string> xi = {"b", "c"}, wi = {"o", "i"}, oi = {"b", "c"};
+      for (size_t d = 0; d < spatial; ++d) {
+        xi.push_back("p[" + std::to_string(d) + "]");
+        wi.push_back("k[" + std::to_string(d) + "]");
+        oi.push_back("p[" + std::to_string(d) + "]");
+      }
+      w_.line("static const int64_t out_sizes[] = " + array(ot.sizes) + ", x_sizes[] = " + array(x.sizes) +
+              ", w_sizes[] = " + array(wt.sizes) + ";");
+      w_.line("static const int64_t stride[] = " + array(n.attrs.at("stride")) + ", padding[] = " +
+              array(n.attrs.at("padding")) + ", dilation[] = " + array(n.attrs.at("dilation")) + ";");
+      bool transposed = n.attrs.count("transposed") && n.attrs.at("transposed")[0];
+      w_.line("coil_rt::convolution(" + std::to_string(spatial) + ", out_sizes, x_sizes, w_sizes, stride, padding, dilation, " +
+              std::to_string(n.attrs.at("groups")[0]) + ", " + (transposed ? "true" : "false") + ", " +
+              (bias.buffer >= 0 ? "true" : "false") + ",");
+      w_.line("    " + getter(x, "int64_t b, int64_t c, const int64_t *p", xi) + ",");
+      w_.line("    " + getter(wt, "int64_t o, int64_t i, const int64_t *k", wi) + ",");
+      w_.line("    " + getter(bias, "int64_t c", {"c"}) + ",");
+      w_.line("    [&](int64_t b, int64_t c, const int64_t *p, double v) { " + put_at(oi) + " });");
+      return;
+    }
+    bool has_bias = n.operands.size() == 3;
+    const ir::View &a = n.operands[has_bias ? 1 : 0], &b = n.operands[has_bias ? 2 : 1];
+    bool batched = a.sizes.size() == 3, vector = b.sizes.size() == 1;
+    int64_t batches = batched ? a.sizes[0] : 1, rows = a.sizes[batched ? 1 : 0], inner = a.sizes.back();
+    int64_t cols = vector ? 1 : b.sizes.back();
+    double alpha = n.scalars.count("alpha") ? n.scalars.at("alpha") : 1;
+    double beta = n.scalars.count("beta") ? n.scalars.at("beta") : 1;
+    std::vector<std::string> o = vector ? std::vector<std::string>{"i"} : std::vector<std::string>{"b", "i", "j"};
+    std::vector<std::string> otail(o.end() - long(ot.sizes.size()), o.end());
+    w_.line("coil_rt::matmul(" + std::to_string(batches) + ", " + std::to_string(rows) + ", " + std::to_string(inner) +
+            ", " + std::to_string(cols) + ", " + literal(alpha, DType::F64) + ", " + literal(beta, DType::F64) + ", " +
+            (has_bias ? "true" : "false") + ",");
+    w_.line("    " + getter(a, "int64_t b, int64_t i, int64_t k", {"b", "i", "k"}) + ",");
+    w_.line("    " + getter(b, "int64_t b, int64_t k, int64_t j", vector ? std::vector<std::string>{"k"} : std::vector<std::string>{"b", "k", "j"}) + ",");
+    w_.line("    " + (has_bias ? getter(n.operands[0], "int64_t b, int64_t i, int64_t j", otail) : "[](int64_t, int64_t, int64_t) { return 0.0; }") + ",");
+    w_.line("    [&](int64_t b, int64_t i, int64_t j, double v) { (void)b; (void)j; " + put_at(otail) + " });");
+  }
+
+  struct Scope {
+    std::map<std::string, std::string> values;     // "type rhs" -> tmp
+    std::map<std::string, std::string> forwarded;  // "buf[index]" -> tmp holding the element
+  };
+
+  const ir::Program &p_;
+  const Kernel &k_;
+  const Storage &storage_;
+  Writer &w_;
+  ir::Ranges ranges_;
+  std::vector<BufferId> params_;
+  std::map<BufferId, std::string> names_;
+  std::vector<Scope> scopes_;
+  int next_tmp_ = 0, next_acc_ = 0;
+};
+
+// Where every buffer lives: inputs, caller-owned outputs, the arena.
+Storage place_buffers(const sched::Schedule &s) {
+  const ir::Program &p = s.ir.program;
+  Storage st;
+  for (size_t i = 0; i < p.inputs.size(); ++i) {
+    st.where[p.inputs[i]] = "static_cast<char *>(inputs[" + std::to_string(i) + "])";
+    st.key[p.inputs[i]] = "input" + std::to_string(i);
+  }
+  for (size_t i = 0; i < p.outputs.size(); ++i) {
+    BufferId b = p.outputs[i];
+    if (st.where.count(b)) continue;
+    st.where[b] = "static_cast<char *>(outputs[" + std::to_string(i) + "])";
+    st.key[b] = "output" + std::to_string(i);
+  }
+  for (size_t i = 0; i < s.lives.size(); ++i) {
+    BufferId b = s.life_buffers[i];
+    st.where[b] = "(arena + " + std::to_string(s.memory.offsets[i]) + ")";
+    st.key[b] = "arena" + std::to_string(s.memory.offsets[i]);
+  }
+  return st;
+}
+
+std::string shape_array(const Shape &s) {
+  std::string out = "{";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + (s.empty() ? "0}" : "}");
+}
+
+void emit_descriptors(const ir::Program &p, Writer &w) {
+  auto desc = [&](const std::string &array, size_t i, const std::string &name, const TensorType &t, int64_t offset,
+                  int64_t elements, int kind, int alias) {
+    std::string tag = array + std::to_string(i);
+    w.line("static const int64_t " + tag + "_sizes[] = " + shape_array(t.sizes) + ";");
+    w.line("static const int64_t " + tag + "_strides[] = " + shape_array(t.strides) + ";");
+    return "{\"" + name + "\", " + std::to_string(artifact_dtype(t.dtype)) + ", " + std::to_string(t.sizes.size()) +
+           ", " + tag + "_sizes, " + tag + "_strides, " + std::to_string(offset) + ", " + std::to_string(elements) +
+           ", " + std::to_string(kind) + ", " + std::to_string(alias) + "}";
+  };
+  std::vector<std::string> ins, outs;
+  for (size_t i = 0; i < p.inputs.size(); ++i) {
+    const ir::Buffer &b = p.buffer(p.inputs[i]);
+    ins.push_back(desc("input", i, b.name, b.type, 0, extent(b.type), 0, -1));
+  }
+  for (size_t i = 0; i < p.outputs.size(); ++i) {
+    BufferId b = p.outputs[i];
+    const ir::View &v = p.output_views[i];
+    TensorType t{p.buffer(b).type.dtype, v.sizes, v.strides, {}};
+    int kind = 0, alias = -1;
+    auto in = std::find(p.inputs.begin(), p.inputs.end(), b);
+    auto first = std::find(p.outputs.begin(), p.outputs.end(), b);
+    if (in != p.inputs.end()) {
+      kind = 1;
+      alias = int(in - p.inputs.begin());
+    } else if (first - p.outputs.begin() < long(i)) {
+      kind = 2;
+      alias = int(first - p.outputs.begin());
+    }
+    outs.push_back(desc("output", i, "out" + std::to_string(i), t, v.offset, extent(p.buffer(b).type), kind, alias));
+  }
+  w.line("static const coil_tensor_desc inputs_desc[] = {");
+  for (const auto &d : ins) w.line("  " + d + ",");
+  if (ins.empty()) w.line("  {\"\", 0, 0, nullptr, nullptr, 0, 0, 0, -1},");
+  w.line("};");
+  w.line("static const coil_tensor_desc outputs_desc[] = {");
+  for (const auto &d : outs) w.line("  " + d + ",");
+  if (outs.empty()) w.line("  {\"\", 0, 0, nullptr, nullptr, 0, 0, 0, -1},");
+  w.line("};");
+}
+
+void emit_wrapper(const sched::Schedule &s, const Storage &st,
+                  const std::vector<std::pair<std::string, std::vector<BufferId>>> &calls, Writer &w) {
+  const ir::Program &p = s.ir.program;
+  emit_descriptors(p, w);
+  w.line("static const int64_t kArenaBytes = " + std::to_string(s.memory.arena_bytes) + ";");
+  w.line("");
+  w.line("// Arenas for concurrent calls: taken from the pool, allocated only when it is empty.");
+  w.line("static std::mutex arena_mutex;");
+  w.line("static std::vector<char *> arena_pool;");
+  w.open("static char *take_arena()");
+  w.line("if (kArenaBytes == 0) return reinterpret_cast<char *>(64);  // never dereferenced");
+  w.open("");
+  w.line("std::lock_guard<std::mutex> lock(arena_mutex);");
+  w.open("if (!arena_pool.empty())");
+  w.line("char *a = arena_pool.back();");
+  w.line("arena_pool.pop_back();");
+  w.line("return a;");
+  w.close();
+  w.close();
+  w.line("return static_cast<char *>(std::aligned_alloc(64, size_t((kArenaBytes + 63) / 64 * 64)));");
+  w.close();
+  w.open("static void give_arena(char *a)");
+  w.line("if (kArenaBytes == 0) return;");
+  w.line("std::lock_guard<std::mutex> lock(arena_mutex);");
+  w.line("arena_pool.push_back(a);");
+  w.close();
+  w.line("");
+  w.open("extern \"C\"");
+  w.line("int32_t coil_abi_version(void) { return COIL_ABI_VERSION; }");
+  w.line("int32_t coil_num_inputs(void) { return " + std::to_string(p.inputs.size()) + "; }");
+  w.line("int32_t coil_num_outputs(void) { return " + std::to_string(p.outputs.size()) + "; }");
+  w.line("const coil_tensor_desc *coil_input(int32_t i) { return i >= 0 && i < coil_num_inputs() ? &inputs_desc[i] : nullptr; }");
+  w.line("const coil_tensor_desc *coil_output(int32_t i) { return i >= 0 && i < coil_num_outputs() ? &outputs_desc[i] : nullptr; }");
+  w.line("int64_t coil_arena_bytes(void) { return kArenaBytes; }");
+  w.open("const char *coil_error_message(int32_t status)");
+  w.open("switch (status)");
+  w.line("case COIL_OK: return \"ok\";");
+  w.line("case COIL_ERROR_NULL_POINTER: return \"an input or caller-owned output pointer is NULL\";");
+  w.line("case COIL_ERROR_OUT_OF_MEMORY: return \"the arena for intermediates could not be allocated\";");
+  w.line("case COIL_ERROR_DIVISION_BY_ZERO: return \"integer division by zero\";");
+  w.line("case COIL_ERROR_INDEX_OUT_OF_RANGE: return \"an index read from the data is out of range\";");
+  w.line("default: return \"unknown status\";");
+  w.close();
+  w.close();
+  w.open("int32_t coil_run(void *const *inputs, void **outputs)");
+  w.line("for (int32_t i = 0; i < coil_num_inputs(); ++i) if (!inputs[i]) return COIL_ERROR_NULL_POINTER;");
+  w.open("for (int32_t i = 0; i < coil_num_outputs(); ++i)");
+  w.line("const coil_tensor_desc &d = outputs_desc[i];");
+  w.line("if (d.kind == COIL_OUTPUT_ALIASES_INPUT) outputs[i] = inputs[d.alias_index];");
+  w.line("else if (d.kind == COIL_OUTPUT_ALIASES_OUTPUT) outputs[i] = outputs[d.alias_index];");
+  w.line("else if (!outputs[i] && d.storage_elements > 0) return COIL_ERROR_NULL_POINTER;");
+  w.close();
+  w.line("char *arena = take_arena();");
+  w.line("if (!arena) return COIL_ERROR_OUT_OF_MEMORY;");
+  w.line("coil_rt::Error err{0};");
+  for (const auto &[name, params] : calls) {
+    std::string args;
+    for (BufferId b : params)
+      args += "reinterpret_cast<" + storage_type(p.buffer(b).type.dtype) + " *>(" + st.where.at(b) + "), ";
+    w.line(name + "(" + args + "err);");
+  }
+  w.line("give_arena(arena);");
+  w.line("return err.load();");
+  w.close();
+  w.close();
+}
+
+}  // namespace
+
+std::string generate_cpp(const sched::Schedule &s, const CppOptions &o) {
+  (void)o;
+  const ir::Program &p = s.ir.program;
+  Storage st = place_buffers(s);
+  Writer w;
+  w.line("// Generated by coil: one function per kernel, then the entry points of coil/artifact.h.");
+  w.line("#include <algorithm>");
+  w.line("#include <cstdlib>");
+  w.line("#include <mutex>");
+  w.line("#include <vector>");
+  w.line("#include \"coil/artifact.h\"");
+  w.line("#include \"coil/extern_loops.h\"");
+  w.line("#include \"coil/prelude.h\"");
+  w.line("");
+  std::vector<std::pair<std::string, std::vector<BufferId>>> calls;
+  for (const Kernel &k : s.ir.kernels) {
+    std::string members;
+    for (int n : k.nodes) members += (members.empty() ? "" : ", ") + p.nodes[size_t(n)].origin;
+    w.line("// " + k.name + ": " + std::string(ir::kernel_kind_name(k.kind)) + " over " + shape_str(k.ranges) +
+           (k.reduction_ranges.empty() ? "" : " reducing " + shape_str(k.reduction_ranges)) + ": " + members);
+    KernelEmitter e(p, k, st, w);
+    e.emit();
+    w.line("");
+    calls.push_back({k.name, e.params()});
+  }
+  emit_wrapper(s, st, calls, w);
+  return w.str();
+}
+
+}  // namespace coil::codegen

@@ -1,0 +1,270 @@
+#include "codegen/cpp/cpp_ops.h"
+
+#include <cmath>
+#include <cstdio>
+
+#include "support/error.h"
+
+namespace coil::codegen {
+
+using ir::Op;
+
+std::string value_type(DType t) {
+  switch (t) {
+    case DType::F64: return "double";
+    case DType::F32:
+    case DType::F16:
+    case DType::BF16: return "float";
+    case DType::I64: return "int64_t";
+    case DType::I32: return "int32_t";
+    case DType::I16: return "int16_t";
+    case DType::I8: return "int8_t";
+    case DType::U8: return "uint8_t";
+    case DType::Bool: return "bool";
+  }
+  return "?";
+}
+
+std::string storage_type(DType t) {
+  if (t == DType::F16 || t == DType::BF16) return "uint16_t";
+  return value_type(t);
+}
+
+int artifact_dtype(DType t) {
+  switch (t) {
+    case DType::F64: return 0;
+    case DType::F32: return 1;
+    case DType::F16: return 2;
+    case DType::BF16: return 3;
+    case DType::I64: return 4;
+    case DType::I32: return 5;
+    case DType::I16: return 6;
+    case DType::I8: return 7;
+    case DType::U8: return 8;
+    case DType::Bool: return 9;
+  }
+  return -1;
+}
+
+std::string literal(double v, DType t) {
+  char buf[64];
+  if (is_floating(t)) {
+    std::string type = value_type(t);
+    if (std::isnan(v)) return "std::numeric_limits<" + type + ">::quiet_NaN()";
+    if (std::isinf(v)) return std::string(v < 0 ? "-" : "") + "std::numeric_limits<" + type + ">::infinity()";
+    std::snprintf(buf, sizeof buf, "%.17g", v);
+    std::string s = buf;
+    if (s.find_first_of(".en") == std::string::npos) s += ".0";
+    return type == "float" ? s + "f" : s;
+  }
+  if (t == DType::Bool) return v != 0 ? "true" : "false";
+  std::snprintf(buf, sizeof buf, "%lld", (long long)v);
+  if (t == DType::I64) return std::string("int64_t(") + buf + "LL)";
+  return value_type(t) + "(" + buf + ")";
+}
+
+namespace {
+
+std::string atom(const ir::Atom &a, const std::function<std::string(ir::VarId)> &name, const ir::Ranges &r) {
+  auto nonneg = [&](const ir::Expr &e) { return ir::bounds(e, r).lo >= 0; };
+  switch (a.kind()) {
+    case ir::AtomKind::Var: return name(a.var());
+    case ir::AtomKind::Symbol: return a.symbol();
+    case ir::AtomKind::FloorDiv:
+      if (nonneg(a.arg())) return "(" + cpp_index(a.arg(), name, r) + ") / " + std::to_string(a.divisor());
+      return "coil_rt::floordiv_idx(" + cpp_index(a.arg(), name, r) + ", " + std::to_string(a.divisor()) + ")";
+    case ir::AtomKind::Mod:
+      if (nonneg(a.arg())) return "(" + cpp_index(a.arg(), name, r) + ") % " + std::to_string(a.divisor());
+      return "coil_rt::mod_idx(" + cpp_index(a.arg(), name, r) + ", " + std::to_string(a.divisor()) + ")";
+    case ir::AtomKind::Min:
+      return "std::min<int64_t>(" + cpp_index(a.arg(), name, r) + ", " + cpp_index(a.other(), name, r) + ")";
+    case ir::AtomKind::Max:
+      return "std::max<int64_t>(" + cpp_index(a.arg(), name, r) + ", " + cpp_index(a.other(), name, r) + ")";
+  }
+  return "?";
+}
+
+bool low_precision(DType t) { return t == DType::BF16 || t == DType::F16; }
+
+// The value rounded to what dtype `t` holds, when `t` is bf16 or f16.
+std::string rounded(const std::string &v, DType t) {
+  if (t == DType::BF16) return "coil_rt::round_bf16(" + v + ")";
+  if (t == DType::F16) return "coil_rt::round_f16(" + v + ")";
+  return v;
+}
+
+std::string truthy(const std::string &v, DType t) { return t == DType::Bool ? v : "(" + v + " != 0)"; }
+
+std::string float_unary(Op op, const std::string &x) {
+  switch (op) {
+    case Op::Neg: return "-" + x;
+    case Op::Abs: return "std::fabs(" + x + ")";
+    case Op::Exp: return "std::exp(" + x + ")";
+    case Op::Exp2: return "std::exp2(" + x + ")";
+    case Op::Expm1: return "std::expm1(" + x + ")";
+    case Op::Log: return "std::log(" + x + ")";
+    case Op::Log1p: return "std::log1p(" + x + ")";
+    case Op::Log2: return "std::log2(" + x + ")";
+    case Op::Sqrt: return "std::sqrt(" + x + ")";
+    case Op::Rsqrt: return "1 / std::sqrt(" + x + ")";
+    case Op::Reciprocal: return "1 / " + x;
+    case Op::Sin: return "std::sin(" + x + ")";
+    case Op::Cos: return "std::cos(" + x + ")";
+    case Op::Tan: return "std::tan(" + x + ")";
+    case Op::Tanh: return "std::tanh(" + x + ")";
+    case Op::Sigmoid: return "coil_rt::sigmoid(" + x + ")";
+    case Op::Erf: return "std::erf(" + x + ")";
+    case Op::Floor: return "std::floor(" + x + ")";
+    case Op::Ceil: return "std::ceil(" + x + ")";
+    case Op::Round: return "std::nearbyint(" + x + ")";
+    case Op::Trunc: return "std::trunc(" + x + ")";
+    case Op::Sign: return "coil_rt::sign_f(" + x + ")";
+    default: break;
+  }
+  COIL_ASSERT(false, ir::op_name(op), " is not a floating unary op");
+}
+
+std::string int_unary(Op op, const std::string &x, DType t) {
+  std::string T = value_type(t);
+  switch (op) {
+    case Op::Neg: return "coil_rt::neg_w<" + T + ">(" + x + ")";
+    case Op::Abs: return "coil_rt::abs_w<" + T + ">(" + x + ")";
+    case Op::Floor:
+    case Op::Ceil:
+    case Op::Round:
+    case Op::Trunc: return x;
+    case Op::Sign: return "coil_rt::sign_i<" + T + ">(" + x + ")";
+    case Op::BitwiseNot: return T + "(~" + x + ")";
+    default: break;
+  }
+  COIL_ASSERT(false, ir::op_name(op), " is not an integer unary op");
+}
+
+std::string float_binary(Op op, const std::string &a, const std::string &b) {
+  switch (op) {
+    case Op::Add: return a + " + " + b;
+    case Op::Sub: return a + " - " + b;
+    case Op::Mul: return a + " * " + b;
+    case Op::TrueDiv: return a + " / " + b;
+    case Op::FloorDiv: return "coil_rt::floor_div_f(" + a + ", " + b + ")";
+    case Op::TruncDiv: return "std::trunc(" + a + " / " + b + ")";
+    case Op::Remainder: return "coil_rt::remainder_f(" + a + ", " + b + ")";
+    case Op::Fmod: return "std::fmod(" + a + ", " + b + ")";
+    case Op::Pow: return "std::pow(" + a + ", " + b + ")";
+    case Op::Maximum: return "coil_rt::max_nan(" + a + ", " + b + ")";
+    case Op::Minimum: return "coil_rt::min_nan(" + a + ", " + b + ")";
+    case Op::Atan2: return "std::atan2(" + a + ", " + b + ")";
+    default: break;
+  }
+  COIL_ASSERT(false, ir::op_name(op), " is not a floating binary op");
+}
+
+std::string int_binary(Op op, const std::string &a, const std::string &b, DType t) {
+  std::string T = value_type(t), args = "(" + a + ", " + b + ")", err_args = "(" + a + ", " + b + ", err)";
+  switch (op) {
+    case Op::Add: return "coil_rt::add_w<" + T + ">" + args;
+    case Op::Sub: return "coil_rt::sub_w<" + T + ">" + args;
+    case Op::Mul: return "coil_rt::mul_w<" + T + ">" + args;
+    case Op::FloorDiv: return "coil_rt::floor_div_i<" + T + ">" + err_args;
+    case Op::TruncDiv: return "coil_rt::trunc_div_i<" + T + ">" + err_args;
+    case Op::Remainder: return "coil_rt::remainder_i<" + T + ">" + err_args;
+    case Op::Fmod: return "coil_rt::fmod_i<" + T + ">" + err_args;
+    case Op::Pow: return "coil_rt::pow_i<" + T + ">" + err_args;
+    case Op::Maximum: return "std::max<" + T + ">" + args;
+    case Op::Minimum: return "std::min<" + T + ">" + args;
+    case Op::BitwiseAnd: return T + "(" + a + " & " + b + ")";
+    case Op::BitwiseOr: return T + "(" + a + " | " + b + ")";
+    case Op::BitwiseXor: return T + "(" + a + " ^ " + b + ")";
+    default: break;
+  }
+  COIL_ASSERT(false, ir::op_name(op), " is not an integer binary op");
+}
+
+std::string comparison(Op op) {
+  switch (op) {
+    case Op::Eq: return " == ";
+    case Op::Ne: return " != ";
+    case Op::Lt: return " < ";
+    case Op::Le: return " <= ";
+    case Op::Gt: return " > ";
+    case Op::Ge: return " >= ";
+    default: return "";
+  }
+}
+
+}  // namespace
+
+std::string cpp_index(const ir::Expr &index, const std::function<std::string(ir::VarId)> &name,
+                      const ir::Ranges &ranges) {
+  std::string out;
+  for (const ir::Term &t : index.terms()) {
+    std::string term;
+    for (const ir::Atom &a : t.factors) term += (term.empty() ? "" : "*") + atom(a, name, ranges);
+    if (t.coeff != 1) term = term + "*" + std::to_string(t.coeff);
+    out += (out.empty() ? "" : " + ") + term;
+  }
+  if (index.constant() != 0 || out.empty())
+    out += (out.empty() ? "" : index.constant() < 0 ? " - " : " + ") +
+           std::to_string(out.empty() ? index.constant() : std::llabs(index.constant()));
+  return out;
+}
+
+std::string cpp_cast(const std::string &v, DType from, DType to) {
+  if (from == to) return v;
+  bool ff = is_floating(from), ft = is_floating(to);
+  if (ff && ft) {
+    if (low_precision(to)) return rounded(from == DType::F64 ? "float(" + v + ")" : v, to);
+    return value_type(to) + "(" + v + ")";
+  }
+  if (ft) return rounded(value_type(to) + "(" + v + ")", to);
+  if (to == DType::Bool) return "(" + v + " != 0)";
+  if (ff) return "coil_rt::to_int<" + value_type(to) + ">(" + v + ")";
+  return value_type(to) + "(" + v + ")";
+}
+
+std::string from_storage(const std::string &element, DType t) {
+  if (t == DType::BF16) return "coil_rt::bf16_to_f32(" + element + ")";
+  if (t == DType::F16) return "coil_rt::f16_to_f32(" + element + ")";
+  return element;
+}
+
+std::string to_storage(const std::string &v, DType t) {
+  if (t == DType::BF16) return "coil_rt::f32_to_bf16(" + v + ")";
+  if (t == DType::F16) return "coil_rt::f32_to_f16(" + v + ")";
+  return v;
+}
+
+std::string cpp_op(Op op, DType in, DType out, const std::vector<std::string> &args) {
+  const std::string &a = args.at(0);
+  bool fl = is_floating(in);
+  switch (op) {
+    case Op::Cast: return cpp_cast(a, in, out);
+    case Op::Where: return "(" + a + " ? " + args.at(1) + " : " + args.at(2) + ")";
+    case Op::LogicalNot: return "!" + truthy(a, in);
+    case Op::IsNan: return fl ? "std::isnan(" + a + ")" : "false";
+    case Op::IsInf: return fl ? "std::isinf(" + a + ")" : "false";
+    case Op::LogicalAnd: return truthy(a, in) + " && " + truthy(args.at(1), in);
+    case Op::LogicalOr: return truthy(a, in) + " || " + truthy(args.at(1), in);
+    case Op::LogicalXor: return truthy(a, in) + " != " + truthy(args.at(1), in);
+    default: break;
+  }
+  if (op == Op::BitwiseNot && in == DType::Bool) return "!" + a;
+  if (std::string c = comparison(op); !c.empty()) return a + c + args.at(1);
+  if (in == DType::Bool && (op == Op::BitwiseAnd || op == Op::BitwiseOr || op == Op::BitwiseXor)) {
+    std::string sym = op == Op::BitwiseAnd ? " & " : op == Op::BitwiseOr ? " | " : " ^ ";
+    return "bool(" + a + sym + args.at(1) + ")";
+  }
+  if (in == DType::Bool) {
+    // Arithmetic on bools happens on integers and is stored back as != 0, as the
+    // reference computes it.
+    std::vector<std::string> wide;
+    for (const auto &x : args) wide.push_back("int64_t(" + x + ")");
+    return cpp_cast(cpp_op(op, DType::I64, DType::I64, wide), DType::I64, out);
+  }
+  if (ir::op_arity(op) == 1) return fl ? rounded(float_unary(op, a), out) : int_unary(op, a, out);
+  if (fl) return rounded(float_binary(op, a, args.at(1)), out);
+  if (op == Op::TrueDiv) return cpp_cast("double(" + a + ") / double(" + args.at(1) + ")", DType::F64, out);
+  return int_binary(op, a, args.at(1), in);
+}
+
+}  // namespace coil::codegen

@@ -1,0 +1,82 @@
+// The content-addressed cache of compiled artifacts (DESIGN.md, decision 9).
+//
+//   <root>/<kind>/<key[0:2]>/<key>/   one entry: its files and a meta.json (kinds: cpp)
+//   <root>/tmp/                       entries being built, folders being deleted
+//   <root>/failed/                    sources a compiler rejected, kept for the user
+//
+// The root is the option `cache_dir` (COIL_CACHE_DIR), else $XDG_CACHE_HOME/coil, else
+// $HOME/.cache/coil. A key is the SHA-256 of everything that changes the artifact. An
+// entry is built in its own folder under tmp/ and renamed into place in one step, so no
+// process ever sees a half-written entry; when two processes build the same key at once,
+// the first rename wins and the loser discards its copy. Tests: tests/unit/runtime_test.cpp.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace coil {
+
+/// Part of every key: a new coil never reuses an older coil's artifacts.
+inline constexpr std::string_view kCoilVersion = "0.1.0";
+
+/// The cache's root folder (see above); absolute. A UserError when HOME is unset too.
+std::filesystem::path cache_root();
+
+/// The SHA-256 of `fields`, each prefixed by its length so that two different lists never
+/// hash the same text.
+std::string cache_key(const std::vector<std::string_view> &fields);
+
+/// Where the entry `key` of `kind` lives, whether or not it exists.
+std::filesystem::path cache_entry_dir(std::string_view kind, std::string_view key);
+
+/// The folder one entry is built in: <root>/tmp/<key>.<pid>.<random>/, created empty.
+/// Destroyed before publish(), it is removed with what it holds.
+class CacheStaging {
+ public:
+  CacheStaging(std::string kind, std::string key);
+  ~CacheStaging();
+  CacheStaging(const CacheStaging &) = delete;
+  CacheStaging &operator=(const CacheStaging &) = delete;
+
+  const std::filesystem::path &dir() const { return dir_; }
+
+  /// Renames the folder into place and returns the entry's path. When another process
+  /// published the key first and `complete` holds for its entry, ours is discarded and
+  /// theirs returned; an incomplete entry in the way (damaged by hand) is replaced.
+  std::filesystem::path publish(const std::function<bool(const std::filesystem::path &)> &complete);
+
+ private:
+  std::string kind_;
+  std::string key_;
+  std::filesystem::path dir_;
+  bool published_ = false;
+};
+
+/// Writes `source` to <root>/failed/<file_name> (atomically) and returns the path: a
+/// source the compiler rejected stays for the user to read after its staging folder goes.
+std::filesystem::path keep_failed_source(const std::string &file_name, std::string_view source);
+
+struct CacheInfo {
+  int64_t entries = 0;                           // over every kind
+  int64_t bytes = 0;                             // every file under the root
+  std::map<std::string, int64_t> entries_by_kind;  // "cpp" -> 12
+  int64_t failed_sources = 0;                    // files in failed/
+};
+
+/// Counts what the cache holds now; zeros when the root does not exist.
+CacheInfo cache_info();
+
+/// Removes every entry of every kind and the failed sources. Each top-level folder is
+/// first renamed under tmp/ and then deleted, so a concurrent reader sees an entry or
+/// none. Leftovers in tmp/ older than an hour (from killed processes) go too.
+void cache_clear();
+
+/// What `coil cache info` prints: the root, entries per kind, failed sources, total size.
+std::string cache_info_text();
+
+}  // namespace coil

@@ -1,0 +1,134 @@
+// The C++ CPU backend end to end: every fixture and example is compiled to a shared
+// library (through the cache), run on its inputs and compared with PyTorch eager using
+// the tolerances of the testing tiers; the examples also with the ISA forced to avx2 and
+// to scalar code. And the artifact's contract from a plain C program.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+
+#include "driver/compile.h"
+#include "frontend/parser.h"
+#include "io/compare.h"
+#include "io/graph_tensors.h"
+#include "io/safetensors.h"
+#include "runtime/compiler.h"
+#include "runtime/cpu_module.h"
+#include "runtime/isa.h"
+#include "support/options.h"
+#include "test_util.h"
+
+namespace coil {
+namespace {
+
+void expect_matches_eager(const std::filesystem::path &dir) {
+  Compilation c = compile_graph(frontend::parse_graph_file((dir / "graph.py").string()), sched::ScheduleOptions{});
+  TensorList inputs = read_safetensors((dir / "inputs.safetensors").string());
+  TensorList expected = read_safetensors((dir / "expected.safetensors").string());
+  CpuBuild build = build_cpu(c.schedule);
+  std::vector<HostTensor> outputs = CpuModule(build.so_path).run(inputs);
+  ASSERT_EQ(outputs.size(), c.graph.outputs().size());
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const HostTensor *want = find_tensor(expected, output_tensor_name(i));
+    ASSERT_NE(want, nullptr);
+    Tolerance tol = default_tolerance(want->dtype, ir::max_reduction_size(c.lowered, c.lowered.outputs[i]));
+    Comparison cmp = compare(outputs[i], *want, tol);
+    EXPECT_TRUE(cmp.pass) << output_tensor_name(i) << ": " << cmp.mismatches << " mismatches, first "
+                          << cmp.first_mismatch << ", max abs error " << cmp.max_abs_error << "\nsource: " << build.so_path;
+  }
+}
+
+class CpuBackend : public testing::TestWithParam<std::filesystem::path> {};
+
+TEST_P(CpuBackend, MatchesEager) { expect_matches_eager(GetParam()); }
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, CpuBackend, testing::ValuesIn(test::fixture_dirs()),
+                         [](const auto &info) { return info.param.filename().string(); });
+INSTANTIATE_TEST_SUITE_P(Examples, CpuBackend, testing::ValuesIn(test::example_dirs()),
+                         [](const auto &info) { return info.param.filename().string(); });
+
+class CpuBackendIsa : public testing::TestWithParam<std::tuple<std::string, std::filesystem::path>> {};
+
+TEST_P(CpuBackendIsa, MatchesEager) {
+  const auto &[isa, dir] = GetParam();
+  if (isa == "avx2" && host_isa() == Isa::Scalar) GTEST_SKIP() << "this CPU has no AVX2";
+  options::set_override("cpp.isa", isa);
+  expect_matches_eager(dir);
+  options::clear_overrides();
+}
+
+INSTANTIATE_TEST_SUITE_P(Examples, CpuBackendIsa,
+                         testing::Combine(testing::Values("avx2", "scalar"), testing::ValuesIn(test::example_dirs())),
+                         [](const auto &info) {
+                           return std::get<0>(info.param) + "_" + std::get<1>(info.param).filename().string();
+                         });
+
+// A plain C program dlopens a compiled graph, reads its descriptors and runs it.
+TEST(CpuArtifact, PlainCProgramRunsAGraph) {
+  Compilation c = compile_graph(frontend::parse_graph_file("examples/pointwise_chain/graph.py"), sched::ScheduleOptions{});
+  CpuBuild build = build_cpu(c.schedule);
+  auto dir = std::filesystem::temp_directory_path() / ("coil_c_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "main.c") << R"(#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include "coil/artifact.h"
+int main(int argc, char **argv) {
+  void *lib = dlopen(argv[1], RTLD_NOW);
+  if (!lib) { fprintf(stderr, "%s\n", dlerror()); return 2; }
+  int32_t (*num_inputs)(void) = (int32_t (*)(void))dlsym(lib, "coil_num_inputs");
+  const coil_tensor_desc *(*input)(int32_t) = (const coil_tensor_desc *(*)(int32_t))dlsym(lib, "coil_input");
+  const coil_tensor_desc *(*output)(int32_t) = (const coil_tensor_desc *(*)(int32_t))dlsym(lib, "coil_output");
+  int32_t (*run)(void *const *, void **) = (int32_t (*)(void *const *, void **))dlsym(lib, "coil_run");
+  if (num_inputs() != 1 || input(0)->dtype != COIL_F32) return 3;
+  int64_t n = input(0)->storage_elements;
+  float *x = malloc(sizeof(float) * n), *y = malloc(sizeof(float) * output(0)->storage_elements);
+  for (int64_t i = 0; i < n; ++i) x[i] = (float)i - 100.0f;
+  void *ins[1] = {x};
+  void *outs[1] = {y};
+  int32_t status = run(ins, outs);
+  /* relu(x * 2 + 1) */
+  for (int64_t i = 0; i < n; ++i) {
+    float want = x[i] * 2 + 1 > 0 ? x[i] * 2 + 1 : 0;
+    if (y[i] != want) { fprintf(stderr, "y[%lld] = %f, want %f\n", (long long)i, y[i], want); return 4; }
+  }
+  printf("ok %d\n", status);
+  return status;
+}
+)";
+  std::string include = runtime_include_dir().string();
+  auto cc = run_process({"cc", "-std=c11", "-I", include, (dir / "main.c").string(), "-o", (dir / "main").string(), "-ldl"});
+  ASSERT_EQ(cc.exit_code, 0) << cc.err;
+  auto r = run_process({(dir / "main").string(), build.so_path});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(r.out, "ok 0\n");
+  std::filesystem::remove_all(dir);
+}
+
+// Errors inside kernels come back as status codes, and as UserErrors from the runner.
+TEST(CpuArtifact, IntegerDivisionByZeroIsAnError) {
+  Graph g = frontend::parse_graph(R"(class GraphModule(torch.nn.Module):
+    def forward(self, a: "i64[4][1]cpu", b: "i64[4][1]cpu"):
+        div: "i64[4][1]cpu" = torch.ops.aten.div.Tensor_mode(a, b, rounding_mode = 'floor')
+        return (div,)
+)",
+                                  "test.py");
+  Compilation c = compile_graph(g, sched::ScheduleOptions{});
+  CpuModule m(build_cpu(c.schedule).so_path);
+  HostTensor a = HostTensor::zeros(DType::I64, {4}), b = HostTensor::zeros(DType::I64, {4});
+  for (int i = 0; i < 4; ++i) {
+    a.ptr<int64_t>()[i] = -7;
+    b.ptr<int64_t>()[i] = i == 2 ? 0 : 2;
+  }
+  try {
+    m.run({{"a", a}, {"b", b}});
+    FAIL() << "no error";
+  } catch (const UserError &e) {
+    EXPECT_EQ(e.message(), "the compiled graph failed: integer division by zero");
+  }
+  b.ptr<int64_t>()[2] = 2;
+  EXPECT_EQ(m.run({{"a", a}, {"b", b}})[0].ptr<int64_t>()[0], -4);
+}
+
+}  // namespace
+}  // namespace coil
