@@ -200,9 +200,14 @@ std::string cut_output(std::string text) {
 
 std::vector<std::string> compile_command(const CxxCompiler &cc, const std::vector<std::string> &flags,
                                          const fs::path &source, const fs::path &output) {
+  // Libraries go after the source, or a linker that drops unneeded ones would drop them.
+  auto is_link = [](const std::string &f) { return f.rfind("-l", 0) == 0 || f.rfind("-Wl,", 0) == 0; };
   std::vector<std::string> argv = {cc.path};
-  argv.insert(argv.end(), flags.begin(), flags.end());
+  for (const auto &f : flags)
+    if (!is_link(f)) argv.push_back(f);
   argv.insert(argv.end(), {source.string(), "-o", output.string()});
+  for (const auto &f : flags)
+    if (is_link(f)) argv.push_back(f);
   return argv;
 }
 

@@ -56,6 +56,7 @@ CpuBuild build_cpu(const sched::Schedule &s) {
   r.source = b.source;
   r.name = "graph";
   r.isa = isa;
+  r.flags = {"-lmvec"};  // the vector math functions the prelude declares
   b.so_path = build_shared_object(r, &b.cache_hit);
   b.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return b;

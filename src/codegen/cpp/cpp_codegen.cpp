@@ -3,6 +3,7 @@
 #include "codegen/cpp/cpp_codegen.h"
 
 #include <algorithm>
+#include <array>
 #include <map>
 #include <numeric>
 #include <set>
@@ -195,7 +196,14 @@ class KernelEmitter {
     DType t = p_.buffer(out).type.dtype;
     Expr at = ir::store_index(n, p_.buffer(out));
     std::string value = from == t ? v : def(value_type(t), cpp_cast(v, from, t));
-    scopes_.back().forwarded[forward_key(out, at)] = value;
+    if (lanes_ && row_scope_ >= 0 && !is_inner_member(n)) {
+      // A value per row of a tiled kernel: one per lane, kept for the passes after.
+      std::string lanes = "row_" + p_.buffer(out).name;
+      w_.line(lanes + "[l] = " + value + ";");
+      scopes_[size_t(row_scope_)].forwarded[forward_key(out, at)] = lanes + "[l]";
+    } else {
+      scopes_.back().forwarded[forward_key(out, at)] = value;
+    }
     if (contains(k_.internal, out)) return;
     w_.line(names_.at(out) + "[" + index(at) + "] = " + to_storage(value, t) + ";");
   }
@@ -210,7 +218,8 @@ class KernelEmitter {
 
   // Nested loops over `sizes` with variables first..; `parallel` puts the outer ones on
   // threads, `simd` marks the innermost as vectorizable. Returns the loops opened.
-  int open_loops(const Shape &all_sizes, int first, bool parallel, bool simd, int64_t work) {
+  int open_loops(const Shape &all_sizes, int first, bool parallel, bool simd, int64_t work,
+                 const std::string &simd_clauses = "") {
     // A dim of size 1 is no loop: index() folds its variable to 0.
     Shape sizes;
     std::vector<int> vars;
@@ -226,12 +235,13 @@ class KernelEmitter {
                                    ? " collapse(" + std::to_string(sizes.size() - (simd ? 1 : 0)) + ")"
                                    : "";
         if (innermost && simd) {
-          w_.line("#pragma omp parallel for simd num_threads(coil_rt::threads_for(" + std::to_string(work) + "))");
+          w_.line("#pragma omp parallel for simd num_threads(coil_rt::threads_for(" + std::to_string(work) + "))" +
+                  simd_clauses);
         } else {
           w_.line("#pragma omp parallel for" + collapse + " num_threads(coil_rt::threads_for(" + std::to_string(work) + "))");
         }
       } else if (innermost && simd) {
-        w_.line("#pragma omp simd");
+        w_.line("#pragma omp simd" + simd_clauses);
       }
       std::string x = var(VarId{vars[d]});
       w_.open("for (int64_t " + x + " = 0; " + x + " < " + std::to_string(sizes[d]) + "; ++" + x + ")");
@@ -265,36 +275,42 @@ class KernelEmitter {
 
   struct Acc {
     const Node *node;
-    std::string a, b, c;  // value (or mean), index (or m2), count
+    std::string a, b, c;  // value (or mean); index (or m2); NaN flag (or count)
     DType in;
   };
 
   Acc start(const Node &n) {
-    Acc acc{&n, "acc" + std::to_string(next_acc_), "acc" + std::to_string(next_acc_) + "_i",
-            "acc" + std::to_string(next_acc_) + "_n", n.body.at(n.body.results[0]).dtype};
-    ++next_acc_;
-    std::string T = value_type(acc.in);
-    bool fl = is_floating(acc.in);
+    std::string base = "acc" + std::to_string(next_acc_++);
+    DType in = n.body.at(n.body.results[0]).dtype;
+    std::string T = value_type(in);
+    bool fl = is_floating(in);
     auto lowest = fl ? "-std::numeric_limits<" + T + ">::infinity()" : "std::numeric_limits<" + T + ">::lowest()";
     auto highest = fl ? "std::numeric_limits<" + T + ">::infinity()" : "std::numeric_limits<" + T + ">::max()";
+    std::vector<std::array<std::string, 3>> vars;  // type, name, initial value
     switch (n.reduce_op) {
-      case ir::ReduceOp::Sum: w_.line(T + " " + acc.a + " = 0;"); break;
-      case ir::ReduceOp::Prod: w_.line(T + " " + acc.a + " = 1;"); break;
-      case ir::ReduceOp::Max: w_.line(T + " " + acc.a + " = " + lowest + ";"); break;
-      case ir::ReduceOp::Min: w_.line(T + " " + acc.a + " = " + highest + ";"); break;
-      case ir::ReduceOp::Any: w_.line("bool " + acc.a + " = false;"); break;
-      case ir::ReduceOp::All: w_.line("bool " + acc.a + " = true;"); break;
+      case ir::ReduceOp::Sum: vars = {{T, base, "0"}}; break;
+      case ir::ReduceOp::Prod: vars = {{T, base, "1"}}; break;
+      case ir::ReduceOp::Max:
+      case ir::ReduceOp::Min:
+        vars = {{T, base, n.reduce_op == ir::ReduceOp::Max ? lowest : highest}};
+        if (fl) vars.push_back({"bool", base + "_n", "false"});  // a NaN was seen: the result is NaN
+        break;
+      case ir::ReduceOp::Any: vars = {{"bool", base, "false"}}; break;
+      case ir::ReduceOp::All: vars = {{"bool", base, "true"}}; break;
       case ir::ReduceOp::ArgMax:
-      case ir::ReduceOp::ArgMin:
-        w_.line(T + " " + acc.a + " = 0;");
-        w_.line("int64_t " + acc.b + " = -1;");
-        break;
-      case ir::ReduceOp::Welford:
-        w_.line("double " + acc.a + " = 0, " + acc.b + " = 0;");
-        w_.line("int64_t " + acc.c + " = 0;");
-        break;
+      case ir::ReduceOp::ArgMin: vars = {{T, base, "0"}, {"int64_t", base + "_i", "-1"}}; break;
+      case ir::ReduceOp::Welford: vars = {{"double", base, "0"}, {"double", base + "_i", "0"}, {"int64_t", base + "_n", "0"}}; break;
     }
-    return acc;
+    // In a kernel tiled over lanes of the last kept dim, each lane has its accumulator.
+    std::string lane = lanes_ ? "[l]" : "";
+    for (const auto &[type, name, init] : vars)
+      w_.line(type + " " + name + (lanes_ ? "[" + std::to_string(lanes_) + "]" : " = " + init) + ";");
+    if (lanes_) {
+      w_.open("for (int64_t l = 0; l < " + std::to_string(lanes_) + "; ++l)");
+      for (const auto &[type, name, init] : vars) w_.line(name + "[l] = " + init + ";");
+      w_.close();
+    }
+    return Acc{&n, base + lane, base + "_i" + lane, base + "_n" + lane, in};
   }
 
   void accumulate(const Acc &acc, const std::string &x) {
@@ -308,11 +324,13 @@ class KernelEmitter {
         w_.line(acc.a + " = " + (fl ? acc.a + " * " + x : "coil_rt::mul_w<" + T + ">(" + acc.a + ", " + x + ")") + ";");
         return;
       case ir::ReduceOp::Max:
-        w_.line(acc.a + " = " + (fl ? "coil_rt::max_nan(" : "std::max<" + T + ">(") + acc.a + ", " + x + ");");
+      case ir::ReduceOp::Min: {
+        // max/min without NaN, and NaN on the side: both are reductions OpenMP vectorizes.
+        std::string cmp = acc.node->reduce_op == ir::ReduceOp::Max ? " > " : " < ";
+        w_.line(acc.a + " = " + x + cmp + acc.a + " ? " + x + " : " + acc.a + ";");
+        if (fl) w_.line(acc.c + " = " + acc.c + " || " + x + " != " + x + ";");
         return;
-      case ir::ReduceOp::Min:
-        w_.line(acc.a + " = " + (fl ? "coil_rt::min_nan(" : "std::min<" + T + ">(") + acc.a + ", " + x + ");");
-        return;
+      }
       case ir::ReduceOp::Any: w_.line(acc.a + " = " + acc.a + " || " + "(" + x + " != 0);"); return;
       case ir::ReduceOp::All: w_.line(acc.a + " = " + acc.a + " && " + "(" + x + " != 0);"); return;
       case ir::ReduceOp::ArgMax:
@@ -347,20 +365,160 @@ class KernelEmitter {
       case ir::ReduceOp::ArgMax:
       case ir::ReduceOp::ArgMin: store(n, n.outputs[0], acc.b, DType::I64); return;
       case ir::ReduceOp::Welford:
-        store(n, n.outputs[0], "(" + acc.c + " ? " + acc.a + " : std::numeric_limits<double>::quiet_NaN())", DType::F64);
+        store(n, n.outputs[0], def("double", acc.c + " ? " + acc.a + " : std::numeric_limits<double>::quiet_NaN()"), DType::F64);
         store(n, n.outputs[1], acc.b, DType::F64);
-        store(n, n.outputs[2], "double(" + acc.c + ")", DType::F64);
+        store(n, n.outputs[2], def("double", "double(" + acc.c + ")"), DType::F64);
         return;
       case ir::ReduceOp::Any:
       case ir::ReduceOp::All: store(n, n.outputs[0], acc.a, DType::Bool); return;
-      case ir::ReduceOp::Sum:
-      case ir::ReduceOp::Prod:
       case ir::ReduceOp::Max:
-      case ir::ReduceOp::Min: store(n, n.outputs[0], acc.a, acc.in); return;
+      case ir::ReduceOp::Min:
+        if (is_floating(acc.in)) {
+          store(n, n.outputs[0],
+                def(value_type(acc.in),
+                    acc.c + " ? std::numeric_limits<" + value_type(acc.in) + ">::quiet_NaN() : " + acc.a),
+                acc.in);
+          return;
+        }
+        store(n, n.outputs[0], acc.a, acc.in);
+        return;
+      case ir::ReduceOp::Sum:
+      case ir::ReduceOp::Prod: store(n, n.outputs[0], acc.a, acc.in); return;
     }
   }
 
+  // `reduction(...)` clauses that let the pass over a row run as SIMD, or nothing when a
+  // reduction of the pass has no such form (argmax's tie rule, Welford).
+  static std::optional<std::string> simd_clauses(const std::vector<Acc> &accs) {
+    std::string out;
+    for (const Acc &acc : accs) {
+      bool fl = is_floating(acc.in);
+      switch (acc.node->reduce_op) {
+        case ir::ReduceOp::Sum: out += " reduction(+:" + acc.a + ")"; break;
+        case ir::ReduceOp::Prod: out += " reduction(*:" + acc.a + ")"; break;
+        case ir::ReduceOp::Any: out += " reduction(||:" + acc.a + ")"; break;
+        case ir::ReduceOp::All: out += " reduction(&&:" + acc.a + ")"; break;
+        case ir::ReduceOp::Max:
+        case ir::ReduceOp::Min:
+          out += std::string(" reduction(") + (acc.node->reduce_op == ir::ReduceOp::Max ? "max:" : "min:") + acc.a + ")";
+          if (fl) out += " reduction(||:" + acc.c + ")";
+          break;
+        case ir::ReduceOp::ArgMax:
+        case ir::ReduceOp::ArgMin:
+        case ir::ReduceOp::Welford: return std::nullopt;
+      }
+    }
+    return out;
+  }
+
+  static bool is_inner_member(const Node &n) {
+    return n.kind == ir::NodeKind::Pointwise && !n.reduction_ranges.empty();
+  }
+
+  // Whether to run lanes of the last kept dim side by side in each pass: when the
+  // reduced elements are far apart in memory and neighbouring rows are contiguous (a sum
+  // over dim 0), the pass reads whole cache lines and vectorizes across rows.
+  bool tile_over_last_kept_dim() const {
+    if (k_.ranges.empty() || k_.reduction_ranges.empty() || k_.ranges.back() < 16) return false;
+    int n = int(k_.ranges.size()), rr = -1;
+    for (size_t d = 0; d < k_.reduction_ranges.size(); ++d)
+      if (k_.reduction_ranges[d] > 1) rr = n + int(d);
+    if (rr < 0) return false;
+    for (int m : k_.nodes)
+      for (const Instr &i : p_.nodes[size_t(m)].body.instrs) {
+        if (i.op != Op::Load || !i.indirect.empty() || contains(k_.internal, i.buffer)) continue;
+        ir::AccessFact fx = ir::access_of(i.index, VarId{n - 1}, ranges_), fr = ir::access_of(i.index, VarId{rr}, ranges_);
+        if (fx.kind == ir::Access::Contiguous && fr.kind != ir::Access::Contiguous) return true;
+      }
+    return false;
+  }
+
+  void open_lanes(int64_t block) {
+    w_.line("#pragma omp simd");
+    w_.open("for (int64_t l = 0; l < lanes; ++l)");
+    std::string x = var(VarId{int(k_.ranges.size()) - 1});
+    w_.line("const int64_t " + x + " = " + x + "b * " + std::to_string(block) + " + l;");
+    push();
+  }
+
+  void close_lanes() {
+    pop();
+    w_.close();
+  }
+
+  void emit_tiled_reduction() {
+    const int64_t block = 64;
+    int n = int(k_.ranges.size());
+    int64_t last = k_.ranges.back(), blocks = (last + block - 1) / block;
+    k_attrs_note_ = "tiled over " + std::to_string(block) + " lanes of " + var(VarId{n - 1});
+    int64_t work = numel(k_.ranges) * std::max<int64_t>(numel(k_.reduction_ranges), 1) * body_work();
+    push();
+    Shape outer(k_.ranges.begin(), k_.ranges.end() - 1);
+    outer.push_back(blocks);
+    int loops = 0;
+    std::vector<int> dims;
+    for (size_t d = 0; d < outer.size(); ++d)
+      if (outer[d] > 1 || d + 1 == outer.size()) dims.push_back(int(d));
+    w_.line("#pragma omp parallel for" + (dims.size() > 1 ? " collapse(" + std::to_string(dims.size()) + ")" : std::string()) +
+            " num_threads(coil_rt::threads_for(" + std::to_string(work) + "))");
+    for (int d : dims) {
+      std::string x = var(VarId{d}) + (d == n - 1 ? "b" : "");
+      w_.open("for (int64_t " + x + " = 0; " + x + " < " + std::to_string(outer[size_t(d)]) + "; ++" + x + ")");
+      ++loops;
+    }
+    std::string xb = var(VarId{n - 1}) + "b";
+    w_.line("const int64_t lanes = std::min<int64_t>(" + std::to_string(block) + ", " + std::to_string(last) + " - " + xb +
+            " * " + std::to_string(block) + ");");
+    lanes_ = block;
+    for (int m : k_.nodes) {
+      const Node &node = p_.nodes[size_t(m)];
+      if (is_inner_member(node)) continue;
+      for (BufferId b : node.outputs)
+        w_.line(value_type(p_.buffer(b).type.dtype) + " row_" + p_.buffer(b).name + "[" + std::to_string(block) + "];");
+    }
+    push();
+    row_scope_ = int(scopes_.size()) - 1;
+    for (const ir::Step &step : k_.steps) {
+      if (!step.inner) {
+        open_lanes(block);
+        for (int m : step.nodes) emit_pointwise_member(p_.nodes[size_t(m)]);
+        close_lanes();
+        continue;
+      }
+      std::vector<Acc> accs;
+      for (int m : step.nodes)
+        if (p_.nodes[size_t(m)].kind == ir::NodeKind::Reduction) accs.push_back(start(p_.nodes[size_t(m)]));
+      int inner = open_loops(k_.reduction_ranges, n, false, false, 0);
+      open_lanes(block);
+      size_t next = 0;
+      for (int m : step.nodes) {
+        const Node &node = p_.nodes[size_t(m)];
+        if (node.kind != ir::NodeKind::Reduction) {
+          emit_pointwise_member(node);
+          continue;
+        }
+        auto v = emit_body(node.body);
+        accumulate(accs[next++], v[size_t(node.body.results[0])]);
+      }
+      close_lanes();
+      close_loops(inner);
+      if (accs.empty()) continue;
+      w_.open("for (int64_t l = 0; l < lanes; ++l)");
+      w_.line("const int64_t " + var(VarId{n - 1}) + " = " + xb + " * " + std::to_string(block) + " + l;");
+      push();
+      for (const Acc &acc : accs) finish(acc);
+      pop();
+      w_.close();
+    }
+    pop();
+    row_scope_ = -1;
+    lanes_ = 0;
+    close_loops(loops);
+    pop();
+  }
+
   void emit_reduction() {
+    if (tile_over_last_kept_dim()) return emit_tiled_reduction();
     push();
     int64_t work = numel(k_.ranges) * std::max<int64_t>(numel(k_.reduction_ranges), 1) * body_work();
     int outer = open_loops(k_.ranges, 0, true, false, work);
@@ -371,10 +529,15 @@ class KernelEmitter {
         for (int n : step.nodes) emit_pointwise_member(p_.nodes[size_t(n)]);
         continue;
       }
+      if (outer == 0 && split_across_threads(step)) {
+        emit_split_step(step, work);
+        continue;
+      }
       std::vector<Acc> accs;
       for (int n : step.nodes)
         if (p_.nodes[size_t(n)].kind == ir::NodeKind::Reduction) accs.push_back(start(p_.nodes[size_t(n)]));
-      int inner = open_loops(k_.reduction_ranges, int(k_.ranges.size()), false, false, 0);
+      auto clauses = simd_clauses(accs);
+      int inner = open_loops(k_.reduction_ranges, int(k_.ranges.size()), false, clauses.has_value(), 0, clauses.value_or(""));
       if (inner == 0) w_.open("");
       push();
       size_t next = 0;
@@ -396,6 +559,104 @@ class KernelEmitter {
     if (outer == 0) w_.close();
     close_loops(outer);
     pop();
+  }
+
+  // A reduction to a single row (x.sum()) runs on one thread unless its elements are
+  // split: chunks of the first reduced dim go to threads, and their partial results are
+  // combined after the parallel loop in a fixed order, so a run gives the same result
+  // every time with the same thread count.
+  bool split_across_threads(const ir::Step &step) const {
+    std::vector<Acc> probe;
+    for (int n : step.nodes) {
+      const Node &node = p_.nodes[size_t(n)];
+      if (node.kind != ir::NodeKind::Reduction) continue;
+      probe.push_back(Acc{&node, "a", "b", "c", node.body.at(node.body.results[0]).dtype});
+    }
+    return !probe.empty() && simd_clauses(probe).has_value() && !k_.reduction_ranges.empty() &&
+           k_.reduction_ranges[0] > 1;
+  }
+
+  void combine(const Acc &into, const Acc &part, const std::string &t) {
+    std::string T = value_type(into.in), x = part.a + "_part[" + t + "]";
+    bool fl = is_floating(into.in);
+    switch (into.node->reduce_op) {
+      case ir::ReduceOp::Sum: w_.line(into.a + " = " + (fl ? into.a + " + " + x : "coil_rt::add_w<" + T + ">(" + into.a + ", " + x + ")") + ";"); return;
+      case ir::ReduceOp::Prod: w_.line(into.a + " = " + (fl ? into.a + " * " + x : "coil_rt::mul_w<" + T + ">(" + into.a + ", " + x + ")") + ";"); return;
+      case ir::ReduceOp::Any: w_.line(into.a + " = " + into.a + " || " + x + ";"); return;
+      case ir::ReduceOp::All: w_.line(into.a + " = " + into.a + " && " + x + ";"); return;
+      case ir::ReduceOp::Max:
+      case ir::ReduceOp::Min: {
+        std::string cmp = into.node->reduce_op == ir::ReduceOp::Max ? " > " : " < ";
+        w_.line(into.a + " = " + x + cmp + into.a + " ? " + x + " : " + into.a + ";");
+        if (fl) w_.line(into.c + " = " + into.c + " || " + part.c + "_part[" + t + "];");
+        return;
+      }
+      case ir::ReduceOp::ArgMax:
+      case ir::ReduceOp::ArgMin:
+      case ir::ReduceOp::Welford: COIL_ASSERT(false, "no split for ", ir::reduce_op_name(into.node->reduce_op));
+    }
+  }
+
+  void emit_split_step(const ir::Step &step, int64_t work) {
+    std::string nt = "nt" + std::to_string(next_acc_);
+    w_.line("const int " + nt + " = coil_rt::threads_for(" + std::to_string(work) + ");");
+    std::vector<const Node *> reductions;
+    for (int n : step.nodes)
+      if (p_.nodes[size_t(n)].kind == ir::NodeKind::Reduction) reductions.push_back(&p_.nodes[size_t(n)]);
+    // Partials are named after the per-thread accumulators, which start() numbers next.
+    int first = next_acc_;
+    for (size_t i = 0; i < reductions.size(); ++i) {
+      std::string a = "acc" + std::to_string(first + int(i));
+      DType in = reductions[i]->body.at(reductions[i]->body.results[0]).dtype;
+      std::string T = reductions[i]->reduce_op == ir::ReduceOp::Any || reductions[i]->reduce_op == ir::ReduceOp::All ? "char" : value_type(in);
+      w_.line(T + " " + a + "_part[coil_rt::kMaxThreads];");
+      if (is_floating(in) && (reductions[i]->reduce_op == ir::ReduceOp::Max || reductions[i]->reduce_op == ir::ReduceOp::Min))
+        w_.line("char " + a + "_n_part[coil_rt::kMaxThreads];");
+    }
+    w_.line("#pragma omp parallel for schedule(static, 1) num_threads(" + nt + ")");
+    w_.open("for (int t = 0; t < " + nt + "; ++t)");
+    push();
+    std::vector<Acc> accs;
+    for (const Node *n : reductions) accs.push_back(start(*n));
+    std::string clauses = *simd_clauses(accs);
+    int n0 = int(k_.ranges.size());
+    std::string r0 = var(VarId{n0}), size0 = std::to_string(k_.reduction_ranges[0]);
+    if (k_.reduction_ranges.size() == 1) w_.line("#pragma omp simd" + clauses);
+    w_.open("for (int64_t " + r0 + " = " + size0 + " * t / " + nt + "; " + r0 + " < " + size0 + " * (t + 1) / " + nt +
+            "; ++" + r0 + ")");
+    Shape rest(k_.reduction_ranges.begin() + 1, k_.reduction_ranges.end());
+    int inner = open_loops(rest, n0 + 1, false, true, 0, clauses);
+    push();
+    size_t next = 0;
+    for (int n : step.nodes) {
+      const Node &node = p_.nodes[size_t(n)];
+      if (node.kind != ir::NodeKind::Reduction) {
+        emit_pointwise_member(node);
+        continue;
+      }
+      auto v = emit_body(node.body);
+      accumulate(accs[next++], v[size_t(node.body.results[0])]);
+    }
+    pop();
+    close_loops(inner);
+    w_.close();
+    for (const Acc &acc : accs) {
+      w_.line(acc.a + "_part[t] = " + acc.a + ";");
+      if (is_floating(acc.in) && (acc.node->reduce_op == ir::ReduceOp::Max || acc.node->reduce_op == ir::ReduceOp::Min))
+        w_.line(acc.a + "_n_part[t] = " + acc.c + ";");
+    }
+    pop();
+    w_.close();
+    std::vector<Acc> total;
+    for (const Node *n : reductions) total.push_back(start(*n));
+    w_.open("for (int t = 0; t < " + nt + "; ++t)");
+    for (size_t i = 0; i < total.size(); ++i) {
+      Acc part = accs[i];
+      part.c = part.a + "_n";  // the partial NaN flags are <acc>_n_part
+      combine(total[i], part, "t");
+    }
+    w_.close();
+    for (const Acc &acc : total) finish(acc);
   }
 
   // ---- scans, scatters, extern calls ---------------------------------------------------
@@ -575,6 +836,9 @@ class KernelEmitter {
   std::map<BufferId, std::string> names_;
   std::vector<Scope> scopes_;
   int next_tmp_ = 0, next_acc_ = 0;
+  std::string k_attrs_note_;  // the layout chosen, for the kernel's comment
+  int64_t lanes_ = 0;   // > 0: a reduction tiled over this many lanes of the last kept dim
+  int row_scope_ = -1;  // the scope of one row (one block of rows when tiled)
 };
 
 // Where every buffer lives: inputs, caller-owned outputs, the arena.

@@ -99,21 +99,21 @@ std::string float_unary(Op op, const std::string &x) {
   switch (op) {
     case Op::Neg: return "-" + x;
     case Op::Abs: return "std::fabs(" + x + ")";
-    case Op::Exp: return "std::exp(" + x + ")";
-    case Op::Exp2: return "std::exp2(" + x + ")";
-    case Op::Expm1: return "std::expm1(" + x + ")";
-    case Op::Log: return "std::log(" + x + ")";
-    case Op::Log1p: return "std::log1p(" + x + ")";
-    case Op::Log2: return "std::log2(" + x + ")";
+    case Op::Exp: return "coil_rt::exp(" + x + ")";
+    case Op::Exp2: return "coil_rt::exp2(" + x + ")";
+    case Op::Expm1: return "coil_rt::expm1(" + x + ")";
+    case Op::Log: return "coil_rt::log(" + x + ")";
+    case Op::Log1p: return "coil_rt::log1p(" + x + ")";
+    case Op::Log2: return "coil_rt::log2(" + x + ")";
     case Op::Sqrt: return "std::sqrt(" + x + ")";
     case Op::Rsqrt: return "1 / std::sqrt(" + x + ")";
     case Op::Reciprocal: return "1 / " + x;
-    case Op::Sin: return "std::sin(" + x + ")";
-    case Op::Cos: return "std::cos(" + x + ")";
-    case Op::Tan: return "std::tan(" + x + ")";
-    case Op::Tanh: return "std::tanh(" + x + ")";
+    case Op::Sin: return "coil_rt::sin(" + x + ")";
+    case Op::Cos: return "coil_rt::cos(" + x + ")";
+    case Op::Tan: return "coil_rt::tan(" + x + ")";
+    case Op::Tanh: return "coil_rt::tanh(" + x + ")";
     case Op::Sigmoid: return "coil_rt::sigmoid(" + x + ")";
-    case Op::Erf: return "std::erf(" + x + ")";
+    case Op::Erf: return "coil_rt::erf(" + x + ")";
     case Op::Floor: return "std::floor(" + x + ")";
     case Op::Ceil: return "std::ceil(" + x + ")";
     case Op::Round: return "std::nearbyint(" + x + ")";
@@ -150,10 +150,10 @@ std::string float_binary(Op op, const std::string &a, const std::string &b) {
     case Op::TruncDiv: return "std::trunc(" + a + " / " + b + ")";
     case Op::Remainder: return "coil_rt::remainder_f(" + a + ", " + b + ")";
     case Op::Fmod: return "std::fmod(" + a + ", " + b + ")";
-    case Op::Pow: return "std::pow(" + a + ", " + b + ")";
+    case Op::Pow: return "coil_rt::pow(" + a + ", " + b + ")";
     case Op::Maximum: return "coil_rt::max_nan(" + a + ", " + b + ")";
     case Op::Minimum: return "coil_rt::min_nan(" + a + ", " + b + ")";
-    case Op::Atan2: return "std::atan2(" + a + ", " + b + ")";
+    case Op::Atan2: return "coil_rt::atan2(" + a + ", " + b + ")";
     default: break;
   }
   COIL_ASSERT(false, ir::op_name(op), " is not a floating binary op");

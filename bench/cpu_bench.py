@@ -1,0 +1,208 @@
+"""coil's CPU backend against PyTorch eager and torch.compile (Inductor's C++ backend).
+
+Run on purpose, not as a test:  .venv/bin/python bench/cpu_bench.py [--only NAME] [--reps N]
+
+For each workload of the kernel suite (at the suite's sizes: 64M-float vectors, 8192x4096
+matrices, more than this machine's caches hold) the script exports the aten graph with
+torch.export, compiles it with `coil compile` (the C++ backend), loads the shared library
+with ctypes and calls it on torch tensors' memory; eager and torch.compile run in the
+same process on the same inputs. Each of the three is timed as whole calls, the three
+alternating, and the median over --reps rounds is reported, with the bytes each workload
+must move at least as a share of the copy bandwidth measured in the same run. Compile
+time: coil cold (empty cache, fresh process) and warm (cached); Inductor cold (fresh
+process, its cache directory emptied) and warm.
+"""
+import argparse
+import ctypes
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import torch
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+COIL = os.path.join(ROOT, "build", "coil")
+N = 64 * 1024 * 1024
+R, C = 8192, 4096
+
+
+def workloads():
+    f32 = torch.float32
+    return {
+        "pointwise_chain": (lambda x: (x * 2 + 1).relu(), lambda: [torch.randn(N)], 2 * N * 4),
+        "gelu_mul": (lambda x, y: torch.nn.functional.gelu(x) * y, lambda: [torch.randn(N), torch.randn(N)], 3 * N * 4),
+        "bcast_add_tanh": (lambda x, b: torch.tanh(x + b), lambda: [torch.randn(R, C), torch.randn(C)], 2 * R * C * 4),
+        "softmax_lastdim": (lambda x: torch.softmax(x, -1), lambda: [torch.randn(R, C)], 2 * R * C * 4),
+        "layernorm": (lambda x, w, b: torch.nn.functional.layer_norm(x, [C], w, b),
+                      lambda: [torch.randn(R, C), torch.randn(C), torch.randn(C)], 2 * R * C * 4),
+        "residual_ln": (lambda x, r: torch.nn.functional.layer_norm(x + r, [C]) * 0.5 + x,
+                        lambda: [torch.randn(R, C), torch.randn(R, C)], 3 * R * C * 4),
+        "rmsnorm_bf16": (lambda x, w: (x.float() * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + 1e-6)).to(torch.bfloat16) * w,
+                         lambda: [torch.randn(R, C, dtype=torch.bfloat16), torch.randn(C, dtype=torch.bfloat16)], 2 * R * C * 2),
+        "sum_all": (lambda x: x.sum(), lambda: [torch.randn(N)], N * 4),
+        "sum_dim0": (lambda x: x.sum(0), lambda: [torch.randn(R, C)], R * C * 4),
+        "transpose_add": (lambda x, y: x + y.t(), lambda: [torch.randn(R, C), torch.randn(C, R)], 3 * R * C * 4),
+        "var_mean_lastdim": (lambda x: torch.var_mean(x, -1), lambda: [torch.randn(R, C)], R * C * 4),
+    }
+
+
+class Fn(torch.nn.Module):
+    def __init__(self, f):
+        super().__init__()
+        self.f = f
+
+    def forward(self, *a):
+        return self.f(*a)
+
+
+class CoilGraph:
+    """A graph compiled by coil, called through the entry points of coil/artifact.h."""
+
+    class Desc(ctypes.Structure):
+        _fields_ = [("name", ctypes.c_char_p), ("dtype", ctypes.c_int32), ("rank", ctypes.c_int32),
+                    ("sizes", ctypes.POINTER(ctypes.c_int64)), ("strides", ctypes.POINTER(ctypes.c_int64)),
+                    ("storage_offset", ctypes.c_int64), ("storage_elements", ctypes.c_int64),
+                    ("kind", ctypes.c_int32), ("alias_index", ctypes.c_int32)]
+
+    DTYPES = [torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32,
+              torch.int16, torch.int8, torch.uint8, torch.bool]
+
+    def __init__(self, so_path):
+        self.lib = ctypes.CDLL(so_path)
+        for f in ("coil_input", "coil_output"):
+            getattr(self.lib, f).restype = ctypes.POINTER(CoilGraph.Desc)
+        self.lib.coil_run.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_void_p)]
+        self.n_out = self.lib.coil_num_outputs()
+        self.descs = [self.lib.coil_output(i).contents for i in range(self.n_out)]
+        for d in self.descs:
+            assert d.kind == 0, "the benchmark expects outputs coil writes"
+
+    def bind(self, inputs):
+        self.in_ptrs = (ctypes.c_void_p * len(inputs))(*[t.data_ptr() for t in inputs])
+
+    def __call__(self):
+        # Fresh outputs on every call, as eager and torch.compile allocate theirs.
+        storages = [torch.empty(max(d.storage_elements, 1), dtype=self.DTYPES[d.dtype]) for d in self.descs]
+        out_ptrs = (ctypes.c_void_p * max(self.n_out, 1))(*[s.data_ptr() for s in storages])
+        status = self.lib.coil_run(self.in_ptrs, out_ptrs)
+        assert status == 0, f"coil_run returned {status}"
+        return [torch.as_strided(s, [d.sizes[k] for k in range(d.rank)], [d.strides[k] for k in range(d.rank)],
+                                 d.storage_offset) for s, d in zip(storages, self.descs)]
+
+
+def export_graph(f, inputs, path):
+    ep = torch.export.export(Fn(f), tuple(inputs)).run_decompositions({})
+    with open(path, "w") as out:
+        out.write(ep.graph_module.print_readable(print_output=False, include_stride=True, include_device=True))
+
+
+def coil_compile(graph, out_dir, cache_dir):
+    env = dict(os.environ, COIL_CACHE_DIR=cache_dir)
+    start = time.perf_counter()
+    subprocess.run([COIL, "compile", graph, "--out", out_dir], check=True, env=env, capture_output=True)
+    return time.perf_counter() - start
+
+
+def inductor_cold_compile(name, reps_dir):
+    """Inductor's compile in a fresh process with an empty cache, in seconds."""
+    cache = tempfile.mkdtemp(prefix="inductor_cold_")
+    code = f"""
+import sys, time, torch
+sys.path.insert(0, {ROOT + '/bench'!r})
+from cpu_bench import workloads, Fn
+f, make, _ = workloads()[{name!r}]
+torch.manual_seed(0)
+x = make()
+g = torch.compile(Fn(f))
+t = time.perf_counter(); g(*x); print(time.perf_counter() - t)
+"""
+    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=cache, TORCHINDUCTOR_FX_GRAPH_CACHE="0")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    shutil.rmtree(cache, ignore_errors=True)
+    return float(r.stdout.strip().splitlines()[-1]) if r.returncode == 0 else float("nan")
+
+
+def copy_bandwidth(reps):
+    src, dst = torch.randn(N), torch.empty(N)
+    times = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        dst.copy_(src)
+        times.append(time.perf_counter() - t)
+    return 2 * N * 4 / statistics.median(times)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--only", action="append")
+    ap.add_argument("--reps", type=int, default=15)
+    ap.add_argument("--json", help="write the rows here too")
+    args = ap.parse_args()
+    torch.manual_seed(0)
+    work = tempfile.mkdtemp(prefix="coil_bench_")
+    cold_cache = os.path.join(work, "cold_cache")
+    bw = copy_bandwidth(args.reps)
+    print(f"threads: torch {torch.get_num_threads()}, coil {os.environ.get('COIL_NUM_THREADS', 'all')}; "
+          f"copy bandwidth {bw / 1e9:.1f} GB/s (read + write)")
+    header = (f"{'workload':18} {'eager ms':>9} {'inductor ms':>11} {'coil ms':>8} {'ind/coil':>8} "
+              f"{'coil %bw':>8} {'ind %bw':>8} {'coil cold s':>11} {'coil warm s':>11} {'ind cold s':>10} {'ind warm s':>10}")
+    print(header)
+    rows = []
+    for name, (f, make, min_bytes) in workloads().items():
+        if args.only and name not in args.only:
+            continue
+        inputs = make()
+        d = os.path.join(work, name)
+        os.makedirs(d)
+        export_graph(f, inputs, os.path.join(d, "graph.py"))
+        shutil.rmtree(cold_cache, ignore_errors=True)
+        coil_cold = coil_compile(os.path.join(d, "graph.py"), os.path.join(d, "out"), cold_cache)
+        coil_warm = coil_compile(os.path.join(d, "graph.py"), os.path.join(d, "out"), cold_cache)
+        g = CoilGraph(os.path.join(d, "out", "graph.so"))
+        g.bind(inputs)
+        compiled = torch.compile(Fn(f))
+        t = time.perf_counter()
+        compiled(*inputs)
+        ind_warm = time.perf_counter() - t  # this process's cache may already hold it
+        ind_cold = inductor_cold_compile(name, work)
+        want = f(*inputs)
+        want = list(want) if isinstance(want, (tuple, list)) else [want]
+        got = g()
+        for w, o in zip(want, got):
+            tol = 1e-2 if w.dtype == torch.bfloat16 else 1e-3
+            assert torch.allclose(o.float(), w.float(), rtol=tol, atol=tol * 10), f"{name}: coil's output differs from eager"
+        times = {"eager": [], "inductor": [], "coil": []}
+        runs = {"eager": lambda: f(*inputs), "inductor": lambda: compiled(*inputs), "coil": g}
+        for _ in range(2):  # warm up
+            for r in runs.values():
+                r()
+        for _ in range(args.reps):
+            for k, r in runs.items():
+                t = time.perf_counter()
+                r()
+                times[k].append(time.perf_counter() - t)
+        med = {k: statistics.median(v) for k, v in times.items()}
+        row = dict(workload=name, eager_ms=med["eager"] * 1e3, inductor_ms=med["inductor"] * 1e3, coil_ms=med["coil"] * 1e3,
+                   speedup=med["inductor"] / med["coil"], coil_bw=min_bytes / med["coil"] / bw,
+                   inductor_bw=min_bytes / med["inductor"] / bw, coil_cold_s=coil_cold, coil_warm_s=coil_warm,
+                   inductor_cold_s=ind_cold, inductor_warm_s=ind_warm)
+        rows.append(row)
+        print(f"{name:18} {row['eager_ms']:9.2f} {row['inductor_ms']:11.2f} {row['coil_ms']:8.2f} {row['speedup']:8.2f} "
+              f"{row['coil_bw'] * 100:7.0f}% {row['inductor_bw'] * 100:7.0f}% {coil_cold:11.2f} {coil_warm:11.3f} "
+              f"{ind_cold:10.2f} {ind_warm:10.2f}", flush=True)
+    if rows:
+        geo = statistics.geometric_mean([r["speedup"] for r in rows])
+        print(f"geometric mean of inductor/coil: {geo:.2f}")
+    if args.json:
+        with open(args.json, "w") as out:
+            json.dump(dict(copy_bandwidth=bw, rows=rows), out, indent=1)
+    shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
