@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # coil's main job, from a fresh machine: set up, build, then for every bundled example
 # graph: check it (with its input and expected-output tensors), compile it into fused
-# kernels (dumps under build/examples/<name>, with --explain printed), and run the
-# compiled kernels against PyTorch's outputs.
+# C++ kernels with an empty cache and again from the cache (dumps, graph.cpp and
+# graph.so under build/examples/<name>, --explain printed), and run the compiled graph
+# on the CPU against PyTorch's outputs, with its median time per call.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 
@@ -16,13 +17,17 @@ for dir in examples/*/; do
   echo
   echo "== $dir"
   name=$(basename "$dir")
+  cold_cache=$(mktemp -d)
   if "$coil" check "$dir/graph.py" --inputs "$dir/inputs.safetensors" --expect "$dir/expected.safetensors" &&
-     "$coil" compile "$dir/graph.py" --out "build/examples/$name" --explain &&
-     "$coil" run "$dir/graph.py" --inputs "$dir/inputs.safetensors" --expect "$dir/expected.safetensors"; then
+     COIL_CACHE_DIR=$cold_cache "$coil" compile "$dir/graph.py" --out "build/examples/$name" --explain &&
+     COIL_CACHE_DIR=$cold_cache "$coil" compile "$dir/graph.py" --out "build/examples/$name" &&
+     COIL_CACHE_DIR=$cold_cache "$coil" run "$dir/graph.py" --device cpu --bench 50 \
+       --inputs "$dir/inputs.safetensors" --expect "$dir/expected.safetensors"; then
     :
   else
     status=1
   fi
+  rm -rf "$cold_cache"
 done
 echo
 if [[ $status -eq 0 ]]; then echo "every example checked, compiled and matched"; else echo "some examples failed"; fi

@@ -9,6 +9,9 @@
 #include "runtime/compiler.h"
 #include "runtime/isa.h"
 #include "support/error.h"
+#include "support/options.h"
+
+#include <iostream>
 
 namespace coil {
 namespace {
@@ -52,6 +55,7 @@ CpuBuild build_cpu(const sched::Schedule &s) {
   o.vector_bytes = vector_bytes(isa);
   CpuBuild b;
   b.source = codegen::generate_cpp(s, o);
+  if (options::get_bool("debug")) std::cerr << "coil: generated C++ (" << isa_name(isa) << "):\n" << b.source << "\n";
   SharedObjectRequest r;
   r.source = b.source;
   r.name = "graph";

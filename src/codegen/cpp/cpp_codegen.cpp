@@ -59,6 +59,7 @@ class KernelEmitter {
     std::string sig = "static void " + k_.name + "(";
     for (size_t i = 0; i < params_.size(); ++i) sig += param_decl(params_[i]) + ", ";
     sig += "coil_rt::Error &err)";
+    w_.line("// " + layout());
     w_.open(sig);
     switch (k_.kind) {
       case ir::KernelKind::Pointwise: emit_pointwise(); break;
@@ -71,6 +72,23 @@ class KernelEmitter {
   }
 
  private:
+  // The dialect's decisions for this kernel, in words (DESIGN.md, decision 6).
+  std::string layout() const {
+    switch (k_.kind) {
+      case ir::KernelKind::Pointwise: return "layout: threads over the outer loops, SIMD over the innermost";
+      case ir::KernelKind::Reduction:
+        if (tile_over_last_kept_dim())
+          return "layout: rows in blocks of 64 lanes of " + var(VarId{int(k_.ranges.size()) - 1}) +
+                 " (neighbouring rows are contiguous), SIMD across the lanes";
+        if (numel(k_.ranges) == 1) return "layout: the reduced elements split across threads, partials combined in order";
+        return "layout: threads over rows, SIMD along each pass over a row";
+      case ir::KernelKind::Scan: return "layout: threads over rows, each scanned in order";
+      case ir::KernelKind::Scatter: return "layout: the copy, then the writes in order";
+      case ir::KernelKind::Extern: return "layout: a plain loop (coil was built without a library for this call)";
+    }
+    return "";
+  }
+
   // ---- parameters ------------------------------------------------------------------------
 
   void collect_params() {
@@ -450,7 +468,6 @@ class KernelEmitter {
     const int64_t block = 64;
     int n = int(k_.ranges.size());
     int64_t last = k_.ranges.back(), blocks = (last + block - 1) / block;
-    k_attrs_note_ = "tiled over " + std::to_string(block) + " lanes of " + var(VarId{n - 1});
     int64_t work = numel(k_.ranges) * std::max<int64_t>(numel(k_.reduction_ranges), 1) * body_work();
     push();
     Shape outer(k_.ranges.begin(), k_.ranges.end() - 1);
@@ -836,7 +853,6 @@ class KernelEmitter {
   std::map<BufferId, std::string> names_;
   std::vector<Scope> scopes_;
   int next_tmp_ = 0, next_acc_ = 0;
-  std::string k_attrs_note_;  // the layout chosen, for the kernel's comment
   int64_t lanes_ = 0;   // > 0: a reduction tiled over this many lanes of the last kept dim
   int row_scope_ = -1;  // the scope of one row (one block of rows when tiled)
 };
@@ -916,16 +932,20 @@ void emit_wrapper(const sched::Schedule &s, const Storage &st,
   emit_descriptors(p, w);
   w.line("static const int64_t kArenaBytes = " + std::to_string(s.memory.arena_bytes) + ";");
   w.line("");
-  w.line("// Arenas for concurrent calls: taken from the pool, allocated only when it is empty.");
-  w.line("static std::mutex arena_mutex;");
-  w.line("static std::vector<char *> arena_pool;");
+  w.line("// Arenas for concurrent calls: taken from the pool, allocated only when it is empty,");
+  w.line("// freed when the library is unloaded.");
+  w.open("static struct ArenaPool");
+  w.line("std::mutex mutex;");
+  w.line("std::vector<char *> free;");
+  w.line("~ArenaPool() { for (char *a : free) std::free(a); }");
+  w.close("} arena_pool;");
   w.open("static char *take_arena()");
   w.line("if (kArenaBytes == 0) return reinterpret_cast<char *>(64);  // never dereferenced");
   w.open("");
-  w.line("std::lock_guard<std::mutex> lock(arena_mutex);");
-  w.open("if (!arena_pool.empty())");
-  w.line("char *a = arena_pool.back();");
-  w.line("arena_pool.pop_back();");
+  w.line("std::lock_guard<std::mutex> lock(arena_pool.mutex);");
+  w.open("if (!arena_pool.free.empty())");
+  w.line("char *a = arena_pool.free.back();");
+  w.line("arena_pool.free.pop_back();");
   w.line("return a;");
   w.close();
   w.close();
@@ -933,8 +953,8 @@ void emit_wrapper(const sched::Schedule &s, const Storage &st,
   w.close();
   w.open("static void give_arena(char *a)");
   w.line("if (kArenaBytes == 0) return;");
-  w.line("std::lock_guard<std::mutex> lock(arena_mutex);");
-  w.line("arena_pool.push_back(a);");
+  w.line("std::lock_guard<std::mutex> lock(arena_pool.mutex);");
+  w.line("arena_pool.free.push_back(a);");
   w.close();
   w.line("");
   w.open("extern \"C\"");

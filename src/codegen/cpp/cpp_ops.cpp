@@ -1,6 +1,7 @@
 #include "codegen/cpp/cpp_ops.h"
 
 #include <cmath>
+#include <climits>
 #include <cstdio>
 
 #include "support/error.h"
@@ -58,9 +59,12 @@ std::string literal(double v, DType t) {
     return type == "float" ? s + "f" : s;
   }
   if (t == DType::Bool) return v != 0 ? "true" : "false";
-  std::snprintf(buf, sizeof buf, "%lld", (long long)v);
+  // As the reference converts: NaN is 0, out of range saturates to int64, then wraps to t.
+  long long i = std::isnan(v) ? 0 : v >= 9.2233720368547758e18 ? LLONG_MAX : v <= -9.2233720368547758e18 ? LLONG_MIN : (long long)v;
+  if (i == LLONG_MIN) return value_type(t) + "(std::numeric_limits<int64_t>::min())";
+  std::snprintf(buf, sizeof buf, "%lld", i);
   if (t == DType::I64) return std::string("int64_t(") + buf + "LL)";
-  return value_type(t) + "(" + buf + ")";
+  return value_type(t) + "(" + buf + "LL)";
 }
 
 namespace {
@@ -262,6 +266,8 @@ std::string cpp_op(Op op, DType in, DType out, const std::vector<std::string> &a
     return cpp_cast(cpp_op(op, DType::I64, DType::I64, wide), DType::I64, out);
   }
   if (ir::op_arity(op) == 1) return fl ? rounded(float_unary(op, a), out) : int_unary(op, a, out);
+  // pow(x, 2) -> x * x: exact, and no call.
+  if (fl && op == Op::Pow && args.at(1) == literal(2.0, in)) return rounded(a + " * " + a, out);
   if (fl) return rounded(float_binary(op, a, args.at(1)), out);
   if (op == Op::TrueDiv) return cpp_cast("double(" + a + ") / double(" + args.at(1) + ")", DType::F64, out);
   return int_binary(op, a, args.at(1), in);
