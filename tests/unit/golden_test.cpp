@@ -46,7 +46,8 @@ TEST_P(Golden, GeneratedCppIsUnchanged) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Seed, Golden, testing::Values("square", "sum", "relu_chain", "add_mul_add"));
+INSTANTIATE_TEST_SUITE_P(Seed, Golden, testing::Values("square", "sum", "relu_chain", "add_mul_add"),
+                         [](const auto &info) { return std::string(info.param); });
 
 }  // namespace
 }  // namespace coil

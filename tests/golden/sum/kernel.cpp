@@ -43,16 +43,20 @@ static const coil_tensor_desc outputs_desc[] = {
 };
 static const int64_t kArenaBytes = 0;
 
-// Arenas for concurrent calls: taken from the pool, allocated only when it is empty.
-static std::mutex arena_mutex;
-static std::vector<char *> arena_pool;
+// Arenas for concurrent calls: taken from the pool, allocated only when it is empty,
+// freed when the library is unloaded.
+static struct ArenaPool {
+  std::mutex mutex;
+  std::vector<char *> free;
+  ~ArenaPool() { for (char *a : free) std::free(a); }
+} arena_pool;
 static char *take_arena() {
   if (kArenaBytes == 0) return reinterpret_cast<char *>(64);  // never dereferenced
   {
-    std::lock_guard<std::mutex> lock(arena_mutex);
-    if (!arena_pool.empty()) {
-      char *a = arena_pool.back();
-      arena_pool.pop_back();
+    std::lock_guard<std::mutex> lock(arena_pool.mutex);
+    if (!arena_pool.free.empty()) {
+      char *a = arena_pool.free.back();
+      arena_pool.free.pop_back();
       return a;
     }
   }
@@ -60,8 +64,8 @@ static char *take_arena() {
 }
 static void give_arena(char *a) {
   if (kArenaBytes == 0) return;
-  std::lock_guard<std::mutex> lock(arena_mutex);
-  arena_pool.push_back(a);
+  std::lock_guard<std::mutex> lock(arena_pool.mutex);
+  arena_pool.free.push_back(a);
 }
 
 extern "C" {
