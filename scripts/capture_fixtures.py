@@ -1082,6 +1082,20 @@ op_case("log_softmax", [A._log_softmax.default], ("odd", "noncontig", "size1"))(
     _softmaxes(A._log_softmax.default))
 
 
+def _softmaxes_int(op):
+    """softmax.int / log_softmax.int, as torch.export keeps torch.softmax: with and without dtype."""
+    def build(dev):
+        def fn(x, x3, xh, xb):
+            return (op(x, -1), op(x, 0), op(x3, 1), op(x.t(), 1), op(xh, -1), op(xb, 0, torch.float32),
+                    op(x, -1, torch.float64))
+        return fn, [make([7, 13], f32, "wide"), make([2, 3, 5]), make([3, 5], f16), make([3, 5], bf16)]
+    return build
+
+
+op_case("softmax_int", [A.softmax.int], ("odd", "noncontig"))(_softmaxes_int(A.softmax.int))
+op_case("log_softmax_int", [A.log_softmax.int], ("odd", "noncontig"))(_softmaxes_int(A.log_softmax.int))
+
+
 @op_case("layer_norm", [A.native_layer_norm.default], ("odd", "noncontig"))
 def _layer_norm(dev):
     def fn(x, w, b, x3, w2, b2, xh, wh, bh, xd):

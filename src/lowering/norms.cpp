@@ -161,6 +161,8 @@ std::vector<TensorRef> batch_norm(Lowering &l, const Node &n) {
 void add_norm_lowerings(std::map<std::string, LowerFn, std::less<>> &t) {
   t["aten._softmax.default"] = [](Lowering &l, const Node &n) { return softmax(l, n, false); };
   t["aten._log_softmax.default"] = [](Lowering &l, const Node &n) { return softmax(l, n, true); };
+  t["aten.softmax.int"] = [](Lowering &l, const Node &n) { return softmax(l, n, false); };
+  t["aten.log_softmax.int"] = [](Lowering &l, const Node &n) { return softmax(l, n, true); };
   t["aten.native_layer_norm.default"] = layer_norm;
   t["aten._native_batch_norm_legit_no_training.default"] = batch_norm;
 }

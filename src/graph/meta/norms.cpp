@@ -40,6 +40,17 @@ void check_param_dtypes(const TensorType &x, const Params &params, bool mixed_al
 
 bool cpu(const TensorType &x) { return x.device.kind == Device::Kind::CPU; }
 
+/// softmax.int / log_softmax.int: _softmax of the input converted to `dtype` first.
+MetaFn softmax_int(std::string op) {
+  return [op](const MetaArgs &a) {
+    const TensorType &self = a.tensor("self");
+    DType t = a.optional_dtype("dtype").value_or(self.dtype);
+    check_floating(TensorType{t, self.sizes, self.strides, self.device}, op);
+    wrap_dim(a.integer("dim"), self.rank());
+    return std::vector<TensorType>{contiguous(t, self.sizes, self.device)};
+  };
+}
+
 /// _softmax / _log_softmax: a contiguous output. half_to_float turns an f16 input into
 /// an f32 output; PyTorch has it for f16 only, and only on CUDA.
 MetaFn softmax(std::string op) {
@@ -165,6 +176,8 @@ std::vector<TensorType> batch_norm_inference(const MetaArgs &a) {
 
 void register_norm_ops(Registry &r) {
   r.add("_softmax(Tensor self, int dim, bool half_to_float) -> Tensor", softmax("softmax"));
+  r.add("softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor", softmax_int("softmax"));
+  r.add("log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor", softmax_int("log_softmax"));
   r.add("_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor", softmax("log_softmax"));
   r.add("native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, "
         "float eps) -> (Tensor, Tensor, Tensor)",
