@@ -104,7 +104,9 @@ def export_graph(f, inputs, path):
 def coil_compile(graph, out_dir, cache_dir):
     env = dict(os.environ, COIL_CACHE_DIR=cache_dir)
     start = time.perf_counter()
-    subprocess.run([COIL, "compile", graph, "--out", out_dir], check=True, env=env, capture_output=True)
+    r = subprocess.run([COIL, "compile", graph, "--out", out_dir], env=env, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(r.stderr.strip())
     return time.perf_counter() - start
 
 
@@ -161,7 +163,11 @@ def main():
         os.makedirs(d)
         export_graph(f, inputs, os.path.join(d, "graph.py"))
         shutil.rmtree(cold_cache, ignore_errors=True)
-        coil_cold = coil_compile(os.path.join(d, "graph.py"), os.path.join(d, "out"), cold_cache)
+        try:
+            coil_cold = coil_compile(os.path.join(d, "graph.py"), os.path.join(d, "out"), cold_cache)
+        except RuntimeError as e:
+            print(f"{name:18} coil failed: {e}", flush=True)
+            continue
         coil_warm = coil_compile(os.path.join(d, "graph.py"), os.path.join(d, "out"), cold_cache)
         g = CoilGraph(os.path.join(d, "out", "graph.so"))
         g.bind(inputs)

@@ -1093,6 +1093,14 @@ def _softmaxes_int(op):
 
 
 op_case("softmax_int", [A.softmax.int], ("odd", "noncontig"))(_softmaxes_int(A.softmax.int))
+
+
+@op_case("layer_norm_default", [A.layer_norm.default], ("odd", "noncontig"))
+def _layer_norm_default(dev):
+    def fn(x, w, b, x3, xh, wh):
+        op = A.layer_norm.default
+        return (op(x, [13], w, b), op(x, [13]), op(x3, [3, 5], None, None, 1e-3), op(x.t(), [7]), op(xh, [5], wh, wh))
+    return fn, [make([7, 13]), make([13]), make([13]), make([2, 3, 5]), make([3, 5], f16), make([5], f16)]
 op_case("log_softmax_int", [A.log_softmax.int], ("odd", "noncontig"))(_softmaxes_int(A.log_softmax.int))
 
 

@@ -98,7 +98,7 @@ std::vector<TensorRef> softmax(Lowering &l, const Node &n, bool log) {
 
 // native_layer_norm: Welford over the normalized dims, then
 // out = (x - mean) * rsqrt(var + eps) * weight + bias, with mean and rstd as outputs.
-std::vector<TensorRef> layer_norm(Lowering &l, const Node &n) {
+std::vector<TensorRef> layer_norm(Lowering &l, const Node &n, bool with_stats) {
   const TensorRef &x = tensor_arg(l, n, "input");
   auto weight = optional_tensor(l, n, "weight"), bias = optional_tensor(l, n, "bias");
   double eps = n.args[4].as<double>();
@@ -122,6 +122,7 @@ std::vector<TensorRef> layer_norm(Lowering &l, const Node &n) {
     if (bias) v = b.binary(Op::Add, v, load_as(b, *bias, index, c), c);
     return v;
   });
+  if (!with_stats) return {y};
   TensorRef mean = l.pointwise(l.graph().type(n.outputs[1]), n.name + " mean",
                                [&](BodyBuilder &b, const std::vector<Expr> &index) { return load_stat(b, w[0], index); });
   TensorRef rstd = l.pointwise(l.graph().type(n.outputs[2]), n.name + " rstd", rstd_of);
@@ -163,7 +164,9 @@ void add_norm_lowerings(std::map<std::string, LowerFn, std::less<>> &t) {
   t["aten._log_softmax.default"] = [](Lowering &l, const Node &n) { return softmax(l, n, true); };
   t["aten.softmax.int"] = [](Lowering &l, const Node &n) { return softmax(l, n, false); };
   t["aten.log_softmax.int"] = [](Lowering &l, const Node &n) { return softmax(l, n, true); };
-  t["aten.native_layer_norm.default"] = layer_norm;
+  t["aten.native_layer_norm.default"] = [](Lowering &l, const Node &n) { return layer_norm(l, n, true); };
+  // layer_norm as torch.export keeps it: native_layer_norm's normalized output alone.
+  t["aten.layer_norm.default"] = [](Lowering &l, const Node &n) { return layer_norm(l, n, false); };
   t["aten._native_batch_norm_legit_no_training.default"] = batch_norm;
 }
 

@@ -75,7 +75,9 @@ class KernelEmitter {
   // The dialect's decisions for this kernel, in words (DESIGN.md, decision 6).
   std::string layout() const {
     switch (k_.kind) {
-      case ir::KernelKind::Pointwise: return "layout: threads over the outer loops, SIMD over the innermost";
+      case ir::KernelKind::Pointwise:
+        if (tile_last_two_dims()) return "layout: 32x32 tiles of the last two dims (a load walks them transposed), SIMD in a tile";
+        return "layout: threads over the outer loops, SIMD over the innermost";
       case ir::KernelKind::Reduction:
         if (tile_over_last_kept_dim())
           return "layout: rows in blocks of 64 lanes of " + var(VarId{int(k_.ranges.size()) - 1}) +
@@ -277,7 +279,47 @@ class KernelEmitter {
     return std::max<int64_t>(ops, 1);
   }
 
+  // Whether a load walks the last two dims the other way round from the store (x + y.t()):
+  // then both are cut into square tiles, so that the lines of both stay in cache.
+  bool tile_last_two_dims() const {
+    int n = int(k_.ranges.size());
+    if (n < 2 || k_.ranges[size_t(n - 1)] < 16 || k_.ranges[size_t(n - 2)] < 16) return false;
+    for (int m : k_.nodes)
+      for (const Instr &i : p_.nodes[size_t(m)].body.instrs) {
+        if (i.op != Op::Load || !i.indirect.empty() || contains(k_.internal, i.buffer)) continue;
+        ir::AccessFact last = ir::access_of(i.index, VarId{n - 1}, ranges_), prev = ir::access_of(i.index, VarId{n - 2}, ranges_);
+        if (last.kind != ir::Access::Contiguous && last.kind != ir::Access::Broadcast && prev.kind == ir::Access::Contiguous)
+          return true;
+      }
+    return false;
+  }
+
+  void emit_tiled_pointwise() {
+    const int64_t tile = 32;
+    int n = int(k_.ranges.size());
+    push();
+    std::vector<std::pair<std::string, int64_t>> loops;  // loop variable, trip count
+    for (int d = 0; d < n - 2; ++d)
+      if (k_.ranges[size_t(d)] > 1) loops.push_back({var(VarId{d}), k_.ranges[size_t(d)]});
+    for (int d = n - 2; d < n; ++d) loops.push_back({var(VarId{d}) + "t", (k_.ranges[size_t(d)] + tile - 1) / tile});
+    w_.line("#pragma omp parallel for collapse(" + std::to_string(loops.size()) + ") num_threads(coil_rt::threads_for(" +
+            std::to_string(numel(k_.ranges) * body_work()) + "))");
+    for (const auto &[x, count] : loops) w_.open("for (int64_t " + x + " = 0; " + x + " < " + std::to_string(count) + "; ++" + x + ")");
+    for (int d = n - 2; d < n; ++d) {
+      std::string x = var(VarId{d}), size = std::to_string(k_.ranges[size_t(d)]), start = x + "t * " + std::to_string(tile);
+      if (d == n - 1) w_.line("#pragma omp simd");
+      w_.open("for (int64_t " + x + " = " + start + "; " + x + " < std::min<int64_t>(" + size + ", " + start + " + " +
+              std::to_string(tile) + "); ++" + x + ")");
+    }
+    push();
+    for (int m : k_.nodes) emit_pointwise_member(p_.nodes[size_t(m)]);
+    pop();
+    close_loops(int(loops.size()) + 2);
+    pop();
+  }
+
   void emit_pointwise() {
+    if (tile_last_two_dims()) return emit_tiled_pointwise();
     push();
     int loops = open_loops(k_.ranges, 0, true, true, numel(k_.ranges) * body_work());
     if (loops == 0) w_.open("");
@@ -534,6 +576,88 @@ class KernelEmitter {
     pop();
   }
 
+  // A pass with a Welford reduction (mean and variance) has no OpenMP reduction form;
+  // it runs in kLanes lanes instead, each lane a Welford of its own over every kLanes-th
+  // element, merged at the end with Chan's formula: vectorized, and exact in double.
+  static constexpr int64_t kLanes = 16;
+
+  bool welford_in_lanes(const ir::Step &step) const {
+    if (k_.reduction_ranges.empty() || k_.reduction_ranges.back() < kLanes) return false;
+    bool welford = false;
+    for (int n : step.nodes) {
+      const Node &node = p_.nodes[size_t(n)];
+      if (node.kind != ir::NodeKind::Reduction) continue;
+      if (node.reduce_op == ir::ReduceOp::ArgMax || node.reduce_op == ir::ReduceOp::ArgMin) return false;
+      welford = welford || node.reduce_op == ir::ReduceOp::Welford;
+    }
+    return welford;
+  }
+
+  // into <- into merged with from (fields are expressions: lane or thread partials).
+  void merge(const Acc &into, const Acc &from) {
+    std::string T = value_type(into.in);
+    bool fl = is_floating(into.in);
+    switch (into.node->reduce_op) {
+      case ir::ReduceOp::Welford:
+        w_.line("{ const int64_t nb = " + from.c + "; if (nb > 0) { const double na = double(" + into.c +
+                "), n = na + double(nb), d = " + from.a + " - " + into.a + "; " + into.b + " = " + into.b + " + " + from.b +
+                " + d * d * na * double(nb) / n; " + into.a + " = " + into.a + " + d * double(nb) / n; " + into.c + " += nb; } }");
+        return;
+      case ir::ReduceOp::Sum: w_.line(into.a + " = " + (fl ? into.a + " + " + from.a : "coil_rt::add_w<" + T + ">(" + into.a + ", " + from.a + ")") + ";"); return;
+      case ir::ReduceOp::Prod: w_.line(into.a + " = " + (fl ? into.a + " * " + from.a : "coil_rt::mul_w<" + T + ">(" + into.a + ", " + from.a + ")") + ";"); return;
+      case ir::ReduceOp::Any: w_.line(into.a + " = " + into.a + " || " + from.a + ";"); return;
+      case ir::ReduceOp::All: w_.line(into.a + " = " + into.a + " && " + from.a + ";"); return;
+      case ir::ReduceOp::Max:
+      case ir::ReduceOp::Min: {
+        std::string cmp = into.node->reduce_op == ir::ReduceOp::Max ? " > " : " < ";
+        w_.line(into.a + " = " + from.a + cmp + into.a + " ? " + from.a + " : " + into.a + ";");
+        if (fl) w_.line(into.c + " = " + into.c + " || " + from.c + ";");
+        return;
+      }
+      case ir::ReduceOp::ArgMax:
+      case ir::ReduceOp::ArgMin: COIL_ASSERT(false, "argmax partials are not merged");
+    }
+  }
+
+  void emit_lane_step(const ir::Step &step) {
+    int n0 = int(k_.ranges.size()), last = n0 + int(k_.reduction_ranges.size()) - 1;
+    lanes_ = kLanes;
+    std::vector<Acc> lanes;
+    for (int n : step.nodes)
+      if (p_.nodes[size_t(n)].kind == ir::NodeKind::Reduction) lanes.push_back(start(p_.nodes[size_t(n)]));
+    lanes_ = 0;
+    Shape outer(k_.reduction_ranges.begin(), k_.reduction_ranges.end() - 1);
+    int opened = open_loops(outer, n0, false, false, 0);
+    std::string r = var(VarId{last}), size = std::to_string(k_.reduction_ranges.back());
+    w_.open("for (int64_t " + r + "b = 0; " + r + "b < " + size + "; " + r + "b += " + std::to_string(kLanes) + ")");
+    w_.line("const int64_t lanes = std::min<int64_t>(" + std::to_string(kLanes) + ", " + size + " - " + r + "b);");
+    w_.line("#pragma omp simd");
+    w_.open("for (int64_t l = 0; l < lanes; ++l)");
+    w_.line("const int64_t " + r + " = " + r + "b + l;");
+    push();
+    size_t next = 0;
+    for (int n : step.nodes) {
+      const Node &node = p_.nodes[size_t(n)];
+      if (node.kind != ir::NodeKind::Reduction) {
+        emit_pointwise_member(node);
+        continue;
+      }
+      auto v = emit_body(node.body);
+      accumulate(lanes[next++], v[size_t(node.body.results[0])]);
+    }
+    pop();
+    w_.close();
+    w_.close();
+    close_loops(opened);
+    std::vector<Acc> total;
+    for (int n : step.nodes)
+      if (p_.nodes[size_t(n)].kind == ir::NodeKind::Reduction) total.push_back(start(p_.nodes[size_t(n)]));
+    w_.open("for (int64_t l = 0; l < " + std::to_string(kLanes) + "; ++l)");
+    for (size_t i = 0; i < total.size(); ++i) merge(total[i], lanes[i]);
+    w_.close();
+    for (const Acc &acc : total) finish(acc);
+  }
+
   void emit_reduction() {
     if (tile_over_last_kept_dim()) return emit_tiled_reduction();
     push();
@@ -548,6 +672,10 @@ class KernelEmitter {
       }
       if (outer == 0 && split_across_threads(step)) {
         emit_split_step(step, work);
+        continue;
+      }
+      if (welford_in_lanes(step)) {
+        emit_lane_step(step);
         continue;
       }
       std::vector<Acc> accs;
@@ -591,27 +719,6 @@ class KernelEmitter {
     }
     return !probe.empty() && simd_clauses(probe).has_value() && !k_.reduction_ranges.empty() &&
            k_.reduction_ranges[0] > 1;
-  }
-
-  void combine(const Acc &into, const Acc &part, const std::string &t) {
-    std::string T = value_type(into.in), x = part.a + "_part[" + t + "]";
-    bool fl = is_floating(into.in);
-    switch (into.node->reduce_op) {
-      case ir::ReduceOp::Sum: w_.line(into.a + " = " + (fl ? into.a + " + " + x : "coil_rt::add_w<" + T + ">(" + into.a + ", " + x + ")") + ";"); return;
-      case ir::ReduceOp::Prod: w_.line(into.a + " = " + (fl ? into.a + " * " + x : "coil_rt::mul_w<" + T + ">(" + into.a + ", " + x + ")") + ";"); return;
-      case ir::ReduceOp::Any: w_.line(into.a + " = " + into.a + " || " + x + ";"); return;
-      case ir::ReduceOp::All: w_.line(into.a + " = " + into.a + " && " + x + ";"); return;
-      case ir::ReduceOp::Max:
-      case ir::ReduceOp::Min: {
-        std::string cmp = into.node->reduce_op == ir::ReduceOp::Max ? " > " : " < ";
-        w_.line(into.a + " = " + x + cmp + into.a + " ? " + x + " : " + into.a + ";");
-        if (fl) w_.line(into.c + " = " + into.c + " || " + part.c + "_part[" + t + "];");
-        return;
-      }
-      case ir::ReduceOp::ArgMax:
-      case ir::ReduceOp::ArgMin:
-      case ir::ReduceOp::Welford: COIL_ASSERT(false, "no split for ", ir::reduce_op_name(into.node->reduce_op));
-    }
   }
 
   void emit_split_step(const ir::Step &step, int64_t work) {
@@ -669,8 +776,9 @@ class KernelEmitter {
     w_.open("for (int t = 0; t < " + nt + "; ++t)");
     for (size_t i = 0; i < total.size(); ++i) {
       Acc part = accs[i];
-      part.c = part.a + "_n";  // the partial NaN flags are <acc>_n_part
-      combine(total[i], part, "t");
+      part.a = accs[i].a + "_part[t]";
+      part.c = accs[i].a + "_n_part[t]";
+      merge(total[i], part);
     }
     w_.close();
     for (const Acc &acc : total) finish(acc);

@@ -179,6 +179,9 @@ void register_norm_ops(Registry &r) {
   r.add("softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor", softmax_int("softmax"));
   r.add("log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor", softmax_int("log_softmax"));
   r.add("_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor", softmax("log_softmax"));
+  r.add("layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, Tensor? bias=None, "
+        "float eps=1e-05, bool cudnn_enable=True) -> Tensor",
+        [](const MetaArgs &a) { return std::vector<TensorType>{layer_norm(a)[0]}; });
   r.add("native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, "
         "float eps) -> (Tensor, Tensor, Tensor)",
         layer_norm);
