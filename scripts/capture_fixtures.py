@@ -1095,6 +1095,14 @@ def _softmaxes_int(op):
 op_case("softmax_int", [A.softmax.int], ("odd", "noncontig"))(_softmaxes_int(A.softmax.int))
 
 
+@op_case("var_mean_dim", [A.var_mean.dim, A.var.dim], ("odd", "noncontig"))
+def _var_mean_dim(dev):
+    def fn(x, x3, xd):
+        return (*A.var_mean.dim(x, [1]), *A.var_mean.dim(x, [0], False, True), A.var.dim(x3, [0, 2]),
+                A.var.dim(x.t(), [1], False), *A.var_mean.dim(xd, [-1]))
+    return fn, [make([7, 13]), make([2, 3, 5]), make([3, 5], f64)]
+
+
 @op_case("layer_norm_default", [A.layer_norm.default], ("odd", "noncontig"))
 def _layer_norm_default(dev):
     def fn(x, w, b, x3, xh, wh):

@@ -115,6 +115,7 @@ int variance(BodyBuilder &b, int m2, int count, double correction, DType c) {
 }
 
 double correction_of(const Node &n) {
+  if (n.op->schema.find_arg("unbiased") >= 0) return arg(n, "unbiased").as<bool>() ? 1 : 0;
   const Arg &a = arg(n, "correction");
   if (a.is_none()) return 1;
   return a.is<double>() ? a.as<double>() : double(a.as<int64_t>());
@@ -196,6 +197,8 @@ void add_reduction_lowerings(std::map<std::string, LowerFn, std::less<>> &t) {
   t["aten.mean.default"] = mean;
   t["aten.var.correction"] = [](Lowering &l, const Node &n) { return var_mean(l, n, false); };
   t["aten.var_mean.correction"] = [](Lowering &l, const Node &n) { return var_mean(l, n, true); };
+  t["aten.var.dim"] = [](Lowering &l, const Node &n) { return var_mean(l, n, false); };
+  t["aten.var_mean.dim"] = [](Lowering &l, const Node &n) { return var_mean(l, n, true); };
   t["aten.max.dim"] = value_and_index(ReduceOp::Max, ReduceOp::ArgMax);
   t["aten.min.dim"] = value_and_index(ReduceOp::Min, ReduceOp::ArgMin);
   t["aten.argmax.default"] = arg_reduction(ReduceOp::ArgMax);

@@ -204,6 +204,15 @@ class KernelEmitter {
           for (int a = 0; a < ir::op_arity(i.op); ++a) args.push_back(v[size_t(i.args[size_t(a)])]);
           DType in = i.op == Op::Where ? i.dtype : body.at(i.args[0]).dtype;
           rhs = cpp_op(i.op, in, i.dtype, args);
+          if (rhs == args[0]) {  // a cast that changes nothing in C++
+            v[k] = rhs;
+            continue;
+          }
+          if (i.op == Op::Cast && (i.dtype == DType::BF16 || i.dtype == DType::F16) && in == DType::F32) {
+            v[k] = def(type, rhs);
+            rounded_from_[v[k]] = args[0];  // a store converts the unrounded value once
+            continue;
+          }
         }
       }
       v[k] = def(type, rhs);
@@ -225,7 +234,10 @@ class KernelEmitter {
       scopes_.back().forwarded[forward_key(out, at)] = value;
     }
     if (contains(k_.internal, out)) return;
-    w_.line(names_.at(out) + "[" + index(at) + "] = " + to_storage(value, t) + ";");
+    // f32_to_bf16(round_bf16(x)) is f32_to_bf16(x).
+    auto unrounded = rounded_from_.find(value);
+    std::string stored = unrounded != rounded_from_.end() && (t == DType::BF16 || t == DType::F16) ? unrounded->second : value;
+    w_.line(names_.at(out) + "[" + index(at) + "] = " + to_storage(stored, t) + ";");
   }
 
   void emit_pointwise_member(const Node &n) {
@@ -337,6 +349,7 @@ class KernelEmitter {
     const Node *node;
     std::string a, b, c;  // value (or mean); index (or m2); NaN flag (or count)
     DType in;
+    std::string shift;    // Welford as shifted sums: the row's first element
   };
 
   Acc start(const Node &n) {
@@ -353,7 +366,7 @@ class KernelEmitter {
       case ir::ReduceOp::Max:
       case ir::ReduceOp::Min:
         vars = {{T, base, n.reduce_op == ir::ReduceOp::Max ? lowest : highest}};
-        if (fl) vars.push_back({"bool", base + "_n", "false"});  // a NaN was seen: the result is NaN
+        if (fl) vars.push_back({"int", base + "_n", "0"});  // a NaN was seen: the result is NaN
         break;
       case ir::ReduceOp::Any: vars = {{"bool", base, "false"}}; break;
       case ir::ReduceOp::All: vars = {{"bool", base, "true"}}; break;
@@ -388,7 +401,7 @@ class KernelEmitter {
         // max/min without NaN, and NaN on the side: both are reductions OpenMP vectorizes.
         std::string cmp = acc.node->reduce_op == ir::ReduceOp::Max ? " > " : " < ";
         w_.line(acc.a + " = " + x + cmp + acc.a + " ? " + x + " : " + acc.a + ";");
-        if (fl) w_.line(acc.c + " = " + acc.c + " || " + x + " != " + x + ";");
+        if (fl) w_.line(acc.c + " = " + acc.c + " | int(" + x + " != " + x + ");");
         return;
       }
       case ir::ReduceOp::Any: w_.line(acc.a + " = " + acc.a + " || " + "(" + x + " != 0);"); return;
@@ -404,10 +417,39 @@ class KernelEmitter {
         return;
       }
       case ir::ReduceOp::Welford:
+        if (!acc.shift.empty()) {
+          // Sums of (x - K) and (x - K)^2 in double, K the row's first element: plain
+          // sums vectorize, and with K within the data's spread nothing cancels.
+          w_.line("{ const double d_ = double(" + x + ") - " + acc.shift + "; " + acc.a + " += d_; " + acc.b + " += d_ * d_; ++" +
+                  acc.c + "; }");
+          return;
+        }
         w_.line("{ double x_ = double(" + x + "); ++" + acc.c + "; double d_ = x_ - " + acc.a + "; " + acc.a +
                 " += d_ / double(" + acc.c + "); " + acc.b + " += d_ * (x_ - " + acc.a + "); }");
         return;
     }
+  }
+
+  // The shift of a Welford reduction of `step`: its value at the row's first element.
+  std::string emit_shift(const ir::Step &step, const Node &welford, const std::string &name) {
+    w_.line("double " + name + " = 0;");
+    if (numel(k_.reduction_ranges) == 0) return name;
+    w_.open("");
+    for (size_t d = 0; d < k_.reduction_ranges.size(); ++d)
+      w_.line("const int64_t " + var(VarId{int(k_.ranges.size() + d)}) + " = 0;");
+    push();
+    for (int n : step.nodes) {
+      const Node &node = p_.nodes[size_t(n)];
+      if (&node == &welford) {
+        auto v = emit_body(node.body);
+        w_.line(name + " = double(" + v[size_t(node.body.results[0])] + ");");
+        break;
+      }
+      if (node.kind != ir::NodeKind::Reduction) emit_pointwise_member(node);
+    }
+    pop();
+    w_.close();
+    return name;
   }
 
   // The position of the current inner point among the reduced elements, row-major.
@@ -425,6 +467,16 @@ class KernelEmitter {
       case ir::ReduceOp::ArgMax:
       case ir::ReduceOp::ArgMin: store(n, n.outputs[0], acc.b, DType::I64); return;
       case ir::ReduceOp::Welford:
+        if (!acc.shift.empty()) {
+          std::string count = "double(" + acc.c + ")";
+          store(n, n.outputs[0],
+                def("double", acc.c + " ? " + acc.shift + " + " + acc.a + " / " + count + " : std::numeric_limits<double>::quiet_NaN()"),
+                DType::F64);
+          store(n, n.outputs[1], def("double", acc.c + " ? std::max(0.0, " + acc.b + " - " + acc.a + " * " + acc.a + " / " + count + ") : 0.0"),
+                DType::F64);
+          store(n, n.outputs[2], def("double", count), DType::F64);
+          return;
+        }
         store(n, n.outputs[0], def("double", acc.c + " ? " + acc.a + " : std::numeric_limits<double>::quiet_NaN()"), DType::F64);
         store(n, n.outputs[1], acc.b, DType::F64);
         store(n, n.outputs[2], def("double", "double(" + acc.c + ")"), DType::F64);
@@ -461,11 +513,14 @@ class KernelEmitter {
         case ir::ReduceOp::Max:
         case ir::ReduceOp::Min:
           out += std::string(" reduction(") + (acc.node->reduce_op == ir::ReduceOp::Max ? "max:" : "min:") + acc.a + ")";
-          if (fl) out += " reduction(||:" + acc.c + ")";
+          if (fl) out += " reduction(|:" + acc.c + ")";
+          break;
+        case ir::ReduceOp::Welford:
+          if (acc.shift.empty()) return std::nullopt;
+          out += " reduction(+:" + acc.a + ") reduction(+:" + acc.b + ") reduction(+:" + acc.c + ")";
           break;
         case ir::ReduceOp::ArgMax:
-        case ir::ReduceOp::ArgMin:
-        case ir::ReduceOp::Welford: return std::nullopt;
+        case ir::ReduceOp::ArgMin: return std::nullopt;
       }
     }
     return out;
@@ -576,23 +631,6 @@ class KernelEmitter {
     pop();
   }
 
-  // A pass with a Welford reduction (mean and variance) has no OpenMP reduction form;
-  // it runs in kLanes lanes instead, each lane a Welford of its own over every kLanes-th
-  // element, merged at the end with Chan's formula: vectorized, and exact in double.
-  static constexpr int64_t kLanes = 16;
-
-  bool welford_in_lanes(const ir::Step &step) const {
-    if (k_.reduction_ranges.empty() || k_.reduction_ranges.back() < kLanes) return false;
-    bool welford = false;
-    for (int n : step.nodes) {
-      const Node &node = p_.nodes[size_t(n)];
-      if (node.kind != ir::NodeKind::Reduction) continue;
-      if (node.reduce_op == ir::ReduceOp::ArgMax || node.reduce_op == ir::ReduceOp::ArgMin) return false;
-      welford = welford || node.reduce_op == ir::ReduceOp::Welford;
-    }
-    return welford;
-  }
-
   // into <- into merged with from (fields are expressions: lane or thread partials).
   void merge(const Acc &into, const Acc &from) {
     std::string T = value_type(into.in);
@@ -611,51 +649,12 @@ class KernelEmitter {
       case ir::ReduceOp::Min: {
         std::string cmp = into.node->reduce_op == ir::ReduceOp::Max ? " > " : " < ";
         w_.line(into.a + " = " + from.a + cmp + into.a + " ? " + from.a + " : " + into.a + ";");
-        if (fl) w_.line(into.c + " = " + into.c + " || " + from.c + ";");
+        if (fl) w_.line(into.c + " = " + into.c + " | " + from.c + ";");
         return;
       }
       case ir::ReduceOp::ArgMax:
       case ir::ReduceOp::ArgMin: COIL_ASSERT(false, "argmax partials are not merged");
     }
-  }
-
-  void emit_lane_step(const ir::Step &step) {
-    int n0 = int(k_.ranges.size()), last = n0 + int(k_.reduction_ranges.size()) - 1;
-    lanes_ = kLanes;
-    std::vector<Acc> lanes;
-    for (int n : step.nodes)
-      if (p_.nodes[size_t(n)].kind == ir::NodeKind::Reduction) lanes.push_back(start(p_.nodes[size_t(n)]));
-    lanes_ = 0;
-    Shape outer(k_.reduction_ranges.begin(), k_.reduction_ranges.end() - 1);
-    int opened = open_loops(outer, n0, false, false, 0);
-    std::string r = var(VarId{last}), size = std::to_string(k_.reduction_ranges.back());
-    w_.open("for (int64_t " + r + "b = 0; " + r + "b < " + size + "; " + r + "b += " + std::to_string(kLanes) + ")");
-    w_.line("const int64_t lanes = std::min<int64_t>(" + std::to_string(kLanes) + ", " + size + " - " + r + "b);");
-    w_.line("#pragma omp simd");
-    w_.open("for (int64_t l = 0; l < lanes; ++l)");
-    w_.line("const int64_t " + r + " = " + r + "b + l;");
-    push();
-    size_t next = 0;
-    for (int n : step.nodes) {
-      const Node &node = p_.nodes[size_t(n)];
-      if (node.kind != ir::NodeKind::Reduction) {
-        emit_pointwise_member(node);
-        continue;
-      }
-      auto v = emit_body(node.body);
-      accumulate(lanes[next++], v[size_t(node.body.results[0])]);
-    }
-    pop();
-    w_.close();
-    w_.close();
-    close_loops(opened);
-    std::vector<Acc> total;
-    for (int n : step.nodes)
-      if (p_.nodes[size_t(n)].kind == ir::NodeKind::Reduction) total.push_back(start(p_.nodes[size_t(n)]));
-    w_.open("for (int64_t l = 0; l < " + std::to_string(kLanes) + "; ++l)");
-    for (size_t i = 0; i < total.size(); ++i) merge(total[i], lanes[i]);
-    w_.close();
-    for (const Acc &acc : total) finish(acc);
   }
 
   void emit_reduction() {
@@ -674,13 +673,11 @@ class KernelEmitter {
         emit_split_step(step, work);
         continue;
       }
-      if (welford_in_lanes(step)) {
-        emit_lane_step(step);
-        continue;
-      }
       std::vector<Acc> accs;
       for (int n : step.nodes)
         if (p_.nodes[size_t(n)].kind == ir::NodeKind::Reduction) accs.push_back(start(p_.nodes[size_t(n)]));
+      for (Acc &acc : accs)
+        if (acc.node->reduce_op == ir::ReduceOp::Welford) acc.shift = emit_shift(step, *acc.node, acc.a + "_k");
       auto clauses = simd_clauses(accs);
       int inner = open_loops(k_.reduction_ranges, int(k_.ranges.size()), false, clauses.has_value(), 0, clauses.value_or(""));
       if (inner == 0) w_.open("");
@@ -717,7 +714,8 @@ class KernelEmitter {
       if (node.kind != ir::NodeKind::Reduction) continue;
       probe.push_back(Acc{&node, "a", "b", "c", node.body.at(node.body.results[0]).dtype});
     }
-    return !probe.empty() && simd_clauses(probe).has_value() && !k_.reduction_ranges.empty() &&
+    bool welford = std::any_of(probe.begin(), probe.end(), [](const Acc &a) { return a.node->reduce_op == ir::ReduceOp::Welford; });
+    return !probe.empty() && !welford && simd_clauses(probe).has_value() && !k_.reduction_ranges.empty() &&
            k_.reduction_ranges[0] > 1;
   }
 
@@ -735,7 +733,7 @@ class KernelEmitter {
       std::string T = reductions[i]->reduce_op == ir::ReduceOp::Any || reductions[i]->reduce_op == ir::ReduceOp::All ? "char" : value_type(in);
       w_.line(T + " " + a + "_part[coil_rt::kMaxThreads];");
       if (is_floating(in) && (reductions[i]->reduce_op == ir::ReduceOp::Max || reductions[i]->reduce_op == ir::ReduceOp::Min))
-        w_.line("char " + a + "_n_part[coil_rt::kMaxThreads];");
+        w_.line("int " + a + "_n_part[coil_rt::kMaxThreads];");
     }
     w_.line("#pragma omp parallel for schedule(static, 1) num_threads(" + nt + ")");
     w_.open("for (int t = 0; t < " + nt + "; ++t)");
@@ -961,6 +959,7 @@ class KernelEmitter {
   std::map<BufferId, std::string> names_;
   std::vector<Scope> scopes_;
   int next_tmp_ = 0, next_acc_ = 0;
+  std::map<std::string, std::string> rounded_from_;  // tmp = round_bf16/f16(source): tmp -> source
   int64_t lanes_ = 0;   // > 0: a reduction tiled over this many lanes of the last kept dim
   int row_scope_ = -1;  // the scope of one row (one block of rows when tiled)
 };

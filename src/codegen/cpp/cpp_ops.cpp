@@ -216,6 +216,8 @@ std::string cpp_index(const ir::Expr &index, const std::function<std::string(ir:
 std::string cpp_cast(const std::string &v, DType from, DType to) {
   if (from == to) return v;
   bool ff = is_floating(from), ft = is_floating(to);
+  // bf16 and f16 values are floats already rounded: widening them is no work.
+  if (low_precision(from) && to == DType::F32) return v;
   if (ff && ft) {
     if (low_precision(to)) return rounded(from == DType::F64 ? "float(" + v + ")" : v, to);
     return value_type(to) + "(" + v + ")";

@@ -194,6 +194,10 @@ void register_reduction_ops(Registry &r) {
   r.add("var_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) "
         "-> (Tensor, Tensor)",
         variance("var_mean", 2));
+  // The forms torch.export keeps for torch.var_mean(x, dim): unbiased is correction 1 or 0.
+  r.add("var.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor", variance("var", 1));
+  r.add("var_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)",
+        variance("var_mean", 2));
 }
 
 }  // namespace coil
