@@ -63,7 +63,14 @@ int run_compile(const std::vector<std::string> &args) {
   std::filesystem::copy_file(build.so_path, dir / "graph.so.tmp", std::filesystem::copy_options::overwrite_existing);
   std::filesystem::rename(dir / "graph.so.tmp", dir / "graph.so");
   write_file(dir / "stats.json", stats_json(c));
-  if (explain) std::cout << sched::explain(c.schedule);
+  if (explain) {
+    std::cout << sched::explain(c.schedule);
+    // Which library runs each extern call: a decision of the C++ dialect, not the scheduler.
+    for (const ir::Kernel &k : c.schedule.ir.kernels)
+      if (k.kind == ir::KernelKind::Extern)
+        std::cout << k.name << " (" << ir::extern_op_name(c.schedule.ir.program.nodes[size_t(k.nodes[0])].extern_op)
+                  << ") runs as a plain loop kernel: this build of coil has no oneDNN\n";
+  }
   int kernels = 0, externs = 0;
   for (const ir::Kernel &k : c.schedule.ir.kernels) (k.kind == ir::KernelKind::Extern ? externs : kernels)++;
   std::cerr << file << ": " << kernels << (kernels == 1 ? " kernel, " : " kernels, ") << externs << " extern "

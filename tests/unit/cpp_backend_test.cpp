@@ -130,5 +130,51 @@ TEST(CpuArtifact, IntegerDivisionByZeroIsAnError) {
   EXPECT_EQ(m.run({{"a", a}, {"b", b}})[0].ptr<int64_t>()[0], -4);
 }
 
+// var_mean of 2^20 values of mean 1e4 and spread 1, where a float Welford or a naive sum
+// of squares loses the variance: within 1e-5 relative of float64.
+TEST(CpuReductions, VarianceOfLargeOffsetData) {
+  const int64_t n = int64_t(1) << 20;
+  Graph g = frontend::parse_graph(R"(class GraphModule(torch.nn.Module):
+    def forward(self, x: "f32[1048576][1]cpu"):
+        var_mean = torch.ops.aten.var_mean.correction(x, [0], correction = 0)
+        getitem: "f32[][]cpu" = var_mean[0]
+        getitem_1: "f32[][]cpu" = var_mean[1]
+        return (getitem, getitem_1)
+)",
+                                  "test.py");
+  HostTensor x = HostTensor::zeros(DType::F32, {n});
+  uint64_t state = 12345;
+  double sum = 0, sq = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    float v = 1e4f + float(double(state >> 11) / double(1ULL << 53) * 2 - 1);
+    x.ptr<float>()[i] = v;
+    sum += v;
+  }
+  double mean = sum / double(n);
+  for (int64_t i = 0; i < n; ++i) sq += (x.ptr<float>()[i] - mean) * (x.ptr<float>()[i] - mean);
+  double var = sq / double(n);
+  Compilation c = compile_graph(g, sched::ScheduleOptions{});
+  auto out = CpuModule(build_cpu(c.schedule).so_path).run({{"x", x}});
+  EXPECT_NEAR(out[0].ptr<float>()[0], var, 1e-5 * var);
+  EXPECT_NEAR(out[1].ptr<float>()[0], mean, 1e-6 * mean);
+}
+
+// The same sum twice gives the same bits: threads combine partials in a fixed order.
+TEST(CpuReductions, SumOverEverythingIsDeterministic) {
+  Graph g = frontend::parse_graph(R"(class GraphModule(torch.nn.Module):
+    def forward(self, x: "f32[1000003][1]cpu"):
+        sum_1: "f32[][]cpu" = torch.ops.aten.sum.default(x)
+        return (sum_1,)
+)",
+                                  "test.py");
+  HostTensor x = HostTensor::zeros(DType::F32, {1000003});
+  for (int64_t i = 0; i < 1000003; ++i) x.ptr<float>()[i] = float((i * 7919) % 1000) / 7.0f - 60.0f;
+  Compilation c = compile_graph(g, sched::ScheduleOptions{});
+  CpuModule m(build_cpu(c.schedule).so_path);
+  float first = m.run({{"x", x}})[0].ptr<float>()[0];
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(m.run({{"x", x}})[0].ptr<float>()[0], first);
+}
+
 }  // namespace
 }  // namespace coil
