@@ -16,19 +16,10 @@ namespace {
 // Writes `text` to dir/name through a temporary file, so a dump is whole or absent.
 void dump(const std::string &dir, const std::string &name, const std::string &text) {
   if (dir.empty()) return;
-  std::filesystem::path path = std::filesystem::path(dir) / name;
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) throw UserError(str_cat("cannot create the trace directory ", dir, ": ", ec.message()));
-  std::filesystem::path tmp = path;
-  tmp += ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    out << text;
-    if (!out) throw UserError(str_cat("cannot write ", tmp.string()));
-  }
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) throw UserError(str_cat("cannot write ", path.string(), ": ", ec.message()));
+  write_file_atomically(std::filesystem::path(dir) / name, text);
 }
 
 std::string with_log(const std::string &graph_text, const passes::PassLog &log) {
@@ -38,6 +29,19 @@ std::string with_log(const std::string &graph_text, const passes::PassLog &log) 
 }
 
 }  // namespace
+
+void write_file_atomically(const std::filesystem::path &path, const std::string &text) {
+  std::filesystem::path tmp = path;
+  tmp += ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    out << text;
+    if (!out) throw UserError(str_cat("cannot write ", tmp.string()));
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) throw UserError(str_cat("cannot write ", path.string(), ": ", ec.message()));
+}
 
 Compilation compile_graph(Graph g, const sched::ScheduleOptions &o, const std::string &trace_dir) {
   Compilation c;

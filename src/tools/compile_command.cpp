@@ -11,21 +11,6 @@
 #include "support/options.h"
 
 namespace coil::tools {
-namespace {
-
-// Writes through a temporary file, so that a file is whole or absent.
-void write_file(const std::filesystem::path &path, const std::string &text) {
-  std::filesystem::path tmp = path;
-  tmp += ".tmp";
-  {
-    std::ofstream os(tmp, std::ios::binary);
-    os << text;
-    if (!os) throw UserError(str_cat("cannot write ", path.string()));
-  }
-  std::filesystem::rename(tmp, path);
-}
-
-}  // namespace
 
 int run_compile(const std::vector<std::string> &args) {
   std::string file, out, device = "cpu";
@@ -59,10 +44,10 @@ int run_compile(const std::vector<std::string> &args) {
   Compilation c = compile_graph(std::move(g), sched::ScheduleOptions::from_registry(), out);
   CpuBuild build = build_cpu(c.schedule);
   std::filesystem::path dir(out);
-  write_file(dir / "graph.cpp", build.source);
+  write_file_atomically(dir / "graph.cpp", build.source);
   std::filesystem::copy_file(build.so_path, dir / "graph.so.tmp", std::filesystem::copy_options::overwrite_existing);
   std::filesystem::rename(dir / "graph.so.tmp", dir / "graph.so");
-  write_file(dir / "stats.json", stats_json(c));
+  write_file_atomically(dir / "stats.json", stats_json(c));
   if (explain) {
     std::cout << sched::explain(c.schedule);
     // Which library runs each extern call: a decision of the C++ dialect, not the scheduler.
