@@ -1,0 +1,35 @@
+// The wrapper of a generated translation unit: where each buffer lives at run time, the
+// tensor descriptors and the entry points of coil/artifact.h (runtime/include/coil).
+#pragma once
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "codegen/common/writer.h"
+#include "scheduler/scheduler.h"
+
+namespace coil::codegen {
+
+int64_t numel(const Shape &s);
+/// Elements a strided allocation spans: 1 + the largest offset (0 when empty).
+int64_t extent(const TensorType &t, int64_t offset = 0);
+bool contains(const std::vector<ir::BufferId> &v, ir::BufferId b);
+
+/// Where each buffer lives at run time, as the wrapper names it.
+struct Storage {
+  std::map<ir::BufferId, std::string> where;  // C++ expression of the buffer's base pointer (char*)
+  std::map<ir::BufferId, std::string> key;    // equal keys: the same memory (in-place reuse)
+};
+
+
+/// Inputs from the caller, outputs the caller owns, intermediates in the arena.
+Storage place_buffers(const sched::Schedule &s);
+
+/// Descriptors, the arena pool and the C entry points, calling each kernel with the
+/// buffers of `calls` in order.
+void emit_wrapper(const sched::Schedule &s, const Storage &st,
+                  const std::vector<std::pair<std::string, std::vector<ir::BufferId>>> &calls, Writer &w);
+
+}  // namespace coil::codegen
