@@ -67,6 +67,15 @@ int64_t checked_numel(const Shape &sizes) {
   return n;
 }
 
+int64_t storage_extent(const TensorType &t, int64_t offset) {
+  int64_t last = offset;
+  for (size_t d = 0; d < t.sizes.size(); ++d) {
+    if (t.sizes[d] == 0) return 0;
+    last += (t.sizes[d] - 1) * t.strides[d];
+  }
+  return last + 1;
+}
+
 int64_t wrap_dim(int64_t dim, int64_t rank) {
   int64_t r = rank == 0 ? 1 : rank;
   COIL_USER_CHECK(dim >= -r && dim < r, "dim ", dim, " is out of range for a tensor of rank ", rank,

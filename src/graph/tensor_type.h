@@ -45,6 +45,10 @@ Shape contiguous_strides(const Shape &sizes);
 /// Product of sizes; a UserError when it overflows int64.
 int64_t checked_numel(const Shape &sizes);
 
+/// Elements a strided allocation of `t` spans when element 0 is `offset` elements in:
+/// 1 + the largest offset, 0 for an empty tensor.
+int64_t storage_extent(const TensorType &t, int64_t offset = 0);
+
 /// Wraps a possibly negative dim into [0, rank); a UserError naming the range otherwise.
 /// A rank-0 tensor accepts dims -1 and 0, as PyTorch does.
 int64_t wrap_dim(int64_t dim, int64_t rank);

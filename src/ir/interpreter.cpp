@@ -26,16 +26,6 @@ struct Storage {
   std::vector<Stamp> stamps;
 };
 
-/// The number of elements a strided allocation spans: 1 + the largest offset.
-int64_t extent(const TensorType &t) {
-  int64_t last = 0;
-  for (size_t d = 0; d < t.sizes.size(); ++d) {
-    if (t.sizes[d] == 0) return 0;
-    last += (t.sizes[d] - 1) * t.strides[d];
-  }
-  return last + 1;
-}
-
 Scalar read_host(const HostTensor &t, int64_t i) {
   switch (t.dtype) {
     case DType::F64: return {t.ptr<double>()[i], 0};
@@ -136,7 +126,7 @@ class Interpreter {
     const Buffer &buf = p_.buffer(b);
     Storage &s = storage_[size_t(b)];
     s.dtype = buf.type.dtype;
-    s.elems.assign(size_t(extent(buf.type)), Scalar{});
+    s.elems.assign(size_t(storage_extent(buf.type)), Scalar{});
     return s;
   }
 

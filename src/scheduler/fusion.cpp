@@ -35,8 +35,6 @@ using ir::KernelKind;
 using ir::Node;
 using ir::NodeKind;
 
-int64_t numel(const Shape &s) { return std::accumulate(s.begin(), s.end(), int64_t(1), std::multiplies<>()); }
-
 std::string space_str(const Group &g) {
   auto dims = [](const Shape &s) {
     if (s.empty()) return std::string("1");
@@ -50,7 +48,7 @@ std::string space_str(const Group &g) {
 
 int64_t buffer_bytes(const ir::Program &p, BufferId b) {
   const TensorType &t = p.buffer(b).type;
-  return numel(t.sizes) * itemsize(t.dtype);
+  return checked_numel(t.sizes) * itemsize(t.dtype);
 }
 
 std::vector<BufferId> written_by(const ir::Program &p, const Group &g) {
@@ -180,7 +178,7 @@ bool is_bijection(const VarMap &map, const Shape &sizes, const ir::Ranges &r) {
 bool same_space(const Group &a, const Group &b) {
   if (a.kind == KernelKind::Scan && b.kind == KernelKind::Scan) return a.ranges == b.ranges && a.scan_dim == b.scan_dim;
   bool loops = (a.kind == KernelKind::Pointwise || a.kind == KernelKind::Reduction) && a.kind == b.kind;
-  return loops && numel(a.ranges) == numel(b.ranges) && numel(a.reduction_ranges) == numel(b.reduction_ranges);
+  return loops && checked_numel(a.ranges) == checked_numel(b.ranges) && checked_numel(a.reduction_ranges) == checked_numel(b.reduction_ranges);
 }
 
 struct Fuser {
@@ -373,14 +371,14 @@ struct Fuser {
     std::string mismatch = str_cat("different iteration space ", space_str(ga), " vs ", space_str(gb));
     bool ra = ga.kind == KernelKind::Reduction, rb = gb.kind == KernelKind::Reduction;
     if (ra && rb) {
-      if (numel(ga.ranges) != numel(gb.ranges) || numel(ga.reduction_ranges) != numel(gb.reduction_ranges)) return mismatch;
+      if (checked_numel(ga.ranges) != checked_numel(gb.ranges) || checked_numel(ga.reduction_ranges) != checked_numel(gb.reduction_ranges)) return mismatch;
     } else if (ra || rb) {
       target = ra ? &ga : &gb;
       moved = ra ? &gb : &ga;
-      int64_t rows = numel(target->ranges), n = numel(moved->ranges);
-      if (n != rows * numel(target->reduction_ranges) && n != rows) return mismatch;
-      outer = n == rows && numel(target->reduction_ranges) != 1;
-    } else if (numel(ga.ranges) != numel(gb.ranges)) {
+      int64_t rows = checked_numel(target->ranges), n = checked_numel(moved->ranges);
+      if (n != rows * checked_numel(target->reduction_ranges) && n != rows) return mismatch;
+      outer = n == rows && checked_numel(target->reduction_ranges) != 1;
+    } else if (checked_numel(ga.ranges) != checked_numel(gb.ranges)) {
       return mismatch;
     }
     std::string first_reason;

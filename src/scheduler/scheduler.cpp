@@ -22,16 +22,10 @@ using ir::Node;
 
 bool contains(const std::vector<BufferId> &v, BufferId b) { return std::find(v.begin(), v.end(), b) != v.end(); }
 
-int64_t numel(const Shape &s) {
-  int64_t n = 1;
-  for (int64_t d : s) n *= d;
-  return n;
-}
-
 // Whether a node writes no element at all (an empty tensor needs no kernel).
 bool writes_nothing(const ir::Program &p, const Node &n) {
   return std::all_of(n.outputs.begin(), n.outputs.end(),
-                     [&](BufferId b) { return b < 0 || numel(p.buffer(b).type.sizes) == 0; });
+                     [&](BufferId b) { return b < 0 || checked_numel(p.buffer(b).type.sizes) == 0; });
 }
 
 // Removes nodes none of whose outputs is read or returned, and nodes that write no
@@ -126,9 +120,7 @@ Kernel make_kernel(const ir::Program &p, const Group &g, int index, const std::v
 
 int64_t buffer_bytes(const ir::Program &p, BufferId b) {
   const TensorType &t = p.buffer(b).type;
-  int64_t n = 1;
-  for (int64_t s : t.sizes) n *= s;
-  return n * itemsize(t.dtype);
+  return checked_numel(t.sizes) * itemsize(t.dtype);
 }
 
 // Whether kernel k may write `out` over `dying`: every read of `dying` in the kernel

@@ -63,7 +63,7 @@ class KernelEmitter {
         if (tile_over_last_kept_dim())
           return "layout: rows in blocks of 64 lanes of " + var(VarId{int(k_.ranges.size()) - 1}) +
                  " (neighbouring rows are contiguous), SIMD across the lanes";
-        if (numel(k_.ranges) == 1) return "layout: the reduced elements split across threads, partials combined in order";
+        if (checked_numel(k_.ranges) == 1) return "layout: the reduced elements split across threads, partials combined in order";
         return "layout: threads over rows, SIMD along each pass over a row";
       case ir::KernelKind::Scan: return "layout: threads over rows, each scanned in order";
       case ir::KernelKind::Scatter: return "layout: the copy, then the writes in order";
@@ -156,7 +156,7 @@ class KernelEmitter {
                          return var(x);
                        },
                        ranges_);
-        at = "coil_rt::checked_index(" + at + ", " + std::to_string(extent(p_.buffer(i.buffer).type)) + ", err)";
+        at = "coil_rt::checked_index(" + at + ", " + std::to_string(storage_extent(p_.buffer(i.buffer).type)) + ", err)";
       }
       value = from_storage(names_.at(i.buffer) + "[" + at + "]", t);
     }
@@ -296,7 +296,7 @@ class KernelEmitter {
       if (k_.ranges[size_t(d)] > 1) loops.push_back({var(VarId{d}), k_.ranges[size_t(d)]});
     for (int d = n - 2; d < n; ++d) loops.push_back({var(VarId{d}) + "t", (k_.ranges[size_t(d)] + tile - 1) / tile});
     w_.line("#pragma omp parallel for collapse(" + std::to_string(loops.size()) + ") num_threads(coil_rt::threads_for(" +
-            std::to_string(numel(k_.ranges) * body_work()) + "))");
+            std::to_string(checked_numel(k_.ranges) * body_work()) + "))");
     for (const auto &[x, count] : loops) w_.open("for (int64_t " + x + " = 0; " + x + " < " + std::to_string(count) + "; ++" + x + ")");
     for (int d = n - 2; d < n; ++d) {
       std::string x = var(VarId{d}), size = std::to_string(k_.ranges[size_t(d)]), start = x + "t * " + std::to_string(tile);
@@ -314,7 +314,7 @@ class KernelEmitter {
   void emit_pointwise() {
     if (tile_last_two_dims()) return emit_tiled_pointwise();
     push();
-    int loops = open_loops(k_.ranges, 0, true, true, numel(k_.ranges) * body_work());
+    int loops = open_loops(k_.ranges, 0, true, true, checked_numel(k_.ranges) * body_work());
     if (loops == 0) w_.open("");
     push();
     for (int n : k_.nodes) emit_pointwise_member(p_.nodes[size_t(n)]);
@@ -414,7 +414,7 @@ class KernelEmitter {
   // The shift of a Welford reduction of `step`: its value at the row's first element.
   std::string emit_shift(const ir::Step &step, const Node &welford, const std::string &name) {
     w_.line("double " + name + " = 0;");
-    if (numel(k_.reduction_ranges) == 0) return name;
+    if (checked_numel(k_.reduction_ranges) == 0) return name;
     w_.open("");
     for (size_t d = 0; d < k_.reduction_ranges.size(); ++d)
       w_.line("const int64_t " + var(VarId{int(k_.ranges.size() + d)}) + " = 0;");
@@ -546,7 +546,7 @@ class KernelEmitter {
     const int64_t block = 64;
     int n = int(k_.ranges.size());
     int64_t last = k_.ranges.back(), blocks = (last + block - 1) / block;
-    int64_t work = numel(k_.ranges) * std::max<int64_t>(numel(k_.reduction_ranges), 1) * body_work();
+    int64_t work = checked_numel(k_.ranges) * std::max<int64_t>(checked_numel(k_.reduction_ranges), 1) * body_work();
     push();
     Shape outer(k_.ranges.begin(), k_.ranges.end() - 1);
     outer.push_back(blocks);
@@ -641,7 +641,7 @@ class KernelEmitter {
   void emit_reduction() {
     if (tile_over_last_kept_dim()) return emit_tiled_reduction();
     push();
-    int64_t work = numel(k_.ranges) * std::max<int64_t>(numel(k_.reduction_ranges), 1) * body_work();
+    int64_t work = checked_numel(k_.ranges) * std::max<int64_t>(checked_numel(k_.reduction_ranges), 1) * body_work();
     int outer = open_loops(k_.ranges, 0, true, false, work);
     if (outer == 0) w_.open("");
     push();
@@ -774,7 +774,7 @@ class KernelEmitter {
     std::vector<int> dims;
     for (size_t d = 0; d < rows.size(); ++d)
       if (int(d) != dim) dims.push_back(int(d));
-    int64_t work = numel(k_.ranges) * body_work();
+    int64_t work = checked_numel(k_.ranges) * body_work();
     for (size_t i = 0; i < dims.size(); ++i) {
       if (i == 0) w_.line("#pragma omp parallel for" + (dims.size() > 1 ? " collapse(" + std::to_string(dims.size()) + ")" : std::string()) +
                           " num_threads(coil_rt::threads_for(" + std::to_string(work) + "))");
@@ -849,7 +849,7 @@ class KernelEmitter {
                                  return var(x);
                                },
                                ranges_);
-    std::string o = def("int64_t", "coil_rt::checked_index(" + at + ", " + std::to_string(extent(ot)) + ", err)");
+    std::string o = def("int64_t", "coil_rt::checked_index(" + at + ", " + std::to_string(storage_extent(ot)) + ", err)");
     DType vt = n.body.at(n.body.results[0]).dtype;
     std::string value = def(value_type(ot.dtype), cpp_cast(v[size_t(n.body.results[0])], vt, ot.dtype));
     std::string current = from_storage(names_.at(out) + "[" + o + "]", ot.dtype);

@@ -10,18 +10,6 @@ namespace coil::codegen {
 
 using ir::BufferId;
 
-int64_t numel(const Shape &s) { return std::accumulate(s.begin(), s.end(), int64_t(1), std::multiplies<>()); }
-
-/// Elements a strided allocation spans: 1 + the largest offset (0 when empty).
-int64_t extent(const TensorType &t, int64_t offset) {
-  int64_t last = offset;
-  for (size_t d = 0; d < t.sizes.size(); ++d) {
-    if (t.sizes[d] == 0) return 0;
-    last += (t.sizes[d] - 1) * t.strides[d];
-  }
-  return last + 1;
-}
-
 bool contains(const std::vector<BufferId> &v, BufferId b) { return std::find(v.begin(), v.end(), b) != v.end(); }
 
 
@@ -67,7 +55,7 @@ void emit_descriptors(const ir::Program &p, Writer &w) {
   std::vector<std::string> ins, outs;
   for (size_t i = 0; i < p.inputs.size(); ++i) {
     const ir::Buffer &b = p.buffer(p.inputs[i]);
-    ins.push_back(desc("input", i, b.name, b.type, 0, extent(b.type), 0, -1));
+    ins.push_back(desc("input", i, b.name, b.type, 0, storage_extent(b.type), 0, -1));
   }
   for (size_t i = 0; i < p.outputs.size(); ++i) {
     BufferId b = p.outputs[i];
@@ -83,7 +71,7 @@ void emit_descriptors(const ir::Program &p, Writer &w) {
       kind = 2;
       alias = int(first - p.outputs.begin());
     }
-    outs.push_back(desc("output", i, "out" + std::to_string(i), t, v.offset, extent(p.buffer(b).type), kind, alias));
+    outs.push_back(desc("output", i, "out" + std::to_string(i), t, v.offset, storage_extent(p.buffer(b).type), kind, alias));
   }
   w.line("static const coil_tensor_desc inputs_desc[] = {");
   for (const auto &d : ins) w.line("  " + d + ",");

@@ -12,9 +12,6 @@
 
 namespace coil::codegen {
 
-int64_t numel(const Shape &s);
-/// Elements a strided allocation spans: 1 + the largest offset (0 when empty).
-int64_t extent(const TensorType &t, int64_t offset = 0);
 bool contains(const std::vector<ir::BufferId> &v, ir::BufferId b);
 
 /// Where each buffer lives at run time, as the wrapper names it.
