@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "codegen/common/writer.h"
+#include "codegen/cpp/cpp_extern.h"
 #include "codegen/cpp/cpp_ops.h"
 #include "codegen/cpp/cpp_wrapper.h"
 #include "scheduler/reindex.h"
@@ -47,7 +48,7 @@ class KernelEmitter {
       case ir::KernelKind::Reduction: emit_reduction(); break;
       case ir::KernelKind::Scan: emit_scan(); break;
       case ir::KernelKind::Scatter: emit_scatter(); break;
-      case ir::KernelKind::Extern: emit_extern(); break;
+      case ir::KernelKind::Extern: emit_extern_kernel(p_, k_, names_, w_); break;
     }
     w_.close();
   }
@@ -67,7 +68,7 @@ class KernelEmitter {
         return "layout: threads over rows, SIMD along each pass over a row";
       case ir::KernelKind::Scan: return "layout: threads over rows, each scanned in order";
       case ir::KernelKind::Scatter: return "layout: the copy, then the writes in order";
-      case ir::KernelKind::Extern: return "layout: a plain loop (coil was built without a library for this call)";
+      case ir::KernelKind::Extern: return extern_layout(p_, k_);
     }
     return "";
   }
@@ -808,12 +809,6 @@ class KernelEmitter {
     pop();
   }
 
-  std::string strided(const ir::View &v, const std::vector<std::string> &idx) const {
-    std::string at = std::to_string(v.offset);
-    for (size_t d = 0; d < idx.size(); ++d) at += " + " + idx[d] + "*" + std::to_string(v.strides[d]);
-    return from_storage(names_.at(v.buffer) + "[" + at + "]", p_.buffer(v.buffer).type.dtype);
-  }
-
   void emit_scatter() {
     const Node &n = p_.nodes[size_t(k_.nodes[0])];
     const ir::View &init = n.operands[0];
@@ -836,7 +831,7 @@ class KernelEmitter {
       c.push_back("c" + std::to_string(d));
       dst += " + c" + std::to_string(d) + "*" + std::to_string(ot.strides[d]);
     }
-    w_.line(names_.at(out) + "[" + dst + "] = " + to_storage(cpp_cast(strided(init, c), it, ot.dtype), ot.dtype) + ";");
+    w_.line(names_.at(out) + "[" + dst + "] = " + to_storage(cpp_cast(strided_element(p_, init, names_.at(init.buffer), c), it, ot.dtype), ot.dtype) + ";");
     for (int i = 0; i < loops; ++i) w_.close();
     int opened = open_loops(n.ranges, 0, false, false, 0);
     if (opened == 0) w_.open("");
@@ -859,71 +854,6 @@ class KernelEmitter {
     if (opened == 0) w_.close();
     close_loops(opened);
     pop();
-  }
-
-  static std::string array(const Shape &s) {
-    std::string out = "{";
-    for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
-    return out + (s.empty() ? "0}" : "}");
-  }
-
-  // An operand read as double, at the last `rank` of the given indices.
-  std::string getter(const ir::View &v, const std::string &params, const std::vector<std::string> &idx) const {
-    if (v.buffer < 0) return "[](" + params + ") { return 0.0; }";
-    std::vector<std::string> tail(idx.end() - long(v.sizes.size()), idx.end());
-    for (size_t d = 0; d < v.sizes.size(); ++d)
-      if (v.sizes[d] == 1) tail[d] = "0";
-    return "[&](" + params + ") { return double(" + strided(v, tail) + "); }";
-  }
-
-  void emit_extern() {
-    const Node &n = p_.nodes[size_t(k_.nodes[0])];
-    BufferId out = n.outputs[0];
-    const TensorType &ot = p_.buffer(out).type;
-    auto put_at = [&](const std::vector<std::string> &o) {
-      std::string at = "0";
-      for (size_t d = 0; d < o.size(); ++d) at += " + " + o[d] + "*" + std::to_string(ot.strides[d]);
-      return names_.at(out) + "[" + at + "] = " + to_storage(cpp_cast("v", DType::F64, ot.dtype), ot.dtype) + ";";
-    };
-    if (n.extern_op == ir::ExternOp::Convolution) {
-      const ir::View &x = n.operands[0], &wt = n.operands[1], &bias = n.operands[2];
-      size_t spatial = wt.sizes.size() - 2;
-      std::vector<std::string> xi = {"b", "c"}, wi = {"o", "i"}, oi = {"b", "c"};
-      for (size_t d = 0; d < spatial; ++d) {
-        xi.push_back("p[" + std::to_string(d) + "]");
-        wi.push_back("k[" + std::to_string(d) + "]");
-        oi.push_back("p[" + std::to_string(d) + "]");
-      }
-      w_.line("static const int64_t out_sizes[] = " + array(ot.sizes) + ", x_sizes[] = " + array(x.sizes) +
-              ", w_sizes[] = " + array(wt.sizes) + ";");
-      w_.line("static const int64_t stride[] = " + array(n.attrs.at("stride")) + ", padding[] = " +
-              array(n.attrs.at("padding")) + ", dilation[] = " + array(n.attrs.at("dilation")) + ";");
-      bool transposed = n.attrs.count("transposed") && n.attrs.at("transposed")[0];
-      w_.line("coil_rt::convolution(" + std::to_string(spatial) + ", out_sizes, x_sizes, w_sizes, stride, padding, dilation, " +
-              std::to_string(n.attrs.at("groups")[0]) + ", " + (transposed ? "true" : "false") + ", " +
-              (bias.buffer >= 0 ? "true" : "false") + ",");
-      w_.line("    " + getter(x, "int64_t b, int64_t c, const int64_t *p", xi) + ",");
-      w_.line("    " + getter(wt, "int64_t o, int64_t i, const int64_t *k", wi) + ",");
-      w_.line("    " + getter(bias, "int64_t c", {"c"}) + ",");
-      w_.line("    [&](int64_t b, int64_t c, const int64_t *p, double v) { " + put_at(oi) + " });");
-      return;
-    }
-    bool has_bias = n.operands.size() == 3;
-    const ir::View &a = n.operands[has_bias ? 1 : 0], &b = n.operands[has_bias ? 2 : 1];
-    bool batched = a.sizes.size() == 3, vector = b.sizes.size() == 1;
-    int64_t batches = batched ? a.sizes[0] : 1, rows = a.sizes[batched ? 1 : 0], inner = a.sizes.back();
-    int64_t cols = vector ? 1 : b.sizes.back();
-    double alpha = n.scalars.count("alpha") ? n.scalars.at("alpha") : 1;
-    double beta = n.scalars.count("beta") ? n.scalars.at("beta") : 1;
-    std::vector<std::string> o = vector ? std::vector<std::string>{"i"} : std::vector<std::string>{"b", "i", "j"};
-    std::vector<std::string> otail(o.end() - long(ot.sizes.size()), o.end());
-    w_.line("coil_rt::matmul(" + std::to_string(batches) + ", " + std::to_string(rows) + ", " + std::to_string(inner) +
-            ", " + std::to_string(cols) + ", " + literal(alpha, DType::F64) + ", " + literal(beta, DType::F64) + ", " +
-            (has_bias ? "true" : "false") + ",");
-    w_.line("    " + getter(a, "int64_t b, int64_t i, int64_t k", {"b", "i", "k"}) + ",");
-    w_.line("    " + getter(b, "int64_t b, int64_t k, int64_t j", vector ? std::vector<std::string>{"k"} : std::vector<std::string>{"b", "k", "j"}) + ",");
-    w_.line("    " + (has_bias ? getter(n.operands[0], "int64_t b, int64_t i, int64_t j", otail) : "[](int64_t, int64_t, int64_t) { return 0.0; }") + ",");
-    w_.line("    [&](int64_t b, int64_t i, int64_t j, double v) { (void)b; (void)j; " + put_at(otail) + " });");
   }
 
   struct Scope {
