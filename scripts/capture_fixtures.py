@@ -1174,6 +1174,62 @@ def _addmm(dev):
     return fn, [make([5]), make([7, 5]), make([7, 1]), make([7, 13]), make([13, 5]), make([5, 13])]
 
 
+# Products and convolutions with the pointwise ops a library runs as post-ops after them
+# (coil fuses these onto the call as its epilogue). Each call has inputs of its own, so
+# that no two calls are the same one after CSE.
+
+@op_case("addmm_relu", [A.addmm.default, A.relu.default], ("odd", "broadcast", "noncontig"))
+def _addmm_relu(dev):
+    def fn(bias, x, w, x2):
+        return (A.relu.default(A.addmm.default(bias, x, w.t())),
+                A.relu.default(A.addmm.default(bias, x2, w.t(), beta=0.5, alpha=2)))
+    return fn, [make([23]), make([9, 37]), make([23, 37]), make([9, 37])]
+
+
+@op_case("mm_bias_gelu", [A.mm.default, A.add.Tensor, A.gelu.default], ("odd", "broadcast"))
+def _mm_bias_gelu(dev):
+    def fn(x, x2, w, bias):
+        return (A.gelu.default(A.add.Tensor(A.mm.default(x, w), bias)),
+                A.gelu.default(A.add.Tensor(A.mm.default(x2, w), bias), approximate="tanh"))
+    return fn, [make([11, 40]), make([11, 40]), make([40, 29]), make([29])]
+
+
+@op_case("bmm_transposed", [A.bmm.default, A.mul.Tensor, A.sigmoid.default], ("odd", "noncontig"))
+def _bmm_transposed(dev):
+    def fn(a, b, a2):
+        return (A.bmm.default(a, b.transpose(1, 2)),
+                A.sigmoid.default(A.mul.Tensor(A.bmm.default(a2, b.transpose(1, 2)), 0.125)))
+    return fn, [make([3, 10, 17]), make([3, 12, 17]), make([3, 10, 17])]
+
+
+@op_case("convolution_bias_relu", [A.convolution.default, A.relu.default, A.hardtanh.default, A.silu.default],
+         ("odd",))
+def _convolution_bias_relu(dev):
+    def fn(x, w, b, x2, wg, bg, x3):
+        c = A.convolution.default
+        return (A.relu.default(c(x, w, b, [1, 1], [1, 1], [1, 1], False, [0, 0], 1)),
+                A.hardtanh.default(c(x2, w, b, [2, 2], [1, 1], [1, 1], False, [0, 0], 1), 0.0, 6.0),
+                A.silu.default(c(x3, wg, bg, [1, 1], [1, 1], [2, 2], False, [0, 0], 2)))
+    return fn, [make([2, 4, 9, 8]), make([6, 4, 3, 3]), make([6]), make([2, 4, 9, 8]), make([6, 2, 3, 3]),
+                make([6]), make([2, 4, 9, 8])]
+
+
+@op_case("mm_epilogues", [A.mm.default, A.tanh.default, A.sigmoid.default, A.silu.default, A.hardswish.default,
+                          A.leaky_relu.default, A.elu.default, A.exp.default, A.clamp.default, A.mul.Tensor,
+                          A.sub.Tensor, A.div.Tensor], ("odd", "broadcast"))
+def _mm_epilogues(dev):
+    """One product per epilogue: activations, constants on either side, tensors of every broadcast."""
+    def fn(w, t, col, *xs):
+        mm = A.mm.default
+        y = [mm(x, w) for x in xs]
+        return (A.tanh.default(y[0]), A.sigmoid.default(y[1]), A.silu.default(y[2]), A.hardswish.default(y[3]),
+                A.leaky_relu.default(y[4], 0.1), A.elu.default(y[5]), A.exp.default(A.mul.Tensor(y[6], 0.25)),
+                A.clamp.default(y[7], -0.5, 0.75), A.mul.Tensor(A.sub.Tensor(y[8], t), 3.0),
+                A.div.Tensor(y[9], col), A.sub.Tensor(1.0, A.div.Tensor(y[10], 2.0)),
+                A.relu.default(A.add.Tensor(A.mul.Tensor(y[11], t), 1.0)))
+    return fn, [make([24, 13]), make([9, 13]), make([9, 1], f32, "nonzero")] + [make([9, 24]) for _ in range(12)]
+
+
 @op_case("convolution", [A.convolution.default], ("odd",))
 def _convolution(dev):
     def fn(x, w, b, w2, wg, wd, w1, wa):

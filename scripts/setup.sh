@@ -8,8 +8,10 @@ COIL_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 COIL_JOBS=${COIL_JOBS:-$(nproc)}
 
 # What the build and the tests need from Debian: the toolchain, CMake and Ninja,
-# GoogleTest, nlohmann-json (safetensors headers), clang with libFuzzer.
-COIL_PACKAGES=(g++ cmake ninja-build libgtest-dev nlohmann-json3-dev clang libclang-rt-14-dev)
+# GoogleTest, nlohmann-json (safetensors headers), clang with libFuzzer, and oneDNN for
+# the CPU's matrix products and convolutions (libdnnl loads libOpenCL.so.1 at run time).
+COIL_PACKAGES=(g++ cmake ninja-build libgtest-dev nlohmann-json3-dev clang libclang-rt-14-dev libdnnl-dev
+               ocl-icd-libopencl1)
 
 coil_install_packages() {
   local missing=()
@@ -22,6 +24,26 @@ coil_install_packages() {
   [[ $(id -u) -ne 0 ]] && sudo="sudo"
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+# What the Triton tests need in coil's virtual environment .venv (where coil looks for its
+# Python, option triton.python): Triton's compiler and numpy. Not torch (3 GB): the tests
+# compile Triton kernels without running them.
+COIL_PYTHON_PACKAGES=(triton==3.6.0 numpy)
+
+# coil_setup_python: creates .venv when missing and installs the packages, unless the
+# .venv there already has triton (then it is left alone).
+coil_setup_python() {
+  local venv="$COIL_ROOT/.venv"
+  if [[ -x "$venv/bin/python" ]] && "$venv/bin/python" -c "import triton" 2>/dev/null; then
+    return 0
+  fi
+  echo "== setting up $venv: ${COIL_PYTHON_PACKAGES[*]}"
+  if [[ ! -x "$venv/bin/python" ]]; then
+    python3 -c "import ensurepip" 2>/dev/null || coil_install_packages python3-venv
+    python3 -m venv "$venv"
+  fi
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check "${COIL_PYTHON_PACKAGES[@]}"
 }
 
 # coil_build DIR [CMAKE ARGS...]: configures (once) and builds coil into DIR.

@@ -7,6 +7,7 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 cd "$COIL_ROOT"
+coil_setup_python
 
 echo "== build (g++)"
 coil_build build -DCMAKE_BUILD_TYPE=RelWithDebInfo

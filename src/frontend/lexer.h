@@ -2,6 +2,7 @@
 // the ends of logical lines (newlines inside brackets join lines, as in Python).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>

@@ -16,7 +16,10 @@
 // produced by one member and read by another in the same kernel is read at the very
 // point that produced it (same row, and same inner point when both are inner members of
 // one step), so a buffer whose readers are all in the kernel never reaches memory: it is
-// `internal`. Scan, Extern and Scatter nodes are kernels of one node each.
+// `internal`. Scan and Scatter nodes are kernels of one node each. An Extern kernel is
+// its call, then the pointwise nodes of its epilogue (scheduler/epilogue.h), each in the
+// call's variables and reading the value before it: the library applies them to each
+// element of its result as post-ops, so every value but the last is internal.
 #pragma once
 
 #include <map>
@@ -45,8 +48,9 @@ struct Kernel {
   std::vector<Step> steps;        // Pointwise and Reduction kernels
   std::vector<BufferId> stores;   // outputs written to memory
   std::vector<BufferId> internal; // outputs that stay in the kernel
-  /// Decisions of the dialect that generates the kernel (vector width, block sizes,
-  /// split factor): printed in dumps and part of the cache key.
+  /// Decisions made for the kernel, printed in dumps: the scheduler's (`post_ops`, an
+  /// extern call's epilogue) and the dialect's (vector width, block sizes, split factor,
+  /// part of the cache key).
   std::map<std::string, std::string> attrs;
 
   bool is_loop_nest() const { return kind == KernelKind::Pointwise || kind == KernelKind::Reduction; }

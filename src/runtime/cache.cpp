@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 #include <random>
 
@@ -140,6 +141,15 @@ std::string cache_key(const std::vector<std::string_view> &fields) {
 fs::path cache_entry_dir(std::string_view kind, std::string_view key) {
   COIL_ASSERT(key.size() > 2, "cache key '", key, "' is too short");
   return cache_root() / kind / key.substr(0, 2) / key;
+}
+
+std::string utc_timestamp() {
+  std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  ::gmtime_r(&now, &utc);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return text;
 }
 
 CacheStaging::CacheStaging(std::string kind, std::string key) : kind_(std::move(kind)), key_(std::move(key)) {

@@ -1,6 +1,6 @@
 // The content-addressed cache of compiled artifacts (DESIGN.md, decision 9).
 //
-//   <root>/<kind>/<key[0:2]>/<key>/   one entry: its files and a meta.json (kinds: cpp)
+//   <root>/<kind>/<key[0:2]>/<key>/   one entry: its files and a meta.json (kinds: cpp, pch)
 //   <root>/tmp/                       entries being built, folders being deleted
 //   <root>/failed/                    sources a compiler rejected, kept for the user
 //
@@ -33,6 +33,9 @@ std::string cache_key(const std::vector<std::string_view> &fields);
 
 /// Where the entry `key` of `kind` lives, whether or not it exists.
 std::filesystem::path cache_entry_dir(std::string_view kind, std::string_view key);
+
+/// Now in UTC, as 2025-01-31T12:00:00Z: when an entry was created, for its meta.json.
+std::string utc_timestamp();
 
 /// The folder one entry is built in: <root>/tmp/<key>.<pid>.<random>/, created empty.
 /// Destroyed before publish(), it is removed with what it holds.

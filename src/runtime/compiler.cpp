@@ -12,8 +12,8 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <ctime>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/cache.h"
+#include "runtime/pch.h"
 #include "support/error.h"
 #include "support/options.h"
 
@@ -128,26 +129,6 @@ CxxCompiler probe_compiler(const std::string &name) {
   return {path->string(), str_cat(line, " (", (ec ? *path : resolved).string(), ")")};
 }
 
-// Every file under `include`, with its path relative to it: a kernel built against an
-// older prelude is never reused.
-std::string headers_digest(const fs::path &include) {
-  std::vector<std::pair<std::string, std::string>> files;
-  for (const auto &entry : fs::recursive_directory_iterator(include)) {
-    if (!entry.is_regular_file()) continue;
-    std::ifstream in(entry.path(), std::ios::binary);
-    std::ostringstream text;
-    text << in.rdbuf();
-    files.emplace_back(fs::relative(entry.path(), include).string(), text.str());
-  }
-  std::sort(files.begin(), files.end());
-  std::vector<std::string_view> fields;
-  for (const auto &[name, text] : files) {
-    fields.push_back(name);
-    fields.push_back(text);
-  }
-  return cache_key(fields);
-}
-
 bool valid_stem(const std::string &name) {
   auto ok = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.'; };
   return !name.empty() && name[0] != '.' && std::all_of(name.begin(), name.end(), ok);
@@ -211,21 +192,15 @@ std::vector<std::string> compile_command(const CxxCompiler &cc, const std::vecto
   return argv;
 }
 
-std::string utc_now() {
-  std::time_t now = std::time(nullptr);
-  std::tm utc{};
-  ::gmtime_r(&now, &utc);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
-  return text;
-}
-
 // What one compile needs besides the request: the compiler, its flags and the key.
 struct Build {
   CxxCompiler compiler;
   Isa isa;
   std::vector<std::string> flags;
   std::string key;
+  std::optional<PchRequest> pch;       // the request wants the precompiled prelude and cpp.pch is on
+  std::vector<std::string> pch_flags;  // before `flags`; empty when no header could be built
+  bool pch_used = false;               // the compile that succeeded used it
 };
 
 void write_meta(const fs::path &dir, const SharedObjectRequest &r, const Build &b, double seconds) {
@@ -237,19 +212,42 @@ void write_meta(const fs::path &dir, const SharedObjectRequest &r, const Build &
   meta["compiler"] = b.compiler.identity;
   meta["isa"] = isa_name(b.isa);
   meta["flags"] = b.flags;
-  meta["created"] = utc_now();
+  meta["pch"] = b.pch_used ? nlohmann::ordered_json(pch_key(*b.pch)) : nlohmann::ordered_json();
+  meta["created"] = utc_timestamp();
   meta["compile_seconds"] = seconds;
   write_text(dir / "meta.json", meta.dump(2) + "\n");
 }
 
+// The compile with the precompiled prelude; false when it failed (a damaged header, a
+// compiler that refuses it), and the caller compiles again without.
+bool compile_with_pch(Build &b, const fs::path &source, const fs::path &output) {
+  std::vector<std::string> flags = b.pch_flags;
+  flags.insert(flags.end(), b.flags.begin(), b.flags.end());
+  ProcessResult result = run_process(compile_command(b.compiler, flags, source, output));
+  std::error_code ec;
+  bool debug = options::get_bool("debug");
+  if (result.exit_code != 0 || !fs::is_regular_file(output, ec)) {
+    if (debug)
+      std::cerr << "coil: the build with the precompiled prelude failed (" << first_line(result.err)
+                << "); building without it\n";
+    return false;
+  }
+  std::string rejected = pch_rejection(result.err);
+  b.pch_used = rejected.empty();
+  if (debug && !b.pch_used) std::cerr << "coil: the precompiled prelude was not used: " << rejected << "\n";
+  return true;
+}
+
 // Compiles into the staging folder; on failure keeps the source and throws for the user.
-double compile_in(const fs::path &dir, const SharedObjectRequest &r, const Build &b) {
+double compile_in(const fs::path &dir, const SharedObjectRequest &r, Build &b) {
   fs::path source = dir / (r.name + ".cpp");
   fs::path output = dir / (r.name + ".so");
   write_text(source, r.source);
   auto start = std::chrono::steady_clock::now();
+  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+  if (!b.pch_flags.empty() && compile_with_pch(b, source, output)) return elapsed();
   ProcessResult result = run_process(compile_command(b.compiler, b.flags, source, output));
-  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  double seconds = elapsed();
   std::error_code ec;
   if (result.exit_code == 0 && fs::is_regular_file(output, ec)) return seconds;
 
@@ -263,11 +261,17 @@ double compile_in(const fs::path &dir, const SharedObjectRequest &r, const Build
 
 std::string build_or_reuse(const SharedObjectRequest &r, bool *cache_hit) {
   COIL_ASSERT(valid_stem(r.name), "kernel file name '", r.name, "' is not a plain file stem");
-  Build b{find_compiler(), r.isa ? *r.isa : selected_isa(), {}, {}};
+  Build b;
+  b.compiler = find_compiler();
+  b.isa = r.isa ? *r.isa : selected_isa();
   fs::path include = runtime_include_dir();
+  std::string headers = headers_digest(include);
   b.flags = shared_object_flags(include, b.isa, r.flags);
-  b.key = cache_key({"cpp", kCoilVersion, r.name, b.compiler.identity, isa_name(b.isa), joined(b.flags, "\n"),
-                     headers_digest(include), r.source});
+  if (r.precompiled_prelude && options::get_bool("cpp.pch"))
+    b.pch = PchRequest{b.compiler, b.isa, b.flags, include, headers};
+  // The header's key, not whether it could be built: a hit needs no header.
+  b.key = cache_key({"cpp", kCoilVersion, r.name, b.compiler.identity, isa_name(b.isa), joined(b.flags, "\n"), headers,
+                     b.pch ? pch_key(*b.pch) : "", r.source});
   auto complete = [&](const fs::path &entry) { return entry_complete(entry, r.name); };
   std::string so_name = r.name + ".so";
 
@@ -276,8 +280,12 @@ std::string build_or_reuse(const SharedObjectRequest &r, bool *cache_hit) {
   if (cache_hit) *cache_hit = hit;
   if (hit) return (entry / so_name).string();
 
+  if (b.pch) b.pch_flags = pch_flags(*b.pch);
   CacheStaging staging("cpp", b.key);
   double seconds = compile_in(staging.dir(), r, b);
+  if (options::get_bool("debug"))
+    std::cerr << "coil: compiled " << so_name << " in " << seconds << " s"
+              << (b.pch_used ? " with the precompiled prelude" : "") << "\n";
   write_meta(staging.dir(), r, b, seconds);
   return (staging.publish(complete) / so_name).string();
 }
@@ -342,6 +350,24 @@ fs::path runtime_include_dir() {
     return fs::path(source_dir) / "runtime" / "include";
   throw UserError(str_cat("cannot find coil's kernel headers (runtime/include) beside ", exe.string(),
                           ", in a folder above it or in $COIL_SOURCE_DIR; set COIL_SOURCE_DIR to coil's source folder"));
+}
+
+std::string headers_digest(const fs::path &include) {
+  std::vector<std::pair<std::string, std::string>> files;
+  for (const auto &entry : fs::recursive_directory_iterator(include)) {
+    if (!entry.is_regular_file()) continue;
+    std::ifstream in(entry.path(), std::ios::binary);
+    std::ostringstream text;
+    text << in.rdbuf();
+    files.emplace_back(fs::relative(entry.path(), include).string(), text.str());
+  }
+  std::sort(files.begin(), files.end());
+  std::vector<std::string_view> fields;
+  for (const auto &[name, text] : files) {
+    fields.push_back(name);
+    fields.push_back(text);
+  }
+  return cache_key(fields);
 }
 
 std::vector<std::string> shared_object_flags(const fs::path &include, Isa isa, const std::vector<std::string> &extra) {

@@ -41,6 +41,10 @@ CxxCompiler find_compiler();
 /// A UserError naming those places when none has it.
 std::filesystem::path runtime_include_dir();
 
+/// The digest of every file under `include` with its path relative to it: in the key of
+/// each kernel and precompiled header, so that none built against older headers is reused.
+std::string headers_digest(const std::filesystem::path &include);
+
 /// Every flag of a kernel build but the source and output: -shared -fPIC -O3 -std=c++17
 /// -fopenmp -fno-math-errno -ffp-contract=off -I <include>, `isa`'s flags, then `extra`.
 std::vector<std::string> shared_object_flags(const std::filesystem::path &include, Isa isa,
@@ -48,16 +52,20 @@ std::vector<std::string> shared_object_flags(const std::filesystem::path &includ
 
 struct SharedObjectRequest {
   std::string source;
-  std::vector<std::string> flags;  // after the standard ones
-  std::string name;                // file stem of the .cpp and .so: letters, digits, _ - .
-  std::optional<Isa> isa;          // the ISA the source was generated for; empty: selected_isa()
+  std::vector<std::string> flags;    // after the standard ones
+  std::string name;                  // file stem of the .cpp and .so: letters, digits, _ - .
+  std::optional<Isa> isa;            // the ISA the source was generated for; empty: selected_isa()
+  bool precompiled_prelude = false;  // a generated kernel file: build it with the prelude's PCH (cpp.pch)
 };
 
 /// Compiles `r.source` into <cache>/cpp/<ab>/<key>/<name>.so and returns that path. The
 /// key covers the source, name, flags, compiler identity, ISA, the prelude headers'
-/// contents and coil's version. On a cache hit the compiler does not run. A compiler
-/// failure is a UserError with its stderr (cut to about 4 KB) and the path of the
-/// rejected source, kept in <cache>/failed/.
+/// contents, the precompiled header's key (runtime/pch.h) and coil's version. On a cache
+/// hit the compiler does not run. With `r.precompiled_prelude` the header is built first
+/// when the cache lacks it; a build it breaks is done again without it, and its
+/// meta.json's "pch" says whether it was used. A compiler failure is a UserError with
+/// its stderr (cut to about 4 KB) and the path of the rejected source, kept in
+/// <cache>/failed/.
 std::string build_shared_object(const SharedObjectRequest &r, bool *cache_hit = nullptr);
 
 }  // namespace coil

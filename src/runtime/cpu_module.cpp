@@ -53,6 +53,7 @@ CpuBuild build_cpu(const sched::Schedule &s) {
   Isa isa = selected_isa();
   codegen::CppOptions o;
   o.vector_bytes = vector_bytes(isa);
+  o.profile = options::get_bool("cpp.profile");
   CpuBuild b;
   b.source = codegen::generate_cpp(s, o);
   if (options::get_bool("debug")) std::cerr << "coil: generated C++ (" << isa_name(isa) << "):\n" << b.source << "\n";
@@ -60,7 +61,11 @@ CpuBuild build_cpu(const sched::Schedule &s) {
   r.source = b.source;
   r.name = "graph";
   r.isa = isa;
+  r.precompiled_prelude = true;
   r.flags = {"-lmvec"};  // the vector math functions the prelude declares
+  // Kernels that call oneDNN (codegen/cpp/cpp_extern.cpp) include its helpers and link it.
+  if (b.source.find("coil_rt::onednn::") != std::string::npos)
+    r.flags.insert(r.flags.end(), {"-DCOIL_KERNELS_CALL_ONEDNN", "-ldnnl"});
   b.so_path = build_shared_object(r, &b.cache_hit);
   b.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return b;
@@ -79,6 +84,8 @@ CpuModule::CpuModule(const std::string &so_path) : lib_(so_path) {
   output_ = lib_.symbol<const coil_tensor_desc *(*)(int)>("coil_output");
   run_ = lib_.symbol<int (*)(void *const *, void **)>("coil_run");
   error_message_ = lib_.symbol<const char *(*)(int)>("coil_error_message");
+  profile_ = lib_.optional_symbol<int32_t (*)(coil_kernel_profile *, int32_t)>("coil_profile");
+  reset_profile();
   auto version = lib_.symbol<int (*)()>("coil_abi_version");
   COIL_USER_CHECK(version() == COIL_ABI_VERSION, so_path, " was compiled for artifact ABI ", version(), ", not ",
                   COIL_ABI_VERSION);
@@ -133,6 +140,28 @@ std::vector<HostTensor> CpuModule::run(const TensorList &inputs) const {
   }
   return out;
 }
+
+std::vector<KernelProfile> CpuModule::library_profile() const {
+  if (!profile_) return {};
+  int32_t n = std::max(profile_(nullptr, 0), 0);  // a library's kernels are fixed: the count holds
+  std::vector<coil_kernel_profile> rows(static_cast<size_t>(n));
+  profile_(rows.data(), n);
+  std::vector<KernelProfile> out;
+  for (const coil_kernel_profile &row : rows)
+    out.push_back({row.name ? row.name : "", row.summary ? row.summary : "", row.calls, double(row.total_ns) * 1e-9});
+  return out;
+}
+
+std::vector<KernelProfile> CpuModule::profile() const {
+  std::vector<KernelProfile> rows = library_profile();
+  for (size_t i = 0; i < rows.size() && i < profile_baseline_.size(); ++i) {
+    rows[i].calls -= profile_baseline_[i].calls;
+    rows[i].seconds -= profile_baseline_[i].seconds;
+  }
+  return rows;
+}
+
+void CpuModule::reset_profile() { profile_baseline_ = library_profile(); }
 
 double CpuModule::median_seconds(const TensorList &inputs, int iterations) const {
   Prepared p = prepare(inputs);

@@ -3,13 +3,16 @@
 // of coil/artifact.h (runtime/include/coil/artifact.h).
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "io/host_tensor.h"
 #include "runtime/loader.h"
 #include "scheduler/scheduler.h"
 
 struct coil_tensor_desc;
+struct coil_kernel_profile;
 
 namespace coil {
 
@@ -20,8 +23,17 @@ struct CpuBuild {
   double seconds = 0;   // generating and building (or finding) it
 };
 
-/// Generates the C++ of `s` for the selected ISA and builds it (cached).
+/// Generates the C++ of `s` for the selected ISA and builds it (cached), with each kernel
+/// timed when the option cpp.profile is on.
 CpuBuild build_cpu(const sched::Schedule &s);
+
+/// One kernel's row of a profiled module (coil_profile in coil/artifact.h).
+struct KernelProfile {
+  std::string name;     // kernel0
+  std::string summary;  // what it computes: "pointwise over [64, 256]: add, relu"
+  int64_t calls = 0;
+  double seconds = 0;   // over every call
+};
 
 class CpuModule {
  public:
@@ -34,9 +46,20 @@ class CpuModule {
   /// The median time of one call over `iterations` calls, in seconds.
   double median_seconds(const TensorList &inputs, int iterations) const;
 
+  /// Each kernel's calls and time since this module was made or reset_profile(), in call
+  /// order; empty when the graph was compiled without cpp.profile (its library has no
+  /// coil_profile). The library keeps the counts: calls through another module of it
+  /// count too.
+  std::vector<KernelProfile> profile() const;
+
+  /// Starts profile() from zero: to leave out the first call's one-time work (OpenMP's
+  /// threads, oneDNN's primitives).
+  void reset_profile();
+
  private:
   struct Prepared;
   Prepared prepare(const TensorList &inputs) const;
+  std::vector<KernelProfile> library_profile() const;
   int call(Prepared &p) const;
 
   SharedLibrary lib_;
@@ -46,6 +69,10 @@ class CpuModule {
   const coil_tensor_desc *(*output_)(int);
   int (*run_)(void *const *, void **);
   const char *(*error_message_)(int);
+  int32_t (*profile_)(coil_kernel_profile *, int32_t) = nullptr;  // optional
+  // What the library had counted before this module or the last reset: a library
+  // dlclose'd may stay loaded (GCC's unique symbols keep it), counts and all.
+  std::vector<KernelProfile> profile_baseline_;
 };
 
 }  // namespace coil

@@ -44,6 +44,11 @@ void *SharedLibrary::address_of(const char *name) const {
   return address;
 }
 
+void *SharedLibrary::find_address(const char *name) const {
+  COIL_ASSERT(handle_, "symbol '", name, "' asked of a moved-from SharedLibrary");
+  return ::dlsym(handle_, name);
+}
+
 void SharedLibrary::close() {
   if (handle_) ::dlclose(handle_);
   handle_ = nullptr;

@@ -29,8 +29,19 @@ class SharedLibrary {
     return reinterpret_cast<F>(address_of(name));
   }
 
+  /// Like symbol(), but null when the library has no such symbol: an optional entry point.
+  template <class F>
+  F optional_symbol(const char *name) const {
+    static_assert(std::is_pointer_v<F> && std::is_function_v<std::remove_pointer_t<F>>,
+                  "SharedLibrary::optional_symbol<F> needs a function pointer type");
+    return reinterpret_cast<F>(find_address(name));
+  }
+
   /// The address of the symbol `name`; a UserError when there is none.
   void *address_of(const char *name) const;
+
+  /// The address of the symbol `name`, or null when there is none.
+  void *find_address(const char *name) const;
 
   const std::string &path() const { return path_; }
 

@@ -1,7 +1,8 @@
 // Fusion. Candidates are pairs of groups that touch the same memory: one reads what the
 // other writes (vertical) or both read one buffer (horizontal). They are tried best
 // saving first (bytes of memory traffic that fusion removes); a pair fuses when
-//   1. both are loop nests (extern calls, scans and scatters stay alone),
+//   1. both are loop nests (scans and scatters stay alone; an extern call takes only
+//      pointwise consumers that a library runs as post-ops: its epilogue, epilogue.h),
 //   2. the result holds at most max_fusion_size nodes,
 //   3. no third group sits on a path between them (that would be a cycle),
 //   4. their iteration spaces match: equal sizes, or a pointwise group over a
@@ -22,6 +23,7 @@
 #include <sstream>
 #include <variant>
 
+#include "scheduler/epilogue.h"
 #include "scheduler/reindex.h"
 #include "support/error.h"
 
@@ -351,10 +353,8 @@ struct Fuser {
   std::variant<Trial, std::string> try_fuse(int a, int b) const {
     const Group &ga = groups[size_t(a)], &gb = groups[size_t(b)];
     if (ga.kind == KernelKind::Scan && gb.kind == KernelKind::Scan) return fuse_scans(a, b);
+    if (ga.kind == KernelKind::Extern || gb.kind == KernelKind::Extern) return fuse_epilogue(a, b);
     for (const Group *g : {&ga, &gb}) {
-      if (g->kind == KernelKind::Extern)
-        return str_cat("an extern call (", ir::extern_op_name(p.nodes[size_t(g->nodes[0])].extern_op),
-                       ") runs in a library, not in a generated loop");
       if (g->kind == KernelKind::Scan) return std::string("a scan runs alone: each element waits for the one before");
       if (g->kind == KernelKind::Scatter) return std::string("a scatter writes at places read from data and runs alone");
     }
@@ -398,6 +398,72 @@ struct Fuser {
     return first_reason;
   }
 
+  // The last value an extern group computes: its call's result, or its epilogue's.
+  BufferId chain_end(const Group &g) const { return p.nodes[size_t(g.nodes.back())].outputs[0]; }
+
+  // Where a chain value may not stay inside the kernel: read by another node, or returned.
+  std::optional<std::string> read_outside(BufferId b, const std::vector<int> &members) const {
+    if (contains(p.outputs, b)) return str_cat(p.buffer(b).name, " is a graph output");
+    for (size_t i = 0; i < p.nodes.size(); ++i) {
+      const auto reads = p.nodes[i].reads();
+      if (std::count(reads.begin(), reads.end(), b) && !std::count(members.begin(), members.end(), int(i)))
+        return str_cat(p.buffer(b).name, " is also read by ", p.nodes[i].origin);
+    }
+    return std::nullopt;
+  }
+
+  // An extern call with a pointwise consumer of its result as its epilogue: the
+  // consumer moves into the call's variables (x_d over the result's dim d) and must read
+  // as post-ops (epilogue.h). The call's result and every value of the chain but the
+  // last stay internal: a library stores only the last.
+  std::variant<Trial, std::string> fuse_epilogue(int a, int b) const {
+    const Group &call = groups[size_t(groups[size_t(a)].kind == KernelKind::Extern ? a : b)];
+    const Group &consumer = groups[size_t(&call == &groups[size_t(a)] ? b : a)];
+    std::string refusal = str_cat("an extern call (", ir::extern_op_name(p.nodes[size_t(call.nodes[0])].extern_op),
+                                  ") runs in a library, not in a generated loop");
+    BufferId result = chain_end(call);
+    if (consumer.kind != KernelKind::Pointwise || !read_by(p, consumer).count(result)) return refusal;
+    auto apart = [&](const std::string &why) {
+      return str_cat(refusal, "; its epilogue cannot take ", describe_nodes(consumer), ": ", why);
+    };
+    size_t size = call.nodes.size() + consumer.nodes.size();
+    if (int64_t(size) > o.max_fusion_size)
+      return apart(str_cat("over max_fusion_size ", o.max_fusion_size, " (together they hold ", size, " nodes)"));
+    if (checked_numel(call.ranges) != checked_numel(consumer.ranges))
+      return apart(str_cat("different iteration space ", space_str(call), " vs ", space_str(consumer)));
+    auto wg = writer_groups();
+    for (auto [from, to] : {std::pair{a, b}, std::pair{b, a}})
+      if (auto via = path_through_other(from, to, wg))
+        return apart(str_cat("would create a cycle through ", p.buffer(*via).name));
+    std::vector<int> members = call.nodes;
+    members.insert(members.end(), consumer.nodes.begin(), consumer.nodes.end());
+    std::sort(members.begin(), members.end());
+    for (size_t i = 0; i + 1 < members.size(); ++i)
+      for (BufferId x : p.nodes[size_t(members[i])].outputs)
+        if (auto why = read_outside(x, members)) return apart(*why + ", and a library stores only the last post-op's value");
+    DType t = p.buffer(result).type.dtype;
+    if (o.emulate_precision_casts && (t == DType::BF16 || t == DType::F16))
+      return apart(str_cat("emulate_precision_casts rounds ", p.buffer(result).name, " to ", short_name(t),
+                           " before the epilogue reads it"));
+    std::string first_reason;
+    for (const VarMap &map : candidate_maps(consumer, call, false)) {
+      Trial trial{KernelKind::Extern, call.ranges, {}, {}, {}, {}};
+      keep(trial, call);
+      move_into(trial, consumer, map, Role::Inner);
+      auto reason = check_indices(p, trial);
+      if (!reason) {
+        std::vector<const Node *> epilogue;
+        for (const auto &[i, n] : trial.nodes)
+          if (i != call.nodes[0]) epilogue.push_back(&n);
+        auto e = match_epilogue(p, trial.nodes.at(call.nodes[0]), epilogue);
+        if (std::holds_alternative<Epilogue>(e)) return trial;
+        reason = std::get<std::string>(e);
+      }
+      if (first_reason.empty()) first_reason = *reason;
+    }
+    return apart(first_reason);
+  }
+
   // Scans along one dim of one space run side by side when neither reads the other.
   std::variant<Trial, std::string> fuse_scans(int a, int b) const {
     const Group &ga = groups[size_t(a)], &gb = groups[size_t(b)];
@@ -436,11 +502,13 @@ struct Fuser {
     alive[size_t(b)] = false;
   }
 
-  std::string describe(int g) const {
+  std::string describe_nodes(const Group &g) const {
     std::string out;
-    for (int n : groups[size_t(g)].nodes) out += (out.empty() ? "" : ", ") + p.nodes[size_t(n)].origin;
+    for (int n : g.nodes) out += (out.empty() ? "" : ", ") + p.nodes[size_t(n)].origin;
     return "[" + out + "]";
   }
+
+  std::string describe(int g) const { return describe_nodes(groups[size_t(g)]); }
 
   struct Candidate {
     int a, b;

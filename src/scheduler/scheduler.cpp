@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "scheduler/epilogue.h"
 #include "scheduler/fusion.h"
 #include "scheduler/reindex.h"
 #include "support/error.h"
@@ -98,6 +99,9 @@ std::vector<std::vector<int>> readers_of(const ir::Program &p) {
   return out;
 }
 
+// An extern call with pointwise consumers fused on as its epilogue (fusion.cpp).
+bool has_epilogue(const Kernel &k) { return k.kind == ir::KernelKind::Extern && k.nodes.size() > 1; }
+
 Kernel make_kernel(const ir::Program &p, const Group &g, int index, const std::vector<std::vector<int>> &readers) {
   Kernel k;
   k.name = "kernel" + std::to_string(index);
@@ -113,8 +117,13 @@ Kernel make_kernel(const ir::Program &p, const Group &g, int index, const std::v
       bool outside = contains(p.outputs, b) || std::any_of(readers[size_t(b)].begin(), readers[size_t(b)].end(), [&](int r) {
                        return !std::count(g.nodes.begin(), g.nodes.end(), r);
                      });
-      (outside || !k.is_loop_nest() ? k.stores : k.internal).push_back(b);
+      (outside || !(k.is_loop_nest() || has_epilogue(k)) ? k.stores : k.internal).push_back(b);
     }
+  if (has_epilogue(k)) {
+    Epilogue e = epilogue_of(p, k);
+    std::string copy = "none: the call writes " + p.buffer(e.out.buffer).name + " in its layout";
+    k.attrs["post_ops"] = e.ops.empty() ? copy : str(p, e.ops);
+  }
   return k;
 }
 
@@ -238,6 +247,7 @@ std::string explain(const Schedule &s) {
   for (const Kernel &k : s.ir.kernels) {
     os << "  " << k.name << "  " << ir::kernel_kind_name(k.kind) << " over " << space(k) << ": "
        << members(p, k.nodes) << "\n";
+    if (auto post = k.attrs.find("post_ops"); post != k.attrs.end()) os << "      post-ops: " << post->second << "\n";
     if (k.steps.size() > 1)
       for (size_t i = 0; i < k.steps.size(); ++i)
         os << "      " << (k.steps[i].inner ? "pass over each row: " : "once per row: ") << members(p, k.steps[i].nodes)

@@ -59,9 +59,18 @@ std::vector<Entry> registered_entries() {
                     "SIMD instruction set of CPU kernels: auto (the best this machine has), avx512, avx2 "
                     "or scalar"),
       bool_option("cpp.profile", false, "time each kernel of a compiled graph"),
+      bool_option("cpp.onednn", true,
+                  "run CPU matrix products and convolutions through oneDNN (with their epilogues as post-ops) when "
+                  "coil was built with it; off: plain loops"),
+      bool_option("cpp.pch", true,
+                  "compile CPU kernels with a precompiled header of the kernel prelude (built once per compiler, "
+                  "flags and ISA)"),
       string_option("cpp.compiler", "c++", "C++ compiler that builds CPU kernels"),
       bool_option("triton.autotune", false, "benchmark launch configurations of each Triton kernel, keep the fastest"),
       bool_option("triton.cudagraphs", false, "replay a compiled GPU graph's launches as one CUDA graph"),
+      string_option("triton.python", "",
+                    "Python with triton that compiles GPU kernels; empty: coil's .venv/bin/python if present, else "
+                    "python3"),
   };
 }
 

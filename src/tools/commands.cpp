@@ -1,5 +1,7 @@
 #include "tools/commands.h"
 
+#include <algorithm>
+#include <cstdio>
 #include <iostream>
 #include <map>
 
@@ -132,6 +134,35 @@ double number_option(const ParsedArgs &p, const std::string &name, double fallba
   throw UserError(str_cat("coil run: ", name, " expects a non-negative number, got '", it->second, "'"));
 }
 
+// What `coil run --set cpp.profile=1` prints, slowest kernel first:
+//   kernel    calls  total ms   mean us       %  what it computes
+//   kernel1      22   313.830   14265.0    62.1  extern over [2, 16, 16, 16]: convolution
+//   kernel0      22   191.489    8704.0    37.9  pointwise over [2, 16, 16, 16]: relu
+//   total             505.319
+std::string profile_table(std::vector<KernelProfile> rows) {
+  std::stable_sort(rows.begin(), rows.end(), [](const auto &a, const auto &b) { return a.seconds > b.seconds; });
+  double total = 0;
+  size_t name_width = 6;
+  for (const auto &r : rows) {
+    total += r.seconds;
+    name_width = std::max(name_width, r.name.size());
+  }
+  auto cell = [](double v, int width, int decimals) {
+    char text[64];
+    std::snprintf(text, sizeof text, "%*.*f", width, decimals, v);
+    return std::string(text);
+  };
+  auto pad = [](const std::string &s, size_t width) { return s + std::string(std::max(width, s.size()) - s.size(), ' '); };
+  std::string out = pad("kernel", name_width) + "   calls  total ms   mean us       %  what it computes\n";
+  for (const auto &r : rows) {
+    double mean_us = r.calls > 0 ? r.seconds / double(r.calls) * 1e6 : 0;
+    out += pad(r.name, name_width) + " " + cell(double(r.calls), 7, 0) + " " + cell(r.seconds * 1e3, 9, 3) + " " +
+           cell(mean_us, 9, 1) + " " + cell(total > 0 ? r.seconds / total * 100 : 0, 7, 1) + "  " + r.summary + "\n";
+  }
+  out += pad("total", name_width) + "         " + cell(total * 1e3, 9, 3) + "\n";
+  return out;
+}
+
 int run_run(const std::vector<std::string> &args) {
   ParsedArgs p = parse_args("run", args, {"--device", "--inputs", "--expect", "--rtol", "--atol", "--save", "--bench"});
   std::string file = one_file("run", p);
@@ -148,14 +179,18 @@ int run_run(const std::vector<std::string> &args) {
   const ir::Program &program = c.lowered;  // before fusion: every reduction still a node
   std::vector<HostTensor> outputs;
   if (device == "ref") {
+    if (options::get_bool("cpp.profile")) std::cerr << "coil run: cpp.profile times compiled kernels: use --device cpu\n";
     outputs = ir::interpret(c.schedule.ir, inputs);
   } else {
     CpuBuild build = build_cpu(c.schedule);
     CpuModule module(build.so_path);
     outputs = module.run(inputs);
-    if (bench > 0)
+    if (bench > 0) {
+      module.reset_profile();  // steady calls only: the first one's one-time work (threads, oneDNN primitives) dominates
       std::cout << "median " << module.median_seconds(inputs, bench) * 1e6 << " us per call over " << bench
                 << " calls\n";
+    }
+    if (options::get_bool("cpp.profile")) std::cout << profile_table(module.profile());
   }
   if (auto it = p.options.find("--save"); it != p.options.end()) {
     TensorList named;
@@ -233,7 +268,9 @@ const std::vector<Command> &commands() {
        "  --rtol R    relative tolerance (default: by dtype, scaled by sqrt(n) for reductions over n)\n"
        "  --atol A    absolute tolerance (default: likewise)\n"
        "  --save F    write the outputs as out0, out1, ...\n"
-       "  --set N=V   override an option for this run (see coil config)\n\n"
+       "  --set N=V   override an option for this run (see coil config); --set cpp.profile=1 with\n"
+       "              --device cpu prints each kernel's calls and time, slowest first: of the first\n"
+       "              call, or with --bench of the calls after it\n\n"
        "exit status: 0 when every output passes, 1 otherwise.\n",
        run_run},
       {"compile", "compile a graph into kernels and write each stage's dump", kCompileHelp, run_compile},

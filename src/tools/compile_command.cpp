@@ -4,6 +4,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "codegen/cpp/cpp_extern.h"
 #include "driver/compile.h"
 #include "frontend/parser.h"
 #include "runtime/cpu_module.h"
@@ -51,10 +52,11 @@ int run_compile(const std::vector<std::string> &args) {
   if (explain) {
     std::cout << sched::explain(c.schedule);
     // Which library runs each extern call: a decision of the C++ dialect, not the scheduler.
+    const ir::Program &p = c.schedule.ir.program;
     for (const ir::Kernel &k : c.schedule.ir.kernels)
       if (k.kind == ir::KernelKind::Extern)
-        std::cout << k.name << " (" << ir::extern_op_name(c.schedule.ir.program.nodes[size_t(k.nodes[0])].extern_op)
-                  << ") runs as a plain loop kernel: this build of coil has no oneDNN\n";
+        std::cout << k.name << " (" << ir::extern_op_name(p.nodes[size_t(k.nodes[0])].extern_op)
+                  << ") extern library: " << codegen::extern_library(p, k) << "\n";
   }
   int kernels = 0, externs = 0;
   for (const ir::Kernel &k : c.schedule.ir.kernels) (k.kind == ir::KernelKind::Extern ? externs : kernels)++;

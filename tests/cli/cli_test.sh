@@ -61,6 +61,7 @@ done
 expect compile-stats 0 '"kernels": 1' -- cat "$tmp/sm/stats.json"
 expect compile-explain 0 "kernel0  reduction over [64, 1] reducing [256]" -- "$coil" compile examples/softmax_lastdim/graph.py --out "$tmp/sm2" --explain
 expect compile-explain-apart 0 "an extern call (convolution) runs in a library" -- "$coil" compile examples/resnet_basic_block/graph.py --out "$tmp/rn" --explain
+expect compile-explain-library 0 "kernel0 (convolution) extern library: " -- "$coil" compile examples/resnet_basic_block/graph.py --out "$tmp/rn2" --explain
 expect compile-set 0 "2 kernels" -- "$coil" compile examples/softmax_lastdim/graph.py --out "$tmp/sm3" --set max_fusion_size=2
 expect compile-no-out 1 "coil: error: coil compile: --out DIR is required" -- "$coil" compile examples/sum_all/graph.py
 expect compile-device 1 "unknown device 'tpu'" -- "$coil" compile examples/sum_all/graph.py --out "$tmp/x" --device tpu
@@ -70,6 +71,19 @@ COIL_TRACE="$tmp/trace" "$coil" run examples/softmax_lastdim/graph.py --inputs e
 for f in graph.txt graph_after_passes.txt ir_pre_fusion.txt ir_post_fusion.txt memory_plan.txt; do
   if cmp -s "$tmp/trace/$f" "$tmp/sm/$f"; then echo "ok   trace-same-$f"; else echo "FAIL trace-same-$f"; failures=$((failures + 1)); fi
 done
+# cpp.profile: after the run, each kernel's calls and time (with --bench 2: a warm-up call and 2
+# timed ones, after the first call).
+sm=examples/softmax_lastdim
+expect run-profile-header 0 "kernel    calls  total ms   mean us       %  what it computes" -- \
+  "$coil" run $sm/graph.py --device cpu --inputs $sm/inputs.safetensors --set cpp.profile=1 --bench 2
+expect run-profile-row 0 "kernel0       3 " -- \
+  "$coil" run $sm/graph.py --device cpu --inputs $sm/inputs.safetensors --set cpp.profile=1 --bench 2
+expect run-profile-what 0 "100.0  reduction over [64, 1] reducing [256]: " -- \
+  "$coil" run $sm/graph.py --device cpu --inputs $sm/inputs.safetensors --set cpp.profile=1
+expect run-profile-ref 0 "cpp.profile times compiled kernels: use --device cpu" -- \
+  "$coil" run $sm/graph.py --inputs $sm/inputs.safetensors --set cpp.profile=1
+out=$("$coil" run $sm/graph.py --device cpu --inputs $sm/inputs.safetensors 2>&1)
+if [[ $out != *"calls  total ms"* ]]; then echo "ok   run-no-profile"; else echo "FAIL run-no-profile"; failures=$((failures + 1)); fi
 expect config-table 0 "max_fusion_size" -- "$coil" config
 expect config-one 0 "max_fusion_size = 64  (default)" -- "$coil" config max_fusion_size
 expect config-unknown 1 "unknown option 'max_fusion' (did you mean 'max_fusion_size'?)" -- "$coil" config max_fusion

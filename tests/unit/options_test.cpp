@@ -71,9 +71,12 @@ TEST_F(Options, Defaults) {
   EXPECT_EQ(get_int("num_threads"), 0);
   EXPECT_EQ(get_string("cpp.isa"), "auto");
   EXPECT_FALSE(get_bool("cpp.profile"));
+  EXPECT_TRUE(get_bool("cpp.pch"));
+  EXPECT_TRUE(get_bool("cpp.onednn"));
   EXPECT_EQ(get_string("cpp.compiler"), "c++");
   EXPECT_FALSE(get_bool("triton.autotune"));
   EXPECT_FALSE(get_bool("triton.cudagraphs"));
+  EXPECT_EQ(get_string("triton.python"), "");
   for (const Option &o : all()) {
     EXPECT_EQ(current(o.name), std::make_pair(o.default_value, Source::Default)) << o.name;
     EXPECT_FALSE(o.doc.empty()) << o.name;
@@ -83,7 +86,7 @@ TEST_F(Options, Defaults) {
 }
 
 TEST_F(Options, SortedByName) {
-  ASSERT_EQ(all().size(), 14u);
+  ASSERT_EQ(all().size(), 17u);
   for (size_t i = 1; i < all().size(); ++i) EXPECT_LT(all()[i - 1].name, all()[i].name);
 }
 

@@ -1,6 +1,8 @@
 // The runtime's plumbing: SHA-256 against the FIPS 180-4 test vectors, the ISA table, the
 // compiler subprocess, the content-addressed cache (hits, stale entries, failures, two
-// processes at once, info and clear) and loading a built shared object.
+// processes at once, info and clear), loading a built shared object, and the precompiled
+// kernel prelude (built once, reused, built by two processes at once, skipped when the
+// compiler cannot build it or the file is damaged).
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -12,10 +14,19 @@
 #include <optional>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
+#include "driver/compile.h"
+#include "frontend/parser.h"
+#include "io/compare.h"
+#include "io/graph_tensors.h"
+#include "io/safetensors.h"
 #include "runtime/cache.h"
 #include "runtime/compiler.h"
+#include "runtime/cpu_module.h"
 #include "runtime/isa.h"
 #include "runtime/loader.h"
+#include "runtime/pch.h"
 #include "runtime/sha256.h"
 #include "support/error.h"
 #include "support/options.h"
@@ -283,6 +294,189 @@ TEST_F(Runtime, ConcurrentBuildsPublishOneEntry) {
   }
   EXPECT_EQ(cache_info().entries, 1);
   EXPECT_EQ(count_children(root() / "tmp"), 0);
+}
+
+TEST(Pch, KeyCoversWhatChangesTheHeader) {
+  PchRequest r{{"c++", "c++ 12.2.0 (/usr/bin/g++-12)"}, Isa::Avx2, {"-shared", "-O3", "-I", "/inc", "-lmvec"}, "/inc",
+               "digest"};
+  std::string key = pch_key(r);
+  auto key_with = [&](const std::function<void(PchRequest &)> &edit) {
+    PchRequest changed = r;
+    edit(changed);
+    return pch_key(changed);
+  };
+  EXPECT_NE(key_with([](PchRequest &c) { c.headers_digest = "newer headers"; }), key);
+  EXPECT_NE(key_with([](PchRequest &c) { c.flags.push_back("-DCOIL_VARIANT"); }), key);
+  EXPECT_NE(key_with([](PchRequest &c) { c.isa = Isa::Scalar; }), key);
+  EXPECT_NE(key_with([](PchRequest &c) { c.compiler.identity = "c++ 13.1.0 (/usr/bin/g++-13)"; }), key);
+  EXPECT_NE(key_with([](PchRequest &c) { c.compiler.identity = "Debian clang version 14.0.6 (/usr/bin/clang)"; }), key);
+  EXPECT_EQ(key_with([](PchRequest &c) { c.flags.push_back("-lm"); }), key) << "libraries do not change the header";
+  EXPECT_EQ(key_with([](PchRequest &c) { c.flags.erase(c.flags.begin()); }), key) << "nor does -shared";
+}
+
+TEST(Pch, RejectionIsTheWarningLine) {
+  std::string warning =
+      "cc1plus: warning: /c/pch/ab/abc/coil/precompiled.h.gch: created and used with differing settings of '-mavx' "
+      "[-Winvalid-pch]";
+  EXPECT_EQ(pch_rejection("In file included from x.cpp:1:\n" + warning + "\n"), warning);
+  EXPECT_EQ(pch_rejection("x.cpp:3:7: warning: unused variable 'y' [-Wunused-variable]\n"), "");
+}
+
+// examples/<name> compiled for the CPU through the test's cache and checked against
+// eager; the folder of its cache entry.
+fs::path build_and_check(const std::string &name) {
+  std::string dir = "examples/" + name + "/";
+  Compilation c = compile_graph(frontend::parse_graph_file(dir + "graph.py"), sched::ScheduleOptions{});
+  CpuBuild build = build_cpu(c.schedule);
+  TensorList expected = read_safetensors(dir + "expected.safetensors");
+  std::vector<HostTensor> outputs = CpuModule(build.so_path).run(read_safetensors(dir + "inputs.safetensors"));
+  EXPECT_EQ(outputs.size(), c.graph.outputs().size());
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const HostTensor *want = find_tensor(expected, output_tensor_name(i));
+    if (!want) continue;
+    Tolerance tol = default_tolerance(want->dtype, ir::max_reduction_size(c.lowered, c.lowered.outputs[i]));
+    EXPECT_TRUE(compare(outputs[i], *want, tol).pass) << name << " output " << i << ": " << build.so_path;
+  }
+  return fs::path(build.so_path).parent_path();
+}
+
+// Only the graph: what a process that builds and exits needs (no OpenMP in a fork).
+void build_example(const std::string &name) {
+  build_cpu(compile_graph(frontend::parse_graph_file("examples/" + name + "/graph.py"), sched::ScheduleOptions{}).schedule);
+}
+
+// The "pch" of a kernel entry's meta.json: the key of the header its build used, or "".
+std::string pch_used_by(const fs::path &kernel_entry) {
+  auto pch = nlohmann::json::parse(read_text(kernel_entry / "meta.json")).at("pch");
+  return pch.is_null() ? "" : pch.get<std::string>();
+}
+
+std::vector<fs::path> pch_entries(const fs::path &root) {
+  std::vector<fs::path> out;
+  std::error_code ec;
+  for (fs::directory_iterator shard(root / "pch", ec), end; !ec && shard != end; shard.increment(ec))
+    for (const auto &entry : fs::directory_iterator(shard->path())) out.push_back(entry.path());
+  return out;
+}
+
+// The header file itself: GCC's .gch or clang's .pch.
+fs::path pch_file_in(const fs::path &entry) {
+  for (const auto &f : fs::recursive_directory_iterator(entry))
+    if (f.path().extension() == ".gch" || f.path().extension() == ".pch") return f.path();
+  return {};
+}
+
+TEST_F(Runtime, PrecompiledPreludeIsBuiltOnceAndReused) {
+  fs::path first = build_and_check("softmax_lastdim");
+  std::vector<fs::path> pchs = pch_entries(root());
+  ASSERT_EQ(pchs.size(), 1u);
+  std::string key = pchs[0].filename().string();
+  EXPECT_EQ(pch_used_by(first), key);
+  auto built = fs::last_write_time(pch_file_in(pchs[0]));
+
+  fs::path second = build_and_check("layernorm");
+  EXPECT_NE(second, first);
+  EXPECT_EQ(pch_entries(root()), pchs) << "a second graph reuses the header";
+  EXPECT_EQ(fs::last_write_time(pch_file_in(pchs[0])), built) << "and does not build it again";
+  EXPECT_EQ(pch_used_by(second), key);
+  EXPECT_EQ(cache_info().entries_by_kind["pch"], 1);
+  EXPECT_EQ(count_children(root() / "tmp"), 0);
+}
+
+TEST_F(Runtime, PrecompiledPreludeCanBeTurnedOff) {
+  options::set_override("cpp.pch", "false");
+  fs::path entry = build_and_check("softmax_lastdim");
+  EXPECT_EQ(pch_used_by(entry), "");
+  EXPECT_TRUE(pch_entries(root()).empty());
+  options::set_override("cpp.pch", "true");
+  EXPECT_NE(build_and_check("softmax_lastdim"), entry) << "the header's key is part of the kernel's";
+}
+
+// -H marks a precompiled header GCC read with "!": the flags really lead it to the file.
+TEST_F(Runtime, GccReadsThePrecompiledHeader) {
+  CxxCompiler cc = find_compiler();
+  if (cc.identity.find("clang") != std::string::npos) GTEST_SKIP() << "clang is handed the file by name";
+  fs::path include = runtime_include_dir();
+  PchRequest r{cc, selected_isa(), shared_object_flags(include, selected_isa(), {}), include, headers_digest(include)};
+  std::vector<std::string> argv = pch_flags(r);
+  ASSERT_FALSE(argv.empty()) << "the header was not built";
+  argv.insert(argv.begin(), cc.path);
+  argv.insert(argv.end(), r.flags.begin(), r.flags.end());
+  fs::path source = root() / "kernel.cpp";
+  std::ofstream(source) << "#include \"coil/prelude.h\"\nint answer() { return 42; }\n";
+  argv.insert(argv.end(), {"-H", "-fsyntax-only", source.string()});
+  ProcessResult result = run_process(argv);
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  fs::path gch = cache_entry_dir("pch", pch_key(r)) / "coil" / "precompiled.h.gch";
+  EXPECT_NE(result.err.find("! " + gch.string() + "\n"), std::string::npos) << result.err.substr(0, 2000);
+  EXPECT_EQ(pch_rejection(result.err), "");
+}
+
+// Two processes need the same header at once: both build it, both succeed, one entry stays.
+TEST_F(Runtime, ConcurrentPrecompiledPreludeBuilds) {
+  int gate[2];
+  ASSERT_EQ(pipe(gate), 0);
+  const char *graphs[2] = {"softmax_lastdim", "layernorm"};
+  pid_t children[2];
+  for (int i = 0; i < 2; ++i) {
+    children[i] = fork();
+    ASSERT_GE(children[i], 0);
+    if (children[i] != 0) continue;
+    char byte;
+    close(gate[1]);
+    (void)!read(gate[0], &byte, 1);  // wait until the parent opens the gate
+    try {
+      build_example(graphs[i]);
+      _exit(0);
+    } catch (...) {
+      _exit(4);
+    }
+  }
+  close(gate[0]);
+  close(gate[1]);
+  for (pid_t child : children) {
+    int status = 0;
+    ASSERT_EQ(waitpid(child, &status, 0), child);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
+  }
+  std::vector<fs::path> pchs = pch_entries(root());
+  ASSERT_EQ(pchs.size(), 1u);
+  EXPECT_EQ(cache_info().entries_by_kind["cpp"], 2);
+  EXPECT_EQ(count_children(root() / "tmp"), 0) << "the loser's copy is gone";
+  for (const char *name : graphs) EXPECT_EQ(pch_used_by(build_and_check(name)), pchs[0].filename().string()) << name;
+}
+
+// A compiler that cannot precompile headers still builds every kernel, without one.
+TEST_F(Runtime, CompilerWithoutPrecompiledHeaders) {
+  fs::path script = root().parent_path() / "no-pch-c++";
+  std::ofstream(script) << "#!/bin/sh\n"
+                           "for a in \"$@\"; do\n"
+                           "  if [ \"$a\" = c++-header ]; then echo 'no PCH here' >&2; exit 1; fi\n"
+                           "done\n"
+                           "exec '" << find_compiler().path << "' \"$@\"\n";
+  fs::permissions(script, fs::perms::owner_all);
+  options::set_override("cpp.compiler", script.string());
+  options::set_override("debug", "true");
+  testing::internal::CaptureStderr();
+  fs::path entry = build_and_check("softmax_lastdim");
+  std::string said = testing::internal::GetCapturedStderr();
+  EXPECT_NE(said.find("coil: cannot precompile the kernel prelude with "), std::string::npos) << said.substr(0, 2000);
+  EXPECT_NE(said.find("no PCH here"), std::string::npos);
+  EXPECT_EQ(pch_used_by(entry), "");
+  EXPECT_TRUE(pch_entries(root()).empty());
+  EXPECT_EQ(count_children(root() / "tmp"), 0);
+}
+
+// A damaged header (a disk error, a compiler updated in place) breaks the build with it;
+// the kernel is built again without it.
+TEST_F(Runtime, DamagedPrecompiledHeaderIsNotUsed) {
+  build_and_check("softmax_lastdim");
+  std::vector<fs::path> pchs = pch_entries(root());
+  ASSERT_EQ(pchs.size(), 1u);
+  fs::path file = pch_file_in(pchs[0]);
+  fs::resize_file(file, 1000);
+  fs::path entry = build_and_check("layernorm");
+  EXPECT_EQ(pch_used_by(entry), "");
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include "driver/compile.h"
 #include "frontend/parser.h"
 #include "ir/interpreter.h"
+#include "scheduler/epilogue.h"
 #include "scheduler/reindex.h"
 
 namespace coil::sched {
@@ -147,13 +148,71 @@ TEST(SchedulerReject, DifferentIterationSpace) {
   EXPECT_TRUE(rejected_with(s, "a scan runs alone")) << explain(s);
 }
 
+// An extern call takes no producer and no reduction, and only the pointwise consumers
+// that read as post-ops (relu fuses onto it: SchedulerEpilogue below).
 TEST(SchedulerReject, ExternCall) {
-  Schedule s = run(R"(a: "f32[64, 32][32, 1]cpu", b: "f32[32, 16][16, 1]cpu")", R"(
+  constexpr const char *kIn = R"(a: "f32[64, 32][32, 1]cpu", b: "f32[32, 16][16, 1]cpu")";
+  const std::string refusal = "an extern call (mm) runs in a library, not in a generated loop";
+  auto refused_as_it_is = [&](const Schedule &s) {
+    for (const Rejection &r : s.rejected)
+      if (r.reason == refusal) return true;
+    return false;
+  };
+  Schedule s = run(kIn, R"(
+        exp: "f32[64, 32][32, 1]cpu" = torch.ops.aten.exp.default(a)
+        mm: "f32[64, 16][16, 1]cpu" = torch.ops.aten.mm.default(exp, b)
+        sin: "f32[64, 16][16, 1]cpu" = torch.ops.aten.sin.default(mm)
+        return (sin,)
+)");
+  EXPECT_EQ(s.ir.kernels.size(), 3u) << explain(s);
+  EXPECT_TRUE(refused_as_it_is(s)) << "the producer\n" << explain(s);
+  EXPECT_TRUE(rejected_with(s, refusal + "; its epilogue cannot take [sin]: sin applies sin, which has no post-op"))
+      << explain(s);
+  Schedule reduced = run(kIn, R"(
+        mm: "f32[64, 16][16, 1]cpu" = torch.ops.aten.mm.default(a, b)
+        sum_1: "f32[16][1]cpu" = torch.ops.aten.sum.dim_IntList(mm, [0])
+        return (sum_1,)
+)");
+  EXPECT_TRUE(refused_as_it_is(reduced)) << "the reduction\n" << explain(reduced);
+}
+
+// A consumer of the call's result is no epilogue when the result is needed elsewhere too,
+// when it combines the result with a computed value, and when eager rounds the result
+// (emulate_precision_casts) before the consumer reads it.
+TEST(SchedulerReject, ExternEpilogueLimits) {
+  constexpr const char *kIn = R"(a: "f32[64, 32][32, 1]cpu", b: "f32[32, 16][16, 1]cpu", v: "f32[16][1]cpu")";
+  Schedule twice = run(kIn, R"(
         mm: "f32[64, 16][16, 1]cpu" = torch.ops.aten.mm.default(a, b)
         relu: "f32[64, 16][16, 1]cpu" = torch.ops.aten.relu.default(mm)
-        return (relu,)
+        return (mm, relu)
 )");
-  EXPECT_TRUE(rejected_with(s, "an extern call (mm) runs in a library")) << explain(s);
+  EXPECT_TRUE(rejected_with(twice, "buf3 is a graph output, and a library stores only the last post-op's value"))
+      << explain(twice);
+  Schedule computed = run(kIn, R"(
+        mm: "f32[64, 16][16, 1]cpu" = torch.ops.aten.mm.default(a, b)
+        rsqrt: "f32[16][1]cpu" = torch.ops.aten.rsqrt.default(v)
+        mul: "f32[64, 16][16, 1]cpu" = torch.ops.aten.mul.Tensor(mm, rsqrt)
+        return (mul,)
+)");
+  EXPECT_TRUE(rejected_with(computed, "mul takes the other operand of mul from a computation, not from memory"))
+      << explain(computed);
+  ScheduleOptions emulate;
+  emulate.emulate_precision_casts = true;
+  Schedule rounded = run(R"(a: "bf16[64, 32][32, 1]cpu", b: "bf16[32, 16][16, 1]cpu")", R"(
+        mm: "bf16[64, 16][16, 1]cpu" = torch.ops.aten.mm.default(a, b)
+        relu: "bf16[64, 16][16, 1]cpu" = torch.ops.aten.relu.default(mm)
+        return (relu,)
+)",
+                         emulate);
+  EXPECT_TRUE(rejected_with(rounded, "emulate_precision_casts rounds buf2 to bf16 before the epilogue reads it"))
+      << explain(rounded);
+  EXPECT_EQ(run(R"(a: "bf16[64, 32][32, 1]cpu", b: "bf16[32, 16][16, 1]cpu")", R"(
+        mm: "bf16[64, 16][16, 1]cpu" = torch.ops.aten.mm.default(a, b)
+        relu: "bf16[64, 16][16, 1]cpu" = torch.ops.aten.relu.default(mm)
+        return (relu,)
+)").ir.kernels.size(),
+            1u)
+      << "without emulate_precision_casts the rounding goes with the store";
 }
 
 TEST(SchedulerReject, MaxFusionSize) {
@@ -169,12 +228,14 @@ TEST(SchedulerReject, MaxFusionSize) {
   EXPECT_TRUE(rejected_with(s, "over max_fusion_size 1")) << explain(s);
 }
 
-// sum -> mm -> (x + mm): fusing the sum's kernel with the add would put the mm inside.
+// relu -> mm -> (relu + sin(mm)): fusing the relu's kernel with the add would put the mm
+// inside. (sin keeps the add from being the mm's epilogue.)
 TEST(SchedulerReject, Cycle) {
   Schedule s = run(R"(x: "f32[64, 64][64, 1]cpu")", R"(
         relu: "f32[64, 64][64, 1]cpu" = torch.ops.aten.relu.default(x)
         mm: "f32[64, 64][64, 1]cpu" = torch.ops.aten.mm.default(relu, relu)
-        add: "f32[64, 64][64, 1]cpu" = torch.ops.aten.add.Tensor(relu, mm)
+        sin: "f32[64, 64][64, 1]cpu" = torch.ops.aten.sin.default(mm)
+        add: "f32[64, 64][64, 1]cpu" = torch.ops.aten.add.Tensor(relu, sin)
         return (add,)
 )");
   EXPECT_TRUE(rejected_with(s, "would create a cycle through")) << explain(s);
@@ -289,15 +350,106 @@ TEST(SchedulerDce, UnusedNodesAndEmptyOutputsGo) {
   EXPECT_EQ(loop_kernels(s), 1);
 }
 
-// Two kernels in a row where the second writes over what the first made, in place.
+// mm then relu: relu runs on each element of the product as a post-op of the call, and
+// the product never reaches memory.
+TEST(SchedulerEpilogue, ReluFusesOntoTheCall) {
+  Schedule s = run(R"(a: "f32[64, 32][32, 1]cpu", b: "f32[32, 16][16, 1]cpu")", R"(
+        mm: "f32[64, 16][16, 1]cpu" = torch.ops.aten.mm.default(a, b)
+        relu: "f32[64, 16][16, 1]cpu" = torch.ops.aten.relu.default(mm)
+        return (relu,)
+)");
+  ASSERT_EQ(s.ir.kernels.size(), 1u) << explain(s);
+  const ir::Kernel &k = s.ir.kernels[0];
+  EXPECT_EQ(k.kind, ir::KernelKind::Extern);
+  EXPECT_EQ(k.nodes.size(), 2u);
+  EXPECT_EQ(k.attrs.at("post_ops"), "relu");
+  ASSERT_EQ(k.internal.size(), 1u);
+  EXPECT_EQ(s.ir.program.buffer(k.internal[0]).name, "buf2") << "the product stays in the call";
+  EXPECT_EQ(s.memory.arena_bytes, 0);
+  EXPECT_NE(ir::str(s.ir).find("  post_ops: relu\n"), std::string::npos) << ir::str(s.ir);
+  EXPECT_NE(explain(s).find("post-ops: relu"), std::string::npos) << explain(s);
+}
+
+// A bias added, then gelu, over a view of the product (the rows of a linear layer seen
+// as [batch, tokens, features]): one chain, the bias broadcast over the rows.
+TEST(SchedulerEpilogue, BiasAndGeluThroughAView) {
+  Schedule s = run(R"(x: "f32[16, 24][24, 1]cpu", w: "f32[24, 96][96, 1]cpu", bias: "f32[96][1]cpu")", R"(
+        mm: "f32[16, 96][96, 1]cpu" = torch.ops.aten.mm.default(x, w)
+        view: "f32[2, 8, 96][768, 96, 1]cpu" = torch.ops.aten.view.default(mm, [2, 8, 96])
+        add: "f32[2, 8, 96][768, 96, 1]cpu" = torch.ops.aten.add.Tensor(view, bias)
+        gelu: "f32[2, 8, 96][768, 96, 1]cpu" = torch.ops.aten.gelu.default(add)
+        return (gelu,)
+)");
+  ASSERT_EQ(s.ir.kernels.size(), 1u) << explain(s);
+  EXPECT_EQ(s.ir.kernels[0].attrs.at("post_ops"), "add bias[1, 96], gelu_erf");
+  Epilogue e = epilogue_of(s.ir.program, s.ir.kernels[0]);
+  EXPECT_EQ(e.out.strides, (Shape{96, 1})) << "the [2, 8, 96] result seen over the product's [16, 96]";
+}
+
+// Activations that use the value more than once are recognized whole; scalars on either
+// side become linear post-ops, relu then min(6) one clip.
+TEST(SchedulerEpilogue, ActivationsAndScalars) {
+  auto post_ops = [](const std::string &body) {
+    Schedule s = run(R"(a: "f32[8, 4][4, 1]cpu", b: "f32[4, 8][8, 1]cpu")",
+                     "        mm: \"f32[8, 8][8, 1]cpu\" = torch.ops.aten.mm.default(a, b)\n" + body);
+    EXPECT_EQ(s.ir.kernels.size(), 1u) << explain(s);
+    return s.ir.kernels[0].attrs.count("post_ops") ? s.ir.kernels[0].attrs.at("post_ops") : "";
+  };
+  EXPECT_EQ(post_ops(R"(        y: "f32[8, 8][8, 1]cpu" = torch.ops.aten.silu.default(mm)
+        return (y,)
+)"),
+            "silu");
+  EXPECT_EQ(post_ops(R"(        y: "f32[8, 8][8, 1]cpu" = torch.ops.aten.gelu.default(mm, approximate = 'tanh')
+        return (y,)
+)"),
+            "gelu_tanh");
+  EXPECT_EQ(post_ops(R"(        y: "f32[8, 8][8, 1]cpu" = torch.ops.aten.hardtanh.default(mm, 0.0, 6.0)
+        return (y,)
+)"),
+            "clip(0, 6)");
+  EXPECT_EQ(post_ops(R"(        y: "f32[8, 8][8, 1]cpu" = torch.ops.aten.leaky_relu.default(mm, 0.2)
+        return (y,)
+)"),
+            "relu(0.2)");
+  EXPECT_EQ(post_ops(R"(        mul: "f32[8, 8][8, 1]cpu" = torch.ops.aten.mul.Tensor(mm, 2)
+        rsub: "f32[8, 8][8, 1]cpu" = torch.ops.aten.sub.Tensor(1.0, mul)
+        y: "f32[8, 8][8, 1]cpu" = torch.ops.aten.sigmoid.default(rsub)
+        return (y,)
+)"),
+            "linear(2, 0), linear(-1, 1), sigmoid");
+}
+
+// The interpreter runs a call with its epilogue as it runs them apart.
+TEST(SchedulerEpilogue, InterpreterRunsTheFusedKernel) {
+  Compilation c = compile_graph(parse(R"(a: "f32[6, 5][5, 1]cpu", b: "f32[5, 4][4, 1]cpu", t: "f32[4][1]cpu")", R"(
+        mm: "f32[6, 4][4, 1]cpu" = torch.ops.aten.mm.default(a, b)
+        mul: "f32[6, 4][4, 1]cpu" = torch.ops.aten.mul.Tensor(mm, t)
+        tanh: "f32[6, 4][4, 1]cpu" = torch.ops.aten.tanh.default(mul)
+        return (tanh,)
+)"),
+                                ScheduleOptions{});
+  ASSERT_EQ(c.schedule.ir.kernels.size(), 1u) << explain(c.schedule);
+  TensorList in;
+  for (auto [name, sizes] : {std::pair<const char *, Shape>{"a", {6, 5}}, {"b", {5, 4}}, {"t", {4}}}) {
+    HostTensor h = HostTensor::zeros(DType::F32, sizes);
+    for (int64_t i = 0; i < checked_numel(sizes); ++i) h.ptr<float>()[i] = float((i * 7) % 11) / 5 - 1;
+    in.push_back({name, h});
+  }
+  auto fused = ir::interpret(c.schedule.ir, in), apart = ir::interpret(ir::unfused(c.lowered), in);
+  ASSERT_EQ(fused.size(), 1u);
+  for (int64_t i = 0; i < 24; ++i) EXPECT_EQ(fused[0].ptr<float>()[i], apart[0].ptr<float>()[i]) << i;
+}
+
+// Two kernels in a row where the second writes over what the first made, in place (sin
+// has no post-op, so it stays a kernel of its own after the mm).
 TEST(SchedulerMemory, InPlaceOverADyingIntermediate) {
   ScheduleOptions o;
   o.inline_pointwise = false;
   o.horizontal = false;
   Schedule s = run(R"(x: "f32[64, 64][64, 1]cpu")", R"(
         mm: "f32[64, 64][64, 1]cpu" = torch.ops.aten.mm.default(x, x)
-        relu: "f32[64, 64][64, 1]cpu" = torch.ops.aten.relu.default(mm)
-        mm_1: "f32[64, 64][64, 1]cpu" = torch.ops.aten.mm.default(relu, x)
+        sin: "f32[64, 64][64, 1]cpu" = torch.ops.aten.sin.default(mm)
+        mm_1: "f32[64, 64][64, 1]cpu" = torch.ops.aten.mm.default(sin, x)
         return (mm_1,)
 )",
                    o);

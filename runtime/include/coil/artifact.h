@@ -27,7 +27,15 @@
  *
  * Threads: concurrent coil_run calls on one loaded module are safe (each takes its own
  * arena). Each call runs its kernels on COIL_NUM_THREADS threads, else OMP_NUM_THREADS,
- * else one per processor. */
+ * else one per processor.
+ *
+ * Profiling (optional: only a graph compiled with the option cpp.profile exports
+ * coil_profile; look it up with dlsym): coil_run times each kernel call with a steady
+ * clock. coil_profile(rows, capacity) copies the first min(n, capacity) of the n kernels'
+ * rows, in the order coil_run calls them, and returns n; rows may be NULL when capacity
+ * is 0. A row counts every call from every thread since the library was loaded (opening
+ * it twice in one process shares the counts); read while other threads run the graph,
+ * its calls and total_ns may be one call apart. The strings live as long as the library. */
 #ifndef COIL_ARTIFACT_H
 #define COIL_ARTIFACT_H
 
@@ -66,6 +74,14 @@ typedef struct coil_tensor_desc {
   int32_t alias_index;      /* outputs that alias: the input or output they view */
 } coil_tensor_desc;
 
+/* One kernel's row of coil_profile. */
+typedef struct coil_kernel_profile {
+  const char *name;    /* the kernel's function in the generated source: kernel0, kernel1, ... */
+  const char *summary; /* what it computes: "pointwise over [64, 256]: add, relu" */
+  int64_t calls;
+  int64_t total_ns;    /* summed over every call */
+} coil_kernel_profile;
+
 int32_t coil_abi_version(void);
 int32_t coil_num_inputs(void);
 int32_t coil_num_outputs(void);
@@ -74,6 +90,7 @@ const coil_tensor_desc *coil_output(int32_t i);
 int64_t coil_arena_bytes(void);
 int32_t coil_run(void *const *inputs, void **outputs);
 const char *coil_error_message(int32_t status);
+int32_t coil_profile(coil_kernel_profile *rows, int32_t capacity); /* optional: see above */
 
 #ifdef __cplusplus
 }

@@ -1,6 +1,7 @@
 // Plain loop implementations of the extern calls (matrix products, convolution), used
-// when coil is built without a library for them. Strided views in elements, accumulation
-// in double, as the reference interpreter does (src/ir/interpreter.cpp).
+// when coil is built without a library for them, for calls the library does not take,
+// and should the library decline a call at run time. Strided views in elements,
+// accumulation in double, as the reference interpreter does (src/ir/interpreter.cpp).
 #pragma once
 
 #include <cstdint>
@@ -92,3 +93,10 @@ void convolution(int spatial, const int64_t *out_sizes, const int64_t *x_sizes, 
 }
 
 }  // namespace coil_rt
+
+// The oneDNN calls of kernels that src/codegen/cpp/cpp_extern.cpp hands to oneDNN: the
+// kernel build defines COIL_KERNELS_CALL_ONEDNN and links -ldnnl for those only
+// (src/runtime/cpu_module.cpp), so that a graph without them needs no oneDNN at all.
+#ifdef COIL_KERNELS_CALL_ONEDNN
+#include "coil/onednn.h"
+#endif

@@ -902,7 +902,7 @@ std::string generate_cpp(const sched::Schedule &s, const CppOptions &o) {
     w.line("");
     calls.push_back({k.name, e.params()});
   }
-  emit_wrapper(s, st, calls, w);
+  emit_wrapper(s, st, calls, o.profile, w);
   return w.str();
 }
 

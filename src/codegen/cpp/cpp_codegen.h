@@ -22,6 +22,7 @@ namespace coil::codegen {
 
 struct CppOptions {
   int vector_bytes = 64;  // the ISA's vector register width, 0 for scalar code
+  bool profile = false;   // time each kernel call (the option cpp.profile): coil_profile in coil/artifact.h
 };
 
 /// The translation unit of `s`: kernels, arena layout and the C entry points.

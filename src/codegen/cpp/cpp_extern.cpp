@@ -1,11 +1,33 @@
+// Extern kernels of the C++ dialect: a matrix product or a convolution, then its epilogue
+// (scheduler/epilogue.h). Where coil was built with oneDNN and oneDNN takes the call, the
+// kernel is one oneDNN primitive with the epilogue as post-ops (coil/onednn.h), created
+// on the first call:
+//
+//   static const coil_rt::onednn::Primitive call = coil_rt::onednn::matmul(
+//       {dnnl_f32, 2, {7, 13}, {13, 1}}, {dnnl_f32, 2, {13, 5}, {1, 13}}, {dnnl_f32, 2, {7, 5}, {5, 1}}, 1.0f,
+//       {coil_rt::onednn::binary(dnnl_binary_add, {dnnl_f32, 2, {1, 5}, {0, 1}}),
+//        coil_rt::onednn::eltwise(dnnl_eltwise_relu, 0.0f, 0.0f)},
+//       455);
+//   if (call.run(in_ptr1, in_ptr2, nullptr, out_ptr0, {in_ptr0})) return;
+//
+// followed by the plain loop of coil/extern_loops.h, which runs should oneDNN decline at
+// run time, and which is the whole kernel otherwise; it applies the same post-ops to
+// each element before storing it.
 #include "codegen/cpp/cpp_extern.h"
 
+#include <cmath>
+#include <optional>
+
 #include "codegen/cpp/cpp_ops.h"
+#include "support/error.h"
+#include "support/options.h"
 
 namespace coil::codegen {
 
 using ir::BufferId;
 using ir::Node;
+using sched::PostOp;
+using sched::PostOpKind;
 
 std::string strided_element(const ir::Program &p, const ir::View &v, const std::string &name,
                             const std::vector<std::string> &idx) {
@@ -14,11 +36,199 @@ std::string strided_element(const ir::Program &p, const ir::View &v, const std::
   return from_storage(name + "[" + at + "]", p.buffer(v.buffer).type.dtype);
 }
 
-std::string extern_layout(const ir::Program &, const ir::Kernel &) {
-  return "layout: a plain loop (coil was built without a library for this call)";
+namespace {
+
+// CMake defines COIL_HAVE_ONEDNN where it found oneDNN 2 (the -DCOIL_ONEDNN option).
+#ifdef COIL_HAVE_ONEDNN
+constexpr bool kBuiltWithOnednn = true;
+#else
+constexpr bool kBuiltWithOnednn = false;
+#endif
+
+bool is_product(const Node &n) { return n.extern_op != ir::ExternOp::Convolution; }
+bool has_bias(const Node &n) { return is_product(n) && n.operands.size() == 3; }
+bool transposed(const Node &n) { return n.attrs.count("transposed") && n.attrs.at("transposed")[0]; }
+
+// ---- the matrix product seen as batches of (rows x inner) by (inner x cols) ---------------
+
+struct Product {
+  const ir::View *a, *b, *bias;
+  bool batched, vector;
+  int64_t batches, rows, inner, cols;
+  double alpha, beta;
+};
+
+Product product(const Node &n) {
+  Product m;
+  m.bias = has_bias(n) ? &n.operands[0] : nullptr;
+  m.a = &n.operands[m.bias ? 1 : 0];
+  m.b = &n.operands[m.bias ? 2 : 1];
+  m.batched = m.a->sizes.size() == 3;
+  m.vector = m.b->sizes.size() == 1;
+  m.batches = m.batched ? m.a->sizes[0] : 1;
+  m.rows = m.a->sizes[m.batched ? 1 : 0];
+  m.inner = m.a->sizes.back();
+  m.cols = m.vector ? 1 : m.b->sizes.back();
+  m.alpha = n.scalars.count("alpha") ? n.scalars.at("alpha") : 1;
+  m.beta = n.scalars.count("beta") ? n.scalars.at("beta") : 1;
+  return m;
 }
 
-namespace {
+// The call as oneDNN runs it: its result scaled, then post-ops. For addmm and its kin,
+// alpha * p + beta * bias is ((alpha / beta) * p + bias) * beta, since oneDNN scales no
+// binary operand; then the epilogue.
+struct OnednnCall {
+  double scale = 1;
+  std::vector<PostOp> ops;
+};
+
+// linear(a, b) then linear(c, d) -> linear(a*c, b*c + d)
+void push_merged(std::vector<PostOp> &ops, const PostOp &op) {
+  if (op.kind == PostOpKind::Linear && !ops.empty() && ops.back().kind == PostOpKind::Linear) {
+    PostOp &last = ops.back();
+    last = {PostOpKind::Linear, last.alpha * op.alpha, last.beta * op.alpha + op.beta, {}};
+    return;
+  }
+  ops.push_back(op);
+}
+
+OnednnCall onednn_call(const Node &n, const Shape &result, const sched::Epilogue &e) {
+  OnednnCall call;
+  std::vector<PostOp> ops;
+  if (is_product(n)) {
+    Product m = product(n);
+    bool bias = m.bias && m.beta != 0;
+    call.scale = bias ? m.alpha / m.beta : m.alpha;
+    if (bias) {
+      // The bias broadcasts to the result: missing leading dims and dims of size 1 stay put.
+      ir::View over{m.bias->buffer, result, Shape(result.size(), 0), m.bias->offset};
+      size_t lead = result.size() - m.bias->sizes.size();
+      for (size_t d = lead; d < result.size(); ++d)
+        if (m.bias->sizes[d - lead] != 1) over.strides[d] = m.bias->strides[d - lead];
+      ops.push_back({PostOpKind::Add, 0, 0, over});
+      if (m.beta != 1) ops.push_back({PostOpKind::Linear, m.beta, 0, {}});
+    }
+  }
+  ops.insert(ops.end(), e.ops.begin(), e.ops.end());
+  for (const PostOp &op : ops) push_merged(call.ops, op);
+  return call;
+}
+
+// An eltwise algorithm the chain uses twice with different parameters: oneDNN 2.6 runs
+// every one of them with the first one's (checked on its brgemm matmul).
+std::optional<PostOpKind> repeated_with_other_parameters(const std::vector<PostOp> &ops) {
+  for (size_t i = 0; i < ops.size(); ++i)
+    for (size_t j = i + 1; j < ops.size(); ++j)
+      if (!ops[i].binary() && ops[i].kind == ops[j].kind && (ops[i].alpha != ops[j].alpha || ops[i].beta != ops[j].beta))
+        return ops[i].kind;
+  return std::nullopt;
+}
+
+// ---- who runs the call -------------------------------------------------------------------
+
+std::string dtype_list(const std::vector<DType> &types) {
+  std::string out;
+  for (DType t : types)
+    if (out.find(short_name(t)) == std::string::npos) out += (out.empty() ? "" : " and ") + std::string(short_name(t));
+  return out;
+}
+
+// Why oneDNN does not run the call, or "" when it does.
+std::string why_not_onednn(const ir::Program &p, const ir::Kernel &k, const sched::Epilogue &e) {
+  if (!kBuiltWithOnednn) return "coil was built without oneDNN";
+  if (!options::get_bool("cpp.onednn")) return "cpp.onednn is off";
+  const Node &n = p.nodes[size_t(k.nodes[0])];
+  std::string what = is_product(n) ? "matmul" : "convolution";
+  if (!is_product(n) && transposed(n)) return "coil does not hand transposed convolutions to oneDNN";
+  std::vector<DType> types;
+  for (const ir::View &v : n.operands)
+    if (v.buffer >= 0) types.push_back(p.buffer(v.buffer).type.dtype);
+  types.push_back(p.buffer(n.outputs[0]).type.dtype);
+  DType t = types.front();
+  for (DType u : types)
+    if (u != t) return "its operands are " + dtype_list(types) + ": oneDNN multiplies one dtype";
+  if (t == DType::F16) return "oneDNN 2 has no f16 " + what + " on the CPU";
+  if (t != DType::F32 && t != DType::BF16) return str_cat("oneDNN has no ", short_name(t), " ", what);
+  for (const PostOp &op : e.ops)
+    if (op.binary() && p.buffer(op.operand.buffer).type.dtype == DType::F16)
+      return "oneDNN 2 takes no f16 tensor in a post-op";
+  if (p.buffer(e.out.buffer).type.dtype == DType::F16) return "oneDNN 2 writes no f16 result";
+  if (auto kind = repeated_with_other_parameters(onednn_call(n, k.ranges, e).ops))
+    return str_cat("oneDNN 2 would run both ", sched::post_op_name(*kind), " post-ops with the first one's parameters");
+  if (is_product(n)) {
+    Product m = product(n);
+    if (m.inner == 0) return "the product sums over no element";
+    for (const ir::View *v : {m.a, m.b})
+      for (size_t d = m.batched ? 1 : 0; d < v->sizes.size(); ++d)
+        if (v->strides[d] == 0 && v->sizes[d] > 1) return "an operand repeats its elements along a matrix dim (stride 0)";
+    return "";
+  }
+  size_t spatial = n.operands[1].sizes.size() - 2;
+  if (spatial < 1 || spatial > 3) return str_cat("oneDNN convolves over 1 to 3 dims, not ", spatial);
+  return "";
+}
+
+std::string library_name(const Node &n) { return is_product(n) ? "oneDNN matmul" : "oneDNN convolution"; }
+
+// ---- post-ops as C++ ----------------------------------------------------------------------
+
+std::string f32(double v) { return literal(v, DType::F32); }
+
+// Post-op `op` of the running float y (and the tensor's element t) as a C++ expression.
+std::string post_op_expr(const PostOp &op, const std::string &t) {
+  std::string a = f32(op.alpha), b = f32(op.beta);
+  switch (op.kind) {
+    case PostOpKind::Relu: return op.alpha == 0 ? "y < 0.0f ? 0.0f : y" : "y < 0.0f ? y * " + a + " : y";
+    case PostOpKind::Elu: return "y > 0.0f ? y : " + a + " * std::expm1(y)";
+    case PostOpKind::GeluErf: return "y * 0.5f * (std::erf(y * " + f32(M_SQRT1_2) + ") + 1.0f)";
+    case PostOpKind::GeluTanh:
+      return "y * 0.5f * (std::tanh((y + y * y * y * " + f32(0.044715) + ") * " + f32(std::sqrt(2.0 / M_PI)) + ") + 1.0f)";
+    case PostOpKind::Tanh: return "std::tanh(y)";
+    case PostOpKind::Sigmoid: return "1.0f / (1.0f + std::exp(-y))";
+    case PostOpKind::Silu: return "y / (1.0f + std::exp(-y))";
+    case PostOpKind::Hardswish: return "y * std::min(std::max(y + 3.0f, 0.0f), 6.0f) / 6.0f";
+    case PostOpKind::Exp: return "std::exp(y)";
+    case PostOpKind::Log: return "std::log(y)";
+    case PostOpKind::Abs: return "std::fabs(y)";
+    case PostOpKind::Sqrt: return "std::sqrt(y)";
+    case PostOpKind::Square: return "y * y";
+    case PostOpKind::Linear: return a + " * y + " + b;
+    case PostOpKind::Clip: return "std::min(std::max(y, " + a + "), " + b + ")";
+    case PostOpKind::Pow: return a + " * std::pow(y, " + b + ")";
+    case PostOpKind::Add: return "y + " + t;
+    case PostOpKind::Sub: return "y - " + t;
+    case PostOpKind::Mul: return "y * " + t;
+    case PostOpKind::Div: return "y / " + t;
+  }
+  return "y";
+}
+
+// Element `idx` (names of the result's dims) of view `v`, skipping the dims it does not move along.
+std::string element(const ir::View &v, const std::string &name, const std::vector<std::string> &idx) {
+  std::string at;
+  for (size_t d = 0; d < idx.size(); ++d)
+    if (v.strides[d] != 0)
+      at += (at.empty() ? "" : " + ") + idx[d] + (v.strides[d] == 1 ? "" : "*" + std::to_string(v.strides[d]));
+  if (v.offset != 0 || at.empty()) at += (at.empty() ? "" : " + ") + std::to_string(v.offset);
+  return name + "[" + at + "]";
+}
+
+// The statements that store the call's value v (a double) at result point `idx`: the
+// post-ops on a float, as oneDNN applies them, then the store.
+std::string store_value(const ir::Program &p, const std::vector<PostOp> &ops, const ir::View &out,
+                        const std::map<BufferId, std::string> &names, const std::vector<std::string> &idx) {
+  DType t = p.buffer(out.buffer).type.dtype;
+  std::string target = element(out, names.at(out.buffer), idx);
+  if (ops.empty()) return target + " = " + to_storage(cpp_cast("v", DType::F64, t), t) + ";";
+  std::string s = "float y = float(v);";
+  for (const PostOp &op : ops) {
+    std::string operand;
+    if (op.binary())
+      operand = from_storage(element(op.operand, names.at(op.operand.buffer), idx), p.buffer(op.operand.buffer).type.dtype);
+    s += " y = " + post_op_expr(op, operand) + ";";
+  }
+  return s + " " + target + " = " + to_storage("y", t) + ";";
+}
 
 std::string array(const Shape &s) {
   std::string out = "{";
@@ -36,19 +246,12 @@ std::string getter(const ir::Program &p, const std::map<ir::BufferId, std::strin
   return "[&](" + params + ") { return double(" + strided_element(p, v, names.at(v.buffer), tail) + "); }";
 }
 
-}  // namespace
-
-void emit_extern_kernel(const ir::Program &p, const ir::Kernel &k, const std::map<ir::BufferId, std::string> &names, Writer &w) {
-  const Node &n = p.nodes[size_t(k.nodes[0])];
-  ir::BufferId out = n.outputs[0];
-  const TensorType &ot = p.buffer(out).type;
-  auto put_at = [&](const std::vector<std::string> &o) {
-    std::string at = "0";
-    for (size_t d = 0; d < o.size(); ++d) at += " + " + o[d] + "*" + std::to_string(ot.strides[d]);
-    return names.at(out) + "[" + at + "] = " + to_storage(cpp_cast("v", DType::F64, ot.dtype), ot.dtype) + ";";
-  };
-  if (n.extern_op == ir::ExternOp::Convolution) {
+// The plain loops of coil/extern_loops.h; the bias of addmm and its kin is theirs.
+void emit_plain_loop(const ir::Program &p, const Node &n, const sched::Epilogue &e,
+                     const std::map<BufferId, std::string> &names, Writer &w) {
+  if (!is_product(n)) {
     const ir::View &x = n.operands[0], &wt = n.operands[1], &bias = n.operands[2];
+    const TensorType &ot = p.buffer(n.outputs[0]).type;
     size_t spatial = wt.sizes.size() - 2;
     std::vector<std::string> xi = {"b", "c"}, wi = {"o", "i"}, oi = {"b", "c"};
     for (size_t d = 0; d < spatial; ++d) {
@@ -60,41 +263,181 @@ void emit_extern_kernel(const ir::Program &p, const ir::Kernel &k, const std::ma
            ", w_sizes[] = " + array(wt.sizes) + ";");
     w.line("static const int64_t stride[] = " + array(n.attrs.at("stride")) + ", padding[] = " + array(n.attrs.at("padding")) +
            ", dilation[] = " + array(n.attrs.at("dilation")) + ";");
-    bool transposed = n.attrs.count("transposed") && n.attrs.at("transposed")[0];
     w.line("coil_rt::convolution(" + std::to_string(spatial) + ", out_sizes, x_sizes, w_sizes, stride, padding, dilation, " +
-           std::to_string(n.attrs.at("groups")[0]) + ", " + (transposed ? "true" : "false") + ", " +
+           std::to_string(n.attrs.at("groups")[0]) + ", " + (transposed(n) ? "true" : "false") + ", " +
            (bias.buffer >= 0 ? "true" : "false") + ",");
     w.line("    " + getter(p, names, x, "int64_t b, int64_t c, const int64_t *p", xi) + ",");
     w.line("    " + getter(p, names, wt, "int64_t o, int64_t i, const int64_t *k", wi) + ",");
     w.line("    " + getter(p, names, bias, "int64_t c", {"c"}) + ",");
-    w.line("    [&](int64_t b, int64_t c, const int64_t *p, double v) { " + put_at(oi) + " });");
+    w.line("    [&](int64_t b, int64_t c, const int64_t *p, double v) { " + store_value(p, e.ops, e.out, names, oi) + " });");
     return;
   }
-  bool has_bias = n.operands.size() == 3;
-  const ir::View &a = n.operands[has_bias ? 1 : 0], &b = n.operands[has_bias ? 2 : 1];
-  bool batched = a.sizes.size() == 3, vector = b.sizes.size() == 1;
-  int64_t batches = batched ? a.sizes[0] : 1, rows = a.sizes[batched ? 1 : 0], inner = a.sizes.back();
-  int64_t cols = vector ? 1 : b.sizes.back();
-  double alpha = n.scalars.count("alpha") ? n.scalars.at("alpha") : 1;
-  double beta = n.scalars.count("beta") ? n.scalars.at("beta") : 1;
-  std::vector<std::string> o = vector ? std::vector<std::string>{"i"} : std::vector<std::string>{"b", "i", "j"};
-  std::vector<std::string> otail(o.end() - long(ot.sizes.size()), o.end());
-  w.line("coil_rt::matmul(" + std::to_string(batches) + ", " + std::to_string(rows) + ", " + std::to_string(inner) + ", " +
-         std::to_string(cols) + ", " + literal(alpha, DType::F64) + ", " + literal(beta, DType::F64) + ", " +
-         (has_bias ? "true" : "false") + ",");
-  w.line("    " + getter(p, names, a, "int64_t b, int64_t i, int64_t k", {"b", "i", "k"}) + ",");
+  Product m = product(n);
+  std::vector<std::string> o = m.vector ? std::vector<std::string>{"i"} : std::vector<std::string>{"b", "i", "j"};
+  size_t rank = p.buffer(n.outputs[0]).type.sizes.size();
+  std::vector<std::string> otail(o.end() - long(rank), o.end());
+  w.line("coil_rt::matmul(" + std::to_string(m.batches) + ", " + std::to_string(m.rows) + ", " + std::to_string(m.inner) +
+         ", " + std::to_string(m.cols) + ", " + literal(m.alpha, DType::F64) + ", " + literal(m.beta, DType::F64) + ", " +
+         (m.bias ? "true" : "false") + ",");
+  w.line("    " + getter(p, names, *m.a, "int64_t b, int64_t i, int64_t k", {"b", "i", "k"}) + ",");
   w.line("    " +
-         getter(p, names, b, "int64_t b, int64_t k, int64_t j",
-                vector ? std::vector<std::string>{"k"} : std::vector<std::string>{"b", "k", "j"}) +
+         getter(p, names, *m.b, "int64_t b, int64_t k, int64_t j",
+                m.vector ? std::vector<std::string>{"k"} : std::vector<std::string>{"b", "k", "j"}) +
          ",");
   w.line("    " +
-         (has_bias ? getter(p, names, n.operands[0], "int64_t b, int64_t i, int64_t j", otail)
-                   : "[](int64_t, int64_t, int64_t) { return 0.0; }") +
+         (m.bias ? getter(p, names, *m.bias, "int64_t b, int64_t i, int64_t j", otail)
+                 : "[](int64_t, int64_t, int64_t) { return 0.0; }") +
          ",");
-  w.line(
-      "    [&](int64_t b, int64_t i, int64_t j, double v) { (void)b; "
-      "(void)j; " +
-      put_at(otail) + " });");
+  w.line("    [&](int64_t b, int64_t i, int64_t j, double v) { (void)b; (void)j; " +
+         store_value(p, e.ops, e.out, names, otail) + " });");
+}
+
+// ---- the oneDNN call ----------------------------------------------------------------------
+
+// `{dnnl_f32, 2, {7, 5}, {5, 1}}`; dims the view does not move along become 1 where
+// `broadcast` (oneDNN broadcasts a binary operand, a bias, a batch of one).
+std::string desc(DType t, Shape dims, Shape strides, bool broadcast) {
+  if (broadcast)
+    for (size_t d = 0; d < dims.size(); ++d)
+      if (strides[d] == 0) dims[d] = 1;
+  return std::string("{") + (t == DType::BF16 ? "dnnl_bf16" : "dnnl_f32") + ", " + std::to_string(dims.size()) + ", " +
+         array(dims) + ", " + array(strides) + "}";
+}
+
+std::string desc(const ir::Program &p, const ir::View &v, bool broadcast, bool as_column = false) {
+  Shape dims = v.sizes, strides = v.strides;
+  if (as_column) {  // mv: the vector as a matrix of one column
+    dims.push_back(1);
+    strides.push_back(1);
+  }
+  return desc(p.buffer(v.buffer).type.dtype, dims, strides, broadcast);
+}
+
+std::string pointer(const std::map<BufferId, std::string> &names, const ir::View &v) {
+  return names.at(v.buffer) + (v.offset ? " + " + std::to_string(v.offset) : "");
+}
+
+std::string dnnl_alg(PostOpKind k) {
+  switch (k) {
+    case PostOpKind::Relu: return "dnnl_eltwise_relu";
+    case PostOpKind::Elu: return "dnnl_eltwise_elu";
+    case PostOpKind::GeluErf: return "dnnl_eltwise_gelu_erf";
+    case PostOpKind::GeluTanh: return "dnnl_eltwise_gelu_tanh";
+    case PostOpKind::Tanh: return "dnnl_eltwise_tanh";
+    case PostOpKind::Sigmoid: return "dnnl_eltwise_logistic";
+    case PostOpKind::Silu: return "dnnl_eltwise_swish";
+    case PostOpKind::Hardswish: return "dnnl_eltwise_hardswish";
+    case PostOpKind::Exp: return "dnnl_eltwise_exp";
+    case PostOpKind::Log: return "dnnl_eltwise_log";
+    case PostOpKind::Abs: return "dnnl_eltwise_abs";
+    case PostOpKind::Sqrt: return "dnnl_eltwise_sqrt";
+    case PostOpKind::Square: return "dnnl_eltwise_square";
+    case PostOpKind::Linear: return "dnnl_eltwise_linear";
+    case PostOpKind::Clip: return "dnnl_eltwise_clip";
+    case PostOpKind::Pow: return "dnnl_eltwise_pow";
+    case PostOpKind::Add: return "dnnl_binary_add";
+    case PostOpKind::Sub: return "dnnl_binary_sub";
+    case PostOpKind::Mul: return "dnnl_binary_mul";
+    case PostOpKind::Div: return "dnnl_binary_div";
+  }
+  return "";
+}
+
+// The call's post-ops, one a line (the last closes the list); the pointers of the binary
+// ones' tensors, in order, in `operands`.
+void emit_post_ops(const ir::Program &p, const std::vector<PostOp> &ops, bool column,
+                   const std::map<BufferId, std::string> &names, std::string &operands, Writer &w) {
+  if (ops.empty()) w.line("    {},");
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const PostOp &op = ops[i];
+    std::string line = i == 0 ? "    {" : "     ";
+    if (op.binary()) {
+      line += "coil_rt::onednn::binary(" + dnnl_alg(op.kind) + ", " + desc(p, op.operand, true, column) + ")";
+      operands += (operands.empty() ? "" : ", ") + pointer(names, op.operand);
+    } else {
+      // Silu is oneDNN's swish with alpha 1: y * sigmoid(alpha * y).
+      double alpha = op.kind == PostOpKind::Silu ? 1 : op.alpha;
+      line += "coil_rt::onednn::eltwise(" + dnnl_alg(op.kind) + ", " + f32(alpha) + ", " + f32(op.beta) + ")";
+    }
+    w.line(line + (i + 1 == ops.size() ? "}," : ","));
+  }
+}
+
+void emit_onednn_matmul(const ir::Program &p, const ir::Kernel &k, const Node &n, const sched::Epilogue &e,
+                        const std::map<BufferId, std::string> &names, Writer &w) {
+  Product m = product(n);
+  OnednnCall call = onednn_call(n, k.ranges, e);
+  std::string operands;
+  w.line("static const coil_rt::onednn::Primitive call = coil_rt::onednn::matmul(");
+  w.line("    " + desc(p, *m.a, m.batched) + ", " + desc(p, *m.b, m.batched, m.vector) + ", " +
+         desc(p, e.out, false, m.vector) + ", " + f32(call.scale) + ",");
+  emit_post_ops(p, call.ops, m.vector, names, operands, w);
+  w.line("    " + std::to_string(m.batches * m.rows * m.cols * m.inner) + ");");
+  w.line("if (call.run(" + pointer(names, *m.a) + ", " + pointer(names, *m.b) + ", nullptr, " + pointer(names, e.out) + ", {" +
+         operands + "})) return;");
+}
+
+void emit_onednn_convolution(const ir::Program &p, const ir::Kernel &k, const Node &n, const sched::Epilogue &e,
+                             const std::map<BufferId, std::string> &names, Writer &w) {
+  const ir::View &x = n.operands[0], &wt = n.operands[1], &bias = n.operands[2];
+  int64_t groups = n.attrs.at("groups")[0];
+  const Shape &stride = n.attrs.at("stride"), &padding = n.attrs.at("padding"), &dilation = n.attrs.at("dilation");
+  size_t spatial = wt.sizes.size() - 2;
+  Shape gaps, pad_r;
+  for (size_t d = 0; d < spatial; ++d) {
+    gaps.push_back(dilation[d] - 1);
+    // The end padding that yields the output's size: the remainder of a stride that does
+    // not divide evenly counts as none.
+    int64_t reach = (k.ranges[2 + d] - 1) * stride[d] + (wt.sizes[2 + d] - 1) * dilation[d] + 1;
+    pad_r.push_back(std::max<int64_t>(reach - x.sizes[2 + d] - padding[d], 0));
+  }
+  // Grouped weights [out, in / groups, window...] as oneDNN's [groups, out / groups, in / groups, window...].
+  Shape wdims = wt.sizes, wstrides = wt.strides;
+  if (groups > 1) {
+    wdims[0] /= groups;
+    wdims.insert(wdims.begin(), groups);
+    wstrides.insert(wstrides.begin(), wstrides[0] * wdims[1]);
+  }
+  std::string operands;
+  DType t = p.buffer(x.buffer).type.dtype;
+  if (bias.buffer >= 0) w.line("static const coil_rt::onednn::Desc bias = " + desc(p, bias, false) + ";");
+  w.line("static const coil_rt::onednn::Primitive call = coil_rt::onednn::convolution(");
+  w.line("    " + desc(p, x, false) + ", " + desc(t, wdims, wstrides, false) + ", " +
+         (bias.buffer >= 0 ? "&bias" : "nullptr") + ",");
+  w.line("    " + desc(p, e.out, false) + ",");
+  w.line("    " + array(stride) + ", " + array(gaps) + ", " + array(padding) + ", " + array(pad_r) + ",");
+  emit_post_ops(p, onednn_call(n, k.ranges, e).ops, false, names, operands, w);
+  w.line("    " + std::to_string(checked_numel(k.ranges) * checked_numel(Shape(wt.sizes.begin() + 1, wt.sizes.end()))) + ");");
+  w.line("if (call.run(" + pointer(names, x) + ", " + pointer(names, wt) + ", " +
+         (bias.buffer >= 0 ? pointer(names, bias) : "nullptr") + ", " + pointer(names, e.out) + ", {" + operands + "})) return;");
+}
+
+}  // namespace
+
+std::string extern_library(const ir::Program &p, const ir::Kernel &k) {
+  sched::Epilogue e = sched::epilogue_of(p, k);
+  const Node &n = p.nodes[size_t(k.nodes[0])];
+  std::string why_not = why_not_onednn(p, k, e);
+  if (why_not.empty()) {
+    OnednnCall call = onednn_call(n, k.ranges, e);
+    std::string scale = call.scale != 1 ? str_cat("scale ", call.scale) : "";
+    std::string ops = call.ops.empty() ? "" : "post-ops: " + sched::str(p, call.ops);
+    std::string both = scale + (scale.empty() || ops.empty() ? "" : ", ") + ops;
+    return library_name(n) + (both.empty() ? "" : " (" + both + ")");
+  }
+  return "a plain loop (" + why_not + ")" + (e.ops.empty() ? "" : ", post-ops in the loop: " + sched::str(p, e.ops));
+}
+
+std::string extern_layout(const ir::Program &p, const ir::Kernel &k) { return "layout: " + extern_library(p, k); }
+
+void emit_extern_kernel(const ir::Program &p, const ir::Kernel &k, const std::map<ir::BufferId, std::string> &names, Writer &w) {
+  const Node &n = p.nodes[size_t(k.nodes[0])];
+  sched::Epilogue e = sched::epilogue_of(p, k);
+  if (why_not_onednn(p, k, e).empty()) {
+    (is_product(n) ? emit_onednn_matmul : emit_onednn_convolution)(p, k, n, e, names, w);
+    w.line("// oneDNN declined the call: the plain loop.");
+  }
+  emit_plain_loop(p, n, e, names, w);
 }
 
 }  // namespace coil::codegen

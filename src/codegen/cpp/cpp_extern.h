@@ -1,5 +1,8 @@
-// Extern kernels of the C++ dialect: matrix products and convolution, called through a
-// library where coil was built with one, else as the plain loops of coil/extern_loops.h.
+// Extern kernels of the C++ dialect: matrix products and convolution with their epilogue
+// (scheduler/epilogue.h), called through oneDNN with the epilogue as post-ops where coil
+// was built with it and oneDNN takes the call (coil/onednn.h), else as the plain loops of
+// coil/extern_loops.h with the epilogue applied before each store.
+// Tests: tests/unit/onednn_test.cpp.
 #pragma once
 
 #include <map>
@@ -8,11 +11,17 @@
 
 #include "codegen/common/writer.h"
 #include "ir/kernel.h"
+#include "scheduler/epilogue.h"
 
 namespace coil::codegen {
 
 /// The body of extern kernel `k`; `names` maps its buffers to the kernel's parameters.
 void emit_extern_kernel(const ir::Program &p, const ir::Kernel &k, const std::map<ir::BufferId, std::string> &names, Writer &w);
+
+/// What runs extern kernel `k`, in words: `oneDNN matmul (post-ops: add p_bias[1, 5],
+/// relu)`, or `a plain loop (coil was built without oneDNN)` with the exact reason
+/// oneDNN does not take the call (`--explain` prints it for each extern call).
+std::string extern_library(const ir::Program &p, const ir::Kernel &k);
 
 /// The line of the kernel's layout comment: which library runs the call.
 std::string extern_layout(const ir::Program &p, const ir::Kernel &k);

@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "codegen/cpp/cpp_ops.h"
+#include "support/error.h"
 
 namespace coil::codegen {
 
@@ -32,6 +33,13 @@ Storage place_buffers(const sched::Schedule &s) {
     st.key[b] = "arena" + std::to_string(s.memory.offsets[i]);
   }
   return st;
+}
+
+std::string kernel_summary(const ir::Program &p, const ir::Kernel &k) {
+  std::string members;
+  for (int n : k.nodes) members += (members.empty() ? "" : ", ") + p.nodes[size_t(n)].origin;
+  return std::string(ir::kernel_kind_name(k.kind)) + " over " + shape_str(k.ranges) +
+         (k.reduction_ranges.empty() ? "" : " reducing " + shape_str(k.reduction_ranges)) + ": " + members;
 }
 
 namespace {
@@ -83,12 +91,47 @@ void emit_descriptors(const ir::Program &p, Writer &w) {
   w.line("};");
 }
 
+// The C++ literal of `text`, which holds node names from the graph file: quotes and
+// backslashes escaped, control characters blanked.
+std::string c_string(const std::string &text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += static_cast<unsigned char>(c) < 0x20 ? ' ' : c;
+  }
+  return out + "\"";
+}
+
+// #include "coil/profile.h"
+// static coil_rt::KernelTime kernel_times[] = {
+//   {"kernel0", "pointwise over [64, 256]: add, relu"},
+// };
+void emit_kernel_times(const sched::Schedule &s, const std::vector<std::string> &names, Writer &w) {
+  w.line("#include \"coil/profile.h\"");
+  w.line("");
+  if (names.empty()) return;
+  std::map<std::string, const ir::Kernel *> by_name;
+  for (const ir::Kernel &k : s.ir.kernels) by_name[k.name] = &k;
+  w.line("// cpp.profile: the calls and time of each kernel, in call order, read with coil_profile.");
+  w.line("static coil_rt::KernelTime kernel_times[] = {");
+  for (const std::string &name : names) {
+    auto it = by_name.find(name);
+    COIL_ASSERT(it != by_name.end(), "the wrapper calls ", name, ", which is no kernel of the schedule");
+    w.line("  {" + c_string(name) + ", " + c_string(kernel_summary(s.ir.program, *it->second)) + "},");
+  }
+  w.line("};");
+  w.line("");
+}
+
 }  // namespace
 
 void emit_wrapper(const sched::Schedule &s, const Storage &st,
-                  const std::vector<std::pair<std::string, std::vector<BufferId>>> &calls, Writer &w) {
+                  const std::vector<std::pair<std::string, std::vector<BufferId>>> &calls, bool profile, Writer &w) {
   const ir::Program &p = s.ir.program;
   emit_descriptors(p, w);
+  std::vector<std::string> names;
+  for (const auto &call : calls) names.push_back(call.first);
+  if (profile) emit_kernel_times(s, names, w);
   w.line("static const int64_t kArenaBytes = " + std::to_string(s.memory.arena_bytes) + ";");
   w.line("");
   w.line("// Arenas for concurrent calls: taken from the pool, allocated only when it is empty,");
@@ -123,6 +166,11 @@ void emit_wrapper(const sched::Schedule &s, const Storage &st,
   w.line("const coil_tensor_desc *coil_input(int32_t i) { return i >= 0 && i < coil_num_inputs() ? &inputs_desc[i] : nullptr; }");
   w.line("const coil_tensor_desc *coil_output(int32_t i) { return i >= 0 && i < coil_num_outputs() ? &outputs_desc[i] : nullptr; }");
   w.line("int64_t coil_arena_bytes(void) { return kArenaBytes; }");
+  if (profile) {
+    std::string times = names.empty() ? "nullptr" : "kernel_times";
+    w.line("int32_t coil_profile(coil_kernel_profile *rows, int32_t capacity) { return coil_rt::read_profile(" + times +
+           ", " + std::to_string(names.size()) + ", rows, capacity); }");
+  }
   w.open("const char *coil_error_message(int32_t status)");
   w.open("switch (status)");
   w.line("case COIL_OK: return \"ok\";");
@@ -144,11 +192,14 @@ void emit_wrapper(const sched::Schedule &s, const Storage &st,
   w.line("char *arena = take_arena();");
   w.line("if (!arena) return COIL_ERROR_OUT_OF_MEMORY;");
   w.line("coil_rt::Error err{0};");
-  for (const auto &[name, params] : calls) {
+  for (size_t i = 0; i < calls.size(); ++i) {
+    const auto &[name, params] = calls[i];
     std::string args;
     for (BufferId b : params)
       args += "reinterpret_cast<" + storage_type(p.buffer(b).type.dtype) + " *>(" + st.where.at(b) + "), ";
-    w.line(name + "(" + args + "err);");
+    std::string call = name + "(" + args + "err);";
+    if (profile) call = "{ coil_rt::KernelTimer timer(kernel_times[" + std::to_string(i) + "]); " + call + " }";
+    w.line(call);
   }
   w.line("give_arena(arena);");
   w.line("return err.load();");

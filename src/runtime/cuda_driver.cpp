@@ -1,0 +1,245 @@
+#include "runtime/cuda_driver.h"
+
+#include <dlfcn.h>
+
+#include <map>
+#include <memory>
+#include <mutex>
+
+namespace coil::cuda {
+namespace {
+
+constexpr const char *kLibrary = "libcuda.so.1";
+
+// The driver as loaded once per process: its table, or why there is none.
+struct Loaded {
+  Driver driver{};
+  std::string reason;  // empty: usable
+};
+
+// Resolves `name` into `slot`; false when the library lacks it.
+template <typename Fn>
+bool resolve(void *library, const char *name, Fn &slot) {
+  slot = reinterpret_cast<Fn>(::dlsym(library, name));
+  return slot != nullptr;
+}
+
+// Every function coil needs, or the name of the first one missing.
+std::string resolve_all(void *lib, Driver &d) {
+  // Names with _v2 are the ABI behind cuda.h's macros (cuMemAlloc -> cuMemAlloc_v2).
+  const std::pair<const char *, bool> found[] = {
+      {"cuInit", resolve(lib, "cuInit", d.cuInit)},
+      {"cuDriverGetVersion", resolve(lib, "cuDriverGetVersion", d.cuDriverGetVersion)},
+      {"cuGetErrorName", resolve(lib, "cuGetErrorName", d.cuGetErrorName)},
+      {"cuGetErrorString", resolve(lib, "cuGetErrorString", d.cuGetErrorString)},
+      {"cuDeviceGetCount", resolve(lib, "cuDeviceGetCount", d.cuDeviceGetCount)},
+      {"cuDeviceGet", resolve(lib, "cuDeviceGet", d.cuDeviceGet)},
+      {"cuDeviceGetAttribute", resolve(lib, "cuDeviceGetAttribute", d.cuDeviceGetAttribute)},
+      {"cuDevicePrimaryCtxRetain", resolve(lib, "cuDevicePrimaryCtxRetain", d.cuDevicePrimaryCtxRetain)},
+      {"cuCtxGetCurrent", resolve(lib, "cuCtxGetCurrent", d.cuCtxGetCurrent)},
+      {"cuCtxSetCurrent", resolve(lib, "cuCtxSetCurrent", d.cuCtxSetCurrent)},
+      {"cuCtxSynchronize", resolve(lib, "cuCtxSynchronize", d.cuCtxSynchronize)},
+      {"cuModuleLoadData", resolve(lib, "cuModuleLoadData", d.cuModuleLoadData)},
+      {"cuModuleUnload", resolve(lib, "cuModuleUnload", d.cuModuleUnload)},
+      {"cuModuleGetFunction", resolve(lib, "cuModuleGetFunction", d.cuModuleGetFunction)},
+      {"cuFuncGetAttribute", resolve(lib, "cuFuncGetAttribute", d.cuFuncGetAttribute)},
+      {"cuFuncSetAttribute", resolve(lib, "cuFuncSetAttribute", d.cuFuncSetAttribute)},
+      {"cuLaunchKernel", resolve(lib, "cuLaunchKernel", d.cuLaunchKernel)},
+      {"cuMemAlloc_v2", resolve(lib, "cuMemAlloc_v2", d.cuMemAlloc)},
+      {"cuMemFree_v2", resolve(lib, "cuMemFree_v2", d.cuMemFree)},
+      {"cuMemcpyHtoD_v2", resolve(lib, "cuMemcpyHtoD_v2", d.cuMemcpyHtoD)},
+      {"cuMemcpyDtoH_v2", resolve(lib, "cuMemcpyDtoH_v2", d.cuMemcpyDtoH)},
+      {"cuMemsetD8_v2", resolve(lib, "cuMemsetD8_v2", d.cuMemsetD8)},
+      {"cuStreamCreate", resolve(lib, "cuStreamCreate", d.cuStreamCreate)},
+      {"cuStreamDestroy_v2", resolve(lib, "cuStreamDestroy_v2", d.cuStreamDestroy)},
+      {"cuStreamSynchronize", resolve(lib, "cuStreamSynchronize", d.cuStreamSynchronize)},
+  };
+  for (const auto &[name, ok] : found)
+    if (!ok) return name;
+  resolve(lib, "cuFuncGetParamInfo", d.cuFuncGetParamInfo);  // optional
+  return "";
+}
+
+std::string error_text_with(const Driver &d, CUresult result) {
+  const char *name = nullptr;
+  const char *text = nullptr;
+  if (d.cuGetErrorName(result, &name) != CUDA_SUCCESS || !name) return str_cat("CUDA error ", result);
+  if (d.cuGetErrorString(result, &text) != CUDA_SUCCESS || !text) return name;
+  return str_cat(name, " (", text, ")");
+}
+
+// dlopen, every symbol, cuInit and at least one device; the first failure is the reason.
+Loaded load_driver() {
+  Loaded out;
+  // Never closed: the driver stays loaded for the process, as any CUDA program keeps it.
+  void *lib = ::dlopen(kLibrary, RTLD_NOW | RTLD_LOCAL);
+  if (!lib) {
+    const char *why = ::dlerror();
+    out.reason = str_cat(kLibrary, " cannot be loaded (", why ? why : "unknown reason",
+                         "): this machine has no NVIDIA driver, so GPU kernels cannot run here");
+    return out;
+  }
+  if (std::string missing = resolve_all(lib, out.driver); !missing.empty()) {
+    out.reason = str_cat(kLibrary, " has no ", missing, ": the NVIDIA driver is too old for coil");
+    return out;
+  }
+  if (CUresult r = out.driver.cuInit(0); r != CUDA_SUCCESS) {
+    out.reason = str_cat("the CUDA driver does not start: cuInit failed with ", error_text_with(out.driver, r));
+    return out;
+  }
+  int count = 0;
+  if (CUresult r = out.driver.cuDeviceGetCount(&count); r != CUDA_SUCCESS || count == 0) {
+    out.reason = r != CUDA_SUCCESS ? str_cat("cuDeviceGetCount failed with ", error_text_with(out.driver, r))
+                                   : std::string("the CUDA driver sees no GPU");
+    return out;
+  }
+  return out;
+}
+
+const Loaded &loaded() {
+  static const Loaded l = load_driver();
+  return l;
+}
+
+int device_attribute(CUdevice device, int attribute, const char *what) {
+  int value = 0;
+  check(driver().cuDeviceGetAttribute(&value, attribute, device), "cuDeviceGetAttribute", what);
+  return value;
+}
+
+}  // namespace
+
+bool available() { return loaded().reason.empty(); }
+
+std::string unavailable_reason() { return loaded().reason; }
+
+const Driver &driver() {
+  const Loaded &l = loaded();
+  if (!l.reason.empty()) throw UserError(l.reason);
+  return l.driver;
+}
+
+std::string error_text(CUresult result) { return error_text_with(driver(), result); }
+
+void check(CUresult result, const char *call, std::string_view while_doing) {
+  if (result == CUDA_SUCCESS) return;
+  std::string message = str_cat(call, " failed with ", error_text(result));
+  if (!while_doing.empty()) message += str_cat(" while ", while_doing);
+  throw CudaError(message, result);
+}
+
+Device::Device(int ordinal) : ordinal_(ordinal) {
+  const Driver &d = driver();
+  int count = 0;
+  COIL_CU(cuDeviceGetCount, &count);
+  if (ordinal < 0 || ordinal >= count)
+    throw UserError(str_cat("there is no GPU ", ordinal, ": the CUDA driver sees ", count));
+  CUdevice device = 0;
+  check(d.cuDeviceGet(&device, ordinal), "cuDeviceGet", str_cat("opening GPU ", ordinal));
+  check(d.cuDevicePrimaryCtxRetain(&context_, device), "cuDevicePrimaryCtxRetain", str_cat("opening GPU ", ordinal));
+  capability_ = 10 * device_attribute(device, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, "reading its capability") +
+                device_attribute(device, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, "reading its capability");
+  multiprocessors_ = device_attribute(device, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, "counting multiprocessors");
+  max_shared_per_block_ =
+      device_attribute(device, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, "reading its shared memory");
+}
+
+const Device &Device::get(int ordinal) {
+  static std::mutex mutex;
+  static std::map<int, std::unique_ptr<Device>> devices;  // never destroyed: contexts live as long as the process
+  const Device *device = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto &slot = devices[ordinal];
+    if (!slot) slot.reset(new Device(ordinal));
+    device = slot.get();
+  }
+  device->make_current();
+  return *device;
+}
+
+void Device::make_current() const {
+  CUcontext current = nullptr;
+  COIL_CU(cuCtxGetCurrent, &current);
+  if (current != context_) COIL_CU(cuCtxSetCurrent, context_);
+}
+
+DeviceBuffer::DeviceBuffer(size_t bytes, const Device &device) : size_(bytes), device_(&device) {
+  if (bytes == 0) return;
+  device.make_current();
+  check(driver().cuMemAlloc(&ptr_, bytes), "cuMemAlloc", str_cat("allocating ", bytes, " bytes"));
+}
+
+DeviceBuffer::~DeviceBuffer() { release(); }
+
+DeviceBuffer::DeviceBuffer(DeviceBuffer &&other) noexcept
+    : ptr_(other.ptr_), size_(other.size_), device_(other.device_) {
+  other.ptr_ = 0;
+  other.size_ = 0;
+}
+
+DeviceBuffer &DeviceBuffer::operator=(DeviceBuffer &&other) noexcept {
+  if (this == &other) return *this;
+  release();
+  ptr_ = other.ptr_;
+  size_ = other.size_;
+  device_ = other.device_;
+  other.ptr_ = 0;
+  other.size_ = 0;
+  return *this;
+}
+
+// A destructor cannot throw: a failed free (a context already torn down at exit) is dropped.
+void DeviceBuffer::release() noexcept {
+  if (ptr_ == 0) return;
+  try {
+    device_->make_current();
+    driver().cuMemFree(ptr_);
+  } catch (const UserError &) {
+  }
+  ptr_ = 0;
+  size_ = 0;
+}
+
+void DeviceBuffer::upload(const void *host, size_t bytes, size_t offset) {
+  COIL_ASSERT(offset + bytes <= size_, "upload of ", bytes, " bytes at ", offset, " into a buffer of ", size_);
+  if (bytes == 0) return;
+  device_->make_current();
+  check(driver().cuMemcpyHtoD(ptr_ + offset, host, bytes), "cuMemcpyHtoD", str_cat("copying ", bytes, " bytes"));
+}
+
+void DeviceBuffer::download(void *host, size_t bytes, size_t offset) const {
+  COIL_ASSERT(offset + bytes <= size_, "download of ", bytes, " bytes at ", offset, " from a buffer of ", size_);
+  if (bytes == 0) return;
+  device_->make_current();
+  check(driver().cuMemcpyDtoH(host, ptr_ + offset, bytes), "cuMemcpyDtoH", str_cat("copying ", bytes, " bytes"));
+}
+
+void DeviceBuffer::fill(uint8_t value) {
+  if (size_ == 0) return;
+  device_->make_current();
+  check(driver().cuMemsetD8(ptr_, value, size_), "cuMemsetD8", str_cat("filling ", size_, " bytes"));
+}
+
+DeviceArena::DeviceArena(int64_t bytes, const Device &device) : memory_(size_t(bytes), device) {
+  COIL_ASSERT(bytes >= 0, "arena of ", bytes, " bytes");
+}
+
+CUdeviceptr DeviceArena::at(int64_t offset, int64_t bytes) const {
+  COIL_ASSERT(offset >= 0 && bytes >= 0 && offset + bytes <= size(), "buffer [", offset, ", ", offset + bytes,
+              ") is outside the arena of ", size(), " bytes");
+  return memory_.ptr() + CUdeviceptr(offset);
+}
+
+Stream::Stream(const Device &device) {
+  device.make_current();
+  COIL_CU(cuStreamCreate, &stream_, CU_STREAM_NON_BLOCKING);
+}
+
+Stream::~Stream() {
+  if (stream_) driver().cuStreamDestroy(stream_);
+}
+
+void Stream::synchronize() const { COIL_CU(cuStreamSynchronize, stream_); }
+
+}  // namespace coil::cuda

@@ -1,0 +1,185 @@
+// The CUDA driver API, loaded at run time (DESIGN.md, decisions 8 and 13): libcuda.so.1 is
+// opened with dlopen on first use, so coil builds without cuda.h and runs its CPU path on a
+// machine with no GPU or no driver. The few types and functions coil calls are declared
+// here; every call is checked, and a failure names the call and the driver's error name.
+// Tests: tests/unit/cuda_driver_test.cpp (any machine), tests/gpu/launch_test.cpp (a GPU).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "support/error.h"
+
+// The driver's opaque handles, declared as cuda.h declares them: a CUstream from code that
+// includes cuda.h is the same type as ours.
+struct CUctx_st;
+struct CUmod_st;
+struct CUfunc_st;
+struct CUstream_st;
+
+namespace coil::cuda {
+
+using CUresult = int;
+using CUdevice = int;
+using CUdeviceptr = unsigned long long;
+using CUcontext = CUctx_st *;
+using CUmodule = CUmod_st *;
+using CUfunction = CUfunc_st *;
+using CUstream = CUstream_st *;
+
+// The enumerators coil uses, with cuda.h's values.
+inline constexpr CUresult CUDA_SUCCESS = 0;
+inline constexpr CUresult CUDA_ERROR_INVALID_VALUE = 1;
+inline constexpr int CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16;
+inline constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75;
+inline constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76;
+inline constexpr int CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97;
+inline constexpr int CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 0;
+inline constexpr int CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8;
+inline constexpr unsigned CU_STREAM_NON_BLOCKING = 1;
+
+/// The driver functions coil calls, by their ABI names (cuMemAlloc is cuMemAlloc_v2).
+struct Driver {
+  CUresult (*cuInit)(unsigned flags);
+  CUresult (*cuDriverGetVersion)(int *version);
+  CUresult (*cuGetErrorName)(CUresult error, const char **name);
+  CUresult (*cuGetErrorString)(CUresult error, const char **text);
+  CUresult (*cuDeviceGetCount)(int *count);
+  CUresult (*cuDeviceGet)(CUdevice *device, int ordinal);
+  CUresult (*cuDeviceGetAttribute)(int *value, int attribute, CUdevice device);
+  CUresult (*cuDevicePrimaryCtxRetain)(CUcontext *context, CUdevice device);
+  CUresult (*cuCtxGetCurrent)(CUcontext *context);
+  CUresult (*cuCtxSetCurrent)(CUcontext context);
+  CUresult (*cuCtxSynchronize)();
+  CUresult (*cuModuleLoadData)(CUmodule *module, const void *image);
+  CUresult (*cuModuleUnload)(CUmodule module);
+  CUresult (*cuModuleGetFunction)(CUfunction *function, CUmodule module, const char *name);
+  CUresult (*cuFuncGetAttribute)(int *value, int attribute, CUfunction function);
+  CUresult (*cuFuncSetAttribute)(CUfunction function, int attribute, int value);
+  CUresult (*cuLaunchKernel)(CUfunction function, unsigned grid_x, unsigned grid_y, unsigned grid_z,
+                             unsigned block_x, unsigned block_y, unsigned block_z, unsigned shared_bytes,
+                             CUstream stream, void **params, void **extra);
+  CUresult (*cuMemAlloc)(CUdeviceptr *pointer, size_t bytes);
+  CUresult (*cuMemFree)(CUdeviceptr pointer);
+  CUresult (*cuMemcpyHtoD)(CUdeviceptr destination, const void *source, size_t bytes);
+  CUresult (*cuMemcpyDtoH)(void *destination, CUdeviceptr source, size_t bytes);
+  CUresult (*cuMemsetD8)(CUdeviceptr destination, unsigned char value, size_t bytes);
+  CUresult (*cuStreamCreate)(CUstream *stream, unsigned flags);
+  CUresult (*cuStreamDestroy)(CUstream stream);
+  CUresult (*cuStreamSynchronize)(CUstream stream);
+  // Optional (driver 12.4+): null when the driver lacks it.
+  CUresult (*cuFuncGetParamInfo)(CUfunction function, size_t index, size_t *offset, size_t *size);
+};
+
+/// Whether the driver loaded, initialized and sees at least one GPU. Never throws; the
+/// first call loads the driver, later ones return the same answer.
+bool available();
+
+/// Why not, in words: "libcuda.so.1 cannot be loaded (...): this machine has no NVIDIA
+/// driver". Empty when available().
+std::string unavailable_reason();
+
+/// The loaded driver; a UserError with unavailable_reason() when there is none.
+const Driver &driver();
+
+/// A driver call that failed: `cuModuleLoadData failed with CUDA_ERROR_INVALID_IMAGE
+/// (device kernel image is invalid) while loading kernel add_kernel`.
+class CudaError : public UserError {
+ public:
+  CudaError(std::string message, CUresult code) : UserError(std::move(message)), code_(code) {}
+  CUresult code() const { return code_; }
+
+ private:
+  CUresult code_;
+};
+
+/// Throws a CudaError unless `result` is CUDA_SUCCESS; `while_doing` says what for.
+void check(CUresult result, const char *call, std::string_view while_doing = {});
+
+/// "CUDA_ERROR_OUT_OF_MEMORY (out of memory)"
+std::string error_text(CUresult result);
+
+/// Calls the driver function `fn` with the arguments that follow and checks the result.
+#define COIL_CU(fn, ...) ::coil::cuda::check(::coil::cuda::driver().fn(__VA_ARGS__), #fn)
+
+/// One GPU's primary context (the one PyTorch and the CUDA runtime use), retained for the
+/// life of the process.
+class Device {
+ public:
+  /// The device `ordinal`, made current on the calling thread; loaded once per process.
+  static const Device &get(int ordinal = 0);
+
+  /// Makes this device's context current on the calling thread when it is not already.
+  void make_current() const;
+
+  int ordinal() const { return ordinal_; }
+  int capability() const { return capability_; }  // 90 for sm_90
+  int multiprocessors() const { return multiprocessors_; }
+  int max_shared_per_block() const { return max_shared_per_block_; }  // with opt-in
+
+ private:
+  explicit Device(int ordinal);
+  int ordinal_ = 0;
+  CUcontext context_ = nullptr;
+  int capability_ = 0;
+  int multiprocessors_ = 0;
+  int max_shared_per_block_ = 0;
+};
+
+/// Device memory, freed with the object. Copies are synchronous (they serve tests and
+/// set-up, not the launch path).
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  explicit DeviceBuffer(size_t bytes, const Device &device = Device::get());
+  ~DeviceBuffer();
+  DeviceBuffer(DeviceBuffer &&other) noexcept;
+  DeviceBuffer &operator=(DeviceBuffer &&other) noexcept;
+  DeviceBuffer(const DeviceBuffer &) = delete;
+  DeviceBuffer &operator=(const DeviceBuffer &) = delete;
+
+  CUdeviceptr ptr() const { return ptr_; }
+  size_t size() const { return size_; }
+
+  void upload(const void *host, size_t bytes, size_t offset = 0);
+  void download(void *host, size_t bytes, size_t offset = 0) const;
+  void fill(uint8_t value);
+
+ private:
+  void release() noexcept;
+  CUdeviceptr ptr_ = 0;
+  size_t size_ = 0;
+  const Device *device_ = nullptr;
+};
+
+/// The intermediates of one compiled module in one allocation, sized by the memory plan
+/// and made once per module (DESIGN.md, decision 7, on the GPU).
+class DeviceArena {
+ public:
+  explicit DeviceArena(int64_t bytes, const Device &device = Device::get());
+  /// The address of the buffer at `offset` (from the memory plan) of `bytes` bytes.
+  CUdeviceptr at(int64_t offset, int64_t bytes) const;
+  int64_t size() const { return int64_t(memory_.size()); }
+
+ private:
+  DeviceBuffer memory_;
+};
+
+/// A stream that does not wait for the legacy default stream, destroyed with the object.
+class Stream {
+ public:
+  explicit Stream(const Device &device = Device::get());
+  ~Stream();
+  Stream(const Stream &) = delete;
+  Stream &operator=(const Stream &) = delete;
+
+  CUstream get() const { return stream_; }
+  void synchronize() const;
+
+ private:
+  CUstream stream_ = nullptr;
+};
+
+}  // namespace coil::cuda
