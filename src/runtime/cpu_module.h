@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "io/host_tensor.h"
 #include "runtime/loader.h"
@@ -16,6 +17,7 @@ namespace coil {
 struct CpuBuild {
   std::string source;   // the generated translation unit
   std::string so_path;  // the shared library in the cache
+  std::vector<std::string> layouts;  // per kernel: how the C++ dialect runs it
   bool cache_hit = false;
   double seconds = 0;   // generating and building (or finding) it
 };

@@ -59,6 +59,9 @@ std::vector<Entry> registered_entries() {
                     "SIMD instruction set of CPU kernels: auto (the best this machine has), avx512, avx2 "
                     "or scalar"),
       bool_option("cpp.profile", false, "time each kernel of a compiled graph"),
+      int_option("cpp.vector_lanes", 0, 0,
+                 "lanes of the SIMD vectors of CPU kernels (a power of two up to 64); 0: the ISA's register of "
+                 "floats, 16 on AVX-512 and 8 on AVX2"),
       string_option("cpp.compiler", "c++", "C++ compiler that builds CPU kernels"),
       bool_option("triton.autotune", false, "benchmark launch configurations of each Triton kernel, keep the fastest"),
       bool_option("triton.cudagraphs", false, "replay a compiled GPU graph's launches as one CUDA graph"),

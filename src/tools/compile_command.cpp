@@ -50,6 +50,9 @@ int run_compile(const std::vector<std::string> &args) {
   write_file_atomically(dir / "stats.json", stats_json(c));
   if (explain) {
     std::cout << sched::explain(c.schedule);
+    std::cout << "how the C++ dialect runs each kernel:\n";
+    for (size_t i = 0; i < build.layouts.size(); ++i)
+      std::cout << "  " << c.schedule.ir.kernels[i].name << "  " << build.layouts[i].substr(build.layouts[i].find(' ') + 1) << "\n";
     // Which library runs each extern call: a decision of the C++ dialect, not the scheduler.
     for (const ir::Kernel &k : c.schedule.ir.kernels)
       if (k.kind == ir::KernelKind::Extern)
