@@ -1,8 +1,9 @@
 // SIMD vectors of generated kernels: Vec<T, N> is N lanes of T in one GCC/Clang vector
 // (vector_size), so arithmetic, comparisons and selects are single vector instructions
 // whatever the ISA; the code generator picks N from the ISA's register width and the
-// kernel's dtypes (16 floats on AVX-512, 8 on AVX2). Bool lanes are bytes holding 0 or
-// 1, as bool is in memory. Transcendental functions call glibc's libmvec variants
+// kernel's dtypes (16 floats on AVX-512, 8 on AVX2). Bool lanes are 32-bit masks (all
+// bits set or none), what a comparison of floats gives and a select of floats takes, so
+// `where(x > y, x, y)` converts nothing; bools are bytes only in memory. Transcendental functions call glibc's libmvec variants
 // explicitly, one native register at a time; ops without a vector instruction (integer
 // division with its error flag, float-to-int with PyTorch's saturation) run lane by lane
 // through the scalar helpers of prelude.h, so both paths compute the same values.
@@ -14,11 +15,14 @@
 #include <cstring>
 #include <limits>
 #include <type_traits>
+#if defined(__AVX512F__) || defined(__AVX__)
+#include <immintrin.h>
+#endif
 
 namespace coil_rt {
 
 template <typename T> struct LaneOf { using type = T; };
-template <> struct LaneOf<bool> { using type = uint8_t; };
+template <> struct LaneOf<bool> { using type = int32_t; };
 
 /// The signed integer of `Bytes` bytes: the lane type of a comparison's mask.
 template <int Bytes> struct MaskLane;
@@ -39,7 +43,13 @@ struct Vec {
   V v;
 
   Vec() = default;
-  Vec(T x) : v(V{} + Lane(x)) {}  // every lane x (not explicit: literals meet vectors)
+  Vec(T x) {  // every lane x (not explicit: literals meet vectors); a loop, as 0 + -0.0 is +0.0
+    for (int l = 0; l < N; ++l) v[l] = lane(x);
+  }
+  static Lane lane(T x) {
+    if constexpr (std::is_same_v<T, bool>) return x ? -1 : 0;
+    else return Lane(x);
+  }
   static Vec of(V x) {
     Vec r;
     r.v = x;
@@ -48,21 +58,34 @@ struct Vec {
 
   T operator[](int l) const { return T(v[l]); }
 
+  typedef uint8_t Bytes __attribute__((vector_size(N)));  // bools in memory
+
   static Vec loadu(const T *p) {
     Vec r;
-    std::memcpy(&r.v, p, sizeof r.v);
+    if constexpr (std::is_same_v<T, bool>) {
+      Bytes b;
+      std::memcpy(&b, p, sizeof b);
+      r.v = -__builtin_convertvector(b, V);
+    } else {
+      std::memcpy(&r.v, p, sizeof r.v);
+    }
     return r;
   }
   static Vec load(const T *p) { return loadu(static_cast<const T *>(__builtin_assume_aligned(p, kAlign))); }
-  void storeu(T *p) const { std::memcpy(p, &v, sizeof v); }
-  void store(T *p) const { std::memcpy(__builtin_assume_aligned(p, kAlign), &v, sizeof v); }
+  void storeu(T *p) const {
+    if constexpr (std::is_same_v<T, bool>) {
+      Bytes b = __builtin_convertvector(v & 1, Bytes);
+      std::memcpy(p, &b, sizeof b);
+    } else {
+      std::memcpy(p, &v, sizeof v);
+    }
+  }
+  void store(T *p) const { storeu(static_cast<T *>(__builtin_assume_aligned(p, kAlign))); }
 
   /// Lane l is f(l): gathers, masked loads and anything without a vector form.
   template <typename F> static Vec generate(F f) {
-    Lane a[N];
-    for (int l = 0; l < N; ++l) a[l] = Lane(f(l));
-    Vec r;
-    std::memcpy(&r.v, a, sizeof r.v);
+    Vec r{};  // zeroed: lane writes into an indeterminate vector were miscompiled by GCC 12 at -O3
+    for (int l = 0; l < N; ++l) r.v[l] = lane(T(f(l)));
     return r;
   }
   /// base, base + step, base + 2*step, ...
@@ -70,9 +93,9 @@ struct Vec {
     return generate([&](int l) { return T(base + T(l) * step); });
   }
 
-  // A mask (-1 or 0 in lanes of the compared type) as bools.
+  // A mask (-1 or 0 in lanes of the compared type) as bools: a no-op for 32-bit lanes.
   template <typename Mask> static Vec<bool, N> as_bool(Mask m) {
-    return Vec<bool, N>::of(__builtin_convertvector(m, typename Vec<bool, N>::V) & 1);
+    return Vec<bool, N>::of(__builtin_convertvector(m, typename Vec<bool, N>::V));
   }
 
   friend Vec operator+(Vec a, Vec b) { return of(a.v + b.v); }
@@ -86,12 +109,17 @@ struct Vec {
   friend Vec operator~(Vec a) { return of(~a.v); }
   friend Vec<bool, N> operator==(Vec a, Vec b) { return as_bool(a.v == b.v); }
   friend Vec<bool, N> operator!=(Vec a, Vec b) { return as_bool(a.v != b.v); }
-  friend Vec<bool, N> operator<(Vec a, Vec b) { return as_bool(a.v < b.v); }
-  friend Vec<bool, N> operator<=(Vec a, Vec b) { return as_bool(a.v <= b.v); }
-  friend Vec<bool, N> operator>(Vec a, Vec b) { return as_bool(a.v > b.v); }
-  friend Vec<bool, N> operator>=(Vec a, Vec b) { return as_bool(a.v >= b.v); }
-  // On bool lanes (0 or 1).
-  friend Vec operator!(Vec a) { return of(a.v ^ Lane(1)); }
+  // Ordering of bools is of 0 and 1, not of their masks (-1 and 0).
+  static V ordered(V x) {
+    if constexpr (std::is_same_v<T, bool>) return x & 1;
+    else return x;
+  }
+  friend Vec<bool, N> operator<(Vec a, Vec b) { return as_bool(ordered(a.v) < ordered(b.v)); }
+  friend Vec<bool, N> operator<=(Vec a, Vec b) { return as_bool(ordered(a.v) <= ordered(b.v)); }
+  friend Vec<bool, N> operator>(Vec a, Vec b) { return as_bool(ordered(a.v) > ordered(b.v)); }
+  friend Vec<bool, N> operator>=(Vec a, Vec b) { return as_bool(ordered(a.v) >= ordered(b.v)); }
+  // On bool lanes (masks).
+  friend Vec operator!(Vec a) { return of(~a.v); }
   friend Vec operator&&(Vec a, Vec b) { return of(a.v & b.v); }
   friend Vec operator||(Vec a, Vec b) { return of(a.v | b.v); }
 };
@@ -99,14 +127,20 @@ struct Vec {
 /// c ? a : b in every lane.
 template <typename T, int N> inline Vec<T, N> where(Vec<bool, N> c, Vec<T, N> a, Vec<T, N> b) {
   using W = Vec<T, N>;
-  typename W::M m = -__builtin_convertvector(c.v, typename W::M);  // 0 or all bits set
+  typename W::M m = __builtin_convertvector(c.v, typename W::M);  // 0 or all bits set
   typename W::M r = ((typename W::M)a.v & m) | ((typename W::M)b.v & ~m);  // vector casts keep the bits
   return W::of((typename W::V)r);
 }
 
 /// f applied lane by lane (f returns the result's lane type R).
 template <typename R, typename T, int N, typename F> inline Vec<R, N> lanewise(Vec<T, N> a, F f) {
-  return Vec<R, N>::generate([&](int l) { return f(a[l]); });
+  if constexpr (std::is_same_v<R, T> && !std::is_same_v<T, bool>) {
+    Vec<R, N> r{};
+    for (int l = 0; l < N; ++l) r.v[l] = f(a.v[l]);  // this form vectorizes (sqrt: vsqrtps)
+    return r;
+  } else {
+    return Vec<R, N>::generate([&](int l) { return f(a[l]); });
+  }
 }
 template <typename R, typename T, typename U, int N, typename F> inline Vec<R, N> lanewise(Vec<T, N> a, Vec<U, N> b, F f) {
   return Vec<R, N>::generate([&](int l) { return f(a[l], b[l]); });
@@ -119,6 +153,8 @@ template <typename To, typename From, int N> inline Vec<To, N> cast(Vec<From, N>
     return x;
   } else if constexpr (std::is_same_v<To, bool>) {
     return x != Vec<From, N>(From(0));
+  } else if constexpr (std::is_same_v<From, bool>) {
+    return Vec<To, N>::of(__builtin_convertvector(-x.v, typename Vec<To, N>::V));  // masks to 0 or 1
   } else if constexpr (std::is_floating_point_v<From> && !std::is_floating_point_v<To>) {
     return lanewise<To>(x, [](From v) { return to_int<To>(double(v)); });
   } else {
@@ -147,18 +183,82 @@ template <typename T, int N> inline T hprod(Vec<T, N> x) {
 
 // ---- math ------------------------------------------------------------------------------
 
+// Applies a native-width function to each register-sized piece of x (and y).
+template <typename Native, typename T, int N, typename F> inline Vec<T, N> by_pieces(Vec<T, N> x, F f) {
+  static_assert(sizeof(Vec<T, N>) % sizeof(Native) == 0, "a vector is whole native registers");
+  Vec<T, N> r;
+  for (size_t i = 0; i < sizeof(r.v); i += sizeof(Native)) {
+    Native p;
+    std::memcpy(&p, reinterpret_cast<const char *>(&x.v) + i, sizeof p);
+    p = f(p);
+    std::memcpy(reinterpret_cast<char *>(&r.v) + i, &p, sizeof p);
+  }
+  return r;
+}
+template <typename Native, typename T, int N, typename F> inline Vec<T, N> by_pieces(Vec<T, N> x, Vec<T, N> y, F f) {
+  static_assert(sizeof(Vec<T, N>) % sizeof(Native) == 0, "a vector is whole native registers");
+  Vec<T, N> r;
+  for (size_t i = 0; i < sizeof(r.v); i += sizeof(Native)) {
+    Native p, q;
+    std::memcpy(&p, reinterpret_cast<const char *>(&x.v) + i, sizeof p);
+    std::memcpy(&q, reinterpret_cast<const char *>(&y.v) + i, sizeof q);
+    p = f(p, q);
+    std::memcpy(reinterpret_cast<char *>(&r.v) + i, &p, sizeof p);
+  }
+  return r;
+}
+
+
 #define COIL_LANEWISE1(name, expr)                                              \
   template <typename T, int N> inline Vec<T, N> name(Vec<T, N> a) {             \
     return lanewise<T>(a, [](T x) { return T(expr); });                       \
   }
-COIL_LANEWISE1(abs, std::fabs(x))
 COIL_LANEWISE1(sqrt, std::sqrt(x))
-COIL_LANEWISE1(floor, std::floor(x))
-COIL_LANEWISE1(ceil, std::ceil(x))
-COIL_LANEWISE1(trunc, std::trunc(x))
-COIL_LANEWISE1(nearbyint, std::nearbyint(x))
 COIL_LANEWISE1(sign_f, sign_f(x))
 #undef COIL_LANEWISE1
+
+/// |x|: the sign bit cleared.
+template <typename T, int N> inline Vec<T, N> abs(Vec<T, N> x) {
+  using M = typename Vec<T, N>::M;
+  return Vec<T, N>::of((typename Vec<T, N>::V)((M)x.v & ~(M)Vec<T, N>(T(-0.0)).v));
+}
+
+// Rounding: one instruction per register where the ISA has it (rounding mode as the
+// immediate), else lane by lane.
+#if defined(__AVX512F__) || defined(__AVX__)
+#if defined(__AVX512F__)
+#define COIL_ROUND_BYTES 64
+typedef float RoundF __attribute__((vector_size(64)));  // __m512 without its attributes
+typedef double RoundD __attribute__((vector_size(64)));
+template <int Mode> inline RoundF coil_round(RoundF x) { return (RoundF)_mm512_roundscale_ps((__m512)x, Mode | _MM_FROUND_NO_EXC); }
+template <int Mode> inline RoundD coil_round(RoundD x) { return (RoundD)_mm512_roundscale_pd((__m512d)x, Mode | _MM_FROUND_NO_EXC); }
+#else
+#define COIL_ROUND_BYTES 32
+typedef float RoundF __attribute__((vector_size(32)));  // __m256 without its attributes
+typedef double RoundD __attribute__((vector_size(32)));
+template <int Mode> inline RoundF coil_round(RoundF x) { return (RoundF)_mm256_round_ps((__m256)x, Mode | _MM_FROUND_NO_EXC); }
+template <int Mode> inline RoundD coil_round(RoundD x) { return (RoundD)_mm256_round_pd((__m256d)x, Mode | _MM_FROUND_NO_EXC); }
+#endif
+template <typename T, int N, typename F> inline Vec<T, N> by_register(Vec<T, N> x, F f) {
+  return by_pieces<std::conditional_t<std::is_same_v<T, float>, RoundF, RoundD>>(x, f);
+}
+#define COIL_ROUND(name, fallback, mode)                                                                     \
+  template <typename T, int N> inline Vec<T, N> name(Vec<T, N> x) {                                         \
+    if constexpr (sizeof(Vec<T, N>) % COIL_ROUND_BYTES == 0 && std::is_floating_point_v<T>)               \
+      return by_register(x, [](auto r) { return coil_round<mode>(r); });                                    \
+    else return lanewise<T>(x, [](T v) { return T(fallback(v)); });                                        \
+  }
+#else
+#define COIL_ROUND(name, fallback, mode)                                                   \
+  template <typename T, int N> inline Vec<T, N> name(Vec<T, N> x) {                       \
+    return lanewise<T>(x, [](T v) { return T(fallback(v)); });                            \
+  }
+#endif
+COIL_ROUND(floor, std::floor, _MM_FROUND_TO_NEG_INF)
+COIL_ROUND(ceil, std::ceil, _MM_FROUND_TO_POS_INF)
+COIL_ROUND(trunc, std::trunc, _MM_FROUND_TO_ZERO)
+COIL_ROUND(nearbyint, std::nearbyint, _MM_FROUND_TO_NEAREST_INT)
+#undef COIL_ROUND
 
 template <typename T, int N> inline Vec<bool, N> isnan(Vec<T, N> x) { return x != x; }
 template <typename T, int N> inline Vec<bool, N> isinf(Vec<T, N> x) {
@@ -203,31 +303,6 @@ template <typename T, int N> inline Vec<T, N> minimum(Vec<T, N> a, Vec<T, N> b) 
 #endif
 typedef float MvecF __attribute__((vector_size(COIL_MVEC_BYTES)));
 typedef double MvecD __attribute__((vector_size(COIL_MVEC_BYTES)));
-
-// Applies a native-width function to each register-sized piece of x (and y).
-template <typename Native, typename T, int N, typename F> inline Vec<T, N> by_pieces(Vec<T, N> x, F f) {
-  static_assert(sizeof(Vec<T, N>) % sizeof(Native) == 0, "a vector is whole native registers");
-  Vec<T, N> r;
-  for (size_t i = 0; i < sizeof(r.v); i += sizeof(Native)) {
-    Native p;
-    std::memcpy(&p, reinterpret_cast<const char *>(&x.v) + i, sizeof p);
-    p = f(p);
-    std::memcpy(reinterpret_cast<char *>(&r.v) + i, &p, sizeof p);
-  }
-  return r;
-}
-template <typename Native, typename T, int N, typename F> inline Vec<T, N> by_pieces(Vec<T, N> x, Vec<T, N> y, F f) {
-  static_assert(sizeof(Vec<T, N>) % sizeof(Native) == 0, "a vector is whole native registers");
-  Vec<T, N> r;
-  for (size_t i = 0; i < sizeof(r.v); i += sizeof(Native)) {
-    Native p, q;
-    std::memcpy(&p, reinterpret_cast<const char *>(&x.v) + i, sizeof p);
-    std::memcpy(&q, reinterpret_cast<const char *>(&y.v) + i, sizeof q);
-    p = f(p, q);
-    std::memcpy(reinterpret_cast<char *>(&r.v) + i, &p, sizeof p);
-  }
-  return r;
-}
 
 #define COIL_VEC_MATH(name)                                                                          \
   extern "C" MvecF COIL_MVEC_F(name)(MvecF) noexcept;                                                \
@@ -283,7 +358,11 @@ COIL_INT_ERR2(floor_div_i) COIL_INT_ERR2(trunc_div_i) COIL_INT_ERR2(remainder_i)
 #undef COIL_INT_ERR2
 template <typename T, int N> inline Vec<T, N> neg_w(Vec<T, N> a) { return lanewise<T>(a, [](T x) { return neg_w<T>(x); }); }
 template <typename T, int N> inline Vec<T, N> abs_w(Vec<T, N> a) { return lanewise<T>(a, [](T x) { return abs_w<T>(x); }); }
-template <typename T, int N> inline Vec<T, N> sign_i(Vec<T, N> a) { return lanewise<T>(a, [](T x) { return sign_i<T>(x); }); }
+// In vector compares: GCC 12 at -O3 miscompiled the lane-by-lane form for uint8 (255, not 1).
+template <typename T, int N> inline Vec<T, N> sign_i(Vec<T, N> a) {
+  using W = Vec<T, N>;
+  return where(a > W(T(0)), W(T(1)), where(a < W(T(0)), W(T(-1)), W(T(0))));
+}
 
 // ---- bf16 / f16 -------------------------------------------------------------------------
 
