@@ -54,8 +54,13 @@ CpuBuild build_cpu(const sched::Schedule &s) {
   codegen::CppOptions o;
   o.vector_bytes = vector_bytes(isa);
   o.profile = options::get_bool("cpp.profile");
+  int64_t lanes = options::get_int("cpp.vector_lanes");
+  COIL_USER_CHECK(lanes == 0 || (lanes >= 2 && lanes <= 64 && (lanes & (lanes - 1)) == 0),
+                  "option cpp.vector_lanes is ", lanes, "; expected 0 or a power of two from 2 to 64");
+  o.lanes = int(lanes);
   CpuBuild b;
   b.source = codegen::generate_cpp(s, o);
+  b.layouts = codegen::kernel_layouts(s, o);
   if (options::get_bool("debug")) std::cerr << "coil: generated C++ (" << isa_name(isa) << "):\n" << b.source << "\n";
   SharedObjectRequest r;
   r.source = b.source;

@@ -19,6 +19,7 @@ namespace coil {
 struct CpuBuild {
   std::string source;   // the generated translation unit
   std::string so_path;  // the shared library in the cache
+  std::vector<std::string> layouts;  // per kernel: how the C++ dialect runs it
   bool cache_hit = false;
   double seconds = 0;   // generating and building (or finding) it
 };

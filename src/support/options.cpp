@@ -65,6 +65,9 @@ std::vector<Entry> registered_entries() {
       bool_option("cpp.pch", true,
                   "compile CPU kernels with a precompiled header of the kernel prelude (built once per compiler, "
                   "flags and ISA)"),
+      int_option("cpp.vector_lanes", 0, 0,
+                 "lanes of the SIMD vectors of CPU kernels (a power of two up to 64); 0: the ISA's register of "
+                 "floats, 16 on AVX-512 and 8 on AVX2"),
       string_option("cpp.compiler", "c++", "C++ compiler that builds CPU kernels"),
       bool_option("triton.autotune", false, "benchmark launch configurations of each Triton kernel, keep the fastest"),
       bool_option("triton.cudagraphs", false, "replay a compiled GPU graph's launches as one CUDA graph"),

@@ -51,12 +51,18 @@ int run_compile(const std::vector<std::string> &args) {
   write_file_atomically(dir / "stats.json", stats_json(c));
   if (explain) {
     std::cout << sched::explain(c.schedule);
-    // Which library runs each extern call: a decision of the C++ dialect, not the scheduler.
+    // How the C++ dialect runs each kernel, and which library runs each extern call:
+    // decisions of the dialect, not of the scheduler.
+    std::cout << "how the C++ dialect runs each kernel:\n";
     const ir::Program &p = c.schedule.ir.program;
-    for (const ir::Kernel &k : c.schedule.ir.kernels)
+    for (size_t i = 0; i < build.layouts.size(); ++i) {
+      const ir::Kernel &k = c.schedule.ir.kernels[i];
       if (k.kind == ir::KernelKind::Extern)
-        std::cout << k.name << " (" << ir::extern_op_name(p.nodes[size_t(k.nodes[0])].extern_op)
+        std::cout << "  " << k.name << " (" << ir::extern_op_name(p.nodes[size_t(k.nodes[0])].extern_op)
                   << ") extern library: " << codegen::extern_library(p, k) << "\n";
+      else
+        std::cout << "  " << k.name << "  " << build.layouts[i].substr(build.layouts[i].find(' ') + 1) << "\n";
+    }
   }
   int kernels = 0, externs = 0;
   for (const ir::Kernel &k : c.schedule.ir.kernels) (k.kind == ir::KernelKind::Extern ? externs : kernels)++;

@@ -233,3 +233,5 @@ template <typename T> inline T sign_f(T v) { return v > 0 ? T(1) : v < 0 ? T(-1)
 template <typename T> inline T sigmoid(T x) { return T(1) / (T(1) + exp(-x)); }
 
 }  // namespace coil_rt
+
+#include "coil/vec.h"  // NOLINT: the vector forms of the helpers above

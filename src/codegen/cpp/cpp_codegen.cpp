@@ -30,11 +30,45 @@ using ir::VarId;
 /// Emits one kernel function.
 class KernelEmitter {
  public:
-  KernelEmitter(const ir::Program &p, const Kernel &k, const Storage &storage, Writer &w)
-      : p_(p), k_(k), storage_(storage), w_(w), ranges_(sched::ranges_of(k.ranges, k.reduction_ranges)) {}
+  KernelEmitter(const ir::Program &p, const Kernel &k, const Storage &storage, const CppOptions &o, Writer &w)
+      : p_(p),
+        k_(k),
+        storage_(storage),
+        w_(w),
+        ranges_(sched::ranges_of(k.ranges, k.reduction_ranges)),
+        kernel_lanes_(o.lanes ? o.lanes : o.vector_bytes / 4) {}
 
   /// The buffers passed to the kernel, in parameter order.
   std::vector<BufferId> params() const { return params_; }
+
+  // The dialect's decisions for this kernel, in words (DESIGN.md, decision 6).
+  std::string layout() const {
+    switch (k_.kind) {
+      case ir::KernelKind::Pointwise:
+        if (tile_last_two_dims()) return "layout: 32x32 tiles of the last two dims (a load walks them transposed), omp simd in a tile";
+        return "layout: threads over the outer loops; " + simd_words(k_.ranges, int(0));
+      case ir::KernelKind::Reduction: {
+        if (tile_over_last_kept_dim())
+          return "layout: rows in blocks of 64 lanes of " + var(VarId{int(k_.ranges.size()) - 1}) +
+                 " (neighbouring rows are contiguous), omp simd across the lanes";
+        std::string scalar_passes;
+        for (const ir::Step &step : k_.steps)
+          for (int n : step.nodes) {
+            ir::ReduceOp op = p_.nodes[size_t(n)].reduce_op;
+            if (p_.nodes[size_t(n)].kind == ir::NodeKind::Reduction && (op == ir::ReduceOp::ArgMax || op == ir::ReduceOp::ArgMin))
+              scalar_passes = "; the pass of " + p_.nodes[size_t(n)].origin + " is scalar (first-index tie rule)";
+          }
+        std::string threads = checked_numel(k_.ranges) == 1 ? "the reduced elements split across threads, partials combined in order"
+                                                           : "threads over rows";
+        return "layout: " + threads + "; " + simd_words(k_.reduction_ranges, int(k_.ranges.size()), checked_numel(k_.ranges) == 1) +
+               scalar_passes;
+      }
+      case ir::KernelKind::Scan: return "layout: threads over rows, each scanned in order";
+      case ir::KernelKind::Scatter: return "layout: the copy, then the writes in order";
+      case ir::KernelKind::Extern: return extern_layout(p_, k_);
+    }
+    return "";
+  }
 
   void emit() {
     collect_params();
@@ -54,24 +88,22 @@ class KernelEmitter {
   }
 
  private:
-  // The dialect's decisions for this kernel, in words (DESIGN.md, decision 6).
-  std::string layout() const {
-    switch (k_.kind) {
-      case ir::KernelKind::Pointwise:
-        if (tile_last_two_dims()) return "layout: 32x32 tiles of the last two dims (a load walks them transposed), SIMD in a tile";
-        return "layout: threads over the outer loops, SIMD over the innermost";
-      case ir::KernelKind::Reduction:
-        if (tile_over_last_kept_dim())
-          return "layout: rows in blocks of 64 lanes of " + var(VarId{int(k_.ranges.size()) - 1}) +
-                 " (neighbouring rows are contiguous), SIMD across the lanes";
-        if (checked_numel(k_.ranges) == 1) return "layout: the reduced elements split across threads, partials combined in order";
-        return "layout: threads over rows, SIMD along each pass over a row";
-      case ir::KernelKind::Scan: return "layout: threads over rows, each scanned in order";
-      case ir::KernelKind::Scatter: return "layout: the copy, then the writes in order";
-      case ir::KernelKind::Extern: return extern_layout(p_, k_);
-    }
-    return "";
+  // How the innermost of `sizes` (variables from `first`) runs, in words.
+  std::string simd_words(const Shape &sizes, int first, bool chunks = false) const {
+    int inner = int(sizes.size()) - 1;
+    while (inner >= 0 && sizes[size_t(inner)] == 1) --inner;
+    if (inner < 0) return "one element, no loop";
+    std::string x = var(VarId{first + inner}), size = std::to_string(sizes[size_t(inner)]);
+    if (kernel_lanes_ == 0) return x + " (" + size + ") in scalar code under omp simd (the ISA has no vectors)";
+    int lanes = lanes_for(sizes);
+    if (lanes == 0)
+      return x + " (" + size + ") in scalar code under omp simd (shorter than a vector of " + std::to_string(kernel_lanes_) + ")";
+    int64_t tail = sizes[size_t(inner)] % lanes;
+    if (chunks && inner == 0) return x + " (" + size + ") in vectors of " + std::to_string(lanes) + " lanes, each thread's chunk with a scalar tail";
+    return x + " (" + size + ") in vectors of " + std::to_string(lanes) + " lanes" +
+           (tail ? ", a scalar tail of " + std::to_string(tail) : std::string(", no tail"));
   }
+
 
   // ---- parameters ------------------------------------------------------------------------
 
@@ -110,7 +142,8 @@ class KernelEmitter {
 
   std::string var(VarId v) const {
     int n = int(k_.ranges.size());
-    return v.id < n ? "x" + std::to_string(v.id) : "r" + std::to_string(v.id - n);
+    std::string name = v.id < n ? "x" + std::to_string(v.id) : "r" + std::to_string(v.id - n);
+    return lane_index_ && v == vvar_ ? "(" + name + " + l)" : name;
   }
 
   std::string index(const Expr &e) const {
@@ -125,7 +158,170 @@ class KernelEmitter {
     std::string name = "tmp" + std::to_string(next_tmp_++);
     w_.line(type + " " + name + " = " + rhs + ";");
     scopes_.back().values[key] = name;
+    if (type.rfind("Vec<", 0) == 0) vector_values_.insert(name);
     return name;
+  }
+
+  // ---- SIMD: vector loops, loads and stores ------------------------------------------------
+
+  /// The type of a value of `t` in the code being emitted: a vector inside a vector loop.
+  std::string vt(DType t) const { return vector_type(t, vlanes_); }
+
+  /// `value` (of dtype t) as a vector: values computed outside the vector loop (a row's
+  /// max, say) are splatted once.
+  std::string as_vector(const std::string &value, DType t) {
+    if (vector_values_.count(value)) return value;
+    return def(vt(t), vt(t) + "(" + value + ")");
+  }
+
+  /// Lanes of the vector loop over the innermost of `sizes`, or 0 when that loop has
+  /// fewer elements than a vector (or the ISA has none).
+  int lanes_for(const Shape &sizes) const {
+    for (auto it = sizes.rbegin(); it != sizes.rend(); ++it)
+      if (*it != 1) return kernel_lanes_ > 0 && *it >= kernel_lanes_ ? kernel_lanes_ : 0;
+    return 0;
+  }
+
+  /// Whether `index` of buffer b is aligned to the vector's size (at most 64 bytes) at
+  /// every step of the vector loop: an arena buffer (64-byte aligned offsets), a loop
+  /// from 0, and every other term and the constant whole multiples of the lanes.
+  bool aligned(BufferId b, const Expr &index) const {
+    if (!vector_start_aligned_ || storage_.key.at(b).rfind("arena", 0) != 0) return false;
+    int64_t bytes = itemsize(p_.buffer(b).type.dtype);
+    int64_t unit = std::min<int64_t>(vlanes_, 64 / bytes);  // elements per alignment unit
+    Expr e = ir::simplify(index, ranges_);
+    if (e.constant() % unit != 0) return false;
+    for (const ir::Term &t : e.terms()) {
+      bool is_lane_var = t.factors.size() == 1 && t.factors[0].kind() == ir::AtomKind::Var && t.factors[0].var() == vvar_;
+      if (is_lane_var ? t.coeff != 1 : t.coeff % unit != 0) return false;
+    }
+    return true;
+  }
+
+  /// The vector of a load in a vector loop: contiguous loads are one vector load,
+  /// broadcast ones one scalar load splatted, the rest lane by lane.
+  std::string vector_load(const Instr &i, const std::vector<std::string> &v) {
+    DType t = i.dtype;
+    std::string type = vt(t), ptr = names_.at(i.buffer);
+    COIL_ASSERT(!contains(k_.internal, i.buffer), k_.name, " reads internal ", p_.buffer(i.buffer).name,
+                " where no member computed it");
+    if (i.indirect.empty() && i.args[0] < 0) {
+      ir::AccessFact f = ir::access_of(i.index, vvar_, ranges_);
+      if (f.kind == ir::Access::Broadcast) {
+        int lanes = std::exchange(vlanes_, 0);
+        std::string scalar = def(value_type(t), from_storage(ptr + "[" + index(i.index) + "]", t));
+        vlanes_ = lanes;
+        return type + "(" + scalar + ")";
+      }
+      if (f.kind == ir::Access::Contiguous) {
+        std::string at = ptr + " + " + offset(i.index);
+        if (t == DType::BF16) return "coil_rt::load_bf16<" + std::to_string(vlanes_) + ">(" + at + ")";
+        if (t == DType::F16) return "coil_rt::load_f16<" + std::to_string(vlanes_) + ">(" + at + ")";
+        return type + (aligned(i.buffer, i.index) ? "::load(" : "::loadu(") + at + ")";
+      }
+    }
+    // Lane by lane: strided and irregular indices, indices read from data, masked loads.
+    lane_index_ = true;
+    std::string at = element_index(i, [&](int arg) { return v[size_t(arg)] + "[l]"; });
+    lane_index_ = false;
+    std::string value = from_storage(ptr + "[" + at + "]", t);
+    if (i.args[0] >= 0) value = v[size_t(i.args[0])] + "[l] ? " + value + " : " + literal(i.value, t);
+    return type + "::generate([&](int l) { return " + value + "; })";
+  }
+
+  /// The element a load reads: its index, with indices read from data checked.
+  std::string element_index(const Instr &i, const std::function<std::string(int)> &value_of) const {
+    if (i.indirect.empty()) return index(i.index);
+    std::string at = cpp_index(ir::simplify(i.index, ranges_),
+                               [&](VarId x) {
+                                 if (x.id >= ir::kIndirectBase)
+                                   return "int64_t(" + value_of(i.indirect[size_t(x.id - ir::kIndirectBase)]) + ")";
+                                 return var(x);
+                               },
+                               ranges_);
+    return "coil_rt::checked_index(" + at + ", " + std::to_string(storage_extent(p_.buffer(i.buffer).type)) + ", err)";
+  }
+
+  /// `index` as an offset added to a pointer: bracketed when it subtracts.
+  std::string offset(const Expr &e) const {
+    std::string at = index(e);
+    return at.find(" - ") == std::string::npos ? at : "(" + at + ")";
+  }
+
+  /// The values of an index expression in the lanes of a vector loop.
+  std::string vector_index(const Expr &e) {
+    std::string type = vector_type(DType::I64, vlanes_);
+    ir::AccessFact f = ir::access_of(e, vvar_, ranges_);
+    if (f.kind == ir::Access::Broadcast) return type + "(" + index(e) + ")";
+    if (f.kind != ir::Access::Irregular) return type + "::iota(" + index(e) + ", " + std::to_string(f.stride) + ")";
+    lane_index_ = true;
+    std::string at = index(e);
+    lane_index_ = false;
+    return type + "::generate([&](int l) { return " + at + "; })";
+  }
+
+  /// Writes vector `value` of dtype t to buffer `out` at `at`.
+  void vector_store(BufferId out, const Expr &at, const std::string &value, DType t) {
+    std::string ptr = names_.at(out);
+    if (ir::access_of(at, vvar_, ranges_).kind == ir::Access::Contiguous) {
+      std::string p = ptr + " + " + offset(at);
+      if (t == DType::BF16) w_.line("coil_rt::store_bf16(" + p + ", " + value + ");");
+      else if (t == DType::F16) w_.line("coil_rt::store_f16(" + p + ", " + value + ");");
+      else w_.line(value + (aligned(out, at) ? ".store(" : ".storeu(") + p + ");");
+      return;
+    }
+    lane_index_ = true;
+    std::string idx = index(at);
+    lane_index_ = false;
+    w_.line("for (int l = 0; l < " + std::to_string(vlanes_) + "; ++l) " + ptr + "[" + idx + "] = " +
+            to_storage(value + "[l]", t) + ";");
+  }
+
+  /// Loops over `sizes` (variables first, first+1, ...) around `body`. With `lanes`, the
+  /// innermost loop steps by vectors and the body is emitted twice: once on vectors, once
+  /// for the scalar tail. Without, `clauses` (when set) marks the innermost `omp simd`.
+  void emit_nest(const Shape &sizes, int first, bool parallel, int64_t work, const std::optional<std::string> &clauses,
+                 int lanes, const std::function<void()> &body) {
+    if (lanes == 0) {
+      int loops = open_loops(sizes, first, parallel, clauses.has_value(), work, clauses.value_or(""));
+      if (loops == 0) w_.open("");
+      push();
+      body();
+      pop();
+      if (loops == 0) w_.close();
+      close_loops(loops);
+      return;
+    }
+    int inner = int(sizes.size()) - 1;
+    while (sizes[size_t(inner)] == 1) --inner;
+    Shape outer = sizes;
+    outer[size_t(inner)] = 1;  // open_loops skips it
+    int loops = open_loops(outer, first, parallel, false, work);
+    VarId x{first + inner};
+    std::string name = var(x);
+    int64_t size = sizes[size_t(inner)], main = size / lanes * lanes;
+    if (parallel && loops == 0) w_.line("#pragma omp parallel for num_threads(coil_rt::threads_for(" + std::to_string(work) + "))");
+    w_.open("for (int64_t " + name + " = 0; " + name + " < " + std::to_string(main) + "; " + name + " += " + std::to_string(lanes) + ")");
+    vector_body(x, lanes, true, body);
+    w_.close();
+    if (main < size) {
+      w_.open("for (int64_t " + name + " = " + std::to_string(main) + "; " + name + " < " + std::to_string(size) + "; ++" + name + ")");
+      push();
+      body();
+      pop();
+      w_.close();
+    }
+    close_loops(loops);
+  }
+
+  void vector_body(VarId x, int lanes, bool start_aligned, const std::function<void()> &body) {
+    vlanes_ = lanes;
+    vvar_ = x;
+    vector_start_aligned_ = start_aligned;
+    push();
+    body();
+    pop();
+    vlanes_ = 0;
   }
 
   std::string forward_key(BufferId b, const Expr &at) const { return p_.buffer(b).name + "[" + ir::str(ir::simplify(at, ranges_)) + "]"; }
@@ -147,18 +343,7 @@ class KernelEmitter {
     } else {
       COIL_ASSERT(!contains(k_.internal, i.buffer), k_.name, " reads internal ", p_.buffer(i.buffer).name,
                   " where no member computed it");
-      std::string at;
-      if (i.indirect.empty()) {
-        at = index(i.index);
-      } else {
-        at = cpp_index(ir::simplify(i.index, ranges_),
-                       [&](VarId x) {
-                         if (x.id >= ir::kIndirectBase) return "int64_t(" + v[size_t(i.indirect[size_t(x.id - ir::kIndirectBase)])] + ")";
-                         return var(x);
-                       },
-                       ranges_);
-        at = "coil_rt::checked_index(" + at + ", " + std::to_string(storage_extent(p_.buffer(i.buffer).type)) + ", err)";
-      }
+      std::string at = element_index(i, [&](int arg) { return v[size_t(arg)]; });
       value = from_storage(names_.at(i.buffer) + "[" + at + "]", t);
     }
     if (i.args[0] >= 0) return "(" + v[size_t(i.args[0])] + " ? " + value + " : " + literal(i.value, t) + ")";
@@ -170,22 +355,24 @@ class KernelEmitter {
     std::vector<std::string> v(body.instrs.size());
     for (size_t k = 0; k < body.instrs.size(); ++k) {
       const Instr &i = body.instrs[k];
-      std::string type = value_type(i.dtype), rhs;
+      std::string type = vt(i.dtype), rhs;
       switch (i.op) {
         case Op::Load:
           if (auto f = forwarded(i.buffer, i.index); f && i.indirect.empty() && i.args[0] < 0) {
-            v[k] = *f;  // the member that computed it is in this loop
+            v[k] = vlanes_ ? as_vector(*f, i.dtype) : *f;  // the member that computed it is in this loop
             continue;
           }
-          rhs = load(body, i, v);
+          rhs = vlanes_ ? vector_load(i, v) : load(body, i, v);
           break;
-        case Op::Constant: v[k] = literal(i.value, i.dtype); continue;
-        case Op::Index: rhs = cpp_cast(index(i.index), DType::I64, i.dtype); break;
+        case Op::Constant: v[k] = vector_literal(i.value, i.dtype, vlanes_); continue;
+        case Op::Index:
+          rhs = vlanes_ ? cpp_cast(vector_index(i.index), DType::I64, i.dtype, vlanes_) : cpp_cast(index(i.index), DType::I64, i.dtype);
+          break;
         default: {
           std::vector<std::string> args;
           for (int a = 0; a < ir::op_arity(i.op); ++a) args.push_back(v[size_t(i.args[size_t(a)])]);
           DType in = i.op == Op::Where ? i.dtype : body.at(i.args[0]).dtype;
-          rhs = cpp_op(i.op, in, i.dtype, args);
+          rhs = cpp_op(i.op, in, i.dtype, args, vlanes_);
           if (rhs == args[0]) {  // a cast that changes nothing in C++
             v[k] = rhs;
             continue;
@@ -206,7 +393,7 @@ class KernelEmitter {
   void store(const Node &n, BufferId out, const std::string &v, DType from) {
     DType t = p_.buffer(out).type.dtype;
     Expr at = ir::store_index(n, p_.buffer(out));
-    std::string value = from == t ? v : def(value_type(t), cpp_cast(v, from, t));
+    std::string value = from == t ? v : def(vt(t), cpp_cast(v, from, t, vlanes_));
     if (lanes_ && row_scope_ >= 0 && !is_inner_member(n)) {
       // A value per row of a tiled kernel: one per lane, kept for the passes after.
       std::string lanes = "row_" + p_.buffer(out).name;
@@ -219,6 +406,7 @@ class KernelEmitter {
     // f32_to_bf16(round_bf16(x)) is f32_to_bf16(x).
     auto unrounded = rounded_from_.find(value);
     std::string stored = unrounded != rounded_from_.end() && (t == DType::BF16 || t == DType::F16) ? unrounded->second : value;
+    if (vlanes_) return vector_store(out, at, stored, t);
     w_.line(names_.at(out) + "[" + index(at) + "] = " + to_storage(stored, t) + ";");
   }
 
@@ -315,13 +503,9 @@ class KernelEmitter {
   void emit_pointwise() {
     if (tile_last_two_dims()) return emit_tiled_pointwise();
     push();
-    int loops = open_loops(k_.ranges, 0, true, true, checked_numel(k_.ranges) * body_work());
-    if (loops == 0) w_.open("");
-    push();
-    for (int n : k_.nodes) emit_pointwise_member(p_.nodes[size_t(n)]);
-    pop();
-    if (loops == 0) w_.close();
-    close_loops(loops);
+    emit_nest(k_.ranges, 0, true, checked_numel(k_.ranges) * body_work(), std::string(), lanes_for(k_.ranges), [&] {
+      for (int n : k_.nodes) emit_pointwise_member(p_.nodes[size_t(n)]);
+    });
     pop();
   }
 
@@ -332,6 +516,8 @@ class KernelEmitter {
     std::string a, b, c;  // value (or mean); index (or m2); NaN flag (or count)
     DType in;
     std::string shift;    // Welford as shifted sums: the row's first element
+    std::string va, vb, vc;  // the vector accumulators of a vectorized pass (lanes: vlanes)
+    int vlanes = 0;
   };
 
   Acc start(const Node &n) {
@@ -365,10 +551,11 @@ class KernelEmitter {
       for (const auto &[type, name, init] : vars) w_.line(name + "[l] = " + init + ";");
       w_.close();
     }
-    return Acc{&n, base + lane, base + "_i" + lane, base + "_n" + lane, in, ""};
+    return Acc{&n, base + lane, base + "_i" + lane, base + "_n" + lane, in, "", "", "", "", 0};
   }
 
   void accumulate(const Acc &acc, const std::string &x) {
+    if (vlanes_) return accumulate_vector(acc, x);
     std::string T = value_type(acc.in);
     bool fl = is_floating(acc.in);
     switch (acc.node->reduce_op) {
@@ -410,6 +597,115 @@ class KernelEmitter {
                 " += d_ / double(" + acc.c + "); " + acc.b + " += d_ * (x_ - " + acc.a + "); }");
         return;
     }
+  }
+
+  // ---- vector accumulators ------------------------------------------------------------------
+
+  /// Whether every reduction of a pass has a vector form: argmax's first-index tie rule
+  /// and Welford's running mean are sequential, and keep the pass scalar.
+  static bool vector_forms(const std::vector<Acc> &accs) {
+    for (const Acc &acc : accs) {
+      ir::ReduceOp op = acc.node->reduce_op;
+      if (op == ir::ReduceOp::ArgMax || op == ir::ReduceOp::ArgMin) return false;
+      if (op == ir::ReduceOp::Welford && acc.shift.empty()) return false;
+    }
+    return true;
+  }
+
+  /// Declares the vector accumulators of `acc`, one partial result per lane.
+  void start_vector(Acc &acc, int lanes) {
+    acc.vlanes = lanes;
+    acc.va = acc.a + "_v";
+    std::string T = value_type(acc.in), V = vector_type(acc.in, lanes), B = vector_type(DType::Bool, lanes);
+    bool fl = is_floating(acc.in);
+    switch (acc.node->reduce_op) {
+      case ir::ReduceOp::Sum: w_.line(V + " " + acc.va + "(0);"); return;
+      case ir::ReduceOp::Prod: w_.line(V + " " + acc.va + "(1);"); return;
+      case ir::ReduceOp::Max:
+      case ir::ReduceOp::Min: {
+        bool max = acc.node->reduce_op == ir::ReduceOp::Max;
+        std::string init = fl ? std::string(max ? "-" : "") + "std::numeric_limits<" + T + ">::infinity()"
+                              : "std::numeric_limits<" + T + ">::" + (max ? "lowest()" : "max()");
+        w_.line(V + " " + acc.va + "(" + init + ");");
+        if (fl) {
+          acc.vc = acc.a + "_nv";
+          w_.line(B + " " + acc.vc + "(false);");
+        }
+        return;
+      }
+      case ir::ReduceOp::Any: w_.line(B + " " + acc.va + "(false);"); return;
+      case ir::ReduceOp::All: w_.line(B + " " + acc.va + "(true);"); return;
+      case ir::ReduceOp::Welford:
+        acc.vb = acc.a + "_v2";
+        w_.line(vector_type(DType::F64, lanes) + " " + acc.va + "(0.0), " + acc.vb + "(0.0);");
+        return;
+      case ir::ReduceOp::ArgMax:
+      case ir::ReduceOp::ArgMin: break;
+    }
+    COIL_ASSERT(false, "no vector form for ", acc.node->origin);
+  }
+
+  void accumulate_vector(const Acc &acc, const std::string &x) {
+    std::string T = value_type(acc.in), V = vector_type(acc.in, vlanes_);
+    bool fl = is_floating(acc.in);
+    switch (acc.node->reduce_op) {
+      case ir::ReduceOp::Sum:
+        w_.line(acc.va + " = " + (fl ? acc.va + " + " + x : "coil_rt::add_w<" + T + ">(" + acc.va + ", " + x + ")") + ";");
+        return;
+      case ir::ReduceOp::Prod:
+        w_.line(acc.va + " = " + (fl ? acc.va + " * " + x : "coil_rt::mul_w<" + T + ">(" + acc.va + ", " + x + ")") + ";");
+        return;
+      case ir::ReduceOp::Max:
+      case ir::ReduceOp::Min: {
+        std::string cmp = acc.node->reduce_op == ir::ReduceOp::Max ? " > " : " < ";
+        w_.line(acc.va + " = coil_rt::where(" + x + cmp + acc.va + ", " + x + ", " + acc.va + ");");
+        if (fl) w_.line(acc.vc + " = " + acc.vc + " || coil_rt::isnan(" + x + ");");
+        return;
+      }
+      case ir::ReduceOp::Any:
+      case ir::ReduceOp::All: {
+        std::string truth = acc.in == DType::Bool ? x : "(" + x + " != " + V + "(0))";
+        w_.line(acc.va + " = " + acc.va + (acc.node->reduce_op == ir::ReduceOp::Any ? " || " : " && ") + truth + ";");
+        return;
+      }
+      case ir::ReduceOp::Welford: {
+        std::string D = vector_type(DType::F64, vlanes_);
+        w_.line("{ const " + D + " d_ = coil_rt::cast<double>(" + x + ") - " + D + "(" + acc.shift + "); " + acc.va + " = " +
+                acc.va + " + d_; " + acc.vb + " = " + acc.vb + " + d_ * d_; " + acc.c + " += " + std::to_string(vlanes_) +
+                "; }");
+        return;
+      }
+      case ir::ReduceOp::ArgMax:
+      case ir::ReduceOp::ArgMin: break;
+    }
+    COIL_ASSERT(false, "no vector form for ", acc.node->origin);
+  }
+
+  /// Folds the lanes of the vector accumulators into the scalar ones, lane 0 first: the
+  /// same order on every run.
+  void fold_vector(const Acc &acc) {
+    if (!acc.vlanes) return;
+    std::string T = value_type(acc.in), lanes = std::to_string(acc.vlanes);
+    bool fl = is_floating(acc.in);
+    switch (acc.node->reduce_op) {
+      case ir::ReduceOp::Sum:
+        w_.line(acc.a + " = " + (fl ? acc.a + " + coil_rt::hsum(" + acc.va + ")" : "coil_rt::add_w<" + T + ">(" + acc.a + ", coil_rt::hsum(" + acc.va + "))") + ";");
+        return;
+      case ir::ReduceOp::Prod:
+        w_.line(acc.a + " = " + (fl ? acc.a + " * coil_rt::hprod(" + acc.va + ")" : "coil_rt::mul_w<" + T + ">(" + acc.a + ", coil_rt::hprod(" + acc.va + "))") + ";");
+        return;
+      case ir::ReduceOp::Welford:
+        w_.line(acc.a + " += coil_rt::hsum(" + acc.va + "); " + acc.b + " += coil_rt::hsum(" + acc.vb + ");");
+        return;
+      default: break;
+    }
+    // max, min, any, all: the scalar merge, lane by lane.
+    Acc lane = acc;
+    lane.a = acc.va + "[l]";
+    lane.c = acc.vc.empty() ? "" : "int(" + acc.vc + "[l])";
+    w_.open("for (int l = 0; l < " + lanes + "; ++l)");
+    merge(acc, lane);
+    w_.close();
   }
 
   // The shift of a Welford reduction of `step`: its value at the row's first element.
@@ -660,29 +956,32 @@ class KernelEmitter {
         if (p_.nodes[size_t(n)].kind == ir::NodeKind::Reduction) accs.push_back(start(p_.nodes[size_t(n)]));
       for (Acc &acc : accs)
         if (acc.node->reduce_op == ir::ReduceOp::Welford) acc.shift = emit_shift(step, *acc.node, acc.a + "_k");
-      auto clauses = simd_clauses(accs);
-      int inner = open_loops(k_.reduction_ranges, int(k_.ranges.size()), false, clauses.has_value(), 0, clauses.value_or(""));
-      if (inner == 0) w_.open("");
-      push();
-      size_t next = 0;
-      for (int n : step.nodes) {
-        const Node &node = p_.nodes[size_t(n)];
-        if (node.kind != ir::NodeKind::Reduction) {
-          emit_pointwise_member(node);
-          continue;
-        }
-        auto v = emit_body(node.body);
-        accumulate(accs[next++], v[size_t(node.body.results[0])]);
-      }
-      pop();
-      if (inner == 0) w_.close();
-      close_loops(inner);
+      int lanes = vector_forms(accs) ? lanes_for(k_.reduction_ranges) : 0;
+      for (Acc &acc : accs)
+        if (lanes) start_vector(acc, lanes);
+      emit_nest(k_.reduction_ranges, int(k_.ranges.size()), false, 0, simd_clauses(accs), lanes, [&] { emit_pass(step, accs); });
+      for (const Acc &acc : accs) fold_vector(acc);
       for (const Acc &acc : accs) finish(acc);
     }
     pop();
     if (outer == 0) w_.close();
     close_loops(outer);
     pop();
+  }
+
+  // One pass of `step` over the reduced elements: its members in order, each reduction
+  // adding to its accumulator.
+  void emit_pass(const ir::Step &step, const std::vector<Acc> &accs) {
+    size_t next = 0;
+    for (int n : step.nodes) {
+      const Node &node = p_.nodes[size_t(n)];
+      if (node.kind != ir::NodeKind::Reduction) {
+        emit_pointwise_member(node);
+        continue;
+      }
+      auto v = emit_body(node.body);
+      accumulate(accs[next++], v[size_t(node.body.results[0])]);
+    }
   }
 
   // A reduction to a single row (x.sum()) runs on one thread unless its elements are
@@ -694,7 +993,7 @@ class KernelEmitter {
     for (int n : step.nodes) {
       const Node &node = p_.nodes[size_t(n)];
       if (node.kind != ir::NodeKind::Reduction) continue;
-      probe.push_back(Acc{&node, "a", "b", "c", node.body.at(node.body.results[0]).dtype, ""});
+      probe.push_back(Acc{&node, "a", "b", "c", node.body.at(node.body.results[0]).dtype, "", "", "", "", 0});
     }
     bool welford = std::any_of(probe.begin(), probe.end(), [](const Acc &a) { return a.node->reduce_op == ir::ReduceOp::Welford; });
     return !probe.empty() && !welford && simd_clauses(probe).has_value() && !k_.reduction_ranges.empty() &&
@@ -725,25 +1024,33 @@ class KernelEmitter {
     std::string clauses = *simd_clauses(accs);
     int n0 = int(k_.ranges.size());
     std::string r0 = var(VarId{n0}), size0 = std::to_string(k_.reduction_ranges[0]);
-    if (k_.reduction_ranges.size() == 1) w_.line("#pragma omp simd" + clauses);
-    w_.open("for (int64_t " + r0 + " = " + size0 + " * t / " + nt + "; " + r0 + " < " + size0 + " * (t + 1) / " + nt +
-            "; ++" + r0 + ")");
     Shape rest(k_.reduction_ranges.begin() + 1, k_.reduction_ranges.end());
-    int inner = open_loops(rest, n0 + 1, false, true, 0, clauses);
-    push();
-    size_t next = 0;
-    for (int n : step.nodes) {
-      const Node &node = p_.nodes[size_t(n)];
-      if (node.kind != ir::NodeKind::Reduction) {
-        emit_pointwise_member(node);
-        continue;
-      }
-      auto v = emit_body(node.body);
-      accumulate(accs[next++], v[size_t(node.body.results[0])]);
+    // The thread's chunk of the first reduced dim; when it is the only one, its loop steps
+    // by vectors (from the chunk's start: loads unaligned) and ends with a scalar tail.
+    int lanes = checked_numel(rest) == 1 ? lanes_for({k_.reduction_ranges[0]}) : lanes_for(rest);
+    for (Acc &acc : accs)
+      if (lanes) start_vector(acc, lanes);
+    w_.line("const int64_t " + r0 + "_begin = " + size0 + " * t / " + nt + ", " + r0 + "_end = " + size0 + " * (t + 1) / " + nt + ";");
+    if (checked_numel(rest) == 1 && lanes) {
+      std::string l = std::to_string(lanes);
+      w_.line("const int64_t " + r0 + "_split = " + r0 + "_begin + (" + r0 + "_end - " + r0 + "_begin) / " + l + " * " + l + ";");
+      w_.open("for (int64_t " + r0 + " = " + r0 + "_begin; " + r0 + " < " + r0 + "_split; " + r0 + " += " + l + ")");
+      vector_body(VarId{n0}, lanes, false, [&] { emit_pass(step, accs); });
+      w_.close();
+      w_.open("for (int64_t " + r0 + " = " + r0 + "_split; " + r0 + " < " + r0 + "_end; ++" + r0 + ")");
+    } else {
+      if (checked_numel(rest) == 1) w_.line("#pragma omp simd" + clauses);
+      w_.open("for (int64_t " + r0 + " = " + r0 + "_begin; " + r0 + " < " + r0 + "_end; ++" + r0 + ")");
     }
-    pop();
-    close_loops(inner);
+    if (checked_numel(rest) == 1) {
+      push();
+      emit_pass(step, accs);
+      pop();
+    } else {
+      emit_nest(rest, n0 + 1, false, 0, clauses, lanes, [&] { emit_pass(step, accs); });
+    }
     w_.close();
+    for (const Acc &acc : accs) fold_vector(acc);
     for (const Acc &acc : accs) {
       w_.line(acc.a + "_part[t] = " + acc.a + ";");
       if (is_floating(acc.in) && (acc.node->reduce_op == ir::ReduceOp::Max || acc.node->reduce_op == ir::ReduceOp::Min))
@@ -872,13 +1179,26 @@ class KernelEmitter {
   int next_tmp_ = 0, next_acc_ = 0;
   std::map<std::string, std::string> rounded_from_;  // tmp = round_bf16/f16(source): tmp -> source
   int64_t lanes_ = 0;   // > 0: a reduction tiled over this many lanes of the last kept dim
+  int kernel_lanes_;    // lanes of this kernel's vectors: the ISA's register of floats (0: scalar code)
+  int vlanes_ = 0;      // > 0 while the body of a vector loop is emitted
+  VarId vvar_{-1};      // the variable that loop steps
+  bool vector_start_aligned_ = false;  // the loop starts at 0 (not at a thread's chunk)
+  bool lane_index_ = false;            // indices are printed for lane l: vvar_ is (x + l)
+  std::set<std::string> vector_values_;  // tmps that hold vectors
   int row_scope_ = -1;  // the scope of one row (one block of rows when tiled)
 };
 
 }  // namespace
 
+std::vector<std::string> kernel_layouts(const sched::Schedule &s, const CppOptions &o) {
+  Storage st = place_buffers(s);
+  Writer unused;
+  std::vector<std::string> out;
+  for (const Kernel &k : s.ir.kernels) out.push_back(KernelEmitter(s.ir.program, k, st, o, unused).layout());
+  return out;
+}
+
 std::string generate_cpp(const sched::Schedule &s, const CppOptions &o) {
-  (void)o;
   const ir::Program &p = s.ir.program;
   Storage st = place_buffers(s);
   Writer w;
@@ -891,13 +1211,15 @@ std::string generate_cpp(const sched::Schedule &s, const CppOptions &o) {
   w.line("#include \"coil/extern_loops.h\"");
   w.line("#include \"coil/prelude.h\"");
   w.line("");
+  w.line("using coil_rt::Vec;");
+  w.line("");
   std::vector<std::pair<std::string, std::vector<BufferId>>> calls;
   for (const Kernel &k : s.ir.kernels) {
     std::string members;
     for (int n : k.nodes) members += (members.empty() ? "" : ", ") + p.nodes[size_t(n)].origin;
     w.line("// " + k.name + ": " + std::string(ir::kernel_kind_name(k.kind)) + " over " + shape_str(k.ranges) +
            (k.reduction_ranges.empty() ? "" : " reducing " + shape_str(k.reduction_ranges)) + ": " + members);
-    KernelEmitter e(p, k, st, w);
+    KernelEmitter e(p, k, st, o, w);
     e.emit();
     w.line("");
     calls.push_back({k.name, e.params()});

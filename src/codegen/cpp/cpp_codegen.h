@@ -15,6 +15,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "scheduler/scheduler.h"
 
@@ -23,9 +24,14 @@ namespace coil::codegen {
 struct CppOptions {
   int vector_bytes = 64;  // the ISA's vector register width, 0 for scalar code
   bool profile = false;   // time each kernel call (the option cpp.profile): coil_profile in coil/artifact.h
+  int lanes = 0;          // lanes of a vector; 0: a register of floats (vector_bytes / 4)
 };
 
 /// The translation unit of `s`: kernels, arena layout and the C entry points.
 std::string generate_cpp(const sched::Schedule &s, const CppOptions &o = {});
+
+/// Per kernel of `s`, in order: how the dialect runs it (threads, vector lanes and tails,
+/// tiles, the library of an extern call), as the `// layout:` line of its function says.
+std::vector<std::string> kernel_layouts(const sched::Schedule &s, const CppOptions &o = {});
 
 }  // namespace coil::codegen

@@ -26,6 +26,10 @@ std::string value_type(DType t) {
   return "?";
 }
 
+std::string vector_type(DType t, int lanes) {
+  return lanes ? "Vec<" + value_type(t) + ", " + std::to_string(lanes) + ">" : value_type(t);
+}
+
 std::string storage_type(DType t) {
   if (t == DType::F16 || t == DType::BF16) return "uint16_t";
   return value_type(t);
@@ -90,6 +94,9 @@ std::string atom(const ir::Atom &a, const std::function<std::string(ir::VarId)> 
 
 bool low_precision(DType t) { return t == DType::BF16 || t == DType::F16; }
 
+// Scalar code names some functions in std::; vectors have theirs in coil_rt (vec.h).
+std::string fn(const char *name, int lanes) { return (lanes ? "coil_rt::" : "std::") + std::string(name); }
+
 // The value rounded to what dtype `t` holds, when `t` is bf16 or f16.
 std::string rounded(const std::string &v, DType t) {
   if (t == DType::BF16) return "coil_rt::round_bf16(" + v + ")";
@@ -97,20 +104,23 @@ std::string rounded(const std::string &v, DType t) {
   return v;
 }
 
-std::string truthy(const std::string &v, DType t) { return t == DType::Bool ? v : "(" + v + " != 0)"; }
+std::string truthy(const std::string &v, DType t, int lanes) {
+  if (t == DType::Bool) return v;
+  return "(" + v + " != " + (lanes ? vector_type(t, lanes) + "(0)" : "0") + ")";
+}
 
-std::string float_unary(Op op, const std::string &x) {
+std::string float_unary(Op op, const std::string &x, int lanes) {
   switch (op) {
     case Op::Neg: return "-" + x;
-    case Op::Abs: return "std::fabs(" + x + ")";
+    case Op::Abs: return (lanes ? "coil_rt::abs(" : "std::fabs(") + x + ")";
     case Op::Exp: return "coil_rt::exp(" + x + ")";
     case Op::Exp2: return "coil_rt::exp2(" + x + ")";
     case Op::Expm1: return "coil_rt::expm1(" + x + ")";
     case Op::Log: return "coil_rt::log(" + x + ")";
     case Op::Log1p: return "coil_rt::log1p(" + x + ")";
     case Op::Log2: return "coil_rt::log2(" + x + ")";
-    case Op::Sqrt: return "std::sqrt(" + x + ")";
-    case Op::Rsqrt: return "1 / std::sqrt(" + x + ")";
+    case Op::Sqrt: return fn("sqrt", lanes) + "(" + x + ")";
+    case Op::Rsqrt: return "1 / " + fn("sqrt", lanes) + "(" + x + ")";
     case Op::Reciprocal: return "1 / " + x;
     case Op::Sin: return "coil_rt::sin(" + x + ")";
     case Op::Cos: return "coil_rt::cos(" + x + ")";
@@ -118,17 +128,17 @@ std::string float_unary(Op op, const std::string &x) {
     case Op::Tanh: return "coil_rt::tanh(" + x + ")";
     case Op::Sigmoid: return "coil_rt::sigmoid(" + x + ")";
     case Op::Erf: return "coil_rt::erf(" + x + ")";
-    case Op::Floor: return "std::floor(" + x + ")";
-    case Op::Ceil: return "std::ceil(" + x + ")";
-    case Op::Round: return "std::nearbyint(" + x + ")";
-    case Op::Trunc: return "std::trunc(" + x + ")";
+    case Op::Floor: return fn("floor", lanes) + "(" + x + ")";
+    case Op::Ceil: return fn("ceil", lanes) + "(" + x + ")";
+    case Op::Round: return fn("nearbyint", lanes) + "(" + x + ")";
+    case Op::Trunc: return fn("trunc", lanes) + "(" + x + ")";
     case Op::Sign: return "coil_rt::sign_f(" + x + ")";
     default: break;
   }
   COIL_ASSERT(false, ir::op_name(op), " is not a floating unary op");
 }
 
-std::string int_unary(Op op, const std::string &x, DType t) {
+std::string int_unary(Op op, const std::string &x, DType t, int lanes) {
   std::string T = value_type(t);
   switch (op) {
     case Op::Neg: return "coil_rt::neg_w<" + T + ">(" + x + ")";
@@ -138,22 +148,22 @@ std::string int_unary(Op op, const std::string &x, DType t) {
     case Op::Round:
     case Op::Trunc: return x;
     case Op::Sign: return "coil_rt::sign_i<" + T + ">(" + x + ")";
-    case Op::BitwiseNot: return T + "(~" + x + ")";
+    case Op::BitwiseNot: return lanes ? "~" + x : T + "(~" + x + ")";
     default: break;
   }
   COIL_ASSERT(false, ir::op_name(op), " is not an integer unary op");
 }
 
-std::string float_binary(Op op, const std::string &a, const std::string &b) {
+std::string float_binary(Op op, const std::string &a, const std::string &b, int lanes) {
   switch (op) {
     case Op::Add: return a + " + " + b;
     case Op::Sub: return a + " - " + b;
     case Op::Mul: return a + " * " + b;
     case Op::TrueDiv: return a + " / " + b;
     case Op::FloorDiv: return "coil_rt::floor_div_f(" + a + ", " + b + ")";
-    case Op::TruncDiv: return "std::trunc(" + a + " / " + b + ")";
+    case Op::TruncDiv: return fn("trunc", lanes) + "(" + a + " / " + b + ")";
     case Op::Remainder: return "coil_rt::remainder_f(" + a + ", " + b + ")";
-    case Op::Fmod: return "std::fmod(" + a + ", " + b + ")";
+    case Op::Fmod: return fn("fmod", lanes) + "(" + a + ", " + b + ")";
     case Op::Pow: return "coil_rt::pow(" + a + ", " + b + ")";
     case Op::Maximum: return "coil_rt::max_nan(" + a + ", " + b + ")";
     case Op::Minimum: return "coil_rt::min_nan(" + a + ", " + b + ")";
@@ -163,7 +173,7 @@ std::string float_binary(Op op, const std::string &a, const std::string &b) {
   COIL_ASSERT(false, ir::op_name(op), " is not a floating binary op");
 }
 
-std::string int_binary(Op op, const std::string &a, const std::string &b, DType t) {
+std::string int_binary(Op op, const std::string &a, const std::string &b, DType t, int lanes) {
   std::string T = value_type(t), args = "(" + a + ", " + b + ")", err_args = "(" + a + ", " + b + ", err)";
   switch (op) {
     case Op::Add: return "coil_rt::add_w<" + T + ">" + args;
@@ -174,11 +184,11 @@ std::string int_binary(Op op, const std::string &a, const std::string &b, DType 
     case Op::Remainder: return "coil_rt::remainder_i<" + T + ">" + err_args;
     case Op::Fmod: return "coil_rt::fmod_i<" + T + ">" + err_args;
     case Op::Pow: return "coil_rt::pow_i<" + T + ">" + err_args;
-    case Op::Maximum: return "std::max<" + T + ">" + args;
-    case Op::Minimum: return "std::min<" + T + ">" + args;
-    case Op::BitwiseAnd: return T + "(" + a + " & " + b + ")";
-    case Op::BitwiseOr: return T + "(" + a + " | " + b + ")";
-    case Op::BitwiseXor: return T + "(" + a + " ^ " + b + ")";
+    case Op::Maximum: return lanes ? "coil_rt::maximum" + args : "std::max<" + T + ">" + args;
+    case Op::Minimum: return lanes ? "coil_rt::minimum" + args : "std::min<" + T + ">" + args;
+    case Op::BitwiseAnd: return lanes ? "(" + a + " & " + b + ")" : T + "(" + a + " & " + b + ")";
+    case Op::BitwiseOr: return lanes ? "(" + a + " | " + b + ")" : T + "(" + a + " | " + b + ")";
+    case Op::BitwiseXor: return lanes ? "(" + a + " ^ " + b + ")" : T + "(" + a + " ^ " + b + ")";
     default: break;
   }
   COIL_ASSERT(false, ir::op_name(op), " is not an integer binary op");
@@ -213,11 +223,16 @@ std::string cpp_index(const ir::Expr &index, const std::function<std::string(ir:
   return out;
 }
 
-std::string cpp_cast(const std::string &v, DType from, DType to) {
+std::string cpp_cast(const std::string &v, DType from, DType to, int lanes) {
   if (from == to) return v;
   bool ff = is_floating(from), ft = is_floating(to);
   // bf16 and f16 values are floats already rounded: widening them is no work.
   if (low_precision(from) && to == DType::F32) return v;
+  if (lanes) {
+    // Vectors convert lane by lane as the scalar forms below (vec.h: coil_rt::cast).
+    std::string widened = value_type(from) == value_type(to) ? v : "coil_rt::cast<" + value_type(to) + ">(" + v + ")";
+    return low_precision(to) ? rounded(widened, to) : widened;
+  }
   if (ff && ft) {
     if (low_precision(to)) return rounded(from == DType::F64 ? "float(" + v + ")" : v, to);
     return value_type(to) + "(" + v + ")";
@@ -226,6 +241,10 @@ std::string cpp_cast(const std::string &v, DType from, DType to) {
   if (to == DType::Bool) return "(" + v + " != 0)";
   if (ff) return "coil_rt::to_int<" + value_type(to) + ">(" + v + ")";
   return value_type(to) + "(" + v + ")";
+}
+
+std::string vector_literal(double v, DType t, int lanes) {
+  return lanes ? vector_type(t, lanes) + "(" + literal(v, t) + ")" : literal(v, t);
 }
 
 std::string from_storage(const std::string &element, DType t) {
@@ -240,39 +259,47 @@ std::string to_storage(const std::string &v, DType t) {
   return v;
 }
 
-std::string cpp_op(Op op, DType in, DType out, const std::vector<std::string> &args) {
+std::string cpp_op(Op op, DType in, DType out, const std::vector<std::string> &args, int lanes) {
   const std::string &a = args.at(0);
   bool fl = is_floating(in);
+  std::string no = lanes ? vector_type(DType::Bool, lanes) + "(false)" : "false";
   switch (op) {
-    case Op::Cast: return cpp_cast(a, in, out);
-    case Op::Where: return "(" + a + " ? " + args.at(1) + " : " + args.at(2) + ")";
-    case Op::LogicalNot: return "!" + truthy(a, in);
-    case Op::IsNan: return fl ? "std::isnan(" + a + ")" : "false";
-    case Op::IsInf: return fl ? "std::isinf(" + a + ")" : "false";
-    case Op::LogicalAnd: return truthy(a, in) + " && " + truthy(args.at(1), in);
-    case Op::LogicalOr: return truthy(a, in) + " || " + truthy(args.at(1), in);
-    case Op::LogicalXor: return truthy(a, in) + " != " + truthy(args.at(1), in);
+    case Op::Cast: return cpp_cast(a, in, out, lanes);
+    case Op::Where:
+      if (lanes) return "coil_rt::where(" + a + ", " + args.at(1) + ", " + args.at(2) + ")";
+      return "(" + a + " ? " + args.at(1) + " : " + args.at(2) + ")";
+    case Op::LogicalNot: return "!" + truthy(a, in, lanes);
+    case Op::IsNan: return fl ? fn("isnan", lanes) + "(" + a + ")" : no;
+    case Op::IsInf: return fl ? fn("isinf", lanes) + "(" + a + ")" : no;
+    case Op::LogicalAnd: return truthy(a, in, lanes) + " && " + truthy(args.at(1), in, lanes);
+    case Op::LogicalOr: return truthy(a, in, lanes) + " || " + truthy(args.at(1), in, lanes);
+    case Op::LogicalXor: return truthy(a, in, lanes) + " != " + truthy(args.at(1), in, lanes);
     default: break;
   }
   if (op == Op::BitwiseNot && in == DType::Bool) return "!" + a;
   if (std::string c = comparison(op); !c.empty()) return a + c + args.at(1);
   if (in == DType::Bool && (op == Op::BitwiseAnd || op == Op::BitwiseOr || op == Op::BitwiseXor)) {
     std::string sym = op == Op::BitwiseAnd ? " & " : op == Op::BitwiseOr ? " | " : " ^ ";
-    return "bool(" + a + sym + args.at(1) + ")";
+    return lanes ? "(" + a + sym + args.at(1) + ")" : "bool(" + a + sym + args.at(1) + ")";
   }
   if (in == DType::Bool) {
     // Arithmetic on bools happens on integers and is stored back as != 0, as the
     // reference computes it.
     std::vector<std::string> wide;
-    for (const auto &x : args) wide.push_back("int64_t(" + x + ")");
-    return cpp_cast(cpp_op(op, DType::I64, DType::I64, wide), DType::I64, out);
+    for (const auto &x : args) wide.push_back(lanes ? "coil_rt::cast<int64_t>(" + x + ")" : "int64_t(" + x + ")");
+    return cpp_cast(cpp_op(op, DType::I64, DType::I64, wide, lanes), DType::I64, out, lanes);
   }
-  if (ir::op_arity(op) == 1) return fl ? rounded(float_unary(op, a), out) : int_unary(op, a, out);
+  if (ir::op_arity(op) == 1) return fl ? rounded(float_unary(op, a, lanes), out) : int_unary(op, a, out, lanes);
   // pow(x, 2) -> x * x: exact, and no call.
-  if (fl && op == Op::Pow && args.at(1) == literal(2.0, in)) return rounded(a + " * " + a, out);
-  if (fl) return rounded(float_binary(op, a, args.at(1)), out);
-  if (op == Op::TrueDiv) return cpp_cast("double(" + a + ") / double(" + args.at(1) + ")", DType::F64, out);
-  return int_binary(op, a, args.at(1), in);
+  if (fl && op == Op::Pow && (args.at(1) == literal(2.0, in) || args.at(1) == vector_literal(2.0, in, lanes)))
+    return rounded(a + " * " + a, out);
+  if (fl) return rounded(float_binary(op, a, args.at(1), lanes), out);
+  if (op == Op::TrueDiv) {
+    if (lanes)
+      return cpp_cast("coil_rt::cast<double>(" + a + ") / coil_rt::cast<double>(" + args.at(1) + ")", DType::F64, out, lanes);
+    return cpp_cast("double(" + a + ") / double(" + args.at(1) + ")", DType::F64, out);
+  }
+  return int_binary(op, a, args.at(1), in, lanes);
 }
 
 }  // namespace coil::codegen

@@ -7,17 +7,27 @@
 #include "coil/extern_loops.h"
 #include "coil/prelude.h"
 
+using coil_rt::Vec;
+
 // kernel0: pointwise over [1000]: add_1
-// layout: threads over the outer loops, SIMD over the innermost
+// layout: threads over the outer loops; x0 (1000) in vectors of 16 lanes, a scalar tail of 8
 static void kernel0(const float * __restrict__ in_ptr0, const float * __restrict__ in_ptr1, float * __restrict__ out_ptr0, coil_rt::Error &err) {
-  #pragma omp parallel for simd num_threads(coil_rt::threads_for(6000))
-  for (int64_t x0 = 0; x0 < 1000; ++x0) {
-    float tmp0 = in_ptr0[x0];
-    float tmp1 = in_ptr1[x0];
-    float tmp2 = tmp0 + tmp1;
-    float tmp3 = tmp2 * 2.0f;
-    float tmp4 = tmp3 + tmp0;
-    out_ptr0[x0] = tmp4;
+  #pragma omp parallel for num_threads(coil_rt::threads_for(6000))
+  for (int64_t x0 = 0; x0 < 992; x0 += 16) {
+    Vec<float, 16> tmp0 = Vec<float, 16>::loadu(in_ptr0 + x0);
+    Vec<float, 16> tmp1 = Vec<float, 16>::loadu(in_ptr1 + x0);
+    Vec<float, 16> tmp2 = tmp0 + tmp1;
+    Vec<float, 16> tmp3 = tmp2 * Vec<float, 16>(2.0f);
+    Vec<float, 16> tmp4 = tmp3 + tmp0;
+    tmp4.storeu(out_ptr0 + x0);
+  }
+  for (int64_t x0 = 992; x0 < 1000; ++x0) {
+    float tmp5 = in_ptr0[x0];
+    float tmp6 = in_ptr1[x0];
+    float tmp7 = tmp5 + tmp6;
+    float tmp8 = tmp7 * 2.0f;
+    float tmp9 = tmp8 + tmp5;
+    out_ptr0[x0] = tmp9;
   }
 }
 

@@ -7,16 +7,25 @@
 #include "coil/extern_loops.h"
 #include "coil/prelude.h"
 
+using coil_rt::Vec;
+
 // kernel0: pointwise over [1000]: relu
-// layout: threads over the outer loops, SIMD over the innermost
+// layout: threads over the outer loops; x0 (1000) in vectors of 16 lanes, a scalar tail of 8
 static void kernel0(const float * __restrict__ in_ptr0, float * __restrict__ out_ptr0, coil_rt::Error &err) {
-  #pragma omp parallel for simd num_threads(coil_rt::threads_for(7000))
-  for (int64_t x0 = 0; x0 < 1000; ++x0) {
-    float tmp0 = in_ptr0[x0];
-    float tmp1 = tmp0 * 2.0f;
-    float tmp2 = tmp1 + 1.0f;
-    float tmp3 = coil_rt::max_nan(tmp2, 0.0f);
-    out_ptr0[x0] = tmp3;
+  #pragma omp parallel for num_threads(coil_rt::threads_for(7000))
+  for (int64_t x0 = 0; x0 < 992; x0 += 16) {
+    Vec<float, 16> tmp0 = Vec<float, 16>::loadu(in_ptr0 + x0);
+    Vec<float, 16> tmp1 = tmp0 * Vec<float, 16>(2.0f);
+    Vec<float, 16> tmp2 = tmp1 + Vec<float, 16>(1.0f);
+    Vec<float, 16> tmp3 = coil_rt::max_nan(tmp2, Vec<float, 16>(0.0f));
+    tmp3.storeu(out_ptr0 + x0);
+  }
+  for (int64_t x0 = 992; x0 < 1000; ++x0) {
+    float tmp4 = in_ptr0[x0];
+    float tmp5 = tmp4 * 2.0f;
+    float tmp6 = tmp5 + 1.0f;
+    float tmp7 = coil_rt::max_nan(tmp6, 0.0f);
+    out_ptr0[x0] = tmp7;
   }
 }
 

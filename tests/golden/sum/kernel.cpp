@@ -7,8 +7,10 @@
 #include "coil/extern_loops.h"
 #include "coil/prelude.h"
 
+using coil_rt::Vec;
+
 // kernel0: reduction over [] reducing [1000003]: sum_1
-// layout: the reduced elements split across threads, partials combined in order
+// layout: the reduced elements split across threads, partials combined in order; r0 (1000003) in vectors of 16 lanes, each thread's chunk with a scalar tail
 static void kernel0(const float * __restrict__ in_ptr0, float * __restrict__ out_ptr0, coil_rt::Error &err) {
   {
     const int nt0 = coil_rt::threads_for(1000003);
@@ -16,11 +18,18 @@ static void kernel0(const float * __restrict__ in_ptr0, float * __restrict__ out
     #pragma omp parallel for schedule(static, 1) num_threads(nt0)
     for (int t = 0; t < nt0; ++t) {
       float acc0 = 0;
-      #pragma omp simd reduction(+:acc0)
-      for (int64_t r0 = 1000003 * t / nt0; r0 < 1000003 * (t + 1) / nt0; ++r0) {
-        float tmp0 = in_ptr0[r0];
-        acc0 = acc0 + tmp0;
+      Vec<float, 16> acc0_v(0);
+      const int64_t r0_begin = 1000003 * t / nt0, r0_end = 1000003 * (t + 1) / nt0;
+      const int64_t r0_split = r0_begin + (r0_end - r0_begin) / 16 * 16;
+      for (int64_t r0 = r0_begin; r0 < r0_split; r0 += 16) {
+        Vec<float, 16> tmp0 = Vec<float, 16>::loadu(in_ptr0 + r0);
+        acc0_v = acc0_v + tmp0;
       }
+      for (int64_t r0 = r0_split; r0 < r0_end; ++r0) {
+        float tmp1 = in_ptr0[r0];
+        acc0 = acc0 + tmp1;
+      }
+      acc0 = acc0 + coil_rt::hsum(acc0_v);
       acc0_part[t] = acc0;
     }
     float acc1 = 0;
