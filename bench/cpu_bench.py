@@ -51,6 +51,30 @@ def workloads():
     }
 
 
+def model_blocks():
+    """The ResNet and transformer blocks of the test fixtures (scripts/capture_fixtures.py),
+    at sizes where the work outweighs the per-call overhead: f32 inference, no bytes bound."""
+    sys.path.insert(0, os.path.join(ROOT, "scripts"))
+    import capture_fixtures as cf
+
+    def block(build, make):
+        def run_setup():
+            torch.manual_seed(0)
+            return build().eval()
+        return run_setup, make
+
+    b, t = 8, 128
+    mask = lambda: torch.cat([torch.ones(b, t - 16, dtype=torch.int64), torch.zeros(b, 16, dtype=torch.int64)], 1)
+    return {
+        "model_gpt2_block": block(lambda: cf.GPT2Block(d=256, heads=4, T=t), lambda: [torch.randn(b, t, 256)]),
+        "model_bert_layer": block(lambda: cf.BertLayer(d=256, heads=4), lambda: [torch.randn(b, t, 256), mask()]),
+        "model_llama_block": block(lambda: cf.LlamaBlock(d=256, heads=4, kv_heads=2, T=t, hidden=688),
+                                   lambda: [torch.randn(b, t, 256)]),
+        "model_vit_tiny": block(lambda: cf.TinyViT(img=32, patch=4, d=64, heads=4, depth=2), lambda: [torch.randn(16, 3, 32, 32)]),
+        "model_resnet_tiny": block(lambda: cf.TinyResNet(), lambda: [torch.randn(16, 3, 32, 32)]),
+    }
+
+
 class Fn(torch.nn.Module):
     def __init__(self, f):
         super().__init__()
@@ -96,9 +120,25 @@ class CoilGraph:
 
 
 def export_graph(f, inputs, path):
-    ep = torch.export.export(Fn(f), tuple(inputs)).run_decompositions({})
+    """Writes the aten graph of f(*inputs) and returns the graph's inputs in order: a
+    module's parameters and buffers (lifted by torch.export), then the user inputs."""
+    # The default table for modules, as the fixtures' models (it decomposes linear and
+    # conv2d, which inference mode would keep); the empty one for the kernel suite.
+    module = isinstance(f, torch.nn.Module)
+    ep = torch.export.export(Fn(f), tuple(inputs))
+    ep = ep.run_decompositions() if module else ep.run_decompositions({})
     with open(path, "w") as out:
         out.write(ep.graph_module.print_readable(print_output=False, include_stride=True, include_device=True))
+    user = iter(inputs)
+    ordered = []
+    for spec in ep.graph_signature.input_specs:
+        if spec.kind == torch.export.graph_signature.InputKind.USER_INPUT:
+            ordered.append(next(user))
+        elif spec.target in ep.state_dict:
+            ordered.append(ep.state_dict[spec.target])
+        else:
+            ordered.append(ep.constants[spec.target])
+    return [t.contiguous() if not t.is_contiguous() else t for t in ordered]
 
 
 def coil_compile(graph, out_dir, cache_dir):
@@ -116,8 +156,11 @@ def inductor_cold_compile(name, reps_dir):
     code = f"""
 import sys, time, torch
 sys.path.insert(0, {ROOT + '/bench'!r})
-from cpu_bench import workloads, Fn
-f, make, _ = workloads()[{name!r}]
+from cpu_bench import workloads, Fn, model_blocks
+all_ = dict(workloads())
+all_.update({{k: (v[0](), v[1], None) for k, v in model_blocks().items()}} if {name!r}.startswith("model_") else {{}})
+f, make, _ = all_[{name!r}]
+torch.set_grad_enabled(False)
 torch.manual_seed(0)
 x = make()
 g = torch.compile(Fn(f))
@@ -144,7 +187,9 @@ def main():
     ap.add_argument("--only", action="append")
     ap.add_argument("--reps", type=int, default=15)
     ap.add_argument("--json", help="write the rows here too")
+    ap.add_argument("--no-models", action="store_true", help="only the kernel suite, not the model blocks")
     args = ap.parse_args()
+    torch.set_grad_enabled(False)  # inference, as the compiled graphs compute
     torch.manual_seed(0)
     work = tempfile.mkdtemp(prefix="coil_bench_")
     cold_cache = os.path.join(work, "cold_cache")
@@ -155,13 +200,16 @@ def main():
               f"{'coil %bw':>8} {'ind %bw':>8} {'coil cold s':>11} {'coil warm s':>11} {'ind cold s':>10} {'ind warm s':>10}")
     print(header)
     rows = []
-    for name, (f, make, min_bytes) in workloads().items():
+    suite = dict(workloads())
+    if not args.no_models:
+        suite.update({k: (setup(), make, None) for k, (setup, make) in model_blocks().items()})
+    for name, (f, make, min_bytes) in suite.items():
         if args.only and name not in args.only:
             continue
         inputs = make()
         d = os.path.join(work, name)
         os.makedirs(d)
-        export_graph(f, inputs, os.path.join(d, "graph.py"))
+        graph_inputs = export_graph(f, inputs, os.path.join(d, "graph.py"))
         shutil.rmtree(cold_cache, ignore_errors=True)
         try:
             coil_cold = coil_compile(os.path.join(d, "graph.py"), os.path.join(d, "out"), cold_cache)
@@ -170,7 +218,7 @@ def main():
             continue
         coil_warm = coil_compile(os.path.join(d, "graph.py"), os.path.join(d, "out"), cold_cache)
         g = CoilGraph(os.path.join(d, "out", "graph.so"))
-        g.bind(inputs)
+        g.bind(graph_inputs)
         compiled = torch.compile(Fn(f))
         t = time.perf_counter()
         compiled(*inputs)
@@ -180,7 +228,7 @@ def main():
         want = list(want) if isinstance(want, (tuple, list)) else [want]
         got = g()
         for w, o in zip(want, got):
-            tol = 1e-2 if w.dtype == torch.bfloat16 else 1e-3
+            tol = 1e-2 if w.dtype == torch.bfloat16 or min_bytes is None else 1e-3
             assert torch.allclose(o.float(), w.float(), rtol=tol, atol=tol * 10), f"{name}: coil's output differs from eager"
         times = {"eager": [], "inductor": [], "coil": []}
         runs = {"eager": lambda: f(*inputs), "inductor": lambda: compiled(*inputs), "coil": g}
@@ -194,16 +242,21 @@ def main():
                 times[k].append(time.perf_counter() - t)
         med = {k: statistics.median(v) for k, v in times.items()}
         row = dict(workload=name, eager_ms=med["eager"] * 1e3, inductor_ms=med["inductor"] * 1e3, coil_ms=med["coil"] * 1e3,
-                   speedup=med["inductor"] / med["coil"], coil_bw=min_bytes / med["coil"] / bw,
-                   inductor_bw=min_bytes / med["inductor"] / bw, coil_cold_s=coil_cold, coil_warm_s=coil_warm,
+                   speedup=med["inductor"] / med["coil"], coil_bw=(min_bytes or float("nan")) / med["coil"] / bw,
+                   inductor_bw=(min_bytes or float("nan")) / med["inductor"] / bw, coil_cold_s=coil_cold, coil_warm_s=coil_warm,
                    inductor_cold_s=ind_cold, inductor_warm_s=ind_warm)
         rows.append(row)
         print(f"{name:18} {row['eager_ms']:9.2f} {row['inductor_ms']:11.2f} {row['coil_ms']:8.2f} {row['speedup']:8.2f} "
               f"{row['coil_bw'] * 100:7.0f}% {row['inductor_bw'] * 100:7.0f}% {coil_cold:11.2f} {coil_warm:11.3f} "
               f"{ind_cold:10.2f} {ind_warm:10.2f}", flush=True)
-    if rows:
-        geo = statistics.geometric_mean([r["speedup"] for r in rows])
-        print(f"geometric mean of inductor/coil: {geo:.2f}")
+    suite_rows = [r for r in rows if not r["workload"].startswith("model_")]
+    if suite_rows:
+        geo = statistics.geometric_mean([r["speedup"] for r in suite_rows])
+        print(f"geometric mean of inductor/coil over the kernel suite: {geo:.2f}")
+    model_rows = [r for r in rows if r["workload"].startswith("model_")]
+    if model_rows:
+        geo = statistics.geometric_mean([r["speedup"] for r in model_rows])
+        print(f"geometric mean of inductor/coil over the model blocks: {geo:.2f}")
     if args.json:
         with open(args.json, "w") as out:
             json.dump(dict(copy_bandwidth=bw, rows=rows), out, indent=1)
