@@ -62,6 +62,11 @@ INSTANTIATE_TEST_SUITE_P(Examples, CpuBackendIsa,
                          [](const auto &info) {
                            return std::get<0>(info.param) + "_" + std::get<1>(info.param).filename().string();
                          });
+INSTANTIATE_TEST_SUITE_P(Fixtures, CpuBackendIsa,
+                         testing::Combine(testing::Values("avx2", "scalar"), testing::ValuesIn(test::fixture_dirs())),
+                         [](const auto &info) {
+                           return std::get<0>(info.param) + "_" + std::get<1>(info.param).filename().string();
+                         });
 
 // Every fixture again with vectors of 4 lanes: most fixtures are small, and with the ISA's
 // 16 lanes their loops would be too short for the vector path (tails, gathers, masks,
