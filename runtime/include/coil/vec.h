@@ -285,46 +285,54 @@ template <typename T, int N> inline Vec<T, N> min_nan(Vec<T, N> a, Vec<T, N> b) 
 template <typename T, int N> inline Vec<T, N> maximum(Vec<T, N> a, Vec<T, N> b) { return where(a > b, a, b); }
 template <typename T, int N> inline Vec<T, N> minimum(Vec<T, N> a, Vec<T, N> b) { return where(a < b, a, b); }
 
-// libmvec, one native register at a time.
-#if defined(__GLIBC__) && defined(__x86_64__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 35) && \
-    (defined(__AVX512F__) || defined(__AVX2__))
+// libmvec, one register at a time: its AVX-512 variants ('e') for vectors of whole
+// 64-byte registers, its AVX2 variants ('d') for 32-byte ones (8 floats on an AVX-512
+// machine, cpp.vector_lanes=8), lane by lane otherwise.
+#if defined(__GLIBC__) && defined(__x86_64__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 35) && defined(__AVX2__)
+typedef float MvecF32 __attribute__((vector_size(32)));
+typedef double MvecD32 __attribute__((vector_size(32)));
+#define COIL_MVEC_DECL_D(name)                                                  \
+  extern "C" MvecF32 _ZGVdN8v_##name##f(MvecF32) noexcept;                     \
+  extern "C" MvecD32 _ZGVdN4v_##name(MvecD32) noexcept;                        \
+  extern "C" MvecF32 _ZGVdN8vv_##name##f(MvecF32, MvecF32) noexcept;           \
+  extern "C" MvecD32 _ZGVdN4vv_##name(MvecD32, MvecD32) noexcept;
 #if defined(__AVX512F__)
-#define COIL_MVEC_BYTES 64
-#define COIL_MVEC_F(name) _ZGVeN16v_##name##f
-#define COIL_MVEC_D(name) _ZGVeN8v_##name
-#define COIL_MVEC_F2(name) _ZGVeN16vv_##name##f
-#define COIL_MVEC_D2(name) _ZGVeN8vv_##name
+typedef float MvecF64 __attribute__((vector_size(64)));
+typedef double MvecD64 __attribute__((vector_size(64)));
+#define COIL_MVEC_DECL_E(name)                                                  \
+  extern "C" MvecF64 _ZGVeN16v_##name##f(MvecF64) noexcept;                    \
+  extern "C" MvecD64 _ZGVeN8v_##name(MvecD64) noexcept;                        \
+  extern "C" MvecF64 _ZGVeN16vv_##name##f(MvecF64, MvecF64) noexcept;         \
+  extern "C" MvecD64 _ZGVeN8vv_##name(MvecD64, MvecD64) noexcept;
+#define COIL_MVEC_IF_E(bytes, call) if constexpr ((bytes) % 64 == 0) return call; else
 #else
-#define COIL_MVEC_BYTES 32
-#define COIL_MVEC_F(name) _ZGVdN8v_##name##f
-#define COIL_MVEC_D(name) _ZGVdN4v_##name
-#define COIL_MVEC_F2(name) _ZGVdN8vv_##name##f
-#define COIL_MVEC_D2(name) _ZGVdN4vv_##name
+#define COIL_MVEC_DECL_E(name)
+#define COIL_MVEC_IF_E(bytes, call)
 #endif
-typedef float MvecF __attribute__((vector_size(COIL_MVEC_BYTES)));
-typedef double MvecD __attribute__((vector_size(COIL_MVEC_BYTES)));
-
-#define COIL_VEC_MATH(name)                                                                          \
-  extern "C" MvecF COIL_MVEC_F(name)(MvecF) noexcept;                                                \
-  extern "C" MvecD COIL_MVEC_D(name)(MvecD) noexcept;                                                \
-  template <int N> inline Vec<float, N> name(Vec<float, N> x) {                                      \
-    if constexpr (sizeof(Vec<float, N>) % sizeof(MvecF) == 0) return by_pieces<MvecF>(x, COIL_MVEC_F(name)); \
-    else return lanewise<float>(x, [](float v) { return ::name##f(v); });                            \
-  }                                                                                                  \
-  template <int N> inline Vec<double, N> name(Vec<double, N> x) {                                    \
-    if constexpr (sizeof(Vec<double, N>) % sizeof(MvecD) == 0) return by_pieces<MvecD>(x, COIL_MVEC_D(name)); \
-    else return lanewise<double>(x, [](double v) { return ::name(v); });                             \
+// Only the one- or two-argument forms that glibc has are ever called.
+#define COIL_VEC_MATH(name)                                                                              \
+  COIL_MVEC_DECL_D(name) COIL_MVEC_DECL_E(name)                                                          \
+  template <int N> inline Vec<float, N> name(Vec<float, N> x) {                                          \
+    COIL_MVEC_IF_E(sizeof(x), (by_pieces<MvecF64>(x, _ZGVeN16v_##name##f)))                               \
+    if constexpr (sizeof(x) % 32 == 0) return by_pieces<MvecF32>(x, _ZGVdN8v_##name##f);                 \
+    else return lanewise<float>(x, [](float v) { return ::name##f(v); });                                \
+  }                                                                                                      \
+  template <int N> inline Vec<double, N> name(Vec<double, N> x) {                                        \
+    COIL_MVEC_IF_E(sizeof(x), (by_pieces<MvecD64>(x, _ZGVeN8v_##name)))                                   \
+    if constexpr (sizeof(x) % 32 == 0) return by_pieces<MvecD32>(x, _ZGVdN4v_##name);                    \
+    else return lanewise<double>(x, [](double v) { return ::name(v); });                                 \
   }
-#define COIL_VEC_MATH2(name)                                                                         \
-  extern "C" MvecF COIL_MVEC_F2(name)(MvecF, MvecF) noexcept;                                        \
-  extern "C" MvecD COIL_MVEC_D2(name)(MvecD, MvecD) noexcept;                                        \
-  template <int N> inline Vec<float, N> name(Vec<float, N> x, Vec<float, N> y) {                     \
-    if constexpr (sizeof(Vec<float, N>) % sizeof(MvecF) == 0) return by_pieces<MvecF>(x, y, COIL_MVEC_F2(name)); \
-    else return lanewise<float>(x, y, [](float a, float b) { return ::name##f(a, b); });             \
-  }                                                                                                  \
-  template <int N> inline Vec<double, N> name(Vec<double, N> x, Vec<double, N> y) {                  \
-    if constexpr (sizeof(Vec<double, N>) % sizeof(MvecD) == 0) return by_pieces<MvecD>(x, y, COIL_MVEC_D2(name)); \
-    else return lanewise<double>(x, y, [](double a, double b) { return ::name(a, b); });             \
+#define COIL_VEC_MATH2(name)                                                                             \
+  COIL_MVEC_DECL_D(name) COIL_MVEC_DECL_E(name)                                                          \
+  template <int N> inline Vec<float, N> name(Vec<float, N> x, Vec<float, N> y) {                         \
+    COIL_MVEC_IF_E(sizeof(x), (by_pieces<MvecF64>(x, y, _ZGVeN16vv_##name##f)))                           \
+    if constexpr (sizeof(x) % 32 == 0) return by_pieces<MvecF32>(x, y, _ZGVdN8vv_##name##f);             \
+    else return lanewise<float>(x, y, [](float a, float b) { return ::name##f(a, b); });                 \
+  }                                                                                                      \
+  template <int N> inline Vec<double, N> name(Vec<double, N> x, Vec<double, N> y) {                      \
+    COIL_MVEC_IF_E(sizeof(x), (by_pieces<MvecD64>(x, y, _ZGVeN8vv_##name)))                               \
+    if constexpr (sizeof(x) % 32 == 0) return by_pieces<MvecD32>(x, y, _ZGVdN4vv_##name);                \
+    else return lanewise<double>(x, y, [](double a, double b) { return ::name(a, b); });                 \
   }
 #else
 #define COIL_VEC_MATH(name)                                                                              \
