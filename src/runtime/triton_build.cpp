@@ -220,15 +220,6 @@ TritonBinary read_entry(const fs::path &entry, const std::string &name, bool hit
   return {read_file(entry / (name + ".cubin")), parse_launch_facts(read_file(facts), facts.string()), entry, hit};
 }
 
-std::string utc_now() {
-  std::time_t now = std::time(nullptr);
-  std::tm utc{};
-  ::gmtime_r(&now, &utc);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
-  return text;
-}
-
 void write_meta(const fs::path &dir, const TritonCompileRequest &r, const std::string &key, const TritonToolchain &t,
                 double seconds, size_t batch) {
   nlohmann::ordered_json meta;
@@ -239,7 +230,7 @@ void write_meta(const fs::path &dir, const TritonCompileRequest &r, const std::s
   meta["triton_version"] = t.version;
   meta["python"] = t.python;
   meta["capability"] = r.capability;
-  meta["created"] = utc_now();
+  meta["created"] = utc_timestamp();
   meta["batch_seconds"] = seconds;  // the helper's whole run, shared by `batch_size` kernels
   meta["batch_size"] = batch;
   write_file(dir / "meta.json", meta.dump(2) + "\n");

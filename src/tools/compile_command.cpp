@@ -61,7 +61,7 @@ int run_compile(const std::vector<std::string> &args) {
         std::cout << "  " << k.name << " (" << ir::extern_op_name(p.nodes[size_t(k.nodes[0])].extern_op)
                   << ") extern library: " << codegen::extern_library(p, k) << "\n";
       else
-        std::cout << "  " << k.name << "  " << build.layouts[i].substr(build.layouts[i].find(' ') + 1) << "\n";
+        std::cout << "  " << k.name << "  " << build.layouts[i] << "\n";
     }
   }
   int kernels = 0, externs = 0;

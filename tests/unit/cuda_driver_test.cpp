@@ -10,18 +10,11 @@
 #include "runtime/cuda_driver.h"
 #include "runtime/triton_launch.h"
 #include "support/error.h"
+#include "test_util.h"
 
 namespace coil::cuda {
 namespace {
-
-std::string user_error_of(const std::function<void()> &fn) {
-  try {
-    fn();
-  } catch (const UserError &e) {
-    return e.message();
-  }
-  return "(no error)";
-}
+using test::user_error_of;
 
 TEST(CudaDriver, WithoutAGpuEveryEntryPointSaysWhy) {
   if (available()) GTEST_SKIP() << "this machine has a GPU; MemoryRoundTrips covers it";

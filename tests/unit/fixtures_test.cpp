@@ -16,13 +16,9 @@
 
 namespace coil {
 namespace {
+using test::read_text;
 
 std::filesystem::path fixtures_dir() { return test::source_dir() / "tests" / "fixtures"; }
-
-std::string read_text(const std::filesystem::path &p) {
-  std::ifstream in(p);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
 
 // Examples and fixtures alike: parse, verify against the meta functions, match the
 // tensor files, and print back to the same text.

@@ -12,9 +12,11 @@
 #include "support/error.h"
 #include "support/options.h"
 #include "tools/config_command.h"
+#include "test_util.h"
 
 namespace coil::options {
 namespace {
+using test::user_error_of;
 
 // Every test starts from defaults: no override and no COIL_ variable of any option; the
 // variables the process started with come back afterwards.
@@ -36,15 +38,6 @@ class Options : public testing::Test {
  private:
   std::map<std::string, std::string> saved_;
 };
-
-std::string user_error_of(const std::function<void()> &fn) {
-  try {
-    fn();
-  } catch (const UserError &e) {
-    return e.message();
-  }
-  return "(no error)";
-}
 
 // The message for `option` read from the environment variable `var` (no override hides it).
 std::string env_error(const char *var, const char *value, const std::string &option) {

@@ -31,28 +31,15 @@
 #include "support/error.h"
 #include "support/options.h"
 #include "tools/cache_command.h"
+#include "test_util.h"
 
 namespace coil {
 namespace {
+using test::read_text;
+using test::user_error_of;
 namespace fs = std::filesystem;
 
 constexpr const char *kAnswer = "extern \"C\" int answer() { return 42; }\n";
-
-std::string user_error_of(const std::function<void()> &fn) {
-  try {
-    fn();
-  } catch (const UserError &e) {
-    return e.message();
-  }
-  return "(no error)";
-}
-
-std::string read_text(const fs::path &path) {
-  std::ifstream in(path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 int64_t count_children(const fs::path &dir) {
   std::error_code ec;

@@ -1,9 +1,15 @@
 // Shared helpers for coil's unit tests.
 #pragma once
 
+#include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iterator>
 #include <string>
 #include <vector>
+
+#include "support/error.h"
 
 namespace coil::test {
 
@@ -30,5 +36,21 @@ inline std::vector<std::filesystem::path> case_dirs(const std::filesystem::path 
 /// The bundled examples and the fixtures captured from PyTorch.
 inline std::vector<std::filesystem::path> example_dirs() { return case_dirs(source_dir() / "examples"); }
 inline std::vector<std::filesystem::path> fixture_dirs() { return case_dirs(source_dir() / "tests" / "fixtures"); }
+
+/// The message of the UserError `fn` throws, or "(no error)".
+inline std::string user_error_of(const std::function<void()> &fn) {
+  try {
+    fn();
+  } catch (const UserError &e) {
+    return e.message();
+  }
+  return "(no error)";
+}
+
+/// A whole file as text ("" when it cannot be read).
+inline std::string read_text(const std::filesystem::path &path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
 
 }  // namespace coil::test

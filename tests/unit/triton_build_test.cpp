@@ -17,26 +17,13 @@
 #include "support/error.h"
 #include "support/options.h"
 #include "triton_test_kernels.h"
+#include "test_util.h"
 
 namespace coil {
 namespace {
+using test::read_text;
+using test::user_error_of;
 namespace fs = std::filesystem;
-
-std::string user_error_of(const std::function<void()> &fn) {
-  try {
-    fn();
-  } catch (const UserError &e) {
-    return e.message();
-  }
-  return "(no error)";
-}
-
-std::string read_text(const fs::path &path) {
-  std::ifstream in(path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 bool is_elf(const std::string &bytes) { return bytes.size() > 4 && bytes.compare(0, 4, "\x7f" "ELF") == 0; }
 

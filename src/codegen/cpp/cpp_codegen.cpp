@@ -45,11 +45,11 @@ class KernelEmitter {
   std::string layout() const {
     switch (k_.kind) {
       case ir::KernelKind::Pointwise:
-        if (tile_last_two_dims()) return "layout: 32x32 tiles of the last two dims (a load walks them transposed), omp simd in a tile";
-        return "layout: threads over the outer loops; " + simd_words(k_.ranges, int(0));
+        if (tile_last_two_dims()) return "32x32 tiles of the last two dims (a load walks them transposed), omp simd in a tile";
+        return "threads over the outer loops; " + simd_words(k_.ranges, int(0));
       case ir::KernelKind::Reduction: {
         if (tile_over_last_kept_dim())
-          return "layout: rows in blocks of 64 lanes of " + var(VarId{int(k_.ranges.size()) - 1}) +
+          return "rows in blocks of 64 lanes of " + var(VarId{int(k_.ranges.size()) - 1}) +
                  " (neighbouring rows are contiguous), omp simd across the lanes";
         std::string scalar_passes;
         for (const ir::Step &step : k_.steps)
@@ -60,12 +60,12 @@ class KernelEmitter {
           }
         std::string threads = checked_numel(k_.ranges) == 1 ? "the reduced elements split across threads, partials combined in order"
                                                            : "threads over rows";
-        return "layout: " + threads + "; " + simd_words(k_.reduction_ranges, int(k_.ranges.size()), checked_numel(k_.ranges) == 1) +
+        return threads + "; " + simd_words(k_.reduction_ranges, int(k_.ranges.size()), checked_numel(k_.ranges) == 1) +
                scalar_passes;
       }
-      case ir::KernelKind::Scan: return "layout: threads over rows, each scanned in order";
-      case ir::KernelKind::Scatter: return "layout: the copy, then the writes in order";
-      case ir::KernelKind::Extern: return extern_layout(p_, k_);
+      case ir::KernelKind::Scan: return "threads over rows, each scanned in order";
+      case ir::KernelKind::Scatter: return "the copy, then the writes in order";
+      case ir::KernelKind::Extern: return extern_library(p_, k_);
     }
     return "";
   }
@@ -75,7 +75,7 @@ class KernelEmitter {
     std::string sig = "static void " + k_.name + "(";
     for (size_t i = 0; i < params_.size(); ++i) sig += param_decl(params_[i]) + ", ";
     sig += "coil_rt::Error &err)";
-    w_.line("// " + layout());
+    w_.line("// layout: " + layout());
     w_.open(sig);
     switch (k_.kind) {
       case ir::KernelKind::Pointwise: emit_pointwise(); break;
@@ -186,7 +186,7 @@ class KernelEmitter {
   /// every step of the vector loop: an arena buffer (64-byte aligned offsets), a loop
   /// from 0, and every other term and the constant whole multiples of the lanes.
   bool aligned(BufferId b, const Expr &index) const {
-    if (!vector_start_aligned_ || storage_.key.at(b).rfind("arena", 0) != 0) return false;
+    if (!vector_start_aligned_ || !storage_.in_arena.count(b)) return false;
     int64_t bytes = itemsize(p_.buffer(b).type.dtype);
     int64_t unit = std::min<int64_t>(vlanes_, 64 / bytes);  // elements per alignment unit
     Expr e = ir::simplify(index, ranges_);
@@ -1215,10 +1215,7 @@ std::string generate_cpp(const sched::Schedule &s, const CppOptions &o) {
   w.line("");
   std::vector<std::pair<std::string, std::vector<BufferId>>> calls;
   for (const Kernel &k : s.ir.kernels) {
-    std::string members;
-    for (int n : k.nodes) members += (members.empty() ? "" : ", ") + p.nodes[size_t(n)].origin;
-    w.line("// " + k.name + ": " + std::string(ir::kernel_kind_name(k.kind)) + " over " + shape_str(k.ranges) +
-           (k.reduction_ranges.empty() ? "" : " reducing " + shape_str(k.reduction_ranges)) + ": " + members);
+    w.line("// " + k.name + ": " + kernel_summary(p, k));
     KernelEmitter e(p, k, st, o, w);
     e.emit();
     w.line("");

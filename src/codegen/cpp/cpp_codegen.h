@@ -31,7 +31,7 @@ struct CppOptions {
 std::string generate_cpp(const sched::Schedule &s, const CppOptions &o = {});
 
 /// Per kernel of `s`, in order: how the dialect runs it (threads, vector lanes and tails,
-/// tiles, the library of an extern call), as the `// layout:` line of its function says.
+/// tiles, the library of an extern call), the words of the `// layout:` line of its function.
 std::vector<std::string> kernel_layouts(const sched::Schedule &s, const CppOptions &o = {});
 
 }  // namespace coil::codegen

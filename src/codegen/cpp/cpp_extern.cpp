@@ -428,7 +428,6 @@ std::string extern_library(const ir::Program &p, const ir::Kernel &k) {
   return "a plain loop (" + why_not + ")" + (e.ops.empty() ? "" : ", post-ops in the loop: " + sched::str(p, e.ops));
 }
 
-std::string extern_layout(const ir::Program &p, const ir::Kernel &k) { return "layout: " + extern_library(p, k); }
 
 void emit_extern_kernel(const ir::Program &p, const ir::Kernel &k, const std::map<ir::BufferId, std::string> &names, Writer &w) {
   const Node &n = p.nodes[size_t(k.nodes[0])];

@@ -23,9 +23,6 @@ void emit_extern_kernel(const ir::Program &p, const ir::Kernel &k, const std::ma
 /// oneDNN does not take the call (`--explain` prints it for each extern call).
 std::string extern_library(const ir::Program &p, const ir::Kernel &k);
 
-/// The line of the kernel's layout comment: which library runs the call.
-std::string extern_layout(const ir::Program &p, const ir::Kernel &k);
-
 /// `name[offset + idx0*stride0 + ...]` of view `v`, widened to a value (bf16/f16 to float).
 std::string strided_element(const ir::Program &p, const ir::View &v, const std::string &name, const std::vector<std::string> &idx);
 

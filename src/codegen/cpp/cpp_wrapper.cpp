@@ -31,6 +31,7 @@ Storage place_buffers(const sched::Schedule &s) {
     BufferId b = s.life_buffers[i];
     st.where[b] = "(arena + " + std::to_string(s.memory.offsets[i]) + ")";
     st.key[b] = "arena" + std::to_string(s.memory.offsets[i]);
+    st.in_arena.insert(b);
   }
   return st;
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -18,6 +19,7 @@ bool contains(const std::vector<ir::BufferId> &v, ir::BufferId b);
 struct Storage {
   std::map<ir::BufferId, std::string> where;  // C++ expression of the buffer's base pointer (char*)
   std::map<ir::BufferId, std::string> key;    // equal keys: the same memory (in-place reuse)
+  std::set<ir::BufferId> in_arena;            // at a 64-byte aligned offset of the module's arena
 };
 
 
