@@ -27,15 +27,18 @@ coil_install_packages() {
 }
 
 # What the Triton tests need in coil's virtual environment .venv (where coil looks for its
-# Python, option triton.python): Triton's compiler and numpy. Not torch (3 GB): the tests
-# compile Triton kernels without running them.
-COIL_PYTHON_PACKAGES=(triton==3.6.0 numpy)
+# Python, option triton.python): Triton's compiler, numpy, and torch, whose tensors
+# python/coil_triton/run_plan.py runs the generated kernels on (under Triton's interpreter
+# on a machine without a GPU). torch from PyPI is the CUDA build, about 3 GB with its
+# nvidia-* wheels; it imports without a GPU. torch 2.11.0 requires triton==3.6.0 exactly:
+# change the two together.
+COIL_PYTHON_PACKAGES=(torch==2.11.0 triton==3.6.0 numpy)
 
 # coil_setup_python: creates .venv when missing and installs the packages, unless the
-# .venv there already has triton (then it is left alone).
+# .venv there already imports both triton and torch (then it is left alone).
 coil_setup_python() {
   local venv="$COIL_ROOT/.venv"
-  if [[ -x "$venv/bin/python" ]] && "$venv/bin/python" -c "import triton" 2>/dev/null; then
+  if [[ -x "$venv/bin/python" ]] && "$venv/bin/python" -c "import triton, torch" 2>/dev/null; then
     return 0
   fi
   echo "== setting up $venv: ${COIL_PYTHON_PACKAGES[*]}"

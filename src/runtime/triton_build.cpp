@@ -37,14 +37,20 @@ constexpr int kNoTriton = 3;  // the helper's exit status for a Python without t
 // project's virtual environment live there too.
 fs::path coil_source_dir() { return runtime_include_dir().parent_path().parent_path(); }
 
-fs::path helper_path() {
-  fs::path helper = coil_source_dir() / "python" / "coil_triton" / "compile_kernels.py";
+fs::path helper_path() { return triton_helper_file("compile_kernels.py"); }
+
+}  // namespace
+
+fs::path triton_helper_file(std::string_view name) {
+  fs::path helper = coil_source_dir() / "python" / "coil_triton" / name;
   std::error_code ec;
   if (!fs::is_regular_file(helper, ec))
     throw UserError(str_cat("cannot find coil's Triton helper ", helper.string(),
                             "; set COIL_SOURCE_DIR to coil's source folder"));
   return helper;
 }
+
+namespace {
 
 std::string read_file(const fs::path &path) {
   std::ifstream in(path, std::ios::binary);

@@ -78,6 +78,9 @@ struct TritonBinary {
 std::vector<TritonBinary> build_triton_kernels(const std::vector<TritonCompileRequest> &requests);
 TritonBinary build_triton_kernel(const TritonCompileRequest &request);
 
+/// A file of coil's Python package (python/coil_triton/<name>); a UserError when missing.
+std::filesystem::path triton_helper_file(std::string_view name);
+
 /// The Python that runs the helper: the option `triton.python` (COIL_TRITON_PYTHON) when
 /// set, else .venv/bin/python of coil's source folder when it exists, else python3.
 std::string triton_python();

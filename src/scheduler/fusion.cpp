@@ -423,6 +423,7 @@ struct Fuser {
                                   ") runs in a library, not in a generated loop");
     BufferId result = chain_end(call);
     if (consumer.kind != KernelKind::Pointwise || !read_by(p, consumer).count(result)) return refusal;
+    if (!o.extern_epilogues) return str_cat(refusal, "; this device's extern calls take no epilogue");
     auto apart = [&](const std::string &why) {
       return str_cat(refusal, "; its epilogue cannot take ", describe_nodes(consumer), ": ", why);
     };

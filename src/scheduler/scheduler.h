@@ -30,6 +30,9 @@ struct ScheduleOptions {
   bool inline_pointwise = true;
   int64_t max_inline_reads = 8;
   bool emulate_precision_casts = false;
+  /// Pointwise consumers of an extern call fused on as its epilogue (oneDNN post-ops on
+  /// the CPU); off for the GPU, whose library calls take none yet.
+  bool extern_epilogues = true;
 
   /// The values of the options registry (src/support/options.h).
   static ScheduleOptions from_registry();

@@ -13,6 +13,8 @@
 #include "io/safetensors.h"
 #include "io/compare.h"
 #include "ir/interpreter.h"
+#include "runtime/cuda_program.h"
+#include "runtime/triton_interpret.h"
 #include "lowering/lowering.h"
 #include "runtime/cpu_module.h"
 #include "support/options.h"
@@ -163,22 +165,37 @@ std::string profile_table(std::vector<KernelProfile> rows) {
   return out;
 }
 
-int run_run(const std::vector<std::string> &args) {
+int run_run(const std::vector<std::string> &all_args) {
+  // --interpret is the one option without a value.
+  std::vector<std::string> args;
+  bool interpret = false;
+  for (const std::string &a : all_args) (a == "--interpret" ? interpret = true : (args.push_back(a), false));
   ParsedArgs p = parse_args("run", args, {"--device", "--inputs", "--expect", "--rtol", "--atol", "--save", "--bench"});
   std::string file = one_file("run", p);
   std::string device = p.options.count("--device") ? p.options["--device"] : "ref";
-  if (device != "ref" && device != "cpu")
-    throw UserError(str_cat("coil run: unknown device '", device, "'; this build has: ref, cpu"));
+  if (device != "ref" && device != "cpu" && device != "cuda")
+    throw UserError(str_cat("coil run: unknown device '", device, "'; this build has: ref, cpu, cuda"));
+  if (interpret && device != "cuda") throw UserError("coil run: --interpret runs the Triton kernels: use it with --device cuda");
   int bench = int(number_option(p, "--bench", 0));
-  if (bench > 0 && device != "cpu") throw UserError("coil run: --bench times compiled kernels: use it with --device cpu");
+  if (bench > 0 && (device == "ref" || interpret))
+    throw UserError("coil run: --bench times compiled kernels: use it with --device cpu or --device cuda");
   if (!p.options.count("--inputs")) throw UserError("coil run: --inputs IN.safetensors is required");
   Graph g = frontend::parse_graph_file(file);
   TensorList inputs = read_safetensors(p.options["--inputs"]);
   check_graph_inputs(g, inputs, p.options["--inputs"]);
-  Compilation c = compile_graph(std::move(g));
+  sched::ScheduleOptions so = sched::ScheduleOptions::from_registry();
+  so.extern_epilogues = device != "cuda";  // the GPU's library calls take no epilogue yet
+  Compilation c = compile_graph(std::move(g), so, options::get_string("trace"));
   const ir::Program &program = c.lowered;  // before fusion: every reduction still a node
   std::vector<HostTensor> outputs;
-  if (device == "ref") {
+  if (device == "cuda" && interpret) {
+    outputs = run_interpreted(c.schedule, codegen::generate_triton(c.schedule), inputs);
+  } else if (device == "cuda") {
+    CudaProgram gpu(c.schedule, build_cuda(c.schedule));
+    outputs = gpu.run(inputs);
+    if (bench > 0)
+      std::cout << "median " << gpu.median_seconds(inputs, bench) * 1e6 << " us per call over " << bench << " calls\n";
+  } else if (device == "ref") {
     if (options::get_bool("cpp.profile")) std::cerr << "coil run: cpp.profile times compiled kernels: use --device cpu\n";
     outputs = ir::interpret(c.schedule.ir, inputs);
   } else {
@@ -255,14 +272,17 @@ const std::vector<Command> &commands() {
        "of nodes that call it.\n",
        run_info},
       {"run", "run a graph and compare its outputs with expected ones",
-       "usage: coil run FILE --inputs IN.safetensors [--device ref] [--expect OUT.safetensors]\n"
+       "usage: coil run FILE --inputs IN.safetensors [--device ref|cpu|cuda [--interpret]] [--expect OUT.safetensors]\n"
        "                [--rtol R] [--atol A] [--save OUT.safetensors] [--set name=value]...\n\n"
        "Compiles the graph (see coil compile) and runs its kernels. Without --expect it prints each output's\n"
        "type; with it, each output's largest absolute and relative error and PASS or FAIL.\n\n"
        "options:\n"
        "  --device D  ref: the reference interpreter of the loop IR (naive, on the CPU)\n"
        "              cpu: generated C++ kernels, compiled and cached\n"
-       "  --bench N   with --device cpu: also time N calls and print the median\n"
+       "              cuda: generated Triton kernels on the GPU, launched through the CUDA driver\n"
+       "  --interpret with --device cuda: run the Triton kernels under Triton's interpreter on the\n"
+       "              CPU instead (torch CPU tensors; extern calls through torch)\n"
+       "  --bench N   with --device cpu or cuda: also time N calls and print the median\n"
        "  --inputs F  one tensor per graph input, by name\n"
        "  --expect F  out0, out1, ... to compare with\n"
        "  --rtol R    relative tolerance (default: by dtype, scaled by sqrt(n) for reductions over n)\n"

@@ -7,11 +7,77 @@
 #include "codegen/cpp/cpp_extern.h"
 #include "driver/compile.h"
 #include "frontend/parser.h"
+#include <chrono>
+
+#include "codegen/triton/triton_codegen.h"
 #include "runtime/cpu_module.h"
+#include "runtime/cuda_extern.h"
+#include "runtime/cuda_program.h"
+#include "runtime/triton_build.h"
 #include "support/error.h"
 #include "support/options.h"
 
 namespace coil::tools {
+
+namespace {
+
+// `coil compile --device cuda`: the Triton kernels and the host program that launches
+// them; the cubins too where Triton is installed (no GPU needed).
+int compile_cuda(const std::string &file, const std::string &out, bool explain) {
+  Graph g = frontend::parse_graph_file(file);
+  sched::ScheduleOptions o = sched::ScheduleOptions::from_registry();
+  o.extern_epilogues = false;
+  Compilation c = compile_graph(std::move(g), o, out);
+  auto start = std::chrono::steady_clock::now();
+  codegen::GpuProgram gpu = codegen::generate_triton(c.schedule);
+  std::filesystem::path dir(out), kernels = dir / "kernels";
+  std::filesystem::create_directories(kernels);
+  for (const codegen::GpuKernel &k : gpu.kernels) write_file_atomically(kernels / (k.name + ".py"), k.source);
+  write_file_atomically(dir / "launch_plan.json", codegen::launch_plan_json(c.schedule, gpu));
+  write_file_atomically(dir / "stats.json", stats_json(c));
+  std::string cubins = "no cubins: ";
+  try {
+    triton_version();  // a UserError saying how to install Triton when there is none
+    CudaBuild build;
+    std::vector<TritonCompileRequest> requests = codegen::compile_requests(gpu);
+    std::vector<TritonBinary> binaries = requests.empty() ? std::vector<TritonBinary>{} : build_triton_kernels(requests);
+    for (size_t i = 0; i < binaries.size(); ++i) {
+      write_file_atomically(kernels / (gpu.kernels[i].name + ".cubin"), binaries[i].cubin);
+      std::filesystem::copy_file(binaries[i].entry / (gpu.kernels[i].name + ".json"), kernels / (gpu.kernels[i].name + ".json"),
+                                 std::filesystem::copy_options::overwrite_existing);
+    }
+    cubins = std::to_string(binaries.size()) + " cubins for sm_90";
+  } catch (const UserError &e) {
+    cubins += e.what();
+  }
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (explain) {
+    std::cout << sched::explain(c.schedule);
+    std::cout << "how the Triton dialect runs each kernel:\n";
+    const ir::Program &p = c.schedule.ir.program;
+    for (const codegen::GpuStep &st : gpu.steps) {
+      if (st.kind == codegen::GpuStep::Kind::Extern) {
+        const ir::Node &n = p.nodes[size_t(st.node)];
+        std::cout << "  " << st.schedule_kernel << " (" << ir::extern_op_name(n.extern_op)
+                  << ") extern library: " << cuda::gpu_extern_library(p, n, true) << "\n";
+        continue;
+      }
+      const codegen::GpuKernel &k = gpu.kernels[size_t(st.kernel)];
+      std::cout << "  " << k.name << "  " << k.attrs.at("layout") << "; grid " << k.attrs.at("grid") << ", "
+                << k.num_warps << " warps";
+      for (const auto &[name, value] : k.constexprs) std::cout << ", " << name << "=" << std::get<int64_t>(value);
+      std::cout << "\n";
+    }
+  }
+  int externs = 0;
+  for (const ir::Kernel &k : c.schedule.ir.kernels) externs += k.kind == ir::KernelKind::Extern;
+  std::cerr << file << ": " << gpu.kernels.size() << " Triton kernel" << (gpu.kernels.size() == 1 ? ", " : "s, ") << externs
+            << " extern " << (externs == 1 ? "call" : "calls") << ", arena " << gpu.arena_bytes << " bytes, " << cubins
+            << ", in " << seconds << " s -> " << out << "\n";
+  return 0;
+}
+
+}  // namespace
 
 int run_compile(const std::vector<std::string> &args) {
   std::string file, out, device = "cpu";
@@ -39,8 +105,10 @@ int run_compile(const std::vector<std::string> &args) {
     }
   }
   if (file.empty()) throw UserError("coil compile: expected one graph file (see coil compile --help)");
-  if (device != "cpu") throw UserError(str_cat("coil compile: unknown device '", device, "'; this build has: cpu"));
+  if (device != "cpu" && device != "cuda")
+    throw UserError(str_cat("coil compile: unknown device '", device, "'; this build has: cpu, cuda"));
   if (out.empty()) throw UserError("coil compile: --out DIR is required");
+  if (device == "cuda") return compile_cuda(file, out, explain);
   Graph g = frontend::parse_graph_file(file);
   Compilation c = compile_graph(std::move(g), sched::ScheduleOptions::from_registry(), out);
   CpuBuild build = build_cpu(c.schedule);

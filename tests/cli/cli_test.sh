@@ -84,6 +84,24 @@ expect run-profile-ref 0 "cpp.profile times compiled kernels: use --device cpu" 
   "$coil" run $sm/graph.py --inputs $sm/inputs.safetensors --set cpp.profile=1
 out=$("$coil" run $sm/graph.py --device cpu --inputs $sm/inputs.safetensors 2>&1)
 if [[ $out != *"calls  total ms"* ]]; then echo "ok   run-no-profile"; else echo "FAIL run-no-profile"; failures=$((failures + 1)); fi
+# The Triton dialect: sources, host program and cubins without a GPU; the kernels under
+# Triton's interpreter; a clean error where no GPU is.
+expect compile-cuda 0 "1 Triton kernel, 0 extern calls, arena 0 bytes, 1 cubins for sm_90" -- \
+  "$coil" compile $sm/graph.py --device cuda --out "$tmp/cu"
+expect compile-cuda-source 0 "@triton.jit" -- cat "$tmp/cu/kernels/kernel0.py"
+expect compile-cuda-plan 0 '"format": "coil-launch-plan"' -- cat "$tmp/cu/launch_plan.json"
+expect compile-cuda-facts 0 '"num_warps"' -- cat "$tmp/cu/kernels/kernel0.json"
+expect compile-cuda-explain 0 "kernel0 (convolution) extern library: cuDNN" -- \
+  "$coil" compile examples/resnet_basic_block/graph.py --device cuda --out "$tmp/cu2" --explain
+expect compile-cuda-layout 0 "kernel0  persistent: a row in one program" -- \
+  "$coil" compile $sm/graph.py --device cuda --out "$tmp/cu3" --explain
+expect run-interpret 0 "PASS" -- \
+  "$coil" run $sm/graph.py --device cuda --interpret --inputs $sm/inputs.safetensors --expect $sm/expected.safetensors
+expect run-interpret-cpu 1 "--interpret runs the Triton kernels: use it with --device cuda" -- \
+  "$coil" run $sm/graph.py --device cpu --interpret --inputs $sm/inputs.safetensors
+if [[ ! -e /dev/nvidia0 ]]; then
+  expect run-cuda-no-gpu 1 "libcuda.so.1" -- "$coil" run $sm/graph.py --device cuda --inputs $sm/inputs.safetensors
+fi
 expect config-table 0 "max_fusion_size" -- "$coil" config
 expect config-one 0 "max_fusion_size = 64  (default)" -- "$coil" config max_fusion_size
 expect config-unknown 1 "unknown option 'max_fusion' (did you mean 'max_fusion_size'?)" -- "$coil" config max_fusion

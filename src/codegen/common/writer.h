@@ -22,6 +22,9 @@ class Writer {
     --indent_;
     line(tail);
   }
+  /// One level deeper or shallower without braces (Python blocks).
+  void indent() { ++indent_; }
+  void dedent() { --indent_; }
   const std::string &str() const { return out_; }
 
  private:

@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# The GPU check: builds coil and runs every fixture (tests/fixtures/*) and every bundled
+# example (examples/*) on the GPU with `coil run --device cuda`, each against PyTorch's
+# eager outputs, and prints one row per case: PASS or FAIL, seconds, and the first line
+# that says why it failed. Exits 0 only when every case passed.
+#
+# What it needs, on the machine with the GPU (nothing is carried from elsewhere):
+#   - an NVIDIA driver (libcuda.so.1), CMake, Ninja, a C++20 compiler and the nlohmann-json
+#     headers (the build's needs; the unit tests are not built, so no GoogleTest);
+#   - Python with triton (compiling the kernels) and torch's CUDA libraries where
+#     cuBLAS/cuDNN come from; coil finds its Python through the option triton.python
+#     (COIL_TRITON_PYTHON), which this script sets to python3 unless it is set already.
+# Nothing is installed. The build goes to its own folder (build-gpu-check, or
+# $COIL_GPU_BUILD) so that it never mixes with another build of the checkout; kernels go
+# to a fresh cache (or $COIL_CACHE_DIR when set).
+#
+#   scripts/gpu_check.sh [NAME_FILTER]   # only the cases whose name contains NAME_FILTER
+#
+# Environment: COIL_GPU_TIMEOUT (seconds per case, default 300), COIL_JOBS (build jobs,
+# default 16), COIL_GPU_PARALLEL (cases at once, default 8), OUT (when set, the table is also written to $OUT/gpu_check.md).
+set -uo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=${COIL_GPU_BUILD:-$root/build-gpu-check}
+jobs=${COIL_JOBS:-16}
+timeout_s=${COIL_GPU_TIMEOUT:-300}
+filter=${1:-}
+export COIL_TRITON_PYTHON=${COIL_TRITON_PYTHON:-python3}
+if [[ -z ${COIL_CACHE_DIR:-} ]]; then
+  COIL_CACHE_DIR=$(mktemp -d)
+  export COIL_CACHE_DIR
+  trap 'rm -rf "$COIL_CACHE_DIR"' EXIT
+fi
+
+echo "== building coil in $build (Release, $jobs jobs)"
+if ! cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCOIL_TESTS=OFF >"$build.configure.log" 2>&1; then
+  tail -n 30 "$build.configure.log"
+  echo "configuring failed: see $build.configure.log"
+  exit 2
+fi
+if ! cmake --build "$build" -j "$jobs" --target coil >"$build.build.log" 2>&1; then
+  grep -m 20 -E 'error|Error' "$build.build.log"
+  tail -n 20 "$build.build.log"
+  echo "building failed: see $build.build.log"
+  exit 2
+fi
+coil=$build/coil
+
+echo "== $("$COIL_TRITON_PYTHON" -c 'import triton; print("triton", triton.__version__)' 2>&1 | tail -n 1)"
+command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+
+# Every case directory: a graph (graph.py, else graph.txt) with its input and expected tensors.
+cases=()
+for dir in "$root"/tests/fixtures/*/ "$root"/examples/*/; do
+  dir=${dir%/}
+  [[ -f $dir/inputs.safetensors && -f $dir/expected.safetensors ]] || continue
+  [[ -f $dir/graph.py || -f $dir/graph.txt ]] || continue
+  [[ -z $filter || $dir == *"$filter"* ]] || continue
+  cases+=("$dir")
+done
+if [[ ${#cases[@]} -eq 0 ]]; then
+  echo "no case matches '$filter'"
+  exit 2
+fi
+
+logs=$(mktemp -d)
+parallel=${COIL_GPU_PARALLEL:-8}
+
+# run_case INDEX DIR: runs one case and leaves its row (status, seconds, why) in $logs/INDEX.row.
+run_case() {
+  local i=$1 dir=$2 graph log start rc seconds status why
+  graph=$dir/graph.py
+  [[ -f $graph ]] || graph=$dir/graph.txt
+  log=$logs/$i.log
+  start=$(date +%s%N)
+  timeout --kill-after=10 "$timeout_s" "$coil" run "$graph" --device cuda \
+    --inputs "$dir/inputs.safetensors" --expect "$dir/expected.safetensors" >"$log" 2>&1
+  rc=$?
+  seconds=$(awk -v ns=$(($(date +%s%N) - start)) 'BEGIN { printf "%.1f", ns / 1e9 }')
+  if [[ $rc -eq 0 ]]; then
+    status=PASS
+    why=""
+  else
+    status=FAIL
+    if [[ $rc -eq 124 || $rc -eq 137 ]]; then
+      why="timed out after ${timeout_s} s"
+    else
+      # The first line that says what went wrong: coil's error, else a failed output, else
+      # the last line. ("max abs error" is in every output's line, failed or not.)
+      why=$(grep -m 1 -E '(^|: )(internal )?error:|^coil: ' "$log" || true)
+      [[ -n $why ]] || why=$(grep -m 1 -E ' FAIL ' "$log" || true)
+      [[ -n $why ]] || why=$(tail -n 1 "$log")
+      why="exit $rc: $why"
+    fi
+  fi
+  why=${why//|/\\|}
+  printf '%s\t%s\t%s\n' "$status" "$seconds" "${why:0:200}" >"$logs/$i.row"
+}
+
+# Cases run $parallel at a time (COIL_GPU_PARALLEL): each compiles its kernels in a Python
+# process of its own and then shares the GPU.
+total_start=$(date +%s%N)
+for i in "${!cases[@]}"; do
+  while [[ $(jobs -rp | wc -l) -ge $parallel ]]; do wait -n; done
+  run_case "$i" "${cases[$i]}" &
+done
+wait
+
+rows=()
+passed=0
+failed=0
+failed_logs=()
+for i in "${!cases[@]}"; do
+  dir=${cases[$i]}
+  name=$(basename "$(dirname "$dir")")/$(basename "$dir")
+  name=${name#fixtures/}
+  IFS=$'\t' read -r status seconds why <"$logs/$i.row"
+  if [[ $status == PASS ]]; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    cp "$logs/$i.log" "$logs/$(echo "$name" | tr '/' '_').log"
+    failed_logs+=("$logs/$(echo "$name" | tr '/' '_').log")
+  fi
+  rows+=("| $name | $status | $seconds | $why |")
+  printf '%-44s %s %7s s  %s\n' "$name" "$status" "$seconds" "$why"
+done
+total_seconds=$(awk -v ns=$(($(date +%s%N) - total_start)) 'BEGIN { printf "%.0f", ns / 1e9 }')
+
+table=$({
+  echo "# coil GPU check"
+  echo
+  echo "$passed passed, $failed failed, of ${#cases[@]} cases, in $total_seconds s"
+  echo
+  echo "| case | result | seconds | first line of the failure |"
+  echo "|---|---|---|---|"
+  printf '%s\n' "${rows[@]}"
+})
+echo
+echo "$table"
+if [[ -n ${OUT:-} ]]; then
+  mkdir -p "$OUT"
+  echo "$table" >"$OUT/gpu_check.md"
+  # The whole output of each failed case, for reading later.
+  if [[ ${#failed_logs[@]} -gt 0 ]]; then
+    mkdir -p "$OUT/gpu_check_logs"
+    cp "${failed_logs[@]}" "$OUT/gpu_check_logs/"
+  fi
+fi
+rm -rf "$logs"
+[[ $failed -eq 0 ]]

@@ -1,0 +1,91 @@
+// The Triton dialect (DESIGN.md, decisions 6 and 8): one @triton.jit kernel per loop-nest
+// kernel of a schedule, and the host program that launches them, in order, on buffers
+// that live in the caller's inputs and outputs or in one device arena.
+//
+//   @triton.jit
+//   def kernel0(in_ptr0, out_ptr0, XBLOCK: tl.constexpr):
+//       xoffset = tl.program_id(0) * XBLOCK
+//       xindex = xoffset + tl.arange(0, XBLOCK)
+//       xmask = xindex < 1000
+//       x0 = xindex
+//       tmp0 = tl.load(in_ptr0 + (x0), xmask)
+//       ...
+//
+// Pointwise kernels cover their elements with blocks of XBLOCK (YBLOCK x XBLOCK tiles when
+// a load walks the last two dims transposed); reductions keep a row in one program
+// (persistent), loop over it in RBLOCK steps (looped), or split it across programs whose
+// partial results a second kernel combines (split). Sizes are literals: a kernel is
+// generated for one shape. What the dialect decided for each kernel is recorded in
+// `GpuKernel::attrs` (and printed in its source's header comment).
+// Tests: tests/unit/triton_codegen_test.cpp, tests/golden/, the fixtures under --interpret.
+#pragma once
+
+#include <array>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "runtime/triton_build.h"
+#include "scheduler/scheduler.h"
+
+namespace coil::codegen {
+
+/// One generated Triton kernel: its module source and how it is compiled.
+struct GpuKernel {
+  std::string name;    // the @triton.jit function and the stem of its files: kernel0, kernel3_partials
+  std::string source;  // a Python module: imports, helpers, the kernel
+  std::vector<TritonArg> signature;                 // pointer args ("*fp32", ...), then constexprs
+  std::map<std::string, TritonConstant> constexprs;  // XBLOCK, RBLOCK, ...
+  int num_warps = 4;
+  int num_stages = 1;
+  std::array<int64_t, 3> grid = {1, 1, 1};  // programs along program_id(0), (1), (2)
+  std::map<std::string, std::string> attrs;  // the dialect's decisions, in words
+};
+
+/// Where a buffer lives on the device.
+struct GpuPlace {
+  enum class Kind : uint8_t { Input, Output, Arena, Scratch } kind = Kind::Arena;
+  int index = -1;       // Input: the graph input; Output: the graph output
+  int64_t offset = 0;   // Arena, Scratch: the byte offset in the device arena
+};
+
+/// One step of the host program: a Triton launch, or an extern call.
+struct GpuStep {
+  enum class Kind : uint8_t { Launch, Extern } kind = Kind::Launch;
+  int kernel = -1;  // Launch: index into GpuProgram::kernels
+  /// Launch: the buffer behind each pointer argument, in signature order. A Scratch
+  /// buffer (partial results of a split reduction) has an id past the program's buffers.
+  std::vector<int> args;
+  int node = -1;    // Extern: the node of the call in the program
+  std::string schedule_kernel;  // the scheduler's kernel this step belongs to
+};
+
+/// A schedule as the GPU runs it.
+struct GpuProgram {
+  std::vector<GpuKernel> kernels;
+  std::vector<GpuStep> steps;
+  /// Every buffer the steps touch, by id (program buffers first, then scratch buffers).
+  std::map<int, GpuPlace> places;
+  std::map<int, std::string> scratch_names;  // scratch id -> name (kernel3_partials)
+  std::map<int, DType> scratch_dtypes;
+  std::map<int, int64_t> scratch_elements;
+  int64_t arena_bytes = 0;
+};
+
+struct TritonOptions {
+  int64_t max_persistent_rblock = 4096;  // longer rows are looped (or split)
+};
+
+/// The kernels and host program of `s` on the GPU. Extern calls stay steps of their own;
+/// the schedule given must not have fused epilogues onto them (ScheduleOptions::extern_epilogues).
+GpuProgram generate_triton(const sched::Schedule &s, const TritonOptions &o = {});
+
+/// The host program as JSON (DIR/launch_plan.json of `coil compile --device cuda`), read by
+/// python/coil_triton/run_plan.py: buffers with their places, inputs and outputs with their
+/// views, and the steps with their grids and arguments.
+std::string launch_plan_json(const sched::Schedule &s, const GpuProgram &g);
+
+/// The compile requests of every kernel (for runtime/triton_build.h).
+std::vector<TritonCompileRequest> compile_requests(const GpuProgram &g);
+
+}  // namespace coil::codegen

@@ -1,0 +1,405 @@
+#include "codegen/triton/triton_ops.h"
+
+#include <climits>
+#include <cmath>
+#include <cstdio>
+#include <map>
+
+#include "support/error.h"
+
+namespace coil::codegen {
+
+using ir::Op;
+
+std::string triton_type(DType t) {
+  switch (t) {
+    case DType::F64: return "tl.float64";
+    case DType::F32:
+    case DType::F16:
+    case DType::BF16: return "tl.float32";
+    case DType::I64: return "tl.int64";
+    case DType::I32: return "tl.int32";
+    case DType::I16: return "tl.int16";
+    case DType::I8: return "tl.int8";
+    case DType::U8: return "tl.uint8";
+    case DType::Bool: return "tl.int1";
+  }
+  return "?";
+}
+
+std::string triton_pointer_type(DType t) {
+  switch (t) {
+    case DType::F64: return "*fp64";
+    case DType::F32: return "*fp32";
+    case DType::F16: return "*fp16";
+    case DType::BF16: return "*bf16";
+    case DType::I64: return "*i64";
+    case DType::I32: return "*i32";
+    case DType::I16: return "*i16";
+    case DType::I8: return "*i8";
+    case DType::U8: return "*u8";
+    case DType::Bool: return "*i1";
+  }
+  return "?";
+}
+
+std::string triton_literal(double v, DType t) {
+  char buf[64];
+  if (is_floating(t)) {
+    std::string s;
+    if (std::isnan(v)) s = "float('nan')";
+    else if (std::isinf(v)) s = v < 0 ? "float('-inf')" : "float('inf')";
+    else {
+      std::snprintf(buf, sizeof buf, "%.17g", v);
+      s = buf;
+      if (s.find_first_of(".en") == std::string::npos) s += ".0";
+    }
+    // A Python float meets f32 tensors as f32; f64 values are typed explicitly.
+    return t == DType::F64 ? "tl.full([], " + s + ", tl.float64)" : s;
+  }
+  if (t == DType::Bool) return std::string("tl.full([], ") + (v != 0 ? "1" : "0") + ", tl.int1)";
+  // As the reference converts: NaN is 0, out of range saturates to int64, then wraps to t.
+  long long i = std::isnan(v) ? 0 : v >= 9.2233720368547758e18 ? LLONG_MAX : v <= -9.2233720368547758e18 ? LLONG_MIN : (long long)v;
+  std::snprintf(buf, sizeof buf, "%lld", i);
+  if (t == DType::I32 && i >= INT_MIN && i <= INT_MAX) return buf;  // a Python int is an i32
+  return std::string("tl.full([], ") + buf + ", " + triton_type(t) + ")";
+}
+
+namespace {
+
+std::string atom(const ir::Atom &a, const std::function<std::string(ir::VarId)> &name, const ir::Ranges &r,
+                 std::set<std::string> &helpers) {
+  auto nonneg = [&](const ir::Expr &e) { return ir::bounds(e, r).lo >= 0; };
+  auto sub = [&](const ir::Expr &e) { return triton_index(e, name, r, helpers); };
+  switch (a.kind()) {
+    case ir::AtomKind::Var: return name(a.var());
+    case ir::AtomKind::Symbol: return a.symbol();
+    case ir::AtomKind::FloorDiv:
+      // Triton's integer // truncates: the same as Python's when the dividend is >= 0.
+      if (nonneg(a.arg())) return "((" + sub(a.arg()) + ") // " + std::to_string(a.divisor()) + ")";
+      helpers.insert("floordiv_int");
+      return "_floordiv_int(" + sub(a.arg()) + ", " + std::to_string(a.divisor()) + ")";
+    case ir::AtomKind::Mod:
+      if (nonneg(a.arg())) return "((" + sub(a.arg()) + ") % " + std::to_string(a.divisor()) + ")";
+      helpers.insert("remainder_int");
+      return "_remainder_int(" + sub(a.arg()) + ", " + std::to_string(a.divisor()) + ")";
+    case ir::AtomKind::Min: return "tl.minimum(" + sub(a.arg()) + ", " + sub(a.other()) + ")";
+    case ir::AtomKind::Max: return "tl.maximum(" + sub(a.arg()) + ", " + sub(a.other()) + ")";
+  }
+  return "?";
+}
+
+bool low_precision(DType t) { return t == DType::BF16 || t == DType::F16; }
+
+// The value rounded to what dtype `t` holds, when `t` is bf16 or f16.
+std::string rounded(const std::string &v, DType t) {
+  if (t == DType::BF16) return "(" + v + ").to(tl.bfloat16).to(tl.float32)";
+  if (t == DType::F16) return "(" + v + ").to(tl.float16).to(tl.float32)";
+  return v;
+}
+
+std::string truthy(const std::string &v, DType t) { return t == DType::Bool ? v : "(" + v + " != 0)"; }
+
+std::string libdevice(const char *fn, const std::string &x) { return std::string("libdevice.") + fn + "(" + x + ")"; }
+
+// The square root rounded to nearest: tl.sqrt_rn takes f32 only; f64's tl.sqrt is exact.
+std::string sqrt_rn(const std::string &x, DType t) { return (t == DType::F64 ? "tl.sqrt(" : "tl.sqrt_rn(") + x + ")"; }
+
+// a / b rounded to nearest: Triton's / on f32 is approximate, tl.div_rn takes f32 only.
+std::string div_rn(const std::string &a, const std::string &b, DType t) {
+  return t == DType::F64 ? "(" + a + " / (" + b + "))" : "tl.div_rn(" + a + ", " + b + ")";
+}
+
+std::string float_unary(Op op, const std::string &x, DType t, std::set<std::string> &helpers) {
+  switch (op) {
+    case Op::Neg: return "-" + x;
+    case Op::Abs: return "tl.abs(" + x + ")";
+    case Op::Exp: return "tl.exp(" + x + ")";
+    case Op::Exp2: return "tl.exp2(" + x + ")";
+    case Op::Expm1: return libdevice("expm1", x);
+    case Op::Log: return "tl.log(" + x + ")";
+    case Op::Log1p: return libdevice("log1p", x);
+    case Op::Log2: return "tl.log2(" + x + ")";
+    case Op::Sqrt: return sqrt_rn(x, t);
+    case Op::Rsqrt: return div_rn(triton_literal(1, t), sqrt_rn(x, t), t);
+    case Op::Reciprocal: return div_rn(triton_literal(1, t), x, t);
+    case Op::Sin: return "tl.sin(" + x + ")";
+    case Op::Cos: return "tl.cos(" + x + ")";
+    case Op::Tan: return libdevice("tan", x);
+    case Op::Tanh: return libdevice("tanh", x);
+    case Op::Sigmoid: return div_rn(triton_literal(1, t), triton_literal(1, t) + " + tl.exp(-" + x + ")", t);
+    case Op::Erf: return "tl.erf(" + x + ")";
+    case Op::Floor: return "tl.floor(" + x + ")";
+    case Op::Ceil: return "tl.ceil(" + x + ")";
+    case Op::Round: return libdevice("nearbyint", x);
+    case Op::Trunc: return libdevice("trunc", x);
+    case Op::Sign:
+      helpers.insert("sign_float");
+      return "_sign_float(" + x + ")";
+    default: break;
+  }
+  COIL_ASSERT(false, ir::op_name(op), " is not a floating unary op");
+}
+
+std::string int_unary(Op op, const std::string &x, DType t) {
+  switch (op) {
+    case Op::Neg: return "-" + x;
+    case Op::Abs: return "tl.where(" + x + " < 0, -" + x + ", " + x + ")";
+    case Op::Floor:
+    case Op::Ceil:
+    case Op::Round:
+    case Op::Trunc: return x;
+    case Op::Sign:
+      return "((" + x + " > 0).to(" + triton_type(t) + ") - (" + x + " < 0).to(" + triton_type(t) + "))";
+    case Op::BitwiseNot: return t == DType::U8 ? "(" + x + " ^ 255)" : "~" + x;
+    default: break;
+  }
+  COIL_ASSERT(false, ir::op_name(op), " is not an integer unary op");
+}
+
+std::string float_binary(Op op, const std::string &a, const std::string &b, DType t, std::set<std::string> &helpers) {
+  switch (op) {
+    case Op::Add: return a + " + " + b;
+    case Op::Sub: return a + " - " + b;
+    case Op::Mul: return a + " * " + b;
+    case Op::TrueDiv: return div_rn(a, b, t);
+    case Op::FloorDiv:
+      if (t == DType::F64) {
+        helpers.insert("floordiv_double");
+        return "_floordiv_double(" + a + ", " + b + ")";
+      }
+      helpers.insert("floordiv_float");
+      return "_floordiv_float(" + a + ", " + b + ")";
+    case Op::TruncDiv: return libdevice("trunc", div_rn(a, b, t));
+    case Op::Remainder: helpers.insert("remainder_float"); return "_remainder_float(" + a + ", " + b + ")";
+    case Op::Fmod: return a + " % " + b;  // Triton's float % is C's fmod
+    case Op::Pow: return "libdevice.pow(" + a + ", " + b + ")";
+    case Op::Maximum: return "tl.maximum(" + a + ", " + b + ", propagate_nan=tl.PropagateNan.ALL)";
+    case Op::Minimum: return "tl.minimum(" + a + ", " + b + ", propagate_nan=tl.PropagateNan.ALL)";
+    case Op::Atan2: return "libdevice.atan2(" + a + ", " + b + ")";
+    default: break;
+  }
+  COIL_ASSERT(false, ir::op_name(op), " is not a floating binary op");
+}
+
+std::string int_binary(Op op, const std::string &a, const std::string &b, DType t, std::set<std::string> &helpers) {
+  switch (op) {
+    case Op::Add: return a + " + " + b;
+    case Op::Sub: return a + " - " + b;
+    case Op::Mul: return a + " * " + b;
+    // Division by zero is undefined on the GPU (the C++ dialect reports it).
+    case Op::FloorDiv: helpers.insert("floordiv_int"); return "_floordiv_int(" + a + ", " + b + ")";
+    case Op::TruncDiv: return a + " // " + b;  // Triton's integer // truncates, as C's /
+    case Op::Remainder: helpers.insert("remainder_int"); return "_remainder_int(" + a + ", " + b + ")";
+    case Op::Fmod: return a + " % " + b;
+    case Op::Pow: helpers.insert("pow_int"); return "_pow_int(" + a + ", " + b + ")";
+    case Op::Maximum: return "tl.maximum(" + a + ", " + b + ")";
+    case Op::Minimum: return "tl.minimum(" + a + ", " + b + ")";
+    case Op::BitwiseAnd: return a + " & " + b;
+    case Op::BitwiseOr: return a + " | " + b;
+    case Op::BitwiseXor: return a + " ^ " + b;
+    default: break;
+  }
+  (void)t;
+  COIL_ASSERT(false, ir::op_name(op), " is not an integer binary op");
+}
+
+std::string comparison(Op op) {
+  switch (op) {
+    case Op::Eq: return " == ";
+    case Op::Ne: return " != ";
+    case Op::Lt: return " < ";
+    case Op::Le: return " <= ";
+    case Op::Gt: return " > ";
+    case Op::Ge: return " >= ";
+    default: return "";
+  }
+}
+
+}  // namespace
+
+std::string triton_index(const ir::Expr &index, const std::function<std::string(ir::VarId)> &name,
+                         const ir::Ranges &ranges, std::set<std::string> &helpers) {
+  std::string out;
+  for (const ir::Term &t : index.terms()) {
+    std::string term;
+    for (const ir::Atom &a : t.factors) term += (term.empty() ? "" : "*") + atom(a, name, ranges, helpers);
+    if (t.coeff != 1) term = term + "*" + std::to_string(t.coeff);
+    out += (out.empty() ? "" : " + ") + term;
+  }
+  if (index.constant() != 0 || out.empty())
+    out += (out.empty() ? "" : index.constant() < 0 ? " - " : " + ") +
+           std::to_string(out.empty() ? index.constant() : std::llabs(index.constant()));
+  return out;
+}
+
+std::string triton_cast(const std::string &v, DType from, DType to) {
+  if (from == to) return v;
+  // bf16 and f16 values are f32 already rounded: widening them is no work.
+  if (low_precision(from) && to == DType::F32) return v;
+  if (to == DType::Bool) return "(" + v + " != 0)";
+  if (is_floating(to)) {
+    if (low_precision(to)) return rounded(v, to);  // from f32, f64 or an integer
+    return "(" + v + ").to(" + triton_type(to) + ")";
+  }
+  // Float to integer truncates toward zero, as C's conversion; integers wrap.
+  return "(" + v + ").to(" + triton_type(to) + ")";
+}
+
+std::string triton_op(Op op, DType in, DType out, const std::vector<std::string> &args, std::set<std::string> &helpers) {
+  const std::string &a = args.at(0);
+  bool fl = is_floating(in);
+  switch (op) {
+    case Op::Cast: return triton_cast(a, in, out);
+    case Op::Where: return "tl.where(" + a + ", " + args.at(1) + ", " + args.at(2) + ")";
+    case Op::LogicalNot: return in == DType::Bool ? "(" + a + " == 0)" : "(" + a + " == 0)";
+    case Op::IsNan: return fl ? "(" + a + " != " + a + ")" : "(" + a + " != " + a + ")";
+    case Op::IsInf: return fl ? "(tl.abs(" + a + ") == float('inf'))" : "(" + a + " != " + a + ")";
+    case Op::LogicalAnd: return "(" + truthy(a, in) + " & " + truthy(args.at(1), in) + ")";
+    case Op::LogicalOr: return "(" + truthy(a, in) + " | " + truthy(args.at(1), in) + ")";
+    case Op::LogicalXor: return "(" + truthy(a, in) + " != " + truthy(args.at(1), in) + ")";
+    default: break;
+  }
+  if (op == Op::BitwiseNot && in == DType::Bool) return "(" + a + " == 0)";
+  if (std::string c = comparison(op); !c.empty()) return "(" + a + c + args.at(1) + ")";
+  if (in == DType::Bool && (op == Op::BitwiseAnd || op == Op::BitwiseOr || op == Op::BitwiseXor)) {
+    std::string sym = op == Op::BitwiseAnd ? " & " : op == Op::BitwiseOr ? " | " : " ^ ";
+    return "(" + a + sym + args.at(1) + ")";
+  }
+  if (in == DType::Bool) {
+    // Arithmetic on bools happens on integers and is stored back as != 0, as the
+    // reference computes it.
+    std::vector<std::string> wide;
+    for (const auto &x : args) wide.push_back("(" + x + ").to(tl.int64)");
+    return triton_cast(triton_op(op, DType::I64, DType::I64, wide, helpers), DType::I64, out);
+  }
+  if (ir::op_arity(op) == 1) return fl ? rounded(float_unary(op, a, in, helpers), out) : int_unary(op, a, out);
+  // pow(x, 2) -> x * x: exact, and no call.
+  if (fl && op == Op::Pow && args.at(1) == triton_literal(2.0, in)) return rounded(a + " * " + a, out);
+  if (fl) return rounded(float_binary(op, a, args.at(1), in, helpers), out);
+  if (op == Op::TrueDiv)
+    return triton_cast("((" + a + ").to(tl.float64) / (" + args.at(1) + ").to(tl.float64))", DType::F64, out);
+  return int_binary(op, a, args.at(1), in, helpers);
+}
+
+namespace {
+
+// PyTorch's floor_divide of floats: from fmod, so that a // b * b + a % b == a. The
+// division is spelled div_open + x + div_sep + y + div_close.
+std::string floordiv_helper(const std::string &name, const std::string &div_open, const std::string &div_sep,
+                            const std::string &div_close) {
+  auto div = [&](const std::string &x, const std::string &y) { return div_open + x + div_sep + y + div_close; };
+  return "@triton.jit\n"
+         "def " + name + "(a, b):\n"
+         "    m = a % b\n"
+         "    d = " + div("a - m", "b") + "\n"
+         "    d = tl.where((m != 0) & ((b < 0) != (m < 0)), d - 1.0, d)\n"
+         "    f = tl.floor(d)\n"
+         "    f = tl.where(d - f > 0.5, f + 1.0, f)\n"
+         "    zero = tl.where(" + div("a", "b") + " < 0, -0.0, 0.0)\n"
+         "    f = tl.where(d == 0, zero, f)\n"
+         "    return tl.where(b == 0, " + div("a", "b") + ", f)\n";
+}
+
+}  // namespace
+
+std::string triton_helpers(const std::set<std::string> &helpers) {
+  // Each helper computes what PyTorch computes, from ops every Triton target (and Triton's
+  // interpreter) runs.
+  static const std::map<std::string, std::string> kHelpers = {
+      {"floordiv_int",
+       "@triton.jit\n"
+       "def _floordiv_int(a, b):\n"
+       "    # Python's a // b from Triton's truncating one\n"
+       "    q = a // b\n"
+       "    return tl.where((a % b != 0) & ((a < 0) != (b < 0)), q - 1, q)\n"},
+      {"remainder_int",
+       "@triton.jit\n"
+       "def _remainder_int(a, b):\n"
+       "    # Python's a % b: the sign of b\n"
+       "    r = a % b\n"
+       "    return tl.where((r != 0) & ((r < 0) != (b < 0)), r + b, r)\n"},
+      {"remainder_float",
+       "@triton.jit\n"
+       "def _remainder_float(a, b):\n"
+       "    r = a % b\n"
+       "    return tl.where((r != 0) & ((r < 0) != (b < 0)), r + b, r)\n"},
+      {"floordiv_float", floordiv_helper("_floordiv_float", "tl.div_rn(", ", ", ")")},
+      {"floordiv_double", floordiv_helper("_floordiv_double", "((", ") / (", "))")},
+      {"sign_float",
+       "@triton.jit\n"
+       "def _sign_float(x):\n"
+       "    return tl.where(x > 0, 1.0, tl.where(x < 0, -1.0, x)).to(x.dtype)\n"},
+      {"pow_int",
+       "@triton.jit\n"
+       "def _pow_int(a, b):\n"
+       "    # by squaring, wrapping as integer multiplication does\n"
+       "    r = tl.full(a.shape, 1, a.dtype) + 0 * b.to(a.dtype)\n"
+       "    base = a + 0 * r\n"
+       "    e = b + 0 * r.to(b.dtype)\n"
+       "    for _ in tl.static_range(64):\n"
+       "        r = tl.where((e & 1) != 0, r * base, r)\n"
+       "        base = base * base\n"
+       "        e = e >> 1\n"
+       "    return r\n"},
+      // Combine functions of tl.reduce.
+      {"max_nan",
+       "@triton.jit\n"
+       "def _max_nan(a, b):\n"
+       "    # NaN wins, as in torch.max\n"
+       "    return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)\n"},
+      {"min_nan",
+       "@triton.jit\n"
+       "def _min_nan(a, b):\n"
+       "    return tl.minimum(a, b, propagate_nan=tl.PropagateNan.ALL)\n"},
+      {"prod",
+       "@triton.jit\n"
+       "def _prod(a, b):\n"
+       "    return a * b\n"},
+      {"argmax_pick",
+       "@triton.jit\n"
+       "def _argmax_pick(a, ia, b, ib):\n"
+       "    # whether (a, ia) wins: the larger value, NaN the largest, the first index on a tie\n"
+       "    a_nan = a != a\n"
+       "    b_nan = b != b\n"
+       "    larger = (a > b) | (a_nan & (b_nan == 0))\n"
+       "    tie = (a == b) | (a_nan & b_nan)\n"
+       "    return larger | (tie & (ia < ib))\n"},
+      {"argmin_pick",
+       "@triton.jit\n"
+       "def _argmin_pick(a, ia, b, ib):\n"
+       "    # whether (a, ia) wins: the smaller value, NaN the smallest, the first index on a tie\n"
+       "    a_nan = a != a\n"
+       "    b_nan = b != b\n"
+       "    smaller = (a < b) | (a_nan & (b_nan == 0))\n"
+       "    tie = (a == b) | (a_nan & b_nan)\n"
+       "    return smaller | (tie & (ia < ib))\n"},
+      {"argmax_combine",
+       "@triton.jit\n"
+       "def _argmax_combine(a, ia, b, ib):\n"
+       "    pick = _argmax_pick(a, ia, b, ib)\n"
+       "    return tl.where(pick, a, b), tl.where(pick, ia, ib)\n"},
+      {"argmin_combine",
+       "@triton.jit\n"
+       "def _argmin_combine(a, ia, b, ib):\n"
+       "    pick = _argmin_pick(a, ia, b, ib)\n"
+       "    return tl.where(pick, a, b), tl.where(pick, ia, ib)\n"},
+      {"welford_combine",
+       "@triton.jit\n"
+       "def _welford_combine(mean_a, m2_a, weight_a, mean_b, m2_b, weight_b):\n"
+       "    # Chan et al.'s merge of two partial (mean, sum of squared deviations, count)\n"
+       "    weight = weight_a + weight_b\n"
+       "    delta = mean_b - mean_a\n"
+       "    share = tl.where(weight == 0.0, 0.0, weight_b / tl.where(weight == 0.0, 1.0, weight))\n"
+       "    return mean_a + delta * share, m2_a + m2_b + delta * delta * weight_a * share, weight\n"},
+  };
+  std::string out;
+  for (const std::string &h : helpers) {
+    auto it = kHelpers.find(h);
+    COIL_ASSERT(it != kHelpers.end(), "no Triton helper ", h);
+    out += "\n\n" + it->second;
+  }
+  return out;
+}
+
+}  // namespace coil::codegen

@@ -1,0 +1,563 @@
+#include "runtime/cuda_program.h"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <iostream>
+#include <limits>
+#include <map>
+
+#include "runtime/cuda_extern.h"
+#include "support/error.h"
+#include "support/options.h"
+
+// The driver's event handle, declared as cuda.h declares it.
+struct CUevent_st;
+
+namespace coil {
+namespace {
+
+using codegen::GpuKernel;
+using codegen::GpuPlace;
+using codegen::GpuStep;
+using cuda::CUdeviceptr;
+using cuda::CUresult;
+using cuda::CUstream;
+
+constexpr int64_t kMaxGridX = std::numeric_limits<int32_t>::max();
+constexpr int64_t kMaxGridYZ = 65535;
+
+// Visits the row-major points of `sizes`, with the strided offset of each.
+template <typename F>
+void for_each_offset(const Shape &sizes, const Shape &strides, int64_t offset, F &&f) {
+  for (int64_t s : sizes)
+    if (s == 0) return;
+  std::vector<int64_t> idx(sizes.size(), 0);
+  int64_t flat = 0;
+  while (true) {
+    int64_t at = offset;
+    for (size_t d = 0; d < idx.size(); ++d) at += idx[d] * strides[d];
+    f(flat++, at);
+    size_t d = idx.size();
+    while (d > 0) {
+      if (++idx[d - 1] < sizes[d - 1]) break;
+      idx[d - 1] = 0;
+      --d;
+    }
+    if (d == 0) return;
+  }
+}
+
+const char *place_name(GpuPlace::Kind k) {
+  switch (k) {
+    case GpuPlace::Kind::Input: return "input";
+    case GpuPlace::Kind::Output: return "output";
+    case GpuPlace::Kind::Arena: return "arena";
+    case GpuPlace::Kind::Scratch: return "scratch";
+  }
+  return "?";
+}
+
+bool is_pointer(const TritonArg &a) { return !a.type.empty() && a.type[0] == '*'; }
+
+// Runs `f`; an error it throws comes back with context() in front of its message, so that
+// every error of a step names the step. A CudaError stays one (callers read its code).
+// The context is made only on error: the timed loop of median_seconds goes through here.
+template <typename F, typename C>
+void in_context(F &&f, C &&context) {
+  try {
+    f();
+  } catch (const cuda::CudaError &e) {
+    throw cuda::CudaError(str_cat(context(), ": ", e.message()), e.code());
+  } catch (const UserError &e) {
+    throw UserError(str_cat(context(), ": ", e.message()), e.loc());
+  } catch (const InternalError &e) {
+    std::string what = e.what();
+    const std::string prefix = "internal error: ";
+    if (what.compare(0, prefix.size(), prefix) == 0) what.erase(0, prefix.size());
+    throw InternalError(str_cat(context(), ": ", what));
+  }
+}
+
+// CUDA events time the steps on the GPU's own clock. cuda_driver.h declares only what the
+// launch path needs, so the few event functions are looked up here, in the libcuda that
+// cuda::driver() has loaded already (RTLD_NOLOAD: never a second copy of the driver).
+using CUevent = CUevent_st *;
+
+struct EventApi {
+  CUresult (*create)(CUevent *event, unsigned flags) = nullptr;
+  CUresult (*record)(CUevent event, CUstream stream) = nullptr;
+  CUresult (*synchronize)(CUevent event) = nullptr;
+  CUresult (*elapsed)(float *milliseconds, CUevent start, CUevent end) = nullptr;
+  CUresult (*destroy)(CUevent event) = nullptr;
+
+  bool complete() const { return create && record && synchronize && elapsed && destroy; }
+};
+
+template <typename Fn>
+void look_up(void *library, const char *name, Fn &slot) {
+  if (!slot) slot = reinterpret_cast<Fn>(::dlsym(library, name));
+}
+
+// The event functions, or an incomplete table (timing falls back to the host's clock).
+const EventApi &event_api() {
+  static const EventApi api = [] {
+    EventApi a;
+    cuda::driver();  // loaded before anyone gets here: a CudaProgram exists
+    void *lib = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+    if (!lib) return a;  // kept open, as the driver itself is, for the process
+    look_up(lib, "cuEventCreate", a.create);
+    look_up(lib, "cuEventRecord", a.record);
+    look_up(lib, "cuEventSynchronize", a.synchronize);
+    look_up(lib, "cuEventElapsedTime", a.elapsed);
+    look_up(lib, "cuEventDestroy_v2", a.destroy);  // cuda.h's cuEventDestroy is the _v2 ABI
+    look_up(lib, "cuEventDestroy", a.destroy);
+    return a;
+  }();
+  return api;
+}
+
+// One event, destroyed with the object.
+class Event {
+ public:
+  explicit Event(const EventApi &api) : api_(api) {
+    cuda::check(api_.create(&event_, 0), "cuEventCreate", "creating an event to time the graph");
+  }
+  ~Event() {
+    if (event_) api_.destroy(event_);
+  }
+  Event(const Event &) = delete;
+  Event &operator=(const Event &) = delete;
+  CUevent get() const { return event_; }
+
+ private:
+  const EventApi &api_;
+  CUevent event_ = nullptr;
+};
+
+// On the way out of a failed call: waits for what the call queued before its buffers and
+// arena are released, so no kernel still running sees its memory freed or handed to the
+// next call. Errors are dropped: the call's own error is already on its way.
+class DrainOnError {
+ public:
+  explicit DrainOnError(CUstream stream) : stream_(stream) {}
+  ~DrainOnError() {
+    if (!armed_) return;
+    try {
+      cuda::driver().cuStreamSynchronize(stream_);
+    } catch (const std::exception &) {
+    }
+  }
+  DrainOnError(const DrainOnError &) = delete;
+  DrainOnError &operator=(const DrainOnError &) = delete;
+  void disarm() { armed_ = false; }
+
+ private:
+  CUstream stream_;
+  bool armed_ = true;
+};
+
+// The synchronous copies of cuda_driver.h run on the legacy default stream, and one from
+// pageable memory may return before its DMA has ended; the steps run on a stream that does
+// not wait for the legacy one. So: wait for the copies before the first step.
+void wait_for_uploads() {
+  cuda::check(cuda::driver().cuStreamSynchronize(nullptr), "cuStreamSynchronize", "copying the inputs to the GPU");
+}
+
+cuda::LaunchGrid grid_of(const GpuKernel &k) { return {uint32_t(k.grid[0]), uint32_t(k.grid[1]), uint32_t(k.grid[2])}; }
+
+ir::View output_view(const ir::Program &p, size_t i) {
+  if (i < p.output_views.size()) return p.output_views[i];
+  const TensorType &t = p.buffer(p.outputs[i]).type;  // no views recorded: whole buffers
+  return {p.outputs[i], t.sizes, t.strides, 0};
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------
+
+CudaBuild build_cuda(const sched::Schedule &s) {
+  auto start = std::chrono::steady_clock::now();
+  CudaBuild b;
+  b.program = codegen::generate_triton(s);
+  if (options::get_bool("debug"))
+    for (const GpuKernel &k : b.program.kernels) std::cerr << "coil: generated Triton (" << k.name << "):\n" << k.source << "\n";
+  std::vector<TritonCompileRequest> requests = codegen::compile_requests(b.program);
+  COIL_ASSERT(requests.size() == b.program.kernels.size(), requests.size(), " compile requests for ",
+              b.program.kernels.size(), " kernels");
+  // The GPU this process would run on decides the target; without one (compiling on a
+  // machine with no GPU for one that has), sm_90.
+  int capability = cuda::available() ? cuda::Device::get().capability() : 90;
+  for (TritonCompileRequest &r : requests) r.capability = capability;
+  if (!requests.empty()) b.binaries = build_triton_kernels(requests);
+  for (const TritonBinary &binary : b.binaries) b.cache_hits += binary.cache_hit ? 1 : 0;
+  b.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return b;
+}
+
+// Where one buffer lives, resolved from the host program's places.
+struct CudaProgram::Slot {
+  bool placed = false;
+  GpuPlace::Kind kind = GpuPlace::Kind::Arena;
+  int index = -1;      // Input: the graph input; Output: the first output of the buffer
+  int64_t offset = 0;  // Arena, Scratch
+  int64_t bytes = 0;   // what the buffer spans
+};
+
+// An arena taken from the pool for one call and given back after it.
+class CudaProgram::ArenaLease {
+ public:
+  explicit ArenaLease(const CudaProgram &owner) : owner_(owner) {
+    {
+      std::lock_guard<std::mutex> lock(owner.arenas_mutex_);
+      if (!owner.free_arenas_.empty()) {
+        arena_ = std::move(owner.free_arenas_.back());
+        owner.free_arenas_.pop_back();
+      }
+    }
+    // Another call holds every arena made so far: this one gets its own.
+    if (!arena_) arena_ = std::make_unique<cuda::DeviceArena>(owner.gpu_.arena_bytes, *owner.device_);
+  }
+  ~ArenaLease() {
+    std::lock_guard<std::mutex> lock(owner_.arenas_mutex_);
+    owner_.free_arenas_.push_back(std::move(arena_));
+  }
+  ArenaLease(const ArenaLease &) = delete;
+  ArenaLease &operator=(const ArenaLease &) = delete;
+
+  CUdeviceptr at(int64_t offset, int64_t bytes) const { return arena_->at(offset, bytes); }
+
+ private:
+  const CudaProgram &owner_;
+  std::unique_ptr<cuda::DeviceArena> arena_;
+};
+
+// The memory of one call and every launch's arguments, bound once.
+struct CudaProgram::Call {
+  std::vector<cuda::DeviceBuffer> inputs;   // per graph input
+  std::vector<cuda::DeviceBuffer> outputs;  // per graph output; empty where it is not the buffer's home
+  std::unique_ptr<ArenaLease> arena;
+  std::vector<CUdeviceptr> address;                    // per buffer id; 0 where never placed
+  std::vector<std::vector<CUdeviceptr>> args;          // per step: the pointer arguments' values
+  std::vector<std::vector<const void *>> arg_pointers;  // per step: what CudaKernel::launch reads
+};
+
+CudaProgram::CudaProgram(const sched::Schedule &s, CudaBuild build)
+    : program_(s.ir.program), gpu_(std::move(build.program)) {
+  const ir::Program &p = program_;
+  if (build.binaries.size() != gpu_.kernels.size())
+    throw InternalError(str_cat("the GPU program has ", gpu_.kernels.size(), " kernels but its build has ",
+                                build.binaries.size(), " binaries"));
+
+  // Every graph input and output has a home even when no step touches it (an input
+  // returned as it came, an output that is a view of one).
+  size_t ids = p.buffers.size();
+  for (const auto &[id, place] : gpu_.places)
+    if (id >= 0) ids = std::max(ids, size_t(id) + 1);
+  slots_.resize(ids);
+  auto buffer_bytes = [&](ir::BufferId b) {
+    const TensorType &t = p.buffer(b).type;
+    return storage_extent(t) * itemsize(t.dtype);
+  };
+  for (size_t j = 0; j < p.inputs.size(); ++j)
+    slots_[size_t(p.inputs[j])] = {true, GpuPlace::Kind::Input, int(j), 0, buffer_bytes(p.inputs[j])};
+  output_owner_.resize(p.outputs.size());
+  for (size_t k = 0; k < p.outputs.size(); ++k) {
+    ir::BufferId b = p.outputs[k];
+    output_owner_[k] = int(std::find(p.outputs.begin(), p.outputs.end(), b) - p.outputs.begin());
+    if (!slots_[size_t(b)].placed) slots_[size_t(b)] = {true, GpuPlace::Kind::Output, int(k), 0, buffer_bytes(b)};
+  }
+
+  // The host program's places, each checked against its buffer.
+  for (const auto &[id, place] : gpu_.places) {
+    std::string what = str_cat("buffer ", id);
+    int64_t bytes = 0;
+    if (id >= 0 && size_t(id) < p.buffers.size()) {
+      what = str_cat("buffer ", p.buffer(id).name);
+      bytes = buffer_bytes(id);
+    } else {
+      auto dtype = gpu_.scratch_dtypes.find(id);
+      auto elements = gpu_.scratch_elements.find(id);
+      if (id < 0 || dtype == gpu_.scratch_dtypes.end() || elements == gpu_.scratch_elements.end() ||
+          elements->second < 0)
+        throw InternalError(str_cat("the GPU program places ", what, " in the ", place_name(place.kind),
+                                    ", but it is neither a buffer of the program nor a scratch buffer with a dtype "
+                                    "and an element count"));
+      if (auto name = gpu_.scratch_names.find(id); name != gpu_.scratch_names.end())
+        what = str_cat("scratch buffer ", name->second);
+      bytes = elements->second * itemsize(dtype->second);
+    }
+    Slot &slot = slots_[size_t(id)];
+    switch (place.kind) {
+      case GpuPlace::Kind::Input:
+        if (place.index < 0 || size_t(place.index) >= p.inputs.size() || p.inputs[size_t(place.index)] != id)
+          throw InternalError(str_cat("the GPU program places ", what, " in input ", place.index,
+                                      ", which does not hold it"));
+        break;
+      case GpuPlace::Kind::Output:
+        if (place.index < 0 || size_t(place.index) >= p.outputs.size() || p.outputs[size_t(place.index)] != id)
+          throw InternalError(str_cat("the GPU program places ", what, " in output ", place.index,
+                                      ", which does not hold it"));
+        break;  // the home set above: the input it is, or its first output
+      case GpuPlace::Kind::Arena:
+      case GpuPlace::Kind::Scratch:
+        if (slot.placed && slot.kind == GpuPlace::Kind::Input)
+          throw InternalError(str_cat("the GPU program places ", what, ", a graph input, in the arena"));
+        if (place.offset < 0 || place.offset + bytes > gpu_.arena_bytes)
+          throw InternalError(str_cat("the GPU program places ", what, " at [", place.offset, ", ",
+                                      place.offset + bytes, "), outside its arena of ", gpu_.arena_bytes, " bytes"));
+        slot = {true, place.kind, -1, place.offset, bytes};
+        break;
+    }
+  }
+  for (size_t k = 0; k < p.outputs.size(); ++k) {
+    ir::View v = output_view(p, k);
+    TensorType t{p.buffer(p.outputs[k]).type.dtype, v.sizes, v.strides, {}};
+    if (v.sizes.size() != v.strides.size() || v.offset < 0 ||
+        storage_extent(t, v.offset) * itemsize(t.dtype) > slots_[size_t(p.outputs[k])].bytes)
+      throw InternalError(str_cat("output ", k, "'s view ", shape_str(v.sizes), shape_str(v.strides), " at ",
+                                  v.offset, " reaches outside its buffer ", p.buffer(p.outputs[k]).name));
+  }
+  check_program(build.binaries);
+
+  device_ = &cuda::Device::get();
+  for (size_t i = 0; i < gpu_.kernels.size(); ++i) {
+    in_context(
+        [&] {
+          auto module =
+              std::make_shared<const cuda::CudaModule>(build.binaries[i].cubin, gpu_.kernels[i].name, *device_);
+          kernels_.push_back(std::make_unique<cuda::CudaKernel>(std::move(module), build.binaries[i].facts));
+        },
+        [&] { return str_cat("loading kernel ", gpu_.kernels[i].name); });
+  }
+  stream_ = std::make_unique<cuda::Stream>(*device_);
+  free_arenas_.push_back(std::make_unique<cuda::DeviceArena>(gpu_.arena_bytes, *device_));
+}
+
+CudaProgram::~CudaProgram() = default;
+
+// Every step against its kernel and buffers, before anything is launched: a launch with
+// the wrong arguments corrupts memory silently.
+void CudaProgram::check_program(const std::vector<TritonBinary> &binaries) const {
+  for (size_t i = 0; i < gpu_.steps.size(); ++i) {
+    const GpuStep &st = gpu_.steps[i];
+    std::string label = str_cat("step ", i);
+    if (st.kind == GpuStep::Kind::Launch) {
+      if (st.kernel < 0 || size_t(st.kernel) >= gpu_.kernels.size())
+        throw InternalError(str_cat(label, " launches kernel ", st.kernel, " of ", gpu_.kernels.size()));
+      const GpuKernel &k = gpu_.kernels[size_t(st.kernel)];
+      for (int64_t g : k.grid)
+        if (g < 0) throw InternalError(str_cat("kernel ", k.name, " has a grid of ", g, " programs along an axis"));
+      if (k.grid[0] > kMaxGridX || k.grid[1] > kMaxGridYZ || k.grid[2] > kMaxGridYZ)
+        throw UserError(str_cat("kernel ", k.name, " needs a grid of ", k.grid[0], "x", k.grid[1], "x", k.grid[2],
+                                " programs; CUDA allows ", kMaxGridX, "x", kMaxGridYZ, "x", kMaxGridYZ));
+      const TritonLaunchFacts &facts = binaries[size_t(st.kernel)].facts;
+      if (facts.args.size() != st.args.size())
+        throw InternalError(str_cat("kernel ", k.name, " takes ", facts.args.size(), " arguments, but ", label,
+                                    " passes ", st.args.size(), " buffers"));
+      for (const TritonArg &a : facts.args)
+        if (!is_pointer(a))
+          throw InternalError(str_cat("kernel ", k.name, "'s argument ", a.name, " is a ", a.type,
+                                      ", but the GPU program passes only buffers"));
+      for (int b : st.args)
+        if (b < 0 || size_t(b) >= slots_.size() || !slots_[size_t(b)].placed)
+          throw InternalError(str_cat("kernel ", k.name, " is passed buffer ", b, ", which the GPU program does not place"));
+    } else {
+      if (st.node < 0 || size_t(st.node) >= program_.nodes.size() ||
+          program_.nodes[size_t(st.node)].kind != ir::NodeKind::Extern)
+        throw InternalError(str_cat(label, " (", st.schedule_kernel, ") calls node ", st.node, ", which is not an extern call"));
+    }
+  }
+}
+
+std::string CudaProgram::step_label(size_t i) const {
+  const GpuStep &st = gpu_.steps[i];
+  if (st.kind == GpuStep::Kind::Launch) return str_cat("step ", i, " (kernel ", gpu_.kernels[size_t(st.kernel)].name, ")");
+  return str_cat("step ", i, " (", st.schedule_kernel.empty() ? std::string("extern") : st.schedule_kernel, ", ",
+                 ir::extern_op_name(program_.nodes[size_t(st.node)].extern_op), ")");
+}
+
+CudaProgram::Call CudaProgram::prepare(const TensorList &inputs) const {
+  const ir::Program &p = program_;
+  device_->make_current();
+  Call c;
+  for (size_t j = 0; j < p.inputs.size(); ++j) {
+    const ir::Buffer &b = p.buffer(p.inputs[j]);
+    const TensorType &t = b.type;
+    const HostTensor *h = find_tensor(inputs, b.name);
+    COIL_USER_CHECK(h, "missing input tensor '", b.name, "'");
+    COIL_USER_CHECK(h->dtype == t.dtype && h->sizes == t.sizes, "input '", b.name, "' is ", h->describe(),
+                    " but the graph expects ", short_name(t.dtype), shape_str(t.sizes));
+    // Laid out by the buffer's strides on the host, then copied in one piece.
+    int64_t size = itemsize(t.dtype);
+    AlignedBuffer staged(size_t(std::max<int64_t>(storage_extent(t), 1)) * size_t(size));
+    const std::byte *src = h->data.data();
+    for_each_offset(t.sizes, t.strides, 0, [&](int64_t flat, int64_t at) {
+      std::memcpy(staged.data() + at * size, src + flat * size, size_t(size));
+    });
+    c.inputs.emplace_back(staged.size(), *device_);
+    c.inputs.back().upload(staged.data(), staged.size());
+  }
+  for (size_t k = 0; k < p.outputs.size(); ++k) {
+    const Slot &slot = slots_[size_t(p.outputs[k])];
+    bool home = slot.kind == GpuPlace::Kind::Output && slot.index == int(k);
+    // Never a null pointer, even for an empty output: as the CPU caller allocates.
+    c.outputs.push_back(home ? cuda::DeviceBuffer(size_t(std::max<int64_t>(slot.bytes, 1)), *device_)
+                             : cuda::DeviceBuffer());
+  }
+  wait_for_uploads();
+  c.arena = std::make_unique<ArenaLease>(*this);
+  bind(c);
+  return c;
+}
+
+void CudaProgram::bind(Call &c) const {
+  c.address.assign(slots_.size(), 0);
+  for (size_t id = 0; id < slots_.size(); ++id) {
+    const Slot &slot = slots_[id];
+    if (!slot.placed) continue;
+    switch (slot.kind) {
+      case GpuPlace::Kind::Input: c.address[id] = c.inputs[size_t(slot.index)].ptr(); break;
+      case GpuPlace::Kind::Output: c.address[id] = c.outputs[size_t(slot.index)].ptr(); break;
+      case GpuPlace::Kind::Arena:
+      case GpuPlace::Kind::Scratch: c.address[id] = c.arena->at(slot.offset, slot.bytes); break;
+    }
+  }
+  c.args.assign(gpu_.steps.size(), {});
+  c.arg_pointers.assign(gpu_.steps.size(), {});
+  for (size_t i = 0; i < gpu_.steps.size(); ++i) {
+    const GpuStep &st = gpu_.steps[i];
+    if (st.kind != GpuStep::Kind::Launch) continue;
+    for (int b : st.args) c.args[i].push_back(c.address[size_t(b)]);
+    // The driver reads each argument through a pointer to its value: the values stay put.
+    for (const CUdeviceptr &value : c.args[i]) c.arg_pointers[i].push_back(&value);
+  }
+}
+
+void CudaProgram::run_steps(Call &c, CUstream stream, bool sync_each_step) const {
+  for (size_t i = 0; i < gpu_.steps.size(); ++i) {
+    const GpuStep &st = gpu_.steps[i];
+    in_context([&] {
+      if (st.kind == GpuStep::Kind::Launch) {
+        const GpuKernel &k = gpu_.kernels[size_t(st.kernel)];
+        kernels_[size_t(st.kernel)]->launch(grid_of(k), c.arg_pointers[i], stream);
+      } else {
+        cuda::BufferAddress address = [&](ir::BufferId b) -> CUdeviceptr {
+          if (b < 0 || size_t(b) >= slots_.size() || !slots_[size_t(b)].placed)
+            throw InternalError(str_cat("the extern call asks for buffer ", b, ", which the GPU program does not place"));
+          return c.address[size_t(b)];
+        };
+        cuda::run_gpu_extern(program_, program_.nodes[size_t(st.node)], address, stream, st.schedule_kernel);
+      }
+      if (sync_each_step) cuda::check(cuda::driver().cuStreamSynchronize(stream), "cuStreamSynchronize", "waiting for it");
+    }, [&] { return step_label(i); });
+  }
+}
+
+std::vector<HostTensor> CudaProgram::read_outputs(const Call &c) const {
+  const ir::Program &p = program_;
+  std::map<ir::BufferId, AlignedBuffer> copied;  // one download per buffer, however many outputs view it
+  std::vector<HostTensor> out;
+  for (size_t i = 0; i < p.outputs.size(); ++i) {
+    ir::BufferId b = p.outputs[i];
+    const Slot &slot = slots_[size_t(b)];
+    auto it = copied.find(b);
+    if (it == copied.end()) {
+      AlignedBuffer host(size_t(slot.bytes));
+      if (slot.bytes > 0)
+        cuda::check(cuda::driver().cuMemcpyDtoH(host.data(), c.address[size_t(b)], size_t(slot.bytes)), "cuMemcpyDtoH",
+                    str_cat("copying output ", i, " (", p.buffer(b).name, ") back from the GPU"));
+      it = copied.emplace(b, std::move(host)).first;
+    }
+    ir::View v = output_view(p, i);
+    DType t = p.buffer(b).type.dtype;
+    HostTensor h = HostTensor::zeros(t, v.sizes);
+    int64_t size = itemsize(t);
+    const std::byte *base = it->second.data();
+    for_each_offset(v.sizes, v.strides, v.offset, [&](int64_t flat, int64_t at) {
+      std::memcpy(h.data.data() + flat * size, base + at * size, size_t(size));
+    });
+    out.push_back(std::move(h));
+  }
+  return out;
+}
+
+std::vector<HostTensor> CudaProgram::run(const TensorList &inputs, CUstream stream) const {
+  Call c = prepare(inputs);
+  CUstream s = stream ? stream : stream_->get();
+  DrainOnError drain(s);
+  bool debug = options::get_bool("debug");
+  run_steps(c, s, debug);
+  // Kernels fail asynchronously: an error shows here, after the last launch, whichever step
+  // caused it; with the option debug every step is waited for and the error names it.
+  cuda::check(cuda::driver().cuStreamSynchronize(s), "cuStreamSynchronize",
+              str_cat("running the graph's ", gpu_.steps.size(),
+                      " steps (set COIL_DEBUG=1 to wait for each step and find the one that failed)"));
+  drain.disarm();
+  return read_outputs(c);
+}
+
+double CudaProgram::median_seconds(const TensorList &inputs, int iterations) const {
+  Call c = prepare(inputs);
+  CUstream s = stream_->get();
+  DrainOnError drain(s);
+  const EventApi &api = event_api();
+  std::vector<double> times;
+  if (api.complete()) {
+    Event start(api), end(api);
+    for (int i = 0; i < std::max(iterations, 1) + 1; ++i) {
+      cuda::check(api.record(start.get(), s), "cuEventRecord", "timing the graph");
+      run_steps(c, s, false);
+      cuda::check(api.record(end.get(), s), "cuEventRecord", "timing the graph");
+      cuda::check(api.synchronize(end.get()), "cuEventSynchronize",
+                  str_cat("running the graph's ", gpu_.steps.size(), " steps"));
+      float ms = 0;
+      cuda::check(api.elapsed(&ms, start.get(), end.get()), "cuEventElapsedTime", "timing the graph");
+      if (i > 0) times.push_back(double(ms) * 1e-3);  // the first call warms up
+    }
+  } else {  // a driver without the event functions: the host's clock around a wait per call
+    for (int i = 0; i < std::max(iterations, 1) + 1; ++i) {
+      auto t0 = std::chrono::steady_clock::now();
+      run_steps(c, s, false);
+      cuda::check(cuda::driver().cuStreamSynchronize(s), "cuStreamSynchronize",
+                  str_cat("running the graph's ", gpu_.steps.size(), " steps"));
+      double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (i > 0) times.push_back(t);
+    }
+  }
+  drain.disarm();
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+std::vector<std::string> CudaProgram::describe() const {
+  std::vector<std::string> out;
+  for (const GpuStep &st : gpu_.steps) {
+    if (st.kind == GpuStep::Kind::Launch) {
+      const GpuKernel &k = gpu_.kernels[size_t(st.kernel)];
+      const TritonLaunchFacts &f = kernels_[size_t(st.kernel)]->facts();
+      std::string line = str_cat(k.name, ": Triton, grid ", k.grid[0], "x", k.grid[1], "x", k.grid[2], ", ",
+                                 f.num_warps, f.num_warps == 1 ? " warp" : " warps");
+      if (f.shared > 0) line += str_cat(", ", f.shared, " bytes of shared memory");
+      std::string decisions;
+      for (const auto &[name, value] : k.attrs) decisions += str_cat(decisions.empty() ? "" : ", ", name, "=", value);
+      if (!decisions.empty()) line += "; " + decisions;
+      out.push_back(line);
+      continue;
+    }
+    const ir::Node &n = program_.nodes[size_t(st.node)];
+    std::string operands;
+    for (const ir::View &v : n.operands)
+      if (v.buffer >= 0) operands += str_cat(operands.empty() ? "" : " and ", shape_str(v.sizes));
+    std::string line = str_cat(st.schedule_kernel.empty() ? std::string("extern") : st.schedule_kernel, ": ",
+                               cuda::gpu_extern_library(program_, n), ", ", ir::extern_op_name(n.extern_op));
+    if (!operands.empty()) line += " of " + operands;
+    if (!n.outputs.empty()) line += " into " + shape_str(program_.buffer(n.outputs[0]).type.sizes);
+    out.push_back(line);
+  }
+  return out;
+}
+
+}  // namespace coil

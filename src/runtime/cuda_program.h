@@ -1,0 +1,100 @@
+// A graph compiled for the GPU: generate its Triton kernels and host program
+// (codegen/triton/triton_codegen.h), compile the kernels to cubins through the cache, load
+// them, and run the host program's steps with host tensors in and out. The GPU counterpart
+// of runtime/cpu_module.h (DESIGN.md, decisions 8 and 12).
+//
+// Buffers live where the host program places them: inputs in device copies of the caller's
+// tensors (each laid out by its buffer's strides, as the CPU artifact receives them),
+// outputs in device allocations of their buffers' extent (an output that aliases an input
+// or an earlier output reads that memory, as COIL_OUTPUT_ALIASES_* say in coil/artifact.h),
+// intermediates and split-reduction partials at their offsets in one device arena.
+//
+// Threads: concurrent run() and median_seconds() calls on one CudaProgram are safe. Each
+// call takes an arena of its own from a pool (the one made by the constructor first; a
+// second is made only while two calls overlap) and allocates its own inputs and outputs;
+// the loaded kernels are shared, and CudaKernel::launch is safe from several threads.
+// Tests: tests/gpu/program_test.cpp (a GPU), scripts/gpu_check.sh (every fixture).
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "codegen/triton/triton_codegen.h"
+#include "io/host_tensor.h"
+#include "runtime/cuda_driver.h"
+#include "runtime/triton_build.h"
+#include "runtime/triton_launch.h"
+#include "scheduler/scheduler.h"
+
+namespace coil {
+
+/// What build_cuda made.
+struct CudaBuild {
+  codegen::GpuProgram program;
+  std::vector<TritonBinary> binaries;  // one per program.kernels[i], same order
+  double seconds = 0;                  // generating + compiling (or finding in the cache)
+  int cache_hits = 0;
+};
+
+/// Generates the Triton kernels of `s` (codegen::generate_triton) and compiles them all in
+/// one build_triton_kernels call, for the capability of the current GPU when one is
+/// present, else for sm_90. Needs no GPU: only Python with triton.
+CudaBuild build_cuda(const sched::Schedule &s);
+
+class CudaProgram {
+ public:
+  /// Loads every cubin once (one CudaModule per kernel), checks every step against its
+  /// kernel and every place against its buffer, and allocates the device arena. Keeps a
+  /// copy of the schedule's Program (extern calls and buffer types). A UserError when
+  /// there is no usable GPU; an InternalError naming the kernel or step when the host
+  /// program does not fit its kernels or buffers.
+  CudaProgram(const sched::Schedule &s, CudaBuild build);
+  ~CudaProgram();
+  CudaProgram(const CudaProgram &) = delete;
+  CudaProgram &operator=(const CudaProgram &) = delete;
+
+  /// Copies the inputs (by name) to the device, runs every step in order on `stream`
+  /// (null: a stream of this object's own), waits for them, and copies the outputs back
+  /// as dense row-major tensors of the outputs' sizes, like CpuModule::run. A UserError on
+  /// a missing or mistyped input, and on a failed launch or extern call (naming its step).
+  std::vector<HostTensor> run(const TensorList &inputs, cuda::CUstream stream = nullptr) const;
+
+  /// The median time of one call of the steps alone over `iterations` calls (after one
+  /// call to warm up), in seconds: the inputs are copied to the device and the outputs
+  /// allocated once. Timed with CUDA events on this object's stream.
+  double median_seconds(const TensorList &inputs, int iterations) const;
+
+  /// One line per step, in order, for --explain:
+  ///   kernel0: Triton, grid 1024x1x1, 4 warps; XBLOCK=1024
+  ///   kernel3: cuBLAS, mm of [64, 256] and [256, 128] into [64, 128]
+  std::vector<std::string> describe() const;
+
+  const codegen::GpuProgram &program() const { return gpu_; }
+
+ private:
+  struct Slot;
+  struct Call;
+  class ArenaLease;
+
+  void check_program(const std::vector<TritonBinary> &binaries) const;
+  Call prepare(const TensorList &inputs) const;
+  void bind(Call &call) const;
+  void run_steps(Call &call, cuda::CUstream stream, bool sync_each_step) const;
+  std::vector<HostTensor> read_outputs(const Call &call) const;
+  std::string step_label(size_t step) const;
+
+  ir::Program program_;
+  codegen::GpuProgram gpu_;
+  const cuda::Device *device_ = nullptr;
+  std::vector<std::unique_ptr<cuda::CudaKernel>> kernels_;  // per gpu_.kernels[i]
+  std::vector<Slot> slots_;                                 // per buffer id
+  std::vector<int> output_owner_;  // per output: the first output of the same buffer
+  std::unique_ptr<cuda::Stream> stream_;
+  // Arenas not in use by a call; the pool only grows while calls overlap.
+  mutable std::mutex arenas_mutex_;
+  mutable std::vector<std::unique_ptr<cuda::DeviceArena>> free_arenas_;
+};
+
+}  // namespace coil

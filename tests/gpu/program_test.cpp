@@ -1,0 +1,371 @@
+// Whole graphs on a real GPU: each graph text is compiled (generate_triton, Triton's
+// compiler through the cache), run by CudaProgram and compared with the reference
+// interpreter of the loop IR; then the bundled examples against PyTorch eager, and the
+// executor's contract (outputs that alias, a caller's stream, concurrent calls, timing,
+// errors). Not part of ctest (CI has no GPU); run it on a GPU machine with Python and
+// triton, from the source folder:
+//   cmake -S . -B build-gpu -G Ninja && ninja -C build-gpu coil_gpu_program_test
+//   COIL_CACHE_DIR=$(mktemp -d) build-gpu/tests/coil_gpu_program_test [CASE_DIR...]
+// CASE_DIRs (holding graph.py, inputs.safetensors, expected.safetensors) default to
+// examples/* when ./examples exists. Prints PASS or FAIL per check and exits 0 only when
+// every check passed.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "driver/compile.h"
+#include "frontend/parser.h"
+#include "io/compare.h"
+#include "io/graph_tensors.h"
+#include "io/safetensors.h"
+#include "ir/interpreter.h"
+#include "runtime/cuda_driver.h"
+#include "runtime/cuda_program.h"
+#include "support/error.h"
+
+namespace coil {
+namespace {
+
+int failures = 0;
+
+void report(const std::string &name, bool ok, const std::string &detail = "") {
+  std::printf("%s %s%s%s\n", ok ? "PASS" : "FAIL", name.c_str(), detail.empty() ? "" : ": ", detail.c_str());
+  std::fflush(stdout);
+  if (!ok) ++failures;
+}
+
+// Runs one check; an exception is its failure, not the end of the program.
+void run_check(const std::string &name, const std::function<std::string()> &check) {
+  try {
+    std::string problem = check();
+    report(name, problem.empty(), problem);
+  } catch (const std::exception &e) {
+    report(name, false, e.what());
+  }
+}
+
+// Extern calls run alone on the GPU: the Triton dialect takes no epilogue fused onto them
+// (triton_codegen.h). Set through a template so this compiles before and after
+// ScheduleOptions has the switch.
+template <typename O>
+auto without_extern_epilogues(O &o, int) -> decltype(o.extern_epilogues = false, void()) {
+  o.extern_epilogues = false;
+}
+template <typename O>
+void without_extern_epilogues(O &, long) {}
+
+sched::ScheduleOptions gpu_schedule_options() {
+  sched::ScheduleOptions o;
+  without_extern_epilogues(o, 0);
+  return o;
+}
+
+// A graph compiled for the GPU, with its loaded program.
+struct Compiled {
+  Compilation c;
+  std::unique_ptr<CudaProgram> program;
+};
+
+Compiled compile_for_gpu(const Graph &g) {
+  Compiled out{compile_graph(g, gpu_schedule_options()), nullptr};
+  CudaBuild build = build_cuda(out.c.schedule);
+  out.program = std::make_unique<CudaProgram>(out.c.schedule, std::move(build));
+  return out;
+}
+
+// Deterministic values for every input of `p`: floats in [-2, 2], small integers, both bools.
+TensorList make_inputs(const ir::Program &p, uint64_t seed) {
+  TensorList out;
+  uint64_t state = seed * 0x9E3779B97F4A7C15ULL + 1;
+  auto next = [&] {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return double(state >> 11) / double(1ULL << 53);  // [0, 1)
+  };
+  for (ir::BufferId id : p.inputs) {
+    const ir::Buffer &b = p.buffer(id);
+    HostTensor h = HostTensor::zeros(b.type.dtype, b.type.sizes);
+    for (int64_t i = 0; i < h.numel(); ++i) {
+      double f = next() * 4 - 2;
+      int64_t n = int64_t(next() * 11) - 5;
+      switch (h.dtype) {
+        case DType::F64: h.ptr<double>()[i] = f; break;
+        case DType::F32: h.ptr<float>()[i] = float(f); break;
+        case DType::F16: h.ptr<uint16_t>()[i] = float_to_half(float(f)); break;
+        case DType::BF16: h.ptr<uint16_t>()[i] = float_to_bf16(float(f)); break;
+        case DType::I64: h.ptr<int64_t>()[i] = n; break;
+        case DType::I32: h.ptr<int32_t>()[i] = int32_t(n); break;
+        case DType::I16: h.ptr<int16_t>()[i] = int16_t(n); break;
+        case DType::I8: h.ptr<int8_t>()[i] = int8_t(n); break;
+        case DType::U8: h.ptr<uint8_t>()[i] = uint8_t(n + 5); break;
+        case DType::Bool: h.ptr<uint8_t>()[i] = uint8_t(n > 0); break;
+      }
+    }
+    out.emplace_back(b.name, std::move(h));
+  }
+  return out;
+}
+
+// Each output against `want` with the testing tiers' tolerance; empty when all match.
+std::string compare_outputs(const Compilation &c, const std::vector<HostTensor> &got,
+                            const std::vector<const HostTensor *> &want) {
+  if (got.size() != want.size()) return str_cat(got.size(), " outputs, expected ", want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    Tolerance tol = default_tolerance(want[i]->dtype, ir::max_reduction_size(c.lowered, c.lowered.outputs[i]));
+    Comparison cmp = compare(got[i], *want[i], tol);
+    if (!cmp.pass)
+      return str_cat(output_tensor_name(i), " ", got[i].describe(), ": ", cmp.mismatches, " mismatches, first ",
+                     cmp.first_mismatch, ", max abs error ", cmp.max_abs_error);
+  }
+  return "";
+}
+
+std::string compare_with_reference(const Compilation &c, const std::vector<HostTensor> &got, const TensorList &inputs) {
+  std::vector<HostTensor> ref = ir::interpret(c.lowered, inputs);
+  std::vector<const HostTensor *> want;
+  for (const HostTensor &r : ref) want.push_back(&r);
+  return compare_outputs(c, got, want);
+}
+
+// Bitwise equality of two runs' outputs.
+bool same_bits(const std::vector<HostTensor> &a, const std::vector<HostTensor> &b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i].dtype != b[i].dtype || a[i].sizes != b[i].sizes || a[i].data.size() != b[i].data.size() ||
+        std::memcmp(a[i].data.data(), b[i].data.data(), a[i].data.size()) != 0)
+      return false;
+  return true;
+}
+
+struct GraphCase {
+  std::string name;
+  std::string text;
+};
+
+// Small graphs, each aimed at one part of the dialect or of the executor.
+std::vector<GraphCase> graph_cases() {
+  const std::string head = "class GraphModule(torch.nn.Module):\n    def forward(self, ";
+  return {
+      {"pointwise chain", head + R"(x: "f32[4099][1]cpu"):
+        mul: "f32[4099][1]cpu" = torch.ops.aten.mul.Tensor(x, 2)
+        add: "f32[4099][1]cpu" = torch.ops.aten.add.Tensor(mul, 1)
+        relu: "f32[4099][1]cpu" = torch.ops.aten.relu.default(add)
+        return (relu,)
+)"},
+      {"broadcast add and tanh", head + R"(x: "f32[64, 256][256, 1]cpu", y: "f32[256][1]cpu"):
+        add: "f32[64, 256][256, 1]cpu" = torch.ops.aten.add.Tensor(x, y)
+        tanh: "f32[64, 256][256, 1]cpu" = torch.ops.aten.tanh.default(add)
+        return (tanh,)
+)"},
+      {"softmax over the last dim (persistent rows)", head + R"(x: "f32[128, 1000][1000, 1]cpu"):
+        _softmax: "f32[128, 1000][1000, 1]cpu" = torch.ops.aten._softmax.default(x, -1, False)
+        return (_softmax,)
+)"},
+      {"sum of everything (split reduction, scratch)", head + R"(x: "f32[1000003][1]cpu"):
+        sum_1: "f32[][]cpu" = torch.ops.aten.sum.dim_IntList(x, [])
+        return (sum_1,)
+)"},
+      {"sum over dim 0", head + R"(x: "f32[512, 300][300, 1]cpu"):
+        sum_1: "f32[300][1]cpu" = torch.ops.aten.sum.dim_IntList(x, [0])
+        return (sum_1,)
+)"},
+      {"var_mean of long rows (looped reduction)", head + R"(x: "f32[16, 10000][10000, 1]cpu"):
+        var_mean = torch.ops.aten.var_mean.correction(x, [-1], correction = 1)
+        getitem: "f32[16][1]cpu" = var_mean[0]
+        getitem_1: "f32[16][1]cpu" = var_mean[1]
+        return (getitem, getitem_1)
+)"},
+      {"transposed add (tiles)", head + R"(x: "f32[256, 512][512, 1]cpu", y: "f32[512, 256][256, 1]cpu"):
+        permute: "f32[256, 512][1, 256]cpu" = torch.ops.aten.permute.default(y, [1, 0])
+        add: "f32[256, 512][512, 1]cpu" = torch.ops.aten.add.Tensor(x, permute)
+        return (add,)
+)"},
+      {"input with transposed strides", head + R"(x: "f32[32, 64][1, 32]cpu"):
+        relu: "f32[32, 64][1, 32]cpu" = torch.ops.aten.relu.default(x)
+        return (relu,)
+)"},
+      {"bf16 rmsnorm", head + R"(x: "bf16[64, 256][256, 1]cpu", w: "bf16[256][1]cpu"):
+        _to_copy: "f32[64, 256][256, 1]cpu" = torch.ops.aten._to_copy.default(x, dtype = torch.float32)
+        pow_1: "f32[64, 256][256, 1]cpu" = torch.ops.aten.pow.Tensor_Scalar(_to_copy, 2)
+        mean: "f32[64, 1][1, 1]cpu" = torch.ops.aten.mean.dim(pow_1, [-1], True)
+        add: "f32[64, 1][1, 1]cpu" = torch.ops.aten.add.Tensor(mean, 1e-06)
+        rsqrt: "f32[64, 1][1, 1]cpu" = torch.ops.aten.rsqrt.default(add)
+        mul: "f32[64, 256][256, 1]cpu" = torch.ops.aten.mul.Tensor(_to_copy, rsqrt)
+        _to_copy_1: "bf16[64, 256][256, 1]cpu" = torch.ops.aten._to_copy.default(mul, dtype = torch.bfloat16)
+        mul_1: "bf16[64, 256][256, 1]cpu" = torch.ops.aten.mul.Tensor(_to_copy_1, w)
+        return (mul_1,)
+)"},
+      {"integers and a comparison", head + R"(a: "i64[1000][1]cpu", b: "i64[1000][1]cpu"):
+        add: "i64[1000][1]cpu" = torch.ops.aten.add.Tensor(a, b)
+        gt: "b8[1000][1]cpu" = torch.ops.aten.gt.Tensor(a, b)
+        return (add, gt)
+)"},
+      {"outputs that alias an input and each other", head + R"(x: "f32[48, 80][80, 1]cpu"):
+        permute: "f32[80, 48][1, 80]cpu" = torch.ops.aten.permute.default(x, [1, 0])
+        exp: "f32[48, 80][80, 1]cpu" = torch.ops.aten.exp.default(x)
+        return (exp, permute, exp)
+)"},
+      {"matrix product (extern)", head + R"(a: "f32[64, 128][128, 1]cpu", b: "f32[128, 96][96, 1]cpu"):
+        mm: "f32[64, 96][96, 1]cpu" = torch.ops.aten.mm.default(a, b)
+        return (mm,)
+)"},
+      {"matrix product then a reduction", head + R"(a: "f32[64, 128][128, 1]cpu", b: "f32[128, 96][96, 1]cpu"):
+        mm: "f32[64, 96][96, 1]cpu" = torch.ops.aten.mm.default(a, b)
+        amax: "f32[64][1]cpu" = torch.ops.aten.amax.default(mm, [1])
+        return (amax,)
+)"},
+  };
+}
+
+void check_graph_cases() {
+  for (const GraphCase &gc : graph_cases()) {
+    run_check(gc.name, [&] {
+      Compiled c = compile_for_gpu(frontend::parse_graph(gc.text, "test.py"));
+      TensorList inputs = make_inputs(c.c.lowered, 1);
+      return compare_with_reference(c.c, c.program->run(inputs), inputs);
+    });
+  }
+}
+
+// The bundled examples against PyTorch eager, as scripts/gpu_check.sh runs them through
+// the command line; here through CudaProgram alone.
+void check_case_dirs(const std::vector<std::filesystem::path> &dirs) {
+  for (const auto &dir : dirs) {
+    run_check("eager: " + dir.filename().string(), [&] {
+      Compiled c = compile_for_gpu(frontend::parse_graph_file((dir / "graph.py").string()));
+      TensorList inputs = read_safetensors((dir / "inputs.safetensors").string());
+      TensorList expected = read_safetensors((dir / "expected.safetensors").string());
+      std::vector<const HostTensor *> want;
+      for (size_t i = 0; i < c.c.lowered.outputs.size(); ++i) {
+        want.push_back(find_tensor(expected, output_tensor_name(i)));
+        if (!want.back()) return str_cat("expected.safetensors has no ", output_tensor_name(i));
+      }
+      return compare_outputs(c.c, c.program->run(inputs), want);
+    });
+  }
+}
+
+// The executor's contract on one graph with a split reduction (scratch in the arena), an
+// intermediate and two outputs.
+void check_contract() {
+  const char *text = R"(class GraphModule(torch.nn.Module):
+    def forward(self, x: "f32[300, 4000][4000, 1]cpu"):
+        exp: "f32[300, 4000][4000, 1]cpu" = torch.ops.aten.exp.default(x)
+        sum_1: "f32[300][1]cpu" = torch.ops.aten.sum.dim_IntList(exp, [1])
+        sum_2: "f32[][]cpu" = torch.ops.aten.sum.dim_IntList(x, [])
+        return (sum_1, sum_2)
+)";
+  std::unique_ptr<Compiled> shared;
+  TensorList inputs;
+  std::vector<HostTensor> first;
+  run_check("contract: compile and run", [&] {
+    shared = std::make_unique<Compiled>(compile_for_gpu(frontend::parse_graph(text, "contract.py")));
+    inputs = make_inputs(shared->c.lowered, 7);
+    first = shared->program->run(inputs);
+    return compare_with_reference(shared->c, first, inputs);
+  });
+  if (!shared) return;
+  const CudaProgram &program = *shared->program;
+
+  run_check("contract: a second call gives the same bits", [&] {
+    return same_bits(program.run(inputs), first) ? "" : "the outputs differ";
+  });
+  run_check("contract: on the caller's stream", [&] {
+    cuda::Stream stream;
+    return same_bits(program.run(inputs, stream.get()), first) ? "" : "the outputs differ";
+  });
+  run_check("contract: concurrent calls from 4 threads", [&] {
+    std::vector<std::string> problems(4);
+    std::vector<std::thread> threads;
+    for (size_t t = 0; t < problems.size(); ++t)
+      threads.emplace_back([&, t] {
+        try {
+          for (int i = 0; i < 10 && problems[t].empty(); ++i)
+            if (!same_bits(program.run(inputs), first)) problems[t] = str_cat("thread ", t, " call ", i, " differs");
+        } catch (const std::exception &e) {
+          problems[t] = e.what();
+        }
+      });
+    for (auto &th : threads) th.join();
+    for (const auto &p : problems)
+      if (!p.empty()) return p;
+    return std::string();
+  });
+  run_check("contract: median_seconds", [&] {
+    double t = program.median_seconds(inputs, 20);
+    std::printf("     median %.1f us per call\n", t * 1e6);
+    return t > 0 && std::isfinite(t) && t < 1.0 ? "" : str_cat("median ", t, " s");
+  });
+  run_check("contract: describe names every step", [&] {
+    std::vector<std::string> lines = program.describe();
+    if (lines.size() != program.program().steps.size())
+      return str_cat(lines.size(), " lines for ", program.program().steps.size(), " steps");
+    for (const std::string &line : lines) {
+      std::printf("     %s\n", line.c_str());
+      size_t colon = line.find(": ");
+      if (colon == std::string::npos || colon == 0) return "a line without its step's name: " + line;
+    }
+    return std::string();
+  });
+  run_check("contract: a missing input is a UserError", [&] {
+    try {
+      program.run({});
+      return std::string("no error");
+    } catch (const UserError &e) {
+      return e.message() == "missing input tensor 'x'" ? std::string() : "message: " + e.message();
+    }
+  });
+  run_check("contract: a mistyped input is a UserError", [&] {
+    TensorList wrong;
+    wrong.emplace_back("x", HostTensor::zeros(DType::F32, {300, 3999}));
+    try {
+      program.run(wrong);
+      return std::string("no error");
+    } catch (const UserError &e) {
+      return e.message().find("input 'x' is f32[300, 3999]") == 0 ? std::string() : "message: " + e.message();
+    }
+  });
+  run_check("contract: the program still runs after errors", [&] {
+    return same_bits(program.run(inputs), first) ? "" : "the outputs differ";
+  });
+}
+
+int run(int argc, char **argv) {
+  if (!cuda::available()) {
+    report("cuda driver", false, cuda::unavailable_reason());
+    return 1;
+  }
+  const cuda::Device &device = cuda::Device::get();
+  std::printf("GPU 0: capability %d, %d multiprocessors; Triton %s (%s)\n", device.capability(),
+              device.multiprocessors(), triton_version().c_str(), triton_python().c_str());
+  check_graph_cases();
+  check_contract();
+  std::vector<std::filesystem::path> dirs;
+  for (int i = 1; i < argc; ++i) dirs.emplace_back(argv[i]);
+  if (argc <= 1 && std::filesystem::is_directory("examples"))
+    for (const auto &e : std::filesystem::directory_iterator("examples"))
+      if (std::filesystem::exists(e.path() / "graph.py")) dirs.push_back(e.path());
+  std::sort(dirs.begin(), dirs.end());
+  check_case_dirs(dirs);
+  std::printf("%s: %d failed\n", failures == 0 ? "PASS" : "FAIL", failures);
+  return failures == 0 ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace coil
+
+int main(int argc, char **argv) {
+  try {
+    return coil::run(argc, argv);
+  } catch (const std::exception &e) {
+    std::printf("FAIL: %s\n", e.what());
+    return 1;
+  }
+}
