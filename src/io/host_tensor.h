@@ -108,4 +108,27 @@ uint16_t float_to_half(float value);
 float bf16_to_float(uint16_t bits);
 uint16_t float_to_bf16(float value);
 
+/// Visits the row-major points of `sizes`, calling f(flat, offset): the point's position in
+/// row-major order and its element offset under `strides` from `offset`. Nothing for an
+/// empty shape's zero points.
+template <typename F>
+void for_each_offset(const std::vector<int64_t> &sizes, const std::vector<int64_t> &strides, int64_t offset, F &&f) {
+  for (int64_t s : sizes)
+    if (s == 0) return;
+  std::vector<int64_t> idx(sizes.size(), 0);
+  int64_t flat = 0;
+  while (true) {
+    int64_t at = offset;
+    for (size_t d = 0; d < idx.size(); ++d) at += idx[d] * strides[d];
+    f(flat++, at);
+    size_t d = idx.size();
+    while (d > 0) {
+      if (++idx[d - 1] < sizes[d - 1]) break;
+      idx[d - 1] = 0;
+      --d;
+    }
+    if (d == 0) return;
+  }
+}
+
 }  // namespace coil

@@ -29,26 +29,6 @@ using cuda::CUstream;
 constexpr int64_t kMaxGridX = std::numeric_limits<int32_t>::max();
 constexpr int64_t kMaxGridYZ = 65535;
 
-// Visits the row-major points of `sizes`, with the strided offset of each.
-template <typename F>
-void for_each_offset(const Shape &sizes, const Shape &strides, int64_t offset, F &&f) {
-  for (int64_t s : sizes)
-    if (s == 0) return;
-  std::vector<int64_t> idx(sizes.size(), 0);
-  int64_t flat = 0;
-  while (true) {
-    int64_t at = offset;
-    for (size_t d = 0; d < idx.size(); ++d) at += idx[d] * strides[d];
-    f(flat++, at);
-    size_t d = idx.size();
-    while (d > 0) {
-      if (++idx[d - 1] < sizes[d - 1]) break;
-      idx[d - 1] = 0;
-      --d;
-    }
-    if (d == 0) return;
-  }
-}
 
 const char *place_name(GpuPlace::Kind k) {
   switch (k) {

@@ -15,16 +15,6 @@
 namespace coil {
 namespace {
 
-std::vector<std::string> lines_of(const std::string &text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    while (!line.empty() && (line.back() == ' ' || line.back() == '\r')) line.pop_back();
-    out.push_back(line);
-  }
-  return out;
-}
-
 class Golden : public testing::TestWithParam<std::string> {};
 
 TEST_P(Golden, GeneratedCppIsUnchanged) {
@@ -33,17 +23,7 @@ TEST_P(Golden, GeneratedCppIsUnchanged) {
   codegen::CppOptions avx512;
   avx512.vector_bytes = 64;
   std::string source = codegen::generate_cpp(c.schedule, avx512);
-  auto golden = dir / "kernel.cpp";
-  if (std::getenv("COIL_UPDATE_GOLDEN")) std::ofstream(golden) << source;
-  std::ifstream in(golden);
-  ASSERT_TRUE(in) << "no golden file " << golden << " (COIL_UPDATE_GOLDEN=1 writes it)";
-  std::stringstream want;
-  want << in.rdbuf();
-  auto a = lines_of(source), b = lines_of(want.str());
-  for (size_t i = 0; i < std::max(a.size(), b.size()); ++i) {
-    std::string got = i < a.size() ? a[i] : "<end>", expected = i < b.size() ? b[i] : "<end>";
-    ASSERT_EQ(got, expected) << golden.string() << ":" << i + 1 << ": the first line that differs";
-  }
+  test::expect_matches_golden(dir / "kernel.cpp", source);
 }
 
 INSTANTIATE_TEST_SUITE_P(Seed, Golden, testing::Values("square", "sum", "relu_chain", "add_mul_add"),

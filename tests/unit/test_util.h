@@ -1,11 +1,15 @@
 // Shared helpers for coil's unit tests.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -51,6 +55,29 @@ inline std::string user_error_of(const std::function<void()> &fn) {
 inline std::string read_text(const std::filesystem::path &path) {
   std::ifstream in(path);
   return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+/// Compares generated `source` with the golden file `golden` after normalization (trailing
+/// spaces), failing at the first line that differs; COIL_UPDATE_GOLDEN=1 rewrites the file
+/// after an intended change, and the diff is then reviewed like any other.
+inline void expect_matches_golden(const std::filesystem::path &golden, const std::string &source) {
+  if (std::getenv("COIL_UPDATE_GOLDEN")) std::ofstream(golden) << source;
+  std::ifstream in(golden);
+  ASSERT_TRUE(in) << "no golden file " << golden << " (COIL_UPDATE_GOLDEN=1 writes it)";
+  auto lines_of = [](const std::string &text) {
+    std::vector<std::string> out;
+    std::istringstream lines(text);
+    for (std::string line; std::getline(lines, line);) {
+      while (!line.empty() && (line.back() == ' ' || line.back() == '\r')) line.pop_back();
+      out.push_back(line);
+    }
+    return out;
+  };
+  auto a = lines_of(source), b = lines_of(read_text(golden));
+  for (size_t i = 0; i < std::max(a.size(), b.size()); ++i) {
+    std::string got = i < a.size() ? a[i] : "<end>", expected = i < b.size() ? b[i] : "<end>";
+    ASSERT_EQ(got, expected) << golden.string() << ":" << i + 1 << ": the first line that differs";
+  }
 }
 
 }  // namespace coil::test

@@ -43,16 +43,6 @@ std::map<std::string, std::string> interpreter_exceptions() {
   return out;
 }
 
-std::vector<std::string> lines_of(const std::string &text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    while (!line.empty() && (line.back() == ' ' || line.back() == '\r')) line.pop_back();
-    out.push_back(line);
-  }
-  return out;
-}
-
 // ---- golden files ------------------------------------------------------------------------
 
 class TritonGolden : public testing::TestWithParam<std::string> {};
@@ -65,17 +55,7 @@ TEST_P(TritonGolden, GeneratedTritonIsUnchanged) {
   std::string source;
   for (const codegen::GpuStep &st : g.steps)
     if (st.kind == codegen::GpuStep::Kind::Launch) source += g.kernels[size_t(st.kernel)].source + "\n\n";
-  auto golden = dir / "kernels.py";
-  if (std::getenv("COIL_UPDATE_GOLDEN")) std::ofstream(golden) << source;
-  std::ifstream in(golden);
-  ASSERT_TRUE(in) << "no golden file " << golden << " (COIL_UPDATE_GOLDEN=1 writes it)";
-  std::stringstream want;
-  want << in.rdbuf();
-  auto a = lines_of(source), b = lines_of(want.str());
-  for (size_t i = 0; i < std::max(a.size(), b.size()); ++i) {
-    std::string got = i < a.size() ? a[i] : "<end>", expected = i < b.size() ? b[i] : "<end>";
-    ASSERT_EQ(got, expected) << golden.string() << ":" << i + 1 << ": the first line that differs";
-  }
+  test::expect_matches_golden(dir / "kernels.py", source);
 }
 
 // The square over 1000 f32 (a mask), a persistent softmax over rows of 1000, a looped sum

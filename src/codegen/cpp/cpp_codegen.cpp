@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "codegen/common/access.h"
 #include "codegen/common/writer.h"
 #include "codegen/cpp/cpp_extern.h"
 #include "codegen/cpp/cpp_ops.h"
@@ -108,17 +109,11 @@ class KernelEmitter {
   // ---- parameters ------------------------------------------------------------------------
 
   void collect_params() {
-    std::set<BufferId> seen;
-    auto add = [&](BufferId b) {
-      if (b >= 0 && !contains(k_.internal, b) && seen.insert(b).second) params_.push_back(b);
-    };
-    for (int n : k_.nodes) {
-      for (BufferId b : p_.nodes[size_t(n)].reads()) add(b);
-      for (BufferId b : p_.nodes[size_t(n)].outputs) add(b);
-    }
-    int ins = 0, outs = 0;
-    for (BufferId b : params_) names_[b] = written(b) ? "out_ptr" + std::to_string(outs++) : "in_ptr" + std::to_string(ins++);
+    KernelParams params = kernel_params(p_, k_);
+    params_ = std::move(params.order);
+    names_ = std::move(params.names);
   }
+
 
   bool written(BufferId b) const { return contains(k_.stores, b); }
 
@@ -461,20 +456,9 @@ class KernelEmitter {
     return std::max<int64_t>(ops, 1);
   }
 
-  // Whether a load walks the last two dims the other way round from the store (x + y.t()):
-  // then both are cut into square tiles, so that the lines of both stay in cache.
-  bool tile_last_two_dims() const {
-    int n = int(k_.ranges.size());
-    if (n < 2 || k_.ranges[size_t(n - 1)] < 16 || k_.ranges[size_t(n - 2)] < 16) return false;
-    for (int m : k_.nodes)
-      for (const Instr &i : p_.nodes[size_t(m)].body.instrs) {
-        if (i.op != Op::Load || !i.indirect.empty() || contains(k_.internal, i.buffer)) continue;
-        ir::AccessFact last = ir::access_of(i.index, VarId{n - 1}, ranges_), prev = ir::access_of(i.index, VarId{n - 2}, ranges_);
-        if (last.kind != ir::Access::Contiguous && last.kind != ir::Access::Broadcast && prev.kind == ir::Access::Contiguous)
-          return true;
-      }
-    return false;
-  }
+  // When a load walks the last two dims the other way round from the store (x + y.t()),
+  // both are cut into square tiles, so that the lines of both stay in cache.
+  bool tile_last_two_dims() const { return loads_transposed_in_last_two_dims(p_, k_); }
 
   void emit_tiled_pointwise() {
     const int64_t tile = 32;
@@ -808,22 +792,11 @@ class KernelEmitter {
     return n.kind == ir::NodeKind::Pointwise && !n.reduction_ranges.empty();
   }
 
-  // Whether to run lanes of the last kept dim side by side in each pass: when the
-  // reduced elements are far apart in memory and neighbouring rows are contiguous (a sum
-  // over dim 0), the pass reads whole cache lines and vectorizes across rows.
+  // Lanes of the last kept dim run side by side in each pass when the reduced elements are
+  // far apart in memory and neighbouring rows are contiguous (a sum over dim 0): the pass
+  // then reads whole cache lines and vectorizes across rows.
   bool tile_over_last_kept_dim() const {
-    if (k_.ranges.empty() || k_.reduction_ranges.empty() || k_.ranges.back() < 16) return false;
-    int n = int(k_.ranges.size()), rr = -1;
-    for (size_t d = 0; d < k_.reduction_ranges.size(); ++d)
-      if (k_.reduction_ranges[d] > 1) rr = n + int(d);
-    if (rr < 0) return false;
-    for (int m : k_.nodes)
-      for (const Instr &i : p_.nodes[size_t(m)].body.instrs) {
-        if (i.op != Op::Load || !i.indirect.empty() || contains(k_.internal, i.buffer)) continue;
-        ir::AccessFact fx = ir::access_of(i.index, VarId{n - 1}, ranges_), fr = ir::access_of(i.index, VarId{rr}, ranges_);
-        if (fx.kind == ir::Access::Contiguous && fr.kind != ir::Access::Contiguous) return true;
-      }
-    return false;
+    return !k_.ranges.empty() && k_.ranges.back() >= 16 && rows_contiguous_across_reduction(p_, k_);
   }
 
   void open_lanes(int64_t block) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <set>
 
+#include "codegen/common/access.h"
 #include "codegen/common/writer.h"
 #include "codegen/cpp/cpp_wrapper.h"
 #include "codegen/triton/triton_ops.h"
@@ -77,17 +78,11 @@ class TritonEmitter {
   // ---- parameters ------------------------------------------------------------------------
 
   void collect_params() {
-    std::set<BufferId> seen;
-    auto add = [&](BufferId b) {
-      if (b >= 0 && !contains(k_.internal, b) && seen.insert(b).second) params_.push_back(b);
-    };
-    for (int n : k_.nodes) {
-      for (BufferId b : p_.nodes[size_t(n)].reads()) add(b);
-      for (BufferId b : p_.nodes[size_t(n)].outputs) add(b);
-    }
-    int ins = 0, outs = 0;
-    for (BufferId b : params_) names_[b] = contains(k_.stores, b) ? "out_ptr" + std::to_string(outs++) : "in_ptr" + std::to_string(ins++);
+    KernelParams params = kernel_params(p_, k_);
+    params_ = std::move(params.order);
+    names_ = std::move(params.names);
   }
+
 
   // ---- one generated kernel ------------------------------------------------------------------
 
@@ -418,20 +413,9 @@ class TritonEmitter {
 
   // ---- pointwise --------------------------------------------------------------------------
 
-  // Whether a load walks the last two dims the other way round from the store (x + y.t()):
-  // then the kernel runs in YBLOCK x XBLOCK tiles, so that loads and stores both coalesce.
-  bool tile_last_two_dims() const {
-    int n = int(k_.ranges.size());
-    if (n < 2 || k_.ranges[size_t(n - 1)] < 16 || k_.ranges[size_t(n - 2)] < 16) return false;
-    for (int m : k_.nodes)
-      for (const Instr &i : p_.nodes[size_t(m)].body.instrs) {
-        if (i.op != Op::Load || !i.indirect.empty() || contains(k_.internal, i.buffer)) continue;
-        ir::AccessFact last = ir::access_of(i.index, VarId{n - 1}, ranges_), prev = ir::access_of(i.index, VarId{n - 2}, ranges_);
-        if (last.kind != ir::Access::Contiguous && last.kind != ir::Access::Broadcast && prev.kind == ir::Access::Contiguous)
-          return true;
-      }
-    return false;
-  }
+  // When a load walks the last two dims the other way round from the store (x + y.t()),
+  // the kernel runs in YBLOCK x XBLOCK tiles, so that loads and stores both coalesce.
+  bool tile_last_two_dims() const { return loads_transposed_in_last_two_dims(p_, k_); }
 
   void set_index_bits() {
     int64_t most = checked_numel(k_.ranges) * std::max<int64_t>(checked_numel(k_.reduction_ranges), 1);
@@ -479,22 +463,9 @@ class TritonEmitter {
 
   static bool is_inner_member(const Node &n) { return n.kind == ir::NodeKind::Pointwise && !n.reduction_ranges.empty(); }
 
-  // Whether a load is contiguous along the last kept dim and not along the reduced one (a
-  // sum over dim 0): then a block holds many rows side by side, so that loads coalesce.
-  bool rows_side_by_side() const {
-    if (k_.ranges.empty() || k_.reduction_ranges.empty()) return false;
-    int n = int(k_.ranges.size()), rr = -1;
-    for (size_t d = 0; d < k_.reduction_ranges.size(); ++d)
-      if (k_.reduction_ranges[d] > 1) rr = n + int(d);
-    if (rr < 0) return false;
-    for (int m : k_.nodes)
-      for (const Instr &i : p_.nodes[size_t(m)].body.instrs) {
-        if (i.op != Op::Load || !i.indirect.empty() || contains(k_.internal, i.buffer)) continue;
-        ir::AccessFact fx = ir::access_of(i.index, VarId{n - 1}, ranges_), fr = ir::access_of(i.index, VarId{rr}, ranges_);
-        if (fx.kind == ir::Access::Contiguous && fr.kind != ir::Access::Contiguous) return true;
-      }
-    return false;
-  }
+  // When loads are contiguous along the last kept dim and not along the reduced one (a sum
+  // over dim 0), a block holds many rows side by side, so that loads coalesce.
+  bool rows_side_by_side() const { return rows_contiguous_across_reduction(p_, k_); }
 
   // The split of a reduction to few rows across programs: the number of programs per row,
   // or 1. Only for a single pass of combinable reductions followed by row values.

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <map>
 
+#include "codegen/common/access.h"
 #include "support/error.h"
 
 namespace coil::codegen {
@@ -220,17 +221,7 @@ std::string comparison(Op op) {
 
 std::string triton_index(const ir::Expr &index, const std::function<std::string(ir::VarId)> &name,
                          const ir::Ranges &ranges, std::set<std::string> &helpers) {
-  std::string out;
-  for (const ir::Term &t : index.terms()) {
-    std::string term;
-    for (const ir::Atom &a : t.factors) term += (term.empty() ? "" : "*") + atom(a, name, ranges, helpers);
-    if (t.coeff != 1) term = term + "*" + std::to_string(t.coeff);
-    out += (out.empty() ? "" : " + ") + term;
-  }
-  if (index.constant() != 0 || out.empty())
-    out += (out.empty() ? "" : index.constant() < 0 ? " - " : " + ") +
-           std::to_string(out.empty() ? index.constant() : std::llabs(index.constant()));
-  return out;
+  return sum_of_terms(index, [&](const ir::Atom &a) { return atom(a, name, ranges, helpers); });
 }
 
 std::string triton_cast(const std::string &v, DType from, DType to) {

@@ -1,0 +1,361 @@
+"""coil's Triton GPU backend against PyTorch eager and torch.compile (Inductor) on CUDA.
+
+Run on purpose, not as a test, on a machine with an NVIDIA GPU:
+
+    python3 bench/gpu_bench.py [--only NAME]... [--reps R] [--calls N] [--json FILE] [--coil PATH]
+
+The workloads are cpu_bench's kernel suite (64M-float vectors, 8192x4096 matrices). For each
+one the script:
+- exports the aten graph with torch.export (cpu_bench.export_graph, CPU example inputs: the
+  graph's `cpu` annotations do not matter, coil compiles it for the GPU) and writes the
+  inputs, by placeholder name, to inputs.safetensors;
+- times `coil compile --device cuda` cold (a fresh process, empty coil and Triton caches, so
+  it includes Triton's compile of every kernel) and warm (the same command, same caches);
+- checks coil once against eager's outputs on the GPU (`coil run --expect`), FAIL in the
+  table when they differ;
+- times, in --reps rounds that take turns: `coil run --device cuda --bench N` (its median
+  per call), eager and torch.compile (default mode) in this process (N calls after 3
+  warm-up calls, each call between two CUDA events, median); each figure is the median of
+  the rounds' medians;
+- times Inductor's compile cold (a fresh Python process with empty Inductor and Triton
+  caches, measured as the first call) and warm (a second fresh process, same caches).
+The bytes each workload must move at least are given as a share of a device-to-device copy
+of 256 MiB timed in the same run (read + write).
+
+Caveat: what is timed per call is not quite the same thing. coil's figure covers its kernel
+launches with the inputs already on the device and its outputs allocated once (no host
+copies); eager's and Inductor's cover whole Python calls, with their dispatch, launch
+overhead and output allocation. Both are per call and both between CUDA events, with the
+host waiting for each call to finish; at these sizes (more than 100 us per call) the
+overhead is a small share.
+"""
+import argparse
+import json
+import math
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import torch
+
+BENCH = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(BENCH)
+sys.path.insert(0, BENCH)
+import cpu_bench  # noqa: E402  (the workload list and the export are shared with the CPU benchmark)
+
+COPY_BYTES = 256 * 1024 * 1024
+MEDIAN_RE = re.compile(r"median ([-+0-9.eE]+|nan|inf) us per call")
+
+
+def commit():
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+        if head.returncode != 0:
+            return "unknown", False
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
+                               capture_output=True, text=True)
+        return head.stdout.strip(), bool(dirty.stdout.strip())
+    except OSError:
+        return "unknown", False
+
+
+def triton_version():
+    try:
+        import triton
+        return triton.__version__
+    except ImportError:
+        return "not installed"
+
+
+def tail(text, lines=8):
+    return "\n".join(text.strip().splitlines()[-lines:])
+
+
+def placeholder_names(graph_path):
+    """The graph's inputs in order, as its forward's parameters name them."""
+    with open(graph_path) as f:
+        text = f.read()
+    m = re.search(r"def forward\(self,?(.*?)\):", text, re.S)
+    if not m:
+        raise RuntimeError(f"no forward signature in {graph_path}")
+    return re.findall(r"(\w+)\s*:\s*\"", m.group(1))
+
+
+def host(t):
+    """A contiguous CPU tensor that owns its memory, as safetensors wants."""
+    return t.detach().to("cpu").contiguous().clone()
+
+
+def as_list(out):
+    return list(out) if isinstance(out, (tuple, list)) else [out]
+
+
+def save_tensors(tensors, path):
+    from safetensors.torch import save_file
+    save_file({k: host(v) for k, v in tensors.items()}, path)
+
+
+def run_coil(coil, args, cache, env_extra=None):
+    """Runs coil with its cache (and Triton's) in `cache`; returns (seconds, CompletedProcess)."""
+    env = dict(os.environ, COIL_CACHE_DIR=os.path.join(cache, "coil"), TRITON_CACHE_DIR=os.path.join(cache, "triton"))
+    env.update(env_extra or {})
+    start = time.perf_counter()
+    r = subprocess.run([coil] + args, env=env, capture_output=True, text=True)
+    return time.perf_counter() - start, r
+
+
+def fresh_dir(path):
+    shutil.rmtree(path, ignore_errors=True)
+    os.makedirs(path)
+    return path
+
+
+INDUCTOR_FIRST_CALL = """
+import sys, time, torch
+sys.path.insert(0, {bench!r})
+import cpu_bench
+torch.set_grad_enabled(False)
+torch.manual_seed(0)
+f, make, _ = cpu_bench.workloads()[{name!r}]
+x = [t.cuda() for t in make()]
+torch.cuda.synchronize()
+g = torch.compile(cpu_bench.Fn(f))
+t = time.perf_counter()
+g(*x)
+torch.cuda.synchronize()
+print("first call", time.perf_counter() - t)
+"""
+
+
+def inductor_first_call(name, cache):
+    """Seconds of the first call of torch.compile in a fresh Python process whose Inductor and
+    Triton caches are under `cache`: a cold compile when they are empty, warm otherwise."""
+    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=os.path.join(cache, "inductor"),
+               TRITON_CACHE_DIR=os.path.join(cache, "triton"))
+    r = subprocess.run([sys.executable, "-c", INDUCTOR_FIRST_CALL.format(bench=BENCH, name=name)],
+                       capture_output=True, text=True, env=env)
+    for line in reversed(r.stdout.splitlines()):
+        if line.startswith("first call "):
+            return float(line.split()[-1])
+    print(f"  inductor compile in a fresh process failed (exit {r.returncode}):\n{tail(r.stderr)}", flush=True)
+    return float("nan")
+
+
+def time_calls(fn, calls, warmup=3):
+    """Median microseconds of `calls` calls, each between two CUDA events on the current
+    stream and waited for before the next one starts, after `warmup` calls."""
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    times = []
+    for _ in range(calls):
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) * 1e3)
+    return statistics.median(times)
+
+
+def copy_bandwidth(calls):
+    """Bytes per second of a device-to-device copy of 256 MiB into a preallocated tensor,
+    counting the read and the write."""
+    src = torch.randn(COPY_BYTES // 4, device="cuda")
+    dst = torch.empty_like(src)
+    us = time_calls(lambda: dst.copy_(src), calls)
+    del src, dst
+    torch.cuda.empty_cache()
+    return 2 * COPY_BYTES / (us * 1e-6)
+
+
+def fmt(v, spec, missing="—"):
+    return missing if v is None or (isinstance(v, float) and math.isnan(v)) else format(v, spec)
+
+
+def markdown(rows):
+    cols = ["workload", "coil us", "eager us", "inductor us", "inductor/coil", "coil %bw", "inductor %bw",
+            "coil cold s", "coil warm s", "inductor cold s", "inductor warm s"]
+    out = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for r in rows:
+        coil_cell = fmt(r["coil_us"], ".1f")
+        if r["check"] == "FAIL":
+            coil_cell += " FAIL"
+        elif r["check"] not in ("PASS", None):
+            coil_cell = r["check"]
+        pct = lambda v: fmt(None if v is None else v * 100, ".0f") + ("%" if v is not None and not math.isnan(v) else "")
+        out.append("| " + " | ".join([
+            r["workload"], coil_cell, fmt(r["eager_us"], ".1f"), fmt(r["inductor_us"], ".1f"),
+            fmt(r["inductor_over_coil"], ".2f"), pct(r["coil_bw"]), pct(r["inductor_bw"]),
+            fmt(r["coil_cold_s"], ".2f"), fmt(r["coil_warm_s"], ".3f"), fmt(r["inductor_cold_s"], ".1f"),
+            fmt(r["inductor_warm_s"], ".2f")]) + " |")
+    return "\n".join(out)
+
+
+def bench_workload(name, f, make, min_bytes, args, work, bw):
+    row = dict(workload=name, min_bytes=min_bytes, check=None, coil_us=None, eager_us=None, inductor_us=None,
+               inductor_over_coil=None, coil_bw=None, inductor_bw=None, coil_cold_s=None, coil_warm_s=None,
+               inductor_cold_s=None, inductor_warm_s=None, coil_us_reps=[], eager_us_reps=[], inductor_us_reps=[])
+    d = fresh_dir(os.path.join(work, name))
+    graph = os.path.join(d, "graph.py")
+    in_file, expect_file = os.path.join(d, "inputs.safetensors"), os.path.join(d, "expected.safetensors")
+    coil_cache, ind_cache = os.path.join(d, "coil_cache"), os.path.join(d, "inductor_cache")
+
+    # The graph and its inputs, on the CPU.
+    torch.manual_seed(0)
+    inputs = make()
+    graph_inputs = cpu_bench.export_graph(f, inputs, graph)
+    names = placeholder_names(graph)
+    if len(names) != len(graph_inputs):
+        raise RuntimeError(f"{name}: the graph has {len(names)} placeholders ({names}) for {len(graph_inputs)} inputs")
+    save_tensors(dict(zip(names, graph_inputs)), in_file)
+
+    # coil's compile: cold with empty caches, warm from them.
+    fresh_dir(coil_cache)
+    compile_args = ["compile", graph, "--device", "cuda", "--out", os.path.join(d, "coil_out")]
+    cold, r = run_coil(args.coil, compile_args, coil_cache)
+    if r.returncode != 0:
+        print(f"  coil compile failed:\n{tail(r.stderr)}", flush=True)
+        row["check"] = "compile failed"
+    else:
+        row["coil_cold_s"] = cold
+        warm, r = run_coil(args.coil, compile_args, coil_cache)
+        row["coil_warm_s"] = warm if r.returncode == 0 else None
+
+    if args.dry_run:
+        # No GPU needed: eager's outputs from the CPU, and coil's check of both files' names,
+        # dtypes and sizes against the graph.
+        save_tensors({f"out{i}": o for i, o in enumerate(as_list(f(*inputs)))}, expect_file)
+        _, r = run_coil(args.coil, ["check", graph, "--inputs", in_file, "--expect", expect_file], coil_cache)
+        if r.returncode != 0:
+            print(f"  coil check of the tensor files failed:\n{tail(r.stdout + r.stderr)}", flush=True)
+        row["check"] = row["check"] or ("files ok" if r.returncode == 0 else "files FAIL")
+        return row
+
+    # Correctness: coil once against eager's outputs from the GPU.
+    dev_inputs = [t.cuda() for t in inputs]
+    save_tensors({f"out{i}": o for i, o in enumerate(as_list(f(*dev_inputs)))}, expect_file)
+    coil_ok = row["check"] is None
+    if coil_ok:
+        _, r = run_coil(args.coil, ["run", graph, "--device", "cuda", "--inputs", in_file, "--expect", expect_file],
+                        coil_cache)
+        row["check"] = "PASS" if r.returncode == 0 else "FAIL"
+        if r.returncode != 0:
+            print(f"  coil's check against eager (exit {r.returncode}):\n{tail(r.stdout + r.stderr)}", flush=True)
+            coil_ok = " PASS" in r.stdout or " FAIL" in r.stdout  # a wrong answer is still timed; an error is not
+
+    # Kernel times: coil, eager and Inductor taking turns.
+    torch._dynamo.reset()  # one Fn.forward for every workload: keep earlier compiles from counting as recompiles
+    compiled = torch.compile(cpu_bench.Fn(f))
+    compiled(*dev_inputs)
+    for _ in range(args.reps):
+        if coil_ok:
+            _, r = run_coil(args.coil, ["run", graph, "--device", "cuda", "--inputs", in_file, "--bench",
+                                        str(args.calls)], coil_cache)
+            m = MEDIAN_RE.search(r.stdout)
+            if r.returncode != 0 or not m:
+                print(f"  coil run --bench failed (exit {r.returncode}):\n{tail(r.stdout + r.stderr)}", flush=True)
+                coil_ok = False
+            else:
+                row["coil_us_reps"].append(float(m.group(1)))
+        row["eager_us_reps"].append(time_calls(lambda: f(*dev_inputs), args.calls))
+        row["inductor_us_reps"].append(time_calls(lambda: compiled(*dev_inputs), args.calls))
+    del compiled, dev_inputs
+    torch._dynamo.reset()
+    torch.cuda.empty_cache()
+
+    for k in ("coil", "eager", "inductor"):
+        reps = row[f"{k}_us_reps"]
+        row[f"{k}_us"] = statistics.median(reps) if reps else None
+    if row["coil_us"] and row["inductor_us"]:
+        row["inductor_over_coil"] = row["inductor_us"] / row["coil_us"]
+    for k in ("coil", "inductor"):
+        if row[f"{k}_us"]:
+            row[f"{k}_bw"] = min_bytes / (row[f"{k}_us"] * 1e-6) / bw
+
+    # Inductor's compile: cold in a fresh process with empty caches, warm in another from them.
+    fresh_dir(ind_cache)
+    row["inductor_cold_s"] = inductor_first_call(name, ind_cache)
+    row["inductor_warm_s"] = inductor_first_call(name, ind_cache)
+    return row
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--only", action="append", help="a workload to run (repeatable; default: all)")
+    ap.add_argument("--reps", type=int, default=5, help="rounds of timing, taking turns (default 5)")
+    ap.add_argument("--calls", type=int, default=100, help="timed calls per round and contender (default 100)")
+    ap.add_argument("--json", help="write every figure here too")
+    ap.add_argument("--coil", default=os.path.join(ROOT, "build", "coil"), help="the coil binary (default build/coil)")
+    ap.add_argument("--work", help="keep the graphs, tensor files and caches in this folder (default: a temporary "
+                                   "folder, removed at the end)")
+    ap.add_argument("--dry-run", action="store_true",
+                    help="no GPU needed: export the graphs, write the tensor files (eager's outputs from the CPU), "
+                         "time coil's compiles and check the files with `coil check`; no kernel timing")
+    args = ap.parse_args()
+    args.coil = os.path.abspath(args.coil)
+    if not os.access(args.coil, os.X_OK):
+        sys.exit(f"no coil binary at {args.coil}: build it, or pass --coil PATH")
+    suite = cpu_bench.workloads()
+    for name in args.only or []:
+        if name not in suite:
+            sys.exit(f"unknown workload '{name}'; the suite has: {', '.join(suite)}")
+    if not args.dry_run and not torch.cuda.is_available():
+        sys.exit("torch sees no CUDA device (use --dry-run to check the export and compile steps without one)")
+    # coil compiles its Triton kernels in a helper Python: this one, which has torch's Triton,
+    # unless the caller chose another.
+    os.environ.setdefault("COIL_TRITON_PYTHON", sys.executable)
+    torch.set_grad_enabled(False)  # inference, as the compiled graphs compute
+
+    work = os.path.abspath(args.work) if args.work else tempfile.mkdtemp(prefix="coil_gpu_bench_")
+    os.makedirs(work, exist_ok=True)
+    head, dirty = commit()
+    info = dict(commit=head, uncommitted_changes=dirty, torch=torch.__version__, triton=triton_version(),
+                gpu=torch.cuda.get_device_name() if not args.dry_run else None, reps=args.reps, calls=args.calls,
+                dry_run=args.dry_run)
+    bw = None
+    if not args.dry_run:
+        bw = copy_bandwidth(max(args.calls, 20))
+        info["copy_bandwidth"] = bw
+    print(f"GPU: {info['gpu'] or 'none (dry run)'}; torch {info['torch']}, triton {info['triton']}; "
+          f"coil commit {head}{' with uncommitted changes' if dirty else ''}")
+    if bw:
+        print(f"copy bandwidth: {bw / 1e9:.0f} GB/s (read + write, 256 MiB device to device)")
+    print(f"reps {args.reps}, calls {args.calls}; files in {work}", flush=True)
+
+    rows = []
+    try:
+        for name, (f, make, min_bytes) in suite.items():
+            if args.only and name not in args.only:
+                continue
+            print(f"{name} ...", flush=True)
+            row = bench_workload(name, f, make, min_bytes, args, work, bw)
+            rows.append(row)
+            print(f"  coil {fmt(row['coil_us'], '.1f')} us, eager {fmt(row['eager_us'], '.1f')} us, inductor "
+                  f"{fmt(row['inductor_us'], '.1f')} us; check {row['check']}; compile coil "
+                  f"{fmt(row['coil_cold_s'], '.2f')}/{fmt(row['coil_warm_s'], '.3f')} s, inductor "
+                  f"{fmt(row['inductor_cold_s'], '.1f')}/{fmt(row['inductor_warm_s'], '.1f')} s (cold/warm)", flush=True)
+            if not args.work:  # the tensor files of the large inputs add up
+                shutil.rmtree(os.path.join(work, name), ignore_errors=True)
+    finally:
+        if not args.work:
+            shutil.rmtree(work, ignore_errors=True)
+
+    print()
+    print(markdown(rows))
+    ratios = [r["inductor_over_coil"] for r in rows if r["inductor_over_coil"] and r["check"] == "PASS"]
+    geo = statistics.geometric_mean(ratios) if ratios else None
+    if ratios:
+        print(f"\ngeometric mean of inductor/coil: {geo:.2f} (over {len(ratios)} workloads that passed the check)")
+    if args.json:
+        with open(args.json, "w") as out:
+            json.dump(dict(info, geomean_inductor_over_coil=geo, rows=rows), out, indent=1)
+
+
+if __name__ == "__main__":
+    main()
