@@ -15,19 +15,19 @@ one the script:
   table when they differ;
 - times, in --reps rounds that take turns: `coil run --device cuda --bench N` (its median
   per call), eager and torch.compile (default mode) in this process (N calls after 3
-  warm-up calls, each call between two CUDA events, median); each figure is the median of
-  the rounds' medians;
+  warm-up calls, in runs of 10 back-to-back calls between two CUDA events, the median per
+  call); each figure is the median of the rounds' medians;
 - times Inductor's compile cold (a fresh Python process with empty Inductor and Triton
   caches, measured as the first call) and warm (a second fresh process, same caches).
 The bytes each workload must move at least are given as a share of a device-to-device copy
 of 256 MiB timed in the same run (read + write).
 
-Caveat: what is timed per call is not quite the same thing. coil's figure covers its kernel
-launches with the inputs already on the device and its outputs allocated once (no host
-copies); eager's and Inductor's cover whole Python calls, with their dispatch, launch
-overhead and output allocation. Both are per call and both between CUDA events, with the
-host waiting for each call to finish; at these sizes (more than 100 us per call) the
-overhead is a small share.
+Both sides are timed the same way: runs of 10 calls back to back between one pair of CUDA
+events, so that the host's work for a call overlaps the GPU's work for the one before (timing
+each call alone between events, with a wait, charged Inductor about 50 us of Python per call
+on the GPU's clock). What a call does still differs: coil's figure covers its kernel launches
+with the inputs already on the device and its outputs allocated once; eager's and Inductor's
+cover whole Python calls, with their dispatch and output allocation.
 """
 import argparse
 import json
@@ -146,20 +146,28 @@ def inductor_first_call(name, cache):
     return float("nan")
 
 
+# Calls per timed run: back to back between one pair of CUDA events, so that the host's
+# work for one call (Python, dispatch, launches) overlaps the GPU's work for the one before,
+# as in a model; coil's `--bench` times its calls the same way (CudaProgram::median_seconds).
+RUN = 10
+
+
 def time_calls(fn, calls, warmup=3):
-    """Median microseconds of `calls` calls, each between two CUDA events on the current
-    stream and waited for before the next one starts, after `warmup` calls."""
+    """Median microseconds per call over runs of RUN back-to-back calls (`calls` in all, at
+    least one run), each run between two CUDA events on the current stream, after `warmup`
+    calls."""
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     times = []
-    for _ in range(calls):
+    for _ in range(max(calls // RUN, 1)):
         start.record()
-        fn()
+        for _ in range(RUN):
+            fn()
         end.record()
         end.synchronize()
-        times.append(start.elapsed_time(end) * 1e3)
+        times.append(start.elapsed_time(end) * 1e3 / RUN)
     return statistics.median(times)
 
 

@@ -61,9 +61,9 @@ class CudaProgram {
   /// a missing or mistyped input, and on a failed launch or extern call (naming its step).
   std::vector<HostTensor> run(const TensorList &inputs, cuda::CUstream stream = nullptr) const;
 
-  /// The median time of one call of the steps alone over `iterations` calls (after one
-  /// call to warm up), in seconds: the inputs are copied to the device and the outputs
-  /// allocated once. Timed with CUDA events on this object's stream.
+  /// The median time of one call of the steps alone, in seconds: `iterations` calls in runs
+  /// of 10 back to back, each run between two CUDA events on this object's stream (after
+  /// one run to warm up); the inputs are copied to the device and the outputs allocated once.
   double median_seconds(const TensorList &inputs, int iterations) const;
 
   /// One line per step, in order, for --explain:

@@ -166,7 +166,9 @@ class KernelEmitter {
   /// max, say) are splatted once.
   std::string as_vector(const std::string &value, DType t) {
     if (vector_values_.count(value)) return value;
-    return def(vt(t), vt(t) + "(" + value + ")");
+    std::string v = def(vt(t), vt(t) + "(" + value + ")");
+    splat_of_[v] = value;
+    return v;
   }
 
   /// Lanes of the vector loop over the innermost of `sizes`, or 0 when that loop has
@@ -348,9 +350,18 @@ class KernelEmitter {
 
   std::vector<std::string> emit_body(const ir::Body &body) {
     std::vector<std::string> v(body.instrs.size());
+    std::vector<std::string> keys = row_cache_.empty() ? std::vector<std::string>{} : structural_keys(body);
     for (size_t k = 0; k < body.instrs.size(); ++k) {
       const Instr &i = body.instrs[k];
       std::string type = vt(i.dtype), rhs;
+      const RowCache *cache = nullptr;
+      if (!keys.empty())
+        if (auto it = row_cache_.find(keys[k]); it != row_cache_.end()) cache = &it->second;
+      if (cache && cache->step < step_index_) {  // computed by an earlier pass over this row
+        std::string at = position();
+        v[k] = def(type, vlanes_ ? type + "::loadu(" + cache->name + " + " + at + ")" : cache->name + "[" + at + "]");
+        continue;
+      }
       switch (i.op) {
         case Op::Load:
           if (auto f = forwarded(i.buffer, i.index); f && i.indirect.empty() && i.args[0] < 0) {
@@ -377,11 +388,90 @@ class KernelEmitter {
             rounded_from_[v[k]] = args[0];  // a store converts the unrounded value once
             continue;
           }
+          // A division by a value of the row (softmax's sum): one reciprocal per row and a
+          // product per element, within an ulp and a half of the quotient.
+          if (i.op == Op::TrueDiv && vlanes_ && is_floating(i.dtype) && splat_of_.count(args[1])) {
+            std::string inverse = def(value_type(i.dtype), literal(1, i.dtype) + " / " + splat_of_.at(args[1]));
+            rhs = args[0] + " * " + as_vector(inverse, i.dtype);
+          }
         }
       }
       v[k] = def(type, rhs);
+      if (cache && cache->step == step_index_) {  // a later pass over this row reads it back
+        std::string at = position();
+        w_.line(vlanes_ ? v[k] + ".storeu(" + cache->name + " + " + at + ");" : cache->name + "[" + at + "] = " + v[k] + ";");
+      }
     }
     return v;
+  }
+
+  // ---- values passed from one pass over a row to a later one --------------------------------
+
+  /// A value two passes over a row compute alike (softmax's exp(x - max), in the pass that
+  /// sums it and the pass that divides by the sum): the first writes it to a row buffer, the
+  /// later ones read it back instead of computing it again.
+  struct RowCache {
+    int step = 0;      // the pass that computes it
+    std::string name;  // the row buffer
+  };
+
+  /// A key per value of `body` that is equal for values computed alike from the same
+  /// memory: loads by buffer and index, ops by op, dtype and operands.
+  std::vector<std::string> structural_keys(const ir::Body &body) const {
+    std::vector<std::string> keys(body.instrs.size());
+    for (size_t k = 0; k < body.instrs.size(); ++k) {
+      const Instr &i = body.instrs[k];
+      std::string key = std::string(ir::op_name(i.op)) + ":" + std::string(short_name(i.dtype));
+      if (i.op == Op::Load) {
+        if (!i.indirect.empty() || i.args[0] >= 0) key += "#" + std::to_string(unshared_keys_++);  // never shared
+        key += "(" + p_.buffer(i.buffer).name + "[" + ir::str(ir::simplify(i.index, ranges_)) + "])";
+      } else if (i.op == Op::Constant) {
+        key += "(" + literal(i.value, i.dtype) + ")";
+      } else if (i.op == Op::Index) {
+        key += "(" + ir::str(ir::simplify(i.index, ranges_)) + ")";
+      } else {
+        key += "(";
+        for (int a = 0; a < ir::op_arity(i.op); ++a) key += (a ? "," : "") + keys[size_t(i.args[size_t(a)])];
+        key += ")";
+      }
+      keys[k] = key;
+    }
+    return keys;
+  }
+
+  static bool costly(Op op) {
+    switch (op) {
+      case Op::Exp: case Op::Exp2: case Op::Expm1: case Op::Log: case Op::Log1p: case Op::Log2: case Op::Tanh:
+      case Op::Sigmoid: case Op::Erf: case Op::Pow: case Op::Sin: case Op::Cos: case Op::Tan: case Op::Atan2: return true;
+      default: return false;
+    }
+  }
+
+  /// The row buffers of a reduction kernel whose rows run on threads: costly values of
+  /// floating type that a later pass computes again, while a row of each fits in 32 KiB.
+  void plan_row_cache() {
+    int64_t rn = checked_numel(k_.reduction_ranges);
+    if (rn <= 0) return;
+    std::map<std::string, int> first;  // key -> the pass that computes it first
+    int step = 0;
+    for (const ir::Step &s : k_.steps) {
+      ++step;
+      if (!s.inner) continue;
+      for (int n : s.nodes) {
+        const ir::Body &body = p_.nodes[size_t(n)].body;
+        std::vector<std::string> keys = structural_keys(body);
+        for (size_t k = 0; k < keys.size(); ++k) {
+          const Instr &i = body.instrs[k];
+          if (!costly(i.op) || !is_floating(i.dtype) || rn * itemsize(i.dtype) > 32768) continue;
+          auto [it, inserted] = first.emplace(keys[k], step);
+          if (!inserted && it->second < step && !row_cache_.count(keys[k]) && row_cache_.size() < 2) {
+            std::string name = "row_value" + std::to_string(row_cache_.size());
+            row_cache_[keys[k]] = {it->second, name};
+            w_.line("alignas(64) " + value_type(i.dtype) + " " + name + "[" + std::to_string(rn) + "];");
+          }
+        }
+      }
+    }
   }
 
   // Stores value `v` (of dtype `from`) as output `out` of node `n` at its store index.
@@ -915,7 +1005,10 @@ class KernelEmitter {
     int outer = open_loops(k_.ranges, 0, true, false, work);
     if (outer == 0) w_.open("");
     push();
+    if (outer > 0) plan_row_cache();  // a row per thread: its buffers on the thread's stack
+    step_index_ = 0;
     for (const ir::Step &step : k_.steps) {
+      ++step_index_;
       if (!step.inner) {
         for (int n : step.nodes) emit_pointwise_member(p_.nodes[size_t(n)]);
         continue;
@@ -936,6 +1029,7 @@ class KernelEmitter {
       for (const Acc &acc : accs) fold_vector(acc);
       for (const Acc &acc : accs) finish(acc);
     }
+    row_cache_.clear();
     pop();
     if (outer == 0) w_.close();
     close_loops(outer);
@@ -1150,6 +1244,10 @@ class KernelEmitter {
   std::map<BufferId, std::string> names_;
   std::vector<Scope> scopes_;
   int next_tmp_ = 0, next_acc_ = 0;
+  std::map<std::string, RowCache> row_cache_;        // structural key -> its row buffer
+  int step_index_ = 0;                               // the pass being emitted, from 1
+  mutable int unshared_keys_ = 0;                    // keys of loads that no other value shares
+  std::map<std::string, std::string> splat_of_;      // vector tmp -> the scalar in every lane
   std::map<std::string, std::string> rounded_from_;  // tmp = round_bf16/f16(source): tmp -> source
   int64_t lanes_ = 0;   // > 0: a reduction tiled over this many lanes of the last kept dim
   int kernel_lanes_;    // lanes of this kernel's vectors: the ISA's register of floats (0: scalar code)
