@@ -4,8 +4,9 @@ Run on purpose, not as a test, on a machine with an NVIDIA GPU:
 
     python3 bench/gpu_bench.py [--only NAME]... [--reps R] [--calls N] [--json FILE] [--coil PATH]
 
-The workloads are cpu_bench's kernel suite (64M-float vectors, 8192x4096 matrices). For each
-one the script:
+The workloads are cpu_bench's kernel suite (64M-float vectors, 8192x4096 matrices). coil runs
+in two variants (VARIANTS), each with caches of its own: `coil`, its defaults, and `tuned`,
+with autotuning and CUDA graphs on. For each workload the script:
 - exports the aten graph with torch.export (cpu_bench.export_graph, CPU example inputs: the
   graph's `cpu` annotations do not matter, coil compiles it for the GPU) and writes the
   inputs, by placeholder name, to inputs.safetensors;
@@ -49,6 +50,9 @@ sys.path.insert(0, BENCH)
 import cpu_bench  # noqa: E402  (the workload list and the export are shared with the CPU benchmark)
 
 COPY_BYTES = 256 * 1024 * 1024
+# coil as it compiles by default, and with autotuning and CUDA graphs on: each variant
+# compiles (cold and warm) with caches of its own, is checked and is timed.
+VARIANTS = {"coil": {}, "tuned": {"COIL_TRITON_AUTOTUNE": "1", "COIL_TRITON_CUDAGRAPHS": "1"}}
 MEDIAN_RE = re.compile(r"median ([-+0-9.eE]+|nan|inf) us per call")
 
 
@@ -187,32 +191,39 @@ def fmt(v, spec, missing="—"):
 
 
 def markdown(rows):
-    cols = ["workload", "coil us", "eager us", "inductor us", "inductor/coil", "coil %bw", "inductor %bw",
-            "coil cold s", "coil warm s", "inductor cold s", "inductor warm s"]
+    cols = ["workload", "coil us", "tuned us", "eager us", "inductor us", "inductor/coil", "inductor/tuned",
+            "coil %bw", "tuned %bw", "inductor %bw", "coil cold s", "tuned cold s", "coil warm s", "inductor cold s",
+            "inductor warm s"]
     out = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    pct = lambda v: fmt(None if v is None else v * 100, ".0f") + ("%" if v is not None and not math.isnan(v) else "")
     for r in rows:
-        coil_cell = fmt(r["coil_us"], ".1f")
-        if r["check"] == "FAIL":
-            coil_cell += " FAIL"
-        elif r["check"] not in ("PASS", None):
-            coil_cell = r["check"]
-        pct = lambda v: fmt(None if v is None else v * 100, ".0f") + ("%" if v is not None and not math.isnan(v) else "")
+        cells = {}
+        for v in VARIANTS:
+            cell = fmt(r[f"{v}_us"], ".1f")
+            if r[f"{v}_check"] == "FAIL":
+                cell += " FAIL"
+            elif r[f"{v}_check"] not in ("PASS", None):
+                cell = r[f"{v}_check"]
+            cells[v] = cell
         out.append("| " + " | ".join([
-            r["workload"], coil_cell, fmt(r["eager_us"], ".1f"), fmt(r["inductor_us"], ".1f"),
-            fmt(r["inductor_over_coil"], ".2f"), pct(r["coil_bw"]), pct(r["inductor_bw"]),
-            fmt(r["coil_cold_s"], ".2f"), fmt(r["coil_warm_s"], ".3f"), fmt(r["inductor_cold_s"], ".1f"),
-            fmt(r["inductor_warm_s"], ".2f")]) + " |")
+            r["workload"], cells["coil"], cells["tuned"], fmt(r["eager_us"], ".1f"), fmt(r["inductor_us"], ".1f"),
+            fmt(r["inductor_over_coil"], ".2f"), fmt(r["inductor_over_tuned"], ".2f"), pct(r["coil_bw"]),
+            pct(r["tuned_bw"]), pct(r["inductor_bw"]), fmt(r["coil_cold_s"], ".2f"), fmt(r["tuned_cold_s"], ".2f"),
+            fmt(r["coil_warm_s"], ".3f"), fmt(r["inductor_cold_s"], ".1f"), fmt(r["inductor_warm_s"], ".2f")]) + " |")
     return "\n".join(out)
 
 
 def bench_workload(name, f, make, min_bytes, args, work, bw):
-    row = dict(workload=name, min_bytes=min_bytes, check=None, coil_us=None, eager_us=None, inductor_us=None,
-               inductor_over_coil=None, coil_bw=None, inductor_bw=None, coil_cold_s=None, coil_warm_s=None,
-               inductor_cold_s=None, inductor_warm_s=None, coil_us_reps=[], eager_us_reps=[], inductor_us_reps=[])
+    row = dict(workload=name, min_bytes=min_bytes, eager_us=None, inductor_us=None, inductor_bw=None,
+               inductor_cold_s=None, inductor_warm_s=None, eager_us_reps=[], inductor_us_reps=[])
+    for v in VARIANTS:
+        row.update({f"{v}_check": None, f"{v}_us": None, f"inductor_over_{v}": None, f"{v}_bw": None,
+                    f"{v}_cold_s": None, f"{v}_warm_s": None, f"{v}_us_reps": []})
     d = fresh_dir(os.path.join(work, name))
     graph = os.path.join(d, "graph.py")
     in_file, expect_file = os.path.join(d, "inputs.safetensors"), os.path.join(d, "expected.safetensors")
-    coil_cache, ind_cache = os.path.join(d, "coil_cache"), os.path.join(d, "inductor_cache")
+    ind_cache = os.path.join(d, "inductor_cache")
+    caches = {v: os.path.join(d, f"{v}_cache") for v in VARIANTS}
 
     # The graph and its inputs, on the CPU.
     torch.manual_seed(0)
@@ -223,66 +234,75 @@ def bench_workload(name, f, make, min_bytes, args, work, bw):
         raise RuntimeError(f"{name}: the graph has {len(names)} placeholders ({names}) for {len(graph_inputs)} inputs")
     save_tensors(dict(zip(names, graph_inputs)), in_file)
 
-    # coil's compile: cold with empty caches, warm from them.
-    fresh_dir(coil_cache)
-    compile_args = ["compile", graph, "--device", "cuda", "--out", os.path.join(d, "coil_out")]
-    cold, r = run_coil(args.coil, compile_args, coil_cache)
-    if r.returncode != 0:
-        print(f"  coil compile failed:\n{tail(r.stderr)}", flush=True)
-        row["check"] = "compile failed"
-    else:
-        row["coil_cold_s"] = cold
-        warm, r = run_coil(args.coil, compile_args, coil_cache)
-        row["coil_warm_s"] = warm if r.returncode == 0 else None
+    # coil's compile: cold with empty caches, warm from them. With autotuning, the cold
+    # compile includes compiling and timing every config.
+    for v, env in VARIANTS.items():
+        fresh_dir(caches[v])
+        compile_args = ["compile", graph, "--device", "cuda", "--out", os.path.join(d, f"{v}_out")]
+        cold, r = run_coil(args.coil, compile_args, caches[v], env)
+        if r.returncode != 0:
+            print(f"  coil ({v}) compile failed:\n{tail(r.stderr)}", flush=True)
+            row[f"{v}_check"] = "compile failed"
+        else:
+            row[f"{v}_cold_s"] = cold
+            warm, r = run_coil(args.coil, compile_args, caches[v], env)
+            row[f"{v}_warm_s"] = warm if r.returncode == 0 else None
 
     if args.dry_run:
         # No GPU needed: eager's outputs from the CPU, and coil's check of both files' names,
         # dtypes and sizes against the graph.
         save_tensors({f"out{i}": o for i, o in enumerate(as_list(f(*inputs)))}, expect_file)
-        _, r = run_coil(args.coil, ["check", graph, "--inputs", in_file, "--expect", expect_file], coil_cache)
+        _, r = run_coil(args.coil, ["check", graph, "--inputs", in_file, "--expect", expect_file], caches["coil"])
         if r.returncode != 0:
             print(f"  coil check of the tensor files failed:\n{tail(r.stdout + r.stderr)}", flush=True)
-        row["check"] = row["check"] or ("files ok" if r.returncode == 0 else "files FAIL")
+        for v in VARIANTS:
+            row[f"{v}_check"] = row[f"{v}_check"] or ("files ok" if r.returncode == 0 else "files FAIL")
         return row
 
     # Correctness: coil once against eager's outputs from the GPU.
     dev_inputs = [t.cuda() for t in inputs]
     save_tensors({f"out{i}": o for i, o in enumerate(as_list(f(*dev_inputs)))}, expect_file)
-    coil_ok = row["check"] is None
-    if coil_ok:
+    timed = {}
+    for v, env in VARIANTS.items():
+        timed[v] = row[f"{v}_check"] is None
+        if not timed[v]:
+            continue
         _, r = run_coil(args.coil, ["run", graph, "--device", "cuda", "--inputs", in_file, "--expect", expect_file],
-                        coil_cache)
-        row["check"] = "PASS" if r.returncode == 0 else "FAIL"
+                        caches[v], env)
+        row[f"{v}_check"] = "PASS" if r.returncode == 0 else "FAIL"
         if r.returncode != 0:
-            print(f"  coil's check against eager (exit {r.returncode}):\n{tail(r.stdout + r.stderr)}", flush=True)
-            coil_ok = " PASS" in r.stdout or " FAIL" in r.stdout  # a wrong answer is still timed; an error is not
+            print(f"  coil ({v}) check against eager (exit {r.returncode}):\n{tail(r.stdout + r.stderr)}", flush=True)
+            timed[v] = " PASS" in r.stdout or " FAIL" in r.stdout  # a wrong answer is still timed; an error is not
 
-    # Kernel times: coil, eager and Inductor taking turns.
+    # Kernel times: coil's variants, eager and Inductor taking turns.
     torch._dynamo.reset()  # one Fn.forward for every workload: keep earlier compiles from counting as recompiles
     compiled = torch.compile(cpu_bench.Fn(f))
     compiled(*dev_inputs)
     for _ in range(args.reps):
-        if coil_ok:
+        for v, env in VARIANTS.items():
+            if not timed[v]:
+                continue
             _, r = run_coil(args.coil, ["run", graph, "--device", "cuda", "--inputs", in_file, "--bench",
-                                        str(args.calls)], coil_cache)
+                                        str(args.calls)], caches[v], env)
             m = MEDIAN_RE.search(r.stdout)
             if r.returncode != 0 or not m:
-                print(f"  coil run --bench failed (exit {r.returncode}):\n{tail(r.stdout + r.stderr)}", flush=True)
-                coil_ok = False
+                print(f"  coil ({v}) run --bench failed (exit {r.returncode}):\n{tail(r.stdout + r.stderr)}", flush=True)
+                timed[v] = False
             else:
-                row["coil_us_reps"].append(float(m.group(1)))
+                row[f"{v}_us_reps"].append(float(m.group(1)))
         row["eager_us_reps"].append(time_calls(lambda: f(*dev_inputs), args.calls))
         row["inductor_us_reps"].append(time_calls(lambda: compiled(*dev_inputs), args.calls))
     del compiled, dev_inputs
     torch._dynamo.reset()
     torch.cuda.empty_cache()
 
-    for k in ("coil", "eager", "inductor"):
+    for k in list(VARIANTS) + ["eager", "inductor"]:
         reps = row[f"{k}_us_reps"]
         row[f"{k}_us"] = statistics.median(reps) if reps else None
-    if row["coil_us"] and row["inductor_us"]:
-        row["inductor_over_coil"] = row["inductor_us"] / row["coil_us"]
-    for k in ("coil", "inductor"):
+    for v in VARIANTS:
+        if row[f"{v}_us"] and row["inductor_us"]:
+            row[f"inductor_over_{v}"] = row["inductor_us"] / row[f"{v}_us"]
+    for k in list(VARIANTS) + ["inductor"]:
         if row[f"{k}_us"]:
             row[f"{k}_bw"] = min_bytes / (row[f"{k}_us"] * 1e-6) / bw
 
@@ -344,9 +364,10 @@ def main():
             print(f"{name} ...", flush=True)
             row = bench_workload(name, f, make, min_bytes, args, work, bw)
             rows.append(row)
-            print(f"  coil {fmt(row['coil_us'], '.1f')} us, eager {fmt(row['eager_us'], '.1f')} us, inductor "
-                  f"{fmt(row['inductor_us'], '.1f')} us; check {row['check']}; compile coil "
-                  f"{fmt(row['coil_cold_s'], '.2f')}/{fmt(row['coil_warm_s'], '.3f')} s, inductor "
+            print(f"  coil {fmt(row['coil_us'], '.1f')} us, tuned {fmt(row['tuned_us'], '.1f')} us, eager "
+                  f"{fmt(row['eager_us'], '.1f')} us, inductor {fmt(row['inductor_us'], '.1f')} us; check "
+                  f"{row['coil_check']}/{row['tuned_check']}; compile coil {fmt(row['coil_cold_s'], '.2f')}/"
+                  f"{fmt(row['coil_warm_s'], '.3f')} s, tuned {fmt(row['tuned_cold_s'], '.2f')} s, inductor "
                   f"{fmt(row['inductor_cold_s'], '.1f')}/{fmt(row['inductor_warm_s'], '.1f')} s (cold/warm)", flush=True)
             if not args.work:  # the tensor files of the large inputs add up
                 shutil.rmtree(os.path.join(work, name), ignore_errors=True)
@@ -356,13 +377,16 @@ def main():
 
     print()
     print(markdown(rows))
-    ratios = [r["inductor_over_coil"] for r in rows if r["inductor_over_coil"] and r["check"] == "PASS"]
-    geo = statistics.geometric_mean(ratios) if ratios else None
-    if ratios:
-        print(f"\ngeometric mean of inductor/coil: {geo:.2f} (over {len(ratios)} workloads that passed the check)")
+    print()
+    geomeans = {}
+    for v in VARIANTS:
+        ratios = [r[f"inductor_over_{v}"] for r in rows if r[f"inductor_over_{v}"] and r[f"{v}_check"] == "PASS"]
+        geomeans[v] = statistics.geometric_mean(ratios) if ratios else None
+        if ratios:
+            print(f"geometric mean of inductor/{v}: {geomeans[v]:.2f} (over {len(ratios)} workloads that passed the check)")
     if args.json:
         with open(args.json, "w") as out:
-            json.dump(dict(info, geomean_inductor_over_coil=geo, rows=rows), out, indent=1)
+            json.dump(dict(info, variants=VARIANTS, geomean_inductor_over=geomeans, rows=rows), out, indent=1)
 
 
 if __name__ == "__main__":

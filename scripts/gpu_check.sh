@@ -2,7 +2,12 @@
 # The GPU check: builds coil and runs every fixture (tests/fixtures/*) and every bundled
 # example (examples/*) on the GPU with `coil run --device cuda`, each against PyTorch's
 # eager outputs, and prints one row per case: PASS or FAIL, seconds, and the first line
-# that says why it failed. Exits 0 only when every case passed.
+# that says why it failed. Then, without a NAME_FILTER, the checks of tests/gpu/ (the
+# launcher, the executor with and without CUDA graphs and autotuning, the extern calls),
+# one row each. Exits 0 only when every case passed.
+#
+# coil's options come from the environment as usual: COIL_TRITON_AUTOTUNE=1 and
+# COIL_TRITON_CUDAGRAPHS=1 run every case tuned and replayed from a CUDA graph.
 #
 # What it needs, on the machine with the GPU (nothing is carried from elsewhere):
 #   - an NVIDIA driver (libcuda.so.1), CMake, Ninja, a C++20 compiler and the nlohmann-json
@@ -17,7 +22,8 @@
 #   scripts/gpu_check.sh [NAME_FILTER]   # only the cases whose name contains NAME_FILTER
 #
 # Environment: COIL_GPU_TIMEOUT (seconds per case, default 300), COIL_JOBS (build jobs,
-# default 16), COIL_GPU_PARALLEL (cases at once, default 8), OUT (when set, the table is also written to $OUT/gpu_check.md).
+# default 16), COIL_GPU_PARALLEL (cases at once, default 8), OUT (when set, the table is also
+# written to $OUT/$COIL_GPU_CHECK_NAME.md, default gpu_check.md, with the logs of failures).
 set -uo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -33,12 +39,14 @@ if [[ -z ${COIL_CACHE_DIR:-} ]]; then
 fi
 
 echo "== building coil in $build (Release, $jobs jobs)"
-if ! cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCOIL_TESTS=OFF >"$build.configure.log" 2>&1; then
+if ! cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCOIL_TESTS=OFF -DCOIL_GPU_TESTS=ON \
+  >"$build.configure.log" 2>&1; then
   tail -n 30 "$build.configure.log"
   echo "configuring failed: see $build.configure.log"
   exit 2
 fi
-if ! cmake --build "$build" -j "$jobs" --target coil >"$build.build.log" 2>&1; then
+gpu_tests=(coil_gpu_launch_test coil_gpu_program_test coil_gpu_extern_test)
+if ! cmake --build "$build" -j "$jobs" --target coil "${gpu_tests[@]}" >"$build.build.log" 2>&1; then
   grep -m 20 -E 'error|Error' "$build.build.log"
   tail -n 20 "$build.build.log"
   echo "building failed: see $build.build.log"
@@ -127,24 +135,53 @@ for i in "${!cases[@]}"; do
 done
 total_seconds=$(awk -v ns=$(($(date +%s%N) - total_start)) 'BEGIN { printf "%.0f", ns / 1e9 }')
 
+# The checks of tests/gpu, run from the source folder (the executor's reads ./examples).
+checks=()
+if [[ -z $filter ]]; then
+  for t in "${gpu_tests[@]}"; do
+    log=$logs/$t.log
+    start=$(date +%s%N)
+    (cd "$root" && timeout --kill-after=10 600 "$build/tests/gpu/$t" >"$log" 2>&1)
+    rc=$?
+    seconds=$(awk -v ns=$(($(date +%s%N) - start)) 'BEGIN { printf "%.1f", ns / 1e9 }')
+    npass=$(grep -c '^PASS ' "$log")
+    nfail=$(grep -c '^FAIL ' "$log")
+    if [[ $rc -eq 0 ]]; then
+      status=PASS
+      why="$npass checks passed"
+    else
+      status=FAIL
+      why="exit $rc, $nfail of $((npass + nfail)) checks failed: $(grep -m 1 '^FAIL ' "$log" || tail -n 1 "$log")"
+      failed=$((failed + 1))
+      cp "$log" "$logs/tests_gpu_$t.log"
+      failed_logs+=("$logs/tests_gpu_$t.log")
+    fi
+    why=${why//|/\\|}
+    checks+=("| tests/gpu/$t | $status | $seconds | ${why:0:200} |")
+    printf '%-44s %s %7s s  %s\n' "tests/gpu/$t" "$status" "$seconds" "$why"
+  done
+fi
+
 table=$({
   echo "# coil GPU check"
   echo
-  echo "$passed passed, $failed failed, of ${#cases[@]} cases, in $total_seconds s"
+  echo "$passed of ${#cases[@]} cases passed, in $total_seconds s; $failed failures in all (cases and tests/gpu checks)"
+  echo "options: triton.autotune=${COIL_TRITON_AUTOTUNE:-0} triton.cudagraphs=${COIL_TRITON_CUDAGRAPHS:-0}"
   echo
   echo "| case | result | seconds | first line of the failure |"
   echo "|---|---|---|---|"
+  [[ ${#checks[@]} -eq 0 ]] || printf '%s\n' "${checks[@]}"
   printf '%s\n' "${rows[@]}"
 })
 echo
 echo "$table"
 if [[ -n ${OUT:-} ]]; then
   mkdir -p "$OUT"
-  echo "$table" >"$OUT/gpu_check.md"
+  echo "$table" >"$OUT/${COIL_GPU_CHECK_NAME:-gpu_check}.md"
   # The whole output of each failed case, for reading later.
   if [[ ${#failed_logs[@]} -gt 0 ]]; then
-    mkdir -p "$OUT/gpu_check_logs"
-    cp "${failed_logs[@]}" "$OUT/gpu_check_logs/"
+    mkdir -p "$OUT/${COIL_GPU_CHECK_NAME:-gpu_check}_logs"
+    cp "${failed_logs[@]}" "$OUT/${COIL_GPU_CHECK_NAME:-gpu_check}_logs/"
   fi
 fi
 rm -rf "$logs"

@@ -20,9 +20,10 @@ coil_build build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=cla
 echo "== tests (ASan + UBSan)"
 # Every fixture runs on the CPU three more times in the g++ run (AVX2, scalar, 4-lane
 # vectors); the sanitizer run keeps the ISA's own vectors, to stay within CI's time. It
-# also leaves out what is Python's work, not coil's: run_plan.py's own tests and Triton
-# compiling every kernel (the interpreter run still goes through coil's Triton dialect).
-COIL_SANITIZER_SKIP="Fixtures/CpuBackend(Isa|Lanes)\.|^run_plan$|TritonCompiler\."
+# also leaves out what is Python's work, not coil's: run_plan.py's own tests, Triton
+# compiling every kernel, and the interpreter over every tuning config (the fixtures'
+# interpreter run still goes through coil's Triton dialect).
+COIL_SANITIZER_SKIP="Fixtures/CpuBackend(Isa|Lanes)\.|^run_plan$|TritonCompiler\.|TritonTuning\."
 # Thread-local storage is not scanned for leaks: clang 14's leak tracer crashes on the
 # TLS of oneDNN when a compiled graph loads it (tests/lsan.supp says what that hides).
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \

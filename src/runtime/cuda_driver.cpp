@@ -2,9 +2,11 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 namespace coil::cuda {
 namespace {
@@ -53,10 +55,30 @@ std::string resolve_all(void *lib, Driver &d) {
       {"cuStreamCreate", resolve(lib, "cuStreamCreate", d.cuStreamCreate)},
       {"cuStreamDestroy_v2", resolve(lib, "cuStreamDestroy_v2", d.cuStreamDestroy)},
       {"cuStreamSynchronize", resolve(lib, "cuStreamSynchronize", d.cuStreamSynchronize)},
+      {"cuDeviceGetName", resolve(lib, "cuDeviceGetName", d.cuDeviceGetName)},
+      {"cuEventCreate", resolve(lib, "cuEventCreate", d.cuEventCreate)},
+      {"cuEventRecord", resolve(lib, "cuEventRecord", d.cuEventRecord)},
+      {"cuEventSynchronize", resolve(lib, "cuEventSynchronize", d.cuEventSynchronize)},
+      {"cuEventElapsedTime", resolve(lib, "cuEventElapsedTime", d.cuEventElapsedTime)},
+      {"cuEventDestroy_v2", resolve(lib, "cuEventDestroy_v2", d.cuEventDestroy)},
   };
   for (const auto &[name, ok] : found)
     if (!ok) return name;
   resolve(lib, "cuFuncGetParamInfo", d.cuFuncGetParamInfo);  // optional
+  // Optional, all or none: CUDA graphs.
+  bool graphs = resolve(lib, "cuStreamBeginCapture_v2", d.cuStreamBeginCapture) &&
+                resolve(lib, "cuStreamEndCapture", d.cuStreamEndCapture) &&
+                resolve(lib, "cuGraphInstantiateWithFlags", d.cuGraphInstantiateWithFlags) &&
+                resolve(lib, "cuGraphLaunch", d.cuGraphLaunch) && resolve(lib, "cuGraphExecDestroy", d.cuGraphExecDestroy) &&
+                resolve(lib, "cuGraphDestroy", d.cuGraphDestroy);
+  if (!graphs) {
+    d.cuStreamBeginCapture = nullptr;
+    d.cuStreamEndCapture = nullptr;
+    d.cuGraphInstantiateWithFlags = nullptr;
+    d.cuGraphLaunch = nullptr;
+    d.cuGraphExecDestroy = nullptr;
+    d.cuGraphDestroy = nullptr;
+  }
   return "";
 }
 
@@ -142,6 +164,9 @@ Device::Device(int ordinal) : ordinal_(ordinal) {
   multiprocessors_ = device_attribute(device, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, "counting multiprocessors");
   max_shared_per_block_ =
       device_attribute(device, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, "reading its shared memory");
+  char name[256] = {};
+  check(d.cuDeviceGetName(name, int(sizeof name) - 1, device), "cuDeviceGetName", str_cat("naming GPU ", ordinal));
+  name_ = name;
 }
 
 const Device &Device::get(int ordinal) {
@@ -241,5 +266,66 @@ Stream::~Stream() {
 }
 
 void Stream::synchronize() const { COIL_CU(cuStreamSynchronize, stream_); }
+
+Event::Event() { COIL_CU(cuEventCreate, &event_, 0); }
+
+Event::~Event() {
+  if (event_) driver().cuEventDestroy(event_);
+}
+
+void Event::record(CUstream stream) { COIL_CU(cuEventRecord, event_, stream); }
+
+void Event::synchronize(std::string_view what) {
+  check(driver().cuEventSynchronize(event_), "cuEventSynchronize", str_cat("running ", what));
+}
+
+float Event::since(const Event &start) const {
+  float ms = 0;
+  COIL_CU(cuEventElapsedTime, &ms, start.event_, event_);
+  return ms;
+}
+
+double median_ms_per_call(CUstream stream, int runs, int calls, const std::function<void()> &launches,
+                          std::string_view what) {
+  Event start, end;
+  std::vector<double> times;
+  for (int i = 0; i < std::max(runs, 1) + 1; ++i) {
+    start.record(stream);
+    for (int c = 0; c < calls; ++c) launches();
+    end.record(stream);
+    end.synchronize(what);
+    if (i > 0) times.push_back(double(end.since(start)) / calls);
+  }
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+Graph::Graph(CUstream stream, const std::function<void()> &record) {
+  const Driver &d = driver();
+  if (!d.has_graphs()) throw CudaError("this CUDA driver has no graph functions (cuStreamBeginCapture_v2, ...)", CUDA_ERROR_INVALID_VALUE);
+  COIL_CU(cuStreamBeginCapture, stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
+  try {
+    record();
+  } catch (...) {
+    CUgraph partial = nullptr;
+    d.cuStreamEndCapture(stream, &partial);  // leaves capture mode; the error that matters is on its way
+    if (partial) d.cuGraphDestroy(partial);
+    throw;
+  }
+  check(d.cuStreamEndCapture(stream, &graph_), "cuStreamEndCapture", "capturing the launches");
+  CUresult r = d.cuGraphInstantiateWithFlags(&exec_, graph_, 0);
+  if (r != CUDA_SUCCESS) {
+    d.cuGraphDestroy(graph_);
+    graph_ = nullptr;
+    check(r, "cuGraphInstantiateWithFlags", "instantiating the captured launches");
+  }
+}
+
+Graph::~Graph() {
+  if (exec_) driver().cuGraphExecDestroy(exec_);
+  if (graph_) driver().cuGraphDestroy(graph_);
+}
+
+void Graph::launch(CUstream stream) const { COIL_CU(cuGraphLaunch, exec_, stream); }
 
 }  // namespace coil::cuda

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -18,6 +19,9 @@ struct CUctx_st;
 struct CUmod_st;
 struct CUfunc_st;
 struct CUstream_st;
+struct CUevent_st;
+struct CUgraph_st;
+struct CUgraphExec_st;
 
 namespace coil::cuda {
 
@@ -28,6 +32,9 @@ using CUcontext = CUctx_st *;
 using CUmodule = CUmod_st *;
 using CUfunction = CUfunc_st *;
 using CUstream = CUstream_st *;
+using CUevent = CUevent_st *;
+using CUgraph = CUgraph_st *;
+using CUgraphExec = CUgraphExec_st *;
 
 // The enumerators coil uses, with cuda.h's values.
 inline constexpr CUresult CUDA_SUCCESS = 0;
@@ -39,6 +46,7 @@ inline constexpr int CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97;
 inline constexpr int CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 0;
 inline constexpr int CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8;
 inline constexpr unsigned CU_STREAM_NON_BLOCKING = 1;
+inline constexpr int CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1;
 
 /// The driver functions coil calls, by their ABI names (cuMemAlloc is cuMemAlloc_v2).
 struct Driver {
@@ -69,8 +77,24 @@ struct Driver {
   CUresult (*cuStreamCreate)(CUstream *stream, unsigned flags);
   CUresult (*cuStreamDestroy)(CUstream stream);
   CUresult (*cuStreamSynchronize)(CUstream stream);
+  CUresult (*cuDeviceGetName)(char *name, int length, CUdevice device);
+  CUresult (*cuEventCreate)(CUevent *event, unsigned flags);
+  CUresult (*cuEventRecord)(CUevent event, CUstream stream);
+  CUresult (*cuEventSynchronize)(CUevent event);
+  CUresult (*cuEventElapsedTime)(float *milliseconds, CUevent start, CUevent end);
+  CUresult (*cuEventDestroy)(CUevent event);
   // Optional (driver 12.4+): null when the driver lacks it.
   CUresult (*cuFuncGetParamInfo)(CUfunction function, size_t index, size_t *offset, size_t *size);
+  // Optional: CUDA graphs (driver 12.0+); all null when one is missing.
+  CUresult (*cuStreamBeginCapture)(CUstream stream, int mode);
+  CUresult (*cuStreamEndCapture)(CUstream stream, CUgraph *graph);
+  CUresult (*cuGraphInstantiateWithFlags)(CUgraphExec *exec, CUgraph graph, unsigned long long flags);
+  CUresult (*cuGraphLaunch)(CUgraphExec exec, CUstream stream);
+  CUresult (*cuGraphExecDestroy)(CUgraphExec exec);
+  CUresult (*cuGraphDestroy)(CUgraph graph);
+
+  bool has_graphs() const { return cuStreamBeginCapture && cuStreamEndCapture && cuGraphInstantiateWithFlags &&
+                                   cuGraphLaunch && cuGraphExecDestroy && cuGraphDestroy; }
 };
 
 /// Whether the driver loaded, initialized and sees at least one GPU. Never throws; the
@@ -118,10 +142,12 @@ class Device {
   int capability() const { return capability_; }  // 90 for sm_90
   int multiprocessors() const { return multiprocessors_; }
   int max_shared_per_block() const { return max_shared_per_block_; }  // with opt-in
+  const std::string &name() const { return name_; }  // "NVIDIA H200"
 
  private:
   explicit Device(int ordinal);
   int ordinal_ = 0;
+  std::string name_;
   CUcontext context_ = nullptr;
   int capability_ = 0;
   int multiprocessors_ = 0;
@@ -180,6 +206,49 @@ class Stream {
 
  private:
   CUstream stream_ = nullptr;
+};
+
+/// A CUDA event, destroyed with the object: the GPU's own clock for timing.
+class Event {
+ public:
+  Event();
+  ~Event();
+  Event(const Event &) = delete;
+  Event &operator=(const Event &) = delete;
+
+  void record(CUstream stream);
+  /// Waits for this event; `what` names the work it ends, for the error.
+  void synchronize(std::string_view what);
+  /// Milliseconds from `start` (recorded earlier) to this event, both completed.
+  float since(const Event &start) const;
+
+ private:
+  CUevent event_ = nullptr;
+};
+
+/// Runs `launches` on `stream` `runs` + 1 times, each run `calls` times back to back
+/// between two events, and returns the median milliseconds per call over the runs after
+/// the first (which warms up). The host's launches overlap the GPU's work, as in a model.
+double median_ms_per_call(CUstream stream, int runs, int calls, const std::function<void()> &launches,
+                          std::string_view what);
+
+/// A captured sequence of work on a stream, replayed as one launch (CUDA graphs).
+class Graph {
+ public:
+  /// Captures what `record` queues on `stream` (thread-local capture mode: other threads'
+  /// work is not captured) and instantiates it. A CudaError when the driver has no
+  /// graphs, when `record` did something a capture cannot hold, or when instantiation
+  /// fails; the stream is left out of capture mode either way.
+  Graph(CUstream stream, const std::function<void()> &record);
+  ~Graph();
+  Graph(const Graph &) = delete;
+  Graph &operator=(const Graph &) = delete;
+
+  void launch(CUstream stream) const;
+
+ private:
+  CUgraph graph_ = nullptr;
+  CUgraphExec exec_ = nullptr;
 };
 
 }  // namespace coil::cuda

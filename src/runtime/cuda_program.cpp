@@ -1,7 +1,5 @@
 #include "runtime/cuda_program.h"
 
-#include <dlfcn.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -12,9 +10,6 @@
 #include "runtime/cuda_extern.h"
 #include "support/error.h"
 #include "support/options.h"
-
-// The driver's event handle, declared as cuda.h declares it.
-struct CUevent_st;
 
 namespace coil {
 namespace {
@@ -61,62 +56,6 @@ void in_context(F &&f, C &&context) {
   }
 }
 
-// CUDA events time the steps on the GPU's own clock. cuda_driver.h declares only what the
-// launch path needs, so the few event functions are looked up here, in the libcuda that
-// cuda::driver() has loaded already (RTLD_NOLOAD: never a second copy of the driver).
-using CUevent = CUevent_st *;
-
-struct EventApi {
-  CUresult (*create)(CUevent *event, unsigned flags) = nullptr;
-  CUresult (*record)(CUevent event, CUstream stream) = nullptr;
-  CUresult (*synchronize)(CUevent event) = nullptr;
-  CUresult (*elapsed)(float *milliseconds, CUevent start, CUevent end) = nullptr;
-  CUresult (*destroy)(CUevent event) = nullptr;
-
-  bool complete() const { return create && record && synchronize && elapsed && destroy; }
-};
-
-template <typename Fn>
-void look_up(void *library, const char *name, Fn &slot) {
-  if (!slot) slot = reinterpret_cast<Fn>(::dlsym(library, name));
-}
-
-// The event functions, or an incomplete table (timing falls back to the host's clock).
-const EventApi &event_api() {
-  static const EventApi api = [] {
-    EventApi a;
-    cuda::driver();  // loaded before anyone gets here: a CudaProgram exists
-    void *lib = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
-    if (!lib) return a;  // kept open, as the driver itself is, for the process
-    look_up(lib, "cuEventCreate", a.create);
-    look_up(lib, "cuEventRecord", a.record);
-    look_up(lib, "cuEventSynchronize", a.synchronize);
-    look_up(lib, "cuEventElapsedTime", a.elapsed);
-    look_up(lib, "cuEventDestroy_v2", a.destroy);  // cuda.h's cuEventDestroy is the _v2 ABI
-    look_up(lib, "cuEventDestroy", a.destroy);
-    return a;
-  }();
-  return api;
-}
-
-// One event, destroyed with the object.
-class Event {
- public:
-  explicit Event(const EventApi &api) : api_(api) {
-    cuda::check(api_.create(&event_, 0), "cuEventCreate", "creating an event to time the graph");
-  }
-  ~Event() {
-    if (event_) api_.destroy(event_);
-  }
-  Event(const Event &) = delete;
-  Event &operator=(const Event &) = delete;
-  CUevent get() const { return event_; }
-
- private:
-  const EventApi &api_;
-  CUevent event_ = nullptr;
-};
-
 // On the way out of a failed call: waits for what the call queued before its buffers and
 // arena are released, so no kernel still running sees its memory freed or handed to the
 // next call. Errors are dropped: the call's own error is already on its way.
@@ -161,7 +100,18 @@ ir::View output_view(const ir::Program &p, size_t i) {
 CudaBuild build_cuda(const sched::Schedule &s) {
   auto start = std::chrono::steady_clock::now();
   CudaBuild b;
-  b.program = codegen::generate_triton(s);
+  codegen::TritonOptions o;
+  if (options::get_bool("triton.autotune")) {
+    if (cuda::available()) {
+      auto tuning = std::chrono::steady_clock::now();
+      o.configs = autotune_triton(s, &b.tuned);
+      b.tuning_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - tuning).count();
+    } else {
+      std::cerr << "coil: triton.autotune is on but there is no GPU to time kernels on ("
+                << cuda::unavailable_reason() << "); the default configs are used\n";
+    }
+  }
+  b.program = codegen::generate_triton(s, o);
   if (options::get_bool("debug"))
     for (const GpuKernel &k : b.program.kernels) std::cerr << "coil: generated Triton (" << k.name << "):\n" << k.source << "\n";
   std::vector<TritonCompileRequest> requests = codegen::compile_requests(b.program);
@@ -186,42 +136,47 @@ struct CudaProgram::Slot {
   int64_t bytes = 0;   // what the buffer spans
 };
 
-// An arena taken from the pool for one call and given back after it.
-class CudaProgram::ArenaLease {
- public:
-  explicit ArenaLease(const CudaProgram &owner) : owner_(owner) {
-    {
-      std::lock_guard<std::mutex> lock(owner.arenas_mutex_);
-      if (!owner.free_arenas_.empty()) {
-        arena_ = std::move(owner.free_arenas_.back());
-        owner.free_arenas_.pop_back();
-      }
-    }
-    // Another call holds every arena made so far: this one gets its own.
-    if (!arena_) arena_ = std::make_unique<cuda::DeviceArena>(owner.gpu_.arena_bytes, *owner.device_);
-  }
-  ~ArenaLease() {
-    std::lock_guard<std::mutex> lock(owner_.arenas_mutex_);
-    owner_.free_arenas_.push_back(std::move(arena_));
-  }
-  ArenaLease(const ArenaLease &) = delete;
-  ArenaLease &operator=(const ArenaLease &) = delete;
-
-  CUdeviceptr at(int64_t offset, int64_t bytes) const { return arena_->at(offset, bytes); }
-
- private:
-  const CudaProgram &owner_;
-  std::unique_ptr<cuda::DeviceArena> arena_;
-};
-
-// The memory of one call and every launch's arguments, bound once.
-struct CudaProgram::Call {
+// The device memory of one call: the inputs' copies, the outputs, the arena and every
+// launch's arguments, bound once; and, with CUDA graphs, the steps captured on these
+// addresses. Pooled: a call takes one and gives it back, so addresses stay fixed.
+struct CudaProgram::Workspace {
   std::vector<cuda::DeviceBuffer> inputs;   // per graph input
   std::vector<cuda::DeviceBuffer> outputs;  // per graph output; empty where it is not the buffer's home
-  std::unique_ptr<ArenaLease> arena;
+  std::unique_ptr<cuda::DeviceArena> arena;
   std::vector<CUdeviceptr> address;                    // per buffer id; 0 where never placed
   std::vector<std::vector<CUdeviceptr>> args;          // per step: the pointer arguments' values
   std::vector<std::vector<const void *>> arg_pointers;  // per step: what CudaKernel::launch reads
+  std::unique_ptr<cuda::Stream> capture_stream;        // graphs: where the steps first ran and were captured
+  std::unique_ptr<cuda::Graph> graph;                  // graphs: the steps, captured after the first call
+};
+
+// A workspace taken from the pool for one call and given back after it.
+class CudaProgram::Lease {
+ public:
+  explicit Lease(const CudaProgram &owner) : owner_(owner) {
+    {
+      std::lock_guard<std::mutex> lock(owner.pool_mutex_);
+      if (!owner.free_workspaces_.empty()) {
+        ws_ = std::move(owner.free_workspaces_.back());
+        owner.free_workspaces_.pop_back();
+      }
+    }
+    // Another call holds every workspace made so far: this one gets its own.
+    if (!ws_) ws_ = owner.make_workspace();
+  }
+  ~Lease() {
+    std::lock_guard<std::mutex> lock(owner_.pool_mutex_);
+    owner_.free_workspaces_.push_back(std::move(ws_));
+  }
+  Lease(const Lease &) = delete;
+  Lease &operator=(const Lease &) = delete;
+
+  Workspace &operator*() const { return *ws_; }
+  Workspace *operator->() const { return ws_.get(); }
+
+ private:
+  const CudaProgram &owner_;
+  std::unique_ptr<Workspace> ws_;
 };
 
 CudaProgram::CudaProgram(const sched::Schedule &s, CudaBuild build)
@@ -313,7 +268,27 @@ CudaProgram::CudaProgram(const sched::Schedule &s, CudaBuild build)
         [&] { return str_cat("loading kernel ", gpu_.kernels[i].name); });
   }
   stream_ = std::make_unique<cuda::Stream>(*device_);
-  free_arenas_.push_back(std::make_unique<cuda::DeviceArena>(gpu_.arena_bytes, *device_));
+  decide_graphs();
+  free_workspaces_.push_back(make_workspace());
+}
+
+// Whether the steps replay as one CUDA graph (the option triton.cudagraphs), and why not.
+void CudaProgram::decide_graphs() {
+  if (!options::get_bool("triton.cudagraphs")) return;
+  if (!cuda::driver().has_graphs()) {
+    graphs_note_ = "CUDA graph off: this driver has no graph functions";
+    return;
+  }
+  for (const GpuStep &st : gpu_.steps) {
+    if (st.kind != GpuStep::Kind::Extern) continue;
+    std::string library = cuda::gpu_extern_library(program_, program_.nodes[size_t(st.node)]);
+    if (library.rfind("host loops", 0) == 0) {
+      graphs_note_ = str_cat("CUDA graph off: ", st.schedule_kernel, " runs on the host's loops, which a graph cannot hold");
+      return;
+    }
+  }
+  graphs_ = true;
+  graphs_note_ = str_cat("CUDA graph: the ", gpu_.steps.size(), " steps are captured at the first call and replayed as one launch");
 }
 
 CudaProgram::~CudaProgram() = default;
@@ -359,64 +334,78 @@ std::string CudaProgram::step_label(size_t i) const {
                  ir::extern_op_name(program_.nodes[size_t(st.node)].extern_op), ")");
 }
 
-CudaProgram::Call CudaProgram::prepare(const TensorList &inputs) const {
+std::unique_ptr<CudaProgram::Workspace> CudaProgram::make_workspace() const {
   const ir::Program &p = program_;
   device_->make_current();
-  Call c;
+  auto ws = std::make_unique<Workspace>();
   for (size_t j = 0; j < p.inputs.size(); ++j) {
-    const ir::Buffer &b = p.buffer(p.inputs[j]);
-    const TensorType &t = b.type;
-    const HostTensor *h = find_tensor(inputs, b.name);
-    COIL_USER_CHECK(h, "missing input tensor '", b.name, "'");
-    COIL_USER_CHECK(h->dtype == t.dtype && h->sizes == t.sizes, "input '", b.name, "' is ", h->describe(),
-                    " but the graph expects ", short_name(t.dtype), shape_str(t.sizes));
-    // Laid out by the buffer's strides on the host, then copied in one piece.
-    int64_t size = itemsize(t.dtype);
-    AlignedBuffer staged(size_t(std::max<int64_t>(storage_extent(t), 1)) * size_t(size));
-    const std::byte *src = h->data.data();
-    for_each_offset(t.sizes, t.strides, 0, [&](int64_t flat, int64_t at) {
-      std::memcpy(staged.data() + at * size, src + flat * size, size_t(size));
-    });
-    c.inputs.emplace_back(staged.size(), *device_);
-    c.inputs.back().upload(staged.data(), staged.size());
+    const TensorType &t = p.buffer(p.inputs[j]).type;
+    ws->inputs.emplace_back(size_t(std::max<int64_t>(storage_extent(t), 1)) * size_t(itemsize(t.dtype)), *device_);
   }
   for (size_t k = 0; k < p.outputs.size(); ++k) {
     const Slot &slot = slots_[size_t(p.outputs[k])];
     bool home = slot.kind == GpuPlace::Kind::Output && slot.index == int(k);
     // Never a null pointer, even for an empty output: as the CPU caller allocates.
-    c.outputs.push_back(home ? cuda::DeviceBuffer(size_t(std::max<int64_t>(slot.bytes, 1)), *device_)
-                             : cuda::DeviceBuffer());
+    ws->outputs.push_back(home ? cuda::DeviceBuffer(size_t(std::max<int64_t>(slot.bytes, 1)), *device_)
+                               : cuda::DeviceBuffer());
   }
-  wait_for_uploads();
-  c.arena = std::make_unique<ArenaLease>(*this);
-  bind(c);
-  return c;
-}
-
-void CudaProgram::bind(Call &c) const {
-  c.address.assign(slots_.size(), 0);
+  ws->arena = std::make_unique<cuda::DeviceArena>(gpu_.arena_bytes, *device_);
+  Workspace &w = *ws;
+  w.address.assign(slots_.size(), 0);
   for (size_t id = 0; id < slots_.size(); ++id) {
     const Slot &slot = slots_[id];
     if (!slot.placed) continue;
     switch (slot.kind) {
-      case GpuPlace::Kind::Input: c.address[id] = c.inputs[size_t(slot.index)].ptr(); break;
-      case GpuPlace::Kind::Output: c.address[id] = c.outputs[size_t(slot.index)].ptr(); break;
+      case GpuPlace::Kind::Input: w.address[id] = w.inputs[size_t(slot.index)].ptr(); break;
+      case GpuPlace::Kind::Output: w.address[id] = w.outputs[size_t(slot.index)].ptr(); break;
       case GpuPlace::Kind::Arena:
-      case GpuPlace::Kind::Scratch: c.address[id] = c.arena->at(slot.offset, slot.bytes); break;
+      case GpuPlace::Kind::Scratch: w.address[id] = w.arena->at(slot.offset, slot.bytes); break;
     }
   }
-  c.args.assign(gpu_.steps.size(), {});
-  c.arg_pointers.assign(gpu_.steps.size(), {});
+  w.args.assign(gpu_.steps.size(), {});
+  w.arg_pointers.assign(gpu_.steps.size(), {});
   for (size_t i = 0; i < gpu_.steps.size(); ++i) {
     const GpuStep &st = gpu_.steps[i];
     if (st.kind != GpuStep::Kind::Launch) continue;
-    for (int b : st.args) c.args[i].push_back(c.address[size_t(b)]);
+    for (int b : st.args) w.args[i].push_back(w.address[size_t(b)]);
     // The driver reads each argument through a pointer to its value: the values stay put.
-    for (const CUdeviceptr &value : c.args[i]) c.arg_pointers[i].push_back(&value);
+    for (const CUdeviceptr &value : w.args[i]) w.arg_pointers[i].push_back(&value);
   }
+  if (graphs_) w.capture_stream = std::make_unique<cuda::Stream>(*device_);
+  return ws;
 }
 
-void CudaProgram::run_steps(Call &c, CUstream stream, bool sync_each_step) const {
+std::unique_ptr<CudaProgram::Lease> CudaProgram::prepare(const TensorList &inputs) const {
+  const ir::Program &p = program_;
+  // Every input checked before any memory is taken.
+  std::vector<const HostTensor *> given;
+  for (size_t j = 0; j < p.inputs.size(); ++j) {
+    const ir::Buffer &b = p.buffer(p.inputs[j]);
+    const HostTensor *h = find_tensor(inputs, b.name);
+    COIL_USER_CHECK(h, "missing input tensor '", b.name, "'");
+    COIL_USER_CHECK(h->dtype == b.type.dtype && h->sizes == b.type.sizes, "input '", b.name, "' is ", h->describe(),
+                    " but the graph expects ", short_name(b.type.dtype), shape_str(b.type.sizes));
+    given.push_back(h);
+  }
+  device_->make_current();
+  auto lease = std::make_unique<Lease>(*this);
+  for (size_t j = 0; j < p.inputs.size(); ++j) {
+    const TensorType &t = p.buffer(p.inputs[j]).type;
+    // Laid out by the buffer's strides on the host, then copied in one piece.
+    int64_t size = itemsize(t.dtype);
+    cuda::DeviceBuffer &into = (*lease)->inputs[j];
+    AlignedBuffer staged(into.size());
+    const std::byte *src = given[j]->data.data();
+    for_each_offset(t.sizes, t.strides, 0, [&](int64_t flat, int64_t at) {
+      std::memcpy(staged.data() + at * size, src + flat * size, size_t(size));
+    });
+    into.upload(staged.data(), staged.size());
+  }
+  wait_for_uploads();
+  return lease;
+}
+
+void CudaProgram::run_steps(Workspace &c, CUstream stream, bool sync_each_step) const {
   for (size_t i = 0; i < gpu_.steps.size(); ++i) {
     const GpuStep &st = gpu_.steps[i];
     in_context([&] {
@@ -436,7 +425,7 @@ void CudaProgram::run_steps(Call &c, CUstream stream, bool sync_each_step) const
   }
 }
 
-std::vector<HostTensor> CudaProgram::read_outputs(const Call &c) const {
+std::vector<HostTensor> CudaProgram::read_outputs(const Workspace &c) const {
   const ir::Program &p = program_;
   std::map<ir::BufferId, AlignedBuffer> copied;  // one download per buffer, however many outputs view it
   std::vector<HostTensor> out;
@@ -464,61 +453,69 @@ std::vector<HostTensor> CudaProgram::read_outputs(const Call &c) const {
   return out;
 }
 
+// With graphs: the first call on a workspace launches its steps one by one on the
+// workspace's own stream (libraries set up their handles and scratch there), captures
+// them, and replays the graph once, so that its own results come from the graph; later
+// calls replay it alone. A capture that fails (a step a graph cannot hold) turns graphs off
+// for the program, with the reason in graphs_note(); that call's results are in place.
+void CudaProgram::launch_all(Workspace &w, CUstream stream, bool sync_each_step) const {
+  if (!graphs_ || sync_each_step || graphs_failed_.load()) return run_steps(w, stream, sync_each_step);
+  if (!w.graph) {
+    CUstream own = w.capture_stream->get();
+    run_steps(w, own, false);
+    cuda::check(cuda::driver().cuStreamSynchronize(own), "cuStreamSynchronize",
+                str_cat("running the graph's ", gpu_.steps.size(), " steps"));
+    try {
+      w.graph = std::make_unique<cuda::Graph>(own, [&] { run_steps(w, own, false); });
+    } catch (const UserError &e) {
+      std::lock_guard<std::mutex> lock(pool_mutex_);
+      graphs_failed_ = true;
+      graphs_note_ = str_cat("CUDA graph off: capturing the steps failed (", e.what(), "); the steps are launched one by one");
+      return;
+    }
+  }
+  w.graph->launch(stream);
+}
+
 std::vector<HostTensor> CudaProgram::run(const TensorList &inputs, CUstream stream) const {
-  Call c = prepare(inputs);
+  std::unique_ptr<Lease> lease = prepare(inputs);
   CUstream s = stream ? stream : stream_->get();
   DrainOnError drain(s);
   bool debug = options::get_bool("debug");
-  run_steps(c, s, debug);
+  launch_all(**lease, s, debug);
   // Kernels fail asynchronously: an error shows here, after the last launch, whichever step
   // caused it; with the option debug every step is waited for and the error names it.
   cuda::check(cuda::driver().cuStreamSynchronize(s), "cuStreamSynchronize",
               str_cat("running the graph's ", gpu_.steps.size(),
                       " steps (set COIL_DEBUG=1 to wait for each step and find the one that failed)"));
   drain.disarm();
-  return read_outputs(c);
+  return read_outputs(**lease);
 }
 
 double CudaProgram::median_seconds(const TensorList &inputs, int iterations) const {
-  Call c = prepare(inputs);
+  std::unique_ptr<Lease> lease = prepare(inputs);
   CUstream s = stream_->get();
   DrainOnError drain(s);
-  const EventApi &api = event_api();
-  std::vector<double> times;
-  if (api.complete()) {
-    // Runs of kRun calls back to back between one pair of events: the host's launches for
-    // one call overlap the GPU's work for the one before, as in a model. A whole run ends
-    // with a wait; the first run warms up.
-    constexpr int kRun = 10;
-    Event start(api), end(api);
-    int runs = std::max(iterations / kRun, 1);
-    for (int i = 0; i < runs + 1; ++i) {
-      cuda::check(api.record(start.get(), s), "cuEventRecord", "timing the graph");
-      for (int call = 0; call < kRun; ++call) run_steps(c, s, false);
-      cuda::check(api.record(end.get(), s), "cuEventRecord", "timing the graph");
-      cuda::check(api.synchronize(end.get()), "cuEventSynchronize",
-                  str_cat("running the graph's ", gpu_.steps.size(), " steps"));
-      float ms = 0;
-      cuda::check(api.elapsed(&ms, start.get(), end.get()), "cuEventElapsedTime", "timing the graph");
-      if (i > 0) times.push_back(double(ms) * 1e-3 / kRun);
-    }
-  } else {  // a driver without the event functions: the host's clock around a wait per call
-    for (int i = 0; i < std::max(iterations, 1) + 1; ++i) {
-      auto t0 = std::chrono::steady_clock::now();
-      run_steps(c, s, false);
-      cuda::check(cuda::driver().cuStreamSynchronize(s), "cuStreamSynchronize",
-                  str_cat("running the graph's ", gpu_.steps.size(), " steps"));
-      double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      if (i > 0) times.push_back(t);
-    }
-  }
+  launch_all(**lease, s, false);  // with graphs: the capture, before the timing
+  cuda::check(cuda::driver().cuStreamSynchronize(s), "cuStreamSynchronize",
+              str_cat("running the graph's ", gpu_.steps.size(), " steps"));
+  // Runs of 10 calls back to back between one pair of events: the host's launches for one
+  // call overlap the GPU's work for the one before, as in a model. The first run warms up.
+  constexpr int kRun = 10;
+  double ms = cuda::median_ms_per_call(s, std::max(iterations / kRun, 1), kRun, [&] { launch_all(**lease, s, false); },
+                                       str_cat("the graph's ", gpu_.steps.size(), " steps"));
   drain.disarm();
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
+  return ms * 1e-3;
+}
+
+std::string CudaProgram::graphs_note() const {
+  std::lock_guard<std::mutex> lock(pool_mutex_);
+  return graphs_note_;
 }
 
 std::vector<std::string> CudaProgram::describe() const {
   std::vector<std::string> out;
+  if (std::string note = graphs_note(); !note.empty()) out.push_back(note);
   for (const GpuStep &st : gpu_.steps) {
     if (st.kind == GpuStep::Kind::Launch) {
       const GpuKernel &k = gpu_.kernels[size_t(st.kernel)];

@@ -10,12 +10,21 @@
 // intermediates and split-reduction partials at their offsets in one device arena.
 //
 // Threads: concurrent run() and median_seconds() calls on one CudaProgram are safe. Each
-// call takes an arena of its own from a pool (the one made by the constructor first; a
-// second is made only while two calls overlap) and allocates its own inputs and outputs;
-// the loaded kernels are shared, and CudaKernel::launch is safe from several threads.
+// call takes a workspace of its own from a pool (the one made by the constructor first; a
+// second is made only while two calls overlap): device copies of the inputs, the outputs
+// and the arena, at addresses fixed for the workspace's life; the loaded kernels are
+// shared, and CudaKernel::launch is safe from several threads.
+//
+// CUDA graphs (option triton.cudagraphs): the first call on a workspace launches the steps
+// one by one on the workspace's own stream, then captures them on those fixed addresses;
+// every later call copies its inputs into the same device buffers, replays the graph as one
+// launch on the caller's stream and copies the outputs back. Extern calls through cuBLAS
+// and cuDNN are captured with the kernels; a program with an extern call on the host's
+// loops, or whose capture fails, launches its steps one by one (describe() says why).
 // Tests: tests/gpu/program_test.cpp (a GPU), scripts/gpu_check.sh (every fixture).
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -24,6 +33,7 @@
 #include "codegen/triton/triton_codegen.h"
 #include "io/host_tensor.h"
 #include "runtime/cuda_driver.h"
+#include "runtime/triton_autotune.h"
 #include "runtime/triton_build.h"
 #include "runtime/triton_launch.h"
 #include "scheduler/scheduler.h"
@@ -34,13 +44,17 @@ namespace coil {
 struct CudaBuild {
   codegen::GpuProgram program;
   std::vector<TritonBinary> binaries;  // one per program.kernels[i], same order
-  double seconds = 0;                  // generating + compiling (or finding in the cache)
+  double seconds = 0;                  // generating + compiling (or finding in the cache), tuning included
   int cache_hits = 0;
+  std::vector<TunedKernel> tuned;      // with triton.autotune: what tuning chose, per schedule kernel
+  double tuning_seconds = 0;
 };
 
 /// Generates the Triton kernels of `s` (codegen::generate_triton) and compiles them all in
 /// one build_triton_kernels call, for the capability of the current GPU when one is
-/// present, else for sm_90. Needs no GPU: only Python with triton.
+/// present, else for sm_90. Needs no GPU (only Python with triton), except with the option
+/// triton.autotune, which times each kernel's configs on the current GPU first
+/// (runtime/triton_autotune.h) and is ignored, with a note on stderr, when there is none.
 CudaBuild build_cuda(const sched::Schedule &s);
 
 class CudaProgram {
@@ -66,23 +80,34 @@ class CudaProgram {
   /// one run to warm up); the inputs are copied to the device and the outputs allocated once.
   double median_seconds(const TensorList &inputs, int iterations) const;
 
-  /// One line per step, in order, for --explain:
+  /// One line per step, in order, for --explain, after a line on CUDA graphs when the
+  /// option asks for them:
+  ///   CUDA graph: the 4 steps are captured at the first call and replayed as one launch
   ///   kernel0: Triton, grid 1024x1x1, 4 warps; XBLOCK=1024
   ///   kernel3: cuBLAS, mm of [64, 256] and [256, 128] into [64, 128]
   std::vector<std::string> describe() const;
+
+  /// With the option triton.cudagraphs: whether the steps replay as a CUDA graph, or why
+  /// not ("CUDA graph off: ..."); empty without the option.
+  std::string graphs_note() const;
+
+  /// Whether calls replay the steps as a CUDA graph (until a capture fails).
+  bool uses_graphs() const { return graphs_ && !graphs_failed_.load(); }
 
   const codegen::GpuProgram &program() const { return gpu_; }
 
  private:
   struct Slot;
-  struct Call;
-  class ArenaLease;
+  struct Workspace;
+  class Lease;
 
   void check_program(const std::vector<TritonBinary> &binaries) const;
-  Call prepare(const TensorList &inputs) const;
-  void bind(Call &call) const;
-  void run_steps(Call &call, cuda::CUstream stream, bool sync_each_step) const;
-  std::vector<HostTensor> read_outputs(const Call &call) const;
+  void decide_graphs();
+  std::unique_ptr<Workspace> make_workspace() const;
+  std::unique_ptr<Lease> prepare(const TensorList &inputs) const;
+  void run_steps(Workspace &w, cuda::CUstream stream, bool sync_each_step) const;
+  void launch_all(Workspace &w, cuda::CUstream stream, bool sync_each_step) const;
+  std::vector<HostTensor> read_outputs(const Workspace &w) const;
   std::string step_label(size_t step) const;
 
   ir::Program program_;
@@ -92,9 +117,13 @@ class CudaProgram {
   std::vector<Slot> slots_;                                 // per buffer id
   std::vector<int> output_owner_;  // per output: the first output of the same buffer
   std::unique_ptr<cuda::Stream> stream_;
-  // Arenas not in use by a call; the pool only grows while calls overlap.
-  mutable std::mutex arenas_mutex_;
-  mutable std::vector<std::unique_ptr<cuda::DeviceArena>> free_arenas_;
+  bool graphs_ = false;                          // triton.cudagraphs, and nothing rules them out
+  mutable std::atomic<bool> graphs_failed_{false};  // a capture failed: launches one by one
+  // Workspaces not in use by a call; the pool only grows while calls overlap. The mutex
+  // also guards graphs_note_.
+  mutable std::mutex pool_mutex_;
+  mutable std::vector<std::unique_ptr<Workspace>> free_workspaces_;
+  mutable std::string graphs_note_;
 };
 
 }  // namespace coil

@@ -193,8 +193,10 @@ int run_run(const std::vector<std::string> &all_args) {
   } else if (device == "cuda") {
     CudaProgram gpu(c.schedule, build_cuda(c.schedule));
     outputs = gpu.run(inputs);
-    if (bench > 0)
+    if (bench > 0) {
       std::cout << "median " << gpu.median_seconds(inputs, bench) * 1e6 << " us per call over " << bench << " calls\n";
+      if (std::string note = gpu.graphs_note(); !note.empty()) std::cout << note << "\n";
+    }
   } else if (device == "ref") {
     if (options::get_bool("cpp.profile")) std::cerr << "coil run: cpp.profile times compiled kernels: use --device cpu\n";
     outputs = ir::interpret(c.schedule.ir, inputs);

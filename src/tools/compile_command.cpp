@@ -29,26 +29,34 @@ int compile_cuda(const std::string &file, const std::string &out, bool explain) 
   o.extern_epilogues = false;
   Compilation c = compile_graph(std::move(g), o, out);
   auto start = std::chrono::steady_clock::now();
-  codegen::GpuProgram gpu = codegen::generate_triton(c.schedule);
+  // With Triton installed: generated, tuned (triton.autotune, on a GPU) and compiled by
+  // build_cuda, for this machine's GPU or sm_90. Without: the sources alone.
+  codegen::GpuProgram gpu;
+  std::vector<TritonBinary> binaries;
+  std::vector<TunedKernel> tuned;
+  std::string cubins = "no cubins: ";
+  try {
+    triton_version();  // a UserError saying how to install Triton when there is none
+    CudaBuild build = build_cuda(c.schedule);
+    gpu = std::move(build.program);
+    binaries = std::move(build.binaries);
+    tuned = std::move(build.tuned);
+    int capability = binaries.empty() ? 90 : binaries[0].facts.capability;
+    cubins = str_cat(binaries.size(), " cubins for sm_", capability);
+  } catch (const UserError &e) {
+    gpu = codegen::generate_triton(c.schedule);
+    binaries.clear();
+    cubins += e.what();
+  }
   std::filesystem::path dir(out), kernels = dir / "kernels";
   std::filesystem::create_directories(kernels);
   for (const codegen::GpuKernel &k : gpu.kernels) write_file_atomically(kernels / (k.name + ".py"), k.source);
   write_file_atomically(dir / "launch_plan.json", codegen::launch_plan_json(c.schedule, gpu));
   write_file_atomically(dir / "stats.json", stats_json(c));
-  std::string cubins = "no cubins: ";
-  try {
-    triton_version();  // a UserError saying how to install Triton when there is none
-    CudaBuild build;
-    std::vector<TritonCompileRequest> requests = codegen::compile_requests(gpu);
-    std::vector<TritonBinary> binaries = requests.empty() ? std::vector<TritonBinary>{} : build_triton_kernels(requests);
-    for (size_t i = 0; i < binaries.size(); ++i) {
-      write_file_atomically(kernels / (gpu.kernels[i].name + ".cubin"), binaries[i].cubin);
-      std::filesystem::copy_file(binaries[i].entry / (gpu.kernels[i].name + ".json"), kernels / (gpu.kernels[i].name + ".json"),
-                                 std::filesystem::copy_options::overwrite_existing);
-    }
-    cubins = std::to_string(binaries.size()) + " cubins for sm_90";
-  } catch (const UserError &e) {
-    cubins += e.what();
+  for (size_t i = 0; i < binaries.size(); ++i) {
+    write_file_atomically(kernels / (gpu.kernels[i].name + ".cubin"), binaries[i].cubin);
+    std::filesystem::copy_file(binaries[i].entry / (gpu.kernels[i].name + ".json"), kernels / (gpu.kernels[i].name + ".json"),
+                               std::filesystem::copy_options::overwrite_existing);
   }
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (explain) {
@@ -67,6 +75,11 @@ int compile_cuda(const std::string &file, const std::string &out, bool explain) 
                 << k.num_warps << " warps";
       for (const auto &[name, value] : k.constexprs) std::cout << ", " << name << "=" << std::get<int64_t>(value);
       std::cout << "\n";
+    }
+    if (options::get_bool("triton.autotune")) {
+      std::cout << "autotuning (triton.autotune), the winner of each kernel's configs:\n";
+      if (tuned.empty()) std::cout << "  nothing tuned (no GPU, or no kernel of 2^16 elements or more)\n";
+      for (const TunedKernel &t : tuned) std::cout << "  " << t.describe() << "\n";
     }
   }
   int externs = 0;

@@ -30,6 +30,7 @@
 #include "runtime/cuda_driver.h"
 #include "runtime/cuda_program.h"
 #include "support/error.h"
+#include "support/options.h"
 
 namespace coil {
 namespace {
@@ -224,9 +225,9 @@ std::vector<GraphCase> graph_cases() {
   };
 }
 
-void check_graph_cases() {
+void check_graph_cases(const std::string &mode) {
   for (const GraphCase &gc : graph_cases()) {
-    run_check(gc.name, [&] {
+    run_check(mode + gc.name, [&] {
       Compiled c = compile_for_gpu(frontend::parse_graph(gc.text, "test.py"));
       TensorList inputs = make_inputs(c.c.lowered, 1);
       return compare_with_reference(c.c, c.program->run(inputs), inputs);
@@ -253,8 +254,8 @@ void check_case_dirs(const std::vector<std::filesystem::path> &dirs) {
 }
 
 // The executor's contract on one graph with a split reduction (scratch in the arena), an
-// intermediate and two outputs.
-void check_contract() {
+// intermediate and two outputs; `mode` names the options set (CUDA graphs, autotuning).
+void check_contract(const std::string &mode) {
   const char *text = R"(class GraphModule(torch.nn.Module):
     def forward(self, x: "f32[300, 4000][4000, 1]cpu"):
         exp: "f32[300, 4000][4000, 1]cpu" = torch.ops.aten.exp.default(x)
@@ -265,7 +266,7 @@ void check_contract() {
   std::unique_ptr<Compiled> shared;
   TensorList inputs;
   std::vector<HostTensor> first;
-  run_check("contract: compile and run", [&] {
+  run_check(mode + "contract: compile and run", [&] {
     shared = std::make_unique<Compiled>(compile_for_gpu(frontend::parse_graph(text, "contract.py")));
     inputs = make_inputs(shared->c.lowered, 7);
     first = shared->program->run(inputs);
@@ -274,14 +275,14 @@ void check_contract() {
   if (!shared) return;
   const CudaProgram &program = *shared->program;
 
-  run_check("contract: a second call gives the same bits", [&] {
+  run_check(mode + "contract: a second call gives the same bits", [&] {
     return same_bits(program.run(inputs), first) ? "" : "the outputs differ";
   });
-  run_check("contract: on the caller's stream", [&] {
+  run_check(mode + "contract: on the caller's stream", [&] {
     cuda::Stream stream;
     return same_bits(program.run(inputs, stream.get()), first) ? "" : "the outputs differ";
   });
-  run_check("contract: concurrent calls from 4 threads", [&] {
+  run_check(mode + "contract: concurrent calls from 4 threads", [&] {
     std::vector<std::string> problems(4);
     std::vector<std::thread> threads;
     for (size_t t = 0; t < problems.size(); ++t)
@@ -298,13 +299,17 @@ void check_contract() {
       if (!p.empty()) return p;
     return std::string();
   });
-  run_check("contract: median_seconds", [&] {
+  run_check(mode + "contract: median_seconds", [&] {
     double t = program.median_seconds(inputs, 20);
     std::printf("     median %.1f us per call\n", t * 1e6);
     return t > 0 && std::isfinite(t) && t < 1.0 ? "" : str_cat("median ", t, " s");
   });
-  run_check("contract: describe names every step", [&] {
+  run_check(mode + "contract: describe names every step", [&] {
     std::vector<std::string> lines = program.describe();
+    bool graphs = options::get_bool("triton.cudagraphs");
+    if (graphs && (lines.empty() || lines[0].rfind("CUDA graph: ", 0) != 0))
+      return "CUDA graphs asked for, but the first line is: " + (lines.empty() ? std::string() : lines[0]);
+    if (graphs) lines.erase(lines.begin());
     if (lines.size() != program.program().steps.size())
       return str_cat(lines.size(), " lines for ", program.program().steps.size(), " steps");
     for (const std::string &line : lines) {
@@ -314,7 +319,7 @@ void check_contract() {
     }
     return std::string();
   });
-  run_check("contract: a missing input is a UserError", [&] {
+  run_check(mode + "contract: a missing input is a UserError", [&] {
     try {
       program.run({});
       return std::string("no error");
@@ -322,7 +327,7 @@ void check_contract() {
       return e.message() == "missing input tensor 'x'" ? std::string() : "message: " + e.message();
     }
   });
-  run_check("contract: a mistyped input is a UserError", [&] {
+  run_check(mode + "contract: a mistyped input is a UserError", [&] {
     TensorList wrong;
     wrong.emplace_back("x", HostTensor::zeros(DType::F32, {300, 3999}));
     try {
@@ -332,7 +337,7 @@ void check_contract() {
       return e.message().find("input 'x' is f32[300, 3999]") == 0 ? std::string() : "message: " + e.message();
     }
   });
-  run_check("contract: the program still runs after errors", [&] {
+  run_check(mode + "contract: the program still runs after errors", [&] {
     return same_bits(program.run(inputs), first) ? "" : "the outputs differ";
   });
 }
@@ -345,8 +350,21 @@ int run(int argc, char **argv) {
   const cuda::Device &device = cuda::Device::get();
   std::printf("GPU 0: capability %d, %d multiprocessors; Triton %s (%s)\n", device.capability(),
               device.multiprocessors(), triton_version().c_str(), triton_python().c_str());
-  check_graph_cases();
-  check_contract();
+  check_graph_cases("");
+  check_contract("");
+  // The same contract with every launch replayed from a CUDA graph and every kernel tuned.
+  options::set_override("triton.cudagraphs", "1");
+  options::set_override("triton.autotune", "1");
+  check_contract("graphs+autotune: ");
+  run_check("graphs+autotune: the graph is used", [&] {
+    Compiled c = compile_for_gpu(frontend::parse_graph(graph_cases()[0].text, "test.py"));
+    TensorList inputs = make_inputs(c.c.lowered, 3);
+    std::string problem = compare_with_reference(c.c, c.program->run(inputs), inputs);
+    if (!problem.empty()) return problem;
+    return c.program->uses_graphs() ? std::string() : "not replayed as a graph: " + c.program->graphs_note();
+  });
+  check_graph_cases("graphs+autotune: ");
+  options::clear_overrides();
   std::vector<std::filesystem::path> dirs;
   for (int i = 1; i < argc; ++i) dirs.emplace_back(argv[i]);
   if (argc <= 1 && std::filesystem::is_directory("examples"))

@@ -14,6 +14,7 @@
 #include "io/compare.h"
 #include "io/graph_tensors.h"
 #include "io/safetensors.h"
+#include "ir/interpreter.h"
 #include "runtime/compiler.h"
 #include "runtime/triton_build.h"
 #include "runtime/triton_interpret.h"
@@ -145,6 +146,98 @@ TEST(TritonInterpreter, EveryFixtureAndExampleMatchesEager) {
   }
   std::cout << passed << " of " << cases.size() << " cases match eager under the interpreter; " << exceptions.size()
             << " listed in tests/fixtures/INTERPRETER.md\n";
+  if (!HasFailure()) fs::remove_all(root);
+}
+
+// ---- every tuning candidate -----------------------------------------------------------------
+
+// Every config the autotuner may pick, for each layout, generates kernels that compute the
+// reference interpreter's result: the winner is never a config that was not checked.
+TEST(TritonTuning, EveryCandidateMatchesTheReference) {
+  auto graph = [](const std::string &params, const std::string &body, const std::string &outs) {
+    return "class GraphModule(torch.nn.Module):\n    def forward(self, " + params + "):\n" + body + "        return (" + outs + ",)\n";
+  };
+  const std::map<std::string, std::string> graphs = {
+      {"blocks", graph("x: \"f32[65536][1]cpu\"", "        a: \"f32[65536][1]cpu\" = torch.ops.aten.mul.Tensor(x, 2.0)\n"
+                                                    "        b: \"f32[65536][1]cpu\" = torch.ops.aten.relu.default(a)\n", "b")},
+      {"tiles", graph("x: \"f32[256, 256][256, 1]cpu\", y: \"f32[256, 256][256, 1]cpu\"",
+                      "        t: \"f32[256, 256][1, 256]cpu\" = torch.ops.aten.permute.default(y, [1, 0])\n"
+                      "        s: \"f32[256, 256][256, 1]cpu\" = torch.ops.aten.add.Tensor(x, t)\n", "s")},
+      {"persistent", graph("x: \"f32[64, 1024][1024, 1]cpu\"",
+                           "        s: \"f32[64, 1024][1024, 1]cpu\" = torch.ops.aten._softmax.default(x, -1, False)\n", "s")},
+      {"looped", graph("x: \"f32[4, 32768][32768, 1]cpu\"",
+                       "        s: \"f32[4][1]cpu\" = torch.ops.aten.sum.dim_IntList(x, [1])\n", "s")},
+      {"split_rows", graph("x: \"f32[2, 65536][65536, 1]cpu\"",
+                           "        s: \"f32[2][1]cpu\" = torch.ops.aten.amax.default(x, [1])\n", "s")},
+      {"split_columns", graph("x: \"f32[1024, 256][256, 1]cpu\"",
+                              "        s: \"f32[256][1]cpu\" = torch.ops.aten.sum.dim_IntList(x, [0])\n", "s")},
+      {"columns", graph("x: \"f32[512, 256][256, 1]cpu\"",
+                        "        v = torch.ops.aten.var_mean.correction(x, [0], correction = 1)\n"
+                        "        a: \"f32[256][1]cpu\" = v[0]\n        b: \"f32[256][1]cpu\" = v[1]\n", "a, b")},
+  };
+  fs::path root = fs::temp_directory_path() / ("coil_tuning_" + std::to_string(::getpid()));
+  fs::remove_all(root);
+  struct Run {
+    std::string name;
+    fs::path work;
+    const Compilation *compilation;
+    const TensorList *inputs;
+  };
+  std::vector<std::unique_ptr<Compilation>> compilations;
+  std::vector<std::unique_ptr<TensorList>> inputs;
+  std::vector<Run> runs;
+  std::string batch = "[";
+  for (const auto &[name, text] : graphs) {
+    compilations.push_back(std::make_unique<Compilation>(compile_graph(frontend::parse_graph(text, name + ".py"), gpu_schedule())));
+    const Compilation &c = *compilations.back();
+    auto in = std::make_unique<TensorList>();
+    uint32_t state = 12345;
+    for (ir::BufferId b : c.lowered.inputs) {
+      HostTensor t = HostTensor::zeros(DType::F32, c.lowered.buffer(b).type.sizes);
+      float *f = t.ptr<float>();
+      for (int64_t i = 0; i < t.numel(); ++i) f[i] = float((state = state * 1664525u + 1013904223u) >> 8) / float(1 << 24) * 4.0f - 2.0f;
+      in->emplace_back(c.lowered.buffer(b).name, std::move(t));
+    }
+    fs::path inputs_file = root / (name + "_inputs.safetensors");
+    fs::create_directories(root);
+    write_safetensors(inputs_file.string(), *in);
+    const ir::Kernel *tuned = nullptr;
+    for (const ir::Kernel &k : c.schedule.ir.kernels)
+      if (codegen::tuning_configs(c.schedule, k.name).size() > 1) tuned = &k;
+    ASSERT_TRUE(tuned) << name << ": no kernel with more than one config";
+    std::vector<codegen::TritonConfig> configs = codegen::tuning_configs(c.schedule, tuned->name);
+    for (size_t i = 0; i < configs.size(); ++i) {
+      codegen::TritonOptions o;
+      o.configs[tuned->name] = configs[i];
+      Run r{name + " " + configs[i].str(), root / (name + "_" + std::to_string(i)), &c, in.get()};
+      write_launch_plan(c.schedule, codegen::generate_triton(c.schedule, o), r.work.string());
+      batch += std::string(batch.size() > 1 ? ",\n" : "\n") + "{\"plan\": \"" + (r.work / "launch_plan.json").string() +
+               "\", \"inputs\": \"" + inputs_file.string() + "\", \"save\": \"" + (r.work / "outputs.safetensors").string() + "\"}";
+      runs.push_back(r);
+    }
+    inputs.push_back(std::move(in));
+  }
+  fs::path job = root / "batch.json";
+  std::ofstream(job) << batch << "]\n";
+  ProcessResult result = run_process({triton_python(), triton_helper_file("run_plan.py").string(), "--batch", job.string()});
+  ASSERT_LE(result.exit_code, 1) << result.err;
+  for (const Run &r : runs) {
+    if (fs::exists(r.work / "outputs.safetensors.error")) {
+      ADD_FAILURE() << r.name << ": " << test::read_text(r.work / "outputs.safetensors.error");
+      continue;
+    }
+    TensorList got = read_safetensors((r.work / "outputs.safetensors").string());
+    std::vector<HostTensor> want = ir::interpret(r.compilation->lowered, *r.inputs);
+    for (size_t i = 0; i < want.size(); ++i) {
+      const HostTensor *have = find_tensor(got, output_tensor_name(i));
+      ASSERT_TRUE(have) << r.name << ": no " << output_tensor_name(i);
+      Tolerance tol = default_tolerance(want[i].dtype, ir::max_reduction_size(r.compilation->lowered, r.compilation->lowered.outputs[i]));
+      Comparison cmp = compare(*have, want[i], tol);
+      EXPECT_TRUE(cmp.pass) << r.name << " " << output_tensor_name(i) << ": " << cmp.mismatches << " mismatches, first "
+                            << cmp.first_mismatch << ", max abs error " << cmp.max_abs_error << "\nkernels: " << r.work;
+    }
+  }
+  std::cout << runs.size() << " configs over " << graphs.size() << " graphs checked under the interpreter\n";
   if (!HasFailure()) fs::remove_all(root);
 }
 

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <set>
+#include <sstream>
+#include <tuple>
 
 #include "codegen/common/access.h"
 #include "codegen/common/writer.h"
@@ -55,7 +57,9 @@ struct Layout {
 class TritonEmitter {
  public:
   TritonEmitter(const ir::Program &p, const Kernel &k, const TritonOptions &o)
-      : p_(p), k_(k), o_(o), ranges_(sched::ranges_of(k.ranges, k.reduction_ranges)) {}
+      : p_(p), k_(k), o_(o), ranges_(sched::ranges_of(k.ranges, k.reduction_ranges)) {
+    if (auto it = o.configs.find(k.name); it != o.configs.end()) cfg_ = it->second;
+  }
 
   /// The kernels of this schedule kernel (two for a split reduction or a scatter).
   std::vector<GpuKernel> emit(std::vector<std::vector<int>> &args, std::map<int, std::pair<DType, int64_t>> &scratch,
@@ -72,6 +76,58 @@ class TritonEmitter {
     }
     args = std::move(out_args_);
     return std::move(out_);
+  }
+
+  /// After emit(): the configs worth timing, the one emitted (with every field resolved)
+  /// first. See tuning_configs().
+  std::vector<TritonConfig> candidates() const {
+    std::vector<TritonConfig> out = {resolved_};
+    int64_t rows = checked_numel(k_.ranges), rn = checked_numel(k_.reduction_ranges);
+    if (rows * std::max<int64_t>(rn, 1) < (int64_t(1) << 16)) return out;
+    auto add = [&](TritonConfig c) {
+      if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
+    };
+    const TritonConfig &d = resolved_;
+    int64_t rpow = next_pow2(std::max<int64_t>(rn, 1));
+    switch (strategy_) {
+      case Strategy::Blocks:
+        for (auto [b, w] : {std::pair<int64_t, int>{512, 4}, {1024, 4}, {1024, 8}, {2048, 8}, {4096, 8}})
+          add({b, 0, w, 1, 0});
+        break;
+      case Strategy::Tiles:
+        for (auto [b0, b1, w] : {std::tuple<int64_t, int64_t, int>{32, 64, 4}, {64, 64, 4}, {64, 64, 8}, {32, 128, 4}, {16, 128, 4}, {64, 128, 8}})
+          add({b0, b1, w, 1, 0});
+        break;
+      case Strategy::Persistent:
+        // Rows per program and warps, with 2 to 64 elements per thread and at most 10 configs.
+        for (int64_t b0 : {1, 2, 4, 8, 16, 32})
+          for (int w : {4, 8, 16})
+            if (out.size() < 10 && b0 <= next_pow2(rows) && b0 * rpow <= 16384 && b0 * rpow >= 64 * w &&
+                b0 * rpow / (32 * w) <= 64)
+              add({b0, rpow, w, 1, 1});
+        break;
+      case Strategy::Looped:
+        for (auto [b1, w, st] : {std::tuple<int64_t, int, int>{1024, 4, 1}, {2048, 4, 1}, {4096, 8, 1}, {4096, 16, 1}, {2048, 8, 2}})
+          add({1, b1, w, st, 1});
+        break;
+      case Strategy::Columns:
+      case Strategy::SplitColumns: {
+        int64_t sp = d.split;
+        for (auto [b0, b1, w] : {std::tuple<int64_t, int64_t, int>{64, 64, 4}, {32, 64, 4}, {128, 32, 8}, {64, 32, 4}})
+          add({std::min(b0, next_pow2(rows)), std::min(b1, rpow), w, 1, sp});
+        if (splittable() && rn >= 1024)
+          for (int64_t f : {sp * 2, sp / 2, sp * 4})
+            if (f >= 1 && f <= 64) add({d.block0, d.block1, d.num_warps, 1, f});
+        break;
+      }
+      case Strategy::SplitRows:
+        for (auto [b1, w, f] : {std::tuple<int64_t, int, int64_t>{4096, 8, d.split}, {2048, 4, d.split}, {2048, 8, d.split / 2},
+                                 {2048, 8, d.split * 2}, {1024, 4, d.split * 2}})
+          if (f >= 2 && f <= 1024) add({1, b1, w, 1, f});
+        break;
+      case Strategy::Fixed: break;
+    }
+    return out;
   }
 
  private:
@@ -121,7 +177,7 @@ class TritonEmitter {
       sig += blocks[i] + ": tl.constexpr" + (i + 1 < blocks.size() ? ", " : "");
     }
     g.num_warps = num_warps;
-    g.num_stages = 1;
+    g.num_stages = stages();
     g.grid = grid;
     attrs["num_warps"] = std::to_string(num_warps);
     attrs["grid"] = std::to_string(grid[0]) + "x" + std::to_string(grid[1]) + "x" + std::to_string(grid[2]);
@@ -430,33 +486,37 @@ class TritonEmitter {
     std::map<std::string, std::string> attrs;
     int n = int(k_.ranges.size());
     int64_t rows = n >= 2 ? numel / std::max<int64_t>(k_.ranges.back(), 1) : 1;
-    if (tile_last_two_dims() && ceil_div(rows, 32) <= 65535) {
+    int64_t tile_rows = pick(cfg_.block0, std::min<int64_t>(32, next_pow2(rows)));
+    if (tile_last_two_dims() && ceil_div(rows, tile_rows) <= 65535) {
       l.two_d = true;
       l.b0 = "YBLOCK";
       l.b1 = "XBLOCK";
-      l.block0 = std::min<int64_t>(32, next_pow2(rows));
-      l.block1 = std::min<int64_t>(64, next_pow2(k_.ranges.back()));
+      l.block0 = tile_rows;
+      l.block1 = pick(cfg_.block1, std::min<int64_t>(64, next_pow2(k_.ranges.back())));
       l.n0 = rows;
       l.n1 = k_.ranges.back();
       for (int d = 0; d < n - 1; ++d) l.vars0.push_back({VarId{d}, k_.ranges[size_t(d)]});
       l.vars1.push_back({VarId{n - 1}, k_.ranges.back()});
       l.program_axis0 = 1;
       attrs["layout"] = "YBLOCK x XBLOCK tiles of the last two dims: a load walks them transposed";
+      strategy_ = Strategy::Tiles;
     } else {
-      l.block0 = std::min<int64_t>(1024, next_pow2(std::max<int64_t>(numel, 1)));
+      l.block0 = pick(cfg_.block0, std::min<int64_t>(1024, next_pow2(std::max<int64_t>(numel, 1))));
       l.n0 = numel;
       for (int d = 0; d < n; ++d) l.vars0.push_back({VarId{d}, k_.ranges[size_t(d)]});
       attrs["layout"] = "blocks of XBLOCK elements" + std::string(numel % l.block0 ? ", masked" : ", no mask");
+      strategy_ = Strategy::Blocks;
     }
     begin(k_.name, l);
     emit_prologue();
     for (int m : k_.nodes) emit_pointwise_member(p_.nodes[size_t(m)]);
     int64_t per_program = l.block0 * (l.two_d ? l.block1 : 1);
-    int warps = int(std::clamp<int64_t>(per_program / 256, 1, 4));
+    int warps = pick(cfg_.num_warps, int(std::clamp<int64_t>(per_program / 256, 1, 4)));
     std::array<int64_t, 3> grid = l.two_d ? std::array<int64_t, 3>{ceil_div(l.n1, l.block1), ceil_div(l.n0, l.block0), 1}
                                           : std::array<int64_t, 3>{std::max<int64_t>(ceil_div(numel, l.block0), 1), 1, 1};
     if (numel == 0) grid = {0, 1, 1};
     end(buffer_params(), warps, grid, attrs);
+    resolved_ = {l.block0, l.two_d ? l.block1 : 0, warps, stages(), 0};
   }
 
   // ---- reductions -------------------------------------------------------------------------
@@ -467,31 +527,50 @@ class TritonEmitter {
   // over dim 0), a block holds many rows side by side, so that loads coalesce.
   bool rows_side_by_side() const { return rows_contiguous_across_reduction(p_, k_); }
 
-  // The split of a reduction to few rows across programs: the number of programs per row,
-  // or 1. Only for a single pass of combinable reductions followed by row values.
-  int64_t split_factor() const {
-    int64_t rows = checked_numel(k_.ranges), rn = checked_numel(k_.reduction_ranges);
-    if (rows > 64 || rn < 65536) return 1;
-    if (k_.steps.empty() || !k_.steps[0].inner) return 1;
+  // Whether the reduced elements of a row may be split across programs: a single pass of
+  // combinable reductions (no argmax/argmin, no Welford) whose other members are internal,
+  // followed by row values only.
+  bool splittable() const {
+    if (k_.steps.empty() || !k_.steps[0].inner) return false;
     for (size_t s = 1; s < k_.steps.size(); ++s)
-      if (k_.steps[s].inner) return 1;
+      if (k_.steps[s].inner) return false;
     for (int m : k_.steps[0].nodes) {
       const Node &node = p_.nodes[size_t(m)];
       if (node.kind != ir::NodeKind::Reduction) {
         for (BufferId b : node.outputs)
-          if (!contains(k_.internal, b)) return 1;  // an element stored at every point
+          if (!contains(k_.internal, b)) return false;  // an element stored at every point
         continue;
       }
       ReduceOp op = node.reduce_op;
-      if (op == ReduceOp::ArgMax || op == ReduceOp::ArgMin || op == ReduceOp::Welford) return 1;
+      if (op == ReduceOp::ArgMax || op == ReduceOp::ArgMin || op == ReduceOp::Welford) return false;
     }
-    return std::clamp<int64_t>(next_pow2(ceil_div(rn, 32768)), 2, 1024);
+    return true;
+  }
+
+  // Programs per row (1: no split). Rows reduced one per program: split when at most 64
+  // rows of 65,536 or more would leave the GPU idle, in chunks of about 32,768. Rows side by
+  // side (a sum over dim 0): split when fewer than 256 programs (two per multiprocessor of
+  // an H100 or H200) would cover the rows, into enough chunks for about 512 programs.
+  int64_t default_split(bool columns) const {
+    int64_t rows = checked_numel(k_.ranges), rn = checked_numel(k_.reduction_ranges);
+    if (!splittable()) return 1;
+    if (!columns) return rows > 64 || rn < 65536 ? 1 : std::clamp<int64_t>(next_pow2(ceil_div(rn, 32768)), 2, 1024);
+    int64_t programs = ceil_div(rows, std::min<int64_t>(64, next_pow2(rows)));
+    if (programs >= 256 || rn < 1024) return 1;
+    return std::clamp<int64_t>(next_pow2(ceil_div(512, programs)), 2, std::min<int64_t>(64, next_pow2(ceil_div(rn, 128))));
+  }
+
+  int64_t chosen_split(bool columns) const {
+    if (cfg_.split > 1 && splittable()) return cfg_.split;
+    if (cfg_.split == 1) return 1;
+    return default_split(columns);
   }
 
   void emit_reduction() {
     set_index_bits();
     int64_t rows = checked_numel(k_.ranges), rn = checked_numel(k_.reduction_ranges);
-    if (int64_t split = split_factor(); split > 1) return emit_split(split);
+    bool columns = rows_side_by_side();
+    if (int64_t split = chosen_split(columns); split > 1) return emit_split(split, columns);
     Layout l;
     l.two_d = true;
     l.n0 = rows;
@@ -501,21 +580,24 @@ class TritonEmitter {
     for (size_t d = 0; d < k_.reduction_ranges.size(); ++d) l.vars1.push_back({VarId{n + int(d)}, k_.reduction_ranges[d]});
     std::map<std::string, std::string> attrs;
     int64_t rpow = next_pow2(std::max<int64_t>(rn, 1));
-    if (rows_side_by_side()) {
-      l.looped = rn > 64;
-      l.block0 = std::min<int64_t>(64, next_pow2(rows));
-      l.block1 = std::min<int64_t>(64, rpow);
+    if (columns) {
+      l.block0 = pick(cfg_.block0, std::min<int64_t>(64, next_pow2(rows)));
+      l.block1 = std::min(pick(cfg_.block1, int64_t(64)), rpow);
+      l.looped = rn > l.block1;
       attrs["layout"] = std::string(l.looped ? "looped" : "persistent") +
                         ": XBLOCK rows side by side (neighbouring rows are contiguous), RBLOCK reduced elements per step";
+      strategy_ = Strategy::Columns;
     } else if (rpow <= o_.max_persistent_rblock) {
       l.block1 = rpow;
-      l.block0 = std::clamp<int64_t>(1024 / rpow, 1, std::min<int64_t>(64, next_pow2(std::max<int64_t>(rows, 1))));
+      l.block0 = pick(cfg_.block0, std::clamp<int64_t>(1024 / rpow, 1, std::min<int64_t>(64, next_pow2(std::max<int64_t>(rows, 1)))));
       attrs["layout"] = "persistent: a row in one program, RBLOCK the next power of two of " + std::to_string(rn);
+      strategy_ = Strategy::Persistent;
     } else {
       l.looped = true;
       l.block0 = 1;
-      l.block1 = 2048;
+      l.block1 = pick(cfg_.block1, int64_t(2048));
       attrs["layout"] = "looped: a row per program in steps of RBLOCK";
+      strategy_ = Strategy::Looped;
     }
     begin(k_.name, l);
     emit_prologue();
@@ -528,8 +610,9 @@ class TritonEmitter {
       emit_step(step);
     }
     int64_t per_program = l.block0 * l.block1;
-    int warps = int(std::clamp<int64_t>(per_program / 256, 1, 8));
+    int warps = pick(cfg_.num_warps, int(std::clamp<int64_t>(per_program / 256, 1, 8)));
     end(buffer_params(), warps, {std::max<int64_t>(ceil_div(rows, l.block0), 1), 1, 1}, attrs);
+    resolved_ = {l.block0, l.block1, warps, stages(), 1};
   }
 
   struct Acc {
@@ -789,31 +872,28 @@ class TritonEmitter {
 
   // ---- split reductions ---------------------------------------------------------------------
 
-  // A reduction to few rows over many elements: `split` programs per row each reduce a
-  // chunk into a scratch buffer of partial results, and a second kernel combines them and
-  // runs the row's members after the reduction.
-  void emit_split(int64_t split) {
+  // A reduction to few rows, or to rows side by side that would fill few programs: `split`
+  // programs share each block of rows, each reducing a chunk of the reduced elements into a
+  // scratch buffer of partial results laid out [split, rows]; a second kernel combines them
+  // and runs the row's members after the reduction.
+  void emit_split(int64_t split, bool columns) {
     int64_t rows = checked_numel(k_.ranges), rn = checked_numel(k_.reduction_ranges);
-    const int64_t rblock = 2048;
-    int64_t chunk = ceil_div(ceil_div(rn, split), rblock) * rblock;
     int n = int(k_.ranges.size());
     const ir::Step &step = k_.steps[0];
     // Kernel 1: the partials.
     Layout l;
     l.two_d = true;
     l.looped = true;
-    l.block0 = 1;
-    l.block1 = rblock;
-    l.n0 = rows * split;
+    l.block0 = columns ? pick(cfg_.block0, std::min<int64_t>(64, next_pow2(rows))) : 1;
+    l.block1 = pick(cfg_.block1, int64_t(columns ? 64 : 2048));
+    int64_t chunk = ceil_div(ceil_div(rn, split), l.block1) * l.block1;
+    l.n0 = rows;
     l.n1 = rn;
     for (int d = 0; d < n; ++d) l.vars0.push_back({VarId{d}, k_.ranges[size_t(d)]});
     for (size_t d = 0; d < k_.reduction_ranges.size(); ++d) l.vars1.push_back({VarId{n + int(d)}, k_.reduction_ranges[d]});
     begin(k_.name + "_partials", l);
-    w_.line("xoffset = tl.program_id(0) * XBLOCK");
-    w_.line("xindex = xoffset + tl.arange(0, XBLOCK)[:, None]");
-    w_.line("split = xindex % " + std::to_string(split));
-    w_.line("row = xindex // " + std::to_string(split));
-    decompose("row", l.vars0, kA0);
+    emit_prologue();
+    w_.line(std::string("split = tl.program_id(1)") + (index_bits_ > 31 ? ".to(tl.int64)" : ""));
     w_.line("rbase = tl.arange(0, RBLOCK)[None, :]");
     std::vector<Acc> accs;
     for (int m : step.nodes) {
@@ -840,13 +920,15 @@ class TritonEmitter {
     std::vector<std::pair<int, std::string>> params = buffer_params();
     std::vector<std::pair<int, std::string>> partial_params;
     std::vector<int> scratch_ids;
+    std::string row_mask = mask(kA0).empty() ? "" : ", " + mask(kA0);
     for (const Acc &a : accs) {
       Value r = reduce_looped(a)[0];
       int id = (*next_scratch_)++;
       DType t = a.node->reduce_op == ReduceOp::Any || a.node->reduce_op == ReduceOp::All ? DType::Bool : a.in;
       (*scratch_)[id] = {t, rows * split};
       std::string name = "partial_ptr" + std::to_string(scratch_ids.size());
-      w_.line("tl.store(" + name + " + xindex, " + r.name + ")");
+      std::string at = rows == 1 ? "split + xindex" : "split * " + std::to_string(rows) + " + xindex";
+      w_.line("tl.store(" + name + " + " + at + ", " + r.name + row_mask + ")");
       scratch_ids.push_back(id);
       partial_params.push_back({id, name});
     }
@@ -856,23 +938,29 @@ class TritonEmitter {
       if (!contains(k_.stores, pr.first)) first.push_back(pr);
     first.insert(first.end(), partial_params.begin(), partial_params.end());
     std::map<std::string, std::string> attrs = {
-        {"layout", "split: " + std::to_string(split) + " programs per row each reduce a chunk of " + std::to_string(chunk) +
-                       " in steps of RBLOCK; " + k_.name + " combines the partials"}};
-    end(first, 8, {rows * split, 1, 1}, attrs);
+        {"layout", "split: " + std::to_string(split) + " programs per " + (columns ? "block of XBLOCK rows side by side" : "row") +
+                       " each reduce a chunk of " + std::to_string(chunk) + " in steps of RBLOCK; " + k_.name +
+                       " combines the partials"}};
+    int warps = pick(cfg_.num_warps, columns ? 4 : 8);
+    end(first, warps, {ceil_div(rows, l.block0), split, 1}, attrs);
+    resolved_ = {l.block0, l.block1, warps, stages(), split};
+    strategy_ = columns ? Strategy::SplitColumns : Strategy::SplitRows;
 
     // Kernel 2: combine the partials, then the row's members.
     Layout c;
     c.two_d = true;
-    c.block0 = 1;
+    c.block0 = columns ? std::min<int64_t>(64, next_pow2(rows)) : 1;
     c.block1 = split;
     c.n0 = rows;
     c.n1 = split;
     for (int d = 0; d < n; ++d) c.vars0.push_back({VarId{d}, k_.ranges[size_t(d)]});
     begin(k_.name, c);
     emit_prologue();
+    std::string all_rows = mask(kBoth).empty() ? "" : ", " + mask(kBoth);
     for (size_t i = 0; i < accs.size(); ++i) {
       const Acc &a = accs[i];
-      Value part = def("tl.load(" + partial_params[i].second + " + xindex * " + std::to_string(split) + " + rindex)", kBoth);
+      std::string at = rows == 1 ? "rindex + xindex" : "rindex * " + std::to_string(rows) + " + xindex";
+      Value part = def("tl.load(" + partial_params[i].second + " + " + at + all_rows + ")", kBoth);
       ReduceOp op = a.node->reduce_op;
       std::string e;
       if (op == ReduceOp::Sum) e = cast_sum("tl.sum(" + part.name + ", 1)", a.in);
@@ -888,7 +976,7 @@ class TritonEmitter {
     for (const auto &pr : params)
       if (contains(k_.stores, pr.first) || used_after_pass(pr.first)) second.push_back(pr);
     second.insert(second.end(), partial_params.begin(), partial_params.end());
-    end(second, std::clamp<int>(int(split / 256), 1, 4), {rows, 1, 1},
+    end(second, int(std::clamp<int64_t>(c.block0 * split / 256, 1, 4)), {ceil_div(rows, c.block0), 1, 1},
         {{"layout", "combines " + std::to_string(split) + " partials per row, then the row's members"}});
   }
 
@@ -1040,9 +1128,21 @@ class TritonEmitter {
         {{"layout", std::string(atomic ? "atomic adds" : "stores") + " at indices read from data, in blocks of XBLOCK"}});
   }
 
+  // The config's value when it sets one, else the default.
+  template <typename T>
+  static T pick(T configured, T otherwise) {
+    return configured > 0 ? configured : otherwise;
+  }
+  int stages() const { return pick(cfg_.num_stages, 1); }
+
+  enum class Strategy { Blocks, Tiles, Persistent, Looped, Columns, SplitRows, SplitColumns, Fixed };
+
   const ir::Program &p_;
   const Kernel &k_;
   const TritonOptions &o_;
+  TritonConfig cfg_;                      // what the options ask for this kernel
+  TritonConfig resolved_;                 // what emit() used
+  Strategy strategy_ = Strategy::Fixed;   // the layout emit() chose
   ir::Ranges ranges_;
   Layout l_;
   Writer w_;
@@ -1101,6 +1201,59 @@ std::string json_ints(const std::vector<int64_t> &v) {
 }
 
 }  // namespace
+
+std::string TritonConfig::str() const {
+  std::string out;
+  auto field = [&](const char *name, int64_t v) {
+    if (v > 0) out += (out.empty() ? "" : " ") + std::string(name) + "=" + std::to_string(v);
+  };
+  field("block0", block0);
+  field("block1", block1);
+  field("warps", num_warps);
+  field("stages", num_stages);
+  field("split", split);
+  return out.empty() ? "default" : out;
+}
+
+TritonConfig parse_triton_config(std::string_view text, std::string_view origin) {
+  TritonConfig c;
+  if (text == "default") return c;
+  std::istringstream in{std::string(text)};
+  std::string word;
+  while (in >> word) {
+    size_t eq = word.find('=');
+    std::string key = word.substr(0, eq == std::string::npos ? word.size() : eq);
+    int64_t value = 0;
+    bool number = eq != std::string::npos && eq + 1 < word.size() &&
+                  word.find_first_not_of("0123456789", eq + 1) == std::string::npos && word.size() - eq - 1 <= 9;
+    if (number) value = std::stoll(word.substr(eq + 1));
+    bool pow2 = value > 0 && (value & (value - 1)) == 0;
+    if (!number || value <= 0 || ((key == "block0" || key == "block1" || key == "split") && !pow2))
+      throw UserError(str_cat(origin, ": '", word, "' is not a field of a Triton config (block0, block1, split: ",
+                              "powers of two; warps, stages: positive integers)"));
+    if (key == "block0") c.block0 = value;
+    else if (key == "block1") c.block1 = value;
+    else if (key == "warps") c.num_warps = int(value);
+    else if (key == "stages") c.num_stages = int(value);
+    else if (key == "split") c.split = value;
+    else throw UserError(str_cat(origin, ": unknown field '", key, "' in Triton config '", text, "'"));
+  }
+  return c;
+}
+
+std::vector<TritonConfig> tuning_configs(const sched::Schedule &s, const std::string &kernel, const TritonOptions &o) {
+  for (const Kernel &k : s.ir.kernels) {
+    if (k.name != kernel) continue;
+    if (k.kind == ir::KernelKind::Extern) return {TritonConfig{}};
+    std::vector<std::vector<int>> args;
+    std::map<int, std::pair<DType, int64_t>> scratch;
+    int next_scratch = int(s.ir.program.buffers.size());
+    TritonEmitter e(s.ir.program, k, o);
+    e.emit(args, scratch, next_scratch);
+    return e.candidates();
+  }
+  throw InternalError(str_cat("tuning_configs: the schedule has no kernel ", kernel));
+}
 
 GpuProgram generate_triton(const sched::Schedule &s, const TritonOptions &o) {
   const ir::Program &p = s.ir.program;

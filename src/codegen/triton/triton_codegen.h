@@ -23,6 +23,7 @@
 #include <array>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "runtime/triton_build.h"
@@ -72,13 +73,39 @@ struct GpuProgram {
   int64_t arena_bytes = 0;
 };
 
+/// How one schedule kernel runs: its block sizes, warps, pipeline stages and, for a split
+/// reduction, the programs per row. 0 leaves a field to the dialect's default; the
+/// autotuner (runtime/triton_autotune.h) picks among tuning_configs().
+struct TritonConfig {
+  int64_t block0 = 0;  // XBLOCK (YBLOCK of a tile)
+  int64_t block1 = 0;  // RBLOCK (XBLOCK of a tile)
+  int num_warps = 0;
+  int num_stages = 0;
+  int64_t split = 0;   // programs that share a row of a reduction: 1 for none
+
+  /// "XBLOCK=64 RBLOCK=64 warps=4 stages=1 split=16", the fields set only.
+  std::string str() const;
+  bool operator==(const TritonConfig &) const = default;
+};
+
+/// The config `str()` printed; a UserError naming `origin` on anything else.
+TritonConfig parse_triton_config(std::string_view text, std::string_view origin);
+
 struct TritonOptions {
   int64_t max_persistent_rblock = 4096;  // longer rows are looped (or split)
+  /// Per schedule kernel (by name): the config to generate it with instead of the defaults.
+  std::map<std::string, TritonConfig> configs;
 };
 
 /// The kernels and host program of `s` on the GPU. Extern calls stay steps of their own;
 /// the schedule given must not have fused epilogues onto them (ScheduleOptions::extern_epilogues).
 GpuProgram generate_triton(const sched::Schedule &s, const TritonOptions &o = {});
+
+/// The configs worth timing for schedule kernel `kernel` of `s`, each with every field it
+/// decides set: first the one generate_triton(s, o) uses (o's config for the kernel, else
+/// the dialect's default), then up to 9 more. The first alone for kernels not worth tuning:
+/// those under 2^16 elements, scans, scatters, extern calls.
+std::vector<TritonConfig> tuning_configs(const sched::Schedule &s, const std::string &kernel, const TritonOptions &o = {});
 
 /// The host program as JSON (DIR/launch_plan.json of `coil compile --device cuda`), read by
 /// python/coil_triton/run_plan.py: buffers with their places, inputs and outputs with their
