@@ -9,15 +9,15 @@ source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 cd "$COIL_ROOT"
 coil_setup_python
 
-echo "== build (g++)"
+echo "== build (g++) at $(date +%T)"
 coil_build build -DCMAKE_BUILD_TYPE=RelWithDebInfo
-echo "== tests (g++)"
+echo "== tests (g++) at $(date +%T)"
 ctest --test-dir build --output-on-failure -j "$COIL_JOBS"
 
-echo "== build (clang, ASan + UBSan, libFuzzer)"
+echo "== build (clang, ASan + UBSan, libFuzzer) at $(date +%T)"
 coil_build build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
   -DCOIL_SANITIZE=ON -DCOIL_FUZZ=ON
-echo "== tests (ASan + UBSan)"
+echo "== tests (ASan + UBSan) at $(date +%T)"
 # Every fixture runs on the CPU three more times in the g++ run (AVX2, scalar, 4-lane
 # vectors); the sanitizer run keeps the ISA's own vectors, to stay within CI's time. It
 # also leaves out what is Python's work, not coil's: run_plan.py's own tests, Triton
@@ -54,4 +54,4 @@ run_fuzzer() {
 }
 run_fuzzer fuzz_parse "$seconds" "$corpus/fx" -max_len=8192 -dict=tests/fuzz/fx.dict
 run_fuzzer fuzz_safetensors $((seconds / 3)) "$corpus/st" -max_len=4096 -rss_limit_mb=4096
-echo "== all tests passed"
+echo "== all tests passed at $(date +%T)"

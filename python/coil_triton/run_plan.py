@@ -41,7 +41,14 @@ its view), in a fresh zeroed storage for a graph output, or in the arena at a by
 A launch passes the flat storage of each buffer in `args` (kernels index elements from the
 storage's start) and the constexprs as keywords; `file` is relative to the plan's folder.
 An extern step calls torch.ops.aten.<op> on views of its operands ({"buffer": -1}: none)
-and copies the result into the view `out`. After the last step each output's view is
+and copies the result into the view `out`. An extern step with an "epilogue" (post-ops
+fused onto the call, as coil's scheduler/epilogue.h names them) applies its "ops" to the
+result in f32, in order, and copies the last value into the epilogue's view "out" instead:
+
+        "epilogue": {"ops": [{"kind": "add", "alpha": 0, "beta": 0,
+                              "operand": {"buffer": 2, "sizes": [10, 5], "strides": [0, 1], "offset": 0}},
+                             {"kind": "relu", "alpha": 0, "beta": 0}],
+                     "out": {"buffer": 4, "sizes": [10, 5], "strides": [5, 1], "offset": 0}} After the last step each output's view is
 saved, contiguous, under its name.
 
 Exit status: 0 on success; 1 when a step fails (the message names the plan, the step,
@@ -71,6 +78,12 @@ DTYPES = {
 SAFETENSORS_DTYPES = {st: name for st, name, _ in DTYPES.values()}
 PLACES = ("input", "output", "arena")
 ALIASES = ("none", "input", "output")
+# The post-ops of an extern step's epilogue (coil's scheduler/epilogue.h), and those that
+# read a tensor.
+POST_OPS = ("relu", "elu", "gelu_erf", "gelu_tanh", "tanh", "sigmoid", "silu", "hardswish", "exp", "log", "abs",
+            "sqrt", "square", "linear", "clip", "pow", "add", "sub", "mul", "div")
+BINARY_POST_OPS = ("add", "sub", "mul", "div")
+
 # The extern ops and their operand counts (the aten arguments that follow: extern_args).
 EXTERN_OPERANDS = {"mm": 2, "bmm": 2, "mv": 2, "addmm": 3, "baddbmm": 3, "addmv": 3, "convolution": 3}
 
@@ -262,7 +275,17 @@ def check_step(step, buffers, plan_dir, where):
         for j, operand in enumerate(operands):
             if field(operand, "buffer", int, f"{where}: operands[{j}]") != -1:
                 check_view(operand, buffers, f"{where}: operands[{j}]")
-        check_view(field(step, "out", dict, where), buffers, f"{where}: out")
+        epilogue = field(step, "epilogue", dict, where) if "epilogue" in step else None
+        if epilogue is None:
+            check_view(field(step, "out", dict, where), buffers, f"{where}: out")
+        else:
+            for j, op in enumerate(field(epilogue, "ops", list, f"{where}: epilogue")):
+                at = f"{where}: epilogue ops[{j}]"
+                if field(op, "kind", str, at) not in POST_OPS:
+                    raise PlanError(f"{at}: unknown post-op '{op['kind']}' (known: {' '.join(POST_OPS)})")
+                if op["kind"] in BINARY_POST_OPS:
+                    check_view(field(op, "operand", dict, at), buffers, f"{at}: operand")
+            check_view(field(epilogue, "out", dict, f"{where}: epilogue"), buffers, f"{where}: epilogue out")
         field(step, "attrs", dict, where, {})
         field(step, "scalars", dict, where, {})
     else:
@@ -471,13 +494,49 @@ def extern_args(step, operands):
     return operands, {}  # mm, bmm, mv
 
 
+def apply_post_op(op, y, storages):
+    """One post-op of an epilogue on the running value y (f32)."""
+    import torch
+    import torch.nn.functional as F
+    kind, a, b = op["kind"], op.get("alpha", 0.0), op.get("beta", 0.0)
+    if kind in BINARY_POST_OPS:
+        t = view_of(storages[op["operand"]["buffer"]], op["operand"]).float()
+        return {"add": lambda: y + t, "sub": lambda: y - t, "mul": lambda: y * t, "div": lambda: y / t}[kind]()
+    return {
+        "relu": lambda: torch.where(y < 0, a * y, y),
+        "elu": lambda: torch.where(y > 0, y, a * torch.expm1(y)),
+        "gelu_erf": lambda: F.gelu(y),
+        "gelu_tanh": lambda: F.gelu(y, approximate="tanh"),
+        "tanh": lambda: torch.tanh(y),
+        "sigmoid": lambda: torch.sigmoid(y),
+        "silu": lambda: F.silu(y),
+        "hardswish": lambda: F.hardswish(y),
+        "exp": lambda: torch.exp(y),
+        "log": lambda: torch.log(y),
+        "abs": lambda: torch.abs(y),
+        "sqrt": lambda: torch.sqrt(y),
+        "square": lambda: y * y,
+        "linear": lambda: a * y + b,
+        "clip": lambda: torch.clamp(y, a, b),
+        "pow": lambda: a * torch.pow(y, b),
+    }[kind]()
+
+
 def run_extern(step, storages):
-    """Calls the step's aten op on views of its operands; copies the result into `out`."""
+    """Calls the step's aten op on views of its operands; copies the result into `out`, or
+    applies the epilogue's post-ops and copies the last value into the epilogue's `out`."""
     import torch
     operands = [None if o["buffer"] == -1 else view_of(storages[o["buffer"]], o) for o in step["operands"]]
     args, kwargs = extern_args(step, operands)
     result = getattr(torch.ops.aten, step["op"]).default(*args, **kwargs)
-    out = view_of(storages[step["out"]["buffer"]], step["out"])
+    target = step["out"]
+    if "epilogue" in step:
+        target = step["epilogue"]["out"]
+        y = result.float()
+        for op in step["epilogue"]["ops"]:
+            y = apply_post_op(op, y, storages)
+        result = y
+    out = view_of(storages[target["buffer"]], target)
     if result.shape != out.shape:
         raise ValueError(f"aten.{step['op']} returned shape {list(result.shape)}, but 'out' is {list(out.shape)}")
     out.copy_(result)

@@ -19,6 +19,10 @@
 #pragma GCC diagnostic ignored "-Wunused-variable"
 #include "coil/extern_loops.h"
 #pragma GCC diagnostic pop
+#include "codegen/triton/gpu_epilogue.h"
+#include "io/host_tensor.h"
+#include "runtime/cuda_blaslt.h"
+#include "runtime/library_loader.h"
 
 // The libraries' opaque handles, declared as their headers declare them.
 struct cublasContext;
@@ -154,32 +158,6 @@ struct Cudnn {
 };
 
 // ---- loading -------------------------------------------------------------------------------
-
-template <typename Fn>
-bool resolve(void *library, const char *name, Fn &slot) {
-  slot = reinterpret_cast<Fn>(::dlsym(library, name));
-  return slot != nullptr;
-}
-
-// The first of `names` that dlopen finds (the plain name, then under $CUDA_HOME/lib64,
-// where a toolkit installed outside the loader's path keeps it); null with every
-// failure in `why`.
-void *open_first(const std::vector<std::string> &names, std::string &why) {
-  std::vector<std::string> tried;
-  for (const std::string &name : names) {
-    if (void *lib = ::dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL)) return lib;
-    const char *error = ::dlerror();
-    tried.push_back(error ? error : name + ": unknown reason");
-  }
-  if (const char *home = std::getenv("CUDA_HOME"); home && *home)
-    for (const std::string &name : names)
-      if (void *lib = ::dlopen(str_cat(home, "/lib64/", name).c_str(), RTLD_NOW | RTLD_LOCAL)) return lib;
-  std::string list;
-  for (size_t i = 0; i < names.size(); ++i)
-    list += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
-  why = str_cat(list, " cannot be loaded (", tried.empty() ? "" : tried.front(), ")");
-  return nullptr;
-}
 
 struct LoadedCublas {
   Cublas api{};
@@ -405,6 +383,7 @@ struct ProductPlan {
   int64_t ones = 0;                 // elements of the vector of ones the calls read
   std::vector<int64_t> bias_strides;  // the bias over the output's dims (0: broadcast)
   bool empty = false;               // an output of no elements: nothing to run
+  bool swapped = false;             // computed as C^T = B^T A^T (a row-major output)
 };
 
 // The matmul family as batches of (rows x inner) @ (inner x cols), as extern_loops.h sees it.
@@ -501,6 +480,7 @@ ProductPlan plan_product(const Program &p, const Node &n) {
     g.c = {n.outputs[0], 0, *bc, sc[0]};
     g.alpha = s.alpha;
     g.beta = s.beta;
+    plan.swapped = swapped;
     found = true;
 
     if (s.bias && s.beta != 0) {
@@ -1158,6 +1138,163 @@ void run_on_host(const Program &p, const Node &n, const BufferAddress &address, 
   COIL_CU(cuCtxSynchronize);
 }
 
+// ---- products with an epilogue: cuBLASLt, else the post-ops on the host ----------------------
+
+// The activation of an epilogue cuBLASLt runs (gpu_epilogue.h): its last post-op, or none.
+// The bias: the post-op add's operand, or the product's own bias when it is a vector
+// along the output's last dim added once (beta 1).
+struct LtPlan {
+  std::string reason;  // non-empty: not through cuBLASLt
+  ProductPlan product;
+  LtEpilogue epilogue = LtEpilogue::None;
+  std::optional<View> bias;
+  bool own_bias = false;  // the bias is the product's own (no bias_copy GEMMs, beta 0)
+};
+
+LtPlan plan_lt(const Program &p, const Node &n, const sched::Epilogue &e) {
+  LtPlan lt;
+  lt.product = plan_product(p, n);
+  if (!lt.product.reason.empty()) {
+    lt.reason = lt.product.reason;
+    return lt;
+  }
+  if (lt.product.empty) return lt;
+  if (std::string why = codegen::cublaslt_epilogue_problem(p, n, e); !why.empty()) {
+    lt.reason = why;
+    return lt;
+  }
+  if (lt.product.dtype == DType::F64) {
+    lt.reason = "cuBLASLt's epilogues here take no f64";
+    return lt;
+  }
+  bool act_relu = false, act_gelu = false;
+  for (const sched::PostOp &op : e.ops) {
+    if (op.kind == sched::PostOpKind::Add) lt.bias = op.operand;
+    act_relu = act_relu || op.kind == sched::PostOpKind::Relu;
+    act_gelu = act_gelu || op.kind == sched::PostOpKind::GeluTanh;
+  }
+  ProductShape s = product_shape(n);
+  if (s.bias && s.beta == 1 && !lt.product.bias_strides.empty() && lt.product.bias_strides.back() == 1) {
+    bool vector = true;
+    for (size_t d = 0; d + 1 < lt.product.bias_strides.size(); ++d) vector = vector && lt.product.bias_strides[d] == 0;
+    if (vector) {
+      lt.bias = *s.bias;
+      lt.own_bias = true;
+      lt.product.bias_copy.clear();
+      lt.product.product.beta = 0;
+    }
+  }
+  if (lt.bias && !lt.product.swapped) {
+    lt.reason = "the output is column-major, and cuBLASLt adds a bias along its rows";
+    return lt;
+  }
+  lt.epilogue = lt.bias ? (act_relu ? LtEpilogue::ReluBias : act_gelu ? LtEpilogue::GeluBias : LtEpilogue::Bias)
+                        : (act_relu ? LtEpilogue::Relu : act_gelu ? LtEpilogue::Gelu : LtEpilogue::None);
+  // The result goes where the epilogue stores (gpu_epilogue.h: the same layout).
+  lt.product.product.c.buffer = e.out.buffer;
+  lt.product.product.c.offset = e.out.offset;
+  for (GemmCall &g : lt.product.bias_copy) {
+    g.c.buffer = e.out.buffer;
+    g.c.offset += e.out.offset;
+  }
+  return lt;
+}
+
+void run_lt(const LtPlan &lt, const BufferAddress &address, CUstream stream, const Where &where) {
+  ThreadState &state = thread_state();
+  DType t = lt.product.dtype;
+  if (!lt.product.bias_copy.empty()) {  // the product's own bias, broadcast into D first
+    if (!state.blas) COIL_CUBLAS(cublasCreate, &state.blas);
+    COIL_CUBLAS(cublasSetStream, state.blas, stream);
+    CUdeviceptr ones = ones_vector(state, t, lt.product.ones);
+    for (const GemmCall &g : lt.product.bias_copy) run_gemm(state.blas, g, t, address, ones, where);
+  }
+  const GemmCall &g = lt.product.product;
+  LtGemm call;
+  call.type = blas_type(t);
+  call.m = g.m, call.n = g.n, call.k = g.k, call.batches = g.batches;
+  call.a = {device_pointer(address(g.a.buffer), g.a.offset, t), g.a.mat.op == CUBLAS_OP_T, g.a.mat.ld, g.a.batch_stride};
+  call.b = {device_pointer(address(g.b.buffer), g.b.offset, t), g.b.mat.op == CUBLAS_OP_T, g.b.mat.ld, g.b.batch_stride};
+  call.d = device_pointer(address(g.c.buffer), g.c.offset, t);
+  call.ldd = g.c.mat.ld;
+  call.d_batch_stride = g.c.batch_stride;
+  call.alpha = g.alpha;
+  call.beta = g.beta;
+  call.epilogue = lt.epilogue;
+  if (lt.bias) call.bias = device_pointer(address(lt.bias->buffer), lt.bias->offset, t);
+  Scratch &workspace = state.workspaces[stream];
+  workspace.reserve(kLtWorkspaceBytes, "the cuBLASLt workspace");
+  lt_matmul(call, stream, reinterpret_cast<void *>(uintptr_t(workspace.ptr)), workspace.bytes, where.text());
+}
+
+// One post-op on the running value y, as the IR computes it (f32 math, in double here).
+double post_op(const sched::PostOp &op, double y, double t) {
+  using K = sched::PostOpKind;
+  float a = float(op.alpha), b = float(op.beta);
+  switch (op.kind) {
+    case K::Relu: return y < 0 ? a * y : y;
+    case K::Elu: return y > 0 ? y : a * std::expm1(y);
+    case K::GeluErf: return 0.5 * y * (1 + std::erf(y / std::sqrt(2.0)));
+    case K::GeluTanh: return 0.5 * y * (1 + std::tanh(std::sqrt(2 / M_PI) * (y + 0.044715 * y * y * y)));
+    case K::Tanh: return std::tanh(y);
+    case K::Sigmoid: return 1 / (1 + std::exp(-y));
+    case K::Silu: return y / (1 + std::exp(-y));
+    case K::Hardswish: return y * std::min(std::max(y + 3, 0.0), 6.0) / 6;
+    case K::Exp: return std::exp(y);
+    case K::Log: return std::log(y);
+    case K::Abs: return std::fabs(y);
+    case K::Sqrt: return std::sqrt(y);
+    case K::Square: return y * y;
+    case K::Linear: return a * y + b;
+    case K::Clip: return std::min(std::max(y, double(a)), double(b));
+    case K::Pow: return a * std::pow(y, double(b));
+    case K::Add: return y + t;
+    case K::Sub: return y - t;
+    case K::Mul: return y * t;
+    case K::Div: return y / t;
+  }
+  return y;
+}
+
+// The epilogue's post-ops on the host: reads the product's result at `result` (laid out
+// as the call's output buffer), every operand, and writes the last value through e.out.
+void run_epilogue_on_host(const Program &p, const Node &n, const sched::Epilogue &e, CUdeviceptr result,
+                          const BufferAddress &address, CUstream stream) {
+  const TensorType &rt = p.buffer(n.outputs[0]).type;
+  COIL_CU(cuStreamSynchronize, stream);
+  auto fetch = [&](BufferId b, CUdeviceptr at, const TensorType &t) {
+    HostCopy h;
+    h.dtype = t.dtype;
+    h.device = at;
+    h.bytes.resize(size_t(storage_extent(t)) * size_t(itemsize(t.dtype)));
+    if (!h.bytes.empty())
+      check(driver().cuMemcpyDtoH(h.bytes.data(), at, h.bytes.size()), "cuMemcpyDtoH",
+            str_cat("reading ", b >= 0 ? p.buffer(b).name : std::string("the product"), " for the epilogue of ", n.origin));
+    return h;
+  };
+  HostCopy y = fetch(-1, result, rt);
+  std::map<BufferId, HostCopy> operands;
+  for (const sched::PostOp &op : e.ops)
+    if (op.binary() && !operands.count(op.operand.buffer))
+      operands.emplace(op.operand.buffer, fetch(op.operand.buffer, address(op.operand.buffer), p.buffer(op.operand.buffer).type));
+  HostCopy out = fetch(e.out.buffer, address(e.out.buffer), p.buffer(e.out.buffer).type);
+  for_each_offset(rt.sizes, rt.strides, 0, [&](int64_t flat, int64_t at) {
+    std::vector<int64_t> idx(rt.sizes.size());
+    for (int64_t d = int64_t(idx.size()) - 1, rest = flat; d >= 0; --d) {
+      idx[size_t(d)] = rest % rt.sizes[size_t(d)];
+      rest /= rt.sizes[size_t(d)];
+    }
+    double v = y.get(at);
+    for (const sched::PostOp &op : e.ops)
+      v = double(float(post_op(op, v, op.binary() ? operands.at(op.operand.buffer).get(element(op.operand, idx.data())) : 0)));
+    out.put(element(e.out, idx.data()), v);
+  });
+  if (!out.bytes.empty())
+    check(driver().cuMemcpyHtoD(out.device, out.bytes.data(), out.bytes.size()), "cuMemcpyHtoD",
+          str_cat("writing the epilogue of ", n.origin, " from the host loops"));
+  COIL_CU(cuCtxSynchronize);
+}
+
 }  // namespace
 
 bool cublas_available() { return loaded_cublas().reason.empty(); }
@@ -1166,8 +1303,20 @@ bool cudnn_available() { return loaded_cudnn().reason.empty(); }
 std::string cudnn_unavailable_reason() { return loaded_cudnn().reason; }
 
 std::string gpu_extern_library(const Program &p, const Node &n, bool assume_libraries) {
+  return gpu_extern_library(p, n, nullptr, assume_libraries);
+}
+
+std::string gpu_extern_library(const Program &p, const Node &n, const sched::Epilogue *epilogue, bool assume_libraries) {
   try {
-    return decide(p, n, assume_libraries);
+    if (!epilogue) return decide(p, n, assume_libraries);
+    LtPlan lt = plan_lt(p, n, *epilogue);
+    std::string why = lt.reason;
+    if (why.empty() && !assume_libraries && !cublaslt_available()) why = cublaslt_unavailable_reason();
+    if (why.empty())
+      return str_cat("cuBLASLt cublasLtMatmul with epilogue ", lt_epilogue_name(lt.epilogue), " (",
+                     precision_words(lt.product.dtype), ")",
+                     lt.product.bias_copy.empty() ? "" : ", the product's bias broadcast first by cuBLAS GEMMs");
+    return str_cat("host loops for the epilogue (", why, "); the product: ", decide(p, n, assume_libraries));
   } catch (const std::exception &e) {
     return str_cat("host loops: ", e.what());
   }
@@ -1180,10 +1329,25 @@ void run_gpu_extern(const Program &p, const Node &n, const BufferAddress &addres
 }
 
 void run_gpu_extern(const Program &p, const Node &n, const BufferAddress &address, CUstream stream,
-                    std::string_view kernel) {
+                    std::string_view kernel, const sched::Epilogue *epilogue) {
   COIL_ASSERT(n.kind == ir::NodeKind::Extern && n.outputs.size() == 1, "run_gpu_extern of a node that is not an extern call");
   driver();  // no driver: its reason, before any library is tried
   Where where{n, kernel};
+  if (epilogue) {
+    LtPlan lt = plan_lt(p, n, *epilogue);
+    if (lt.product.empty && lt.reason.empty()) return;
+    if (lt.reason.empty() && cublaslt_available() && (lt.product.bias_copy.empty() || cublas_available())) {
+      run_lt(lt, address, stream, where);
+      return;
+    }
+    // The product into a buffer of its own, then the post-ops on the host.
+    const TensorType &t = p.buffer(n.outputs[0]).type;
+    DeviceBuffer result(size_t(std::max<int64_t>(storage_extent(t), 1)) * size_t(itemsize(t.dtype)));
+    BufferAddress with_result = [&](BufferId b) { return b == n.outputs[0] ? result.ptr() : address(b); };
+    run_gpu_extern(p, n, with_result, stream, kernel, nullptr);
+    run_epilogue_on_host(p, n, *epilogue, result.ptr(), address, stream);
+    return;
+  }
   if (is_product(n)) {
     ProductPlan plan = plan_product(p, n);
     if (plan.empty) return;

@@ -19,6 +19,12 @@
 // no strides), groups, dilation; the bias added after by cudnnAddTensor; a transposed
 // convolution is cuDNN's backward-data pass. f32 without TF32 (FMA kernels only).
 //
+// Products with an epilogue (bias, relu, gelu_tanh fused by the scheduler where
+// codegen/triton/gpu_epilogue.h says cuBLASLt takes it): one cublasLtMatmul with the
+// epilogue, writing the epilogue's output; the call's own output is never stored. Without
+// cuBLASLt, or for a layout it cannot take, the product runs as above into a buffer of its
+// own and the post-ops run on the host.
+//
 // Every library call is checked; a failure names the call, the library's status name,
 // the graph node and the kernel. Tests: tests/unit/cuda_extern_test.cpp (any machine),
 // tests/gpu/extern_test.cpp (a GPU).
@@ -30,6 +36,7 @@
 
 #include "ir/loop_ir.h"
 #include "runtime/cuda_driver.h"
+#include "scheduler/epilogue.h"
 
 namespace coil::cuda {
 
@@ -42,18 +49,24 @@ using BufferAddress = std::function<CUdeviceptr(ir::BufferId)>;
 /// Decided from the node alone plus library availability; never throws.
 std::string gpu_extern_library(const ir::Program &p, const ir::Node &n);
 
-/// The same decision as if cuBLAS and cuDNN were loadable here (`assume_libraries`), or
-/// with what this machine has (false): the node's part of the decision, testable anywhere.
+/// The same decision as if cuBLAS, cuBLASLt and cuDNN were loadable here
+/// (`assume_libraries`), or with what this machine has (false): the node's part of the
+/// decision, testable anywhere. With `epilogue` (fused onto `n`): "cuBLASLt cublasLtMatmul
+/// with epilogue bias+relu (...)", or "host loops for the epilogue: <why>; the product:
+/// <the decision without it>".
 std::string gpu_extern_library(const ir::Program &p, const ir::Node &n, bool assume_libraries);
+std::string gpu_extern_library(const ir::Program &p, const ir::Node &n, const sched::Epilogue *epilogue,
+                               bool assume_libraries);
 
 /// Runs extern node `n`: reads its operand views (ir::View: buffer, sizes, strides, offset, in
 /// elements) and writes its output buffer n.outputs[0] (the whole buffer, laid out by
 /// p.buffer(out).type.strides) at the addresses given, on `stream`.
 void run_gpu_extern(const ir::Program &p, const ir::Node &n, const BufferAddress &address, CUstream stream);
 
-/// The same, with the name of the kernel the call belongs to, for error messages.
+/// The same, with the name of the kernel the call belongs to, for error messages, and the
+/// epilogue fused onto the call (null: none), whose output it then writes instead.
 void run_gpu_extern(const ir::Program &p, const ir::Node &n, const BufferAddress &address, CUstream stream,
-                    std::string_view kernel);
+                    std::string_view kernel, const sched::Epilogue *epilogue = nullptr);
 
 /// Whether libcublas loaded with every function coil calls (no GPU needed to answer).
 /// Never throws; the first call loads it.

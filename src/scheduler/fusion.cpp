@@ -456,9 +456,16 @@ struct Fuser {
         std::vector<const Node *> epilogue;
         for (const auto &[i, n] : trial.nodes)
           if (i != call.nodes[0]) epilogue.push_back(&n);
-        auto e = match_epilogue(p, trial.nodes.at(call.nodes[0]), epilogue);
-        if (std::holds_alternative<Epilogue>(e)) return trial;
-        reason = std::get<std::string>(e);
+        const Node &call_node = trial.nodes.at(call.nodes[0]);
+        auto e = match_epilogue(p, call_node, epilogue);
+        if (std::holds_alternative<Epilogue>(e)) {
+          if (!o.epilogue_check) return trial;
+          std::string why = o.epilogue_check(p, call_node, std::get<Epilogue>(e));
+          if (why.empty()) return trial;
+          reason = why;
+        } else {
+          reason = std::get<std::string>(e);
+        }
       }
       if (first_reason.empty()) first_reason = *reason;
     }

@@ -16,10 +16,12 @@
 // Tests: tests/unit/scheduler_test.cpp, tests/unit/kernel_count_test.cpp.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "ir/kernel.h"
+#include "scheduler/epilogue.h"
 #include "scheduler/memory_plan.h"
 
 namespace coil::sched {
@@ -31,8 +33,12 @@ struct ScheduleOptions {
   int64_t max_inline_reads = 8;
   bool emulate_precision_casts = false;
   /// Pointwise consumers of an extern call fused on as its epilogue (oneDNN post-ops on
-  /// the CPU); off for the GPU, whose library calls take none yet.
+  /// the CPU, cuBLASLt epilogues on the GPU).
   bool extern_epilogues = true;
+  /// When set, an epilogue that match_epilogue takes must also pass this check of the
+  /// library that will run it: "" when it can, else why not (the GPU's cuBLASLt takes a
+  /// bias and relu or gelu; codegen::gpu_schedule_options sets it).
+  std::function<std::string(const ir::Program &, const ir::Node &call, const Epilogue &)> epilogue_check;
 
   /// The values of the options registry (src/support/options.h).
   static ScheduleOptions from_registry();

@@ -5,6 +5,7 @@
 #include <iostream>
 #include <map>
 
+#include "codegen/triton/gpu_epilogue.h"
 #include "driver/compile.h"
 #include "frontend/parser.h"
 #include "frontend/printer.h"
@@ -184,7 +185,7 @@ int run_run(const std::vector<std::string> &all_args) {
   TensorList inputs = read_safetensors(p.options["--inputs"]);
   check_graph_inputs(g, inputs, p.options["--inputs"]);
   sched::ScheduleOptions so = sched::ScheduleOptions::from_registry();
-  so.extern_epilogues = device != "cuda";  // the GPU's library calls take no epilogue yet
+  if (device == "cuda") so = codegen::gpu_schedule_options(so);  // epilogues where cuBLASLt takes them
   Compilation c = compile_graph(std::move(g), so, options::get_string("trace"));
   const ir::Program &program = c.lowered;  // before fusion: every reduction still a node
   std::vector<HostTensor> outputs;

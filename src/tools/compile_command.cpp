@@ -9,6 +9,7 @@
 #include "frontend/parser.h"
 #include <chrono>
 
+#include "codegen/triton/gpu_epilogue.h"
 #include "codegen/triton/triton_codegen.h"
 #include "runtime/cpu_module.h"
 #include "runtime/cuda_extern.h"
@@ -25,8 +26,7 @@ namespace {
 // them; the cubins too where Triton is installed (no GPU needed).
 int compile_cuda(const std::string &file, const std::string &out, bool explain) {
   Graph g = frontend::parse_graph_file(file);
-  sched::ScheduleOptions o = sched::ScheduleOptions::from_registry();
-  o.extern_epilogues = false;
+  sched::ScheduleOptions o = codegen::gpu_schedule_options(sched::ScheduleOptions::from_registry());
   Compilation c = compile_graph(std::move(g), o, out);
   auto start = std::chrono::steady_clock::now();
   // With Triton installed: generated, tuned (triton.autotune, on a GPU) and compiled by
@@ -67,7 +67,8 @@ int compile_cuda(const std::string &file, const std::string &out, bool explain) 
       if (st.kind == codegen::GpuStep::Kind::Extern) {
         const ir::Node &n = p.nodes[size_t(st.node)];
         std::cout << "  " << st.schedule_kernel << " (" << ir::extern_op_name(n.extern_op)
-                  << ") extern library: " << cuda::gpu_extern_library(p, n, true) << "\n";
+                  << ") extern library: " << cuda::gpu_extern_library(p, n, st.epilogue ? &*st.epilogue : nullptr, true)
+                  << "\n";
         continue;
       }
       const codegen::GpuKernel &k = gpu.kernels[size_t(st.kernel)];

@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "codegen/triton/gpu_epilogue.h"
 #include "driver/compile.h"
 #include "frontend/parser.h"
 #include "io/compare.h"
@@ -53,21 +54,8 @@ void run_check(const std::string &name, const std::function<std::string()> &chec
   }
 }
 
-// Extern calls run alone on the GPU: the Triton dialect takes no epilogue fused onto them
-// (triton_codegen.h). Set through a template so this compiles before and after
-// ScheduleOptions has the switch.
-template <typename O>
-auto without_extern_epilogues(O &o, int) -> decltype(o.extern_epilogues = false, void()) {
-  o.extern_epilogues = false;
-}
-template <typename O>
-void without_extern_epilogues(O &, long) {}
-
-sched::ScheduleOptions gpu_schedule_options() {
-  sched::ScheduleOptions o;
-  without_extern_epilogues(o, 0);
-  return o;
-}
+// The GPU's schedule: extern epilogues where cuBLASLt takes them (gpu_epilogue.h).
+sched::ScheduleOptions gpu_schedule_options() { return codegen::gpu_schedule_options(sched::ScheduleOptions{}); }
 
 // A graph compiled for the GPU, with its loaded program.
 struct Compiled {
@@ -183,6 +171,28 @@ std::vector<GraphCase> graph_cases() {
         getitem_1: "f32[16][1]cpu" = var_mean[1]
         return (getitem, getitem_1)
 )"},
+      {"linear, bias and relu (a cuBLASLt epilogue)", head + R"(x: "f32[96, 128][128, 1]cpu", w: "f32[80, 128][128, 1]cpu", b: "f32[80][1]cpu"):
+        t: "f32[128, 80][1, 128]cpu" = torch.ops.aten.t.default(w)
+        addmm: "f32[96, 80][80, 1]cpu" = torch.ops.aten.addmm.default(b, x, t)
+        relu: "f32[96, 80][80, 1]cpu" = torch.ops.aten.relu.default(addmm)
+        return (relu,)
+)"},
+      {"bf16 mm, bias and gelu tanh (a separate kernel: the rounding to bf16 between them)", head + R"(x: "bf16[64, 96][96, 1]cpu", w: "bf16[96, 48][48, 1]cpu", b: "bf16[48][1]cpu"):
+        mm: "bf16[64, 48][48, 1]cpu" = torch.ops.aten.mm.default(x, w)
+        add: "bf16[64, 48][48, 1]cpu" = torch.ops.aten.add.Tensor(mm, b)
+        gelu: "bf16[64, 48][48, 1]cpu" = torch.ops.aten.gelu.default(add, approximate = 'tanh')
+        return (gelu,)
+)"},
+      {"bmm and relu (a cuBLASLt epilogue over batches)", head + R"(x: "f32[4, 32, 64][2048, 64, 1]cpu", y: "f32[4, 64, 24][1536, 24, 1]cpu"):
+        bmm: "f32[4, 32, 24][768, 24, 1]cpu" = torch.ops.aten.bmm.default(x, y)
+        relu: "f32[4, 32, 24][768, 24, 1]cpu" = torch.ops.aten.relu.default(bmm)
+        return (relu,)
+)"},
+      {"addmm scaled, then relu (bias by cuBLAS, relu by cuBLASLt)", head + R"(x: "f32[40, 72][72, 1]cpu", w: "f32[72, 56][56, 1]cpu", b: "f32[56][1]cpu"):
+        addmm: "f32[40, 56][56, 1]cpu" = torch.ops.aten.addmm.default(b, x, w, beta = 0.5, alpha = 2)
+        relu: "f32[40, 56][56, 1]cpu" = torch.ops.aten.relu.default(addmm)
+        return (relu,)
+)"},
       {"transposed add (tiles)", head + R"(x: "f32[256, 512][512, 1]cpu", y: "f32[512, 256][256, 1]cpu"):
         permute: "f32[256, 512][1, 256]cpu" = torch.ops.aten.permute.default(y, [1, 0])
         add: "f32[256, 512][512, 1]cpu" = torch.ops.aten.add.Tensor(x, permute)
@@ -230,7 +240,13 @@ void check_graph_cases(const std::string &mode) {
     run_check(mode + gc.name, [&] {
       Compiled c = compile_for_gpu(frontend::parse_graph(gc.text, "test.py"));
       TensorList inputs = make_inputs(c.c.lowered, 1);
-      return compare_with_reference(c.c, c.program->run(inputs), inputs);
+      std::string problem = compare_with_reference(c.c, c.program->run(inputs), inputs);
+      if (!problem.empty() || gc.name.find("cuBLASLt epilogue") == std::string::npos) return problem;
+      for (const std::string &line : c.program->describe())
+        if (line.find("cuBLASLt cublasLtMatmul with epilogue") != std::string::npos) return std::string();
+      std::string lines;
+      for (const std::string &line : c.program->describe()) lines += "\n     " + line;
+      return "no step runs through cuBLASLt:" + lines;
     });
   }
 }

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "codegen/triton/gpu_epilogue.h"
+#include "runtime/cuda_blaslt.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/cuda_extern.h"
 #include "support/error.h"
@@ -198,6 +200,44 @@ TEST(CudaExternLibrary, WithoutTheLibrariesTheHostLoopsSayWhy) {
   a = i.buffer(DType::I32, {8, 16}), b = i.buffer(DType::I32, {16, 4});
   const ir::Node &m = i.node(ir::ExternOp::Mm, {i.whole(a), i.whole(b)}, DType::I32, {8, 4});
   EXPECT_EQ(gpu_extern_library(i.program, m), "host loops: cuBLAS has no i32 matrix product");
+}
+
+// Epilogues fused onto products (gpu_epilogue.h): cuBLASLt takes a bias vector along the
+// last dim and then relu or gelu_tanh; anything else names why, and with no cuBLASLt the
+// post-ops run on the host after the product.
+TEST(CudaExternLibrary, EpiloguesGoToCublasLt) {
+  Call c;
+  BufferId a = c.buffer(DType::F32, {8, 16}), b = c.buffer(DType::F32, {16, 4}), bias = c.buffer(DType::F32, {4});
+  BufferId out = c.buffer(DType::F32, {8, 4});
+  const ir::Node &n = c.node(ir::ExternOp::Mm, {c.whole(a), c.whole(b)}, DType::F32, {8, 4});
+  auto words = [&](std::vector<sched::PostOp> ops, bool assume = true) {
+    sched::Epilogue e{std::move(ops), c.whole(out)};
+    return gpu_extern_library(c.program, n, &e, assume);
+  };
+  sched::PostOp add{sched::PostOpKind::Add, 0, 0, View{bias, {8, 4}, {0, 1}, 0}};
+  sched::PostOp relu{sched::PostOpKind::Relu, 0, 0, {}};
+  sched::PostOp gelu_tanh{sched::PostOpKind::GeluTanh, 0, 0, {}};
+  EXPECT_EQ(words({add, relu}), "cuBLASLt cublasLtMatmul with epilogue bias+relu (f32, TF32 off)");
+  EXPECT_EQ(words({add, gelu_tanh}), "cuBLASLt cublasLtMatmul with epilogue bias+gelu (f32, TF32 off)");
+  EXPECT_EQ(words({add}), "cuBLASLt cublasLtMatmul with epilogue bias (f32, TF32 off)");
+  EXPECT_EQ(words({relu}), "cuBLASLt cublasLtMatmul with epilogue relu (f32, TF32 off)");
+  sched::PostOp leaky{sched::PostOpKind::Relu, 0.1, 0, {}};
+  EXPECT_EQ(words({add, leaky}),
+            "host loops for the epilogue (cuBLASLt's relu has no negative slope); the product: cuBLAS "
+            "cublasGemmStridedBatchedEx (f32, TF32 off)");
+  sched::PostOp gelu_erf{sched::PostOpKind::GeluErf, 0, 0, {}};
+  EXPECT_NE(words({gelu_erf}).find("cuBLASLt has no gelu_erf epilogue"), std::string::npos) << words({gelu_erf});
+  sched::PostOp full{sched::PostOpKind::Add, 0, 0, View{out, {8, 4}, {4, 1}, 0}};
+  EXPECT_NE(words({full}).find("not a vector along the last dim"), std::string::npos) << words({full});
+  EXPECT_EQ(codegen::cublaslt_epilogue_problem(c.program, n, sched::Epilogue{{relu, add}, c.whole(out)}),
+            "cuBLASLt runs one bias and one activation; add follows them");
+  if (!cublaslt_available()) {
+    std::string reason = cublaslt_unavailable_reason();
+    EXPECT_NE(reason.find("libcublasLt.so.13, libcublasLt.so.12 and libcublasLt.so cannot be loaded"), std::string::npos)
+        << reason;
+    EXPECT_EQ(words({add, relu}, false).rfind("host loops for the epilogue (" + reason + "); the product: ", 0), 0u)
+        << words({add, relu}, false);
+  }
 }
 
 TEST(CudaExternLibrary, RunningWithoutAGpuSaysWhy) {

@@ -8,6 +8,7 @@
 #include <future>
 #include <sstream>
 
+#include "codegen/triton/gpu_epilogue.h"
 #include "codegen/triton/triton_codegen.h"
 #include "driver/compile.h"
 #include "frontend/parser.h"
@@ -25,11 +26,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-sched::ScheduleOptions gpu_schedule() {
-  sched::ScheduleOptions o;
-  o.extern_epilogues = false;
-  return o;
-}
+sched::ScheduleOptions gpu_schedule() { return codegen::gpu_schedule_options(sched::ScheduleOptions{}); }
 
 // The cases the interpreter cannot run, with the reason; they must pass on the GPU
 // (scripts/gpu_check.sh). Kept in tests/fixtures/INTERPRETER.md.

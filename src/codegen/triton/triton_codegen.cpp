@@ -1268,11 +1268,11 @@ GpuProgram generate_triton(const sched::Schedule &s, const TritonOptions &o) {
   std::map<int, std::pair<DType, int64_t>> scratch;
   for (const Kernel &k : s.ir.kernels) {
     if (k.kind == ir::KernelKind::Extern) {
-      COIL_ASSERT(k.nodes.size() == 1, k.name, ": an extern call with an epilogue reached the Triton dialect");
       GpuStep step;
       step.kind = GpuStep::Kind::Extern;
       step.node = k.nodes[0];
       step.schedule_kernel = k.name;
+      if (k.nodes.size() > 1) step.epilogue = sched::epilogue_of(p, k);
       g.steps.push_back(step);
       continue;
     }
@@ -1391,10 +1391,21 @@ std::string launch_plan_json(const sched::Schedule &s, const GpuProgram &g) {
       std::snprintf(buf, sizeof buf, "%.17g", v);
       scalars += (scalars.empty() ? "" : ", ") + json_string(name) + ": " + buf;
     }
+    std::string epilogue;
+    if (st.epilogue) {
+      std::string ops;
+      for (const sched::PostOp &op : st.epilogue->ops) {
+        char ab[96];
+        std::snprintf(ab, sizeof ab, "\"alpha\": %.17g, \"beta\": %.17g", op.alpha, op.beta);
+        ops += std::string(ops.empty() ? "" : ", ") + "{\"kind\": \"" + std::string(sched::post_op_name(op.kind)) + "\", " + ab +
+               (op.binary() ? ", \"operand\": " + view(op.operand) : "") + "}";
+      }
+      epilogue = ", \"epilogue\": {\"ops\": [" + ops + "], \"out\": " + view(st.epilogue->out) + "}";
+    }
     out += "    {\"kind\": \"extern\", \"kernel\": " + json_string(st.schedule_kernel) + ", \"op\": \"" +
            std::string(ir::extern_op_name(n.extern_op)) + "\", \"operands\": [" + operands + "], \"out\": " +
            view(ir::View{n.outputs[0], ob.type.sizes, ob.type.strides, 0}) + ", \"attrs\": {" + attrs + "}, \"scalars\": {" +
-           scalars + "}}";
+           scalars + "}" + epilogue + "}";
   }
   out += "\n  ]\n}\n";
   return out;

@@ -22,11 +22,13 @@
 
 #include <array>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "runtime/triton_build.h"
+#include "scheduler/epilogue.h"
 #include "scheduler/scheduler.h"
 
 namespace coil::codegen {
@@ -59,6 +61,9 @@ struct GpuStep {
   std::vector<int> args;
   int node = -1;    // Extern: the node of the call in the program
   std::string schedule_kernel;  // the scheduler's kernel this step belongs to
+  /// Extern: the post-ops fused onto the call (gpu_epilogue.h); the step then writes
+  /// epilogue->out, and the call's own output is never stored.
+  std::optional<sched::Epilogue> epilogue;
 };
 
 /// A schedule as the GPU runs it.
@@ -97,8 +102,8 @@ struct TritonOptions {
   std::map<std::string, TritonConfig> configs;
 };
 
-/// The kernels and host program of `s` on the GPU. Extern calls stay steps of their own;
-/// the schedule given must not have fused epilogues onto them (ScheduleOptions::extern_epilogues).
+/// The kernels and host program of `s` on the GPU. Extern calls stay steps of their own,
+/// with the epilogue the scheduler fused onto them (schedule with gpu_schedule_options()).
 GpuProgram generate_triton(const sched::Schedule &s, const TritonOptions &o = {});
 
 /// The configs worth timing for schedule kernel `kernel` of `s`, each with every field it

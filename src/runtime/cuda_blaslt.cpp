@@ -1,0 +1,187 @@
+#include "runtime/cuda_blaslt.h"
+
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include "runtime/library_loader.h"
+#include "support/error.h"
+
+namespace coil::cuda {
+namespace {
+
+// The library's opaque handles and the few types and values coil uses, as cublasLt.h
+// declares them.
+using Status = int;
+using Handle = void *;
+using Desc = void *;
+using Layout = void *;
+using Preference = void *;
+struct Algo {
+  uint64_t data[8];
+};
+struct HeuristicResult {
+  Algo algo;
+  size_t workspace_size;
+  Status state;
+  float waves_count;
+  int reserved[4];
+};
+
+constexpr int kComputeF32 = 68;  // CUBLAS_COMPUTE_32F: no TF32
+constexpr int kScaleF32 = 0;     // CUDA_R_32F
+constexpr int kDescTransA = 3, kDescTransB = 4, kDescEpilogue = 7, kDescBiasPointer = 8;
+constexpr int kLayoutBatchCount = 5, kLayoutBatchOffset = 6;
+constexpr int kPrefMaxWorkspace = 1;
+constexpr int kOpN = 0, kOpT = 1;
+
+struct Api {
+  Status (*cublasLtCreate)(Handle *handle);
+  Status (*cublasLtMatmulDescCreate)(Desc *desc, int compute, int scale);
+  Status (*cublasLtMatmulDescDestroy)(Desc desc);
+  Status (*cublasLtMatmulDescSetAttribute)(Desc desc, int attribute, const void *value, size_t bytes);
+  Status (*cublasLtMatrixLayoutCreate)(Layout *layout, int type, uint64_t rows, uint64_t cols, int64_t ld);
+  Status (*cublasLtMatrixLayoutDestroy)(Layout layout);
+  Status (*cublasLtMatrixLayoutSetAttribute)(Layout layout, int attribute, const void *value, size_t bytes);
+  Status (*cublasLtMatmulPreferenceCreate)(Preference *preference);
+  Status (*cublasLtMatmulPreferenceDestroy)(Preference preference);
+  Status (*cublasLtMatmulPreferenceSetAttribute)(Preference preference, int attribute, const void *value, size_t bytes);
+  Status (*cublasLtMatmulAlgoGetHeuristic)(Handle handle, Desc desc, Layout a, Layout b, Layout c, Layout d,
+                                           Preference preference, int requested, HeuristicResult *results, int *returned);
+  Status (*cublasLtMatmul)(Handle handle, Desc desc, const void *alpha, const void *a, Layout a_layout, const void *b,
+                           Layout b_layout, const void *beta, const void *c, Layout c_layout, void *d, Layout d_layout,
+                           const Algo *algo, void *workspace, size_t workspace_bytes, CUstream stream);
+  const char *(*cublasLtGetStatusName)(Status status);  // optional
+};
+
+struct Loaded {
+  Api api{};
+  std::string reason;  // empty: usable
+};
+
+Loaded load() {
+  Loaded out;
+  std::string why;
+  void *lib = open_first({"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so"}, why);
+  if (!lib) {
+    out.reason = why + ": no cuBLASLt on this machine";
+    return out;
+  }
+  Api &a = out.api;
+  const std::pair<const char *, bool> found[] = {
+      {"cublasLtCreate", resolve(lib, "cublasLtCreate", a.cublasLtCreate)},
+      {"cublasLtMatmulDescCreate", resolve(lib, "cublasLtMatmulDescCreate", a.cublasLtMatmulDescCreate)},
+      {"cublasLtMatmulDescDestroy", resolve(lib, "cublasLtMatmulDescDestroy", a.cublasLtMatmulDescDestroy)},
+      {"cublasLtMatmulDescSetAttribute", resolve(lib, "cublasLtMatmulDescSetAttribute", a.cublasLtMatmulDescSetAttribute)},
+      {"cublasLtMatrixLayoutCreate", resolve(lib, "cublasLtMatrixLayoutCreate", a.cublasLtMatrixLayoutCreate)},
+      {"cublasLtMatrixLayoutDestroy", resolve(lib, "cublasLtMatrixLayoutDestroy", a.cublasLtMatrixLayoutDestroy)},
+      {"cublasLtMatrixLayoutSetAttribute", resolve(lib, "cublasLtMatrixLayoutSetAttribute", a.cublasLtMatrixLayoutSetAttribute)},
+      {"cublasLtMatmulPreferenceCreate", resolve(lib, "cublasLtMatmulPreferenceCreate", a.cublasLtMatmulPreferenceCreate)},
+      {"cublasLtMatmulPreferenceDestroy", resolve(lib, "cublasLtMatmulPreferenceDestroy", a.cublasLtMatmulPreferenceDestroy)},
+      {"cublasLtMatmulPreferenceSetAttribute",
+       resolve(lib, "cublasLtMatmulPreferenceSetAttribute", a.cublasLtMatmulPreferenceSetAttribute)},
+      {"cublasLtMatmulAlgoGetHeuristic", resolve(lib, "cublasLtMatmulAlgoGetHeuristic", a.cublasLtMatmulAlgoGetHeuristic)},
+      {"cublasLtMatmul", resolve(lib, "cublasLtMatmul", a.cublasLtMatmul)},
+  };
+  for (const auto &[name, ok] : found)
+    if (!ok) {
+      out.reason = str_cat("libcublasLt has no ", name, ": cuBLASLt 11.4 or newer is needed");
+      return out;
+    }
+  resolve(lib, "cublasLtGetStatusName", a.cublasLtGetStatusName);
+  return out;
+}
+
+const Loaded &loaded() {
+  static const Loaded l = load();
+  return l;
+}
+
+void check_lt(Status status, const char *call, std::string_view what) {
+  if (status == 0) return;
+  const char *name = loaded().api.cublasLtGetStatusName ? loaded().api.cublasLtGetStatusName(status) : nullptr;
+  throw UserError(str_cat(call, " failed with ", name ? std::string(name) : str_cat("cuBLAS status ", status), " while ", what));
+}
+
+#define COIL_LT(fn, ...) check_lt(loaded().api.fn(__VA_ARGS__), #fn, what)
+
+// One handle per context, made on first use; cuBLASLt's handles may be shared by threads.
+Handle handle_for_current_context(std::string_view what) {
+  CUcontext context = nullptr;
+  COIL_CU(cuCtxGetCurrent, &context);
+  static std::mutex mutex;
+  static std::map<CUcontext, Handle> handles;  // never destroyed: they live as long as their contexts
+  std::lock_guard<std::mutex> lock(mutex);
+  Handle &h = handles[context];
+  if (!h) COIL_LT(cublasLtCreate, &h);
+  return h;
+}
+
+// The descriptors of one call, destroyed with the object.
+struct Descriptors {
+  Desc desc = nullptr;
+  Layout a = nullptr, b = nullptr, d = nullptr;
+  Preference preference = nullptr;
+  ~Descriptors() {
+    const Api &api = loaded().api;
+    if (preference) api.cublasLtMatmulPreferenceDestroy(preference);
+    for (Layout l : {a, b, d})
+      if (l) api.cublasLtMatrixLayoutDestroy(l);
+    if (desc) api.cublasLtMatmulDescDestroy(desc);
+  }
+};
+
+}  // namespace
+
+bool cublaslt_available() { return loaded().reason.empty(); }
+std::string cublaslt_unavailable_reason() { return loaded().reason; }
+
+std::string_view lt_epilogue_name(LtEpilogue e) {
+  switch (e) {
+    case LtEpilogue::None: return "none";
+    case LtEpilogue::Relu: return "relu";
+    case LtEpilogue::Bias: return "bias";
+    case LtEpilogue::ReluBias: return "bias+relu";
+    case LtEpilogue::Gelu: return "gelu";
+    case LtEpilogue::GeluBias: return "bias+gelu";
+  }
+  return "?";
+}
+
+void lt_matmul(const LtGemm &g, CUstream stream, void *workspace, size_t workspace_bytes, std::string_view what) {
+  if (!cublaslt_available()) throw UserError(str_cat(cublaslt_unavailable_reason(), " while ", what));
+  Handle handle = handle_for_current_context(what);
+  Descriptors s;
+  COIL_LT(cublasLtMatmulDescCreate, &s.desc, kComputeF32, kScaleF32);
+  int ta = g.a.transposed ? kOpT : kOpN, tb = g.b.transposed ? kOpT : kOpN, epilogue = int(g.epilogue);
+  COIL_LT(cublasLtMatmulDescSetAttribute, s.desc, kDescTransA, &ta, sizeof ta);
+  COIL_LT(cublasLtMatmulDescSetAttribute, s.desc, kDescTransB, &tb, sizeof tb);
+  COIL_LT(cublasLtMatmulDescSetAttribute, s.desc, kDescEpilogue, &epilogue, sizeof epilogue);
+  if (g.bias) COIL_LT(cublasLtMatmulDescSetAttribute, s.desc, kDescBiasPointer, &g.bias, sizeof g.bias);
+  // The stored shapes: op(A) is m x k, so A itself is k x m when transposed.
+  auto layout = [&](Layout &l, int64_t rows, int64_t cols, int64_t ld, int64_t stride) {
+    COIL_LT(cublasLtMatrixLayoutCreate, &l, g.type, uint64_t(rows), uint64_t(cols), ld);
+    if (g.batches > 1) {
+      int count = int(g.batches);
+      COIL_LT(cublasLtMatrixLayoutSetAttribute, l, kLayoutBatchCount, &count, sizeof count);
+      COIL_LT(cublasLtMatrixLayoutSetAttribute, l, kLayoutBatchOffset, &stride, sizeof stride);
+    }
+  };
+  layout(s.a, g.a.transposed ? g.k : g.m, g.a.transposed ? g.m : g.k, g.a.ld, g.a.batch_stride);
+  layout(s.b, g.b.transposed ? g.n : g.k, g.b.transposed ? g.k : g.n, g.b.ld, g.b.batch_stride);
+  layout(s.d, g.m, g.n, g.ldd, g.d_batch_stride);
+  COIL_LT(cublasLtMatmulPreferenceCreate, &s.preference);
+  uint64_t bytes = workspace_bytes;
+  COIL_LT(cublasLtMatmulPreferenceSetAttribute, s.preference, kPrefMaxWorkspace, &bytes, sizeof bytes);
+  HeuristicResult result{};
+  int returned = 0;
+  COIL_LT(cublasLtMatmulAlgoGetHeuristic, handle, s.desc, s.a, s.b, s.d, s.d, s.preference, 1, &result, &returned);
+  if (returned == 0)
+    throw UserError(str_cat("cuBLASLt has no algorithm for this product with epilogue ", lt_epilogue_name(g.epilogue),
+                            " while ", what));
+  float alpha = float(g.alpha), beta = float(g.beta);
+  COIL_LT(cublasLtMatmul, handle, s.desc, &alpha, g.a.data, s.a, g.b.data, s.b, &beta, g.d, s.d, g.d, s.d, &result.algo,
+          workspace, workspace_bytes, stream);
+}
+
+}  // namespace coil::cuda
