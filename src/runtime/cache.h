@@ -1,6 +1,7 @@
 // The content-addressed cache of compiled artifacts (DESIGN.md, decision 9).
 //
-//   <root>/<kind>/<key[0:2]>/<key>/   one entry: its files and a meta.json (kinds: cpp, pch)
+//   <root>/<kind>/<key[0:2]>/<key>/   one entry: its files and a meta.json (kinds: cpp, pch,
+//                                     triton, and autotune: a winner.txt, no meta.json)
 //   <root>/tmp/                       entries being built, folders being deleted
 //   <root>/failed/                    sources a compiler rejected, kept for the user
 //
