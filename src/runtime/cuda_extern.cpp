@@ -1278,8 +1278,8 @@ void run_epilogue_on_host(const Program &p, const Node &n, const sched::Epilogue
     if (op.binary() && !operands.count(op.operand.buffer))
       operands.emplace(op.operand.buffer, fetch(op.operand.buffer, address(op.operand.buffer), p.buffer(op.operand.buffer).type));
   HostCopy out = fetch(e.out.buffer, address(e.out.buffer), p.buffer(e.out.buffer).type);
+  std::vector<int64_t> idx(rt.sizes.size());  // the element's index, one buffer for all
   for_each_offset(rt.sizes, rt.strides, 0, [&](int64_t flat, int64_t at) {
-    std::vector<int64_t> idx(rt.sizes.size());
     for (int64_t d = int64_t(idx.size()) - 1, rest = flat; d >= 0; --d) {
       idx[size_t(d)] = rest % rt.sizes[size_t(d)];
       rest /= rt.sizes[size_t(d)];

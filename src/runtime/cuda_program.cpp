@@ -282,7 +282,7 @@ void CudaProgram::decide_graphs() {
   for (const GpuStep &st : gpu_.steps) {
     if (st.kind != GpuStep::Kind::Extern) continue;
     std::string library =
-        cuda::gpu_extern_library(program_, program_.nodes[size_t(st.node)], st.epilogue ? &*st.epilogue : nullptr, false);
+        cuda::gpu_extern_library(program_, program_.nodes[size_t(st.node)], st.epilogue_or_null(), false);
     if (library.rfind("host loops", 0) == 0) {
       graphs_note_ = str_cat("CUDA graph off: ", st.schedule_kernel, " runs on the host's loops, which a graph cannot hold");
       return;
@@ -420,7 +420,7 @@ void CudaProgram::run_steps(Workspace &c, CUstream stream, bool sync_each_step) 
           return c.address[size_t(b)];
         };
         cuda::run_gpu_extern(program_, program_.nodes[size_t(st.node)], address, stream, st.schedule_kernel,
-                             st.epilogue ? &*st.epilogue : nullptr);
+                             st.epilogue_or_null());
       }
       if (sync_each_step) cuda::check(cuda::driver().cuStreamSynchronize(stream), "cuStreamSynchronize", "waiting for it");
     }, [&] { return step_label(i); });
@@ -536,7 +536,7 @@ std::vector<std::string> CudaProgram::describe() const {
     for (const ir::View &v : n.operands)
       if (v.buffer >= 0) operands += str_cat(operands.empty() ? "" : " and ", shape_str(v.sizes));
     std::string line = str_cat(st.schedule_kernel.empty() ? std::string("extern") : st.schedule_kernel, ": ",
-                               cuda::gpu_extern_library(program_, n, st.epilogue ? &*st.epilogue : nullptr, false), ", ",
+                               cuda::gpu_extern_library(program_, n, st.epilogue_or_null(), false), ", ",
                                ir::extern_op_name(n.extern_op));
     if (!operands.empty()) line += " of " + operands;
     if (st.epilogue) line += str_cat(" with its epilogue into ", program_.buffer(st.epilogue->out.buffer).name);

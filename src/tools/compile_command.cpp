@@ -67,7 +67,7 @@ int compile_cuda(const std::string &file, const std::string &out, bool explain) 
       if (st.kind == codegen::GpuStep::Kind::Extern) {
         const ir::Node &n = p.nodes[size_t(st.node)];
         std::cout << "  " << st.schedule_kernel << " (" << ir::extern_op_name(n.extern_op)
-                  << ") extern library: " << cuda::gpu_extern_library(p, n, st.epilogue ? &*st.epilogue : nullptr, true)
+                  << ") extern library: " << cuda::gpu_extern_library(p, n, st.epilogue_or_null(), true)
                   << "\n";
         continue;
       }

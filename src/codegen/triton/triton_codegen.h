@@ -64,6 +64,8 @@ struct GpuStep {
   /// Extern: the post-ops fused onto the call (gpu_epilogue.h); the step then writes
   /// epilogue->out, and the call's own output is never stored.
   std::optional<sched::Epilogue> epilogue;
+
+  const sched::Epilogue *epilogue_or_null() const { return epilogue ? &*epilogue : nullptr; }
 };
 
 /// A schedule as the GPU runs it.
