@@ -1988,6 +1988,28 @@ def _assert_async_msg(dev):
     return fn, [make([7, 13]), torch.tensor(True), make([1], i32, "nonzero")]
 
 
+# Loads that walk the last two dims transposed, which the C++ dialect copies into tiles of
+# their own: 16-bit floats, doubles and integers, tiles cut at the edges, a batch dim, two
+# distinct transposed loads and one read twice.
+@fn_case("tile_transpose_bf16_40x72", "workload", tags=("odd",))
+def _tile_transpose_bf16(dev):
+    return (lambda x, y: (x + y.t()) * 2), [make([40, 72], bf16), make([72, 40], bf16)]
+
+
+@fn_case("tile_transpose_batched", "workload")
+def _tile_transpose_batched(dev):
+    def fn(x, y, z):
+        yt, zt = y.transpose(1, 2), z.transpose(1, 2)
+        return x * yt + yt * zt - zt.exp()
+    return fn, [make([3, 48, 64]), make([3, 64, 48]), make([3, 64, 48])]
+
+
+@fn_case("tile_transpose_f64_i32", "workload", tags=("odd",))
+def _tile_transpose_f64_i32(dev):
+    return (lambda x, y, a, b: (x + y.t(), a * 3 + b.t())), [make([33, 64], f64), make([64, 33], f64),
+                                                            make([64, 40], i32), make([40, 64], i32)]
+
+
 # ---------------------------------------------------------------------------------------------
 # Registration (the order here is the order of --list and of the run)
 # ---------------------------------------------------------------------------------------------

@@ -372,6 +372,42 @@ template <typename T, int N> inline Vec<T, N> sign_i(Vec<T, N> a) {
   return where(a > W(T(0)), W(T(1)), where(a < W(T(0)), W(T(-1)), W(T(0))));
 }
 
+// ---- tiles of a transposed load ----------------------------------------------------------
+
+/// dst[a*N + b] = src[a + b*stride] for a, b < N: the N x N tile of a load that walks a
+/// kernel's last two dims the other way round (`x + y.t()`), read as N runs of N
+/// contiguous elements and written transposed, so that the kernel then reads it row by row
+/// in vectors. Floats go through registers, 8 x 8 at a time, where the ISA has AVX.
+template <typename T, int N> inline void transpose_tile(const T *src, int64_t stride, T *dst) {
+#if defined(__AVX__)
+  if constexpr (std::is_same_v<T, float> && N % 8 == 0) {
+    for (int a = 0; a < N; a += 8)
+      for (int b = 0; b < N; b += 8) {
+        const float *s = src + a + b * stride;
+        __m256 r[8], t[8];
+        for (int k = 0; k < 8; ++k) r[k] = _mm256_loadu_ps(s + k * stride);  // r[k][j] = tile(a + j, b + k)
+        for (int k = 0; k < 8; k += 2) {
+          t[k] = _mm256_unpacklo_ps(r[k], r[k + 1]);
+          t[k + 1] = _mm256_unpackhi_ps(r[k], r[k + 1]);
+        }
+        for (int k = 0; k < 8; k += 4) {  // r[k + j]: lanes j and j + 4 of rows k..k+3
+          r[k] = _mm256_shuffle_ps(t[k], t[k + 2], 0x44);
+          r[k + 1] = _mm256_shuffle_ps(t[k], t[k + 2], 0xEE);
+          r[k + 2] = _mm256_shuffle_ps(t[k + 1], t[k + 3], 0x44);
+          r[k + 3] = _mm256_shuffle_ps(t[k + 1], t[k + 3], 0xEE);
+        }
+        for (int j = 0; j < 4; ++j) {
+          _mm256_storeu_ps(dst + (a + j) * N + b, _mm256_permute2f128_ps(r[j], r[4 + j], 0x20));
+          _mm256_storeu_ps(dst + (a + j + 4) * N + b, _mm256_permute2f128_ps(r[j], r[4 + j], 0x31));
+        }
+      }
+    return;
+  }
+#endif
+  for (int b = 0; b < N; ++b)
+    for (int a = 0; a < N; ++a) dst[a * N + b] = src[a + b * stride];
+}
+
 // ---- bf16 / f16 -------------------------------------------------------------------------
 
 template <int N> using U32s = Vec<uint32_t, N>;

@@ -46,7 +46,14 @@ class KernelEmitter {
   std::string layout() const {
     switch (k_.kind) {
       case ir::KernelKind::Pointwise:
-        if (tile_last_two_dims()) return "32x32 tiles of the last two dims (a load walks them transposed), omp simd in a tile";
+        if (tile_last_two_dims()) {
+          if (tile_lanes() == 0) return "32x32 tiles of the last two dims (a load walks them transposed), omp simd in a tile";
+          std::string edges = k_.ranges[k_.ranges.size() - 1] % kTile || k_.ranges[k_.ranges.size() - 2] % kTile
+                                  ? "; tiles at the edges in scalar code" : "";
+          return "32x32 tiles of the last two dims: " + std::to_string(transposed_loads().size()) +
+                 " transposed load(s) copied into a tile first, transposed; rows of the tile in vectors of " +
+                 std::to_string(tile_lanes()) + " lanes" + edges;
+        }
         return "threads over the outer loops; " + simd_words(k_.ranges, int(0));
       case ir::KernelKind::Reduction: {
         if (tile_over_last_kept_dim())
@@ -203,6 +210,8 @@ class KernelEmitter {
     COIL_ASSERT(!contains(k_.internal, i.buffer), k_.name, " reads internal ", p_.buffer(i.buffer).name,
                 " where no member computed it");
     if (i.indirect.empty() && i.args[0] < 0) {
+      if (auto tile = tiles_.find(forward_key(i.buffer, i.index)); tile != tiles_.end())
+        return contiguous_load(tile->second + " + " + tile_position_, t, false);
       ir::AccessFact f = ir::access_of(i.index, vvar_, ranges_);
       if (f.kind == ir::Access::Broadcast) {
         int lanes = std::exchange(vlanes_, 0);
@@ -210,12 +219,7 @@ class KernelEmitter {
         vlanes_ = lanes;
         return type + "(" + scalar + ")";
       }
-      if (f.kind == ir::Access::Contiguous) {
-        std::string at = ptr + " + " + offset(i.index);
-        if (t == DType::BF16) return "coil_rt::load_bf16<" + std::to_string(vlanes_) + ">(" + at + ")";
-        if (t == DType::F16) return "coil_rt::load_f16<" + std::to_string(vlanes_) + ">(" + at + ")";
-        return type + (aligned(i.buffer, i.index) ? "::load(" : "::loadu(") + at + ")";
-      }
+      if (f.kind == ir::Access::Contiguous) return contiguous_load(ptr + " + " + offset(i.index), t, aligned(i.buffer, i.index));
     }
     // Lane by lane: strided and irregular indices, indices read from data, masked loads.
     lane_index_ = true;
@@ -224,6 +228,13 @@ class KernelEmitter {
     std::string value = from_storage(ptr + "[" + at + "]", t);
     if (i.args[0] >= 0) value = v[size_t(i.args[0])] + "[l] ? " + value + " : " + literal(i.value, t);
     return type + "::generate([&](int l) { return " + value + "; })";
+  }
+
+  /// One vector of dtype t from `at` onwards, widened from bf16/f16 storage.
+  std::string contiguous_load(const std::string &at, DType t, bool is_aligned) const {
+    if (t == DType::BF16) return "coil_rt::load_bf16<" + std::to_string(vlanes_) + ">(" + at + ")";
+    if (t == DType::F16) return "coil_rt::load_f16<" + std::to_string(vlanes_) + ">(" + at + ")";
+    return vt(t) + (is_aligned ? "::load(" : "::loadu(") + at + ")";
   }
 
   /// The element a load reads: its index, with indices read from data checked.
@@ -549,29 +560,106 @@ class KernelEmitter {
   // When a load walks the last two dims the other way round from the store (x + y.t()),
   // both are cut into square tiles, so that the lines of both stay in cache.
   bool tile_last_two_dims() const { return loads_transposed_in_last_two_dims(p_, k_); }
+  static constexpr int64_t kTile = 32;
+
+  /// Whether the tiles run on vectors: each transposed load is first copied into a tile of
+  /// its own, transposed (coil_rt::transpose_tile), which the rows of the tile then read
+  /// as vectors like any contiguous load. Tiles at the edges run in scalar code.
+  int tile_lanes() const { return kernel_lanes_ > 0 && kTile % kernel_lanes_ == 0 ? kernel_lanes_ : 0; }
+
+  /// The loads to transpose through a tile: direct loads of the kernel's inputs that are
+  /// contiguous along the second last dim and strided along the last, each distinct one
+  /// once, at most four (the rest are read lane by lane).
+  std::vector<const Instr *> transposed_loads() const {
+    int n = int(k_.ranges.size());
+    std::vector<const Instr *> out;
+    std::set<std::string> seen;
+    for (int m : k_.nodes)
+      for (const Instr &i : p_.nodes[size_t(m)].body.instrs) {
+        if (i.op != Op::Load || !i.indirect.empty() || i.args[0] >= 0) continue;
+        if (contains(k_.internal, i.buffer) || written(i.buffer)) continue;
+        ir::AccessFact last = ir::access_of(i.index, VarId{n - 1}, ranges_), prev = ir::access_of(i.index, VarId{n - 2}, ranges_);
+        if (prev.kind != ir::Access::Contiguous || last.kind != ir::Access::Affine) continue;
+        if (out.size() < 4 && seen.insert(forward_key(i.buffer, i.index)).second) out.push_back(&i);
+      }
+    return out;
+  }
 
   void emit_tiled_pointwise() {
-    const int64_t tile = 32;
     int n = int(k_.ranges.size());
+    std::string tile = std::to_string(kTile);
     push();
     std::vector<std::pair<std::string, int64_t>> loops;  // loop variable, trip count
     for (int d = 0; d < n - 2; ++d)
       if (k_.ranges[size_t(d)] > 1) loops.push_back({var(VarId{d}), k_.ranges[size_t(d)]});
-    for (int d = n - 2; d < n; ++d) loops.push_back({var(VarId{d}) + "t", (k_.ranges[size_t(d)] + tile - 1) / tile});
+    for (int d = n - 2; d < n; ++d) loops.push_back({var(VarId{d}) + "t", (k_.ranges[size_t(d)] + kTile - 1) / kTile});
     w_.line("#pragma omp parallel for collapse(" + std::to_string(loops.size()) + ") num_threads(coil_rt::threads_for(" +
             std::to_string(checked_numel(k_.ranges) * body_work()) + "))");
     for (const auto &[x, count] : loops) w_.open("for (int64_t " + x + " = 0; " + x + " < " + std::to_string(count) + "; ++" + x + ")");
+    std::string row = var(VarId{n - 2}), col = var(VarId{n - 1});
+    int64_t rows = k_.ranges[size_t(n - 2)], cols = k_.ranges[size_t(n - 1)];
+    w_.line("const int64_t " + row + "s = " + row + "t * " + tile + ", " + col + "s = " + col + "t * " + tile + ";");
+    int lanes = tile_lanes();
+    if (lanes > 0) {
+      bool edges = rows % kTile != 0 || cols % kTile != 0;
+      if (edges)
+        w_.open("if (" + row + "s + " + tile + " <= " + std::to_string(rows) + " && " + col + "s + " + tile + " <= " +
+                std::to_string(cols) + ")");
+      push();
+      emit_vector_tile(lanes);
+      pop();
+      if (edges) {
+        w_.close();
+        w_.open("else");
+      }
+    }
+    if (lanes == 0 || rows % kTile != 0 || cols % kTile != 0) {
+      push();
+      emit_scalar_tile();
+      pop();
+      if (lanes > 0) w_.close();
+    }
+    close_loops(int(loops.size()));
+    pop();
+  }
+
+  // A whole tile: the transposed loads into tiles of their own, then rows of vectors.
+  void emit_vector_tile(int lanes) {
+    int n = int(k_.ranges.size());
+    std::string tile = std::to_string(kTile), row = var(VarId{n - 2}), col = var(VarId{n - 1});
+    auto at_tile_start = [&](VarId v) { return v.id == n - 2 ? row + "s" : v.id == n - 1 ? col + "s" : var(v); };
+    for (const Instr *i : transposed_loads()) {
+      std::string name = "tile" + std::to_string(tiles_.size()), type = storage_type(p_.buffer(i->buffer).type.dtype);
+      int64_t stride = ir::access_of(i->index, VarId{n - 1}, ranges_).stride;
+      w_.line("alignas(64) " + type + " " + name + "[" + std::to_string(kTile * kTile) + "];");
+      w_.line("coil_rt::transpose_tile<" + type + ", " + tile + ">(" + names_.at(i->buffer) + " + " +
+              cpp_index(ir::simplify(i->index, ranges_), at_tile_start, ranges_) + ", " + std::to_string(stride) + ", " + name + ");");
+      tiles_[forward_key(i->buffer, i->index)] = name;
+    }
+    tile_position_ = "(" + row + " - " + row + "s) * " + tile + " + " + col + " - " + col + "s";
+    w_.open("for (int64_t " + row + " = " + row + "s; " + row + " < " + row + "s + " + tile + "; ++" + row + ")");
+    w_.open("for (int64_t " + col + " = " + col + "s; " + col + " < " + col + "s + " + tile + "; " + col + " += " +
+            std::to_string(lanes) + ")");
+    vector_body(VarId{n - 1}, lanes, false, [&] {
+      for (int m : k_.nodes) emit_pointwise_member(p_.nodes[size_t(m)]);
+    });
+    close_loops(2);
+    tiles_.clear();
+  }
+
+  // A tile in scalar code under omp simd, cut at the edges of the last two dims.
+  void emit_scalar_tile() {
+    int n = int(k_.ranges.size());
     for (int d = n - 2; d < n; ++d) {
-      std::string x = var(VarId{d}), size = std::to_string(k_.ranges[size_t(d)]), start = x + "t * " + std::to_string(tile);
+      std::string x = var(VarId{d}), size = std::to_string(k_.ranges[size_t(d)]);
       if (d == n - 1) w_.line("#pragma omp simd");
-      w_.open("for (int64_t " + x + " = " + start + "; " + x + " < std::min<int64_t>(" + size + ", " + start + " + " +
-              std::to_string(tile) + "); ++" + x + ")");
+      w_.open("for (int64_t " + x + " = " + x + "s; " + x + " < std::min<int64_t>(" + size + ", " + x + "s + " +
+              std::to_string(kTile) + "); ++" + x + ")");
     }
     push();
     for (int m : k_.nodes) emit_pointwise_member(p_.nodes[size_t(m)]);
     pop();
-    close_loops(int(loops.size()) + 2);
-    pop();
+    close_loops(2);
   }
 
   void emit_pointwise() {
@@ -1257,6 +1345,8 @@ class KernelEmitter {
   bool lane_index_ = false;            // indices are printed for lane l: vvar_ is (x + l)
   std::set<std::string> vector_values_;  // tmps that hold vectors
   int row_scope_ = -1;  // the scope of one row (one block of rows when tiled)
+  std::map<std::string, std::string> tiles_;  // transposed load (forward key) -> its tile, in a vector tile
+  std::string tile_position_;                 // the element of a tile that a vector tile's lane 0 reads
 };
 
 }  // namespace
