@@ -34,6 +34,7 @@ CpuBuild build_cpu(const sched::Schedule &s) {
   codegen::CppOptions o;
   o.vector_bytes = vector_bytes(isa);
   o.profile = options::get_bool("cpp.profile");
+  o.prefault = options::get_bool("cpp.prefault");
   int64_t lanes = options::get_int("cpp.vector_lanes");
   COIL_USER_CHECK(lanes == 0 || (lanes >= 2 && lanes <= 64 && (lanes & (lanes - 1)) == 0),
                   "option cpp.vector_lanes is ", lanes, "; expected 0 or a power of two from 2 to 64");

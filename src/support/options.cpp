@@ -58,6 +58,9 @@ std::vector<Entry> registered_entries() {
       choice_option("cpp.isa", {"auto", "avx512", "avx2", "scalar"},
                     "SIMD instruction set of CPU kernels: auto (the best this machine has), avx512, avx2 "
                     "or scalar"),
+      bool_option("cpp.prefault", true,
+                  "CPU kernels fault in the pages of graph outputs of 1 MiB or more ahead of their writes, 256 KiB "
+                  "per system call, when the caller hands them over unbacked (freshly allocated)"),
       bool_option("cpp.profile", false, "time each kernel of a compiled graph"),
       bool_option("cpp.onednn", true,
                   "run CPU matrix products and convolutions through oneDNN (with their epilogues as post-ops) when "

@@ -4,7 +4,10 @@
 // to scalar code. And the artifact's contract from a plain C program.
 #include <gtest/gtest.h>
 
+#include <sys/mman.h>
+
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 
 #include "driver/compile.h"
@@ -15,6 +18,8 @@
 #include "runtime/compiler.h"
 #include "runtime/cpu_module.h"
 #include "runtime/isa.h"
+#include "runtime/loader.h"
+#include "coil/artifact.h"
 #include "support/options.h"
 #include "test_util.h"
 
@@ -122,6 +127,82 @@ int main(int argc, char **argv) {
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_EQ(r.out, "ok 0\n");
   std::filesystem::remove_all(dir);
+}
+
+// Graph outputs of 1 MiB or more are faulted in ahead of the writes (coil_rt::Prefault)
+// when the caller hands them over unbacked. Each loop layout that does it (a flat vector
+// loop, rows of a reduction, a nest of two loops, tiles with edges) writes the same bytes
+// into freshly mapped pages, at an offset that is not a page's start, as into pages it
+// has written before, and as the same graph built with cpp.prefault off.
+TEST(CpuArtifact, PrefaultedOutputsHoldTheSameBytes) {
+  const char *graphs[] = {
+      R"(class GraphModule(torch.nn.Module):
+    def forward(self, x: "f32[600001][1]cpu"):
+        mul: "f32[600001][1]cpu" = torch.ops.aten.mul.Tensor(x, 2)
+        relu: "f32[600001][1]cpu" = torch.ops.aten.relu.default(mul)
+        return (relu,)
+)",
+      R"(class GraphModule(torch.nn.Module):
+    def forward(self, x: "f32[300, 1100][1100, 1]cpu"):
+        softmax: "f32[300, 1100][1100, 1]cpu" = torch.ops.aten._softmax.default(x, -1, False)
+        return (softmax,)
+)",
+      R"(class GraphModule(torch.nn.Module):
+    def forward(self, x: "f32[513, 1000][1000, 1]cpu", b: "f32[1000][1]cpu"):
+        add: "f32[513, 1000][1000, 1]cpu" = torch.ops.aten.add.Tensor(x, b)
+        tanh: "f32[513, 1000][1000, 1]cpu" = torch.ops.aten.tanh.default(add)
+        return (tanh,)
+)",
+      R"(class GraphModule(torch.nn.Module):
+    def forward(self, x: "f32[520, 701][701, 1]cpu", y: "f32[701, 520][520, 1]cpu"):
+        t: "f32[520, 701][1, 520]cpu" = torch.ops.aten.t.default(y)
+        add: "f32[520, 701][701, 1]cpu" = torch.ops.aten.add.Tensor(x, t)
+        return (add,)
+)",
+  };
+  for (const char *text : graphs) {
+    Compilation c = compile_graph(frontend::parse_graph(text, "test.py"), sched::ScheduleOptions{});
+    CpuBuild on = build_cpu(c.schedule);
+    options::set_override("cpp.prefault", "0");
+    CpuBuild off = build_cpu(c.schedule);
+    options::clear_overrides();
+    EXPECT_NE(on.source.find("coil_rt::Prefault"), std::string::npos) << text;
+    EXPECT_EQ(off.source.find("coil_rt::Prefault"), std::string::npos) << text;
+
+    // Inputs: a fixed pseudo-random pattern, sized by the library's descriptors; the
+    // output: one f32 buffer.
+    SharedLibrary lib(off.so_path);
+    auto num_inputs = lib.symbol<int32_t (*)()>("coil_num_inputs");
+    auto input = lib.symbol<const coil_tensor_desc *(*)(int32_t)>("coil_input");
+    auto output = lib.symbol<const coil_tensor_desc *(*)(int32_t)>("coil_output");
+    std::vector<std::vector<float>> inputs;
+    std::vector<void *> in_ptrs;
+    for (int32_t i = 0; i < num_inputs(); ++i) {
+      std::vector<float> x(size_t(input(i)->storage_elements));
+      for (size_t j = 0; j < x.size(); ++j) x[j] = float(int64_t((j * 2654435761u) % 2001) - 1000) / 250.0f;
+      inputs.push_back(std::move(x));
+    }
+    for (auto &x : inputs) in_ptrs.push_back(x.data());
+    size_t bytes = size_t(output(0)->storage_elements) * sizeof(float);
+    auto run = [&](const std::string &so, void *out) {
+      SharedLibrary l(so);
+      auto coil_run = l.symbol<int32_t (*)(void *const *, void **)>("coil_run");
+      void *outs[1] = {out};
+      return coil_run(in_ptrs.data(), outs);
+    };
+    std::vector<char> want(bytes);
+    ASSERT_EQ(run(off.so_path, want.data()), 0);
+    size_t mapped = bytes + 4096;
+    void *fresh = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(fresh, MAP_FAILED);
+    char *out = static_cast<char *>(fresh) + 64;
+    ASSERT_EQ(run(on.so_path, out), 0);
+    EXPECT_EQ(std::memcmp(out, want.data(), bytes), 0) << "into fresh pages: " << on.so_path;
+    std::memset(out, 0x7f, bytes);
+    ASSERT_EQ(run(on.so_path, out), 0);
+    EXPECT_EQ(std::memcmp(out, want.data(), bytes), 0) << "into backed pages: " << on.so_path;
+    munmap(fresh, mapped);
+  }
 }
 
 // Errors inside kernels come back as status codes, and as UserErrors from the runner.

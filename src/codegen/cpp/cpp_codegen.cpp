@@ -37,7 +37,8 @@ class KernelEmitter {
         storage_(storage),
         w_(w),
         ranges_(sched::ranges_of(k.ranges, k.reduction_ranges)),
-        kernel_lanes_(o.lanes ? o.lanes : o.vector_bytes / 4) {}
+        kernel_lanes_(o.lanes ? o.lanes : o.vector_bytes / 4),
+        prefault_on_(o.prefault) {}
 
   /// The buffers passed to the kernel, in parameter order.
   std::vector<BufferId> params() const { return params_; }
@@ -80,6 +81,7 @@ class KernelEmitter {
 
   void emit() {
     collect_params();
+    plan_prefault();
     std::string sig = "static void " + k_.name + "(";
     for (size_t i = 0; i < params_.size(); ++i) sig += param_decl(params_[i]) + ", ";
     sig += "coil_rt::Error &err)";
@@ -308,10 +310,12 @@ class KernelEmitter {
     VarId x{first + inner};
     std::string name = var(x);
     int64_t size = sizes[size_t(inner)], main = size / lanes * lanes;
-    if (parallel && loops == 0) w_.line("#pragma omp parallel for num_threads(coil_rt::threads_for(" + std::to_string(work) + "))");
+    bool region = parallel && loops == 0 && open_parallel_for("", work);
     w_.open("for (int64_t " + name + " = 0; " + name + " < " + std::to_string(main) + "; " + name + " += " + std::to_string(lanes) + ")");
+    if (region) emit_reach({x});
     vector_body(x, lanes, true, body);
     w_.close();
+    if (region) w_.close();
     if (main < size) {
       w_.open("for (int64_t " + name + " = " + std::to_string(main) + "; " + name + " < " + std::to_string(size) + "; ++" + name + ")");
       push();
@@ -515,9 +519,11 @@ class KernelEmitter {
   // ---- loops ----------------------------------------------------------------------------
 
   // Nested loops over `sizes` with variables first..; `parallel` puts the outer ones on
-  // threads, `simd` marks the innermost as vectorizable. Returns the loops opened.
+  // threads, `simd` marks the innermost as vectorizable. Returns the braces opened: the
+  // loops, and the parallel region when it holds each thread's Prefaults.
   int open_loops(const Shape &all_sizes, int first, bool parallel, bool simd, int64_t work,
                  const std::string &simd_clauses = "") {
+    bool region = false;
     // A dim of size 1 is no loop: index() folds its variable to 0.
     Shape sizes;
     std::vector<int> vars;
@@ -536,7 +542,7 @@ class KernelEmitter {
           w_.line("#pragma omp parallel for simd num_threads(coil_rt::threads_for(" + std::to_string(work) + "))" +
                   simd_clauses);
         } else {
-          w_.line("#pragma omp parallel for" + collapse + " num_threads(coil_rt::threads_for(" + std::to_string(work) + "))");
+          region = open_parallel_for(collapse, work);
         }
       } else if (innermost && simd) {
         w_.line("#pragma omp simd" + simd_clauses);
@@ -544,7 +550,81 @@ class KernelEmitter {
       std::string x = var(VarId{vars[d]});
       w_.open("for (int64_t " + x + " = 0; " + x + " < " + std::to_string(sizes[d]) + "; ++" + x + ")");
     }
-    return int(sizes.size());
+    if (region) {  // the loops on threads are all but an innermost simd one
+      std::vector<VarId> on_threads;
+      for (size_t d = 0; d < sizes.size() - (simd ? 1 : 0); ++d) on_threads.push_back(VarId{vars[d]});
+      emit_reach(on_threads);
+    }
+    return int(sizes.size()) + (region ? 1 : 0);
+  }
+
+  // ---- the first touch of large outputs --------------------------------------------------
+
+  /// A graph output of at least 1 MiB that a kernel writes, prefaulted by each thread
+  /// ahead of its writes (coil_rt::Prefault in prelude.h): the caller owns that memory and
+  /// may hand it over freshly mapped. Arena buffers are backed after the first call.
+  struct PrefaultOut {
+    BufferId buffer;
+    std::string name;  // the thread's coil_rt::Prefault
+    Expr at;           // the store's index
+  };
+
+  void plan_prefault() {
+    prefault_.clear();
+    if (!prefault_on_) return;
+    if (k_.kind != ir::KernelKind::Pointwise && k_.kind != ir::KernelKind::Reduction) return;
+    for (BufferId b : params_) {
+      if (!written(b) || storage_.in_arena.count(b) || shares_memory(b)) continue;
+      const TensorType &t = p_.buffer(b).type;
+      if (storage_extent(t) * itemsize(t.dtype) < (int64_t(1) << 20)) continue;
+      for (int m : k_.nodes)
+        if (contains(p_.nodes[size_t(m)].outputs, b)) {
+          prefault_.push_back({b, "prefault" + std::to_string(prefault_.size()), ir::store_index(p_.nodes[size_t(m)], p_.buffer(b))});
+          break;
+        }
+    }
+  }
+
+  /// `#pragma omp parallel for` with `clauses` (" collapse(2)"), threads by `work`. With
+  /// outputs to prefault it opens a parallel region that gives each thread its Prefaults,
+  /// with `#pragma omp for` inside, and returns true: the caller closes one brace more.
+  bool open_parallel_for(const std::string &clauses, int64_t work) {
+    std::string threads = " num_threads(coil_rt::threads_for(" + std::to_string(work) + "))";
+    if (prefault_.empty()) {
+      w_.line("#pragma omp parallel for" + clauses + threads);
+      return false;
+    }
+    w_.line("#pragma omp parallel" + threads);
+    w_.open("");
+    for (const PrefaultOut &o : prefault_) {
+      const TensorType &t = p_.buffer(o.buffer).type;
+      w_.line("coil_rt::Prefault " + o.name + "(" + names_.at(o.buffer) + ", " +
+              std::to_string(storage_extent(t) * itemsize(t.dtype)) + ");");
+    }
+    w_.line("#pragma omp for" + clauses);
+    return true;
+  }
+
+  /// Each prefaulted output reached for the span one iteration of the loops on threads
+  /// writes: the variables `on_threads` as they are, every other from its first value
+  /// (lo) to its last (hi).
+  void emit_reach(const std::vector<VarId> &on_threads, const std::map<int, std::string> &tile_start = {}) {
+    auto at = [&](const Expr &index, bool last) {
+      Expr fixed = ir::substitute(index, [&](VarId v) -> std::optional<Expr> {
+        if (tile_start.count(v.id) || std::find(on_threads.begin(), on_threads.end(), v) != on_threads.end()) return std::nullopt;
+        return Expr(last ? std::max<int64_t>(ranges_.size_of(v).value_or(1) - 1, 0) : 0);
+      });
+      return cpp_index(ir::simplify(fixed, ranges_), [&](VarId v) -> std::string {
+        auto t = tile_start.find(v.id);
+        if (t == tile_start.end()) return var(v);
+        if (!last) return t->second;
+        return "std::min<int64_t>(" + t->second + " + " + std::to_string(kTile - 1) + ", " +
+               std::to_string(ranges_.size_of(v).value_or(1) - 1) + ")";
+      }, ranges_);
+    };
+    for (const PrefaultOut &o : prefault_)
+      w_.line(o.name + ".reach(" + names_.at(o.buffer) + " + " + at(o.at, false) + ", " + names_.at(o.buffer) + " + " +
+              at(o.at, true) + ");");
   }
 
   void close_loops(int n) {
@@ -593,12 +673,16 @@ class KernelEmitter {
     for (int d = 0; d < n - 2; ++d)
       if (k_.ranges[size_t(d)] > 1) loops.push_back({var(VarId{d}), k_.ranges[size_t(d)]});
     for (int d = n - 2; d < n; ++d) loops.push_back({var(VarId{d}) + "t", (k_.ranges[size_t(d)] + kTile - 1) / kTile});
-    w_.line("#pragma omp parallel for collapse(" + std::to_string(loops.size()) + ") num_threads(coil_rt::threads_for(" +
-            std::to_string(checked_numel(k_.ranges) * body_work()) + "))");
+    bool region = open_parallel_for(" collapse(" + std::to_string(loops.size()) + ")", checked_numel(k_.ranges) * body_work());
     for (const auto &[x, count] : loops) w_.open("for (int64_t " + x + " = 0; " + x + " < " + std::to_string(count) + "; ++" + x + ")");
     std::string row = var(VarId{n - 2}), col = var(VarId{n - 1});
     int64_t rows = k_.ranges[size_t(n - 2)], cols = k_.ranges[size_t(n - 1)];
     w_.line("const int64_t " + row + "s = " + row + "t * " + tile + ", " + col + "s = " + col + "t * " + tile + ";");
+    if (region) {
+      std::vector<VarId> outer;
+      for (int d = 0; d < n - 2; ++d) outer.push_back(VarId{d});
+      emit_reach(outer, {{n - 2, row + "s"}, {n - 1, col + "s"}});
+    }
     int lanes = tile_lanes();
     if (lanes > 0) {
       bool edges = rows % kTile != 0 || cols % kTile != 0;
@@ -619,7 +703,7 @@ class KernelEmitter {
       pop();
       if (lanes > 0) w_.close();
     }
-    close_loops(int(loops.size()));
+    close_loops(int(loops.size()) + (region ? 1 : 0));
     pop();
   }
 
@@ -1347,6 +1431,8 @@ class KernelEmitter {
   int row_scope_ = -1;  // the scope of one row (one block of rows when tiled)
   std::map<std::string, std::string> tiles_;  // transposed load (forward key) -> its tile, in a vector tile
   std::string tile_position_;                 // the element of a tile that a vector tile's lane 0 reads
+  bool prefault_on_;                          // the option cpp.prefault
+  std::vector<PrefaultOut> prefault_;         // outputs each thread prefaults ahead of its writes
 };
 
 }  // namespace

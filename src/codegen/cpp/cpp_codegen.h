@@ -24,6 +24,7 @@ namespace coil::codegen {
 struct CppOptions {
   int vector_bytes = 64;  // the ISA's vector register width, 0 for scalar code
   bool profile = false;   // time each kernel call (the option cpp.profile): coil_profile in coil/artifact.h
+  bool prefault = true;   // fault in large outputs' pages ahead of the writes (the option cpp.prefault)
   int lanes = 0;          // lanes of a vector; 0: a register of floats (vector_bytes / 4)
 };
 
