@@ -1,0 +1,560 @@
+// The emitter of a kernel function (cpp_kernel.h): the layout words, the signature and
+// its parameters, values named tmpN and computed once per scope, vector loads and stores,
+// bodies, values passed from one pass over a row to a later one, loops, and the
+// prefaulting of large outputs. Kernels of each kind: cpp_pointwise.cpp, cpp_reduction.cpp.
+#include "codegen/cpp/cpp_kernel.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "codegen/common/access.h"
+#include "codegen/cpp/cpp_extern.h"
+#include "scheduler/reindex.h"
+#include "support/error.h"
+
+namespace coil::codegen::detail {
+
+KernelEmitter::KernelEmitter(const ir::Program &p, const Kernel &k, const Storage &storage, const CppOptions &o,
+                             Writer &w)
+    : p_(p),
+      k_(k),
+      storage_(storage),
+      w_(w),
+      ranges_(sched::ranges_of(k.ranges, k.reduction_ranges)),
+      kernel_lanes_(o.lanes ? o.lanes : o.vector_bytes / 4),
+      prefault_on_(o.prefault) {}
+
+std::string KernelEmitter::layout() const {
+  switch (k_.kind) {
+    case ir::KernelKind::Pointwise:
+      if (tile_last_two_dims()) {
+        if (tile_lanes() == 0) return "32x32 tiles of the last two dims (a load walks them transposed), omp simd in a tile";
+        std::string edges = k_.ranges[k_.ranges.size() - 1] % kTile || k_.ranges[k_.ranges.size() - 2] % kTile
+                                ? "; tiles at the edges in scalar code" : "";
+        return "32x32 tiles of the last two dims: " + std::to_string(transposed_loads().size()) +
+               " transposed load(s) copied into a tile first, transposed; rows of the tile in vectors of " +
+               std::to_string(tile_lanes()) + " lanes" + edges;
+      }
+      return "threads over the outer loops; " + simd_words(k_.ranges, int(0));
+    case ir::KernelKind::Reduction: {
+      if (tile_over_last_kept_dim())
+        return "rows in blocks of 64 lanes of " + var(VarId{int(k_.ranges.size()) - 1}) +
+               " (neighbouring rows are contiguous), omp simd across the lanes";
+      std::string scalar_passes;
+      for (const ir::Step &step : k_.steps)
+        for (int n : step.nodes) {
+          ir::ReduceOp op = p_.nodes[size_t(n)].reduce_op;
+          if (p_.nodes[size_t(n)].kind == ir::NodeKind::Reduction && (op == ir::ReduceOp::ArgMax || op == ir::ReduceOp::ArgMin))
+            scalar_passes = "; the pass of " + p_.nodes[size_t(n)].origin + " is scalar (first-index tie rule)";
+        }
+      std::string threads = checked_numel(k_.ranges) == 1 ? "the reduced elements split across threads, partials combined in order"
+                                                         : "threads over rows";
+      return threads + "; " + simd_words(k_.reduction_ranges, int(k_.ranges.size()), checked_numel(k_.ranges) == 1) +
+             scalar_passes;
+    }
+    case ir::KernelKind::Scan: return "threads over rows, each scanned in order";
+    case ir::KernelKind::Scatter: return "the copy, then the writes in order";
+    case ir::KernelKind::Extern: return extern_library(p_, k_);
+  }
+  return "";
+}
+
+void KernelEmitter::emit() {
+  collect_params();
+  plan_prefault();
+  std::string sig = "static void " + k_.name + "(";
+  for (size_t i = 0; i < params_.size(); ++i) sig += param_decl(params_[i]) + ", ";
+  sig += "coil_rt::Error &err)";
+  w_.line("// layout: " + layout());
+  w_.open(sig);
+  switch (k_.kind) {
+    case ir::KernelKind::Pointwise: emit_pointwise(); break;
+    case ir::KernelKind::Reduction: emit_reduction(); break;
+    case ir::KernelKind::Scan: emit_scan(); break;
+    case ir::KernelKind::Scatter: emit_scatter(); break;
+    case ir::KernelKind::Extern: emit_extern_kernel(p_, k_, names_, w_); break;
+  }
+  w_.close();
+}
+
+std::string KernelEmitter::simd_words(const Shape &sizes, int first, bool chunks) const {
+  int inner = int(sizes.size()) - 1;
+  while (inner >= 0 && sizes[size_t(inner)] == 1) --inner;
+  if (inner < 0) return "one element, no loop";
+  std::string x = var(VarId{first + inner}), size = std::to_string(sizes[size_t(inner)]);
+  if (kernel_lanes_ == 0) return x + " (" + size + ") in scalar code under omp simd (the ISA has no vectors)";
+  int lanes = lanes_for(sizes);
+  if (lanes == 0)
+    return x + " (" + size + ") in scalar code under omp simd (shorter than a vector of " + std::to_string(kernel_lanes_) + ")";
+  int64_t tail = sizes[size_t(inner)] % lanes;
+  if (chunks && inner == 0) return x + " (" + size + ") in vectors of " + std::to_string(lanes) + " lanes, each thread's chunk with a scalar tail";
+  return x + " (" + size + ") in vectors of " + std::to_string(lanes) + " lanes" +
+         (tail ? ", a scalar tail of " + std::to_string(tail) : std::string(", no tail"));
+}
+
+// ---- parameters ------------------------------------------------------------------------
+
+void KernelEmitter::collect_params() {
+  KernelParams params = kernel_params(p_, k_);
+  params_ = std::move(params.order);
+  names_ = std::move(params.names);
+}
+
+bool KernelEmitter::shares_memory(BufferId b) const {
+  for (BufferId o : params_)
+    if (o != b && storage_.key.at(o) == storage_.key.at(b)) return true;
+  return false;
+}
+
+std::string KernelEmitter::param_decl(BufferId b) const {
+  std::string t = storage_type(p_.buffer(b).type.dtype);
+  std::string restrict_ = shares_memory(b) ? " " : " __restrict__ ";
+  return (written(b) ? t + " *" : "const " + t + " *") + restrict_ + names_.at(b);
+}
+
+// ---- scopes: CSE of values and the values of internal buffers ---------------------------
+
+std::string KernelEmitter::var(VarId v) const {
+  int n = int(k_.ranges.size());
+  std::string name = v.id < n ? "x" + std::to_string(v.id) : "r" + std::to_string(v.id - n);
+  return lane_index_ && v == vvar_ ? "(" + name + " + l)" : name;
+}
+
+std::string KernelEmitter::index(const Expr &e) const {
+  return cpp_index(ir::simplify(e, ranges_), [&](VarId v) { return var(v); }, ranges_);
+}
+
+std::string KernelEmitter::def(const std::string &type, const std::string &rhs) {
+  std::string key = type + " " + rhs;
+  for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it)
+    if (auto f = it->values.find(key); f != it->values.end()) return f->second;
+  std::string name = "tmp" + std::to_string(next_tmp_++);
+  w_.line(type + " " + name + " = " + rhs + ";");
+  scopes_.back().values[key] = name;
+  if (type.rfind("Vec<", 0) == 0) vector_values_.insert(name);
+  return name;
+}
+
+// ---- SIMD: vector loops, loads and stores ------------------------------------------------
+
+std::string KernelEmitter::as_vector(const std::string &value, DType t) {
+  if (vector_values_.count(value)) return value;
+  std::string v = def(vt(t), vt(t) + "(" + value + ")");
+  splat_of_[v] = value;
+  return v;
+}
+
+int KernelEmitter::lanes_for(const Shape &sizes) const {
+  for (auto it = sizes.rbegin(); it != sizes.rend(); ++it)
+    if (*it != 1) return kernel_lanes_ > 0 && *it >= kernel_lanes_ ? kernel_lanes_ : 0;
+  return 0;
+}
+
+bool KernelEmitter::aligned(BufferId b, const Expr &index) const {
+  if (!vector_start_aligned_ || !storage_.in_arena.count(b)) return false;
+  int64_t bytes = itemsize(p_.buffer(b).type.dtype);
+  int64_t unit = std::min<int64_t>(vlanes_, 64 / bytes);  // elements per alignment unit
+  Expr e = ir::simplify(index, ranges_);
+  if (e.constant() % unit != 0) return false;
+  for (const ir::Term &t : e.terms()) {
+    bool is_lane_var = t.factors.size() == 1 && t.factors[0].kind() == ir::AtomKind::Var && t.factors[0].var() == vvar_;
+    if (is_lane_var ? t.coeff != 1 : t.coeff % unit != 0) return false;
+  }
+  return true;
+}
+
+std::string KernelEmitter::vector_load(const Instr &i, const std::vector<std::string> &v) {
+  DType t = i.dtype;
+  std::string type = vt(t), ptr = names_.at(i.buffer);
+  COIL_ASSERT(!contains(k_.internal, i.buffer), k_.name, " reads internal ", p_.buffer(i.buffer).name,
+              " where no member computed it");
+  if (i.indirect.empty() && i.args[0] < 0) {
+    if (auto tile = tiles_.find(forward_key(i.buffer, i.index)); tile != tiles_.end())
+      return contiguous_load(tile->second + " + " + tile_position_, t, false);
+    ir::AccessFact f = ir::access_of(i.index, vvar_, ranges_);
+    if (f.kind == ir::Access::Broadcast) {
+      int lanes = std::exchange(vlanes_, 0);
+      std::string scalar = def(value_type(t), from_storage(ptr + "[" + index(i.index) + "]", t));
+      vlanes_ = lanes;
+      return type + "(" + scalar + ")";
+    }
+    if (f.kind == ir::Access::Contiguous) return contiguous_load(ptr + " + " + offset(i.index), t, aligned(i.buffer, i.index));
+  }
+  // Lane by lane: strided and irregular indices, indices read from data, masked loads.
+  lane_index_ = true;
+  std::string at = element_index(i, [&](int arg) { return v[size_t(arg)] + "[l]"; });
+  lane_index_ = false;
+  std::string value = from_storage(ptr + "[" + at + "]", t);
+  if (i.args[0] >= 0) value = v[size_t(i.args[0])] + "[l] ? " + value + " : " + literal(i.value, t);
+  return type + "::generate([&](int l) { return " + value + "; })";
+}
+
+std::string KernelEmitter::contiguous_load(const std::string &at, DType t, bool is_aligned) const {
+  if (t == DType::BF16) return "coil_rt::load_bf16<" + std::to_string(vlanes_) + ">(" + at + ")";
+  if (t == DType::F16) return "coil_rt::load_f16<" + std::to_string(vlanes_) + ">(" + at + ")";
+  return vt(t) + (is_aligned ? "::load(" : "::loadu(") + at + ")";
+}
+
+std::string KernelEmitter::element_index(const Instr &i, const std::function<std::string(int)> &value_of) const {
+  if (i.indirect.empty()) return index(i.index);
+  std::string at = cpp_index(ir::simplify(i.index, ranges_),
+                             [&](VarId x) {
+                               if (x.id >= ir::kIndirectBase)
+                                 return "int64_t(" + value_of(i.indirect[size_t(x.id - ir::kIndirectBase)]) + ")";
+                               return var(x);
+                             },
+                             ranges_);
+  return "coil_rt::checked_index(" + at + ", " + std::to_string(storage_extent(p_.buffer(i.buffer).type)) + ", err)";
+}
+
+std::string KernelEmitter::offset(const Expr &e) const {
+  std::string at = index(e);
+  return at.find(" - ") == std::string::npos ? at : "(" + at + ")";
+}
+
+std::string KernelEmitter::vector_index(const Expr &e) {
+  std::string type = vector_type(DType::I64, vlanes_);
+  ir::AccessFact f = ir::access_of(e, vvar_, ranges_);
+  if (f.kind == ir::Access::Broadcast) return type + "(" + index(e) + ")";
+  if (f.kind != ir::Access::Irregular) return type + "::iota(" + index(e) + ", " + std::to_string(f.stride) + ")";
+  lane_index_ = true;
+  std::string at = index(e);
+  lane_index_ = false;
+  return type + "::generate([&](int l) { return " + at + "; })";
+}
+
+void KernelEmitter::vector_store(BufferId out, const Expr &at, const std::string &value, DType t) {
+  std::string ptr = names_.at(out);
+  if (ir::access_of(at, vvar_, ranges_).kind == ir::Access::Contiguous) {
+    std::string p = ptr + " + " + offset(at);
+    if (t == DType::BF16) w_.line("coil_rt::store_bf16(" + p + ", " + value + ");");
+    else if (t == DType::F16) w_.line("coil_rt::store_f16(" + p + ", " + value + ");");
+    else w_.line(value + (aligned(out, at) ? ".store(" : ".storeu(") + p + ");");
+    return;
+  }
+  lane_index_ = true;
+  std::string idx = index(at);
+  lane_index_ = false;
+  w_.line("for (int l = 0; l < " + std::to_string(vlanes_) + "; ++l) " + ptr + "[" + idx + "] = " +
+          to_storage(value + "[l]", t) + ";");
+}
+
+void KernelEmitter::emit_nest(const Shape &sizes, int first, bool parallel, int64_t work,
+                              const std::optional<std::string> &clauses, int lanes, const std::function<void()> &body) {
+  if (lanes == 0) {
+    int loops = open_loops(sizes, first, parallel, clauses.has_value(), work, clauses.value_or(""));
+    if (loops == 0) w_.open("");
+    push();
+    body();
+    pop();
+    if (loops == 0) w_.close();
+    close_loops(loops);
+    return;
+  }
+  int inner = int(sizes.size()) - 1;
+  while (sizes[size_t(inner)] == 1) --inner;
+  Shape outer = sizes;
+  outer[size_t(inner)] = 1;  // open_loops skips it
+  int loops = open_loops(outer, first, parallel, false, work);
+  VarId x{first + inner};
+  std::string name = var(x);
+  int64_t size = sizes[size_t(inner)], main = size / lanes * lanes;
+  bool region = parallel && loops == 0 && open_parallel_for("", work);
+  w_.open("for (int64_t " + name + " = 0; " + name + " < " + std::to_string(main) + "; " + name + " += " + std::to_string(lanes) + ")");
+  if (region) emit_reach({x});
+  vector_body(x, lanes, true, body);
+  w_.close();
+  if (region) w_.close();
+  if (main < size) {
+    w_.open("for (int64_t " + name + " = " + std::to_string(main) + "; " + name + " < " + std::to_string(size) + "; ++" + name + ")");
+    push();
+    body();
+    pop();
+    w_.close();
+  }
+  close_loops(loops);
+}
+
+void KernelEmitter::vector_body(VarId x, int lanes, bool start_aligned, const std::function<void()> &body) {
+  vlanes_ = lanes;
+  vvar_ = x;
+  vector_start_aligned_ = start_aligned;
+  push();
+  body();
+  pop();
+  vlanes_ = 0;
+}
+
+std::string KernelEmitter::forward_key(BufferId b, const Expr &at) const {
+  return p_.buffer(b).name + "[" + ir::str(ir::simplify(at, ranges_)) + "]";
+}
+
+std::optional<std::string> KernelEmitter::forwarded(BufferId b, const Expr &at) const {
+  std::string key = forward_key(b, at);
+  for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it)
+    if (auto f = it->forwarded.find(key); f != it->forwarded.end()) return f->second;
+  return std::nullopt;
+}
+
+// ---- bodies ---------------------------------------------------------------------------
+
+std::string KernelEmitter::load(const ir::Body &body, const Instr &i, const std::vector<std::string> &v) {
+  DType t = i.dtype;
+  std::string value;
+  if (auto f = forwarded(i.buffer, i.index); f && i.indirect.empty()) {
+    value = *f;
+  } else {
+    COIL_ASSERT(!contains(k_.internal, i.buffer), k_.name, " reads internal ", p_.buffer(i.buffer).name,
+                " where no member computed it");
+    std::string at = element_index(i, [&](int arg) { return v[size_t(arg)]; });
+    value = from_storage(names_.at(i.buffer) + "[" + at + "]", t);
+  }
+  if (i.args[0] >= 0) return "(" + v[size_t(i.args[0])] + " ? " + value + " : " + literal(i.value, t) + ")";
+  (void)body;
+  return value;
+}
+
+std::vector<std::string> KernelEmitter::emit_body(const ir::Body &body) {
+  std::vector<std::string> v(body.instrs.size());
+  std::vector<std::string> keys = row_cache_.empty() ? std::vector<std::string>{} : structural_keys(body);
+  for (size_t k = 0; k < body.instrs.size(); ++k) {
+    const Instr &i = body.instrs[k];
+    std::string type = vt(i.dtype), rhs;
+    const RowCache *cache = nullptr;
+    if (!keys.empty())
+      if (auto it = row_cache_.find(keys[k]); it != row_cache_.end()) cache = &it->second;
+    if (cache && cache->step < step_index_) {  // computed by an earlier pass over this row
+      std::string at = position();
+      v[k] = def(type, vlanes_ ? type + "::loadu(" + cache->name + " + " + at + ")" : cache->name + "[" + at + "]");
+      continue;
+    }
+    switch (i.op) {
+      case Op::Load:
+        if (auto f = forwarded(i.buffer, i.index); f && i.indirect.empty() && i.args[0] < 0) {
+          v[k] = vlanes_ ? as_vector(*f, i.dtype) : *f;  // the member that computed it is in this loop
+          continue;
+        }
+        rhs = vlanes_ ? vector_load(i, v) : load(body, i, v);
+        break;
+      case Op::Constant: v[k] = vector_literal(i.value, i.dtype, vlanes_); continue;
+      case Op::Index:
+        rhs = vlanes_ ? cpp_cast(vector_index(i.index), DType::I64, i.dtype, vlanes_) : cpp_cast(index(i.index), DType::I64, i.dtype);
+        break;
+      default: {
+        std::vector<std::string> args;
+        for (int a = 0; a < ir::op_arity(i.op); ++a) args.push_back(v[size_t(i.args[size_t(a)])]);
+        DType in = i.op == Op::Where ? i.dtype : body.at(i.args[0]).dtype;
+        rhs = cpp_op(i.op, in, i.dtype, args, vlanes_);
+        if (rhs == args[0]) {  // a cast that changes nothing in C++
+          v[k] = rhs;
+          continue;
+        }
+        if (i.op == Op::Cast && (i.dtype == DType::BF16 || i.dtype == DType::F16) && in == DType::F32) {
+          v[k] = def(type, rhs);
+          rounded_from_[v[k]] = args[0];  // a store converts the unrounded value once
+          continue;
+        }
+        // A division by a value of the row (softmax's sum): one reciprocal per row and a
+        // product per element, within an ulp and a half of the quotient.
+        if (i.op == Op::TrueDiv && vlanes_ && is_floating(i.dtype) && splat_of_.count(args[1])) {
+          std::string inverse = def(value_type(i.dtype), literal(1, i.dtype) + " / " + splat_of_.at(args[1]));
+          rhs = args[0] + " * " + as_vector(inverse, i.dtype);
+        }
+      }
+    }
+    v[k] = def(type, rhs);
+    if (cache && cache->step == step_index_) {  // a later pass over this row reads it back
+      std::string at = position();
+      w_.line(vlanes_ ? v[k] + ".storeu(" + cache->name + " + " + at + ");" : cache->name + "[" + at + "] = " + v[k] + ";");
+    }
+  }
+  return v;
+}
+
+// ---- values passed from one pass over a row to a later one --------------------------------
+
+std::vector<std::string> KernelEmitter::structural_keys(const ir::Body &body) const {
+  std::vector<std::string> keys(body.instrs.size());
+  for (size_t k = 0; k < body.instrs.size(); ++k) {
+    const Instr &i = body.instrs[k];
+    std::string key = std::string(ir::op_name(i.op)) + ":" + std::string(short_name(i.dtype));
+    if (i.op == Op::Load) {
+      if (!i.indirect.empty() || i.args[0] >= 0) key += "#" + std::to_string(unshared_keys_++);  // never shared
+      key += "(" + p_.buffer(i.buffer).name + "[" + ir::str(ir::simplify(i.index, ranges_)) + "])";
+    } else if (i.op == Op::Constant) {
+      key += "(" + literal(i.value, i.dtype) + ")";
+    } else if (i.op == Op::Index) {
+      key += "(" + ir::str(ir::simplify(i.index, ranges_)) + ")";
+    } else {
+      key += "(";
+      for (int a = 0; a < ir::op_arity(i.op); ++a) key += (a ? "," : "") + keys[size_t(i.args[size_t(a)])];
+      key += ")";
+    }
+    keys[k] = key;
+  }
+  return keys;
+}
+
+bool KernelEmitter::costly(Op op) {
+  switch (op) {
+    case Op::Exp: case Op::Exp2: case Op::Expm1: case Op::Log: case Op::Log1p: case Op::Log2: case Op::Tanh:
+    case Op::Sigmoid: case Op::Erf: case Op::Pow: case Op::Sin: case Op::Cos: case Op::Tan: case Op::Atan2: return true;
+    default: return false;
+  }
+}
+
+void KernelEmitter::plan_row_cache() {
+  int64_t rn = checked_numel(k_.reduction_ranges);
+  if (rn <= 0) return;
+  std::map<std::string, int> first;  // key -> the pass that computes it first
+  int step = 0;
+  for (const ir::Step &s : k_.steps) {
+    ++step;
+    if (!s.inner) continue;
+    for (int n : s.nodes) {
+      const ir::Body &body = p_.nodes[size_t(n)].body;
+      std::vector<std::string> keys = structural_keys(body);
+      for (size_t k = 0; k < keys.size(); ++k) {
+        const Instr &i = body.instrs[k];
+        if (!costly(i.op) || !is_floating(i.dtype) || rn * itemsize(i.dtype) > 32768) continue;
+        auto [it, inserted] = first.emplace(keys[k], step);
+        if (!inserted && it->second < step && !row_cache_.count(keys[k]) && row_cache_.size() < 2) {
+          std::string name = "row_value" + std::to_string(row_cache_.size());
+          row_cache_[keys[k]] = {it->second, name};
+          w_.line("alignas(64) " + value_type(i.dtype) + " " + name + "[" + std::to_string(rn) + "];");
+        }
+      }
+    }
+  }
+}
+
+void KernelEmitter::store(const Node &n, BufferId out, const std::string &v, DType from) {
+  DType t = p_.buffer(out).type.dtype;
+  Expr at = ir::store_index(n, p_.buffer(out));
+  std::string value = from == t ? v : def(vt(t), cpp_cast(v, from, t, vlanes_));
+  if (lanes_ && row_scope_ >= 0 && !is_inner_member(n)) {
+    // A value per row of a tiled kernel: one per lane, kept for the passes after.
+    std::string lanes = "row_" + p_.buffer(out).name;
+    w_.line(lanes + "[l] = " + value + ";");
+    scopes_[size_t(row_scope_)].forwarded[forward_key(out, at)] = lanes + "[l]";
+  } else {
+    scopes_.back().forwarded[forward_key(out, at)] = value;
+  }
+  if (contains(k_.internal, out)) return;
+  // f32_to_bf16(round_bf16(x)) is f32_to_bf16(x).
+  auto unrounded = rounded_from_.find(value);
+  std::string stored = unrounded != rounded_from_.end() && (t == DType::BF16 || t == DType::F16) ? unrounded->second : value;
+  if (vlanes_) return vector_store(out, at, stored, t);
+  w_.line(names_.at(out) + "[" + index(at) + "] = " + to_storage(stored, t) + ";");
+}
+
+void KernelEmitter::emit_pointwise_member(const Node &n) {
+  auto v = emit_body(n.body);
+  for (size_t k = 0; k < n.outputs.size(); ++k)
+    store(n, n.outputs[k], v[size_t(n.body.results[k])], n.body.at(n.body.results[k]).dtype);
+}
+
+// ---- loops ----------------------------------------------------------------------------
+
+int KernelEmitter::open_loops(const Shape &all_sizes, int first, bool parallel, bool simd, int64_t work,
+                              const std::string &simd_clauses) {
+  bool region = false;
+  // A dim of size 1 is no loop: index() folds its variable to 0.
+  Shape sizes;
+  std::vector<int> vars;
+  for (size_t d = 0; d < all_sizes.size(); ++d)
+    if (all_sizes[d] != 1) {
+      sizes.push_back(all_sizes[d]);
+      vars.push_back(first + int(d));
+    }
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    bool innermost = d + 1 == sizes.size();
+    if (d == 0 && parallel) {
+      std::string collapse = sizes.size() > (simd ? 2u : 1u)
+                                 ? " collapse(" + std::to_string(sizes.size() - (simd ? 1 : 0)) + ")"
+                                 : "";
+      if (innermost && simd) {
+        w_.line("#pragma omp parallel for simd num_threads(coil_rt::threads_for(" + std::to_string(work) + "))" +
+                simd_clauses);
+      } else {
+        region = open_parallel_for(collapse, work);
+      }
+    } else if (innermost && simd) {
+      w_.line("#pragma omp simd" + simd_clauses);
+    }
+    std::string x = var(VarId{vars[d]});
+    w_.open("for (int64_t " + x + " = 0; " + x + " < " + std::to_string(sizes[d]) + "; ++" + x + ")");
+  }
+  if (region) {  // the loops on threads are all but an innermost simd one
+    std::vector<VarId> on_threads;
+    for (size_t d = 0; d < sizes.size() - (simd ? 1 : 0); ++d) on_threads.push_back(VarId{vars[d]});
+    emit_reach(on_threads);
+  }
+  return int(sizes.size()) + (region ? 1 : 0);
+}
+
+// ---- the first touch of large outputs --------------------------------------------------
+
+void KernelEmitter::plan_prefault() {
+  prefault_.clear();
+  if (!prefault_on_) return;
+  if (k_.kind != ir::KernelKind::Pointwise && k_.kind != ir::KernelKind::Reduction) return;
+  for (BufferId b : params_) {
+    if (!written(b) || storage_.in_arena.count(b) || shares_memory(b)) continue;
+    const TensorType &t = p_.buffer(b).type;
+    if (storage_extent(t) * itemsize(t.dtype) < (int64_t(1) << 20)) continue;
+    for (int m : k_.nodes)
+      if (contains(p_.nodes[size_t(m)].outputs, b)) {
+        prefault_.push_back({b, "prefault" + std::to_string(prefault_.size()), ir::store_index(p_.nodes[size_t(m)], p_.buffer(b))});
+        break;
+      }
+  }
+}
+
+bool KernelEmitter::open_parallel_for(const std::string &clauses, int64_t work) {
+  std::string threads = " num_threads(coil_rt::threads_for(" + std::to_string(work) + "))";
+  if (prefault_.empty()) {
+    w_.line("#pragma omp parallel for" + clauses + threads);
+    return false;
+  }
+  w_.line("#pragma omp parallel" + threads);
+  w_.open("");
+  for (const PrefaultOut &o : prefault_) {
+    const TensorType &t = p_.buffer(o.buffer).type;
+    w_.line("coil_rt::Prefault " + o.name + "(" + names_.at(o.buffer) + ", " +
+            std::to_string(storage_extent(t) * itemsize(t.dtype)) + ");");
+  }
+  w_.line("#pragma omp for" + clauses);
+  return true;
+}
+
+void KernelEmitter::emit_reach(const std::vector<VarId> &on_threads, const std::map<int, std::string> &tile_start) {
+  auto at = [&](const Expr &index, bool last) {
+    Expr fixed = ir::substitute(index, [&](VarId v) -> std::optional<Expr> {
+      if (tile_start.count(v.id) || std::find(on_threads.begin(), on_threads.end(), v) != on_threads.end()) return std::nullopt;
+      return Expr(last ? std::max<int64_t>(ranges_.size_of(v).value_or(1) - 1, 0) : 0);
+    });
+    return cpp_index(ir::simplify(fixed, ranges_), [&](VarId v) -> std::string {
+      auto t = tile_start.find(v.id);
+      if (t == tile_start.end()) return var(v);
+      if (!last) return t->second;
+      return "std::min<int64_t>(" + t->second + " + " + std::to_string(kTile - 1) + ", " +
+             std::to_string(ranges_.size_of(v).value_or(1) - 1) + ")";
+    }, ranges_);
+  };
+  for (const PrefaultOut &o : prefault_)
+    w_.line(o.name + ".reach(" + names_.at(o.buffer) + " + " + at(o.at, false) + ", " + names_.at(o.buffer) + " + " +
+            at(o.at, true) + ");");
+}
+
+void KernelEmitter::close_loops(int n) {
+  for (int i = 0; i < n; ++i) w_.close();
+}
+
+int64_t KernelEmitter::body_work() const {
+  int64_t ops = 0;
+  for (int n : k_.nodes) ops += int64_t(p_.nodes[size_t(n)].body.instrs.size());
+  return std::max<int64_t>(ops, 1);
+}
+
+}  // namespace coil::codegen::detail

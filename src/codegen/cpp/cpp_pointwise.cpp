@@ -1,0 +1,212 @@
+// Pointwise kernels of the C++ dialect (cpp_kernel.h): vector loops over the kernel's
+// ranges, or 32x32 tiles of the last two dims when a load walks them transposed; then
+// scans (each row in order) and scatters (the copy, then the writes in order).
+#include "codegen/cpp/cpp_kernel.h"
+
+#include "codegen/common/access.h"
+#include "codegen/cpp/cpp_extern.h"
+
+namespace coil::codegen::detail {
+
+// ---- pointwise kernels and their transposed tiles -------------------------------------
+
+bool KernelEmitter::tile_last_two_dims() const {
+  return loads_transposed_in_last_two_dims(p_, k_);
+}
+
+std::vector<const Instr *> KernelEmitter::transposed_loads() const {
+  int n = int(k_.ranges.size());
+  std::vector<const Instr *> out;
+  std::set<std::string> seen;
+  for (int m : k_.nodes)
+    for (const Instr &i : p_.nodes[size_t(m)].body.instrs) {
+      if (i.op != Op::Load || !i.indirect.empty() || i.args[0] >= 0) continue;
+      if (contains(k_.internal, i.buffer) || written(i.buffer)) continue;
+      ir::AccessFact last = ir::access_of(i.index, VarId{n - 1}, ranges_), prev = ir::access_of(i.index, VarId{n - 2}, ranges_);
+      if (prev.kind != ir::Access::Contiguous || last.kind != ir::Access::Affine) continue;
+      if (out.size() < 4 && seen.insert(forward_key(i.buffer, i.index)).second) out.push_back(&i);
+    }
+  return out;
+}
+
+void KernelEmitter::emit_tiled_pointwise() {
+  int n = int(k_.ranges.size());
+  std::string tile = std::to_string(kTile);
+  push();
+  std::vector<std::pair<std::string, int64_t>> loops;  // loop variable, trip count
+  for (int d = 0; d < n - 2; ++d)
+    if (k_.ranges[size_t(d)] > 1) loops.push_back({var(VarId{d}), k_.ranges[size_t(d)]});
+  for (int d = n - 2; d < n; ++d) loops.push_back({var(VarId{d}) + "t", (k_.ranges[size_t(d)] + kTile - 1) / kTile});
+  bool region = open_parallel_for(" collapse(" + std::to_string(loops.size()) + ")", checked_numel(k_.ranges) * body_work());
+  for (const auto &[x, count] : loops) w_.open("for (int64_t " + x + " = 0; " + x + " < " + std::to_string(count) + "; ++" + x + ")");
+  std::string row = var(VarId{n - 2}), col = var(VarId{n - 1});
+  int64_t rows = k_.ranges[size_t(n - 2)], cols = k_.ranges[size_t(n - 1)];
+  w_.line("const int64_t " + row + "s = " + row + "t * " + tile + ", " + col + "s = " + col + "t * " + tile + ";");
+  if (region) {
+    std::vector<VarId> outer;
+    for (int d = 0; d < n - 2; ++d) outer.push_back(VarId{d});
+    emit_reach(outer, {{n - 2, row + "s"}, {n - 1, col + "s"}});
+  }
+  int lanes = tile_lanes();
+  if (lanes > 0) {
+    bool edges = rows % kTile != 0 || cols % kTile != 0;
+    if (edges)
+      w_.open("if (" + row + "s + " + tile + " <= " + std::to_string(rows) + " && " + col + "s + " + tile + " <= " +
+              std::to_string(cols) + ")");
+    push();
+    emit_vector_tile(lanes);
+    pop();
+    if (edges) {
+      w_.close();
+      w_.open("else");
+    }
+  }
+  if (lanes == 0 || rows % kTile != 0 || cols % kTile != 0) {
+    push();
+    emit_scalar_tile();
+    pop();
+    if (lanes > 0) w_.close();
+  }
+  close_loops(int(loops.size()) + (region ? 1 : 0));
+  pop();
+}
+
+void KernelEmitter::emit_vector_tile(int lanes) {
+  int n = int(k_.ranges.size());
+  std::string tile = std::to_string(kTile), row = var(VarId{n - 2}), col = var(VarId{n - 1});
+  auto at_tile_start = [&](VarId v) { return v.id == n - 2 ? row + "s" : v.id == n - 1 ? col + "s" : var(v); };
+  for (const Instr *i : transposed_loads()) {
+    std::string name = "tile" + std::to_string(tiles_.size()), type = storage_type(p_.buffer(i->buffer).type.dtype);
+    int64_t stride = ir::access_of(i->index, VarId{n - 1}, ranges_).stride;
+    w_.line("alignas(64) " + type + " " + name + "[" + std::to_string(kTile * kTile) + "];");
+    w_.line("coil_rt::transpose_tile<" + type + ", " + tile + ">(" + names_.at(i->buffer) + " + " +
+            cpp_index(ir::simplify(i->index, ranges_), at_tile_start, ranges_) + ", " + std::to_string(stride) + ", " + name + ");");
+    tiles_[forward_key(i->buffer, i->index)] = name;
+  }
+  tile_position_ = "(" + row + " - " + row + "s) * " + tile + " + " + col + " - " + col + "s";
+  w_.open("for (int64_t " + row + " = " + row + "s; " + row + " < " + row + "s + " + tile + "; ++" + row + ")");
+  w_.open("for (int64_t " + col + " = " + col + "s; " + col + " < " + col + "s + " + tile + "; " + col + " += " +
+          std::to_string(lanes) + ")");
+  vector_body(VarId{n - 1}, lanes, false, [&] {
+    for (int m : k_.nodes) emit_pointwise_member(p_.nodes[size_t(m)]);
+  });
+  close_loops(2);
+  tiles_.clear();
+}
+
+void KernelEmitter::emit_scalar_tile() {
+  int n = int(k_.ranges.size());
+  for (int d = n - 2; d < n; ++d) {
+    std::string x = var(VarId{d}), size = std::to_string(k_.ranges[size_t(d)]);
+    if (d == n - 1) w_.line("#pragma omp simd");
+    w_.open("for (int64_t " + x + " = " + x + "s; " + x + " < std::min<int64_t>(" + size + ", " + x + "s + " +
+            std::to_string(kTile) + "); ++" + x + ")");
+  }
+  push();
+  for (int m : k_.nodes) emit_pointwise_member(p_.nodes[size_t(m)]);
+  pop();
+  close_loops(2);
+}
+
+void KernelEmitter::emit_pointwise() {
+  if (tile_last_two_dims()) return emit_tiled_pointwise();
+  push();
+  emit_nest(k_.ranges, 0, true, checked_numel(k_.ranges) * body_work(), std::string(), lanes_for(k_.ranges), [&] {
+    for (int n : k_.nodes) emit_pointwise_member(p_.nodes[size_t(n)]);
+  });
+  pop();
+}
+
+// ---- scans and scatters --------------------------------------------------------------
+
+void KernelEmitter::emit_scan() {
+  const Node &first = p_.nodes[size_t(k_.nodes[0])];
+  int dim = first.scan_dim;
+  Shape rows = k_.ranges;
+  push();
+  // Rows: every dim but the scanned one, in parallel; the scan runs in order.
+  std::vector<int> dims;
+  for (size_t d = 0; d < rows.size(); ++d)
+    if (int(d) != dim) dims.push_back(int(d));
+  int64_t work = checked_numel(k_.ranges) * body_work();
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (i == 0) w_.line("#pragma omp parallel for" + (dims.size() > 1 ? " collapse(" + std::to_string(dims.size()) + ")" : std::string()) +
+                        " num_threads(coil_rt::threads_for(" + std::to_string(work) + "))");
+    std::string x = var(VarId{dims[i]});
+    w_.open("for (int64_t " + x + " = 0; " + x + " < " + std::to_string(rows[size_t(dims[i])]) + "; ++" + x + ")");
+  }
+  if (dims.empty()) w_.open("");
+  std::vector<std::string> accs;
+  for (int n : k_.nodes) {
+    DType in = p_.nodes[size_t(n)].body.at(p_.nodes[size_t(n)].body.results[0]).dtype;
+    accs.push_back("scan" + std::to_string(accs.size()));
+    w_.line((is_floating(in) ? std::string("double ") : "int64_t ") + accs.back() + " = 0;");
+  }
+  std::string x = var(VarId{dim});
+  w_.open("for (int64_t " + x + " = 0; " + x + " < " + std::to_string(rows[size_t(dim)]) + "; ++" + x + ")");
+  push();
+  for (size_t m = 0; m < k_.nodes.size(); ++m) {
+    const Node &n = p_.nodes[size_t(k_.nodes[m])];
+    auto v = emit_body(n.body);
+    DType in = n.body.at(n.body.results[0]).dtype;
+    const std::string &value = v[size_t(n.body.results[0])];
+    w_.line(accs[m] + " = " +
+            (is_floating(in) ? accs[m] + " + double(" + value + ")" : "coil_rt::add_w<int64_t>(" + accs[m] + ", int64_t(" + value + "))") +
+            ";");
+    store(n, n.outputs[0], cpp_cast(accs[m], is_floating(in) ? DType::F64 : DType::I64, in), in);
+  }
+  pop();
+  w_.close();
+  if (dims.empty()) w_.close();
+  for (size_t i = 0; i < dims.size(); ++i) w_.close();
+  pop();
+}
+
+void KernelEmitter::emit_scatter() {
+  const Node &n = p_.nodes[size_t(k_.nodes[0])];
+  const ir::View &init = n.operands[0];
+  BufferId out = n.outputs[0];
+  const TensorType &ot = p_.buffer(out).type;
+  DType it = p_.buffer(init.buffer).type.dtype;
+  push();
+  // First the copy of the initial tensor, then the writes in iteration order (the last
+  // write to an element wins, as on PyTorch's CPU).
+  Shape sizes = ot.sizes;
+  int loops = 0;
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    std::string x = "c" + std::to_string(d);
+    w_.open("for (int64_t " + x + " = 0; " + x + " < " + std::to_string(sizes[d]) + "; ++" + x + ")");
+    ++loops;
+  }
+  std::vector<std::string> c;
+  std::string dst = "0";
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    c.push_back("c" + std::to_string(d));
+    dst += " + c" + std::to_string(d) + "*" + std::to_string(ot.strides[d]);
+  }
+  w_.line(names_.at(out) + "[" + dst + "] = " + to_storage(cpp_cast(strided_element(p_, init, names_.at(init.buffer), c), it, ot.dtype), ot.dtype) + ";");
+  for (int i = 0; i < loops; ++i) w_.close();
+  int opened = open_loops(n.ranges, 0, false, false, 0);
+  if (opened == 0) w_.open("");
+  push();
+  auto v = emit_body(n.body);
+  std::string at = cpp_index(ir::simplify(n.scatter_index, ranges_),
+                             [&](VarId x) {
+                               if (x.id >= ir::kIndirectBase)
+                                 return "int64_t(" + v[size_t(n.body.results[size_t(x.id - ir::kIndirectBase + 1)])] + ")";
+                               return var(x);
+                             },
+                             ranges_);
+  std::string o = def("int64_t", "coil_rt::checked_index(" + at + ", " + std::to_string(storage_extent(ot)) + ", err)");
+  DType vt = n.body.at(n.body.results[0]).dtype;
+  std::string value = def(value_type(ot.dtype), cpp_cast(v[size_t(n.body.results[0])], vt, ot.dtype));
+  std::string current = from_storage(names_.at(out) + "[" + o + "]", ot.dtype);
+  std::string written = n.accumulate ? cpp_op(Op::Add, ot.dtype, ot.dtype, {current, value}) : value;
+  w_.line(names_.at(out) + "[" + o + "] = " + to_storage(written, ot.dtype) + ";");
+  pop();
+  if (opened == 0) w_.close();
+  close_loops(opened);
+  pop();
+}
+
+}  // namespace coil::codegen::detail
