@@ -68,27 +68,24 @@ Loaded load() {
     return out;
   }
   Api &a = out.api;
-  const std::pair<const char *, bool> found[] = {
-      {"cublasLtCreate", resolve(lib, "cublasLtCreate", a.cublasLtCreate)},
-      {"cublasLtMatmulDescCreate", resolve(lib, "cublasLtMatmulDescCreate", a.cublasLtMatmulDescCreate)},
-      {"cublasLtMatmulDescDestroy", resolve(lib, "cublasLtMatmulDescDestroy", a.cublasLtMatmulDescDestroy)},
-      {"cublasLtMatmulDescSetAttribute", resolve(lib, "cublasLtMatmulDescSetAttribute", a.cublasLtMatmulDescSetAttribute)},
-      {"cublasLtMatrixLayoutCreate", resolve(lib, "cublasLtMatrixLayoutCreate", a.cublasLtMatrixLayoutCreate)},
-      {"cublasLtMatrixLayoutDestroy", resolve(lib, "cublasLtMatrixLayoutDestroy", a.cublasLtMatrixLayoutDestroy)},
-      {"cublasLtMatrixLayoutSetAttribute", resolve(lib, "cublasLtMatrixLayoutSetAttribute", a.cublasLtMatrixLayoutSetAttribute)},
-      {"cublasLtMatmulPreferenceCreate", resolve(lib, "cublasLtMatmulPreferenceCreate", a.cublasLtMatmulPreferenceCreate)},
-      {"cublasLtMatmulPreferenceDestroy", resolve(lib, "cublasLtMatmulPreferenceDestroy", a.cublasLtMatmulPreferenceDestroy)},
-      {"cublasLtMatmulPreferenceSetAttribute",
-       resolve(lib, "cublasLtMatmulPreferenceSetAttribute", a.cublasLtMatmulPreferenceSetAttribute)},
-      {"cublasLtMatmulAlgoGetHeuristic", resolve(lib, "cublasLtMatmulAlgoGetHeuristic", a.cublasLtMatmulAlgoGetHeuristic)},
-      {"cublasLtMatmul", resolve(lib, "cublasLtMatmul", a.cublasLtMatmul)},
-  };
-  for (const auto &[name, ok] : found)
-    if (!ok) {
-      out.reason = str_cat("libcublasLt has no ", name, ": cuBLASLt 11.4 or newer is needed");
-      return out;
-    }
-  resolve(lib, "cublasLtGetStatusName", a.cublasLtGetStatusName);
+  Symbols symbols(lib);
+  symbols.need("cublasLtCreate", a.cublasLtCreate);
+  symbols.need("cublasLtMatmulDescCreate", a.cublasLtMatmulDescCreate);
+  symbols.need("cublasLtMatmulDescDestroy", a.cublasLtMatmulDescDestroy);
+  symbols.need("cublasLtMatmulDescSetAttribute", a.cublasLtMatmulDescSetAttribute);
+  symbols.need("cublasLtMatrixLayoutCreate", a.cublasLtMatrixLayoutCreate);
+  symbols.need("cublasLtMatrixLayoutDestroy", a.cublasLtMatrixLayoutDestroy);
+  symbols.need("cublasLtMatrixLayoutSetAttribute", a.cublasLtMatrixLayoutSetAttribute);
+  symbols.need("cublasLtMatmulPreferenceCreate", a.cublasLtMatmulPreferenceCreate);
+  symbols.need("cublasLtMatmulPreferenceDestroy", a.cublasLtMatmulPreferenceDestroy);
+  symbols.need("cublasLtMatmulPreferenceSetAttribute", a.cublasLtMatmulPreferenceSetAttribute);
+  symbols.need("cublasLtMatmulAlgoGetHeuristic", a.cublasLtMatmulAlgoGetHeuristic);
+  symbols.need("cublasLtMatmul", a.cublasLtMatmul);
+  if (!symbols.missing().empty()) {
+    out.reason = str_cat("libcublasLt has no ", symbols.missing(), ": cuBLASLt 11.4 or newer is needed");
+    return out;
+  }
+  symbols.want("cublasLtGetStatusName", a.cublasLtGetStatusName);
   return out;
 }
 

@@ -8,6 +8,8 @@
 #include <mutex>
 #include <vector>
 
+#include "runtime/library_loader.h"
+
 namespace coil::cuda {
 namespace {
 
@@ -19,58 +21,49 @@ struct Loaded {
   std::string reason;  // empty: usable
 };
 
-// Resolves `name` into `slot`; false when the library lacks it.
-template <typename Fn>
-bool resolve(void *library, const char *name, Fn &slot) {
-  slot = reinterpret_cast<Fn>(::dlsym(library, name));
-  return slot != nullptr;
-}
-
 // Every function coil needs, or the name of the first one missing.
 std::string resolve_all(void *lib, Driver &d) {
   // Names with _v2 are the ABI behind cuda.h's macros (cuMemAlloc -> cuMemAlloc_v2).
-  const std::pair<const char *, bool> found[] = {
-      {"cuInit", resolve(lib, "cuInit", d.cuInit)},
-      {"cuDriverGetVersion", resolve(lib, "cuDriverGetVersion", d.cuDriverGetVersion)},
-      {"cuGetErrorName", resolve(lib, "cuGetErrorName", d.cuGetErrorName)},
-      {"cuGetErrorString", resolve(lib, "cuGetErrorString", d.cuGetErrorString)},
-      {"cuDeviceGetCount", resolve(lib, "cuDeviceGetCount", d.cuDeviceGetCount)},
-      {"cuDeviceGet", resolve(lib, "cuDeviceGet", d.cuDeviceGet)},
-      {"cuDeviceGetAttribute", resolve(lib, "cuDeviceGetAttribute", d.cuDeviceGetAttribute)},
-      {"cuDevicePrimaryCtxRetain", resolve(lib, "cuDevicePrimaryCtxRetain", d.cuDevicePrimaryCtxRetain)},
-      {"cuCtxGetCurrent", resolve(lib, "cuCtxGetCurrent", d.cuCtxGetCurrent)},
-      {"cuCtxSetCurrent", resolve(lib, "cuCtxSetCurrent", d.cuCtxSetCurrent)},
-      {"cuCtxSynchronize", resolve(lib, "cuCtxSynchronize", d.cuCtxSynchronize)},
-      {"cuModuleLoadData", resolve(lib, "cuModuleLoadData", d.cuModuleLoadData)},
-      {"cuModuleUnload", resolve(lib, "cuModuleUnload", d.cuModuleUnload)},
-      {"cuModuleGetFunction", resolve(lib, "cuModuleGetFunction", d.cuModuleGetFunction)},
-      {"cuFuncGetAttribute", resolve(lib, "cuFuncGetAttribute", d.cuFuncGetAttribute)},
-      {"cuFuncSetAttribute", resolve(lib, "cuFuncSetAttribute", d.cuFuncSetAttribute)},
-      {"cuLaunchKernel", resolve(lib, "cuLaunchKernel", d.cuLaunchKernel)},
-      {"cuMemAlloc_v2", resolve(lib, "cuMemAlloc_v2", d.cuMemAlloc)},
-      {"cuMemFree_v2", resolve(lib, "cuMemFree_v2", d.cuMemFree)},
-      {"cuMemcpyHtoD_v2", resolve(lib, "cuMemcpyHtoD_v2", d.cuMemcpyHtoD)},
-      {"cuMemcpyDtoH_v2", resolve(lib, "cuMemcpyDtoH_v2", d.cuMemcpyDtoH)},
-      {"cuMemsetD8_v2", resolve(lib, "cuMemsetD8_v2", d.cuMemsetD8)},
-      {"cuStreamCreate", resolve(lib, "cuStreamCreate", d.cuStreamCreate)},
-      {"cuStreamDestroy_v2", resolve(lib, "cuStreamDestroy_v2", d.cuStreamDestroy)},
-      {"cuStreamSynchronize", resolve(lib, "cuStreamSynchronize", d.cuStreamSynchronize)},
-      {"cuDeviceGetName", resolve(lib, "cuDeviceGetName", d.cuDeviceGetName)},
-      {"cuEventCreate", resolve(lib, "cuEventCreate", d.cuEventCreate)},
-      {"cuEventRecord", resolve(lib, "cuEventRecord", d.cuEventRecord)},
-      {"cuEventSynchronize", resolve(lib, "cuEventSynchronize", d.cuEventSynchronize)},
-      {"cuEventElapsedTime", resolve(lib, "cuEventElapsedTime", d.cuEventElapsedTime)},
-      {"cuEventDestroy_v2", resolve(lib, "cuEventDestroy_v2", d.cuEventDestroy)},
-  };
-  for (const auto &[name, ok] : found)
-    if (!ok) return name;
-  resolve(lib, "cuFuncGetParamInfo", d.cuFuncGetParamInfo);  // optional
+  Symbols symbols(lib);
+  symbols.need("cuInit", d.cuInit);
+  symbols.need("cuDriverGetVersion", d.cuDriverGetVersion);
+  symbols.need("cuGetErrorName", d.cuGetErrorName);
+  symbols.need("cuGetErrorString", d.cuGetErrorString);
+  symbols.need("cuDeviceGetCount", d.cuDeviceGetCount);
+  symbols.need("cuDeviceGet", d.cuDeviceGet);
+  symbols.need("cuDeviceGetAttribute", d.cuDeviceGetAttribute);
+  symbols.need("cuDevicePrimaryCtxRetain", d.cuDevicePrimaryCtxRetain);
+  symbols.need("cuCtxGetCurrent", d.cuCtxGetCurrent);
+  symbols.need("cuCtxSetCurrent", d.cuCtxSetCurrent);
+  symbols.need("cuCtxSynchronize", d.cuCtxSynchronize);
+  symbols.need("cuModuleLoadData", d.cuModuleLoadData);
+  symbols.need("cuModuleUnload", d.cuModuleUnload);
+  symbols.need("cuModuleGetFunction", d.cuModuleGetFunction);
+  symbols.need("cuFuncGetAttribute", d.cuFuncGetAttribute);
+  symbols.need("cuFuncSetAttribute", d.cuFuncSetAttribute);
+  symbols.need("cuLaunchKernel", d.cuLaunchKernel);
+  symbols.need("cuMemAlloc_v2", d.cuMemAlloc);
+  symbols.need("cuMemFree_v2", d.cuMemFree);
+  symbols.need("cuMemcpyHtoD_v2", d.cuMemcpyHtoD);
+  symbols.need("cuMemcpyDtoH_v2", d.cuMemcpyDtoH);
+  symbols.need("cuMemsetD8_v2", d.cuMemsetD8);
+  symbols.need("cuStreamCreate", d.cuStreamCreate);
+  symbols.need("cuStreamDestroy_v2", d.cuStreamDestroy);
+  symbols.need("cuStreamSynchronize", d.cuStreamSynchronize);
+  symbols.need("cuDeviceGetName", d.cuDeviceGetName);
+  symbols.need("cuEventCreate", d.cuEventCreate);
+  symbols.need("cuEventRecord", d.cuEventRecord);
+  symbols.need("cuEventSynchronize", d.cuEventSynchronize);
+  symbols.need("cuEventElapsedTime", d.cuEventElapsedTime);
+  symbols.need("cuEventDestroy_v2", d.cuEventDestroy);
+  if (!symbols.missing().empty()) return symbols.missing();
+  symbols.want("cuFuncGetParamInfo", d.cuFuncGetParamInfo);
   // Optional, all or none: CUDA graphs.
-  bool graphs = resolve(lib, "cuStreamBeginCapture_v2", d.cuStreamBeginCapture) &&
-                resolve(lib, "cuStreamEndCapture", d.cuStreamEndCapture) &&
-                resolve(lib, "cuGraphInstantiateWithFlags", d.cuGraphInstantiateWithFlags) &&
-                resolve(lib, "cuGraphLaunch", d.cuGraphLaunch) && resolve(lib, "cuGraphExecDestroy", d.cuGraphExecDestroy) &&
-                resolve(lib, "cuGraphDestroy", d.cuGraphDestroy);
+  bool graphs = symbols.want("cuStreamBeginCapture_v2", d.cuStreamBeginCapture) &&
+                symbols.want("cuStreamEndCapture", d.cuStreamEndCapture) &&
+                symbols.want("cuGraphInstantiateWithFlags", d.cuGraphInstantiateWithFlags) &&
+                symbols.want("cuGraphLaunch", d.cuGraphLaunch) && symbols.want("cuGraphExecDestroy", d.cuGraphExecDestroy) &&
+                symbols.want("cuGraphDestroy", d.cuGraphDestroy);
   if (!graphs) {
     d.cuStreamBeginCapture = nullptr;
     d.cuStreamEndCapture = nullptr;

@@ -180,18 +180,16 @@ LoadedCublas load_cublas() {
   }
   Cublas &c = out.api;
   // The _v2 names are the ABI behind cublas_v2.h's macros.
-  const std::pair<const char *, bool> found[] = {
-      {"cublasCreate_v2", resolve(lib, "cublasCreate_v2", c.cublasCreate)},
-      {"cublasDestroy_v2", resolve(lib, "cublasDestroy_v2", c.cublasDestroy)},
-      {"cublasSetStream_v2", resolve(lib, "cublasSetStream_v2", c.cublasSetStream)},
-      {"cublasGemmStridedBatchedEx", resolve(lib, "cublasGemmStridedBatchedEx", c.cublasGemmStridedBatchedEx)},
-  };
-  for (const auto &[name, ok] : found)
-    if (!ok) {
-      out.reason = str_cat("libcublas has no ", name, ": cuBLAS 11 or newer is needed");
-      return out;
-    }
-  resolve(lib, "cublasGetStatusName", c.cublasGetStatusName);  // optional
+  Symbols symbols(lib);
+  symbols.need("cublasCreate_v2", c.cublasCreate);
+  symbols.need("cublasDestroy_v2", c.cublasDestroy);
+  symbols.need("cublasSetStream_v2", c.cublasSetStream);
+  symbols.need("cublasGemmStridedBatchedEx", c.cublasGemmStridedBatchedEx);
+  if (!symbols.missing().empty()) {
+    out.reason = str_cat("libcublas has no ", symbols.missing(), ": cuBLAS 11 or newer is needed");
+    return out;
+  }
+  symbols.want("cublasGetStatusName", c.cublasGetStatusName);
   return out;
 }
 
@@ -204,42 +202,31 @@ LoadedCudnn load_cudnn() {
     return out;
   }
   Cudnn &c = out.api;
-  const std::pair<const char *, bool> found[] = {
-      {"cudnnGetErrorString", resolve(lib, "cudnnGetErrorString", c.cudnnGetErrorString)},
-      {"cudnnCreate", resolve(lib, "cudnnCreate", c.cudnnCreate)},
-      {"cudnnDestroy", resolve(lib, "cudnnDestroy", c.cudnnDestroy)},
-      {"cudnnSetStream", resolve(lib, "cudnnSetStream", c.cudnnSetStream)},
-      {"cudnnCreateTensorDescriptor", resolve(lib, "cudnnCreateTensorDescriptor", c.cudnnCreateTensorDescriptor)},
-      {"cudnnSetTensorNdDescriptor", resolve(lib, "cudnnSetTensorNdDescriptor", c.cudnnSetTensorNdDescriptor)},
-      {"cudnnDestroyTensorDescriptor", resolve(lib, "cudnnDestroyTensorDescriptor", c.cudnnDestroyTensorDescriptor)},
-      {"cudnnCreateFilterDescriptor", resolve(lib, "cudnnCreateFilterDescriptor", c.cudnnCreateFilterDescriptor)},
-      {"cudnnSetFilterNdDescriptor", resolve(lib, "cudnnSetFilterNdDescriptor", c.cudnnSetFilterNdDescriptor)},
-      {"cudnnDestroyFilterDescriptor", resolve(lib, "cudnnDestroyFilterDescriptor", c.cudnnDestroyFilterDescriptor)},
-      {"cudnnCreateConvolutionDescriptor",
-       resolve(lib, "cudnnCreateConvolutionDescriptor", c.cudnnCreateConvolutionDescriptor)},
-      {"cudnnSetConvolutionNdDescriptor",
-       resolve(lib, "cudnnSetConvolutionNdDescriptor", c.cudnnSetConvolutionNdDescriptor)},
-      {"cudnnSetConvolutionGroupCount", resolve(lib, "cudnnSetConvolutionGroupCount", c.cudnnSetConvolutionGroupCount)},
-      {"cudnnSetConvolutionMathType", resolve(lib, "cudnnSetConvolutionMathType", c.cudnnSetConvolutionMathType)},
-      {"cudnnDestroyConvolutionDescriptor",
-       resolve(lib, "cudnnDestroyConvolutionDescriptor", c.cudnnDestroyConvolutionDescriptor)},
-      {"cudnnGetConvolutionForwardAlgorithm_v7",
-       resolve(lib, "cudnnGetConvolutionForwardAlgorithm_v7", c.cudnnGetConvolutionForwardAlgorithm_v7)},
-      {"cudnnGetConvolutionForwardWorkspaceSize",
-       resolve(lib, "cudnnGetConvolutionForwardWorkspaceSize", c.cudnnGetConvolutionForwardWorkspaceSize)},
-      {"cudnnConvolutionForward", resolve(lib, "cudnnConvolutionForward", c.cudnnConvolutionForward)},
-      {"cudnnGetConvolutionBackwardDataAlgorithm_v7",
-       resolve(lib, "cudnnGetConvolutionBackwardDataAlgorithm_v7", c.cudnnGetConvolutionBackwardDataAlgorithm_v7)},
-      {"cudnnGetConvolutionBackwardDataWorkspaceSize",
-       resolve(lib, "cudnnGetConvolutionBackwardDataWorkspaceSize", c.cudnnGetConvolutionBackwardDataWorkspaceSize)},
-      {"cudnnConvolutionBackwardData", resolve(lib, "cudnnConvolutionBackwardData", c.cudnnConvolutionBackwardData)},
-      {"cudnnAddTensor", resolve(lib, "cudnnAddTensor", c.cudnnAddTensor)},
-  };
-  for (const auto &[name, ok] : found)
-    if (!ok) {
-      out.reason = str_cat("libcudnn has no ", name, ": cuDNN 8 or newer with its legacy convolution API is needed");
-      return out;
-    }
+  Symbols symbols(lib);
+  symbols.need("cudnnGetErrorString", c.cudnnGetErrorString);
+  symbols.need("cudnnCreate", c.cudnnCreate);
+  symbols.need("cudnnDestroy", c.cudnnDestroy);
+  symbols.need("cudnnSetStream", c.cudnnSetStream);
+  symbols.need("cudnnCreateTensorDescriptor", c.cudnnCreateTensorDescriptor);
+  symbols.need("cudnnSetTensorNdDescriptor", c.cudnnSetTensorNdDescriptor);
+  symbols.need("cudnnDestroyTensorDescriptor", c.cudnnDestroyTensorDescriptor);
+  symbols.need("cudnnCreateFilterDescriptor", c.cudnnCreateFilterDescriptor);
+  symbols.need("cudnnSetFilterNdDescriptor", c.cudnnSetFilterNdDescriptor);
+  symbols.need("cudnnDestroyFilterDescriptor", c.cudnnDestroyFilterDescriptor);
+  symbols.need("cudnnCreateConvolutionDescriptor", c.cudnnCreateConvolutionDescriptor);
+  symbols.need("cudnnSetConvolutionNdDescriptor", c.cudnnSetConvolutionNdDescriptor);
+  symbols.need("cudnnSetConvolutionGroupCount", c.cudnnSetConvolutionGroupCount);
+  symbols.need("cudnnSetConvolutionMathType", c.cudnnSetConvolutionMathType);
+  symbols.need("cudnnDestroyConvolutionDescriptor", c.cudnnDestroyConvolutionDescriptor);
+  symbols.need("cudnnGetConvolutionForwardAlgorithm_v7", c.cudnnGetConvolutionForwardAlgorithm_v7);
+  symbols.need("cudnnGetConvolutionForwardWorkspaceSize", c.cudnnGetConvolutionForwardWorkspaceSize);
+  symbols.need("cudnnConvolutionForward", c.cudnnConvolutionForward);
+  symbols.need("cudnnGetConvolutionBackwardDataAlgorithm_v7", c.cudnnGetConvolutionBackwardDataAlgorithm_v7);
+  symbols.need("cudnnGetConvolutionBackwardDataWorkspaceSize", c.cudnnGetConvolutionBackwardDataWorkspaceSize);
+  symbols.need("cudnnConvolutionBackwardData", c.cudnnConvolutionBackwardData);
+  symbols.need("cudnnAddTensor", c.cudnnAddTensor);
+  if (!symbols.missing().empty())
+    out.reason = str_cat("libcudnn has no ", symbols.missing(), ": cuDNN 8 or newer with its legacy convolution API is needed");
   return out;
 }
 
