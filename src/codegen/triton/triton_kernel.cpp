@@ -1,0 +1,413 @@
+// The core of the Triton kernel emitter (triton_kernel.h): parameters, the module, signature
+// and launch of each generated kernel, block shapes and masks, values named tmpN and computed
+// once per scope, indices, loads, stores and bodies, and the configs worth timing. Kernels
+// of each kind: triton_pointwise.cpp, triton_reduction.cpp.
+#include "codegen/triton/triton_kernel.h"
+
+#include <algorithm>
+#include <tuple>
+#include <utility>
+
+#include "codegen/common/access.h"
+#include "codegen/cpp/cpp_wrapper.h"
+#include "codegen/triton/triton_ops.h"
+#include "scheduler/reindex.h"
+#include "support/error.h"
+
+namespace coil::codegen::detail {
+
+TritonEmitter::TritonEmitter(const ir::Program &p, const Kernel &k, const TritonOptions &o)
+    : p_(p), k_(k), o_(o), ranges_(sched::ranges_of(k.ranges, k.reduction_ranges)) {
+  if (auto it = o.configs.find(k.name); it != o.configs.end()) cfg_ = it->second;
+}
+
+std::vector<GpuKernel> TritonEmitter::emit(std::vector<std::vector<int>> &args, std::map<int, std::pair<DType, int64_t>> &scratch,
+                                           int &next_scratch) {
+  collect_params();
+  next_scratch_ = &next_scratch;
+  scratch_ = &scratch;
+  switch (k_.kind) {
+    case ir::KernelKind::Pointwise: emit_pointwise(); break;
+    case ir::KernelKind::Reduction: emit_reduction(); break;
+    case ir::KernelKind::Scan: emit_scan(); break;
+    case ir::KernelKind::Scatter: emit_scatter(); break;
+    case ir::KernelKind::Extern: COIL_ASSERT(false, "extern kernels are host steps");
+  }
+  args = std::move(out_args_);
+  return std::move(out_);
+}
+
+std::vector<TritonConfig> TritonEmitter::candidates() const {
+  std::vector<TritonConfig> out = {resolved_};
+  int64_t rows = checked_numel(k_.ranges), rn = checked_numel(k_.reduction_ranges);
+  if (rows * std::max<int64_t>(rn, 1) < (int64_t(1) << 16)) return out;
+  auto add = [&](TritonConfig c) {
+    if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
+  };
+  const TritonConfig &d = resolved_;
+  int64_t rpow = next_pow2(std::max<int64_t>(rn, 1));
+  switch (strategy_) {
+    case Strategy::Blocks:
+      for (auto [b, w] : {std::pair<int64_t, int>{512, 4}, {1024, 4}, {1024, 8}, {2048, 8}, {4096, 8}})
+        add({b, 0, w, 1, 0});
+      break;
+    case Strategy::Tiles:
+      for (auto [b0, b1, w] : {std::tuple<int64_t, int64_t, int>{32, 64, 4}, {64, 64, 4}, {64, 64, 8}, {32, 128, 4}, {16, 128, 4}, {64, 128, 8}})
+        add({b0, b1, w, 1, 0});
+      break;
+    case Strategy::Persistent:
+      // Rows per program and warps, with 2 to 64 elements per thread and at most 10 configs.
+      for (int64_t b0 : {1, 2, 4, 8, 16, 32})
+        for (int w : {4, 8, 16})
+          if (out.size() < 10 && b0 <= next_pow2(rows) && b0 * rpow <= 16384 && b0 * rpow >= 64 * w &&
+              b0 * rpow / (32 * w) <= 64)
+            add({b0, rpow, w, 1, 1});
+      break;
+    case Strategy::Looped:
+      for (auto [b1, w, st] : {std::tuple<int64_t, int, int>{1024, 4, 1}, {2048, 4, 1}, {4096, 8, 1}, {4096, 16, 1}, {2048, 8, 2}})
+        add({1, b1, w, st, 1});
+      break;
+    case Strategy::Columns:
+    case Strategy::SplitColumns: {
+      int64_t sp = d.split;
+      for (auto [b0, b1, w] : {std::tuple<int64_t, int64_t, int>{64, 64, 4}, {32, 64, 4}, {128, 32, 8}, {64, 32, 4}})
+        add({std::min(b0, next_pow2(rows)), std::min(b1, rpow), w, 1, sp});
+      if (splittable() && rn >= 1024)
+        for (int64_t f : {sp * 2, sp / 2, sp * 4})
+          if (f >= 1 && f <= 64) add({d.block0, d.block1, d.num_warps, 1, f});
+      break;
+    }
+    case Strategy::SplitRows:
+      for (auto [b1, w, f] : {std::tuple<int64_t, int, int64_t>{4096, 8, d.split}, {2048, 4, d.split}, {2048, 8, d.split / 2},
+                               {2048, 8, d.split * 2}, {1024, 4, d.split * 2}})
+        if (f >= 2 && f <= 1024) add({1, b1, w, 1, f});
+      break;
+    case Strategy::Fixed: break;
+  }
+  return out;
+}
+
+// ---- parameters ------------------------------------------------------------------------
+
+void TritonEmitter::collect_params() {
+  KernelParams params = kernel_params(p_, k_);
+  params_ = std::move(params.order);
+  names_ = std::move(params.names);
+}
+
+void TritonEmitter::set_index_bits() {
+  int64_t most = checked_numel(k_.ranges) * std::max<int64_t>(checked_numel(k_.reduction_ranges), 1);
+  for (BufferId b : params_) most = std::max(most, storage_extent(p_.buffer(b).type));
+  index_bits_ = most >= (int64_t(1) << 31) ? 63 : 31;
+}
+
+// ---- one generated kernel ------------------------------------------------------------------
+
+void TritonEmitter::begin(const std::string &name, const Layout &l) {
+  w_ = Writer();
+  l_ = l;
+  helpers_.clear();
+  scopes_.clear();
+  vars_.clear();
+  next_tmp_ = 0;
+  kernel_name_ = name;
+  mask0_.clear();
+  mask1_.clear();
+  w_.indent();
+  push();
+}
+
+void TritonEmitter::end(const std::vector<std::pair<int, std::string>> &params, int num_warps, std::array<int64_t, 3> grid,
+                        std::map<std::string, std::string> attrs) {
+  GpuKernel g;
+  g.name = kernel_name_;
+  std::vector<int> ids;
+  std::string sig;
+  for (const auto &[id, name] : params) {
+    g.signature.push_back({name, triton_pointer_type(dtype_of(id))});
+    sig += name + ", ";
+    ids.push_back(id);
+  }
+  std::vector<std::string> blocks = {l_.b0};
+  if (l_.two_d) blocks.push_back(l_.b1);
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    g.signature.push_back({blocks[i], "constexpr"});
+    g.constexprs[blocks[i]] = i == 0 ? l_.block0 : l_.block1;
+    sig += blocks[i] + ": tl.constexpr" + (i + 1 < blocks.size() ? ", " : "");
+  }
+  g.num_warps = num_warps;
+  g.num_stages = stages();
+  g.grid = grid;
+  attrs["num_warps"] = std::to_string(num_warps);
+  attrs["grid"] = std::to_string(grid[0]) + "x" + std::to_string(grid[1]) + "x" + std::to_string(grid[2]);
+  g.attrs = attrs;
+  std::string head = "# " + kernel_summary(p_, k_) + "\n";
+  for (const auto &[key, value] : attrs) head += "# " + key + ": " + value + "\n";
+  g.source = head + "import triton\nimport triton.language as tl\nfrom triton.language.extra.cuda import libdevice\n" +
+             triton_helpers(helpers_) + "\n\n@triton.jit\ndef " + kernel_name_ + "(" + sig + "):\n" + w_.str();
+  out_.push_back(std::move(g));
+  out_args_.push_back(ids);
+}
+
+DType TritonEmitter::dtype_of(int id) const {
+  if (id < int(p_.buffers.size())) return p_.buffer(id).type.dtype;
+  return scratch_->at(id).first;
+}
+
+std::vector<std::pair<int, std::string>> TritonEmitter::buffer_params() const {
+  std::vector<std::pair<int, std::string>> out;
+  for (BufferId b : params_) out.push_back({b, names_.at(b)});
+  return out;
+}
+
+// ---- shapes and masks ----------------------------------------------------------------------
+
+std::string TritonEmitter::shape(int dims) const {
+  if (!l_.two_d) return "[" + l_.b0 + "]";
+  if (dims == kA0) return "[" + l_.b0 + ", 1]";
+  if (dims == kA1) return "[1, " + l_.b1 + "]";
+  return "[" + l_.b0 + ", " + l_.b1 + "]";
+}
+
+std::string TritonEmitter::mask(int dims) const {
+  std::string m0 = (dims & kA0) && !mask0_.empty() ? mask0_ : "", m1 = (dims & kA1) && !mask1_.empty() ? mask1_ : "";
+  if (!m0.empty() && !m1.empty()) return m0 + " & " + m1;
+  return m0.empty() ? m1 : m0;
+}
+
+std::string TritonEmitter::and_masks(const std::string &a, const std::string &b) {
+  if (a.empty()) return b;
+  if (b.empty()) return a;
+  return "(" + a + ") & (" + b + ")";
+}
+
+std::string TritonEmitter::broadcast(const Value &v, int dims, DType t) {
+  if (v.dims == dims && !v.literal) return v.name;
+  if (v.literal) return "tl.full(" + shape(dims) + ", " + v.name + ", " + triton_type(t) + ")";
+  return "tl.broadcast_to(" + v.name + ", " + shape(dims) + ")";
+}
+
+void TritonEmitter::decompose(const std::string &index, const std::vector<std::pair<VarId, int64_t>> &vars, int dims) {
+  int outermost = -1;
+  for (size_t i = 0; i < vars.size(); ++i)
+    if (vars[i].second != 1) {
+      outermost = int(i);
+      break;
+    }
+  int64_t stride = 1;
+  for (int i = int(vars.size()) - 1; i >= 0; --i) {
+    auto [v, size] = vars[size_t(i)];
+    if (size == 1) {
+      vars_[v.id] = {"0", kNone, true};
+      continue;
+    }
+    std::string e = stride > 1 ? "(" + index + " // " + std::to_string(stride) + ")" : index;
+    if (i != outermost) e += " % " + std::to_string(size);
+    std::string name = var_name(v);
+    w_.line(name + " = " + e);
+    vars_[v.id] = {name, dims, false};
+    stride *= size;
+  }
+}
+
+std::string TritonEmitter::var_name(VarId v) const {
+  int n = int(k_.ranges.size());
+  return v.id < n ? "x" + std::to_string(v.id) : "r" + std::to_string(v.id - n);
+}
+
+void TritonEmitter::emit_prologue() {
+  std::string idx0 = l_.b0 == "YBLOCK" ? "yindex" : "xindex", off0 = l_.b0 == "YBLOCK" ? "yoffset" : "xoffset";
+  std::string pid = "tl.program_id(" + std::to_string(l_.program_axis0) + ")";
+  std::string arange0 = "tl.arange(0, " + l_.b0 + ")" + std::string(l_.two_d ? "[:, None]" : "");
+  // Indices in int32 unless an offset may not fit.
+  w_.line(off0 + " = " + pid + (index_bits_ > 31 ? ".to(tl.int64)" : "") + " * " + l_.b0);
+  w_.line(idx0 + " = " + off0 + " + " + arange0);
+  if (l_.n0 % l_.block0 != 0 || l_.n0 == 0) {
+    mask0_ = idx0 == "yindex" ? "ymask" : "xmask";
+    w_.line(mask0_ + " = " + idx0 + " < " + std::to_string(l_.n0));
+  }
+  decompose(idx0, l_.vars0, kA0);
+  if (l_.two_d && !l_.looped) open_axis1("");
+}
+
+void TritonEmitter::open_axis1(const std::string &offset) {
+  bool tiled_pointwise = l_.b1 == "XBLOCK";
+  std::string idx = tiled_pointwise ? "xindex" : "rindex";
+  std::string arange = "tl.arange(0, " + l_.b1 + ")[None, :]";
+  if (tiled_pointwise) {
+    w_.line("xoffset = tl.program_id(0) * XBLOCK");
+    w_.line("xindex = xoffset + " + arange);
+  } else if (!offset.empty()) {
+    w_.line("rindex = " + offset + " + rbase");
+  } else {
+    w_.line("rindex = " + arange);
+  }
+  mask1_.clear();
+  if (l_.n1 % l_.block1 != 0 || l_.n1 == 0 || r_limit_ >= 0) {
+    mask1_ = tiled_pointwise ? "xmask" : "rmask";
+    w_.line(mask1_ + " = " + idx + " < " + std::to_string(r_limit_ >= 0 ? r_limit_ : l_.n1));
+  }
+  decompose(idx, l_.vars1, kA1);
+}
+
+// ---- scopes: CSE of values and the values of internal buffers ---------------------------
+
+Value TritonEmitter::def(const std::string &rhs, int dims) {
+  for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it)
+    if (auto f = it->values.find(rhs); f != it->values.end()) return f->second;
+  Value v{"tmp" + std::to_string(next_tmp_++), dims, false};
+  w_.line(v.name + " = " + rhs);
+  scopes_.back().values[rhs] = v;
+  return v;
+}
+
+std::string TritonEmitter::forward_key(BufferId b, const Expr &at) const {
+  return p_.buffer(b).name + "[" + ir::str(ir::simplify(at, ranges_)) + "]";
+}
+
+std::optional<Value> TritonEmitter::forwarded(BufferId b, const Expr &at) const {
+  std::string key = forward_key(b, at);
+  for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it)
+    if (auto f = it->forwarded.find(key); f != it->forwarded.end()) return f->second;
+  return std::nullopt;
+}
+
+// ---- indices -----------------------------------------------------------------------------
+
+std::pair<std::string, int> TritonEmitter::index(const Expr &e, const std::function<Value(int)> &indirect) {
+  int dims = kNone;
+  std::string text = triton_index(ir::simplify(e, ranges_),
+                                  [&](VarId v) -> std::string {
+                                    if (v.id >= ir::kIndirectBase) {
+                                      Value x = indirect(v.id - ir::kIndirectBase);
+                                      dims |= x.dims;
+                                      return x.name;
+                                    }
+                                    auto it = vars_.find(v.id);
+                                    COIL_ASSERT(it != vars_.end(), k_.name, ": no index variable ", var_name(v));
+                                    dims |= it->second.dims;
+                                    return it->second.name;
+                                  },
+                                  ranges_, helpers_);
+  return {text, dims};
+}
+
+std::string TritonEmitter::pointer(const std::string &ptr, const std::string &idx, int idx_dims, int dims) {
+  if (idx_dims == dims) return ptr + " + (" + idx + ")";
+  if (idx_dims == kNone && idx.find_first_not_of("0123456789") == std::string::npos)
+    return ptr + " + tl.full(" + shape(dims) + ", " + idx + ", tl.int32)";
+  return ptr + " + tl.broadcast_to(" + idx + ", " + shape(dims) + ")";
+}
+
+// ---- bodies ---------------------------------------------------------------------------
+
+std::vector<Value> TritonEmitter::emit_body(const ir::Body &body) {
+  std::vector<Value> v(body.instrs.size());
+  for (size_t k = 0; k < body.instrs.size(); ++k) {
+    const Instr &i = body.instrs[k];
+    switch (i.op) {
+      case Op::Load: v[k] = load(i, v); break;
+      case Op::Constant: v[k] = {triton_literal(i.value, i.dtype), kNone, true}; break;
+      case Op::Index: {
+        auto [text, dims] = index(i.index);
+        if (dims == kNone) {
+          v[k] = {triton_literal(double(ir::eval(ir::simplify(i.index, ranges_), {})), i.dtype), kNone, true};
+          break;
+        }
+        v[k] = def(triton_cast("(" + text + ")", index_bits_ > 31 ? DType::I64 : DType::I32, i.dtype), dims);
+        break;
+      }
+      default: {
+        std::vector<std::string> args;
+        int dims = kNone;
+        bool literal = true;
+        for (int a = 0; a < ir::op_arity(i.op); ++a) {
+          const Value &x = v[size_t(i.args[size_t(a)])];
+          args.push_back(x.name);
+          dims |= x.dims;
+          literal = literal && x.literal;
+        }
+        DType in = i.op == Op::Where ? i.dtype : body.at(i.args[0]).dtype;
+        std::string rhs = triton_op(i.op, in, i.dtype, args, helpers_);
+        if (rhs == args[0]) {  // a cast that changes nothing
+          v[k] = v[size_t(i.args[0])];
+          break;
+        }
+        // Literals become typed scalars where a Python number would not do: casts, helper
+        // calls, and ops of literals only.
+        bool needs_types = i.op == Op::Cast || rhs.find("_") == 0 || rhs.find("(_") != std::string::npos ||
+                           (literal && dims == kNone);
+        if (needs_types) {
+          std::vector<std::string> typed = args;
+          for (int a = 0; a < ir::op_arity(i.op); ++a) {
+            const Value &x = v[size_t(i.args[size_t(a)])];
+            DType at = i.op == Op::Where && a == 0 ? DType::Bool : i.op == Op::Where ? i.dtype : in;
+            if (x.literal && x.name.rfind("tl.full", 0) != 0) typed[size_t(a)] = "tl.full([], " + x.name + ", " + triton_type(at) + ")";
+          }
+          rhs = triton_op(i.op, in, i.dtype, typed, helpers_);
+        }
+        v[k] = def(rhs, dims);
+        if (i.op == Op::Cast && (i.dtype == DType::BF16 || i.dtype == DType::F16) && in == DType::F32)
+          rounded_from_[v[k].name] = {args[0], i.dtype};
+        break;
+      }
+    }
+  }
+  return v;
+}
+
+Value TritonEmitter::load(const Instr &i, const std::vector<Value> &v) {
+  if (i.indirect.empty() && i.args[0] < 0)
+    if (auto f = forwarded(i.buffer, i.index)) return *f;
+  COIL_ASSERT(!contains(k_.internal, i.buffer), k_.name, " reads internal ", p_.buffer(i.buffer).name,
+              " where no member computed it");
+  auto [idx, dims] = index(i.index, [&](int k) { return v[size_t(i.indirect[size_t(k)])]; });
+  std::string m;
+  int pdims = dims;
+  if (i.args[0] >= 0) {
+    const Value &cond = v[size_t(i.args[0])];
+    pdims |= cond.dims;
+    m = cond.name;
+  }
+  if (pdims == kNone) pdims = kA0;  // a block of one address: no 0-d tensors
+  // An inner member over no reduced element loads nothing, whatever its index.
+  if (inner_ && l_.two_d && l_.n1 == 0) pdims |= kA1;
+  m = and_masks(m, mask(pdims));
+  std::string ptr = pointer(names_.at(i.buffer), idx, dims, pdims);
+  std::string call = "tl.load(" + ptr + (m.empty() ? "" : ", " + m) +
+                     (i.args[0] >= 0 ? ", other=" + triton_literal(i.value, i.dtype) : std::string()) + ")";
+  if (i.dtype == DType::BF16 || i.dtype == DType::F16) call += ".to(tl.float32)";
+  return def(call, pdims);
+}
+
+void TritonEmitter::store(const Node &n, BufferId out, const Value &v, DType from) {
+  DType t = p_.buffer(out).type.dtype;
+  Expr at = ir::store_index(n, p_.buffer(out));
+  Value value = v;
+  if (from != t && !v.literal) {
+    value = def(triton_cast(v.name, from, t), v.dims);
+    if ((t == DType::BF16 || t == DType::F16) && from == DType::F32) rounded_from_[value.name] = {v.name, t};
+  }
+  if (from != t && v.literal) value = {triton_cast("tl.full([], " + v.name + ", " + triton_type(from) + ")", from, t), kNone, false};
+  scopes_.back().forwarded[forward_key(out, at)] = value;
+  if (contains(k_.internal, out)) return;
+  auto [idx, dims] = index(at);
+  int pdims = dims | value.dims;
+  if (pdims == kNone) pdims = kA0;  // a block of one address: no 0-d tensors
+  std::string stored = value.name;
+  if (v.literal && from == t) stored = "tl.full(" + shape(pdims) + ", " + v.name + ", " + triton_type(t) + ")";
+  // The unrounded value, when the store rounds to the very dtype the value was rounded to.
+  if (auto r = rounded_from_.find(value.name); r != rounded_from_.end() && r->second.second == t) stored = r->second.first;
+  if (t == DType::BF16) stored = "(" + stored + ").to(tl.bfloat16)";
+  if (t == DType::F16) stored = "(" + stored + ").to(tl.float16)";
+  std::string m = mask(pdims);
+  w_.line("tl.store(" + pointer(names_.at(out), idx, dims, pdims) + ", " + stored + (m.empty() ? "" : ", " + m) + ")");
+}
+
+void TritonEmitter::emit_pointwise_member(const Node &n) {
+  auto v = emit_body(n.body);
+  for (size_t k = 0; k < n.outputs.size(); ++k)
+    store(n, n.outputs[k], v[size_t(n.body.results[k])], n.body.at(n.body.results[k]).dtype);
+}
+
+}  // namespace coil::codegen::detail

@@ -1,0 +1,281 @@
+// The emitter of a schedule kernel's Triton kernels, internal to src/codegen/triton. Its
+// members are defined by concern: triton_kernel.cpp (parameters, block shapes and masks,
+// values and their CSE, loads, stores and bodies, the configs worth timing),
+// triton_pointwise.cpp (pointwise kernels and their tiles, scans, scatters) and
+// triton_reduction.cpp (persistent, looped and split reductions). triton_codegen.cpp runs it.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "codegen/common/writer.h"
+#include "codegen/triton/triton_codegen.h"
+#include "ir/kernel.h"
+
+namespace coil::codegen::detail {
+
+using ir::BufferId;
+using ir::Expr;
+using ir::Instr;
+using ir::Kernel;
+using ir::Node;
+using ir::Op;
+using ir::ReduceOp;
+using ir::VarId;
+
+inline int64_t next_pow2(int64_t n) {
+  int64_t p = 1;
+  while (p < n) p *= 2;
+  return p;
+}
+
+inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// The block axes a value varies along: axis 0 and axis 1 of the program's block.
+enum Dims : int { kNone = 0, kA0 = 1, kA1 = 2, kBoth = 3 };
+
+struct Value {
+  std::string name;
+  int dims = kNone;
+  bool literal = false;  // a Python literal or tl.full([]): no tensor yet
+};
+
+/// How a kernel's iteration space maps onto program blocks.
+struct Layout {
+  bool two_d = false;            // blocks of B0 x B1 (else one axis of B0)
+  std::string b0 = "XBLOCK", b1 = "RBLOCK";
+  int64_t block0 = 1, block1 = 1;
+  int64_t n0 = 1, n1 = 1;        // elements along each axis
+  std::vector<std::pair<VarId, int64_t>> vars0, vars1;  // the loop variables each axis covers, outer first
+  bool looped = false;           // axis 1 is walked in a loop of B1 steps
+  int program_axis0 = 0;         // which program_id runs along axis 0
+};
+
+class TritonEmitter {
+ public:
+  TritonEmitter(const ir::Program &p, const Kernel &k, const TritonOptions &o);
+
+  /// The kernels of this schedule kernel (two for a split reduction or a scatter).
+  std::vector<GpuKernel> emit(std::vector<std::vector<int>> &args, std::map<int, std::pair<DType, int64_t>> &scratch,
+                              int &next_scratch);
+
+  /// After emit(): the configs worth timing, the one emitted (with every field resolved)
+  /// first. See tuning_configs().
+  std::vector<TritonConfig> candidates() const;
+
+ private:
+  // ---- parameters ------------------------------------------------------------------------
+
+  void collect_params();
+
+  void set_index_bits();
+
+  // ---- one generated kernel ------------------------------------------------------------------
+
+  /// Starts kernel `name` over `params` (buffer or scratch ids with their pointer names).
+  void begin(const std::string &name, const Layout &l);
+
+  /// Finishes the kernel begun: its module, signature and launch.
+  void end(const std::vector<std::pair<int, std::string>> &params, int num_warps, std::array<int64_t, 3> grid,
+           std::map<std::string, std::string> attrs);
+
+  DType dtype_of(int id) const;
+
+  std::vector<std::pair<int, std::string>> buffer_params() const;
+
+  // ---- shapes and masks ----------------------------------------------------------------------
+
+  std::string shape(int dims) const;
+
+  /// The mask of the elements of a block that exist along `dims`, or "" when all do.
+  std::string mask(int dims) const;
+
+  static std::string and_masks(const std::string &a, const std::string &b);
+
+  /// `v` as a tensor varying along `dims` (its own or more).
+  std::string broadcast(const Value &v, int dims, DType t);
+
+  /// The loop variables `vars` (outer first) from the flat `index` of their axis: the
+  /// innermost is index % size, the outermost needs no %.
+  void decompose(const std::string &index, const std::vector<std::pair<VarId, int64_t>> &vars, int dims);
+
+  std::string var_name(VarId v) const;
+
+  /// The program's offsets, indices and masks along axis 0 (and 1 unless looped).
+  void emit_prologue();
+
+  /// Axis 1's index and mask: from `offset` (the loop's) or, with none, from the program.
+  void open_axis1(const std::string &offset);
+
+  // ---- scopes: CSE of values and the values of internal buffers ---------------------------
+
+  struct Scope {
+    std::map<std::string, Value> values;     // rhs -> tmp
+    std::map<std::string, Value> forwarded;  // "buf[index]" -> the element's value
+  };
+
+  void push() { scopes_.emplace_back(); }
+  void pop() { scopes_.pop_back(); }
+
+  Value def(const std::string &rhs, int dims);
+
+  std::string forward_key(BufferId b, const Expr &at) const;
+
+  std::optional<Value> forwarded(BufferId b, const Expr &at) const;
+
+  // ---- indices -----------------------------------------------------------------------------
+
+  /// An index expression with the dims it varies along.
+  std::pair<std::string, int> index(const Expr &e, const std::function<Value(int)> &indirect = {});
+
+  /// `ptr + (index)` as a block of pointers along `dims` (at least the index's own).
+  std::string pointer(const std::string &ptr, const std::string &idx, int idx_dims, int dims);
+
+  // ---- bodies ---------------------------------------------------------------------------
+
+  std::vector<Value> emit_body(const ir::Body &body);
+
+  Value load(const Instr &i, const std::vector<Value> &v);
+
+  // Stores value `v` (of dtype `from`) as output `out` of node `n` at its store index,
+  // over the elements of `dims` that exist.
+  void store(const Node &n, BufferId out, const Value &v, DType from);
+
+  void emit_pointwise_member(const Node &n);
+
+  // ---- pointwise --------------------------------------------------------------------------
+
+  // When a load walks the last two dims the other way round from the store (x + y.t()),
+  // the kernel runs in YBLOCK x XBLOCK tiles, so that loads and stores both coalesce.
+  bool tile_last_two_dims() const;
+
+  void emit_pointwise();
+
+  // ---- reductions -------------------------------------------------------------------------
+
+  static bool is_inner_member(const Node &n);
+
+  // When loads are contiguous along the last kept dim and not along the reduced one (a sum
+  // over dim 0), a block holds many rows side by side, so that loads coalesce.
+  bool rows_side_by_side() const;
+
+  // Whether the reduced elements of a row may be split across programs: a single pass of
+  // combinable reductions (no argmax/argmin, no Welford) whose other members are internal,
+  // followed by row values only.
+  bool splittable() const;
+
+  // Programs per row (1: no split). Rows reduced one per program: split when at most 64
+  // rows of 65,536 or more would leave the GPU idle, in chunks of about 32,768. Rows side by
+  // side (a sum over dim 0): split when fewer than 256 programs (two per multiprocessor of
+  // an H100 or H200) would cover the rows, into enough chunks for about 512 programs.
+  int64_t default_split(bool columns) const;
+
+  int64_t chosen_split(bool columns) const;
+
+  void emit_reduction();
+
+  struct Acc {
+    const Node *node;
+    DType in;
+    std::vector<std::string> names;  // looped: the accumulators (value; index or m2; count)
+  };
+
+  std::string acc_type(const Acc &a) const;
+
+  // The identity of a reduction in dtype t, as a Python expression.
+  static std::string identity(ReduceOp op, DType t);
+
+  static std::string lowest(DType t);
+  static std::string highest(DType t);
+
+  std::string truth(const Value &x, DType t);
+
+  /// One pass over the reduced elements: persistent (the block holds the row) or looped.
+  void emit_step(const ir::Step &step);
+
+  void start_looped(Acc &a);
+
+  // Each lane of the accumulator block adds the elements that fall on it.
+  void accumulate(const Acc &a, const Value &x, const std::string &m);
+
+  std::string arg_helper(ReduceOp op, const std::string &what);
+
+  // The reduction of the accumulator lanes after a looped pass: one value per row.
+  std::vector<Value> reduce_looped(const Acc &a);
+
+  std::string cast_sum(const std::string &e, DType t);
+
+  std::string max_min(ReduceOp op, const std::string &x, DType t);
+
+  // A persistent pass: the whole row is in the block.
+  std::vector<Value> reduce_block(const Acc &a, const Value &x, const std::string &m);
+
+  // Stores (or keeps for the members after) the results of a reduction.
+  void finish(const Acc &a, const std::vector<Value> &r);
+
+  // ---- split reductions ---------------------------------------------------------------------
+
+  // A reduction to few rows, or to rows side by side that would fill few programs: `split`
+  // programs share each block of rows, each reducing a chunk of the reduced elements into a
+  // scratch buffer of partial results laid out [split, rows]; a second kernel combines them
+  // and runs the row's members after the reduction.
+  void emit_split(int64_t split, bool columns);
+
+  // Whether buffer b is read by a member after the first pass (in the combining kernel).
+  bool used_after_pass(BufferId b) const;
+
+  // ---- scans -------------------------------------------------------------------------------
+
+  void emit_scan();
+
+  // ---- scatters ----------------------------------------------------------------------------
+
+  // Two kernels: the copy of the initial tensor, then the writes (adds with atomics when
+  // the scatter accumulates; of duplicate indices without, one write wins, as on PyTorch's
+  // GPU).
+  void emit_scatter();
+
+  // The config's value when it sets one, else the default.
+  template <typename T>
+  static T pick(T configured, T otherwise) {
+    return configured > 0 ? configured : otherwise;
+  }
+  int stages() const { return pick(cfg_.num_stages, 1); }
+
+  enum class Strategy { Blocks, Tiles, Persistent, Looped, Columns, SplitRows, SplitColumns, Fixed };
+
+  const ir::Program &p_;
+  const Kernel &k_;
+  const TritonOptions &o_;
+  TritonConfig cfg_;                      // what the options ask for this kernel
+  TritonConfig resolved_;                 // what emit() used
+  Strategy strategy_ = Strategy::Fixed;   // the layout emit() chose
+  ir::Ranges ranges_;
+  Layout l_;
+  Writer w_;
+  std::string kernel_name_;
+  std::vector<BufferId> params_;
+  std::map<BufferId, std::string> names_;
+  std::vector<Scope> scopes_;
+  std::map<int, Value> vars_;  // loop variable id -> its name and dims
+  std::set<std::string> helpers_;
+  std::map<std::string, std::pair<std::string, DType>> rounded_from_;  // tmp = round(source) to dtype
+  std::string mask0_, mask1_;
+  int next_tmp_ = 0, next_acc_ = 0;
+  int index_bits_ = 31;
+  int64_t r_limit_ = -1;  // the end of axis 1 when a loop may run past it
+  bool inner_ = false;    // emitting a pass over the reduced elements
+  std::vector<GpuKernel> out_;
+  std::vector<std::vector<int>> out_args_;
+  int *next_scratch_ = nullptr;
+  std::map<int, std::pair<DType, int64_t>> *scratch_ = nullptr;
+};
+
+}  // namespace coil::codegen::detail

@@ -1,0 +1,197 @@
+// Pointwise kernels of the Triton dialect (triton_kernel.h): blocks of XBLOCK elements, or
+// YBLOCK x XBLOCK tiles when a load walks the last two dims transposed; then scans (rows
+// scanned in steps of RBLOCK with a carry) and scatters (the copy, then the writes).
+#include "codegen/triton/triton_kernel.h"
+
+#include <algorithm>
+
+#include "codegen/common/access.h"
+#include "codegen/triton/triton_ops.h"
+#include "support/error.h"
+
+namespace coil::codegen::detail {
+
+// ---- pointwise --------------------------------------------------------------------------
+
+bool TritonEmitter::tile_last_two_dims() const {
+  return loads_transposed_in_last_two_dims(p_, k_);
+}
+
+void TritonEmitter::emit_pointwise() {
+  set_index_bits();
+  int64_t numel = checked_numel(k_.ranges);
+  Layout l;
+  std::map<std::string, std::string> attrs;
+  int n = int(k_.ranges.size());
+  int64_t rows = n >= 2 ? numel / std::max<int64_t>(k_.ranges.back(), 1) : 1;
+  int64_t tile_rows = pick(cfg_.block0, std::min<int64_t>(32, next_pow2(rows)));
+  if (tile_last_two_dims() && ceil_div(rows, tile_rows) <= 65535) {
+    l.two_d = true;
+    l.b0 = "YBLOCK";
+    l.b1 = "XBLOCK";
+    l.block0 = tile_rows;
+    l.block1 = pick(cfg_.block1, std::min<int64_t>(64, next_pow2(k_.ranges.back())));
+    l.n0 = rows;
+    l.n1 = k_.ranges.back();
+    for (int d = 0; d < n - 1; ++d) l.vars0.push_back({VarId{d}, k_.ranges[size_t(d)]});
+    l.vars1.push_back({VarId{n - 1}, k_.ranges.back()});
+    l.program_axis0 = 1;
+    attrs["layout"] = "YBLOCK x XBLOCK tiles of the last two dims: a load walks them transposed";
+    strategy_ = Strategy::Tiles;
+  } else {
+    l.block0 = pick(cfg_.block0, std::min<int64_t>(1024, next_pow2(std::max<int64_t>(numel, 1))));
+    l.n0 = numel;
+    for (int d = 0; d < n; ++d) l.vars0.push_back({VarId{d}, k_.ranges[size_t(d)]});
+    attrs["layout"] = "blocks of XBLOCK elements" + std::string(numel % l.block0 ? ", masked" : ", no mask");
+    strategy_ = Strategy::Blocks;
+  }
+  begin(k_.name, l);
+  emit_prologue();
+  for (int m : k_.nodes) emit_pointwise_member(p_.nodes[size_t(m)]);
+  int64_t per_program = l.block0 * (l.two_d ? l.block1 : 1);
+  int warps = pick(cfg_.num_warps, int(std::clamp<int64_t>(per_program / 256, 1, 4)));
+  std::array<int64_t, 3> grid = l.two_d ? std::array<int64_t, 3>{ceil_div(l.n1, l.block1), ceil_div(l.n0, l.block0), 1}
+                                        : std::array<int64_t, 3>{std::max<int64_t>(ceil_div(numel, l.block0), 1), 1, 1};
+  if (numel == 0) grid = {0, 1, 1};
+  end(buffer_params(), warps, grid, attrs);
+  resolved_ = {l.block0, l.two_d ? l.block1 : 0, warps, stages(), 0};
+}
+
+// ---- scans -------------------------------------------------------------------------------
+
+void TritonEmitter::emit_scan() {
+  set_index_bits();
+  const Node &first = p_.nodes[size_t(k_.nodes[0])];
+  int dim = first.scan_dim;
+  int64_t len = k_.ranges[size_t(dim)], rows = checked_numel(k_.ranges) / std::max<int64_t>(len, 1);
+  if (len == 0) rows = 0;
+  Layout l;
+  l.two_d = true;
+  l.looped = true;
+  l.n0 = rows;
+  l.n1 = len;
+  for (int d = 0; d < int(k_.ranges.size()); ++d)
+    if (d != dim) l.vars0.push_back({VarId{d}, k_.ranges[size_t(d)]});
+  l.vars1.push_back({VarId{dim}, len});
+  l.block1 = std::min<int64_t>(1024, next_pow2(std::max<int64_t>(len, 1)));
+  l.block0 = std::clamp<int64_t>(1024 / l.block1, 1, std::min<int64_t>(64, next_pow2(std::max<int64_t>(rows, 1))));
+  begin(k_.name, l);
+  emit_prologue();
+  w_.line("rbase = tl.arange(0, RBLOCK)[None, :]");
+  std::vector<std::string> carries;
+  std::vector<DType> acc_types;
+  for (int m : k_.nodes) {
+    const Node &n = p_.nodes[size_t(m)];
+    DType in = n.body.at(n.body.results[0]).dtype;
+    DType acc = is_floating(in) ? (in == DType::F64 ? DType::F64 : DType::F32) : DType::I64;
+    carries.push_back("carry" + std::to_string(carries.size()));
+    acc_types.push_back(acc);
+    w_.line(carries.back() + " = tl.zeros(" + shape(kA0) + ", " + triton_type(acc) + ")");
+  }
+  w_.line("for roffset in range(0, " + std::to_string(len) + ", RBLOCK):");
+  w_.indent();
+  push();
+  open_axis1("roffset");
+  std::string all = mask(kBoth);
+  for (size_t i = 0; i < k_.nodes.size(); ++i) {
+    const Node &n = p_.nodes[size_t(k_.nodes[i])];
+    auto v = emit_body(n.body);
+    DType in = n.body.at(n.body.results[0]).dtype;
+    std::string x = "(" + broadcast(v[size_t(n.body.results[0])], kBoth, in) + ").to(" + triton_type(acc_types[i]) + ")";
+    if (!all.empty()) x = "tl.where(" + all + ", " + x + ", 0)";
+    Value block = def(x, kBoth);
+    Value sums = def("tl.cumsum(" + block.name + ", 1) + " + carries[i], kBoth);
+    store(n, n.outputs[0], def(triton_cast(sums.name, acc_types[i], in), kBoth), in);
+    w_.line(carries[i] + " = " + carries[i] + " + tl.sum(" + block.name + ", 1)[:, None]");
+  }
+  pop();
+  w_.dedent();
+  int warps = int(std::clamp<int64_t>(l.block0 * l.block1 / 256, 1, 8));
+  end(buffer_params(), warps, {std::max<int64_t>(ceil_div(rows, l.block0), 1), 1, 1},
+      {{"layout", "rows in XBLOCK, each scanned in steps of RBLOCK with a carry"}});
+}
+
+// ---- scatters ----------------------------------------------------------------------------
+
+void TritonEmitter::emit_scatter() {
+  set_index_bits();
+  const Node &n = p_.nodes[size_t(k_.nodes[0])];
+  const ir::View &init = n.operands[0];
+  BufferId out = n.outputs[0];
+  const TensorType &ot = p_.buffer(out).type;
+  DType it = p_.buffer(init.buffer).type.dtype;
+  int64_t numel = checked_numel(ot.sizes);
+  std::vector<std::pair<int, std::string>> params = buffer_params();
+  {
+    Layout l;
+    l.block0 = std::min<int64_t>(1024, next_pow2(std::max<int64_t>(numel, 1)));
+    l.n0 = numel;
+    begin(k_.name + "_copy", l);
+    w_.line("xoffset = tl.program_id(0) * XBLOCK");
+    w_.line("xindex = xoffset + tl.arange(0, XBLOCK)");
+    if (numel % l.block0) {
+      mask0_ = "xmask";
+      w_.line("xmask = xindex < " + std::to_string(numel));
+    }
+    std::string src = std::to_string(init.offset), dst = "0";
+    int64_t stride = 1;
+    for (int d = int(ot.sizes.size()) - 1; d >= 0; --d) {
+      std::string c = "c" + std::to_string(d);
+      w_.line(c + " = (xindex // " + std::to_string(stride) + ") % " + std::to_string(ot.sizes[size_t(d)]));
+      src += " + " + c + "*" + std::to_string(init.strides[size_t(d)]);
+      dst += " + " + c + "*" + std::to_string(ot.strides[size_t(d)]);
+      stride *= ot.sizes[size_t(d)];
+    }
+    std::string m = mask0_.empty() ? "" : ", " + mask0_;
+    std::string value = "tl.load(" + names_.at(init.buffer) + " + (" + src + ")" + m + ")";
+    if (it == DType::BF16 || it == DType::F16) value += ".to(tl.float32)";
+    value = triton_cast(value, it, ot.dtype);
+    if (ot.dtype == DType::BF16) value = "(" + value + ").to(tl.bfloat16)";
+    if (ot.dtype == DType::F16) value = "(" + value + ").to(tl.float16)";
+    w_.line("tl.store(" + names_.at(out) + " + (" + dst + "), " + value + m + ")");
+    std::vector<std::pair<int, std::string>> copy = {{init.buffer, names_.at(init.buffer)}, {out, names_.at(out)}};
+    if (init.buffer == out) copy.pop_back();
+    end(copy, int(std::clamp<int64_t>(l.block0 / 256, 1, 4)), {std::max<int64_t>(ceil_div(numel, l.block0), 1), 1, 1},
+        {{"layout", "the copy of the initial tensor, in blocks of XBLOCK"}});
+    mask0_.clear();
+  }
+  int64_t writes = checked_numel(n.ranges);
+  Layout l;
+  l.block0 = std::min<int64_t>(1024, next_pow2(std::max<int64_t>(writes, 1)));
+  l.n0 = writes;
+  for (int d = 0; d < int(n.ranges.size()); ++d) l.vars0.push_back({VarId{d}, n.ranges[size_t(d)]});
+  begin(k_.name, l);
+  emit_prologue();
+  auto v = emit_body(n.body);
+  auto [at, dims] = index(n.scatter_index, [&](int k) { return v[size_t(n.body.results[size_t(k + 1)])]; });
+  DType vt = n.body.at(n.body.results[0]).dtype;
+  Value value = def(triton_cast(v[size_t(n.body.results[0])].name, vt, ot.dtype), v[size_t(n.body.results[0])].dims);
+  int pdims = dims | value.dims | kA0;
+  std::string ptr = pointer(names_.at(out), at, dims, pdims), m = mask(pdims);
+  std::string stored = value.name;
+  if (ot.dtype == DType::BF16) stored = "(" + stored + ").to(tl.bfloat16)";
+  if (ot.dtype == DType::F16) stored = "(" + stored + ").to(tl.float16)";
+  bool atomic = n.accumulate && (ot.dtype == DType::F32 || ot.dtype == DType::F64 || ot.dtype == DType::I32 ||
+                                 ot.dtype == DType::I64 || ot.dtype == DType::F16 || ot.dtype == DType::BF16);
+  if (n.accumulate && !atomic) {
+    // No atomic add of this dtype: the writes happen in a single program (grid of one).
+    COIL_USER_CHECK(writes <= l.block0, k_.name, ": an accumulating scatter of ", short_name(ot.dtype),
+                    " with more than ", l.block0, " writes is not supported on the GPU");
+    std::string cur = "tl.load(" + ptr + (m.empty() ? "" : ", " + m) + ")";
+    stored = triton_op(Op::Add, ot.dtype, ot.dtype, {cur, value.name}, helpers_);
+  }
+  if (atomic) w_.line("tl.atomic_add(" + ptr + ", " + stored + (m.empty() ? "" : ", " + m) + ")");
+  else w_.line("tl.store(" + ptr + ", " + stored + (m.empty() ? "" : ", " + m) + ")");
+  // The write kernel reads the body's buffers and writes out (never the initial tensor).
+  std::vector<std::pair<int, std::string>> write_params;
+  for (const auto &pr : params) {
+    bool body_reads = false;
+    for (const Instr &i : n.body.instrs)
+      if (i.op == Op::Load && i.buffer == pr.first) body_reads = true;
+    if (body_reads || pr.first == out) write_params.push_back(pr);
+  }
+  end(write_params, int(std::clamp<int64_t>(l.block0 / 256, 1, 4)), {std::max<int64_t>(ceil_div(writes, l.block0), 1), 1, 1},
+      {{"layout", std::string(atomic ? "atomic adds" : "stores") + " at indices read from data, in blocks of XBLOCK"}});
+}
+
+}  // namespace coil::codegen::detail

@@ -1,0 +1,464 @@
+// Reduction kernels of the Triton dialect (triton_kernel.h): persistent (the row in the
+// block) or looped (steps of RBLOCK into lanes of accumulators), identities, Welford, and
+// split reductions (partials in scratch buffers, combined by a second kernel).
+#include "codegen/triton/triton_kernel.h"
+
+#include <algorithm>
+
+#include "codegen/common/access.h"
+#include "codegen/cpp/cpp_wrapper.h"
+#include "codegen/triton/triton_ops.h"
+
+namespace coil::codegen::detail {
+
+// ---- reductions -------------------------------------------------------------------------
+
+bool TritonEmitter::is_inner_member(const Node &n) {
+  return n.kind == ir::NodeKind::Pointwise && !n.reduction_ranges.empty();
+}
+
+bool TritonEmitter::rows_side_by_side() const {
+  return rows_contiguous_across_reduction(p_, k_);
+}
+
+bool TritonEmitter::splittable() const {
+  if (k_.steps.empty() || !k_.steps[0].inner) return false;
+  for (size_t s = 1; s < k_.steps.size(); ++s)
+    if (k_.steps[s].inner) return false;
+  for (int m : k_.steps[0].nodes) {
+    const Node &node = p_.nodes[size_t(m)];
+    if (node.kind != ir::NodeKind::Reduction) {
+      for (BufferId b : node.outputs)
+        if (!contains(k_.internal, b)) return false;  // an element stored at every point
+      continue;
+    }
+    ReduceOp op = node.reduce_op;
+    if (op == ReduceOp::ArgMax || op == ReduceOp::ArgMin || op == ReduceOp::Welford) return false;
+  }
+  return true;
+}
+
+int64_t TritonEmitter::default_split(bool columns) const {
+  int64_t rows = checked_numel(k_.ranges), rn = checked_numel(k_.reduction_ranges);
+  if (!splittable()) return 1;
+  if (!columns) return rows > 64 || rn < 65536 ? 1 : std::clamp<int64_t>(next_pow2(ceil_div(rn, 32768)), 2, 1024);
+  int64_t programs = ceil_div(rows, std::min<int64_t>(64, next_pow2(rows)));
+  if (programs >= 256 || rn < 1024) return 1;
+  return std::clamp<int64_t>(next_pow2(ceil_div(512, programs)), 2, std::min<int64_t>(64, next_pow2(ceil_div(rn, 128))));
+}
+
+int64_t TritonEmitter::chosen_split(bool columns) const {
+  if (cfg_.split > 1 && splittable()) return cfg_.split;
+  if (cfg_.split == 1) return 1;
+  return default_split(columns);
+}
+
+void TritonEmitter::emit_reduction() {
+  set_index_bits();
+  int64_t rows = checked_numel(k_.ranges), rn = checked_numel(k_.reduction_ranges);
+  bool columns = rows_side_by_side();
+  if (int64_t split = chosen_split(columns); split > 1) return emit_split(split, columns);
+  Layout l;
+  l.two_d = true;
+  l.n0 = rows;
+  l.n1 = rn;
+  int n = int(k_.ranges.size());
+  for (int d = 0; d < n; ++d) l.vars0.push_back({VarId{d}, k_.ranges[size_t(d)]});
+  for (size_t d = 0; d < k_.reduction_ranges.size(); ++d) l.vars1.push_back({VarId{n + int(d)}, k_.reduction_ranges[d]});
+  std::map<std::string, std::string> attrs;
+  int64_t rpow = next_pow2(std::max<int64_t>(rn, 1));
+  if (columns) {
+    l.block0 = pick(cfg_.block0, std::min<int64_t>(64, next_pow2(rows)));
+    l.block1 = std::min(pick(cfg_.block1, int64_t(64)), rpow);
+    l.looped = rn > l.block1;
+    attrs["layout"] = std::string(l.looped ? "looped" : "persistent") +
+                      ": XBLOCK rows side by side (neighbouring rows are contiguous), RBLOCK reduced elements per step";
+    strategy_ = Strategy::Columns;
+  } else if (rpow <= o_.max_persistent_rblock) {
+    l.block1 = rpow;
+    l.block0 = pick(cfg_.block0, std::clamp<int64_t>(1024 / rpow, 1, std::min<int64_t>(64, next_pow2(std::max<int64_t>(rows, 1)))));
+    attrs["layout"] = "persistent: a row in one program, RBLOCK the next power of two of " + std::to_string(rn);
+    strategy_ = Strategy::Persistent;
+  } else {
+    l.looped = true;
+    l.block0 = 1;
+    l.block1 = pick(cfg_.block1, int64_t(2048));
+    attrs["layout"] = "looped: a row per program in steps of RBLOCK";
+    strategy_ = Strategy::Looped;
+  }
+  begin(k_.name, l);
+  emit_prologue();
+  if (l.looped) w_.line("rbase = tl.arange(0, RBLOCK)[None, :]");
+  for (const ir::Step &step : k_.steps) {
+    if (!step.inner) {
+      for (int m : step.nodes) emit_pointwise_member(p_.nodes[size_t(m)]);
+      continue;
+    }
+    emit_step(step);
+  }
+  int64_t per_program = l.block0 * l.block1;
+  int warps = pick(cfg_.num_warps, int(std::clamp<int64_t>(per_program / 256, 1, 8)));
+  end(buffer_params(), warps, {std::max<int64_t>(ceil_div(rows, l.block0), 1), 1, 1}, attrs);
+  resolved_ = {l.block0, l.block1, warps, stages(), 1};
+}
+
+std::string TritonEmitter::acc_type(const Acc &a) const {
+  return triton_type(a.in);
+}
+
+std::string TritonEmitter::identity(ReduceOp op, DType t) {
+  bool fl = is_floating(t);
+  switch (op) {
+    case ReduceOp::Sum: return fl ? "0.0" : "0";
+    case ReduceOp::Prod: return fl ? "1.0" : "1";
+    case ReduceOp::Max:
+    case ReduceOp::ArgMax: return fl ? "float('-inf')" : lowest(t);
+    case ReduceOp::Min:
+    case ReduceOp::ArgMin: return fl ? "float('inf')" : highest(t);
+    case ReduceOp::Any: return "0";
+    case ReduceOp::All: return "1";
+    case ReduceOp::Welford: return "0.0";
+  }
+  return "0";
+}
+
+std::string TritonEmitter::lowest(DType t) {
+  switch (t) {
+    case DType::I64: return "-9223372036854775808";
+    case DType::I32: return "-2147483648";
+    case DType::I16: return "-32768";
+    case DType::I8: return "-128";
+    default: return "0";
+  }
+}
+
+std::string TritonEmitter::highest(DType t) {
+  switch (t) {
+    case DType::I64: return "9223372036854775807";
+    case DType::I32: return "2147483647";
+    case DType::I16: return "32767";
+    case DType::I8: return "127";
+    case DType::U8: return "255";
+    default: return "1";
+  }
+}
+
+std::string TritonEmitter::truth(const Value &x, DType t) {
+  return "(" + (t == DType::Bool ? x.name : "(" + x.name + " != 0)") + ").to(tl.int8)";
+}
+
+void TritonEmitter::emit_step(const ir::Step &step) {
+  std::vector<Acc> accs;
+  for (int m : step.nodes) {
+    const Node &node = p_.nodes[size_t(m)];
+    if (node.kind == ir::NodeKind::Reduction) accs.push_back({&node, node.body.at(node.body.results[0]).dtype, {}});
+  }
+  std::string all = mask(kBoth);
+  if (l_.looped) {
+    for (Acc &a : accs) start_looped(a);
+    w_.line("for roffset in range(0, " + std::to_string(l_.n1) + ", RBLOCK):");
+    w_.indent();
+    push();
+    open_axis1("roffset");
+    all = mask(kBoth);
+  }
+  size_t next = 0;
+  inner_ = true;
+  for (int m : step.nodes) {
+    const Node &node = p_.nodes[size_t(m)];
+    if (node.kind != ir::NodeKind::Reduction) {
+      emit_pointwise_member(node);
+      continue;
+    }
+    auto v = emit_body(node.body);
+    Value x = v[size_t(node.body.results[0])];
+    Acc &a = accs[next++];
+    if (l_.looped) accumulate(a, x, all);
+    else finish(a, reduce_block(a, x, all));
+  }
+  inner_ = false;
+  if (!l_.looped) return;
+  pop();
+  w_.dedent();
+  for (Acc &a : accs) finish(a, reduce_looped(a));
+}
+
+void TritonEmitter::start_looped(Acc &a) {
+  std::string base = "acc" + std::to_string(next_acc_++), full = shape(kBoth);
+  std::string T = acc_type(a);
+  ReduceOp op = a.node->reduce_op;
+  if (op == ReduceOp::Welford) {
+    std::string W = a.in == DType::F64 ? "tl.float64" : "tl.float32";
+    a.names = {base + "_mean", base + "_m2", base + "_weight"};
+    for (const auto &nm : a.names) w_.line(nm + " = tl.zeros(" + full + ", " + W + ")");
+    return;
+  }
+  if (op == ReduceOp::Any || op == ReduceOp::All) T = "tl.int8";
+  a.names = {base};
+  w_.line(base + " = tl.full(" + full + ", " + identity(op, a.in) + ", " + T + ")");
+  if (op == ReduceOp::ArgMax || op == ReduceOp::ArgMin) {
+    a.names.push_back(base + "_index");
+    w_.line(base + "_index = tl.full(" + full + ", 9223372036854775807, tl.int64)");
+  }
+}
+
+void TritonEmitter::accumulate(const Acc &a, const Value &x, const std::string &m) {
+  std::string v = broadcast(x, kBoth, a.in), acc = a.names[0];
+  auto masked = [&](const std::string &updated) { return m.empty() ? updated : "tl.where(" + m + ", " + updated + ", " + acc + ")"; };
+  switch (a.node->reduce_op) {
+    case ReduceOp::Sum: w_.line(acc + " = " + masked(acc + " + " + v)); return;
+    case ReduceOp::Prod: w_.line(acc + " = " + masked(acc + " * " + v)); return;
+    case ReduceOp::Max:
+    case ReduceOp::Min: {
+      std::string fn = a.node->reduce_op == ReduceOp::Max ? "tl.maximum(" : "tl.minimum(";
+      std::string nan = is_floating(a.in) ? ", propagate_nan=tl.PropagateNan.ALL" : "";
+      w_.line(acc + " = " + masked(fn + acc + ", " + v + nan + ")"));
+      return;
+    }
+    case ReduceOp::Any: w_.line(acc + " = " + masked(acc + " | " + truth({v, kBoth, false}, a.in))); return;
+    case ReduceOp::All: w_.line(acc + " = " + masked(acc + " & " + truth({v, kBoth, false}, a.in))); return;
+    case ReduceOp::ArgMax:
+    case ReduceOp::ArgMin: {
+      std::string pick = arg_helper(a.node->reduce_op, "pick");
+      std::string take = "take" + std::to_string(next_acc_++);
+      std::string r = "tl.broadcast_to(rindex.to(tl.int64), " + shape(kBoth) + ")";
+      w_.line(take + " = " + pick + "(" + v + ", " + r + ", " + acc + ", " + a.names[1] + ")" + (m.empty() ? "" : " & (" + m + ")"));
+      w_.line(acc + " = tl.where(" + take + ", " + v + ", " + acc + ")");
+      w_.line(a.names[1] + " = tl.where(" + take + ", " + r + ", " + a.names[1] + ")");
+      return;
+    }
+    case ReduceOp::Welford: {
+      // Welford's update in each lane; the lanes are combined after the loop.
+      const std::string &mean = a.names[0], &m2 = a.names[1], &w = a.names[2];
+      std::string d = "delta" + std::to_string(next_acc_++);
+      std::string xv = a.in == DType::F64 ? v : "(" + v + ").to(tl.float32)";
+      w_.line(w + " = " + (m.empty() ? w + " + 1" : "tl.where(" + m + ", " + w + " + 1, " + w + ")"));
+      w_.line(d + " = " + xv + " - " + mean);
+      w_.line(mean + " = " + (m.empty() ? mean + " + " + d + " / " + w : "tl.where(" + m + ", " + mean + " + " + d + " / " + w + ", " + mean + ")"));
+      w_.line(m2 + " = " + (m.empty() ? m2 + " + " + d + " * (" + xv + " - " + mean + ")"
+                                      : "tl.where(" + m + ", " + m2 + " + " + d + " * (" + xv + " - " + mean + "), " + m2 + ")"));
+      return;
+    }
+  }
+}
+
+std::string TritonEmitter::arg_helper(ReduceOp op, const std::string &what) {
+  std::string name = std::string(op == ReduceOp::ArgMax ? "argmax" : "argmin") + "_" + what;
+  helpers_.insert(std::string(op == ReduceOp::ArgMax ? "argmax" : "argmin") + "_pick");
+  if (what == "combine") helpers_.insert(name);
+  return "_" + name;
+}
+
+std::vector<Value> TritonEmitter::reduce_looped(const Acc &a) {
+  const std::string &acc = a.names[0];
+  std::string T = acc_type(a);
+  switch (a.node->reduce_op) {
+    case ReduceOp::Sum: return {def(cast_sum("tl.sum(" + acc + ", 1)", a.in) + "[:, None]", kA0)};
+    case ReduceOp::Prod: helpers_.insert("prod"); return {def("tl.reduce(" + acc + ", 1, _prod)[:, None]", kA0)};
+    case ReduceOp::Max:
+    case ReduceOp::Min: return {def(max_min(a.node->reduce_op, acc, a.in) + "[:, None]", kA0)};
+    case ReduceOp::Any: return {def("(tl.max(" + acc + ", 1) > 0)[:, None]", kA0)};
+    case ReduceOp::All: return {def("(tl.min(" + acc + ", 1) > 0)[:, None]", kA0)};
+    case ReduceOp::ArgMax:
+    case ReduceOp::ArgMin: {
+      std::string pair = "pair" + std::to_string(next_acc_++);
+      w_.line(pair + "_value, " + pair + "_index = tl.reduce((" + acc + ", " + a.names[1] + "), 1, " +
+              arg_helper(a.node->reduce_op, "combine") + ")");
+      return {def(pair + "_index[:, None]", kA0)};
+    }
+    case ReduceOp::Welford: {
+      helpers_.insert("welford_combine");
+      std::string t = "wf" + std::to_string(next_acc_++);
+      w_.line(t + "_mean, " + t + "_m2, " + t + "_weight = tl.reduce((" + a.names[0] + ", " + a.names[1] + ", " + a.names[2] +
+              "), 1, _welford_combine)");
+      return {def(t + "_mean[:, None]", kA0), def(t + "_m2[:, None]", kA0), def(t + "_weight[:, None]", kA0)};
+    }
+  }
+  (void)T;
+  return {};
+}
+
+std::string TritonEmitter::cast_sum(const std::string &e, DType t) {
+  // tl.sum widens small integers; the reference sums in the value's own dtype.
+  return is_floating(t) || t == DType::I64 ? e : "(" + e + ").to(" + triton_type(t) + ")";
+}
+
+std::string TritonEmitter::max_min(ReduceOp op, const std::string &x, DType t) {
+  bool max = op == ReduceOp::Max;
+  if (!is_floating(t)) return std::string(max ? "tl.max(" : "tl.min(") + x + ", 1)";
+  helpers_.insert(max ? "max_nan" : "min_nan");
+  return "tl.reduce(" + x + ", 1, " + (max ? "_max_nan" : "_min_nan") + ")";
+}
+
+std::vector<Value> TritonEmitter::reduce_block(const Acc &a, const Value &x, const std::string &m) {
+  std::string v = broadcast(x, kBoth, a.in);
+  auto masked = [&](const std::string &fill) { return m.empty() ? v : "tl.where(" + m + ", " + v + ", " + fill + ")"; };
+  ReduceOp op = a.node->reduce_op;
+  switch (op) {
+    case ReduceOp::Sum: return {def(cast_sum("tl.sum(" + masked(identity(op, a.in)) + ", 1)", a.in) + "[:, None]", kA0)};
+    case ReduceOp::Prod: helpers_.insert("prod"); return {def("tl.reduce(" + masked(identity(op, a.in)) + ", 1, _prod)[:, None]", kA0)};
+    case ReduceOp::Max:
+    case ReduceOp::Min: return {def(max_min(op, masked(identity(op, a.in)), a.in) + "[:, None]", kA0)};
+    case ReduceOp::Any:
+    case ReduceOp::All: {
+      std::string t = truth({v, kBoth, false}, a.in);
+      std::string filled = m.empty() ? t : "tl.where(" + m + ", " + t + ", " + identity(op, a.in) + ")";
+      return {def(std::string(op == ReduceOp::Any ? "(tl.max(" : "(tl.min(") + filled + ", 1) > 0)[:, None]", kA0)};
+    }
+    case ReduceOp::ArgMax:
+    case ReduceOp::ArgMin: {
+      std::string pair = "pair" + std::to_string(next_acc_++);
+      std::string r = "tl.broadcast_to(rindex.to(tl.int64), " + shape(kBoth) + ")";
+      w_.line(pair + "_value, " + pair + "_index = tl.reduce((" + masked(identity(op, a.in)) + ", " + r + "), 1, " +
+              arg_helper(op, "combine") + ")");
+      return {def(pair + "_index[:, None]", kA0)};
+    }
+    case ReduceOp::Welford: {
+      // The whole row at hand: its mean, then the sum of squared deviations from it.
+      std::string W = a.in == DType::F64 ? "tl.float64" : "tl.float32";
+      std::string xv = "(" + v + ").to(" + W + ")";
+      std::string count = std::to_string(l_.n1);
+      Value mean = def("tl.sum(" + (m.empty() ? xv : "tl.where(" + m + ", " + xv + ", 0.0)") + ", 1)[:, None] / " + count + ".0", kA0);
+      std::string dev = "(" + xv + " - " + mean.name + ")";
+      Value m2 = def("tl.sum(" + (m.empty() ? dev + " * " + dev : "tl.where(" + m + ", " + dev + " * " + dev + ", 0.0)") + ", 1)[:, None]", kA0);
+      Value weight = def("tl.full(" + shape(kA0) + ", " + count + ".0, " + W + ")", kA0);
+      return {mean, m2, weight};
+    }
+  }
+  return {};
+}
+
+void TritonEmitter::finish(const Acc &a, const std::vector<Value> &r) {
+  const Node &n = *a.node;
+  switch (n.reduce_op) {
+    case ReduceOp::ArgMax:
+    case ReduceOp::ArgMin: store(n, n.outputs[0], r[0], DType::I64); return;
+    case ReduceOp::Welford: {
+      DType W = a.in == DType::F64 ? DType::F64 : DType::F32;
+      // No element: the mean is NaN, as the reference's.
+      Value mean = l_.n1 == 0 ? def("tl.full(" + shape(kA0) + ", float('nan'), " + triton_type(W) + ")", kA0) : r[0];
+      store(n, n.outputs[0], mean, W);
+      store(n, n.outputs[1], r[1], W);
+      store(n, n.outputs[2], r[2], W);
+      return;
+    }
+    case ReduceOp::Any:
+    case ReduceOp::All: store(n, n.outputs[0], r[0], DType::Bool); return;
+    default: store(n, n.outputs[0], r[0], a.in); return;
+  }
+}
+
+// ---- split reductions ---------------------------------------------------------------------
+
+void TritonEmitter::emit_split(int64_t split, bool columns) {
+  int64_t rows = checked_numel(k_.ranges), rn = checked_numel(k_.reduction_ranges);
+  int n = int(k_.ranges.size());
+  const ir::Step &step = k_.steps[0];
+  // Kernel 1: the partials.
+  Layout l;
+  l.two_d = true;
+  l.looped = true;
+  l.block0 = columns ? pick(cfg_.block0, std::min<int64_t>(64, next_pow2(rows))) : 1;
+  l.block1 = pick(cfg_.block1, int64_t(columns ? 64 : 2048));
+  int64_t chunk = ceil_div(ceil_div(rn, split), l.block1) * l.block1;
+  l.n0 = rows;
+  l.n1 = rn;
+  for (int d = 0; d < n; ++d) l.vars0.push_back({VarId{d}, k_.ranges[size_t(d)]});
+  for (size_t d = 0; d < k_.reduction_ranges.size(); ++d) l.vars1.push_back({VarId{n + int(d)}, k_.reduction_ranges[d]});
+  begin(k_.name + "_partials", l);
+  emit_prologue();
+  w_.line(std::string("split = tl.program_id(1)") + (index_bits_ > 31 ? ".to(tl.int64)" : ""));
+  w_.line("rbase = tl.arange(0, RBLOCK)[None, :]");
+  std::vector<Acc> accs;
+  for (int m : step.nodes) {
+    const Node &node = p_.nodes[size_t(m)];
+    if (node.kind == ir::NodeKind::Reduction) accs.push_back({&node, node.body.at(node.body.results[0]).dtype, {}});
+  }
+  for (Acc &a : accs) start_looped(a);
+  w_.line("for roffset in range(0, " + std::to_string(chunk) + ", RBLOCK):");
+  w_.indent();
+  push();
+  r_limit_ = chunk * split > rn ? rn : -1;
+  open_axis1("split * " + std::to_string(chunk) + " + roffset");
+  r_limit_ = -1;
+  std::string all = mask(kBoth);
+  size_t next = 0;
+  for (int m : step.nodes) {
+    const Node &node = p_.nodes[size_t(m)];
+    auto v = emit_body(node.body);
+    if (node.kind != ir::NodeKind::Reduction) continue;  // internal: read by the reductions
+    accumulate(accs[next++], v[size_t(node.body.results[0])], all);
+  }
+  pop();
+  w_.dedent();
+  std::vector<std::pair<int, std::string>> params = buffer_params();
+  std::vector<std::pair<int, std::string>> partial_params;
+  std::vector<int> scratch_ids;
+  std::string row_mask = mask(kA0).empty() ? "" : ", " + mask(kA0);
+  for (const Acc &a : accs) {
+    Value r = reduce_looped(a)[0];
+    int id = (*next_scratch_)++;
+    DType t = a.node->reduce_op == ReduceOp::Any || a.node->reduce_op == ReduceOp::All ? DType::Bool : a.in;
+    (*scratch_)[id] = {t, rows * split};
+    std::string name = "partial_ptr" + std::to_string(scratch_ids.size());
+    std::string at = rows == 1 ? "split + xindex" : "split * " + std::to_string(rows) + " + xindex";
+    w_.line("tl.store(" + name + " + " + at + ", " + r.name + row_mask + ")");
+    scratch_ids.push_back(id);
+    partial_params.push_back({id, name});
+  }
+  // Kernel 1 reads what the pass reads and writes only the partials.
+  std::vector<std::pair<int, std::string>> first;
+  for (const auto &pr : params)
+    if (!contains(k_.stores, pr.first)) first.push_back(pr);
+  first.insert(first.end(), partial_params.begin(), partial_params.end());
+  std::map<std::string, std::string> attrs = {
+      {"layout", "split: " + std::to_string(split) + " programs per " + (columns ? "block of XBLOCK rows side by side" : "row") +
+                     " each reduce a chunk of " + std::to_string(chunk) + " in steps of RBLOCK; " + k_.name +
+                     " combines the partials"}};
+  int warps = pick(cfg_.num_warps, columns ? 4 : 8);
+  end(first, warps, {ceil_div(rows, l.block0), split, 1}, attrs);
+  resolved_ = {l.block0, l.block1, warps, stages(), split};
+  strategy_ = columns ? Strategy::SplitColumns : Strategy::SplitRows;
+
+  // Kernel 2: combine the partials, then the row's members.
+  Layout c;
+  c.two_d = true;
+  c.block0 = columns ? std::min<int64_t>(64, next_pow2(rows)) : 1;
+  c.block1 = split;
+  c.n0 = rows;
+  c.n1 = split;
+  for (int d = 0; d < n; ++d) c.vars0.push_back({VarId{d}, k_.ranges[size_t(d)]});
+  begin(k_.name, c);
+  emit_prologue();
+  std::string all_rows = mask(kBoth).empty() ? "" : ", " + mask(kBoth);
+  for (size_t i = 0; i < accs.size(); ++i) {
+    const Acc &a = accs[i];
+    std::string at = rows == 1 ? "rindex + xindex" : "rindex * " + std::to_string(rows) + " + xindex";
+    Value part = def("tl.load(" + partial_params[i].second + " + " + at + all_rows + ")", kBoth);
+    ReduceOp op = a.node->reduce_op;
+    std::string e;
+    if (op == ReduceOp::Sum) e = cast_sum("tl.sum(" + part.name + ", 1)", a.in);
+    else if (op == ReduceOp::Prod) { helpers_.insert("prod"); e = "tl.reduce(" + part.name + ", 1, _prod)"; }
+    else if (op == ReduceOp::Max || op == ReduceOp::Min) e = max_min(op, part.name, a.in);
+    else if (op == ReduceOp::Any) e = "tl.max(" + part.name + ".to(tl.int8), 1) > 0";
+    else e = "tl.min(" + part.name + ".to(tl.int8), 1) > 0";
+    finish(a, {def("(" + e + ")[:, None]", kA0)});
+  }
+  for (size_t s = 1; s < k_.steps.size(); ++s)
+    for (int m : k_.steps[s].nodes) emit_pointwise_member(p_.nodes[size_t(m)]);
+  std::vector<std::pair<int, std::string>> second;
+  for (const auto &pr : params)
+    if (contains(k_.stores, pr.first) || used_after_pass(pr.first)) second.push_back(pr);
+  second.insert(second.end(), partial_params.begin(), partial_params.end());
+  end(second, int(std::clamp<int64_t>(c.block0 * split / 256, 1, 4)), {ceil_div(rows, c.block0), 1, 1},
+      {{"layout", "combines " + std::to_string(split) + " partials per row, then the row's members"}});
+}
+
+bool TritonEmitter::used_after_pass(BufferId b) const {
+  for (size_t s = 1; s < k_.steps.size(); ++s)
+    for (int m : k_.steps[s].nodes)
+      if (contains(p_.nodes[size_t(m)].reads(), b)) return true;
+  return false;
+}
+
+}  // namespace coil::codegen::detail
