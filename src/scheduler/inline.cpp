@@ -6,7 +6,8 @@
 //
 // The consumer's load index is solved for the producer's variables (the producer's
 // buffer is dense, so the solution is exact); a masked load (padding, cat) masks every
-// load of the producer too. Decision 14: the rounding of a bf16/f16 result at its store
+// load of the producer too, and the bounds its mask states let the solution follow the
+// window's position dim by dim instead of dividing a flat offset. Decision 14: the rounding of a bf16/f16 result at its store
 // disappears with the store, unless emulate_precision_casts asks for eager's roundings
 // or the cast is the op itself (`_to_copy`).
 #include <algorithm>
@@ -64,9 +65,14 @@ struct Inliner {
     BufferId out = producer.outputs[0];
     if (load.buffer != out) return std::nullopt;
     ir::Ranges r = ranges_of(consumer.ranges, consumer.reduction_ranges);
-    auto map = solve_injective(ir::store_index(producer, p.buffer(out)), producer.ranges, load.index, r);
-    COIL_ASSERT(map, "the dense buffer ", p.buffer(out).name, " has a store index that cannot be solved");
+    Expr store = ir::store_index(producer, p.buffer(out));
     int mask = load.args[0];
+    // Under a mask (padding, cat), the producer's point comes from the mask's bounds when
+    // they place the load in every dim, else from the remainders of the flat offset.
+    std::optional<VarMap> map;
+    if (mask >= 0) map = solve_under_mask(store, producer.ranges, load.index, r, mask_facts(b.body(), mask));
+    if (!map) map = solve_injective(store, producer.ranges, load.index, r);
+    COIL_ASSERT(map, "the dense buffer ", p.buffer(out).name, " has a store index that cannot be solved");
     auto reindex = [&](const Expr &e) {
       return ir::simplify(ir::substitute(e, [&](ir::VarId x) -> std::optional<Expr> {
                             if (x.id >= 0 && x.id < int(map->size())) return (*map)[size_t(x.id)];
@@ -74,8 +80,13 @@ struct Inliner {
                           }),
                           r);
     };
+    // The producer's loads read only under the mask, unless their index stays inside
+    // the buffer anyway (a per-channel weight): those need no mask and stay hoistable.
     auto mask_loads = [&](int, const Instr &inner) -> std::optional<int> {
       if (mask < 0) return std::nullopt;
+      ir::Interval at = ir::bounds(inner.index, r);
+      if (inner.indirect.empty() && at.lo >= 0 && at.hi < storage_extent(p.buffer(inner.buffer).type))
+        return std::nullopt;
       int m = inner.args[0] < 0 ? mask : b.binary(Op::LogicalAnd, mask, inner.args[0], DType::Bool);
       return b.masked_load(inner.buffer, inner.index, inner.dtype, m, 0);
     };

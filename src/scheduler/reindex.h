@@ -29,6 +29,26 @@ VarMap linearize(const Shape &from, const std::vector<int> &order, const Shape &
 std::optional<VarMap> solve_injective(const ir::Expr &store, const Shape &sizes, const ir::Expr &target,
                                       const ir::Ranges &target_ranges);
 
+/// lo <= e < hi wherever a load's mask is true: what a padded window or a cat tests.
+struct MaskFact {
+  ir::Expr e;
+  int64_t lo, hi;
+};
+
+/// The facts a mask value of `body` states: the bounds its comparisons of index values
+/// with constants put on them, through logical ands (a mask of another form states none).
+std::vector<MaskFact> mask_facts(const ir::Body &body, int mask);
+
+/// Solves store(v) = target like solve_injective, for a load that reads only where
+/// `facts` hold: target is split into one part per dim by its terms' coefficients
+/// (target = c + sum stride_k * part_k) and v_k = part_k, with no division, when every
+/// part lies in [0, size_k) under the ranges or a fact, so that the split is the only
+/// one. A padded window read from a fused producer indexes it by the window's position
+/// and not by the remainders of a flat offset. Nothing when a part cannot be shown in
+/// range.
+std::optional<VarMap> solve_under_mask(const ir::Expr &store, const Shape &sizes, const ir::Expr &target,
+                                       const ir::Ranges &target_ranges, const std::vector<MaskFact> &facts);
+
 /// `n` with every variable replaced through `map` and the new iteration space; indices
 /// are simplified under it, and the output index is kept explicit.
 ir::Node rewrite_node(const ir::Node &n, const VarMap &map, Shape ranges, Shape reduction_ranges);

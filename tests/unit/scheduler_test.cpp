@@ -480,6 +480,72 @@ TEST(Reindex, SolveInjectiveInvertsATransposedStore) {
   EXPECT_FALSE(solve_injective(ir::Expr(ir::VarId{0}), {8, 16}, ir::Expr(ir::VarId{0}), r));  // ignores x1
 }
 
+// A 3x3 window of stride 2 and padding 1 over [8, 16, 16] (channel, h, w): where the
+// mask holds, the producer's point is the window's position, with no division.
+TEST(Reindex, SolveUnderMaskFollowsAPaddedWindow) {
+  using ir::Expr;
+  using ir::VarId;
+  ir::Ranges r = ranges_of({8, 8, 8}, {3, 3});  // c, oh, ow, then r0, r1
+  Expr store = Expr(VarId{0}) * 256 + Expr(VarId{1}) * 16 + Expr(VarId{2});
+  Expr h = Expr(VarId{1}) * 2 + Expr(VarId{3}) - 1, w = Expr(VarId{2}) * 2 + Expr(VarId{4}) - 1;
+  Expr target = Expr(VarId{0}) * 256 + h * 16 + w;
+  std::vector<MaskFact> facts = {{h, 0, 16}, {w, 0, 16}};
+  auto m = solve_under_mask(store, {8, 16, 16}, target, r, facts);
+  ASSERT_TRUE(m);
+  EXPECT_EQ((*m)[0], Expr(VarId{0}));
+  EXPECT_EQ((*m)[1], h);
+  EXPECT_EQ((*m)[2], w);
+  // Without the bound on w the split is not the only one (w = -1 is the previous row).
+  EXPECT_FALSE(solve_under_mask(store, {8, 16, 16}, target, r, {{h, 0, 16}}));
+  EXPECT_FALSE(solve_under_mask(store, {8, 16, 16}, target, r, {{h, 0, 16}, {w, -1, 16}}));
+  // With no mask at all, in-range parts need no fact.
+  Expr plain = Expr(VarId{0}) * 256 + Expr(VarId{1}) * 32 + Expr(VarId{2});
+  auto p = solve_under_mask(store, {8, 16, 16}, plain, r, {});
+  ASSERT_TRUE(p);
+  EXPECT_EQ((*p)[1], Expr(VarId{1}) * 2);
+}
+
+TEST(Reindex, MaskFactsReadTheComparisonsOfAnd) {
+  ir::BodyBuilder b;
+  ir::Expr h = ir::Expr(ir::VarId{1}) - 1;
+  int i = b.index(h, DType::I64);
+  int lo = b.binary(ir::Op::Ge, i, b.constant(0, DType::I64), DType::Bool);
+  int hi = b.binary(ir::Op::Lt, i, b.constant(16, DType::I64), DType::Bool);
+  int other = b.binary(ir::Op::Le, b.index(ir::Expr(ir::VarId{0}), DType::I64), b.constant(4, DType::I64), DType::Bool);
+  int mask = b.binary(ir::Op::LogicalAnd, b.binary(ir::Op::LogicalAnd, lo, hi, DType::Bool), other, DType::Bool);
+  std::vector<MaskFact> facts = mask_facts(b.body(), mask);
+  ASSERT_EQ(facts.size(), 2u);
+  auto of = [&](const ir::Expr &e) { return std::find_if(facts.begin(), facts.end(), [&](auto &f) { return f.e == e; }); };
+  ASSERT_NE(of(h), facts.end());
+  EXPECT_EQ(of(h)->lo, 0);
+  EXPECT_EQ(of(h)->hi, 16);
+  ASSERT_NE(of(ir::Expr(ir::VarId{0})), facts.end());
+  EXPECT_EQ(of(ir::Expr(ir::VarId{0}))->hi, 5);
+}
+
+// Batch norm and relu inlined into a padded max pool read the per-channel weights at the
+// channel itself, unmasked (they are in bounds anyway), not at a remainder of a division.
+TEST(SchedulerInline, PaddedWindowReadsItsProducerByPosition) {
+  Schedule s = run(R"(x: "f32[2, 4, 8, 8][256, 64, 8, 1]cpu", w: "f32[4][1]cpu")", R"(
+        view: "f32[4, 1, 1][1, 1, 1]cpu" = torch.ops.aten.view.default(w, [4, 1, 1])
+        mul: "f32[2, 4, 8, 8][256, 64, 8, 1]cpu" = torch.ops.aten.mul.Tensor(x, view)
+        relu: "f32[2, 4, 8, 8][256, 64, 8, 1]cpu" = torch.ops.aten.relu.default(mul)
+        max_pool2d_with_indices = torch.ops.aten.max_pool2d_with_indices.default(relu, [3, 3], [2, 2], [1, 1])
+        getitem: "f32[2, 4, 4, 4][64, 16, 4, 1]cpu" = max_pool2d_with_indices[0]
+        return (getitem,)
+)");
+  ASSERT_EQ(loop_kernels(s), 1) << explain(s);
+  bool found = false;
+  for (const ir::Node &n : s.ir.program.nodes)
+    for (const ir::Instr &i : n.body.instrs)
+      if (i.op == ir::Op::Load && s.ir.program.buffer(i.buffer).name == "w") {
+        found = true;
+        EXPECT_EQ(i.index, ir::Expr(ir::VarId{1})) << ir::str(i.index);
+        EXPECT_LT(i.args[0], 0) << "the weight's load is masked";
+      }
+  EXPECT_TRUE(found);
+}
+
 // The interpreter catches a kernel whose member reads a value its loop never computed
 // at that point: here the relu reads add's output transposed.
 TEST(ScheduleInterpreter, CatchesAReadOfAnotherPoint) {
