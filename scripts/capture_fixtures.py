@@ -2010,6 +2010,18 @@ def _tile_transpose_f64_i32(dev):
                                                             make([64, 40], i32), make([40, 64], i32)]
 
 
+# A cat along the rows of a vectorized row (ViT's class token before the patches, which are
+# the columns of a conv's output): the C++ dialect tests the row's mask once per vector, not
+# per lane, and computes what is the same in every lane as scalars.
+@fn_case("cat_rows_layernorm", "workload")
+def _cat_rows_layernorm(dev):
+    def fn(x, cls, pos, w, b):
+        t = x.flatten(2).transpose(1, 2)
+        t = torch.cat([cls.expand(x.shape[0], -1, -1), t], 1) + pos
+        return torch.nn.functional.layer_norm(t, [t.shape[-1]], w, b), t * 2
+    return fn, [make([2, 48, 8, 8]), make([1, 1, 48]), make([1, 65, 48]), make([48]), make([48])]
+
+
 # ---------------------------------------------------------------------------------------------
 # Registration (the order here is the order of --list and of the run)
 # ---------------------------------------------------------------------------------------------

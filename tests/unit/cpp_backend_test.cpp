@@ -10,6 +10,7 @@
 #include <cstring>
 #include <fstream>
 
+#include "codegen/cpp/cpp_codegen.h"
 #include "driver/compile.h"
 #include "frontend/parser.h"
 #include "io/compare.h"
@@ -228,6 +229,20 @@ TEST(CpuArtifact, IntegerDivisionByZeroIsAnError) {
   }
   b.ptr<int64_t>()[2] = 2;
   EXPECT_EQ(m.run({{"a", a}, {"b", b}})[0].ptr<int64_t>()[0], -4);
+}
+
+// A cat along the rows of a vectorized layer norm (a class token before the patches, read
+// as columns of their input): the row's mask is tested once per vector of 16 lanes and the
+// row index math is scalar, with no vector of int64 lanes; the outputs match eager.
+TEST(CpuCodegen, RowMaskIsTestedOncePerVector) {
+  std::filesystem::path dir = test::source_dir() / "tests" / "fixtures" / "cat_rows_layernorm";
+  Compilation c = compile_graph(frontend::parse_graph_file((dir / "graph.py").string()), sched::ScheduleOptions{});
+  std::string source = codegen::generate_cpp(c.schedule, codegen::CppOptions{});
+  EXPECT_NE(source.find(" ? coil_rt::strided<16>(in_ptr"), std::string::npos) << source;
+  EXPECT_NE(source.find(" ? Vec<float, 16>::loadu(in_ptr"), std::string::npos) << source;
+  EXPECT_EQ(source.find("Vec<int64_t, 16>"), std::string::npos) << source;
+  EXPECT_EQ(source.find("generate("), std::string::npos) << source;
+  expect_matches_eager(dir);
 }
 
 // var_mean of 2^20 values of mean 1e4 and spread 1, where a float Welford or a naive sum

@@ -171,22 +171,69 @@ std::string KernelEmitter::vector_load(const Instr &i, const std::vector<std::st
   if (i.indirect.empty() && i.args[0] < 0) {
     if (auto tile = tiles_.find(forward_key(i.buffer, i.index)); tile != tiles_.end())
       return contiguous_load(tile->second + " + " + tile_position_, t, false);
-    ir::AccessFact f = ir::access_of(i.index, vvar_, ranges_);
-    if (f.kind == ir::Access::Broadcast) {
+    if (ir::access_of(i.index, vvar_, ranges_).kind == ir::Access::Broadcast) {
       int lanes = std::exchange(vlanes_, 0);
       std::string scalar = def(value_type(t), from_storage(ptr + "[" + index(i.index) + "]", t));
       vlanes_ = lanes;
       return type + "(" + scalar + ")";
     }
-    if (f.kind == ir::Access::Contiguous) return contiguous_load(ptr + " + " + offset(i.index), t, aligned(i.buffer, i.index));
+    return vector_load_expr(i);
   }
-  // Lane by lane: strided and irregular indices, indices read from data, masked loads.
+  if (i.indirect.empty() && uniform_.size() > size_t(i.args[0]) && uniform_[size_t(i.args[0])]) {
+    Instr whole = i;
+    whole.args[0] = -1;
+    return "(" + uniform_scalars_[size_t(i.args[0])] + " ? " + vector_load_expr(whole) + " : " + type + "(" +
+           literal(i.value, t) + "))";
+  }
+  // Lane by lane: irregular indices, indices read from data, masks that differ by lane.
   lane_index_ = true;
   std::string at = element_index(i, [&](int arg) { return v[size_t(arg)] + "[l]"; });
   lane_index_ = false;
   std::string value = from_storage(ptr + "[" + at + "]", t);
   if (i.args[0] >= 0) value = v[size_t(i.args[0])] + "[l] ? " + value + " : " + literal(i.value, t);
   return type + "::generate([&](int l) { return " + value + "; })";
+}
+
+std::string KernelEmitter::vector_load_expr(const Instr &i) {
+  DType t = i.dtype;
+  std::string type = vt(t), ptr = names_.at(i.buffer);
+  ir::AccessFact f = ir::access_of(i.index, vvar_, ranges_);
+  switch (f.kind) {
+    case ir::Access::Broadcast: return type + "(" + from_storage(ptr + "[" + index(i.index) + "]", t) + ")";
+    case ir::Access::Contiguous: return contiguous_load(ptr + " + " + offset(i.index), t, aligned(i.buffer, i.index));
+    case ir::Access::Affine:
+      if (from_storage("v", t) == "v")  // stored as computed: a gather of the elements themselves
+        return "coil_rt::strided<" + std::to_string(vlanes_) + ">(" + ptr + " + " + offset(i.index) + ", " +
+               std::to_string(f.stride) + ")";
+      break;
+    case ir::Access::Irregular: break;
+  }
+  lane_index_ = true;
+  std::string at = index(i.index);
+  lane_index_ = false;
+  return type + "::generate([&](int l) { return " + from_storage(ptr + "[" + at + "]", t) + "; })";
+}
+
+std::vector<bool> KernelEmitter::uniform_values(const ir::Body &body) const {
+  std::vector<bool> u(body.instrs.size(), false);
+  for (size_t k = 0; k < body.instrs.size(); ++k) {
+    const Instr &i = body.instrs[k];
+    switch (i.op) {
+      case Op::Constant: u[k] = true; break;
+      case Op::Index: u[k] = ir::access_of(i.index, vvar_, ranges_).kind == ir::Access::Broadcast; break;
+      case Op::Load:
+        if (auto f = forwarded(i.buffer, i.index); f && i.indirect.empty() && i.args[0] < 0)
+          u[k] = !vector_values_.count(*f);  // a row's value that an earlier pass computed
+        else
+          u[k] = i.indirect.empty() && (i.args[0] < 0 || u[size_t(i.args[0])]) &&
+                 ir::access_of(i.index, vvar_, ranges_).kind == ir::Access::Broadcast;
+        break;
+      default:
+        u[k] = true;
+        for (int a = 0; a < ir::op_arity(i.op); ++a) u[k] = u[k] && u[size_t(i.args[size_t(a)])];
+    }
+  }
+  return u;
 }
 
 std::string KernelEmitter::contiguous_load(const std::string &at, DType t, bool is_aligned) const {
@@ -316,10 +363,36 @@ std::string KernelEmitter::load(const ir::Body &body, const Instr &i, const std:
 
 std::vector<std::string> KernelEmitter::emit_body(const ir::Body &body) {
   std::vector<std::string> v(body.instrs.size());
+  uniform_ = vlanes_ ? uniform_values(body) : std::vector<bool>{};
+  uniform_scalars_.assign(uniform_.size(), "");
   std::vector<std::string> keys = row_cache_.empty() ? std::vector<std::string>{} : structural_keys(body);
   for (size_t k = 0; k < body.instrs.size(); ++k) {
     const Instr &i = body.instrs[k];
     std::string type = vt(i.dtype), rhs;
+    // A value the same in every lane (a row's index, a mask of whole rows, a row's
+    // statistic) is computed once as a scalar and splatted where vectors use it.
+    if (!uniform_.empty() && uniform_[k]) {
+      std::string &scalar = uniform_scalars_[k];
+      int lanes = std::exchange(vlanes_, 0);
+      switch (i.op) {
+        case Op::Constant: scalar = literal(i.value, i.dtype); break;
+        case Op::Load:
+          if (auto f = forwarded(i.buffer, i.index); f && i.indirect.empty() && i.args[0] < 0) scalar = *f;
+          else scalar = def(value_type(i.dtype), load(body, i, uniform_scalars_));
+          break;
+        case Op::Index: scalar = def(value_type(i.dtype), cpp_cast(index(i.index), DType::I64, i.dtype)); break;
+        default: {
+          std::vector<std::string> args;
+          for (int a = 0; a < ir::op_arity(i.op); ++a) args.push_back(uniform_scalars_[size_t(i.args[size_t(a)])]);
+          DType in = i.op == Op::Where ? i.dtype : body.at(i.args[0]).dtype;
+          scalar = def(value_type(i.dtype), cpp_op(i.op, in, i.dtype, args, 0));
+        }
+      }
+      vlanes_ = lanes;
+      if (i.op == Op::Constant) v[k] = vector_literal(i.value, i.dtype, vlanes_);
+      continue;  // splatted when a vector uses it
+    }
+    splat_operands(body, i, v);
     const RowCache *cache = nullptr;
     if (!keys.empty())
       if (auto it = row_cache_.find(keys[k]); it != row_cache_.end()) cache = &it->second;
@@ -368,7 +441,19 @@ std::vector<std::string> KernelEmitter::emit_body(const ir::Body &body) {
       w_.line(vlanes_ ? v[k] + ".storeu(" + cache->name + " + " + at + ");" : cache->name + "[" + at + "] = " + v[k] + ";");
     }
   }
+  for (int r : body.results) splat(body, r, v);
   return v;
+}
+
+void KernelEmitter::splat(const ir::Body &body, int value, std::vector<std::string> &v) {
+  if (v[size_t(value)].empty()) v[size_t(value)] = as_vector(uniform_scalars_[size_t(value)], body.at(value).dtype);
+}
+
+void KernelEmitter::splat_operands(const ir::Body &body, const Instr &i, std::vector<std::string> &v) {
+  if (uniform_.empty()) return;
+  for (int a : i.args)
+    if (a >= 0) splat(body, a, v);
+  for (int a : i.indirect) splat(body, a, v);
 }
 
 // ---- values passed from one pass over a row to a later one --------------------------------

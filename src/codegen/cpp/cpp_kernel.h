@@ -89,8 +89,18 @@ class KernelEmitter {
   bool aligned(BufferId b, const Expr &index) const;
 
   /// The vector of a load in a vector loop: contiguous loads are one vector load,
-  /// broadcast ones one scalar load splatted, the rest lane by lane.
+  /// broadcast ones one scalar load splatted, strided ones a gather, the rest lane by
+  /// lane. A mask that is the same in every lane (a cat along an outer dim, padding
+  /// rows) chooses between the whole vector and the fill once, not lane by lane.
   std::string vector_load(const Instr &i, const std::vector<std::string> &v);
+  /// The same for an unmasked direct load, as one expression that defines nothing (it
+  /// may sit under a condition).
+  std::string vector_load_expr(const Instr &i);
+  /// Whether each value of `body` is the same in every lane of the vector loop.
+  std::vector<bool> uniform_values(const ir::Body &body) const;
+  /// The vector of a uniform value, splatted from its scalar when first used as one.
+  void splat(const ir::Body &body, int value, std::vector<std::string> &v);
+  void splat_operands(const ir::Body &body, const Instr &i, std::vector<std::string> &v);
 
   /// One vector of dtype t from `at` onwards, widened from bf16/f16 storage.
   std::string contiguous_load(const std::string &at, DType t, bool is_aligned) const;
@@ -316,6 +326,8 @@ class KernelEmitter {
   bool vector_start_aligned_ = false;  // the loop starts at 0 (not at a thread's chunk)
   bool lane_index_ = false;            // indices are printed for lane l: vvar_ is (x + l)
   std::set<std::string> vector_values_;  // tmps that hold vectors
+  std::vector<bool> uniform_;            // of the body being emitted: the values equal in every lane
+  std::vector<std::string> uniform_scalars_;  // and the scalar of each
   int row_scope_ = -1;  // the scope of one row (one block of rows when tiled)
   std::map<std::string, std::string> tiles_;  // transposed load (forward key) -> its tile, in a vector tile
   std::string tile_position_;                 // the element of a tile that a vector tile's lane 0 reads
