@@ -1261,6 +1261,21 @@ def _convolution_more(dev):
                 make([3, 2, 2, 2], f64), make([1, 2, 5, 5], bf16), make([3, 2, 3, 3], bf16)]
 
 
+@op_case("convolution_few_channels", [A.convolution.default, A.relu.default, A.hardtanh.default, A.add.Tensor],
+         ("odd", "noncontig"))
+def _convolution_few_channels(dev):
+    """Convolutions on few channels, the kind oneDNN runs fast only in blocked layouts: a
+    ResNet stem (3 -> 8 channels, 7x7, stride 2) with bias and relu, the same on a
+    channels-last input, and a 3x3 on 8 channels with a residual add and relu."""
+    def fn(x, w, b, x4, xr, wr, br, res):
+        c = A.convolution.default
+        return (A.relu.default(c(x, w, b, [2, 2], [3, 3], [1, 1], False, [0, 0], 1)),
+                A.hardtanh.default(c(x4.permute(0, 3, 1, 2), w, b, [2, 2], [3, 3], [1, 1], False, [0, 0], 1), 0.0, 6.0),
+                A.relu.default(A.add.Tensor(c(xr, wr, br, [1, 1], [1, 1], [1, 1], False, [0, 0], 1), res)))
+    return fn, [make([2, 3, 21, 18]), make([8, 3, 7, 7]), make([8]), make([2, 13, 11, 3]), make([2, 8, 9, 7]),
+                make([16, 8, 3, 3]), make([16]), make([2, 16, 9, 7])]
+
+
 @op_case("max_pool2d", [A.max_pool2d_with_indices.default], ("odd",))
 def _max_pool2d(dev):
     def fn(x, x3, xi):

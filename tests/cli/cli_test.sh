@@ -84,6 +84,21 @@ expect run-profile-ref 0 "cpp.profile times compiled kernels: use --device cpu" 
   "$coil" run $sm/graph.py --inputs $sm/inputs.safetensors --set cpp.profile=1
 out=$("$coil" run $sm/graph.py --device cpu --inputs $sm/inputs.safetensors 2>&1)
 if [[ $out != *"calls  total ms"* ]]; then echo "ok   run-no-profile"; else echo "FAIL run-no-profile"; failures=$((failures + 1)); fi
+# A convolution on 3 channels runs in oneDNN's blocked layouts, between reorders, with a jit
+# kernel, not gemm (coil/onednn.h); where coil calls oneDNN and the CPU has AVX2 at least.
+fc=tests/fixtures/op_convolution_few_channels
+if "$coil" compile $fc/graph.py --out "$tmp/fc" --explain 2>&1 | grep -q "extern library: oneDNN convolution" &&
+  grep -qw avx2 /proc/cpuinfo; then
+  out=$(ONEDNN_VERBOSE=1 "$coil" run $fc/graph.py --device cpu --inputs $fc/inputs.safetensors \
+    --expect $fc/expected.safetensors 2>&1)
+  stem=$(grep "exec,cpu,convolution,.*mb2_ic3oc8_ih21" <<<"$out")
+  if [[ $out == *PASS* && $stem == *"convolution,jit:"* && $out == *"exec,cpu,reorder,"* ]]; then
+    echo "ok   run-onednn-blocked"
+  else
+    echo "FAIL run-onednn-blocked: $stem"
+    failures=$((failures + 1))
+  fi
+fi
 # The Triton dialect: sources, host program and cubins without a GPU; the kernels under
 # Triton's interpreter; a clean error where no GPU is.
 expect compile-cuda 0 "1 Triton kernel, 0 extern calls, arena 0 bytes, 1 cubins for sm_90" -- \

@@ -62,6 +62,27 @@ class OneDnn : public testing::Test {
     return !libraries.empty() && libraries[0] == "a plain loop (coil was built without oneDNN)";
   }
 
+  // Compiles fixture `name` and runs it on 4 threads at once, 20 times each: every call
+  // gives the bytes of a call alone.
+  void expect_concurrent_calls_agree(const std::string &name) {
+    compile(name);
+    CpuModule module(build_cpu(c_.schedule).so_path);
+    TensorList in = read_safetensors((fixture(name) / "inputs.safetensors").string());
+    std::vector<HostTensor> first = module.run(in);
+    std::vector<std::thread> threads;
+    std::vector<int> differ(4, 0);
+    for (int t = 0; t < 4; ++t)
+      threads.emplace_back([&, t] {
+        for (int i = 0; i < 20; ++i) {
+          std::vector<HostTensor> out = module.run(in);
+          for (size_t k = 0; k < out.size(); ++k)
+            differ[size_t(t)] += std::memcmp(out[k].data.data(), first[k].data.data(), first[k].data.size()) != 0;
+        }
+      });
+    for (auto &t : threads) t.join();
+    for (int t = 0; t < 4; ++t) EXPECT_EQ(differ[size_t(t)], 0) << name << ", thread " << t;
+  }
+
   Compilation c_;
 };
 
@@ -132,6 +153,26 @@ TEST_F(OneDnn, EveryKindOfPostOp) {
   run_and_compare("op_mm_epilogues");
 }
 
+// Convolutions on few channels, which oneDNN runs fast only in blocked layouts
+// (coil/onednn.h reorders into and out of them): a ResNet stem (3 -> 8 channels, 7x7,
+// stride 2) with bias and relu, the same on a channels-last input, and a 3x3 with a
+// residual add as a binary post-op, its operand in the caller's layout.
+TEST_F(OneDnn, FewChannelConvolutionsInBlockedLayouts) {
+  auto libraries = compile("op_convolution_few_channels");
+  if (without_onednn(libraries)) GTEST_SKIP() << "coil was built without oneDNN";
+  EXPECT_EQ(libraries, (std::vector<std::string>{
+                           "oneDNN convolution (post-ops: relu)",
+                           "oneDNN convolution (post-ops: clip(0, 6))",
+                           "oneDNN convolution (post-ops: add a_7[2, 16, 9, 7], relu)",
+                       }));
+  std::string source = run_and_compare("op_convolution_few_channels");
+  EXPECT_TRUE(contains(source, "{dnnl_f32, 4, {8, 3, 7, 7}, {147, 49, 7, 1}}")) << "plain weights: " << source;
+}
+
+// The blocked copies of src, weights and dst belong to the calling thread: concurrent
+// calls of one module give the same bytes as a call alone.
+TEST_F(OneDnn, ConcurrentCallsInBlockedLayouts) { expect_concurrent_calls_agree("op_convolution_few_channels"); }
+
 // What oneDNN does not take runs as the plain loop, and the layout line says why.
 TEST_F(OneDnn, ExactReasonsForPlainLoops) {
   auto mm = compile("op_mm");
@@ -167,24 +208,7 @@ TEST_F(OneDnn, PlainLoopsRunTheEpilogue) {
 }
 
 // Concurrent calls of one module share its primitives (coil/artifact.h: calls are safe).
-TEST_F(OneDnn, ConcurrentCallsOnOneModule) {
-  compile("op_mm_epilogues");
-  CpuModule module(build_cpu(c_.schedule).so_path);
-  TensorList in = read_safetensors((fixture("op_mm_epilogues") / "inputs.safetensors").string());
-  std::vector<HostTensor> first = module.run(in);
-  std::vector<std::thread> threads;
-  std::vector<int> differ(4, 0);
-  for (int t = 0; t < 4; ++t)
-    threads.emplace_back([&, t] {
-      for (int i = 0; i < 20; ++i) {
-        std::vector<HostTensor> out = module.run(in);
-        for (size_t k = 0; k < out.size(); ++k)
-          differ[size_t(t)] += std::memcmp(out[k].data.data(), first[k].data.data(), first[k].data.size()) != 0;
-      }
-    });
-  for (auto &t : threads) t.join();
-  for (int t = 0; t < 4; ++t) EXPECT_EQ(differ[size_t(t)], 0) << "thread " << t;
-}
+TEST_F(OneDnn, ConcurrentCallsOnOneModule) { expect_concurrent_calls_agree("op_mm_epilogues"); }
 
 }  // namespace
 }  // namespace coil
