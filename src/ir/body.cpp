@@ -1,6 +1,7 @@
 #include "ir/body.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <sstream>
 
@@ -156,8 +157,28 @@ int BodyBuilder::unary(Op op, int v, DType dtype) {
   return add(std::move(i));
 }
 
+// An int64 index value or constant as an index expression, when its numbers are small
+// enough that a sum or a product with another never overflows.
+static std::optional<Expr> small_index(const Instr &x) {
+  constexpr int64_t kSmall = int64_t(1) << 30;
+  if (x.dtype != DType::I64) return std::nullopt;
+  if (x.op == Op::Constant && x.value == std::floor(x.value) && std::fabs(x.value) < double(kSmall))
+    return Expr(int64_t(x.value));
+  if (x.op != Op::Index || std::llabs(x.index.constant()) >= kSmall) return std::nullopt;
+  for (const Term &t : x.index.terms())
+    if (std::llabs(t.coeff) >= kSmall || t.factors.size() != 1 || t.factors[0].kind() != AtomKind::Var) return std::nullopt;
+  return x.index;
+}
+
 int BodyBuilder::binary(Op op, int a, int b, DType dtype) {
   COIL_ASSERT(op_arity(op) == 2, op_name(op), " is not binary");
+  // Integer arithmetic of index values stays one index expression (arange's start + i *
+  // step, a causal mask's column - row), which the code generators see as affine.
+  if (dtype == DType::I64 && (op == Op::Add || op == Op::Sub || op == Op::Mul)) {
+    auto x = small_index(body_.at(a)), y = small_index(body_.at(b));
+    if (x && y && !(x->as_constant() && y->as_constant()) && (op != Op::Mul || x->as_constant() || y->as_constant()))
+      return index(op == Op::Add ? *x + *y : op == Op::Sub ? *x - *y : *x * *y, DType::I64);
+  }
   Instr i;
   i.op = op;
   i.dtype = dtype;

@@ -6,6 +6,7 @@
 
 #include <sys/mman.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -243,6 +244,42 @@ TEST(CpuCodegen, RowMaskIsTestedOncePerVector) {
   EXPECT_EQ(source.find("Vec<int64_t, 16>"), std::string::npos) << source;
   EXPECT_EQ(source.find("generate("), std::string::npos) << source;
   expect_matches_eager(dir);
+}
+
+// A causal softmax: the mask column >= row + 1 compares lane offsets in 32 bits with the
+// row's bound (no vector of int64 lanes), and rows that are mostly -inf match eager.
+TEST(CpuCodegen, CausalMaskComparesLaneOffsets) {
+  Graph g = frontend::parse_graph(R"(class GraphModule(torch.nn.Module):
+    def forward(self, x: "f32[4, 64, 64][4096, 64, 1]cpu"):
+        iota: "i64[64][1]cpu" = torch.ops.prims.iota.default(64, start = 0, step = 1, dtype = torch.int64, device = device(type='cpu'), requires_grad = False)
+        unsqueeze: "i64[1, 64][64, 1]cpu" = torch.ops.aten.unsqueeze.default(iota, 0)
+        unsqueeze_1: "i64[64, 1][1, 1]cpu" = torch.ops.aten.unsqueeze.default(iota, 1)
+        sub: "i64[64, 64][64, 1]cpu" = torch.ops.aten.sub.Tensor(unsqueeze, unsqueeze_1)
+        ge: "b8[64, 64][64, 1]cpu" = torch.ops.aten.ge.Scalar(sub, 1)
+        scalar_tensor: "f32[][]cpu" = torch.ops.aten.scalar_tensor.default(-inf, dtype = torch.float32, layout = torch.strided, device = device(type='cpu'))
+        masked_fill: "f32[4, 64, 64][4096, 64, 1]cpu" = torch.ops.aten.where.self(ge, scalar_tensor, x)
+        _softmax: "f32[4, 64, 64][4096, 64, 1]cpu" = torch.ops.aten._softmax.default(masked_fill, -1, False)
+        return (_softmax,)
+)",
+                                  "test.py");
+  Compilation c = compile_graph(g, sched::ScheduleOptions{});
+  std::string source = codegen::generate_cpp(c.schedule, codegen::CppOptions{});
+  EXPECT_NE(source.find("coil_rt::lane_steps<16>(1) >= Vec<int32_t, 16>(coil_rt::offset32("), std::string::npos) << source;
+  EXPECT_EQ(source.find("Vec<int64_t, 16> >="), std::string::npos) << source;
+  HostTensor x = HostTensor::zeros(DType::F32, {4, 64, 64});
+  for (int64_t i = 0; i < x.numel(); ++i) x.ptr<float>()[i] = float((i * 37) % 101) / 17.0f - 3.0f;
+  auto out = CpuModule(build_cpu(c.schedule).so_path).run({{"x", x}});
+  for (int64_t m = 0; m < 4; ++m)
+    for (int64_t r = 0; r < 64; ++r) {
+      const float *row = x.ptr<float>() + (m * 64 + r) * 64;
+      double top = -INFINITY, sum = 0;
+      for (int64_t k = 0; k <= r; ++k) top = std::max(top, double(row[k]));
+      for (int64_t k = 0; k <= r; ++k) sum += std::exp(double(row[k]) - top);
+      for (int64_t k = 0; k < 64; ++k) {
+        double want = k <= r ? std::exp(double(row[k]) - top) / sum : 0.0;
+        ASSERT_NEAR(out[0].ptr<float>()[(m * 64 + r) * 64 + k], want, 1e-6) << m << " " << r << " " << k;
+      }
+    }
 }
 
 // var_mean of 2^20 values of mean 1e4 and spread 1, where a float Welford or a naive sum

@@ -63,6 +63,26 @@ TEST(Body, BuilderMergesIdenticalValues) {
   EXPECT_EQ(b.body().instrs.size(), 3u);
 }
 
+// Integer arithmetic of index values is one index expression: arange's start + i * step
+// and a causal mask's column - row, which the code generators then see as affine.
+TEST(Body, IndexArithmeticFoldsIntoOneIndex) {
+  BodyBuilder b;
+  int col = b.binary(Op::Add, b.constant(0, DType::I64),
+                     b.binary(Op::Mul, b.index(Expr(VarId{1}), DType::I64), b.constant(1, DType::I64), DType::I64),
+                     DType::I64);
+  int d = b.binary(Op::Sub, col, b.index(Expr(VarId{0}), DType::I64), DType::I64);
+  ASSERT_EQ(b.body().at(d).op, Op::Index);
+  EXPECT_EQ(b.body().at(d).index, Expr(VarId{1}) - Expr(VarId{0}));
+  // Not for other dtypes, products of two indices, or numbers that could overflow.
+  int i32 = b.binary(Op::Add, b.index(Expr(VarId{0}), DType::I32), b.constant(1, DType::I32), DType::I32);
+  EXPECT_EQ(b.body().at(i32).op, Op::Add);
+  int sq = b.binary(Op::Mul, b.index(Expr(VarId{0}), DType::I64), b.index(Expr(VarId{0}), DType::I64), DType::I64);
+  EXPECT_EQ(b.body().at(sq).op, Op::Mul);
+  int big = b.binary(Op::Mul, b.index(Expr(VarId{0}), DType::I64), b.constant(double(int64_t(1) << 40), DType::I64),
+                     DType::I64);
+  EXPECT_EQ(b.body().at(big).op, Op::Mul);
+}
+
 TEST(LoopIr, PrintsBuffersNodesAndBodies) {
   std::string text = str(relu_chain());
   EXPECT_NE(text.find("x: f32[2, 3][3, 1]cpu  input"), std::string::npos) << text;

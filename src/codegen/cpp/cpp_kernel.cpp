@@ -5,6 +5,7 @@
 #include "codegen/cpp/cpp_kernel.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <utility>
 
 #include "codegen/common/access.h"
@@ -417,7 +418,8 @@ std::vector<std::string> KernelEmitter::emit_body(const ir::Body &body) {
         std::vector<std::string> args;
         for (int a = 0; a < ir::op_arity(i.op); ++a) args.push_back(v[size_t(i.args[size_t(a)])]);
         DType in = i.op == Op::Where ? i.dtype : body.at(i.args[0]).dtype;
-        rhs = cpp_op(i.op, in, i.dtype, args, vlanes_);
+        auto compared = vlanes_ ? lane_compare(body, i) : std::nullopt;
+        rhs = compared ? *compared : cpp_op(i.op, in, i.dtype, args, vlanes_);
         if (rhs == args[0]) {  // a cast that changes nothing in C++
           v[k] = rhs;
           continue;
@@ -443,6 +445,33 @@ std::vector<std::string> KernelEmitter::emit_body(const ir::Body &body) {
   }
   for (int r : body.results) splat(body, r, v);
   return v;
+}
+
+std::optional<std::string> KernelEmitter::lane_compare(const ir::Body &body, const Instr &i) const {
+  static const std::map<Op, std::pair<std::string, Op>> kCompare = {  // C++ operator, the one with sides swapped
+      {Op::Lt, {"<", Op::Gt}}, {Op::Le, {"<=", Op::Ge}}, {Op::Gt, {">", Op::Lt}},
+      {Op::Ge, {">=", Op::Le}}, {Op::Eq, {"==", Op::Eq}}, {Op::Ne, {"!=", Op::Ne}}};
+  auto cmp = kCompare.find(i.op);
+  if (cmp == kCompare.end()) return std::nullopt;
+  auto moving = [&](int x) -> std::optional<ir::AccessFact> {
+    const Instr &m = body.at(x);
+    if (m.op != Op::Index || m.dtype != DType::I64) return std::nullopt;
+    ir::AccessFact f = ir::access_of(m.index, vvar_, ranges_);
+    if (f.kind != ir::Access::Contiguous && f.kind != ir::Access::Affine) return std::nullopt;
+    if (std::llabs(f.stride) * vlanes_ >= (int64_t(1) << 30)) return std::nullopt;
+    return f;
+  };
+  auto fixed = [&](int x) { return uniform_[size_t(x)] && body.at(x).dtype == DType::I64; };
+  int index_arg = i.args[0], value_arg = i.args[1];
+  std::string op = cmp->second.first;
+  if (!(moving(index_arg) && fixed(value_arg))) {
+    if (!(moving(value_arg) && fixed(index_arg))) return std::nullopt;
+    std::swap(index_arg, value_arg);
+    op = kCompare.at(cmp->second.second).first;
+  }
+  std::string lanes = std::to_string(vlanes_);
+  return "coil_rt::lane_steps<" + lanes + ">(" + std::to_string(moving(index_arg)->stride) + ") " + op + " Vec<int32_t, " +
+         lanes + ">(coil_rt::offset32(" + uniform_scalars_[size_t(value_arg)] + ", " + index(body.at(index_arg).index) + "))";
 }
 
 void KernelEmitter::splat(const ir::Body &body, int value, std::vector<std::string> &v) {
