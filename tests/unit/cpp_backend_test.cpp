@@ -282,6 +282,46 @@ TEST(CpuCodegen, CausalMaskComparesLaneOffsets) {
     }
 }
 
+// The vector bf16 rounding (round_bf16, store_bf16) against the scalar one, bit for bit:
+// vectors of normal numbers only, and vectors with denormals, infinities, NaNs and ties.
+TEST(CpuCodegen, VectorBf16RoundingMatchesScalar) {
+  const char *source = R"(#include "coil/prelude.h"
+extern "C" int mismatches(const float *x, int n) {
+  int bad = 0;
+  for (int i = 0; i + 16 <= n; i += 16) {
+    coil_rt::Vec<float, 16> v = coil_rt::Vec<float, 16>::loadu(x + i), r = coil_rt::round_bf16(v);
+    uint16_t stored[16];
+    coil_rt::store_bf16(stored, v);
+    for (int l = 0; l < 16; ++l) {
+      uint16_t want = coil_rt::f32_to_bf16(x[i + l]);
+      float rounded = r[l];
+      uint32_t bits;
+      std::memcpy(&bits, &rounded, 4);
+      bad += bits != uint32_t(want) << 16 || stored[l] != want;
+    }
+  }
+  return bad;
+}
+)";
+  std::vector<uint32_t> bits;
+  uint64_t state = 7;
+  auto next = [&] { return uint32_t((state = state * 6364136223846793005ULL + 1442695040888963407ULL) >> 32); };
+  for (int i = 0; i < 16 * 4096; ++i) {  // normal numbers: exponent 1..254
+    uint32_t b = next();
+    uint32_t e = (b >> 23) & 0xffu;
+    bits.push_back(e == 0 || e == 255 ? (b & 0x807fffffu) | 0x3f800000u : b);
+  }
+  const uint32_t special[] = {0x00000000u, 0x80000000u, 0x00000001u, 0x807fffffu, 0x00408000u, 0x7f800000u,
+                              0xff800000u, 0x7fc00000u, 0xffc12345u, 0x7f800001u, 0x3f808000u, 0x3f818000u,
+                              0x7f7fffffu, 0x00800000u, 0x3f7fffffu, 0x4049fdb0u};
+  for (int i = 0; i < 16 * 256; ++i) bits.push_back(i % 16 < 8 ? special[(i / 16 + i) % 16] : next());
+  std::vector<float> x(bits.size());
+  std::memcpy(x.data(), bits.data(), bits.size() * 4);
+  std::string so = build_shared_object({source, {}, "bf16_rounding", std::nullopt});
+  SharedLibrary lib(so);
+  EXPECT_EQ(lib.symbol<int (*)(const float *, int)>("mismatches")(x.data(), int(x.size())), 0);
+}
+
 // var_mean of 2^20 values of mean 1e4 and spread 1, where a float Welford or a naive sum
 // of squares loses the variance: within 1e-5 relative of float64.
 TEST(CpuReductions, VarianceOfLargeOffsetData) {
