@@ -82,7 +82,8 @@ std::optional<VarMap> solve_injective(const Expr &store, const Shape &sizes, con
                                       const ir::Ranges &target_ranges) {
   auto form = injective_strides(store, sizes);
   if (!form) return std::nullopt;
-  const auto &[stride, dims] = *form;
+  const std::vector<int64_t> &stride = form->first;
+  const std::vector<int> &dims = form->second;
   Expr shifted = target - Expr(store.constant());
   VarMap out(sizes.size(), Expr(0));
   for (int d : dims)
@@ -131,7 +132,8 @@ std::optional<VarMap> solve_under_mask(const Expr &store, const Shape &sizes, co
                                        const ir::Ranges &target_ranges, const std::vector<MaskFact> &facts) {
   auto form = injective_strides(store, sizes);
   if (!form) return std::nullopt;
-  const auto &[stride, dims] = *form;
+  const std::vector<int64_t> &stride = form->first;
+  const std::vector<int> &dims = form->second;
   // Each term goes to the dim of the largest stride that divides its coefficient.
   VarMap part(sizes.size(), Expr(0));
   for (const ir::Term &t : target.terms()) {
