@@ -57,6 +57,14 @@ Compilation compile_graph(Graph g, const sched::ScheduleOptions &o, const std::s
   return c;
 }
 
+CpuBuild build_for_cpu(const Compilation &c, const std::string &trace_dir) {
+  CpuBuild b = build_cpu(c.schedule);
+  dump(trace_dir, "kernel_plans.txt", codegen::plans_str(b.plans, c.schedule));
+  return b;
+}
+
+CpuBuild build_for_cpu(const Compilation &c) { return build_for_cpu(c, options::get_string("trace")); }
+
 Compilation compile_graph(Graph g) {
   return compile_graph(std::move(g), sched::ScheduleOptions::from_registry(), options::get_string("trace"));
 }

@@ -4,8 +4,9 @@
 //
 // Each stage's result is kept, and with a trace directory (the `trace` option,
 // COIL_TRACE) each is dumped as it is made: graph.txt, graph_after_passes.txt,
-// ir_pre_fusion.txt, ir_post_fusion.txt, memory_plan.txt. The code generators start from
-// `schedule`. Tests: tests/unit/scheduler_test.cpp, tests/cli/cli_test.sh.
+// ir_pre_fusion.txt, ir_post_fusion.txt, memory_plan.txt; then, for the CPU,
+// kernel_plans.txt (build_for_cpu). The code generators start from `schedule`. Tests:
+// tests/unit/scheduler_test.cpp, tests/unit/cpp_plan_test.cpp, tests/cli/cli_test.sh.
 #pragma once
 
 #include <filesystem>
@@ -14,6 +15,7 @@
 #include "graph/graph.h"
 #include "ir/loop_ir.h"
 #include "passes/passes.h"
+#include "runtime/cpu_module.h"
 #include "scheduler/scheduler.h"
 
 namespace coil {
@@ -31,6 +33,13 @@ Compilation compile_graph(Graph g, const sched::ScheduleOptions &o, const std::s
 
 /// The same with the options registry's values and its `trace` directory.
 Compilation compile_graph(Graph g);
+
+/// The back half for the CPU: plans, generates and builds the kernels of `c` (build_cpu),
+/// with the plans dumped to `trace_dir` (kernel_plans.txt) unless it is empty.
+CpuBuild build_for_cpu(const Compilation &c, const std::string &trace_dir);
+
+/// The same with the options registry's `trace` directory.
+CpuBuild build_for_cpu(const Compilation &c);
 
 /// Writes `text` to `path` through a temporary file renamed into place: a file written
 /// is whole or absent. A UserError naming the path when it cannot be written.

@@ -9,7 +9,7 @@
 #include <sstream>
 
 #include "frontend/lexer.h"
-#include "frontend/python_repr.h"
+#include "support/python_repr.h"
 #include "graph/registry.h"
 #include "graph/strides.h"
 

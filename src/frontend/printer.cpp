@@ -1,6 +1,6 @@
 #include "frontend/printer.h"
 
-#include "frontend/python_repr.h"
+#include "support/python_repr.h"
 #include "graph/registry.h"
 
 namespace coil::frontend {

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <sstream>
 
-#include "frontend/python_repr.h"
+#include "support/python_repr.h"
 #include "ir/scalar_math.h"
 #include "support/error.h"
 
@@ -204,11 +204,11 @@ std::string str(const Body &body, const std::function<std::string(BufferId)> &bu
     switch (i.op) {
       case Op::Load:
         rhs += " " + buffer_name(i.buffer) + "[" + str(i.index, var_name) + "]";
-        if (i.args[0] >= 0) rhs += " if %" + std::to_string(i.args[0]) + " else " + frontend::python_float_repr(i.value);
+        if (i.args[0] >= 0) rhs += " if %" + std::to_string(i.args[0]) + " else " + python_float_repr(i.value);
         for (size_t k = 0; k < i.indirect.size(); ++k)
           rhs += (k ? ", " : " with ") + var_name(indirect_var(int(k))) + " = %" + std::to_string(i.indirect[k]);
         break;
-      case Op::Constant: rhs += " " + frontend::python_float_repr(i.value); break;
+      case Op::Constant: rhs += " " + python_float_repr(i.value); break;
       case Op::Index: rhs += " " + str(i.index, var_name); break;
       default:
         for (int k = 0; k < op_arity(i.op); ++k) rhs += (k ? ", %" : " %") + std::to_string(i.args[size_t(k)]);

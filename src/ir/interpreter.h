@@ -1,7 +1,7 @@
 // The reference interpreter of the loop IR (DESIGN.md, decision 11): runs every node
 // of a Program naively, point by point, on the CPU. It checks lowering against PyTorch
 // eager before any code generator exists, and is what both dialects are compared with
-// when a kernel goes wrong. Tests: tests/unit/interpreter_test.cpp and the fixtures.
+// when a kernel goes wrong. Tests: tests/unit/reference_test.cpp (every fixture and example).
 #pragma once
 
 #include "io/host_tensor.h"

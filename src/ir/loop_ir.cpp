@@ -73,6 +73,14 @@ Expr offset_of(const std::vector<Expr> &index, const Shape &strides, int64_t sto
   return e;
 }
 
+Ranges ranges_of(const Shape &ranges, const Shape &reduction_ranges) {
+  Ranges r;
+  int v = 0;
+  for (int64_t s : ranges) r.set(VarId{v++}, s);
+  for (int64_t s : reduction_ranges) r.set(VarId{v++}, s);
+  return r;
+}
+
 Expr store_index(const Node &node, const Buffer &out) {
   if (!node.output_index.empty()) return offset_of(node.output_index, out.type.strides);
   std::vector<Expr> index;

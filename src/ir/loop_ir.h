@@ -106,6 +106,10 @@ Expr offset_of(const std::vector<Expr> &index, const Shape &strides, int64_t sto
 /// The store index of a node's output: its x vars laid out by the buffer's strides.
 Expr store_index(const Node &node, const Buffer &out);
 
+/// Ranges of a space whose variables are x0.. over `ranges` then the next ones over
+/// `reduction_ranges`: a node's or a kernel's loop variables.
+Ranges ranges_of(const Shape &ranges, const Shape &reduction_ranges = {});
+
 /// The largest number of elements a reduction or scan combines on the way to `b`
 /// (1 when none does): the comparison tolerance of an output grows with it.
 int64_t max_reduction_size(const Program &p, BufferId b);

@@ -4,7 +4,7 @@
 // with a table from op target to a lowering function. Lowering decides nothing about
 // fusion: every op writes its own buffer (views write none: they are index maps into
 // their base), and the scheduler later fuses and inlines. Tests: the reference
-// interpreter against PyTorch's outputs on every fixture (tests/unit/lowering_test.cpp).
+// interpreter against PyTorch's outputs on every fixture (tests/unit/reference_test.cpp).
 #pragma once
 
 #include <functional>

@@ -40,8 +40,8 @@ CpuBuild build_cpu(const sched::Schedule &s) {
                   "option cpp.vector_lanes is ", lanes, "; expected 0 or a power of two from 2 to 64");
   o.lanes = int(lanes);
   CpuBuild b;
-  b.source = codegen::generate_cpp(s, o);
-  b.layouts = codegen::kernel_layouts(s, o);
+  b.plans = codegen::plan_cpp(s, o, options::get_string("cpp.plan"));
+  b.source = codegen::generate_cpp(s, b.plans, o);
   if (options::get_bool("debug")) std::cerr << "coil: generated C++ (" << isa_name(isa) << "):\n" << b.source << "\n";
   SharedObjectRequest r;
   r.source = b.source;

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/cpp/cpp_plan.h"
 #include "io/host_tensor.h"
 #include "runtime/loader.h"
 #include "scheduler/scheduler.h"
@@ -19,13 +20,14 @@ namespace coil {
 struct CpuBuild {
   std::string source;   // the generated translation unit
   std::string so_path;  // the shared library in the cache
-  std::vector<std::string> layouts;  // per kernel: how the C++ dialect runs it
+  std::vector<codegen::CppKernelPlan> plans;  // per kernel: how the C++ dialect runs it
   bool cache_hit = false;
   double seconds = 0;   // generating and building (or finding) it
 };
 
-/// Generates the C++ of `s` for the selected ISA and builds it (cached), with each kernel
-/// timed when the option cpp.profile is on.
+/// Plans and generates the C++ of `s` for the selected ISA (the options cpp.isa,
+/// cpp.vector_lanes, cpp.prefault and cpp.plan's overrides) and builds it (cached), with
+/// each kernel timed when the option cpp.profile is on.
 CpuBuild build_cpu(const sched::Schedule &s);
 
 /// One kernel's row of a profiled module (coil_profile in coil/artifact.h).

@@ -11,14 +11,6 @@ namespace coil::sched {
 using ir::Expr;
 using ir::VarId;
 
-ir::Ranges ranges_of(const Shape &ranges, const Shape &reduction_ranges) {
-  ir::Ranges r;
-  int v = 0;
-  for (int64_t s : ranges) r.set(VarId{v++}, s);
-  for (int64_t s : reduction_ranges) r.set(VarId{v++}, s);
-  return r;
-}
-
 namespace {
 
 // The row-major linear index of `vars` over `sizes`.

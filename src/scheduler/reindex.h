@@ -13,9 +13,7 @@ namespace coil::sched {
 /// A variable map: entry i is node variable i as an expression of the target's variables.
 using VarMap = std::vector<ir::Expr>;
 
-/// Ranges of a space whose variables are x0.. over `ranges` then the next ones over
-/// `reduction_ranges`.
-ir::Ranges ranges_of(const Shape &ranges, const Shape &reduction_ranges = {});
+using ir::ranges_of;
 
 /// The variables of the row-major space `from`, visited in the dim order `order` (a
 /// permutation), as functions of the row-major space `to` with the same number of

@@ -72,6 +72,10 @@ std::vector<Entry> registered_entries() {
                  "lanes of the SIMD vectors of CPU kernels (a power of two up to 64); 0: the ISA's register of "
                  "floats, 16 on AVX-512 and 8 on AVX2"),
       string_option("cpp.compiler", "c++", "C++ compiler that builds CPU kernels"),
+      string_option("cpp.plan", "",
+                    "overrides of the C++ dialect's kernel plans, KERNEL.FIELD=VALUE separated by commas "
+                    "(kernel0.lanes=8,kernel1.strategy=rows_on_threads); fields: strategy, lanes, split, row_cache, "
+                    "prefault; kernel_plans.txt shows the plans"),
       bool_option("triton.autotune", false, "benchmark launch configurations of each Triton kernel, keep the fastest"),
       bool_option("triton.cudagraphs", false, "replay a compiled GPU graph's launches as one CUDA graph"),
       string_option("triton.python", "",

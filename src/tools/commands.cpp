@@ -202,7 +202,7 @@ int run_run(const std::vector<std::string> &all_args) {
     if (options::get_bool("cpp.profile")) std::cerr << "coil run: cpp.profile times compiled kernels: use --device cpu\n";
     outputs = ir::interpret(c.schedule.ir, inputs);
   } else {
-    CpuBuild build = build_cpu(c.schedule);
+    CpuBuild build = build_for_cpu(c);
     CpuModule module(build.so_path);
     outputs = module.run(inputs);
     if (bench > 0) {

@@ -4,7 +4,6 @@
 #include <fstream>
 #include <iostream>
 
-#include "codegen/cpp/cpp_extern.h"
 #include "driver/compile.h"
 #include "frontend/parser.h"
 #include <chrono>
@@ -125,7 +124,7 @@ int run_compile(const std::vector<std::string> &args) {
   if (device == "cuda") return compile_cuda(file, out, explain);
   Graph g = frontend::parse_graph_file(file);
   Compilation c = compile_graph(std::move(g), sched::ScheduleOptions::from_registry(), out);
-  CpuBuild build = build_cpu(c.schedule);
+  CpuBuild build = build_for_cpu(c, out);
   std::filesystem::path dir(out);
   write_file_atomically(dir / "graph.cpp", build.source);
   std::filesystem::copy_file(build.so_path, dir / "graph.so.tmp", std::filesystem::copy_options::overwrite_existing);
@@ -137,13 +136,13 @@ int run_compile(const std::vector<std::string> &args) {
     // decisions of the dialect, not of the scheduler.
     std::cout << "how the C++ dialect runs each kernel:\n";
     const ir::Program &p = c.schedule.ir.program;
-    for (size_t i = 0; i < build.layouts.size(); ++i) {
+    for (size_t i = 0; i < build.plans.size(); ++i) {
       const ir::Kernel &k = c.schedule.ir.kernels[i];
       if (k.kind == ir::KernelKind::Extern)
         std::cout << "  " << k.name << " (" << ir::extern_op_name(p.nodes[size_t(k.nodes[0])].extern_op)
-                  << ") extern library: " << codegen::extern_library(p, k) << "\n";
+                  << ") extern library: " << build.plans[i].library << "\n";
       else
-        std::cout << "  " << k.name << "  " << build.layouts[i] << "\n";
+        std::cout << "  " << k.name << "  " << codegen::describe(build.plans[i]) << "\n";
     }
   }
   int kernels = 0, externs = 0;

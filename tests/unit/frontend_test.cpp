@@ -5,7 +5,7 @@
 
 #include "frontend/parser.h"
 #include "frontend/printer.h"
-#include "frontend/python_repr.h"
+#include "support/python_repr.h"
 #include "graph/registry.h"
 
 namespace coil::frontend {

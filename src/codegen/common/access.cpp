@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstdlib>
 
-#include "scheduler/reindex.h"
 
 namespace coil::codegen {
 
@@ -26,7 +25,7 @@ bool any_direct_load(const ir::Program &p, const ir::Kernel &k, const std::funct
 bool loads_transposed_in_last_two_dims(const ir::Program &p, const ir::Kernel &k) {
   int n = int(k.ranges.size());
   if (n < 2 || k.ranges[size_t(n - 1)] < 16 || k.ranges[size_t(n - 2)] < 16) return false;
-  ir::Ranges ranges = sched::ranges_of(k.ranges, k.reduction_ranges);
+  ir::Ranges ranges = ir::ranges_of(k.ranges, k.reduction_ranges);
   return any_direct_load(p, k, [&](const ir::Instr &i) {
     ir::AccessFact last = ir::access_of(i.index, ir::VarId{n - 1}, ranges), prev = ir::access_of(i.index, ir::VarId{n - 2}, ranges);
     return last.kind != ir::Access::Contiguous && last.kind != ir::Access::Broadcast && prev.kind == ir::Access::Contiguous;
@@ -39,7 +38,7 @@ bool rows_contiguous_across_reduction(const ir::Program &p, const ir::Kernel &k)
   for (size_t d = 0; d < k.reduction_ranges.size(); ++d)
     if (k.reduction_ranges[d] > 1) rr = n + int(d);
   if (rr < 0) return false;
-  ir::Ranges ranges = sched::ranges_of(k.ranges, k.reduction_ranges);
+  ir::Ranges ranges = ir::ranges_of(k.ranges, k.reduction_ranges);
   return any_direct_load(p, k, [&](const ir::Instr &i) {
     ir::AccessFact fx = ir::access_of(i.index, ir::VarId{n - 1}, ranges), fr = ir::access_of(i.index, ir::VarId{rr}, ranges);
     return fx.kind == ir::Access::Contiguous && fr.kind != ir::Access::Contiguous;

@@ -28,11 +28,13 @@ struct CppOptions {
   int lanes = 0;          // lanes of a vector; 0: a register of floats (vector_bytes / 4)
 };
 
-/// The translation unit of `s`: kernels, arena layout and the C entry points.
-std::string generate_cpp(const sched::Schedule &s, const CppOptions &o = {});
+struct CppKernelPlan;
 
-/// Per kernel of `s`, in order: how the dialect runs it (threads, vector lanes and tails,
-/// tiles, the library of an extern call), the words of the `// layout:` line of its function.
-std::vector<std::string> kernel_layouts(const sched::Schedule &s, const CppOptions &o = {});
+/// The translation unit of `s`, each kernel printed as its plan says (cpp_plan.h: one
+/// plan per kernel, in order).
+std::string generate_cpp(const sched::Schedule &s, const std::vector<CppKernelPlan> &plans, const CppOptions &o = {});
+
+/// The same with the dialect's own plans.
+std::string generate_cpp(const sched::Schedule &s, const CppOptions &o = {});
 
 }  // namespace coil::codegen

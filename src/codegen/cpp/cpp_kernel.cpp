@@ -10,63 +10,21 @@
 
 #include "codegen/common/access.h"
 #include "codegen/cpp/cpp_extern.h"
-#include "scheduler/reindex.h"
 #include "support/error.h"
 
 namespace coil::codegen::detail {
 
-KernelEmitter::KernelEmitter(const ir::Program &p, const Kernel &k, const Storage &storage, const CppOptions &o,
+KernelEmitter::KernelEmitter(const ir::Program &p, const Kernel &k, const CppKernelPlan &plan, const Storage &storage,
                              Writer &w)
-    : p_(p),
-      k_(k),
-      storage_(storage),
-      w_(w),
-      ranges_(sched::ranges_of(k.ranges, k.reduction_ranges)),
-      kernel_lanes_(o.lanes ? o.lanes : o.vector_bytes / 4),
-      prefault_on_(o.prefault) {}
-
-std::string KernelEmitter::layout() const {
-  switch (k_.kind) {
-    case ir::KernelKind::Pointwise:
-      if (tile_last_two_dims()) {
-        if (tile_lanes() == 0) return "32x32 tiles of the last two dims (a load walks them transposed), omp simd in a tile";
-        std::string edges = k_.ranges[k_.ranges.size() - 1] % kTile || k_.ranges[k_.ranges.size() - 2] % kTile
-                                ? "; tiles at the edges in scalar code" : "";
-        return "32x32 tiles of the last two dims: " + std::to_string(transposed_loads().size()) +
-               " transposed load(s) copied into a tile first, transposed; rows of the tile in vectors of " +
-               std::to_string(tile_lanes()) + " lanes" + edges;
-      }
-      return "threads over the outer loops; " + simd_words(k_.ranges, int(0));
-    case ir::KernelKind::Reduction: {
-      if (tile_over_last_kept_dim())
-        return "rows in blocks of 64 lanes of " + var(VarId{int(k_.ranges.size()) - 1}) +
-               " (neighbouring rows are contiguous), omp simd across the lanes";
-      std::string scalar_passes;
-      for (const ir::Step &step : k_.steps)
-        for (int n : step.nodes) {
-          ir::ReduceOp op = p_.nodes[size_t(n)].reduce_op;
-          if (p_.nodes[size_t(n)].kind == ir::NodeKind::Reduction && (op == ir::ReduceOp::ArgMax || op == ir::ReduceOp::ArgMin))
-            scalar_passes = "; the pass of " + p_.nodes[size_t(n)].origin + " is scalar (first-index tie rule)";
-        }
-      std::string threads = checked_numel(k_.ranges) == 1 ? "the reduced elements split across threads, partials combined in order"
-                                                         : "threads over rows";
-      return threads + "; " + simd_words(k_.reduction_ranges, int(k_.ranges.size()), checked_numel(k_.ranges) == 1) +
-             scalar_passes;
-    }
-    case ir::KernelKind::Scan: return "threads over rows, each scanned in order";
-    case ir::KernelKind::Scatter: return "the copy, then the writes in order";
-    case ir::KernelKind::Extern: return extern_library(p_, k_);
-  }
-  return "";
-}
+    : p_(p), k_(k), plan_(plan), storage_(storage), w_(w), ranges_(ir::ranges_of(k.ranges, k.reduction_ranges)) {}
 
 void KernelEmitter::emit() {
   collect_params();
-  plan_prefault();
+  collect_prefault();
   std::string sig = "static void " + k_.name + "(";
   for (size_t i = 0; i < params_.size(); ++i) sig += param_decl(params_[i]) + ", ";
   sig += "coil_rt::Error &err)";
-  w_.line("// layout: " + layout());
+  w_.line("// layout: " + describe(plan_));
   w_.open(sig);
   switch (k_.kind) {
     case ir::KernelKind::Pointwise: emit_pointwise(); break;
@@ -76,21 +34,6 @@ void KernelEmitter::emit() {
     case ir::KernelKind::Extern: emit_extern_kernel(p_, k_, names_, w_); break;
   }
   w_.close();
-}
-
-std::string KernelEmitter::simd_words(const Shape &sizes, int first, bool chunks) const {
-  int inner = int(sizes.size()) - 1;
-  while (inner >= 0 && sizes[size_t(inner)] == 1) --inner;
-  if (inner < 0) return "one element, no loop";
-  std::string x = var(VarId{first + inner}), size = std::to_string(sizes[size_t(inner)]);
-  if (kernel_lanes_ == 0) return x + " (" + size + ") in scalar code under omp simd (the ISA has no vectors)";
-  int lanes = lanes_for(sizes);
-  if (lanes == 0)
-    return x + " (" + size + ") in scalar code under omp simd (shorter than a vector of " + std::to_string(kernel_lanes_) + ")";
-  int64_t tail = sizes[size_t(inner)] % lanes;
-  if (chunks && inner == 0) return x + " (" + size + ") in vectors of " + std::to_string(lanes) + " lanes, each thread's chunk with a scalar tail";
-  return x + " (" + size + ") in vectors of " + std::to_string(lanes) + " lanes" +
-         (tail ? ", a scalar tail of " + std::to_string(tail) : std::string(", no tail"));
 }
 
 // ---- parameters ------------------------------------------------------------------------
@@ -143,12 +86,6 @@ std::string KernelEmitter::as_vector(const std::string &value, DType t) {
   std::string v = def(vt(t), vt(t) + "(" + value + ")");
   splat_of_[v] = value;
   return v;
-}
-
-int KernelEmitter::lanes_for(const Shape &sizes) const {
-  for (auto it = sizes.rbegin(); it != sizes.rend(); ++it)
-    if (*it != 1) return kernel_lanes_ > 0 && *it >= kernel_lanes_ ? kernel_lanes_ : 0;
-  return 0;
 }
 
 bool KernelEmitter::aligned(BufferId b, const Expr &index) const {
@@ -366,7 +303,7 @@ std::vector<std::string> KernelEmitter::emit_body(const ir::Body &body) {
   std::vector<std::string> v(body.instrs.size());
   uniform_ = vlanes_ ? uniform_values(body) : std::vector<bool>{};
   uniform_scalars_.assign(uniform_.size(), "");
-  std::vector<std::string> keys = row_cache_.empty() ? std::vector<std::string>{} : structural_keys(body);
+  std::vector<std::string> keys = row_cache_.empty() ? std::vector<std::string>{} : structural_keys(p_, body, ranges_);
   for (size_t k = 0; k < body.instrs.size(); ++k) {
     const Instr &i = body.instrs[k];
     std::string type = vt(i.dtype), rhs;
@@ -394,9 +331,9 @@ std::vector<std::string> KernelEmitter::emit_body(const ir::Body &body) {
       continue;  // splatted when a vector uses it
     }
     splat_operands(body, i, v);
-    const RowCache *cache = nullptr;
+    const CppRowCache *cache = nullptr;
     if (!keys.empty())
-      if (auto it = row_cache_.find(keys[k]); it != row_cache_.end()) cache = &it->second;
+      if (auto it = row_cache_.find(keys[k]); it != row_cache_.end()) cache = it->second;
     if (cache && cache->step < step_index_) {  // computed by an earlier pass over this row
       std::string at = position();
       v[k] = def(type, vlanes_ ? type + "::loadu(" + cache->name + " + " + at + ")" : cache->name + "[" + at + "]");
@@ -487,58 +424,10 @@ void KernelEmitter::splat_operands(const ir::Body &body, const Instr &i, std::ve
 
 // ---- values passed from one pass over a row to a later one --------------------------------
 
-std::vector<std::string> KernelEmitter::structural_keys(const ir::Body &body) const {
-  std::vector<std::string> keys(body.instrs.size());
-  for (size_t k = 0; k < body.instrs.size(); ++k) {
-    const Instr &i = body.instrs[k];
-    std::string key = std::string(ir::op_name(i.op)) + ":" + std::string(short_name(i.dtype));
-    if (i.op == Op::Load) {
-      if (!i.indirect.empty() || i.args[0] >= 0) key += "#" + std::to_string(unshared_keys_++);  // never shared
-      key += "(" + p_.buffer(i.buffer).name + "[" + ir::str(ir::simplify(i.index, ranges_)) + "])";
-    } else if (i.op == Op::Constant) {
-      key += "(" + literal(i.value, i.dtype) + ")";
-    } else if (i.op == Op::Index) {
-      key += "(" + ir::str(ir::simplify(i.index, ranges_)) + ")";
-    } else {
-      key += "(";
-      for (int a = 0; a < ir::op_arity(i.op); ++a) key += (a ? "," : "") + keys[size_t(i.args[size_t(a)])];
-      key += ")";
-    }
-    keys[k] = key;
-  }
-  return keys;
-}
-
-bool KernelEmitter::costly(Op op) {
-  switch (op) {
-    case Op::Exp: case Op::Exp2: case Op::Expm1: case Op::Log: case Op::Log1p: case Op::Log2: case Op::Tanh:
-    case Op::Sigmoid: case Op::Erf: case Op::Pow: case Op::Sin: case Op::Cos: case Op::Tan: case Op::Atan2: return true;
-    default: return false;
-  }
-}
-
-void KernelEmitter::plan_row_cache() {
-  int64_t rn = checked_numel(k_.reduction_ranges);
-  if (rn <= 0) return;
-  std::map<std::string, int> first;  // key -> the pass that computes it first
-  int step = 0;
-  for (const ir::Step &s : k_.steps) {
-    ++step;
-    if (!s.inner) continue;
-    for (int n : s.nodes) {
-      const ir::Body &body = p_.nodes[size_t(n)].body;
-      std::vector<std::string> keys = structural_keys(body);
-      for (size_t k = 0; k < keys.size(); ++k) {
-        const Instr &i = body.instrs[k];
-        if (!costly(i.op) || !is_floating(i.dtype) || rn * itemsize(i.dtype) > 32768) continue;
-        auto [it, inserted] = first.emplace(keys[k], step);
-        if (!inserted && it->second < step && !row_cache_.count(keys[k]) && row_cache_.size() < 2) {
-          std::string name = "row_value" + std::to_string(row_cache_.size());
-          row_cache_[keys[k]] = {it->second, name};
-          w_.line("alignas(64) " + value_type(i.dtype) + " " + name + "[" + std::to_string(rn) + "];");
-        }
-      }
-    }
+void KernelEmitter::declare_row_cache() {
+  for (const CppRowCache &c : plan_.row_cache) {
+    row_cache_[c.key] = &c;
+    w_.line("alignas(64) " + value_type(c.dtype) + " " + c.name + "[" + std::to_string(c.size) + "];");
   }
 }
 
@@ -609,20 +498,14 @@ int KernelEmitter::open_loops(const Shape &all_sizes, int first, bool parallel, 
 
 // ---- the first touch of large outputs --------------------------------------------------
 
-void KernelEmitter::plan_prefault() {
+void KernelEmitter::collect_prefault() {
   prefault_.clear();
-  if (!prefault_on_) return;
-  if (k_.kind != ir::KernelKind::Pointwise && k_.kind != ir::KernelKind::Reduction) return;
-  for (BufferId b : params_) {
-    if (!written(b) || storage_.in_arena.count(b) || shares_memory(b)) continue;
-    const TensorType &t = p_.buffer(b).type;
-    if (storage_extent(t) * itemsize(t.dtype) < (int64_t(1) << 20)) continue;
+  for (BufferId b : plan_.prefault)
     for (int m : k_.nodes)
       if (contains(p_.nodes[size_t(m)].outputs, b)) {
         prefault_.push_back({b, "prefault" + std::to_string(prefault_.size()), ir::store_index(p_.nodes[size_t(m)], p_.buffer(b))});
         break;
       }
-  }
 }
 
 bool KernelEmitter::open_parallel_for(const std::string &clauses, int64_t work) {
@@ -652,7 +535,7 @@ void KernelEmitter::emit_reach(const std::vector<VarId> &on_threads, const std::
       auto t = tile_start.find(v.id);
       if (t == tile_start.end()) return var(v);
       if (!last) return t->second;
-      return "std::min<int64_t>(" + t->second + " + " + std::to_string(kTile - 1) + ", " +
+      return "std::min<int64_t>(" + t->second + " + " + std::to_string(plan_.tile - 1) + ", " +
              std::to_string(ranges_.size_of(v).value_or(1) - 1) + ")";
     }, ranges_);
   };

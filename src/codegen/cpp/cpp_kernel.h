@@ -1,5 +1,6 @@
-// The emitter of one kernel function of the C++ dialect, internal to src/codegen/cpp.
-// Its members are defined by concern: cpp_kernel.cpp (the layout words, parameters,
+// The emitter of one kernel function of the C++ dialect, internal to src/codegen/cpp. It
+// prints a kernel as its plan says (cpp_plan.h) and decides nothing of how it runs.
+// Its members are defined by concern: cpp_kernel.cpp (parameters,
 // values and their CSE, vector loads and stores, bodies, loops, the prefaulting of
 // outputs), cpp_pointwise.cpp (pointwise kernels and their transposed tiles, scans,
 // scatters) and cpp_reduction.cpp (accumulators, tiled and split reductions).
@@ -17,6 +18,7 @@
 #include "codegen/common/writer.h"
 #include "codegen/cpp/cpp_codegen.h"
 #include "codegen/cpp/cpp_ops.h"
+#include "codegen/cpp/cpp_plan.h"
 #include "codegen/cpp/cpp_wrapper.h"
 #include "ir/kernel.h"
 
@@ -30,23 +32,17 @@ using ir::Node;
 using ir::Op;
 using ir::VarId;
 
-/// Emits one kernel function.
+/// Emits one kernel function as `plan` says.
 class KernelEmitter {
  public:
-  KernelEmitter(const ir::Program &p, const Kernel &k, const Storage &storage, const CppOptions &o, Writer &w);
+  KernelEmitter(const ir::Program &p, const Kernel &k, const CppKernelPlan &plan, const Storage &storage, Writer &w);
 
   /// The buffers passed to the kernel, in parameter order.
   std::vector<BufferId> params() const { return params_; }
 
-  // The dialect's decisions for this kernel, in words (DESIGN.md, decision 6).
-  std::string layout() const;
-
   void emit();
 
  private:
-  // How the innermost of `sizes` (variables from `first`) runs, in words.
-  std::string simd_words(const Shape &sizes, int first, bool chunks = false) const;
-
   // ---- parameters ------------------------------------------------------------------------
 
   void collect_params();
@@ -78,10 +74,6 @@ class KernelEmitter {
   /// `value` (of dtype t) as a vector: values computed outside the vector loop (a row's
   /// max, say) are splatted once.
   std::string as_vector(const std::string &value, DType t);
-
-  /// Lanes of the vector loop over the innermost of `sizes`, or 0 when that loop has
-  /// fewer elements than a vector (or the ISA has none).
-  int lanes_for(const Shape &sizes) const;
 
   /// Whether `index` of buffer b is aligned to the vector's size (at most 64 bytes) at
   /// every step of the vector loop: an arena buffer (64-byte aligned offsets), a loop
@@ -140,23 +132,8 @@ class KernelEmitter {
 
   // ---- values passed from one pass over a row to a later one --------------------------------
 
-  /// A value two passes over a row compute alike (softmax's exp(x - max), in the pass that
-  /// sums it and the pass that divides by the sum): the first writes it to a row buffer, the
-  /// later ones read it back instead of computing it again.
-  struct RowCache {
-    int step = 0;      // the pass that computes it
-    std::string name;  // the row buffer
-  };
-
-  /// A key per value of `body` that is equal for values computed alike from the same
-  /// memory: loads by buffer and index, ops by op, dtype and operands.
-  std::vector<std::string> structural_keys(const ir::Body &body) const;
-
-  static bool costly(Op op);
-
-  /// The row buffers of a reduction kernel whose rows run on threads: costly values of
-  /// floating type that a later pass computes again, while a row of each fits in 32 KiB.
-  void plan_row_cache();
+  /// Declares the plan's row buffers (CppRowCache), on the stack of the thread of a row.
+  void declare_row_cache();
 
   // Stores value `v` (of dtype `from`) as output `out` of node `n` at its store index.
   void store(const Node &n, BufferId out, const std::string &v, DType from);
@@ -182,7 +159,8 @@ class KernelEmitter {
     Expr at;           // the store's index
   };
 
-  void plan_prefault();
+  /// The plan's prefaulted outputs, each with its thread's Prefault and the store's index.
+  void collect_prefault();
 
   /// `#pragma omp parallel for` with `clauses` (" collapse(2)"), threads by `work`. With
   /// outputs to prefault it opens a parallel region that gives each thread its Prefaults,
@@ -200,21 +178,9 @@ class KernelEmitter {
 
   // ---- pointwise kernels and their transposed tiles -------------------------------------
 
-  // When a load walks the last two dims the other way round from the store (x + y.t()),
-  // both are cut into square tiles, so that the lines of both stay in cache.
-  bool tile_last_two_dims() const;
-  static constexpr int64_t kTile = 32;
-
-  /// Whether the tiles run on vectors: each transposed load is first copied into a tile of
-  /// its own, transposed (coil_rt::transpose_tile), which the rows of the tile then read
-  /// as vectors like any contiguous load. Tiles at the edges run in scalar code.
-  int tile_lanes() const { return kernel_lanes_ > 0 && kTile % kernel_lanes_ == 0 ? kernel_lanes_ : 0; }
-
-  /// The loads to transpose through a tile: direct loads of the kernel's inputs that are
-  /// contiguous along the second last dim and strided along the last, each distinct one
-  /// once, at most four (the rest are read lane by lane).
-  std::vector<const Instr *> transposed_loads() const;
-
+  /// The plan's transposed tiles: each transposed load is first copied into a tile of its
+  /// own, transposed (coil_rt::transpose_tile), which the rows of the tile then read as
+  /// vectors like any contiguous load. Tiles at the edges run in scalar code.
   void emit_tiled_pointwise();
 
   // A whole tile: the transposed loads into tiles of their own, then rows of vectors.
@@ -269,15 +235,12 @@ class KernelEmitter {
 
   static bool is_inner_member(const Node &n);
 
-  // Lanes of the last kept dim run side by side in each pass when the reduced elements are
-  // far apart in memory and neighbouring rows are contiguous (a sum over dim 0): the pass
-  // then reads whole cache lines and vectorizes across rows.
-  bool tile_over_last_kept_dim() const;
-
   void open_lanes(int64_t block);
 
   void close_lanes();
 
+  // Lanes of the last kept dim side by side in each pass (a sum over dim 0): the pass reads
+  // whole cache lines and vectorizes across rows.
   void emit_tiled_reduction();
 
   // into <- into merged with from (fields are expressions: lane or thread partials).
@@ -289,13 +252,11 @@ class KernelEmitter {
   // adding to its accumulator.
   void emit_pass(const ir::Step &step, const std::vector<Acc> &accs);
 
-  // A reduction to a single row (x.sum()) runs on one thread unless its elements are
-  // split: chunks of the first reduced dim go to threads, and their partial results are
-  // combined after the parallel loop in a fixed order, so a run gives the same result
-  // every time with the same thread count.
-  bool split_across_threads(const ir::Step &step) const;
-
-  void emit_split_step(const ir::Step &step, int64_t work);
+  // A pass of a reduction to a single row (x.sum()) split across threads: chunks of the
+  // first reduced dim go to threads, and their partial results are combined after the
+  // parallel loop in a fixed order, so a run gives the same result every time with the
+  // same thread count.
+  void emit_split_step(const ir::Step &step, const CppPassPlan &pass, int64_t work);
 
   // ---- scans, scatters, extern calls ---------------------------------------------------
 
@@ -310,6 +271,7 @@ class KernelEmitter {
 
   const ir::Program &p_;
   const Kernel &k_;
+  const CppKernelPlan &plan_;
   const Storage &storage_;
   Writer &w_;
   ir::Ranges ranges_;
@@ -317,13 +279,11 @@ class KernelEmitter {
   std::map<BufferId, std::string> names_;
   std::vector<Scope> scopes_;
   int next_tmp_ = 0, next_acc_ = 0;
-  std::map<std::string, RowCache> row_cache_;        // structural key -> its row buffer
-  int step_index_ = 0;                               // the pass being emitted, from 1
-  mutable int unshared_keys_ = 0;                    // keys of loads that no other value shares
+  std::map<std::string, const CppRowCache *> row_cache_;  // structural key -> its row buffer, while emitted
+  int step_index_ = 0;                                    // the pass being emitted, from 1
   std::map<std::string, std::string> splat_of_;      // vector tmp -> the scalar in every lane
   std::map<std::string, std::string> rounded_from_;  // tmp = round_bf16/f16(source): tmp -> source
   int64_t lanes_ = 0;   // > 0: a reduction tiled over this many lanes of the last kept dim
-  int kernel_lanes_;    // lanes of this kernel's vectors: the ISA's register of floats (0: scalar code)
   int vlanes_ = 0;      // > 0 while the body of a vector loop is emitted
   VarId vvar_{-1};      // the variable that loop steps
   bool vector_start_aligned_ = false;  // the loop starts at 0 (not at a thread's chunk)
@@ -334,7 +294,6 @@ class KernelEmitter {
   int row_scope_ = -1;  // the scope of one row (one block of rows when tiled)
   std::map<std::string, std::string> tiles_;  // transposed load (forward key) -> its tile, in a vector tile
   std::string tile_position_;                 // the element of a tile that a vector tile's lane 0 reads
-  bool prefault_on_;                          // the option cpp.prefault
   std::vector<PrefaultOut> prefault_;         // outputs each thread prefaults ahead of its writes
 };
 

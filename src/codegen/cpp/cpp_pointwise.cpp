@@ -5,32 +5,15 @@
 
 #include "codegen/common/access.h"
 #include "codegen/cpp/cpp_extern.h"
+#include "support/error.h"
 
 namespace coil::codegen::detail {
 
 // ---- pointwise kernels and their transposed tiles -------------------------------------
 
-bool KernelEmitter::tile_last_two_dims() const {
-  return loads_transposed_in_last_two_dims(p_, k_);
-}
-
-std::vector<const Instr *> KernelEmitter::transposed_loads() const {
-  int n = int(k_.ranges.size());
-  std::vector<const Instr *> out;
-  std::set<std::string> seen;
-  for (int m : k_.nodes)
-    for (const Instr &i : p_.nodes[size_t(m)].body.instrs) {
-      if (i.op != Op::Load || !i.indirect.empty() || i.args[0] >= 0) continue;
-      if (contains(k_.internal, i.buffer) || written(i.buffer)) continue;
-      ir::AccessFact last = ir::access_of(i.index, VarId{n - 1}, ranges_), prev = ir::access_of(i.index, VarId{n - 2}, ranges_);
-      if (prev.kind != ir::Access::Contiguous || last.kind != ir::Access::Affine) continue;
-      if (out.size() < 4 && seen.insert(forward_key(i.buffer, i.index)).second) out.push_back(&i);
-    }
-  return out;
-}
-
 void KernelEmitter::emit_tiled_pointwise() {
   int n = int(k_.ranges.size());
+  const int64_t kTile = plan_.tile;
   std::string tile = std::to_string(kTile);
   push();
   std::vector<std::pair<std::string, int64_t>> loops;  // loop variable, trip count
@@ -47,9 +30,10 @@ void KernelEmitter::emit_tiled_pointwise() {
     for (int d = 0; d < n - 2; ++d) outer.push_back(VarId{d});
     emit_reach(outer, {{n - 2, row + "s"}, {n - 1, col + "s"}});
   }
-  int lanes = tile_lanes();
+  int lanes = plan_.tile_lanes;
+  bool edges = plan_.tile_edges;
+  COIL_ASSERT(edges == (rows % kTile != 0 || cols % kTile != 0), "the plan of ", k_.name, " misjudges its edge tiles");
   if (lanes > 0) {
-    bool edges = rows % kTile != 0 || cols % kTile != 0;
     if (edges)
       w_.open("if (" + row + "s + " + tile + " <= " + std::to_string(rows) + " && " + col + "s + " + tile + " <= " +
               std::to_string(cols) + ")");
@@ -61,7 +45,7 @@ void KernelEmitter::emit_tiled_pointwise() {
       w_.open("else");
     }
   }
-  if (lanes == 0 || rows % kTile != 0 || cols % kTile != 0) {
+  if (lanes == 0 || edges) {
     push();
     emit_scalar_tile();
     pop();
@@ -73,9 +57,11 @@ void KernelEmitter::emit_tiled_pointwise() {
 
 void KernelEmitter::emit_vector_tile(int lanes) {
   int n = int(k_.ranges.size());
+  const int64_t kTile = plan_.tile;
   std::string tile = std::to_string(kTile), row = var(VarId{n - 2}), col = var(VarId{n - 1});
   auto at_tile_start = [&](VarId v) { return v.id == n - 2 ? row + "s" : v.id == n - 1 ? col + "s" : var(v); };
-  for (const Instr *i : transposed_loads()) {
+  for (const CppLoadRef &ref : plan_.transposed) {
+    const Instr *i = &p_.nodes[size_t(ref.node)].body.instrs[size_t(ref.instr)];
     std::string name = "tile" + std::to_string(tiles_.size()), type = storage_type(p_.buffer(i->buffer).type.dtype);
     int64_t stride = ir::access_of(i->index, VarId{n - 1}, ranges_).stride;
     w_.line("alignas(64) " + type + " " + name + "[" + std::to_string(kTile * kTile) + "];");
@@ -100,7 +86,7 @@ void KernelEmitter::emit_scalar_tile() {
     std::string x = var(VarId{d}), size = std::to_string(k_.ranges[size_t(d)]);
     if (d == n - 1) w_.line("#pragma omp simd");
     w_.open("for (int64_t " + x + " = " + x + "s; " + x + " < std::min<int64_t>(" + size + ", " + x + "s + " +
-            std::to_string(kTile) + "); ++" + x + ")");
+            std::to_string(plan_.tile) + "); ++" + x + ")");
   }
   push();
   for (int m : k_.nodes) emit_pointwise_member(p_.nodes[size_t(m)]);
@@ -109,9 +95,9 @@ void KernelEmitter::emit_scalar_tile() {
 }
 
 void KernelEmitter::emit_pointwise() {
-  if (tile_last_two_dims()) return emit_tiled_pointwise();
+  if (plan_.strategy == CppStrategy::TransposedTiles) return emit_tiled_pointwise();
   push();
-  emit_nest(k_.ranges, 0, true, checked_numel(k_.ranges) * body_work(), std::string(), lanes_for(k_.ranges), [&] {
+  emit_nest(k_.ranges, 0, true, checked_numel(k_.ranges) * body_work(), std::string(), plan_.lanes, [&] {
     for (int n : k_.nodes) emit_pointwise_member(p_.nodes[size_t(n)]);
   });
   pop();

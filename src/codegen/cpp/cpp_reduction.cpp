@@ -292,10 +292,6 @@ bool KernelEmitter::is_inner_member(const Node &n) {
   return n.kind == ir::NodeKind::Pointwise && !n.reduction_ranges.empty();
 }
 
-bool KernelEmitter::tile_over_last_kept_dim() const {
-  return !k_.ranges.empty() && k_.ranges.back() >= 16 && rows_contiguous_across_reduction(p_, k_);
-}
-
 void KernelEmitter::open_lanes(int64_t block) {
   w_.line("#pragma omp simd");
   w_.open("for (int64_t l = 0; l < lanes; ++l)");
@@ -310,7 +306,7 @@ void KernelEmitter::close_lanes() {
 }
 
 void KernelEmitter::emit_tiled_reduction() {
-  const int64_t block = 64;
+  const int64_t block = plan_.tile;
   int n = int(k_.ranges.size());
   int64_t last = k_.ranges.back(), blocks = (last + block - 1) / block;
   int64_t work = checked_numel(k_.ranges) * std::max<int64_t>(checked_numel(k_.reduction_ranges), 1) * body_work();
@@ -405,22 +401,27 @@ void KernelEmitter::merge(const Acc &into, const Acc &from) {
 }
 
 void KernelEmitter::emit_reduction() {
-  if (tile_over_last_kept_dim()) return emit_tiled_reduction();
+  if (plan_.strategy == CppStrategy::LanesOverKeptDim) return emit_tiled_reduction();
   push();
   int64_t work = checked_numel(k_.ranges) * std::max<int64_t>(checked_numel(k_.reduction_ranges), 1) * body_work();
   int outer = open_loops(k_.ranges, 0, true, false, work);
   if (outer == 0) w_.open("");
   push();
-  if (outer > 0) plan_row_cache();  // a row per thread: its buffers on the thread's stack
+  declare_row_cache();  // a row per thread: its buffers on the thread's stack
   step_index_ = 0;
+  auto pass = plan_.passes.begin();
   for (const ir::Step &step : k_.steps) {
     ++step_index_;
     if (!step.inner) {
       for (int n : step.nodes) emit_pointwise_member(p_.nodes[size_t(n)]);
       continue;
     }
-    if (outer == 0 && split_across_threads(step)) {
-      emit_split_step(step, work);
+    COIL_ASSERT(pass != plan_.passes.end() && pass->step == step_index_ - 1, "the plan of ", k_.name,
+                " has no pass for step ", step_index_);
+    const CppPassPlan &plan = *pass++;
+    if (plan.split) {
+      COIL_ASSERT(outer == 0, "the plan of ", k_.name, " splits a pass of a kernel with several rows");
+      emit_split_step(step, plan, work);
       continue;
     }
     std::vector<Acc> accs;
@@ -428,7 +429,8 @@ void KernelEmitter::emit_reduction() {
       if (p_.nodes[size_t(n)].kind == ir::NodeKind::Reduction) accs.push_back(start(p_.nodes[size_t(n)]));
     for (Acc &acc : accs)
       if (acc.node->reduce_op == ir::ReduceOp::Welford) acc.shift = emit_shift(step, *acc.node, acc.a + "_k");
-    int lanes = vector_forms(accs) ? lanes_for(k_.reduction_ranges) : 0;
+    int lanes = plan.lanes;
+    COIL_ASSERT(lanes == 0 || vector_forms(accs), "the plan of ", k_.name, " runs a pass without a vector form in vectors");
     for (Acc &acc : accs)
       if (lanes) start_vector(acc, lanes);
     emit_nest(k_.reduction_ranges, int(k_.ranges.size()), false, 0, simd_clauses(accs), lanes, [&] { emit_pass(step, accs); });
@@ -455,19 +457,7 @@ void KernelEmitter::emit_pass(const ir::Step &step, const std::vector<Acc> &accs
   }
 }
 
-bool KernelEmitter::split_across_threads(const ir::Step &step) const {
-  std::vector<Acc> probe;
-  for (int n : step.nodes) {
-    const Node &node = p_.nodes[size_t(n)];
-    if (node.kind != ir::NodeKind::Reduction) continue;
-    probe.push_back(Acc{&node, "a", "b", "c", node.body.at(node.body.results[0]).dtype, "", "", "", "", 0});
-  }
-  bool welford = std::any_of(probe.begin(), probe.end(), [](const Acc &a) { return a.node->reduce_op == ir::ReduceOp::Welford; });
-  return !probe.empty() && !welford && simd_clauses(probe).has_value() && !k_.reduction_ranges.empty() &&
-         k_.reduction_ranges[0] > 1;
-}
-
-void KernelEmitter::emit_split_step(const ir::Step &step, int64_t work) {
+void KernelEmitter::emit_split_step(const ir::Step &step, const CppPassPlan &pass, int64_t work) {
   std::string nt = "nt" + std::to_string(next_acc_);
   w_.line("const int " + nt + " = coil_rt::threads_for(" + std::to_string(work) + ");");
   std::vector<const Node *> reductions;
@@ -494,7 +484,7 @@ void KernelEmitter::emit_split_step(const ir::Step &step, int64_t work) {
   Shape rest(k_.reduction_ranges.begin() + 1, k_.reduction_ranges.end());
   // The thread's chunk of the first reduced dim; when it is the only one, its loop steps
   // by vectors (from the chunk's start: loads unaligned) and ends with a scalar tail.
-  int lanes = checked_numel(rest) == 1 ? lanes_for({k_.reduction_ranges[0]}) : lanes_for(rest);
+  int lanes = pass.lanes;
   for (Acc &acc : accs)
     if (lanes) start_vector(acc, lanes);
   w_.line("const int64_t " + r0 + "_begin = " + size0 + " * t / " + nt + ", " + r0 + "_end = " + size0 + " * (t + 1) / " + nt + ";");

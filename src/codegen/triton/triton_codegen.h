@@ -17,7 +17,7 @@
 // partial results a second kernel combines (split). Sizes are literals: a kernel is
 // generated for one shape. What the dialect decided for each kernel is recorded in
 // `GpuKernel::attrs` (and printed in its source's header comment).
-// Tests: tests/unit/triton_codegen_test.cpp, tests/golden/, the fixtures under --interpret.
+// Tests: tests/unit/triton_test.cpp, tests/golden/, the fixtures under --interpret.
 #pragma once
 
 #include <array>

@@ -11,13 +11,12 @@
 #include "codegen/common/access.h"
 #include "codegen/cpp/cpp_wrapper.h"
 #include "codegen/triton/triton_ops.h"
-#include "scheduler/reindex.h"
 #include "support/error.h"
 
 namespace coil::codegen::detail {
 
 TritonEmitter::TritonEmitter(const ir::Program &p, const Kernel &k, const TritonOptions &o)
-    : p_(p), k_(k), o_(o), ranges_(sched::ranges_of(k.ranges, k.reduction_ranges)) {
+    : p_(p), k_(k), o_(o), ranges_(ir::ranges_of(k.ranges, k.reduction_ranges)) {
   if (auto it = o.configs.find(k.name); it != o.configs.end()) cfg_ = it->second;
 }
 

@@ -1,4 +1,4 @@
-#include "frontend/python_repr.h"
+#include "support/python_repr.h"
 
 #include <algorithm>
 #include <charconv>
@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <string>
 
-namespace coil::frontend {
+namespace coil {
 
 std::string python_float_repr(double v) {
   if (std::isnan(v)) return "nan";
@@ -72,4 +72,4 @@ std::optional<double> parse_python_float(std::string_view s) {
   return v;
 }
 
-}  // namespace coil::frontend
+}  // namespace coil

@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-namespace coil::frontend {
+namespace coil {
 
 /// repr(float): shortest round-trip digits, fixed notation for exponents in [-4, 16),
 /// `1e-05` style otherwise, `inf`, `-inf`, `nan`, and `2.0` rather than `2`.
@@ -19,4 +19,4 @@ std::string python_str_repr(std::string_view s);
 std::optional<int64_t> parse_python_int(std::string_view s);
 std::optional<double> parse_python_float(std::string_view s);
 
-}  // namespace coil::frontend
+}  // namespace coil
