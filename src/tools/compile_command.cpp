@@ -51,6 +51,7 @@ int compile_cuda(const std::string &file, const std::string &out, bool explain) 
   std::filesystem::create_directories(kernels);
   for (const codegen::GpuKernel &k : gpu.kernels) write_file_atomically(kernels / (k.name + ".py"), k.source);
   write_file_atomically(dir / "launch_plan.json", codegen::launch_plan_json(c.schedule, gpu));
+  write_file_atomically(dir / "kernel_plans.txt", gpu.plans);
   write_file_atomically(dir / "stats.json", stats_json(c));
   for (size_t i = 0; i < binaries.size(); ++i) {
     write_file_atomically(kernels / (gpu.kernels[i].name + ".cubin"), binaries[i].cubin);

@@ -1,7 +1,8 @@
-// The C++ dialect's plans (codegen/cpp/cpp_plan.h): what the planner decides for kernels
-// of known shape, that the emitter prints what the plan says (an override changes the
-// source and so the cache key, and the result still matches eager), the overrides' errors,
-// the kernel_plans.txt dump, and that the emitter decides nothing itself.
+// The dialects' plans (codegen/cpp/cpp_plan.h, codegen/triton/triton_kernel_plan.h): what
+// the planners decide for kernels of known shape, that the emitters print what the plan
+// says (an override changes the source and so the cache key, and the result still matches
+// eager), the overrides' errors, the kernel_plans.txt dump, and that the emitters decide
+// nothing themselves.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -9,6 +10,7 @@
 #include <filesystem>
 
 #include "codegen/cpp/cpp_plan.h"
+#include "codegen/triton/triton_kernel_plan.h"
 #include "driver/compile.h"
 #include "frontend/parser.h"
 #include "io/compare.h"
@@ -179,8 +181,43 @@ TEST(CppPlan, PlansAreDumpedAndAreTheLayoutLines) {
     EXPECT_NE(b.source.find("// layout: " + codegen::describe(p) + "\n"), std::string::npos) << codegen::describe(p);
 }
 
-// The emitter prints; it decides nothing. The deciding functions live in cpp_plan.cpp, and
-// none of the emitter's files calls them or the access facts they decide by.
+// The emitters print; they decide nothing. The deciding functions live in the planners,
+// and none of the emitters' files calls them or the access facts they decide by.
+void expect_calls_none_of(const std::string &dialect, const std::vector<std::string> &files,
+                          const std::vector<std::string> &deciders) {
+  for (const std::string &file : files) {
+    std::string text = test::read_text(test::source_dir() / "src" / "codegen" / dialect / file);
+    for (const std::string &d : deciders) EXPECT_EQ(text.find(d + "("), std::string::npos) << file << " calls " << d;
+  }
+}
+
+TEST(TritonPlan, TheEmitterCallsNoPlanner) {
+  expect_calls_none_of("triton", {"triton_kernel.h", "triton_kernel.cpp", "triton_pointwise.cpp", "triton_reduction.cpp"},
+                       {"plan_triton_kernel", "tuning_plans", "splittable", "default_split",
+                        "loads_transposed_in_last_two_dims", "rows_contiguous_across_reduction", "pick"});
+}
+
+TEST(TritonPlan, KernelsAreEmittedAsPlanned) {
+  for (const std::string &name : {"pointwise_chain", "transpose_add", "softmax_lastdim", "sum_dim0", "var_mean_lastdim"}) {
+    Compilation c = compile_example(name);
+    const ir::Kernel &k = c.schedule.ir.kernels[0];
+    codegen::TritonKernelPlan plan = codegen::plan_triton_kernel(c.schedule.ir.program, k, {});
+    codegen::GpuProgram g = codegen::generate_triton(c.schedule);
+    ASSERT_FALSE(g.kernels.empty()) << name;
+    const codegen::GpuKernel &kernel = g.kernels[0];
+    EXPECT_EQ(kernel.num_warps, plan.warps) << name;
+    EXPECT_EQ(kernel.num_stages, plan.stages) << name;
+    std::string b0 = plan.strategy == codegen::TritonStrategy::Tiles ? "YBLOCK" : "XBLOCK";
+    EXPECT_EQ(std::get<int64_t>(kernel.constexprs.at(b0)), plan.block0) << name;
+    if (plan.block1) {
+      std::string b1 = plan.strategy == codegen::TritonStrategy::Tiles ? "XBLOCK" : "RBLOCK";
+      EXPECT_EQ(std::get<int64_t>(kernel.constexprs.at(b1)), plan.block1) << name;
+    }
+    EXPECT_NE(g.plans.find(k.name + "  " + codegen::strategy_name(plan.strategy) + "  " + plan.config().str()),
+              std::string::npos) << g.plans;
+  }
+}
+
 TEST(CppPlan, TheEmitterCallsNoPlanner) {
   const std::vector<std::string> deciders = {"plan_cpp",         "lanes_for",
                                              "loads_transposed_in_last_two_dims", "rows_contiguous_across_reduction",

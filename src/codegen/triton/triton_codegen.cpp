@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "codegen/triton/triton_kernel.h"
+#include "codegen/triton/triton_kernel_plan.h"
 #include "support/error.h"
 
 namespace coil::codegen {
@@ -59,12 +60,10 @@ std::vector<TritonConfig> tuning_configs(const sched::Schedule &s, const std::st
   for (const Kernel &k : s.ir.kernels) {
     if (k.name != kernel) continue;
     if (k.kind == ir::KernelKind::Extern) return {TritonConfig{}};
-    std::vector<std::vector<int>> args;
-    std::map<int, std::pair<DType, int64_t>> scratch;
-    int next_scratch = int(s.ir.program.buffers.size());
-    TritonEmitter e(s.ir.program, k, o);
-    e.emit(args, scratch, next_scratch);
-    return e.candidates();
+    std::vector<TritonConfig> out;
+    for (const TritonKernelPlan &plan : tuning_plans(s.ir.program, k, plan_triton_kernel(s.ir.program, k, o), o))
+      out.push_back(plan.config());
+    return out;
   }
   throw InternalError(str_cat("tuning_configs: the schedule has no kernel ", kernel));
 }
@@ -80,6 +79,7 @@ GpuProgram generate_triton(const sched::Schedule &s, const TritonOptions &o) {
   g.arena_bytes = s.memory.arena_bytes;
   int next_scratch = int(p.buffers.size());
   std::map<int, std::pair<DType, int64_t>> scratch;
+  std::vector<TritonKernelPlan> plans;
   for (const Kernel &k : s.ir.kernels) {
     if (k.kind == ir::KernelKind::Extern) {
       GpuStep step;
@@ -92,7 +92,8 @@ GpuProgram generate_triton(const sched::Schedule &s, const TritonOptions &o) {
     }
     std::vector<std::vector<int>> args;
     int before = next_scratch;
-    std::vector<GpuKernel> made = TritonEmitter(p, k, o).emit(args, scratch, next_scratch);
+    plans.push_back(plan_triton_kernel(p, k, o));
+    std::vector<GpuKernel> made = TritonEmitter(p, k, plans.back()).emit(args, scratch, next_scratch);
     // Scratch of this kernel: after the arena, freed when the kernel ends (the next one may reuse it).
     int64_t offset = s.memory.arena_bytes;
     for (int id = before; id < next_scratch; ++id) {
@@ -114,6 +115,7 @@ GpuProgram generate_triton(const sched::Schedule &s, const TritonOptions &o) {
       g.steps.push_back(step);
     }
   }
+  g.plans = plans_str(plans);
   return g;
 }
 

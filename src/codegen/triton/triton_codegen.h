@@ -78,6 +78,7 @@ struct GpuProgram {
   std::map<int, DType> scratch_dtypes;
   std::map<int, int64_t> scratch_elements;
   int64_t arena_bytes = 0;
+  std::string plans;  // each kernel's plan (triton_kernel_plan.h), as kernel_plans.txt shows them
 };
 
 /// How one schedule kernel runs: its block sizes, warps, pipeline stages and, for a split

@@ -10,15 +10,14 @@
 
 #include "codegen/common/access.h"
 #include "codegen/cpp/cpp_wrapper.h"
+#include "codegen/triton/triton_kernel_plan.h"
 #include "codegen/triton/triton_ops.h"
 #include "support/error.h"
 
 namespace coil::codegen::detail {
 
-TritonEmitter::TritonEmitter(const ir::Program &p, const Kernel &k, const TritonOptions &o)
-    : p_(p), k_(k), o_(o), ranges_(ir::ranges_of(k.ranges, k.reduction_ranges)) {
-  if (auto it = o.configs.find(k.name); it != o.configs.end()) cfg_ = it->second;
-}
+TritonEmitter::TritonEmitter(const ir::Program &p, const Kernel &k, const TritonKernelPlan &plan)
+    : p_(p), k_(k), plan_(plan), ranges_(ir::ranges_of(k.ranges, k.reduction_ranges)) {}
 
 std::vector<GpuKernel> TritonEmitter::emit(std::vector<std::vector<int>> &args, std::map<int, std::pair<DType, int64_t>> &scratch,
                                            int &next_scratch) {
@@ -34,56 +33,6 @@ std::vector<GpuKernel> TritonEmitter::emit(std::vector<std::vector<int>> &args, 
   }
   args = std::move(out_args_);
   return std::move(out_);
-}
-
-std::vector<TritonConfig> TritonEmitter::candidates() const {
-  std::vector<TritonConfig> out = {resolved_};
-  int64_t rows = checked_numel(k_.ranges), rn = checked_numel(k_.reduction_ranges);
-  if (rows * std::max<int64_t>(rn, 1) < (int64_t(1) << 16)) return out;
-  auto add = [&](TritonConfig c) {
-    if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
-  };
-  const TritonConfig &d = resolved_;
-  int64_t rpow = next_pow2(std::max<int64_t>(rn, 1));
-  switch (strategy_) {
-    case Strategy::Blocks:
-      for (auto [b, w] : {std::pair<int64_t, int>{512, 4}, {1024, 4}, {1024, 8}, {2048, 8}, {4096, 8}})
-        add({b, 0, w, 1, 0});
-      break;
-    case Strategy::Tiles:
-      for (auto [b0, b1, w] : {std::tuple<int64_t, int64_t, int>{32, 64, 4}, {64, 64, 4}, {64, 64, 8}, {32, 128, 4}, {16, 128, 4}, {64, 128, 8}})
-        add({b0, b1, w, 1, 0});
-      break;
-    case Strategy::Persistent:
-      // Rows per program and warps, with 2 to 64 elements per thread and at most 10 configs.
-      for (int64_t b0 : {1, 2, 4, 8, 16, 32})
-        for (int w : {4, 8, 16})
-          if (out.size() < 10 && b0 <= next_pow2(rows) && b0 * rpow <= 16384 && b0 * rpow >= 64 * w &&
-              b0 * rpow / (32 * w) <= 64)
-            add({b0, rpow, w, 1, 1});
-      break;
-    case Strategy::Looped:
-      for (auto [b1, w, st] : {std::tuple<int64_t, int, int>{1024, 4, 1}, {2048, 4, 1}, {4096, 8, 1}, {4096, 16, 1}, {2048, 8, 2}})
-        add({1, b1, w, st, 1});
-      break;
-    case Strategy::Columns:
-    case Strategy::SplitColumns: {
-      int64_t sp = d.split;
-      for (auto [b0, b1, w] : {std::tuple<int64_t, int64_t, int>{64, 64, 4}, {32, 64, 4}, {128, 32, 8}, {64, 32, 4}})
-        add({std::min(b0, next_pow2(rows)), std::min(b1, rpow), w, 1, sp});
-      if (splittable() && rn >= 1024)
-        for (int64_t f : {sp * 2, sp / 2, sp * 4})
-          if (f >= 1 && f <= 64) add({d.block0, d.block1, d.num_warps, 1, f});
-      break;
-    }
-    case Strategy::SplitRows:
-      for (auto [b1, w, f] : {std::tuple<int64_t, int, int64_t>{4096, 8, d.split}, {2048, 4, d.split}, {2048, 8, d.split / 2},
-                               {2048, 8, d.split * 2}, {1024, 4, d.split * 2}})
-        if (f >= 2 && f <= 1024) add({1, b1, w, 1, f});
-      break;
-    case Strategy::Fixed: break;
-  }
-  return out;
 }
 
 // ---- parameters ------------------------------------------------------------------------
@@ -135,7 +84,7 @@ void TritonEmitter::end(const std::vector<std::pair<int, std::string>> &params, 
     sig += blocks[i] + ": tl.constexpr" + (i + 1 < blocks.size() ? ", " : "");
   }
   g.num_warps = num_warps;
-  g.num_stages = stages();
+  g.num_stages = plan_.stages;
   g.grid = grid;
   attrs["num_warps"] = std::to_string(num_warps);
   attrs["grid"] = std::to_string(grid[0]) + "x" + std::to_string(grid[1]) + "x" + std::to_string(grid[2]);

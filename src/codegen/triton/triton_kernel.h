@@ -19,6 +19,10 @@
 #include "codegen/triton/triton_codegen.h"
 #include "ir/kernel.h"
 
+namespace coil::codegen {
+struct TritonKernelPlan;
+}
+
 namespace coil::codegen::detail {
 
 using ir::BufferId;
@@ -58,17 +62,14 @@ struct Layout {
   int program_axis0 = 0;         // which program_id runs along axis 0
 };
 
+/// Emits a schedule kernel's Triton kernels as `plan` says (triton_kernel_plan.h).
 class TritonEmitter {
  public:
-  TritonEmitter(const ir::Program &p, const Kernel &k, const TritonOptions &o);
+  TritonEmitter(const ir::Program &p, const Kernel &k, const TritonKernelPlan &plan);
 
   /// The kernels of this schedule kernel (two for a split reduction or a scatter).
   std::vector<GpuKernel> emit(std::vector<std::vector<int>> &args, std::map<int, std::pair<DType, int64_t>> &scratch,
                               int &next_scratch);
-
-  /// After emit(): the configs worth timing, the one emitted (with every field resolved)
-  /// first. See tuning_configs().
-  std::vector<TritonConfig> candidates() const;
 
  private:
   // ---- parameters ------------------------------------------------------------------------
@@ -152,32 +153,11 @@ class TritonEmitter {
 
   // ---- pointwise --------------------------------------------------------------------------
 
-  // When a load walks the last two dims the other way round from the store (x + y.t()),
-  // the kernel runs in YBLOCK x XBLOCK tiles, so that loads and stores both coalesce.
-  bool tile_last_two_dims() const;
-
   void emit_pointwise();
 
   // ---- reductions -------------------------------------------------------------------------
 
   static bool is_inner_member(const Node &n);
-
-  // When loads are contiguous along the last kept dim and not along the reduced one (a sum
-  // over dim 0), a block holds many rows side by side, so that loads coalesce.
-  bool rows_side_by_side() const;
-
-  // Whether the reduced elements of a row may be split across programs: a single pass of
-  // combinable reductions (no argmax/argmin, no Welford) whose other members are internal,
-  // followed by row values only.
-  bool splittable() const;
-
-  // Programs per row (1: no split). Rows reduced one per program: split when at most 64
-  // rows of 65,536 or more would leave the GPU idle, in chunks of about 32,768. Rows side by
-  // side (a sum over dim 0): split when fewer than 256 programs (two per multiprocessor of
-  // an H100 or H200) would cover the rows, into enough chunks for about 512 programs.
-  int64_t default_split(bool columns) const;
-
-  int64_t chosen_split(bool columns) const;
 
   void emit_reduction();
 
@@ -226,7 +206,7 @@ class TritonEmitter {
   // programs share each block of rows, each reducing a chunk of the reduced elements into a
   // scratch buffer of partial results laid out [split, rows]; a second kernel combines them
   // and runs the row's members after the reduction.
-  void emit_split(int64_t split, bool columns);
+  void emit_split(bool columns);
 
   // Whether buffer b is read by a member after the first pass (in the combining kernel).
   bool used_after_pass(BufferId b) const;
@@ -242,21 +222,9 @@ class TritonEmitter {
   // GPU).
   void emit_scatter();
 
-  // The config's value when it sets one, else the default.
-  template <typename T>
-  static T pick(T configured, T otherwise) {
-    return configured > 0 ? configured : otherwise;
-  }
-  int stages() const { return pick(cfg_.num_stages, 1); }
-
-  enum class Strategy { Blocks, Tiles, Persistent, Looped, Columns, SplitRows, SplitColumns, Fixed };
-
   const ir::Program &p_;
   const Kernel &k_;
-  const TritonOptions &o_;
-  TritonConfig cfg_;                      // what the options ask for this kernel
-  TritonConfig resolved_;                 // what emit() used
-  Strategy strategy_ = Strategy::Fixed;   // the layout emit() chose
+  const TritonKernelPlan &plan_;
   ir::Ranges ranges_;
   Layout l_;
   Writer w_;

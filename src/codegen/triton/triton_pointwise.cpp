@@ -6,16 +6,13 @@
 #include <algorithm>
 
 #include "codegen/common/access.h"
+#include "codegen/triton/triton_kernel_plan.h"
 #include "codegen/triton/triton_ops.h"
 #include "support/error.h"
 
 namespace coil::codegen::detail {
 
 // ---- pointwise --------------------------------------------------------------------------
-
-bool TritonEmitter::tile_last_two_dims() const {
-  return loads_transposed_in_last_two_dims(p_, k_);
-}
 
 void TritonEmitter::emit_pointwise() {
   set_index_bits();
@@ -24,37 +21,33 @@ void TritonEmitter::emit_pointwise() {
   std::map<std::string, std::string> attrs;
   int n = int(k_.ranges.size());
   int64_t rows = n >= 2 ? numel / std::max<int64_t>(k_.ranges.back(), 1) : 1;
-  int64_t tile_rows = pick(cfg_.block0, std::min<int64_t>(32, next_pow2(rows)));
-  if (tile_last_two_dims() && ceil_div(rows, tile_rows) <= 65535) {
+  if (plan_.strategy == TritonStrategy::Tiles) {
     l.two_d = true;
     l.b0 = "YBLOCK";
     l.b1 = "XBLOCK";
-    l.block0 = tile_rows;
-    l.block1 = pick(cfg_.block1, std::min<int64_t>(64, next_pow2(k_.ranges.back())));
+    l.block0 = plan_.block0;
+    l.block1 = plan_.block1;
     l.n0 = rows;
     l.n1 = k_.ranges.back();
     for (int d = 0; d < n - 1; ++d) l.vars0.push_back({VarId{d}, k_.ranges[size_t(d)]});
     l.vars1.push_back({VarId{n - 1}, k_.ranges.back()});
     l.program_axis0 = 1;
     attrs["layout"] = "YBLOCK x XBLOCK tiles of the last two dims: a load walks them transposed";
-    strategy_ = Strategy::Tiles;
   } else {
-    l.block0 = pick(cfg_.block0, std::min<int64_t>(1024, next_pow2(std::max<int64_t>(numel, 1))));
+    COIL_ASSERT(plan_.strategy == TritonStrategy::Blocks, "pointwise ", k_.name, " planned as ", strategy_name(plan_.strategy));
+    l.block0 = plan_.block0;
     l.n0 = numel;
     for (int d = 0; d < n; ++d) l.vars0.push_back({VarId{d}, k_.ranges[size_t(d)]});
     attrs["layout"] = "blocks of XBLOCK elements" + std::string(numel % l.block0 ? ", masked" : ", no mask");
-    strategy_ = Strategy::Blocks;
   }
   begin(k_.name, l);
   emit_prologue();
   for (int m : k_.nodes) emit_pointwise_member(p_.nodes[size_t(m)]);
-  int64_t per_program = l.block0 * (l.two_d ? l.block1 : 1);
-  int warps = pick(cfg_.num_warps, int(std::clamp<int64_t>(per_program / 256, 1, 4)));
+  int warps = plan_.warps;
   std::array<int64_t, 3> grid = l.two_d ? std::array<int64_t, 3>{ceil_div(l.n1, l.block1), ceil_div(l.n0, l.block0), 1}
                                         : std::array<int64_t, 3>{std::max<int64_t>(ceil_div(numel, l.block0), 1), 1, 1};
   if (numel == 0) grid = {0, 1, 1};
   end(buffer_params(), warps, grid, attrs);
-  resolved_ = {l.block0, l.two_d ? l.block1 : 0, warps, stages(), 0};
 }
 
 // ---- scans -------------------------------------------------------------------------------

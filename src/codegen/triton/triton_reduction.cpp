@@ -7,7 +7,9 @@
 
 #include "codegen/common/access.h"
 #include "codegen/cpp/cpp_wrapper.h"
+#include "codegen/triton/triton_kernel_plan.h"
 #include "codegen/triton/triton_ops.h"
+#include "support/error.h"
 
 namespace coil::codegen::detail {
 
@@ -17,47 +19,11 @@ bool TritonEmitter::is_inner_member(const Node &n) {
   return n.kind == ir::NodeKind::Pointwise && !n.reduction_ranges.empty();
 }
 
-bool TritonEmitter::rows_side_by_side() const {
-  return rows_contiguous_across_reduction(p_, k_);
-}
-
-bool TritonEmitter::splittable() const {
-  if (k_.steps.empty() || !k_.steps[0].inner) return false;
-  for (size_t s = 1; s < k_.steps.size(); ++s)
-    if (k_.steps[s].inner) return false;
-  for (int m : k_.steps[0].nodes) {
-    const Node &node = p_.nodes[size_t(m)];
-    if (node.kind != ir::NodeKind::Reduction) {
-      for (BufferId b : node.outputs)
-        if (!contains(k_.internal, b)) return false;  // an element stored at every point
-      continue;
-    }
-    ReduceOp op = node.reduce_op;
-    if (op == ReduceOp::ArgMax || op == ReduceOp::ArgMin || op == ReduceOp::Welford) return false;
-  }
-  return true;
-}
-
-int64_t TritonEmitter::default_split(bool columns) const {
-  int64_t rows = checked_numel(k_.ranges), rn = checked_numel(k_.reduction_ranges);
-  if (!splittable()) return 1;
-  if (!columns) return rows > 64 || rn < 65536 ? 1 : std::clamp<int64_t>(next_pow2(ceil_div(rn, 32768)), 2, 1024);
-  int64_t programs = ceil_div(rows, std::min<int64_t>(64, next_pow2(rows)));
-  if (programs >= 256 || rn < 1024) return 1;
-  return std::clamp<int64_t>(next_pow2(ceil_div(512, programs)), 2, std::min<int64_t>(64, next_pow2(ceil_div(rn, 128))));
-}
-
-int64_t TritonEmitter::chosen_split(bool columns) const {
-  if (cfg_.split > 1 && splittable()) return cfg_.split;
-  if (cfg_.split == 1) return 1;
-  return default_split(columns);
-}
-
 void TritonEmitter::emit_reduction() {
   set_index_bits();
   int64_t rows = checked_numel(k_.ranges), rn = checked_numel(k_.reduction_ranges);
-  bool columns = rows_side_by_side();
-  if (int64_t split = chosen_split(columns); split > 1) return emit_split(split, columns);
+  if (plan_.strategy == TritonStrategy::SplitRows || plan_.strategy == TritonStrategy::SplitColumns)
+    return emit_split(plan_.strategy == TritonStrategy::SplitColumns);
   Layout l;
   l.two_d = true;
   l.n0 = rows;
@@ -67,24 +33,28 @@ void TritonEmitter::emit_reduction() {
   for (size_t d = 0; d < k_.reduction_ranges.size(); ++d) l.vars1.push_back({VarId{n + int(d)}, k_.reduction_ranges[d]});
   std::map<std::string, std::string> attrs;
   int64_t rpow = next_pow2(std::max<int64_t>(rn, 1));
-  if (columns) {
-    l.block0 = pick(cfg_.block0, std::min<int64_t>(64, next_pow2(rows)));
-    l.block1 = std::min(pick(cfg_.block1, int64_t(64)), rpow);
-    l.looped = rn > l.block1;
-    attrs["layout"] = std::string(l.looped ? "looped" : "persistent") +
-                      ": XBLOCK rows side by side (neighbouring rows are contiguous), RBLOCK reduced elements per step";
-    strategy_ = Strategy::Columns;
-  } else if (rpow <= o_.max_persistent_rblock) {
-    l.block1 = rpow;
-    l.block0 = pick(cfg_.block0, std::clamp<int64_t>(1024 / rpow, 1, std::min<int64_t>(64, next_pow2(std::max<int64_t>(rows, 1)))));
-    attrs["layout"] = "persistent: a row in one program, RBLOCK the next power of two of " + std::to_string(rn);
-    strategy_ = Strategy::Persistent;
-  } else {
-    l.looped = true;
-    l.block0 = 1;
-    l.block1 = pick(cfg_.block1, int64_t(2048));
-    attrs["layout"] = "looped: a row per program in steps of RBLOCK";
-    strategy_ = Strategy::Looped;
+  l.block0 = plan_.block0;
+  l.block1 = plan_.block1;
+  switch (plan_.strategy) {
+    case TritonStrategy::Columns:
+      l.looped = rn > l.block1;
+      attrs["layout"] = std::string(l.looped ? "looped" : "persistent") +
+                        ": XBLOCK rows side by side (neighbouring rows are contiguous), RBLOCK reduced elements per step";
+      break;
+    case TritonStrategy::Persistent:
+      COIL_ASSERT(l.block1 == rpow, "a persistent reduction's RBLOCK holds its row");
+      attrs["layout"] = "persistent: a row in one program, RBLOCK the next power of two of " + std::to_string(rn);
+      break;
+    case TritonStrategy::Looped:
+      l.looped = true;
+      attrs["layout"] = "looped: a row per program in steps of RBLOCK";
+      break;
+    case TritonStrategy::Blocks:
+    case TritonStrategy::Tiles:
+    case TritonStrategy::SplitRows:
+    case TritonStrategy::SplitColumns:
+    case TritonStrategy::Scan:
+    case TritonStrategy::Scatter: COIL_ASSERT(false, "reduction ", k_.name, " planned as ", strategy_name(plan_.strategy));
   }
   begin(k_.name, l);
   emit_prologue();
@@ -96,10 +66,7 @@ void TritonEmitter::emit_reduction() {
     }
     emit_step(step);
   }
-  int64_t per_program = l.block0 * l.block1;
-  int warps = pick(cfg_.num_warps, int(std::clamp<int64_t>(per_program / 256, 1, 8)));
-  end(buffer_params(), warps, {std::max<int64_t>(ceil_div(rows, l.block0), 1), 1, 1}, attrs);
-  resolved_ = {l.block0, l.block1, warps, stages(), 1};
+  end(buffer_params(), plan_.warps, {std::max<int64_t>(ceil_div(rows, l.block0), 1), 1, 1}, attrs);
 }
 
 std::string TritonEmitter::acc_type(const Acc &a) const {
@@ -350,7 +317,8 @@ void TritonEmitter::finish(const Acc &a, const std::vector<Value> &r) {
 
 // ---- split reductions ---------------------------------------------------------------------
 
-void TritonEmitter::emit_split(int64_t split, bool columns) {
+void TritonEmitter::emit_split(bool columns) {
+  const int64_t split = plan_.split;
   int64_t rows = checked_numel(k_.ranges), rn = checked_numel(k_.reduction_ranges);
   int n = int(k_.ranges.size());
   const ir::Step &step = k_.steps[0];
@@ -358,8 +326,8 @@ void TritonEmitter::emit_split(int64_t split, bool columns) {
   Layout l;
   l.two_d = true;
   l.looped = true;
-  l.block0 = columns ? pick(cfg_.block0, std::min<int64_t>(64, next_pow2(rows))) : 1;
-  l.block1 = pick(cfg_.block1, int64_t(columns ? 64 : 2048));
+  l.block0 = plan_.block0;
+  l.block1 = plan_.block1;
   int64_t chunk = ceil_div(ceil_div(rn, split), l.block1) * l.block1;
   l.n0 = rows;
   l.n1 = rn;
@@ -415,10 +383,7 @@ void TritonEmitter::emit_split(int64_t split, bool columns) {
       {"layout", "split: " + std::to_string(split) + " programs per " + (columns ? "block of XBLOCK rows side by side" : "row") +
                      " each reduce a chunk of " + std::to_string(chunk) + " in steps of RBLOCK; " + k_.name +
                      " combines the partials"}};
-  int warps = pick(cfg_.num_warps, columns ? 4 : 8);
-  end(first, warps, {ceil_div(rows, l.block0), split, 1}, attrs);
-  resolved_ = {l.block0, l.block1, warps, stages(), split};
-  strategy_ = columns ? Strategy::SplitColumns : Strategy::SplitRows;
+  end(first, plan_.warps, {ceil_div(rows, l.block0), split, 1}, attrs);
 
   // Kernel 2: combine the partials, then the row's members.
   Layout c;

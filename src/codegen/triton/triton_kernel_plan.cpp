@@ -1,0 +1,225 @@
+// The Triton dialect's planner (triton_kernel_plan.h): each kernel's strategy, block
+// sizes, warps, stages and split, and the plans worth timing.
+#include "codegen/triton/triton_kernel_plan.h"
+
+#include <algorithm>
+#include <sstream>
+#include <tuple>
+#include <utility>
+
+#include "codegen/common/access.h"
+#include "codegen/cpp/cpp_wrapper.h"
+#include "codegen/triton/triton_kernel.h"
+#include "support/error.h"
+
+namespace coil::codegen {
+namespace {
+
+using detail::ceil_div;
+using detail::next_pow2;
+
+// The config's value when it sets one, else the default.
+template <typename T>
+T pick(T configured, T otherwise) {
+  return configured > 0 ? configured : otherwise;
+}
+
+// Whether the reduced elements of a row may be split across programs: a single pass of
+// combinable reductions (no argmax/argmin, no Welford) whose other members are internal,
+// followed by row values only.
+bool splittable(const ir::Program &p, const ir::Kernel &k) {
+  if (k.steps.empty() || !k.steps[0].inner) return false;
+  for (size_t s = 1; s < k.steps.size(); ++s)
+    if (k.steps[s].inner) return false;
+  for (int m : k.steps[0].nodes) {
+    const ir::Node &node = p.nodes[size_t(m)];
+    if (node.kind != ir::NodeKind::Reduction) {
+      for (ir::BufferId b : node.outputs)
+        if (!contains(k.internal, b)) return false;  // an element stored at every point
+      continue;
+    }
+    ir::ReduceOp op = node.reduce_op;
+    if (op == ir::ReduceOp::ArgMax || op == ir::ReduceOp::ArgMin || op == ir::ReduceOp::Welford) return false;
+  }
+  return true;
+}
+
+// Programs per row (1: no split). Rows reduced one per program: split when at most 64
+// rows of 65,536 or more would leave the GPU idle, in chunks of about 32,768. Rows side by
+// side (a sum over dim 0): split when fewer than 256 programs (two per multiprocessor of
+// an H100 or H200) would cover the rows, into enough chunks for about 512 programs.
+int64_t default_split(const ir::Program &p, const ir::Kernel &k, bool columns) {
+  int64_t rows = checked_numel(k.ranges), rn = checked_numel(k.reduction_ranges);
+  if (!splittable(p, k)) return 1;
+  if (!columns) return rows > 64 || rn < 65536 ? 1 : std::clamp<int64_t>(next_pow2(ceil_div(rn, 32768)), 2, 1024);
+  int64_t programs = ceil_div(rows, std::min<int64_t>(64, next_pow2(rows)));
+  if (programs >= 256 || rn < 1024) return 1;
+  return std::clamp<int64_t>(next_pow2(ceil_div(512, programs)), 2, std::min<int64_t>(64, next_pow2(ceil_div(rn, 128))));
+}
+
+void plan_pointwise(TritonKernelPlan &plan, const ir::Program &p, const ir::Kernel &k, const TritonConfig &cfg) {
+  int64_t numel = checked_numel(k.ranges);
+  int64_t rows = k.ranges.size() >= 2 ? numel / std::max<int64_t>(k.ranges.back(), 1) : 1;
+  int64_t tile_rows = pick(cfg.block0, std::min<int64_t>(32, next_pow2(rows)));
+  // When a load walks the last two dims the other way round from the store (x + y.t()),
+  // the kernel runs in YBLOCK x XBLOCK tiles, so that loads and stores both coalesce.
+  if (loads_transposed_in_last_two_dims(p, k) && ceil_div(rows, tile_rows) <= 65535) {
+    plan.strategy = TritonStrategy::Tiles;
+    plan.block0 = tile_rows;
+    plan.block1 = pick(cfg.block1, std::min<int64_t>(64, next_pow2(k.ranges.back())));
+  } else {
+    plan.strategy = TritonStrategy::Blocks;
+    plan.block0 = pick(cfg.block0, std::min<int64_t>(1024, next_pow2(std::max<int64_t>(numel, 1))));
+    plan.block1 = 0;
+  }
+  int64_t per_program = plan.block0 * std::max<int64_t>(plan.block1, 1);
+  plan.warps = pick(cfg.num_warps, int(std::clamp<int64_t>(per_program / 256, 1, 4)));
+}
+
+void plan_reduction(TritonKernelPlan &plan, const ir::Program &p, const ir::Kernel &k, const TritonOptions &o,
+                    const TritonConfig &cfg) {
+  int64_t rows = checked_numel(k.ranges), rn = checked_numel(k.reduction_ranges);
+  // When loads are contiguous along the last kept dim and not along the reduced one (a sum
+  // over dim 0), a block holds many rows side by side, so that loads coalesce.
+  bool columns = rows_contiguous_across_reduction(p, k);
+  int64_t split = cfg.split > 1 && splittable(p, k) ? cfg.split : cfg.split == 1 ? 1 : default_split(p, k, columns);
+  if (split > 1) {
+    plan.strategy = columns ? TritonStrategy::SplitColumns : TritonStrategy::SplitRows;
+    plan.split = split;
+    plan.block0 = columns ? pick(cfg.block0, std::min<int64_t>(64, next_pow2(rows))) : 1;
+    plan.block1 = pick(cfg.block1, int64_t(columns ? 64 : 2048));
+    plan.warps = pick(cfg.num_warps, columns ? 4 : 8);
+    return;
+  }
+  plan.split = 1;
+  int64_t rpow = next_pow2(std::max<int64_t>(rn, 1));
+  if (columns) {
+    plan.strategy = TritonStrategy::Columns;
+    plan.block0 = pick(cfg.block0, std::min<int64_t>(64, next_pow2(rows)));
+    plan.block1 = std::min(pick(cfg.block1, int64_t(64)), rpow);
+  } else if (rpow <= o.max_persistent_rblock) {
+    plan.strategy = TritonStrategy::Persistent;
+    plan.block1 = rpow;
+    plan.block0 = pick(cfg.block0, std::clamp<int64_t>(1024 / rpow, 1, std::min<int64_t>(64, next_pow2(std::max<int64_t>(rows, 1)))));
+  } else {
+    plan.strategy = TritonStrategy::Looped;
+    plan.block0 = 1;
+    plan.block1 = pick(cfg.block1, int64_t(2048));
+  }
+  plan.warps = pick(cfg.num_warps, int(std::clamp<int64_t>(plan.block0 * plan.block1 / 256, 1, 8)));
+}
+
+}  // namespace
+
+const char *strategy_name(TritonStrategy s) {
+  switch (s) {
+    case TritonStrategy::Blocks: return "blocks";
+    case TritonStrategy::Tiles: return "tiles";
+    case TritonStrategy::Persistent: return "persistent";
+    case TritonStrategy::Looped: return "looped";
+    case TritonStrategy::Columns: return "columns";
+    case TritonStrategy::SplitRows: return "split_rows";
+    case TritonStrategy::SplitColumns: return "split_columns";
+    case TritonStrategy::Scan: return "scan";
+    case TritonStrategy::Scatter: return "scatter";
+  }
+  return "?";
+}
+
+TritonConfig TritonKernelPlan::config() const {
+  switch (strategy) {
+    case TritonStrategy::Blocks:
+    case TritonStrategy::Tiles:
+    case TritonStrategy::Persistent:
+    case TritonStrategy::Looped:
+    case TritonStrategy::Columns:
+    case TritonStrategy::SplitRows:
+    case TritonStrategy::SplitColumns: return {block0, block1, warps, stages, split};
+    case TritonStrategy::Scan:
+    case TritonStrategy::Scatter: return {};  // fixed layouts: nothing to choose
+  }
+  return {};
+}
+
+TritonKernelPlan plan_triton_kernel(const ir::Program &p, const ir::Kernel &k, const TritonOptions &o) {
+  TritonConfig cfg;
+  if (auto it = o.configs.find(k.name); it != o.configs.end()) cfg = it->second;
+  TritonKernelPlan plan;
+  plan.kernel = k.name;
+  plan.stages = pick(cfg.num_stages, 1);
+  switch (k.kind) {
+    case ir::KernelKind::Pointwise: plan_pointwise(plan, p, k, cfg); break;
+    case ir::KernelKind::Reduction: plan_reduction(plan, p, k, o, cfg); break;
+    case ir::KernelKind::Scan: plan.strategy = TritonStrategy::Scan; break;
+    case ir::KernelKind::Scatter: plan.strategy = TritonStrategy::Scatter; break;
+    case ir::KernelKind::Extern: COIL_ASSERT(false, "extern calls are host steps, not Triton kernels");
+  }
+  return plan;
+}
+
+std::vector<TritonKernelPlan> tuning_plans(const ir::Program &p, const ir::Kernel &k, const TritonKernelPlan &plan,
+                                           const TritonOptions &o) {
+  std::vector<TritonConfig> out = {plan.config()};
+  int64_t rows = checked_numel(k.ranges), rn = checked_numel(k.reduction_ranges);
+  auto add = [&](TritonConfig c) {
+    if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
+  };
+  const TritonConfig d = plan.config();
+  int64_t rpow = next_pow2(std::max<int64_t>(rn, 1));
+  bool worth_it = rows * std::max<int64_t>(rn, 1) >= (int64_t(1) << 16);
+  switch (worth_it ? plan.strategy : TritonStrategy::Scan) {
+    case TritonStrategy::Blocks:
+      for (auto [b, w] : {std::pair<int64_t, int>{512, 4}, {1024, 4}, {1024, 8}, {2048, 8}, {4096, 8}}) add({b, 0, w, 1, 0});
+      break;
+    case TritonStrategy::Tiles:
+      for (auto [b0, b1, w] : {std::tuple<int64_t, int64_t, int>{32, 64, 4}, {64, 64, 4}, {64, 64, 8}, {32, 128, 4}, {16, 128, 4}, {64, 128, 8}})
+        add({b0, b1, w, 1, 0});
+      break;
+    case TritonStrategy::Persistent:
+      // Rows per program and warps, with 2 to 64 elements per thread and at most 10 configs.
+      for (int64_t b0 : {1, 2, 4, 8, 16, 32})
+        for (int w : {4, 8, 16})
+          if (out.size() < 10 && b0 <= next_pow2(rows) && b0 * rpow <= 16384 && b0 * rpow >= 64 * w && b0 * rpow / (32 * w) <= 64)
+            add({b0, rpow, w, 1, 1});
+      break;
+    case TritonStrategy::Looped:
+      for (auto [b1, w, st] : {std::tuple<int64_t, int, int>{1024, 4, 1}, {2048, 4, 1}, {4096, 8, 1}, {4096, 16, 1}, {2048, 8, 2}})
+        add({1, b1, w, st, 1});
+      break;
+    case TritonStrategy::Columns:
+    case TritonStrategy::SplitColumns: {
+      int64_t sp = d.split;
+      for (auto [b0, b1, w] : {std::tuple<int64_t, int64_t, int>{64, 64, 4}, {32, 64, 4}, {128, 32, 8}, {64, 32, 4}})
+        add({std::min(b0, next_pow2(rows)), std::min(b1, rpow), w, 1, sp});
+      if (splittable(p, k) && rn >= 1024)
+        for (int64_t f : {sp * 2, sp / 2, sp * 4})
+          if (f >= 1 && f <= 64) add({d.block0, d.block1, d.num_warps, 1, f});
+      break;
+    }
+    case TritonStrategy::SplitRows:
+      for (auto [b1, w, f] : {std::tuple<int64_t, int, int64_t>{4096, 8, d.split}, {2048, 4, d.split}, {2048, 8, d.split / 2},
+                               {2048, 8, d.split * 2}, {1024, 4, d.split * 2}})
+        if (f >= 2 && f <= 1024) add({1, b1, w, 1, f});
+      break;
+    case TritonStrategy::Scan:
+    case TritonStrategy::Scatter: break;
+  }
+  // Each config is planned again: the strategy it leads to is the kernel's own decision.
+  std::vector<TritonKernelPlan> plans = {plan};
+  for (size_t i = 1; i < out.size(); ++i) {
+    TritonOptions with = o;
+    with.configs[k.name] = out[i];
+    plans.push_back(plan_triton_kernel(p, k, with));
+  }
+  return plans;
+}
+
+std::string plans_str(const std::vector<TritonKernelPlan> &plans) {
+  std::ostringstream out;
+  out << "# The Triton dialect's plan of each kernel (codegen/triton/triton_kernel_plan.h)\n";
+  for (const TritonKernelPlan &plan : plans)
+    out << plan.kernel << "  " << strategy_name(plan.strategy) << "  " << plan.config().str() << "\n";
+  return out.str();
+}
+
+}  // namespace coil::codegen
