@@ -22,6 +22,10 @@ bool any_direct_load(const ir::Program &p, const ir::Kernel &k, const std::funct
 
 }  // namespace
 
+std::string element_key(const ir::Program &p, ir::BufferId b, const ir::Expr &at, const ir::Ranges &ranges) {
+  return p.buffer(b).name + "[" + ir::str(ir::simplify(at, ranges)) + "]";
+}
+
 bool loads_transposed_in_last_two_dims(const ir::Program &p, const ir::Kernel &k) {
   int n = int(k.ranges.size());
   if (n < 2 || k.ranges[size_t(n - 1)] < 16 || k.ranges[size_t(n - 2)] < 16) return false;

@@ -21,6 +21,10 @@ bool loads_transposed_in_last_two_dims(const ir::Program &p, const ir::Kernel &k
 /// reduced one (a sum over dim 0): neighbouring rows then sit side by side in memory.
 bool rows_contiguous_across_reduction(const ir::Program &p, const ir::Kernel &k);
 
+/// The key of element `at` of buffer `b`: "buf3[x0*256 + r0]", with `at` simplified over
+/// `ranges` so that equal indices meet (forwarded values, tiles of transposed loads).
+std::string element_key(const ir::Program &p, ir::BufferId b, const ir::Expr &at, const ir::Ranges &ranges);
+
 /// The buffers a kernel takes as pointer arguments, in order (every buffer its members
 /// read, then write, that is not internal, once each), named in_ptrN when only read and
 /// out_ptrN when written: the argument list of a kernel in both dialects.

@@ -70,11 +70,10 @@ std::string KernelEmitter::index(const Expr &e) const {
 
 std::string KernelEmitter::def(const std::string &type, const std::string &rhs) {
   std::string key = type + " " + rhs;
-  for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it)
-    if (auto f = it->values.find(key); f != it->values.end()) return f->second;
+  if (const std::string *f = scopes_.find(key)) return *f;
   std::string name = "tmp" + std::to_string(next_tmp_++);
   w_.line(type + " " + name + " = " + rhs + ";");
-  scopes_.back().values[key] = name;
+  scopes_.remember(key, name);
   if (type.rfind("Vec<", 0) == 0) vector_values_.insert(name);
   return name;
 }
@@ -270,15 +269,10 @@ void KernelEmitter::vector_body(VarId x, int lanes, bool start_aligned, const st
   vlanes_ = 0;
 }
 
-std::string KernelEmitter::forward_key(BufferId b, const Expr &at) const {
-  return p_.buffer(b).name + "[" + ir::str(ir::simplify(at, ranges_)) + "]";
-}
+std::string KernelEmitter::forward_key(BufferId b, const Expr &at) const { return element_key(p_, b, at, ranges_); }
 
 std::optional<std::string> KernelEmitter::forwarded(BufferId b, const Expr &at) const {
-  std::string key = forward_key(b, at);
-  for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it)
-    if (auto f = it->forwarded.find(key); f != it->forwarded.end()) return f->second;
-  return std::nullopt;
+  return scopes_.forwarded(forward_key(b, at));
 }
 
 // ---- bodies ---------------------------------------------------------------------------
@@ -439,9 +433,9 @@ void KernelEmitter::store(const Node &n, BufferId out, const std::string &v, DTy
     // A value per row of a tiled kernel: one per lane, kept for the passes after.
     std::string lanes = "row_" + p_.buffer(out).name;
     w_.line(lanes + "[l] = " + value + ";");
-    scopes_[size_t(row_scope_)].forwarded[forward_key(out, at)] = lanes + "[l]";
+    scopes_.forward(forward_key(out, at), lanes + "[l]", size_t(row_scope_));
   } else {
-    scopes_.back().forwarded[forward_key(out, at)] = value;
+    scopes_.forward(forward_key(out, at), value);
   }
   if (contains(k_.internal, out)) return;
   // f32_to_bf16(round_bf16(x)) is f32_to_bf16(x).

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/common/scopes.h"
 #include "codegen/common/writer.h"
 #include "codegen/cpp/cpp_codegen.h"
 #include "codegen/cpp/cpp_ops.h"
@@ -56,8 +57,8 @@ class KernelEmitter {
 
   // ---- scopes: CSE of values and the values of internal buffers ---------------------------
 
-  void push() { scopes_.emplace_back(); }
-  void pop() { scopes_.pop_back(); }
+  void push() { scopes_.push(); }
+  void pop() { scopes_.pop(); }
 
   std::string var(VarId v) const;
 
@@ -264,11 +265,6 @@ class KernelEmitter {
 
   void emit_scatter();
 
-  struct Scope {
-    std::map<std::string, std::string> values;     // "type rhs" -> tmp
-    std::map<std::string, std::string> forwarded;  // "buf[index]" -> tmp holding the element
-  };
-
   const ir::Program &p_;
   const Kernel &k_;
   const CppKernelPlan &plan_;
@@ -277,7 +273,7 @@ class KernelEmitter {
   ir::Ranges ranges_;
   std::vector<BufferId> params_;
   std::map<BufferId, std::string> names_;
-  std::vector<Scope> scopes_;
+  ValueScopes<std::string> scopes_;  // "type rhs" -> tmp; element keys -> the tmp holding the element
   int next_tmp_ = 0, next_acc_ = 0;
   std::map<std::string, const CppRowCache *> row_cache_;  // structural key -> its row buffer, while emitted
   int step_index_ = 0;                                    // the pass being emitted, from 1

@@ -75,8 +75,8 @@ std::vector<CppLoadRef> transposed_loads(const ir::Program &p, const ir::Kernel 
       if (contains(k.internal, i.buffer) || contains(k.stores, i.buffer)) continue;
       ir::AccessFact last = ir::access_of(i.index, VarId{n - 1}, ranges), prev = ir::access_of(i.index, VarId{n - 2}, ranges);
       if (prev.kind != ir::Access::Contiguous || last.kind != ir::Access::Affine) continue;
-      std::string key = p.buffer(i.buffer).name + "[" + ir::str(ir::simplify(i.index, ranges)) + "]";
-      if (int(out.size()) < kMaxTransposed && seen.insert(key).second) out.push_back({m, int(idx)});
+      if (int(out.size()) < kMaxTransposed && seen.insert(element_key(p, i.buffer, i.index, ranges)).second)
+        out.push_back({m, int(idx)});
     }
   }
   return out;

@@ -335,7 +335,7 @@ void KernelEmitter::emit_tiled_reduction() {
       w_.line(value_type(p_.buffer(b).type.dtype) + " row_" + p_.buffer(b).name + "[" + std::to_string(block) + "];");
   }
   push();
-  row_scope_ = int(scopes_.size()) - 1;
+  row_scope_ = int(scopes_.innermost());
   for (const ir::Step &step : k_.steps) {
     if (!step.inner) {
       open_lanes(block);

@@ -201,23 +201,17 @@ void TritonEmitter::open_axis1(const std::string &offset) {
 // ---- scopes: CSE of values and the values of internal buffers ---------------------------
 
 Value TritonEmitter::def(const std::string &rhs, int dims) {
-  for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it)
-    if (auto f = it->values.find(rhs); f != it->values.end()) return f->second;
+  if (const Value *f = scopes_.find(rhs)) return *f;
   Value v{"tmp" + std::to_string(next_tmp_++), dims, false};
   w_.line(v.name + " = " + rhs);
-  scopes_.back().values[rhs] = v;
+  scopes_.remember(rhs, v);
   return v;
 }
 
-std::string TritonEmitter::forward_key(BufferId b, const Expr &at) const {
-  return p_.buffer(b).name + "[" + ir::str(ir::simplify(at, ranges_)) + "]";
-}
+std::string TritonEmitter::forward_key(BufferId b, const Expr &at) const { return element_key(p_, b, at, ranges_); }
 
 std::optional<Value> TritonEmitter::forwarded(BufferId b, const Expr &at) const {
-  std::string key = forward_key(b, at);
-  for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it)
-    if (auto f = it->forwarded.find(key); f != it->forwarded.end()) return f->second;
-  return std::nullopt;
+  return scopes_.forwarded(forward_key(b, at));
 }
 
 // ---- indices -----------------------------------------------------------------------------
@@ -337,7 +331,7 @@ void TritonEmitter::store(const Node &n, BufferId out, const Value &v, DType fro
     if ((t == DType::BF16 || t == DType::F16) && from == DType::F32) rounded_from_[value.name] = {v.name, t};
   }
   if (from != t && v.literal) value = {triton_cast("tl.full([], " + v.name + ", " + triton_type(from) + ")", from, t), kNone, false};
-  scopes_.back().forwarded[forward_key(out, at)] = value;
+  scopes_.forward(forward_key(out, at), value);
   if (contains(k_.internal, out)) return;
   auto [idx, dims] = index(at);
   int pdims = dims | value.dims;

@@ -1,6 +1,6 @@
 // The emitter of a schedule kernel's Triton kernels, internal to src/codegen/triton. Its
 // members are defined by concern: triton_kernel.cpp (parameters, block shapes and masks,
-// values and their CSE, loads, stores and bodies, the configs worth timing),
+// values and their CSE, loads, stores and bodies),
 // triton_pointwise.cpp (pointwise kernels and their tiles, scans, scatters) and
 // triton_reduction.cpp (persistent, looped and split reductions). triton_codegen.cpp runs it.
 #pragma once
@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "codegen/common/scopes.h"
 #include "codegen/common/writer.h"
 #include "codegen/triton/triton_codegen.h"
 #include "ir/kernel.h"
@@ -117,13 +118,8 @@ class TritonEmitter {
 
   // ---- scopes: CSE of values and the values of internal buffers ---------------------------
 
-  struct Scope {
-    std::map<std::string, Value> values;     // rhs -> tmp
-    std::map<std::string, Value> forwarded;  // "buf[index]" -> the element's value
-  };
-
-  void push() { scopes_.emplace_back(); }
-  void pop() { scopes_.pop_back(); }
+  void push() { scopes_.push(); }
+  void pop() { scopes_.pop(); }
 
   Value def(const std::string &rhs, int dims);
 
@@ -231,7 +227,7 @@ class TritonEmitter {
   std::string kernel_name_;
   std::vector<BufferId> params_;
   std::map<BufferId, std::string> names_;
-  std::vector<Scope> scopes_;
+  ValueScopes<Value> scopes_;  // rhs -> tmp; element keys -> the element's value
   std::map<int, Value> vars_;  // loop variable id -> its name and dims
   std::set<std::string> helpers_;
   std::map<std::string, std::pair<std::string, DType>> rounded_from_;  // tmp = round(source) to dtype
