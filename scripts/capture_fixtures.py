@@ -2258,7 +2258,8 @@ def write_tensors(path: Path, tensors: dict[str, torch.Tensor]) -> None:
     except ImportError:
         sys.path.insert(0, str(REPO / "python" / "coil_triton"))
         import run_plan
-        run_plan.write_safetensors(str(path), tensors)
+        # In standard strides: it writes a tensor's flat view, and a dim of size 1 may have any stride.
+        run_plan.write_safetensors(str(path), {k: torch.empty(v.shape, dtype=v.dtype).copy_(v) for k, v in tensors.items()})
         return
     write_if_changed(path, save(tensors))
 

@@ -3,7 +3,7 @@
 
     .venv/bin/python tests/difftest/difftest.py --seeds 0:2000 [--all-variants] [--shrink] [--jobs N]
     .venv/bin/python tests/difftest/difftest.py --ci          (the fixed seed range CTest runs)
-    .venv/bin/python tests/difftest/difftest.py --replay tests/difftest/found/NAME
+    .venv/bin/python tests/difftest/difftest.py --summarize RESULTS.jsonl   (the summary of an earlier run)
 
 Each seed draws one program (programs.py), exports it with torch.export, writes it as the fixtures
 are written (scripts/capture_fixtures.py: graph.py, inputs.safetensors, expected.safetensors from
@@ -14,7 +14,13 @@ Outcomes: pass; rejected (coil says it does not support an op: the op is named);
 mismatch (FAIL against eager), user_error (coil calls a graph PyTorch runs wrong), internal_error,
 crash (killed by a signal) and timeout. With --shrink each failure is shrunk (nodes removed, shapes
 narrowed, special values made normal) while it stays the same failure of the same configuration,
-and the minimal graph is written to --found.
+and the minimal graph is written to --found with the command that shows the failure (repro.txt).
+
+The reference interpreter runs each program alone (it takes milliseconds, and a rejection there is
+one everywhere). The compiled configurations take seconds per graph, most of it fixed cost (the C++
+compiler, Triton's Python), so they run the programs of a batch merged into one graph, each output
+still checked against its own eager value; a program runs alone where its batch fails other than
+by a mismatch, or where it failed alone on the reference interpreter.
 """
 
 from __future__ import annotations
@@ -70,8 +76,8 @@ KNOWN_BUGS: dict[str, tuple[str, str, str]] = {
 # fails the run: when the bug is fixed, its marks go.
 EXPECTED_FAILURES: dict[int, str] = {1: "softmax-sum-0d", 12: "softmax-sum-0d"}
 
-UNSUPPORTED = re.compile(r"unknown op|not supported|does not support|unsupported|not registered")
-OP_IN_ERROR = re.compile(r"unknown op '([\w.]+)'|\((aten\.[\w.]+|prims\.[\w.]+)\)")
+UNSUPPORTED = re.compile(r"unknown op|unknown overload|not supported|does not support|unsupported|not registered")
+OP_IN_ERROR = re.compile(r"unknown (?:op|overload) '([\w.]+)'|\((aten\.[\w.]+|prims\.[\w.]+)\)")
 
 
 @dataclasses.dataclass
@@ -375,7 +381,8 @@ def chunks(seeds: range, size: int):
 def summary(results: list[dict]) -> str:
     graphs = collections.Counter(r["graph"] for r in results)
     lines = [f"{len(results)} graphs: " + ", ".join(f"{graphs[k]} {k}" for k in
-                                                   ("pass", "rejected", *FAILURES, "not_exported") if graphs[k])]
+                                                   ("pass", "rejected", *FAILURES, "not_exported", "tester_error")
+                                                   if graphs[k])]
     by_config = collections.defaultdict(collections.Counter)
     rejected_by_op = collections.Counter()
     failures = collections.Counter()
@@ -395,6 +402,10 @@ def summary(results: list[dict]) -> str:
     if failures:
         lines.append("\nfailures (runs), by kind, configuration and what coil said:")
         lines += [f"  {n:4} {k} {cfg}: {what}" for (k, cfg, what), n in failures.most_common()]
+    tester = collections.Counter(r["why"][:120] for r in results if r["graph"] == "tester_error")
+    if tester:
+        lines.append("\nerrors of the tester itself (seeds not tested):")
+        lines += [f"  {n:4} {why}" for why, n in tester.most_common()]
     not_exported = collections.Counter(r["why"][:80] for r in results if r["graph"] == "not_exported")
     if not_exported:
         lines.append("\nnot exported by torch.export (not coil's):")
@@ -407,6 +418,9 @@ def ci_verdict(results: list[dict]) -> list[str]:
     fail the way its bug does."""
     problems = []
     for r in results:
+        if r["graph"] == "tester_error":
+            problems.append(f"seed {r['seed']}: the tester failed: {r['why']}")
+            continue
         failures = [o for o in r["outcomes"] if o["kind"] in FAILURES]
         mark = EXPECTED_FAILURES.get(r["seed"])
         if mark is None:
@@ -420,6 +434,20 @@ def ci_verdict(results: list[dict]) -> list[str]:
             o = next(o for o in failures if not (o["kind"] == kind and re.search(pattern, o["detail"])))
             problems.append(f"seed {r['seed']}: marked as {mark} but {o['kind']} on {o['config']}: {o['detail']}")
     return problems
+
+
+def read_results(path: str) -> list[dict]:
+    """A --results file, each error outcome classified again (by what this version knows)."""
+    results = [json.loads(line) for line in open(path)]
+    for r in results:
+        for o in r["outcomes"]:
+            if o["kind"] in ("rejected", "user_error"):
+                m = OP_IN_ERROR.search(o["detail"])
+                o["op"] = (m.group(1) or m.group(2)) if m else o["op"]
+                o["kind"] = "rejected" if UNSUPPORTED.search(o["detail"]) else "user_error"
+        if r["outcomes"]:
+            r["graph"] = graph_kind([Outcome(**o) for o in r["outcomes"]])
+    return sorted(results, key=lambda r: r["seed"])
 
 
 def parse_seeds(text: str) -> range:
@@ -439,6 +467,7 @@ def main(argv=None) -> int:
     ap.add_argument("--coil", default=str(REPO / "build" / "coil"))
     ap.add_argument("--work", default=str(REPO / "build" / "difftest"))
     ap.add_argument("--results", help="write one JSON line per seed here")
+    ap.add_argument("--summarize", metavar="RESULTS", help="no runs: the summary of a --results file")
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--batch", type=int, default=8, help="programs merged into one graph for the compiled runs")
     ap.add_argument("--timeout", type=float, default=120, help="seconds one coil run may take")
@@ -447,7 +476,7 @@ def main(argv=None) -> int:
     warnings.filterwarnings("ignore")   # torch's deprecation notes, while results come back from workers
     os.environ.setdefault("COIL_CACHE_DIR", str(REPO / "build-test-cache"))
     seeds = CI_SEEDS if args.ci else parse_seeds(args.seeds)
-    results = run_all(seeds, args)
+    results = read_results(args.summarize) if args.summarize else run_all(seeds, args)
     print(summary(results))
     if not args.ci:
         return 0
@@ -462,23 +491,35 @@ def run_all(seeds: range, args) -> list[dict]:
     results, log = [], open(args.results, "w") if args.results else None
     with concurrent.futures.ProcessPoolExecutor(args.jobs) as pool:
         pending = enumerate(chunks(seeds, args.batch))
-        running = set()
+        running, jobs = set(), {}
         while True:
             while len(running) < args.jobs and not (args.minutes and time.time() - start > args.minutes * 60):
                 job = next(pending, None)
                 if job is None:
                     break
-                running.add(pool.submit(run_chunk, (job[1], job[0], args)))
+                f = pool.submit(run_chunk, (job[1], job[0], args))
+                jobs[f] = job[1]
+                running.add(f)
             if not running:
                 break
             done, running = concurrent.futures.wait(running, return_when=concurrent.futures.FIRST_COMPLETED)
             for f in done:
-                for r in f.result():
+                for r in chunk_results(f, jobs[f]):
                     results.append(r)
                     report_seed(r, log)
     results.sort(key=lambda r: r["seed"])
     print(f"{time.time() - start:.0f} s", flush=True)
     return results
+
+
+def chunk_results(f: concurrent.futures.Future, seeds: list[int]) -> list[dict]:
+    """The chunk's results, or each of its seeds as a failure of the tester itself (counted, never
+    taken for a pass), so that one bad seed does not end a long run."""
+    try:
+        return f.result()
+    except Exception as e:  # noqa: BLE001
+        why = f"{type(e).__name__}: {(str(e).strip().splitlines() or [''])[0][:200]}"
+        return [{"seed": s, "graph": "tester_error", "why": why, "outcomes": []} for s in seeds]
 
 
 def report_seed(r: dict, log) -> None:
