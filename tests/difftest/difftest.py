@@ -129,7 +129,9 @@ def run_coil(coil: Path, folder: Path, config: str, timeout: float) -> Outcome:
 def classify(config: str, rc: int, stdout: str, stderr: str) -> Outcome:
     """coil's exit status and words as one outcome: 0 passes, 1 is a FAIL against eager or a user
     error (a rejection when it says the op is not supported), 2 an internal error, a signal a crash."""
-    first = (stderr.strip().splitlines() or [""])[0][:300]
+    lines = stderr.strip().splitlines() or [""]
+    # A message that goes on below its first line (the Triton runner's) ends with what failed.
+    first = (lines[0] + (" ... " + lines[-1] if lines[0].endswith(":") and len(lines) > 1 else ""))[:300]
     if rc == 0:
         return Outcome(config, "pass")
     if rc < 0:
@@ -141,7 +143,7 @@ def classify(config: str, rc: int, stdout: str, stderr: str) -> Outcome:
     if rc == 1:
         m = OP_IN_ERROR.search(stderr)
         op = (m.group(1) or m.group(2)) if m else ""
-        return Outcome(config, "rejected" if UNSUPPORTED.search(first) else "user_error", op, first)
+        return Outcome(config, "rejected" if UNSUPPORTED.search(lines[0]) else "user_error", op, first)
     return Outcome(config, "crash", detail=f"exit status {rc}: {first}")
 
 
@@ -311,7 +313,9 @@ def save_found(prog: dict, o: Outcome, coil: Path, found: Path) -> Path:
     command = coil_command(coil, folder, o.config)
     rel = [os.path.relpath(c, REPO) if c.startswith(str(REPO)) else c for c in command]
     r = subprocess.run(command, capture_output=True, text=True)
-    (folder / "repro.txt").write_text(" ".join(rel) + "\n\n" + r.stdout + r.stderr)
+    said = (r.stdout + r.stderr).replace(str(REPO) + "/", "")
+    said = re.sub(r"/tmp/coil-interpret-\w+", "TMPDIR", said)   # where this run kept its kernels
+    (folder / "repro.txt").write_text(" ".join(rel) + "\n\n" + said)
     return folder
 
 
@@ -444,7 +448,7 @@ def read_results(path: str) -> list[dict]:
             if o["kind"] in ("rejected", "user_error"):
                 m = OP_IN_ERROR.search(o["detail"])
                 o["op"] = (m.group(1) or m.group(2)) if m else o["op"]
-                o["kind"] = "rejected" if UNSUPPORTED.search(o["detail"]) else "user_error"
+                o["kind"] = "rejected" if UNSUPPORTED.search(o["detail"].split(" ... ")[0]) else "user_error"
         if r["outcomes"]:
             r["graph"] = graph_kind([Outcome(**o) for o in r["outcomes"]])
     return sorted(results, key=lambda r: r["seed"])
