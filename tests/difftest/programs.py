@@ -182,10 +182,6 @@ OPS: dict[str, Callable] = {
 # Running a program eagerly
 # ---------------------------------------------------------------------------------------------
 
-def node_fn(node: dict) -> Callable:
-    return lambda *xs: OPS[node["op"]](*xs, **node["p"])
-
-
 def as_function(prog: dict) -> Callable:
     """The program as a Python function of its inputs, for eager runs and torch.export."""
     def fn(*inputs):
