@@ -2100,10 +2100,16 @@ def build_case(case: Case, dev: str):
 
 
 def export_case(case: Case, module: nn.Module, args: tuple):
+    return export_program(module, args, case.decompositions)
+
+
+def export_program(module: nn.Module, args: tuple, decompositions: str):
+    """torch.export, then the decomposition table named: "default" (Inductor's graph), "empty"
+    (the ops as called) or "none" (no run_decompositions)."""
     ep = torch.export.export(module, args)
-    if case.decompositions == "default":
+    if decompositions == "default":
         ep = ep.run_decompositions()
-    elif case.decompositions == "empty":
+    elif decompositions == "empty":
         ep = ep.run_decompositions({})
     return ep
 
@@ -2236,10 +2242,30 @@ def meta_json(meta: dict) -> bytes:
     return (json.dumps(meta, indent=1) + "\n").encode()
 
 
+def write_graph_files(folder: Path, text: str, inputs: dict[str, torch.Tensor], outs: list[torch.Tensor]) -> None:
+    """graph.py, inputs.safetensors (by placeholder name) and expected.safetensors (out0, out1, ...)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    write_if_changed(folder / "graph.py", text.encode())
+    write_tensors(folder / "inputs.safetensors", {k: host(v) for k, v in inputs.items()})
+    write_tensors(folder / "expected.safetensors", {f"out{i}": host(o) for i, o in enumerate(outs)})
+
+
+def write_tensors(path: Path, tensors: dict[str, torch.Tensor]) -> None:
+    """With the safetensors package where it is installed; the project's .venv (torch and triton
+    only) has the writer of coil's Triton runner instead, which coil reads the same."""
+    try:
+        from safetensors.torch import save
+    except ImportError:
+        sys.path.insert(0, str(REPO / "python" / "coil_triton"))
+        import run_plan
+        # In standard strides: it writes a tensor's flat view, and a dim of size 1 may have any stride.
+        run_plan.write_safetensors(str(path), {k: torch.empty(v.shape, dtype=v.dtype).copy_(v) for k, v in tensors.items()})
+        return
+    write_if_changed(path, save(tensors))
+
+
 def capture(name: str, out_dir: str, inductor: bool) -> dict:
     """Capture one case into out_dir/name. Returns a summary for the log."""
-    from safetensors.torch import save
-
     t0 = time.time()
     case = CASES[name]
     folder = Path(out_dir) / name
@@ -2279,10 +2305,7 @@ def capture(name: str, out_dir: str, inductor: bool) -> dict:
     if same_graph and old.get("inductor_error_cuda"):
         meta["inductor_error_cuda"] = old["inductor_error_cuda"]
 
-    folder.mkdir(parents=True, exist_ok=True)
-    write_if_changed(folder / "graph.py", text.encode())
-    write_if_changed(folder / "inputs.safetensors", save({k: host(v) for k, v in inputs.items()}))
-    write_if_changed(folder / "expected.safetensors", save({f"out{i}": host(o) for i, o in enumerate(outs)}))
+    write_graph_files(folder, text, inputs, outs)
     write_if_changed(folder / "meta.json", meta_json(meta))
     return {"name": name, "seconds": time.time() - t0, "kernels": n_cpu, "inductor_error": err,
             "missing_ops": missing, "problem": problem}
