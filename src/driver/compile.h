@@ -15,6 +15,7 @@
 #include "ir/loop_ir.h"
 #include "passes/passes.h"
 #include "scheduler/scheduler.h"
+#include "support/files.h"  // write_file_atomically, which the stages' writers use
 
 namespace coil {
 
@@ -31,10 +32,6 @@ Compilation compile_graph(Graph g, const sched::ScheduleOptions &o, const std::s
 
 /// The same with the options registry's values and its `trace` directory.
 Compilation compile_graph(Graph g);
-
-/// Writes `text` to `path` through a temporary file renamed into place: a file written
-/// is whole or absent. A UserError naming the path when it cannot be written.
-void write_file_atomically(const std::filesystem::path &path, const std::string &text);
 
 /// The counts of stats.json: loop-nest kernels, extern calls and the arena's size.
 std::string stats_json(const Compilation &c);
