@@ -29,8 +29,9 @@ bool writes_nothing(const ir::Program &p, const Node &n) {
                      [&](BufferId b) { return b < 0 || checked_numel(p.buffer(b).type.sizes) == 0; });
 }
 
-// Buffers with no elements that an extern call reads: the library gets a pointer for
-// each operand, so their writers stay (their loops run zero times).
+// Buffers with no elements that a node takes as an operand (an extern call's, a
+// scatter's copy source): each is passed as a pointer, so their writers stay (their
+// loops run zero times).
 std::set<BufferId> empty_extern_operands(const ir::Program &p) {
   std::set<BufferId> out;
   for (const Node &n : p.nodes)
