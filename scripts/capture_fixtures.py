@@ -2037,6 +2037,35 @@ def _cat_rows_layernorm(dev):
     return fn, [make([2, 48, 8, 8]), make([1, 1, 48]), make([1, 65, 48]), make([48]), make([48])]
 
 
+# Graphs that once stopped coil with an internal error. A 0-d result fused into a kernel
+# whose loops are [1] (a reduction to 0-d beside one that keeps its dim, a 0-d tensor beside a
+# one-element one in a horizontal fusion); a tensor with no elements read by a reduction or a
+# matrix product after its writer was dropped (nothing to compute).
+@fn_case("softmax_1d_sum", "workload", tags=("size1",))
+def _softmax_1d_sum(dev):
+    return (lambda x: torch.softmax(x, -1).sum()), [make([13])]
+
+
+@fn_case("reduce_1d_keepdim_and_not", "workload", tags=("odd", "size1"))
+def _reduce_1d_keepdim_and_not(dev):
+    def fn(x):
+        return x.sum(0, keepdim=True) * 2, x.amax(0), x.mean(0, keepdim=True), x.max(0), x.amin(0) + 1
+    return fn, [make([13], f32, "distinct")]
+
+
+@fn_case("horizontal_0d_1elem", "workload", tags=("size1",))
+def _horizontal_0d_1elem(dev):
+    return (lambda a, b: (b.exp(), a.exp(), a * 2 + 1, b * 3)), [make([]), make([1])]
+
+
+@fn_case("empty_slice_reductions", "workload", tags=("size0",))
+def _empty_slice_reductions(dev):
+    def fn(x, y, m):
+        e = x[2:2] * y[2:2]
+        return e.sum(dtype=f64), e.sum(0, keepdim=True), (m[:, 1:1] * 2) @ (m[1:1] * 3)
+    return fn, [make([7]), make([7]), make([3, 5])]
+
+
 # ---------------------------------------------------------------------------------------------
 # Registration (the order here is the order of --list and of the run)
 # ---------------------------------------------------------------------------------------------

@@ -1,7 +1,6 @@
 #include "driver/compile.h"
 
 #include <filesystem>
-#include <fstream>
 
 #include <nlohmann/json.hpp>
 
@@ -19,7 +18,7 @@ void dump(const std::string &dir, const std::string &name, const std::string &te
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) throw UserError(str_cat("cannot create the trace directory ", dir, ": ", ec.message()));
-  write_file_atomically(std::filesystem::path(dir) / name, text);
+  write_file_atomically((std::filesystem::path(dir) / name).string(), text);
 }
 
 std::string with_log(const std::string &graph_text, const passes::PassLog &log) {
@@ -29,19 +28,6 @@ std::string with_log(const std::string &graph_text, const passes::PassLog &log) 
 }
 
 }  // namespace
-
-void write_file_atomically(const std::filesystem::path &path, const std::string &text) {
-  std::filesystem::path tmp = path;
-  tmp += ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    out << text;
-    if (!out) throw UserError(str_cat("cannot write ", tmp.string()));
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) throw UserError(str_cat("cannot write ", path.string(), ": ", ec.message()));
-}
 
 Compilation compile_graph(Graph g, const sched::ScheduleOptions &o, const std::string &trace_dir) {
   Compilation c;

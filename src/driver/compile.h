@@ -17,6 +17,7 @@
 #include "passes/passes.h"
 #include "runtime/cpu_module.h"
 #include "scheduler/scheduler.h"
+#include "support/files.h"  // write_file_atomically, which the stages' writers use
 
 namespace coil {
 
@@ -40,10 +41,6 @@ CpuBuild build_for_cpu(const Compilation &c, const std::string &trace_dir);
 
 /// The same with the options registry's `trace` directory.
 CpuBuild build_for_cpu(const Compilation &c);
-
-/// Writes `text` to `path` through a temporary file renamed into place: a file written
-/// is whole or absent. A UserError naming the path when it cannot be written.
-void write_file_atomically(const std::filesystem::path &path, const std::string &text);
 
 /// The counts of stats.json: loop-nest kernels, extern calls and the arena's size.
 std::string stats_json(const Compilation &c);

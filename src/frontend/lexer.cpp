@@ -6,6 +6,7 @@ namespace coil::frontend {
 namespace {
 
 constexpr size_t kMaxBracketDepth = 256;
+constexpr std::string_view kByteOrderMark = "\xEF\xBB\xBF";
 
 class Lexer {
  public:
@@ -123,6 +124,7 @@ class Lexer {
       emit(Tok::Punct, "->", loc);
       return;
     }
+    if (s_.substr(pos_, kByteOrderMark.size()) == kByteOrderMark) fail(loc, byte_order_mark_error());
     if (std::string_view("()[]{},:=.;-+*").find(c) == std::string_view::npos)
       fail(loc, str_cat("unexpected character ", describe(c)));
     if (c == '(' || c == '[' || c == '{') {
@@ -136,6 +138,13 @@ class Lexer {
     }
     advance();
     emit(Tok::Punct, std::string(1, c), loc);
+  }
+
+  // Editors on Windows may save one; PyTorch never prints one.
+  std::string byte_order_mark_error() const {
+    std::string what = "UTF-8 byte order mark (bytes 0xef 0xbb 0xbf)";
+    if (pos_ == 0) return str_cat("the file starts with a ", what, "; save it without one, as PyTorch prints graphs");
+    return "unexpected " + what;
   }
 
   static std::string describe(char c) {

@@ -1,17 +1,14 @@
 #include "frontend/parser.h"
 
-#include <cerrno>
 #include <cmath>
-#include <cstring>
-#include <fstream>
 #include <limits>
 #include <map>
-#include <sstream>
 
 #include "frontend/lexer.h"
 #include "support/python_repr.h"
 #include "graph/registry.h"
 #include "graph/strides.h"
+#include "support/files.h"
 
 namespace coil::frontend {
 namespace {
@@ -570,12 +567,6 @@ Graph parse_graph(std::string_view text, const std::string &filename) {
   return Parser(text, filename).run();
 }
 
-Graph parse_graph_file(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UserError(str_cat("cannot open: ", std::strerror(errno)), SourceLoc{path, 0, 0});
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  return parse_graph(buf.str(), path);
-}
+Graph parse_graph_file(const std::string &path) { return parse_graph(read_file(path), path); }
 
 }  // namespace coil::frontend

@@ -18,6 +18,11 @@ const TensorType &MetaArgs::tensor(std::string_view name) const {
   return graph_.type(a.as<ValueId>());
 }
 
+ValueId MetaArgs::value(std::string_view name) const {
+  tensor(name);  // the same error for a number where a tensor is needed
+  return arg(name).as<ValueId>();
+}
+
 const TensorType *MetaArgs::optional_tensor(std::string_view name) const {
   return is_none(name) ? nullptr : &tensor(name);
 }

@@ -55,7 +55,11 @@ class MetaArgs {
   bool is_none(std::string_view name) const;
 
   const Arg &arg(std::string_view name) const;
+  /// The value a Tensor argument names, for meta functions that look past its type
+  /// (a view's bounds depend on the storage its input shares).
+  ValueId value(std::string_view name) const;
   const Schema &schema() const { return schema_; }
+  const Graph &graph() const { return graph_; }
 
  private:
   const Schema &schema_;

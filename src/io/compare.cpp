@@ -1,5 +1,6 @@
 #include "io/compare.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "graph/tensor_type.h"
@@ -36,6 +37,9 @@ std::string index_str(int64_t flat, const Shape &sizes) {
   return shape_str(index);
 }
 
+/// The larger error, NaN when either is: a NaN against a number is the worst error.
+double worse(double a, double b) { return std::isnan(a) || std::isnan(b) ? std::nan("") : std::max(a, b); }
+
 }  // namespace
 
 Comparison compare(const HostTensor &actual, const HostTensor &expected, Tolerance tol) {
@@ -48,13 +52,13 @@ Comparison compare(const HostTensor &actual, const HostTensor &expected, Toleran
   for (int64_t i = 0; i < actual.numel(); ++i) {
     double a = actual.element_as_double(i), e = expected.element_as_double(i);
     if (std::isnan(a) && std::isnan(e)) continue;
-    double err = std::fabs(a - e);
+    double err = a == e ? 0 : std::fabs(a - e);  // equal infinities differ by 0, not by inf - inf
     bool ok = std::isinf(e) || std::isinf(a) ? a == e : err <= tol.atol + tol.rtol * std::fabs(e);
     if (std::isnan(a) || std::isnan(e)) ok = false;
-    if (std::isfinite(err)) {
-      c.max_abs_error = std::max(c.max_abs_error, err);
-      if (e != 0) c.max_rel_error = std::max(c.max_rel_error, err / std::fabs(e));
-    }
+    // A NaN or an infinity against a number is an error of NaN or inf, which the FAIL line
+    // must show rather than the largest finite error.
+    c.max_abs_error = worse(c.max_abs_error, err);
+    if (e != 0) c.max_rel_error = worse(c.max_rel_error, err / std::fabs(e));
     if (ok) continue;
     if (c.mismatches++ == 0) c.first_mismatch = str_cat("at ", index_str(i, actual.sizes), ": ", a, " vs ", e);
     c.pass = false;

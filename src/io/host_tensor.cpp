@@ -75,7 +75,12 @@ HostTensor HostTensor::zeros(DType dtype, std::vector<int64_t> sizes) {
   HostTensor t;
   t.dtype = dtype;
   t.sizes = std::move(sizes);
-  t.data = AlignedBuffer(static_cast<size_t>(nbytes));
+  try {
+    t.data = AlignedBuffer(static_cast<size_t>(nbytes));
+  } catch (const std::bad_alloc &) {
+    throw UserError(str_cat("not enough memory for a tensor ", short_name(dtype), join_sizes(t.sizes), " (", nbytes,
+                            " bytes)"));
+  }
   return t;
 }
 

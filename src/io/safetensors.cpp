@@ -1,19 +1,14 @@
 #include "io/safetensors.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <atomic>
 #include <bit>
-#include <cerrno>
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <span>
-#include <system_error>
+
+#include "support/files.h"
 
 namespace coil {
 
@@ -36,8 +31,6 @@ constexpr std::string_view kMetadataKey = "__metadata__";
 [[noreturn]] void fail(const std::string &file, const std::string &message) {
   throw UserError(message, SourceLoc{file, 0, 0});
 }
-
-std::string errno_text(int err) { return std::generic_category().message(err); }
 
 std::string join(const std::vector<int64_t> &values) {
   std::string out = "[";
@@ -232,84 +225,6 @@ void check_no_overlap(const std::string &file, const std::vector<Entry> &entries
 // ---------------------------------------------------------------------------
 // Files
 
-// Closes a descriptor when the scope ends.
-struct FdCloser {
-  int fd;
-  ~FdCloser() {
-    if (fd >= 0) ::close(fd);
-  }
-};
-
-std::vector<std::byte> read_file(const std::string &path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) fail(path, "cannot open: " + errno_text(errno));
-  FdCloser closer{fd};
-  std::vector<std::byte> bytes;
-  // The size from fstat only saves reallocations; what read() returns is what counts.
-  struct stat st {};
-  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
-    bytes.reserve(size_t(st.st_size));
-  std::vector<std::byte> chunk(1 << 16);
-  for (;;) {
-    ssize_t got = ::read(fd, chunk.data(), chunk.size());
-    if (got < 0 && errno == EINTR) continue;
-    if (got < 0) fail(path, "cannot read: " + errno_text(errno));
-    if (got == 0) break;
-    bytes.insert(bytes.end(), chunk.begin(), chunk.begin() + got);
-  }
-  return bytes;
-}
-
-void write_all(const std::string &path, int fd, std::span<const std::byte> bytes) {
-  while (!bytes.empty()) {
-    ssize_t put = ::write(fd, bytes.data(), bytes.size());
-    if (put < 0 && errno == EINTR) continue;
-    if (put < 0) fail(path, "cannot write: " + errno_text(errno));
-    bytes = bytes.subspan(size_t(put));
-  }
-}
-
-// A freshly created temporary file beside the destination, removed on destruction
-// unless it was renamed into place.
-class TempFile {
- public:
-  explicit TempFile(const std::string &dest) : dest_(dest) {
-    static std::atomic<unsigned> counter{0};
-    // O_EXCL makes creation fail rather than reuse a name another writer (or a
-    // crashed run) holds, in which case the next counter value is tried.
-    for (int attempt = 0; attempt < 100; ++attempt) {
-      name_ = str_cat(dest, ".tmp.", ::getpid(), ".", counter++);
-      fd_ = ::open(name_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-      if (fd_ >= 0 || errno != EEXIST) break;
-    }
-    if (fd_ < 0) fail(dest_, "cannot write: " + errno_text(errno));
-  }
-  TempFile(const TempFile &) = delete;
-  TempFile &operator=(const TempFile &) = delete;
-  ~TempFile() {
-    if (fd_ >= 0) ::close(fd_);
-    if (!committed_) ::unlink(name_.c_str());
-  }
-
-  int fd() const { return fd_; }
-
-  // Makes the bytes durable, then atomically replaces the destination.
-  void commit() {
-    if (::fsync(fd_) != 0) fail(dest_, "cannot write: " + errno_text(errno));
-    int fd = std::exchange(fd_, -1);
-    if (::close(fd) != 0) fail(dest_, "cannot write: " + errno_text(errno));
-    if (::rename(name_.c_str(), dest_.c_str()) != 0)
-      fail(dest_, "cannot move the temporary file into place: " + errno_text(errno));
-    committed_ = true;
-  }
-
- private:
-  std::string dest_;
-  std::string name_;
-  int fd_ = -1;
-  bool committed_ = false;
-};
-
 }  // namespace
 
 TensorList parse_safetensors(const std::byte *data, size_t size, const std::string &filename) {
@@ -351,8 +266,8 @@ TensorList parse_safetensors(const std::byte *data, size_t size, const std::stri
 }
 
 TensorList read_safetensors(const std::string &path) {
-  std::vector<std::byte> bytes = read_file(path);
-  return parse_safetensors(bytes.data(), bytes.size(), path);
+  std::string bytes = read_file(path);
+  return parse_safetensors(reinterpret_cast<const std::byte *>(bytes.data()), bytes.size(), path);
 }
 
 std::vector<std::byte> serialize_safetensors(const TensorList &tensors,
@@ -406,9 +321,9 @@ void write_safetensors(const std::string &path, const TensorList &tensors,
   } catch (const UserError &e) {
     fail(path, e.message());
   }
-  TempFile temp(path);
-  write_all(path, temp.fd(), bytes);
-  temp.commit();
+  AtomicFile file(path);
+  file.write(bytes);
+  file.commit();
 }
 
 }  // namespace coil

@@ -82,7 +82,9 @@ Ranges ranges_of(const Shape &ranges, const Shape &reduction_ranges) {
 }
 
 Expr store_index(const Node &node, const Buffer &out) {
-  if (!node.output_index.empty()) return offset_of(node.output_index, out.type.strides);
+  // A 0-d output has one element, stored at 0 in whatever loops the node was moved into
+  // (its explicit index is empty as well: a sum to 0-d fused into a softmax's rows of [1]).
+  if (!node.output_index.empty() || out.type.rank() == 0) return offset_of(node.output_index, out.type.strides);
   std::vector<Expr> index;
   for (size_t d = 0; d < node.ranges.size(); ++d) index.push_back(Expr(node.x(int(d))));
   return offset_of(index, out.type.strides);

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "graph/graph.h"
+#include "graph/storage.h"
 
 namespace coil::passes {
 
@@ -67,21 +68,6 @@ bool is_random(const OpDef &op);
 
 /// The node that writes `v`, or null for a graph input or constant.
 const Node *producer_of(const Graph &g, ValueId v);
-
-/// Where a view's output starts in the storage it shares with its `self` argument:
-/// `offset` elements after self's start, or at `offset` exactly (as_strided with a
-/// storage_offset).
-struct ViewStart {
-  bool absolute = false;
-  int64_t offset = 0;
-};
-
-/// The start of output `output` of `n` when that output is a view of n's `self` (reshape
-/// only when it needs no copy); nothing when the op makes a new tensor.
-std::optional<ViewStart> view_start(const Graph &g, const Node &n, int output);
-
-/// The `self` argument of a view node.
-ValueId view_base(const Node &n);
 
 /// For each value of `g` (by index): true when an as_strided with an explicit
 /// storage_offset reads it, directly or through views. Such a read depends on which

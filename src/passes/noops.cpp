@@ -33,12 +33,6 @@ std::optional<ValueId> copied_value(const Node &n) {
   return a.as<ValueId>();
 }
 
-/// Where a value lives: the value owning the storage and the element its view starts at.
-struct Placement {
-  ValueId root;
-  int64_t start = 0;
-};
-
 class NoopRemover {
  public:
   NoopRemover(const Graph &g, PassLog *log)

@@ -274,7 +274,7 @@ struct Fuser {
       Role r = m.kind == KernelKind::Reduction ? role_in(node, m) : role;
       Shape red = r == Role::Outer ? Shape{} : t.reduction_ranges;
       VarMap local(map.begin(), map.begin() + node.num_vars());
-      t.nodes[n] = rewrite_node(node, local, t.ranges, red);
+      t.nodes[n] = rewrite_node(p, node, local, t.ranges, red);
       t.roles[n] = r;
     }
   }

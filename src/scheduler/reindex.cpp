@@ -167,7 +167,8 @@ std::optional<VarMap> solve_under_mask(const Expr &store, const Shape &sizes, co
   return part;
 }
 
-ir::Node rewrite_node(const ir::Node &n, const VarMap &map, Shape ranges, Shape reduction_ranges) {
+ir::Node rewrite_node(const ir::Program &p, const ir::Node &n, const VarMap &map, Shape ranges,
+                      Shape reduction_ranges) {
   COIL_ASSERT(map.size() == size_t(n.num_vars()), "a map of ", map.size(), " variables for a node of ", n.num_vars());
   ir::Ranges r = ranges_of(ranges, reduction_ranges);
   auto reindex = [&](const Expr &e) {
@@ -178,7 +179,10 @@ ir::Node rewrite_node(const ir::Node &n, const VarMap &map, Shape ranges, Shape 
                         r);
   };
   ir::Node out = n;
-  if (out.output_index.empty())
+  // An empty index is x0, x1, ... over the output's dims: none for a 0-d output, whose
+  // node may already have been moved into loops of [1] (a sum to 0-d beside a softmax).
+  bool zero_dim = !n.outputs.empty() && n.outputs[0] >= 0 && p.buffer(n.outputs[0]).type.rank() == 0;
+  if (out.output_index.empty() && !zero_dim)
     for (size_t d = 0; d < n.ranges.size(); ++d) out.output_index.push_back(Expr(VarId{int(d)}));
   for (Expr &e : out.output_index) e = reindex(e);
   if (n.kind == ir::NodeKind::Scatter) out.scatter_index = reindex(n.scatter_index);

@@ -47,8 +47,10 @@ std::vector<MaskFact> mask_facts(const ir::Body &body, int mask);
 std::optional<VarMap> solve_under_mask(const ir::Expr &store, const Shape &sizes, const ir::Expr &target,
                                        const ir::Ranges &target_ranges, const std::vector<MaskFact> &facts);
 
-/// `n` with every variable replaced through `map` and the new iteration space; indices
-/// are simplified under it, and the output index is kept explicit.
-ir::Node rewrite_node(const ir::Node &n, const VarMap &map, Shape ranges, Shape reduction_ranges);
+/// `n` (a node of `p`) with every variable replaced through `map` and the new iteration
+/// space; indices are simplified under it, and the output index is kept explicit (empty
+/// for a 0-d output, which is stored at its one element whatever the loops).
+ir::Node rewrite_node(const ir::Program &p, const ir::Node &n, const VarMap &map, Shape ranges,
+                      Shape reduction_ranges);
 
 }  // namespace coil::sched

@@ -29,24 +29,57 @@ bool writes_nothing(const ir::Program &p, const Node &n) {
                      [&](BufferId b) { return b < 0 || checked_numel(p.buffer(b).type.sizes) == 0; });
 }
 
+// Buffers with no elements that a node takes as an operand (an extern call's, a
+// scatter's copy source): each is passed as a pointer, so their writers stay (their
+// loops run zero times).
+std::set<BufferId> empty_extern_operands(const ir::Program &p) {
+  std::set<BufferId> out;
+  for (const Node &n : p.nodes)
+    for (const ir::View &v : n.operands)  // an absent operand (no bias) is buffer -1
+      if (v.buffer >= 0 && checked_numel(p.buffer(v.buffer).type.sizes) == 0) out.insert(v.buffer);
+  return out;
+}
+
+// A load from a computed buffer with no elements never runs: the loops around it are
+// empty (a sum over a dim of 0) or its mask is never true there (cat's empty part).
+// It becomes its fill value, so that no kernel reads a buffer that has no writer and so
+// no storage.
+void drop_loads_of_empty(const ir::Program &p, Node &n) {
+  auto empty = [&](BufferId b) {
+    return p.buffer(b).kind == ir::Buffer::Kind::Computed && checked_numel(p.buffer(b).type.sizes) == 0;
+  };
+  std::vector<BufferId> reads = n.reads();
+  if (n.kind == ir::NodeKind::Extern || std::none_of(reads.begin(), reads.end(), empty)) return;
+  ir::BodyBuilder b;
+  auto fill = [&](int, const ir::Instr &load) -> std::optional<int> {
+    if (!empty(load.buffer)) return std::nullopt;
+    return b.constant(load.args[0] >= 0 ? load.value : 0, load.dtype);
+  };
+  std::vector<int> values = ir::copy_body(n.body, b, [](const ir::Expr &e) { return e; }, fill);
+  for (int r : n.body.results) b.add_result(values[size_t(r)]);
+  n.body = ir::prune_dead_values(b.finish());
+}
+
 // Removes nodes none of whose outputs is read or returned, and nodes that write no
 // element; one line per node removed.
 std::vector<std::string> eliminate_dead_nodes(ir::Program &p) {
   std::vector<std::string> log;
   std::vector<bool> live(p.nodes.size(), false);
-  std::set<BufferId> needed(p.outputs.begin(), p.outputs.end());
+  std::set<BufferId> needed(p.outputs.begin(), p.outputs.end()), for_externs = empty_extern_operands(p);
   for (size_t i = p.nodes.size(); i-- > 0;) {
-    const Node &n = p.nodes[i];
+    Node &n = p.nodes[i];
     live[i] = std::any_of(n.outputs.begin(), n.outputs.end(), [&](BufferId b) { return needed.count(b) > 0; });
     if (!live[i]) {
       log.push_back(str_cat(n.origin, " is never read"));
       continue;
     }
-    if (writes_nothing(p, n)) {
+    bool extern_operand = std::any_of(n.outputs.begin(), n.outputs.end(), [&](BufferId b) { return for_externs.count(b); });
+    if (writes_nothing(p, n) && !extern_operand) {
       live[i] = false;
       log.push_back(str_cat(n.origin, " has no elements to compute"));
       continue;
     }
+    drop_loads_of_empty(p, n);
     for (BufferId b : n.reads()) needed.insert(b);
   }
   std::reverse(log.begin(), log.end());

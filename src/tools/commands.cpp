@@ -137,6 +137,23 @@ double number_option(const ParsedArgs &p, const std::string &name, double fallba
   throw UserError(str_cat("coil run: ", name, " expects a non-negative number, got '", it->second, "'"));
 }
 
+// The most calls --bench times: its timings are kept to take their median.
+constexpr int kMaxBenchCalls = 1'000'000;
+
+/// --bench N: 0 (the default) for no timing, else a whole number of calls up to
+/// kMaxBenchCalls, checked as text so that no huge or fractional value reaches an int.
+int bench_calls(const ParsedArgs &p) {
+  auto it = p.options.find("--bench");
+  if (it == p.options.end()) return 0;
+  const std::string &text = it->second;
+  bool digits = !text.empty() && text.size() <= 7 && text.find_first_not_of("0123456789") == std::string::npos;
+  int calls = digits ? std::stoi(text) : -1;
+  if (calls < 1 || calls > kMaxBenchCalls)
+    throw UserError(str_cat("coil run: --bench expects a whole number of calls from 1 to ", kMaxBenchCalls,
+                            ", got '", text, "'"));
+  return calls;
+}
+
 // What `coil run --set cpp.profile=1` prints, slowest kernel first:
 //   kernel    calls  total ms   mean us       %  what it computes
 //   kernel1      22   313.830   14265.0    62.1  extern over [2, 16, 16, 16]: convolution
@@ -177,7 +194,7 @@ int run_run(const std::vector<std::string> &all_args) {
   if (device != "ref" && device != "cpu" && device != "cuda")
     throw UserError(str_cat("coil run: unknown device '", device, "'; this build has: ref, cpu, cuda"));
   if (interpret && device != "cuda") throw UserError("coil run: --interpret runs the Triton kernels: use it with --device cuda");
-  int bench = int(number_option(p, "--bench", 0));
+  int bench = bench_calls(p);
   if (bench > 0 && (device == "ref" || interpret))
     throw UserError("coil run: --bench times compiled kernels: use it with --device cpu or --device cuda");
   if (!p.options.count("--inputs")) throw UserError("coil run: --inputs IN.safetensors is required");

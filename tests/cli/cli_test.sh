@@ -121,5 +121,39 @@ expect config-table 0 "max_fusion_size" -- "$coil" config
 expect config-one 0 "max_fusion_size = 64  (default)" -- "$coil" config max_fusion_size
 expect config-unknown 1 "unknown option 'max_fusion' (did you mean 'max_fusion_size'?)" -- "$coil" config max_fusion
 
+# The bad-input catalogue: each input with the exact message and the exit status.
+mkdir -p "$tmp/dir.py"
+expect bad-directory 1 "$tmp/dir.py: error: cannot read: Is a directory" -- "$coil" check "$tmp/dir.py"
+printf '\xef\xbb\xbfclass GraphModule(torch.nn.Module):\n    def forward(self, x: "f32[4][1]cpu"):\n        return (x,)\n' > "$tmp/bom.py"
+expect bad-bom 1 "$tmp/bom.py:1:1: error: the file starts with a UTF-8 byte order mark (bytes 0xef 0xbb 0xbf); save it without one, as PyTorch prints graphs" -- \
+  "$coil" check "$tmp/bom.py"
+printf 'class GraphModule(torch.nn.Module):\n    def forward(self, x: "f32[4, 4][4, 1]cpu"):\n        y: "f32[4, 4][4, 1]cpu" = torch.ops.aten.as_strided.default(x, [4, 4], [4, 1], 2)\n        return (y,)\n' > "$tmp/oob.py"
+expect bad-view-past-storage 1 "$tmp/oob.py:3:9: error: node 'y' (aten.as_strided.default): sizes [4, 4] and strides [4, 1] from storage offset 2 need 72 bytes of storage, but the storage of 'x' (f32[4, 4][4, 1]cpu) holds 64 bytes" -- \
+  "$coil" check "$tmp/oob.py"
+sa=examples/sum_all
+for n in 1e30 99999999999999999999 2.5 0 -3; do
+  expect "bad-bench-$n" 1 "coil: error: coil run: --bench expects a whole number of calls from 1 to 1000000, got '$n'" -- \
+    "$coil" run $sa/graph.py --device cpu --inputs $sa/inputs.safetensors --bench "$n"
+done
+expect bad-save-dir 1 "$tmp/no/out.safetensors: error: cannot write: No such file or directory" -- \
+  "$coil" run $sa/graph.py --inputs $sa/inputs.safetensors --save "$tmp/no/out.safetensors"
+mkdir -p "$tmp/trace2/graph.txt/taken"
+expect bad-trace-file 1 "$tmp/trace2/graph.txt: error: cannot move the temporary file into place: Is a directory" -- \
+  env COIL_TRACE="$tmp/trace2" "$coil" run $sa/graph.py --inputs $sa/inputs.safetensors
+if ls "$tmp/trace2" | grep -q tmp; then echo "FAIL bad-trace-file-leaves-temp"; failures=$((failures + 1)); fi
+# An output too large for memory names its size (AddressSanitizer aborts on such an
+# allocation instead of throwing, so a sanitizer build skips this one).
+if ! grep -qa __asan_init "$coil"; then
+  printf 'class GraphModule(torch.nn.Module):\n    def forward(self, a_0: "f32[65536][1]cpu"):\n        y: "f32[2097152, 65536, 65536][0, 0, 1]cpu" = torch.ops.aten.expand.default(a_0, [2097152, 65536, 65536])\n        return (y,)\n' > "$tmp/huge.py"
+  expect bad-huge-output 1 "coil: error: not enough memory for a tensor f32[2097152, 65536, 65536] (36028797018963968 bytes)" -- \
+    "$coil" run "$tmp/huge.py" --inputs $sa/inputs.safetensors
+fi
+# A NaN against a number: the FAIL line's largest error is nan, not the largest finite one.
+printf 'class GraphModule(torch.nn.Module):\n    def forward(self, a_0: "f32[65536][1]cpu"):\n        y: "f32[65536][1]cpu" = torch.ops.aten.%s.default(a_0)\n        return (y,)\n' sqrt > "$tmp/sqrt.py"
+printf 'class GraphModule(torch.nn.Module):\n    def forward(self, a_0: "f32[65536][1]cpu"):\n        y: "f32[65536][1]cpu" = torch.ops.aten.%s.default(a_0)\n        return (y,)\n' abs > "$tmp/abs.py"
+"$coil" run "$tmp/sqrt.py" --inputs $sa/inputs.safetensors --save "$tmp/sqrt.safetensors" > /dev/null
+expect bad-nan-fail-line 1 "out0 f32[65536]: max abs error nan, max rel error nan (rtol 1.3e-06, atol 1e-05) FAIL" -- \
+  "$coil" run "$tmp/abs.py" --inputs $sa/inputs.safetensors --expect "$tmp/sqrt.safetensors"
+
 if [[ $failures -ne 0 ]]; then echo "$failures CLI checks failed"; exit 1; fi
 echo "all CLI checks passed"

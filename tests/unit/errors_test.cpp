@@ -2,8 +2,16 @@
 // expected. Each case pins the exact message.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+
 #include "frontend/parser.h"
+#include "io/compare.h"
+#include "io/host_tensor.h"
 #include "io/safetensors.h"
+#include "support/files.h"
+#include "test_util.h"
 
 namespace coil {
 namespace {
@@ -114,6 +122,26 @@ const BadGraph kCases[] = {
     {"NotAnOpCall", "        a = torch.nn.functional.relu(x)\n        return (a,)\n",
      "bad.py:3:13: error: expected an op as torch.ops.<namespace>.<op>.<overload>, found torch.nn.functional.relu"},
     {"TrailingText", "        return (x,)\n        y2 = x\n", "bad.py:4:9: error: expected end of file after return, found 'y2'"},
+    // A view past its storage: eager raises, and compiled code would read past the buffer.
+    {"AsStridedPastStorage", "        a = torch.ops.aten.as_strided.default(y, [16, 16], [16, 1], 1)\n        return (a,)\n",
+     "bad.py:3:9: error: node 'a' (aten.as_strided.default): sizes [16, 16] and strides [16, 1] from storage offset 1 "
+     "need 1028 bytes of storage, but the storage of 'y' (f32[256][1]cpu) holds 1024 bytes"},
+    {"AsStridedOfSlicePastStorage",
+     "        a = torch.ops.aten.slice.Tensor(y, 0, 200)\n"
+     "        b = torch.ops.aten.as_strided.default(a, [64], [1])\n        return (b,)\n",
+     "bad.py:4:9: error: node 'b' (aten.as_strided.default): sizes [64] and strides [1] from storage offset 200 need "
+     "1056 bytes of storage, but the storage of 'y' (f32[256][1]cpu) holds 1024 bytes"},
+    {"AsStridedOfTransposePastStorage",
+     "        a = torch.ops.aten.permute.default(x, [1, 0])\n"
+     "        b = torch.ops.aten.as_strided.default(a, [2, 64, 256], [16384, 256, 1])\n        return (b,)\n",
+     "bad.py:4:9: error: node 'b' (aten.as_strided.default): sizes [2, 64, 256] and strides [16384, 256, 1] from "
+     "storage offset 0 need 131072 bytes of storage, but the storage of 'x' (f32[64, 256][256, 1]cpu) holds 65536 bytes"},
+    {"AsStridedOverflowingStrides",
+     "        a = torch.ops.aten.as_strided.default(y, [3], [4611686018427387904])\n        return (a,)\n",
+     "bad.py:3:9: error: node 'a' (aten.as_strided.default): sizes [3] and strides [4611686018427387904] from storage "
+     "offset 0 need more than 2^63 bytes of storage, but the storage of 'y' (f32[256][1]cpu) holds 1024 bytes"},
+    {"ByteOrderMarkInside", "        a = torch.ops.aten.relu.default(x)\xEF\xBB\xBF\n        return (a,)\n",
+     "bad.py:3:43: error: unexpected UTF-8 byte order mark (bytes 0xef 0xbb 0xbf)"},
 };
 
 INSTANTIATE_TEST_SUITE_P(Frontend, BadGraphs, testing::ValuesIn(kCases),
@@ -130,6 +158,103 @@ TEST(BadGraphs, HeaderErrors) {
             "bad.py:4:1: error: a graph with submodules is not supported; expected one forward");
   EXPECT_EQ(error_of("class G:\n    def forward(self, x: \"f32[4611686018427387904, 4]\"):\n        return (x,)\n"),
             "bad.py:2:27: error: the number of elements of [4611686018427387904, 4] overflows int64");
+}
+
+TEST(BadGraphs, ViewsInsideTheirStorage) {
+  // As eager allows: as_strided of a slice may reach past the slice, within the storage;
+  // an empty view reads nothing wherever it starts.
+  EXPECT_EQ(error_of(std::string(kHeader) +
+                     "        a = torch.ops.aten.slice.Tensor(y, 0, 200)\n"
+                     "        b = torch.ops.aten.as_strided.default(a, [8, 8], [8, 1], 0)\n"
+                     "        c = torch.ops.aten.as_strided.default(y, [0, 4], [1, 1], 5000)\n"
+                     "        d = torch.ops.aten.as_strided.default(a, [56], [1])\n        return (b, c, d)\n"),
+            "(no error)");
+}
+
+TEST(BadGraphs, ByteOrderMarkAtTheStart) {
+  EXPECT_EQ(error_of("\xEF\xBB\xBF" + std::string(kHeader) + "        return (x,)\n"),
+            "bad.py:1:1: error: the file starts with a UTF-8 byte order mark (bytes 0xef 0xbb 0xbf); save it "
+            "without one, as PyTorch prints graphs");
+}
+
+TEST(BadFiles, DirectoryAsGraphFile) {
+  std::filesystem::path dir = std::filesystem::temp_directory_path() / "coil_errors_test_dir.py";
+  std::filesystem::create_directories(dir);
+  try {
+    frontend::parse_graph_file(dir.string());
+    FAIL();
+  } catch (const UserError &e) {
+    EXPECT_EQ(e.render(), dir.string() + ": error: cannot read: Is a directory");
+  }
+  std::filesystem::remove_all(dir);
+}
+
+// A file that cannot be written is named as the user gave it, with the reason of the
+// call that failed, and no temporary file stays behind.
+TEST(BadFiles, WriteErrorsNameTheDestination) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / "coil_errors_test_write";
+  fs::remove_all(dir);
+  fs::create_directories(dir / "taken" / "inside");
+  auto error_writing = [](const fs::path &path) {
+    try {
+      write_file_atomically(path.string(), "text");
+    } catch (const UserError &e) {
+      return e.render();
+    }
+    return std::string("(no error)");
+  };
+  EXPECT_EQ(error_writing(dir / "missing" / "graph.txt"),
+            (dir / "missing" / "graph.txt").string() + ": error: cannot write: No such file or directory");
+  EXPECT_EQ(error_writing(dir / "taken"),
+            (dir / "taken").string() + ": error: cannot move the temporary file into place: Is a directory");
+  std::vector<std::string> left;
+  for (const auto &e : fs::directory_iterator(dir)) left.push_back(e.path().filename().string());
+  EXPECT_EQ(left, std::vector<std::string>{"taken"});
+  EXPECT_EQ(error_writing(dir / "written.txt"), "(no error)");
+  EXPECT_EQ(test::read_text(dir / "written.txt"), "text");
+  fs::remove_all(dir);
+}
+
+// ASan aborts on an allocation past its largest instead of throwing std::bad_alloc.
+#if defined(__SANITIZE_ADDRESS__)
+#define COIL_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define COIL_ASAN 1
+#endif
+#endif
+
+TEST(BadInputs, HugeTensorNamesItsSize) {
+#ifdef COIL_ASAN
+  GTEST_SKIP() << "AddressSanitizer aborts on a 16 TiB allocation";
+#else
+  EXPECT_EQ(test::user_error_of([] { HostTensor::zeros(DType::F32, {int64_t(1) << 21, int64_t(1) << 21}); }),
+            "not enough memory for a tensor f32[2097152, 2097152] (17592186044416 bytes)");
+#endif
+}
+
+// A NaN or an infinity where the other side has a number is the largest error there is:
+// the FAIL line says nan or inf, not the largest finite error.
+TEST(BadInputs, ComparisonReportsNaNErrors) {
+  auto tensor = [](std::vector<float> values) {
+    HostTensor t = HostTensor::zeros(DType::F32, {int64_t(values.size())});
+    std::memcpy(t.data.data(), values.data(), values.size() * sizeof(float));
+    return t;
+  };
+  float nan = std::nanf(""), inf = INFINITY;
+  Tolerance tol = default_tolerance(DType::F32);
+  Comparison c = compare(tensor({1, nan, 3}), tensor({1, 2, 3.5}), tol);
+  EXPECT_FALSE(c.pass);
+  EXPECT_TRUE(std::isnan(c.max_abs_error)) << c.max_abs_error;
+  EXPECT_EQ(c.mismatches, 2);
+  c = compare(tensor({1, 2}), tensor({inf, 2}), tol);
+  EXPECT_FALSE(c.pass);
+  EXPECT_EQ(c.max_abs_error, inf);
+  c = compare(tensor({inf, nan, -inf}), tensor({inf, nan, -inf}), tol);
+  EXPECT_TRUE(c.pass);
+  EXPECT_EQ(c.max_abs_error, 0);
+  EXPECT_EQ(c.max_rel_error, 0);
 }
 
 TEST(BadFiles, MissingFileNamesThePath) {

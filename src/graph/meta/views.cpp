@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "graph/meta/common.h"
+#include "graph/storage.h"
 
 namespace coil {
 namespace {
@@ -168,15 +169,43 @@ std::vector<TensorType> unbind(const MetaArgs &a) {
   return out;
 }
 
+/// The name a reader knows a value by: its own, or its node's with the output's index.
+std::string value_name(const Graph &g, ValueId v) {
+  const Value &value = g.value(v);
+  if (!value.name.empty() || value.kind != Value::Kind::NodeOutput) return value.name;
+  return str_cat(g.producer(v).name, "[", value.output_index, "]");
+}
+
+/// A view must stay inside the storage it shares with its input, as eager checks:
+/// compiled code would read past the end of the buffer.
+void check_in_storage(const MetaArgs &a, const TensorType &view, int64_t storage_offset) {
+  const Graph &g = a.graph();
+  ValueId root = placement_of(g, a.value("self")).root;
+  const TensorType &storage = g.type(root);
+  int64_t elements = storage_elements(view), item = itemsize(view.dtype), needed = 0;
+  if (elements == 0) return;  // an empty view reads nothing, wherever it starts
+  bool overflows = __builtin_add_overflow(storage_offset, elements, &needed) ||
+                   __builtin_mul_overflow(needed, item, &needed);
+  int64_t held = storage_elements(storage) * item;
+  COIL_USER_CHECK(!overflows && needed <= held, "sizes ", shape_str(view.sizes), " and strides ",
+                  shape_str(view.strides), " from storage offset ", storage_offset, " need ",
+                  overflows ? "more than 2^63 bytes" : str_cat(needed, " bytes"), " of storage, but the storage of '",
+                  value_name(g, root), "' (", storage.str(), ") holds ", held, " bytes");
+}
+
 std::vector<TensorType> as_strided(const MetaArgs &a) {
   const TensorType &self = a.tensor("self");
   Shape sizes = a.ints("size"), strides = a.ints("stride");
   COIL_USER_CHECK(sizes.size() == strides.size(), "as_strided: ", sizes.size(), " sizes but ", strides.size(),
                   " strides");
   for (int64_t st : strides) COIL_USER_CHECK(st >= 0, "as_strided: negative strides are not supported, got ", st);
-  COIL_USER_CHECK(a.optional_integer("storage_offset").value_or(0) >= 0, "as_strided: negative storage offset");
+  std::optional<int64_t> offset = a.optional_integer("storage_offset");
+  COIL_USER_CHECK(offset.value_or(0) >= 0, "as_strided: negative storage offset");
   checked_numel(sizes);
-  return {with_layout(self, sizes, strides)};
+  TensorType out = with_layout(self, sizes, strides);
+  // Without an offset the view starts where self does.
+  check_in_storage(a, out, offset ? *offset : placement_of(a.graph(), a.value("self")).start);
+  return {out};
 }
 
 /// reshape is a view when the layout allows one and a contiguous copy otherwise.
