@@ -46,7 +46,9 @@ std::filesystem::path cache_entry_dir(std::string_view kind, std::string_view ke
 /// The entry `key` of `kind` when it is there and intact: its manifest names the kind and
 /// key, lists each of `needed` (paths relative to the entry), and every file it lists has
 /// the size and SHA-256 recorded at publication. Each file is read and hashed once per
-/// lookup. A damaged entry is reported on stderr and removed, and the lookup misses.
+/// process: a later lookup hashes again only when a file's inode, size or change time
+/// differs (or changed within 2 s of the hashing). A damaged entry is reported on
+/// stderr and removed, and the lookup misses.
 std::optional<std::filesystem::path> cache_lookup(std::string_view kind, std::string_view key,
                                                   const std::vector<std::string> &needed);
 

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -15,6 +16,7 @@
 #include <map>
 #include <optional>
 #include <sstream>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -508,6 +510,28 @@ TEST_F(Runtime, DamagedSharedObjectIsReportedAndRebuilt) {
     EXPECT_EQ(count_children(root() / "tmp"), 0) << what;
   }
   EXPECT_EQ(cache_info().entries, 2);
+}
+
+// An entry is hashed once per process while its files stay as they were: a file damaged
+// after a verified hit is found by its changed inode, size or ctime and hashed again.
+TEST_F(Runtime, DamageAfterAVerifiedHitIsFound) {
+  std::string so = build_shared_object(answer_request());
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // hits remembered only of settled files
+  bool hit = false;
+  EXPECT_EQ(build_shared_object(answer_request(), &hit), so);
+  EXPECT_TRUE(hit);
+  EXPECT_TRUE(build_shared_object(answer_request(), &hit) == so && hit);
+  {
+    std::fstream f(so, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(std::streamoff(fs::file_size(so) / 2));
+    f.write(std::string(64, 'Z').data(), 64);  // not zeros: the middle of a small .so may be padding
+  }
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(build_shared_object(answer_request(), &hit), so);
+  std::string said = testing::internal::GetCapturedStderr();
+  EXPECT_FALSE(hit);
+  EXPECT_NE(said.find("answer.so has changed since it was published (its SHA-256 differs)"), std::string::npos) << said;
+  EXPECT_EQ(SharedLibrary(so).symbol<int (*)()>("answer")(), 42);
 }
 
 bool private_to_the_user(const fs::path &path, bool folder) {
