@@ -350,6 +350,13 @@ bool is_entry(const fs::path &dir, const std::string &shard) {
   return false;
 }
 
+// An entry of a coil that did not write manifests: not damaged, only older; replaced
+// without a word (but under COIL_DEBUG).
+bool written_before_manifests(const fs::path &entry) {
+  std::error_code ec;
+  return !fs::exists(entry / kManifest, ec) && is_entry(entry, entry.parent_path().filename().string());
+}
+
 // Every entry folder of `kind`.
 std::vector<fs::path> entries_of(const fs::path &root, const char *kind) {
   std::vector<fs::path> out;
@@ -480,8 +487,12 @@ std::optional<fs::path> cache_lookup(std::string_view kind, std::string_view key
     remember_verified(entry, before);
     return entry;
   }
-  std::cerr << "coil: the cache entry " << entry.string() << " is damaged (" << why
-            << "); removed, building it again\n";
+  if (!written_before_manifests(entry))
+    std::cerr << "coil: the cache entry " << entry.string() << " is damaged (" << why
+              << "); removed, building it again\n";
+  else if (options::get_bool("debug"))
+    std::cerr << "coil: the cache entry " << entry.string()
+              << " was written before coil recorded content hashes; building it again\n";
   move_aside_and_remove(entry, "damaged");
   return std::nullopt;
 }

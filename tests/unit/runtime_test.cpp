@@ -512,6 +512,19 @@ TEST_F(Runtime, DamagedSharedObjectIsReportedAndRebuilt) {
   EXPECT_EQ(cache_info().entries, 2);
 }
 
+// An entry written before entries had manifests is not damaged, only older: it is
+// replaced without a word.
+TEST_F(Runtime, EntryOfAnOlderCoilIsReplacedQuietly) {
+  std::string so = build_shared_object(answer_request());
+  fs::remove(fs::path(so).parent_path() / "manifest.json");
+  testing::internal::CaptureStderr();
+  bool hit = true;
+  EXPECT_EQ(build_shared_object(answer_request(), &hit), so);
+  EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
+  EXPECT_FALSE(hit);
+  EXPECT_TRUE(fs::exists(fs::path(so).parent_path() / "manifest.json"));
+}
+
 // An entry is hashed once per process while its files stay as they were: a file damaged
 // after a verified hit is found by its changed inode, size or ctime and hashed again.
 TEST_F(Runtime, DamageAfterAVerifiedHitIsFound) {
