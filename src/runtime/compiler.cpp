@@ -134,12 +134,6 @@ bool valid_stem(const std::string &name) {
   return !name.empty() && name[0] != '.' && std::all_of(name.begin(), name.end(), ok);
 }
 
-bool entry_complete(const fs::path &entry, const std::string &name) {
-  std::error_code ec;
-  auto so_size = fs::file_size(entry / (name + ".so"), ec);
-  return !ec && so_size > 0 && fs::is_regular_file(entry / "meta.json", ec);
-}
-
 void write_text(const fs::path &path, std::string_view text) {
   std::ofstream out(path, std::ios::binary);
   out.write(text.data(), std::streamsize(text.size()));
@@ -153,14 +147,22 @@ std::string joined(const std::vector<std::string> &parts, const std::string &sep
   return out;
 }
 
+// One argument as a POSIX shell reads it back: a plain word as it is, anything else in
+// single quotes, inside which nothing is special but the quote itself, written '\''
+// (close, a quoted quote, reopen). A path holding ' or $(...) then stays one argument.
+std::string shell_word(const std::string &a) {
+  bool plain = !a.empty() && a.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                                 "0123456789-_=+./:,@") == std::string::npos;
+  if (plain) return a;
+  std::string out = "'";
+  for (char c : a) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
 // A command line a person can paste into a shell.
 std::string shell_line(const std::vector<std::string> &argv) {
   std::vector<std::string> quoted;
-  for (const auto &a : argv) {
-    bool plain = !a.empty() && a.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                                   "0123456789-_=+./:,@") == std::string::npos;
-    quoted.push_back(plain ? a : "'" + a + "'");
-  }
+  for (const auto &a : argv) quoted.push_back(shell_word(a));
   return joined(quoted, " ");
 }
 
@@ -272,13 +274,11 @@ std::string build_or_reuse(const SharedObjectRequest &r, bool *cache_hit) {
   // The header's key, not whether it could be built: a hit needs no header.
   b.key = cache_key({"cpp", kCoilVersion, r.name, b.compiler.identity, isa_name(b.isa), joined(b.flags, "\n"), headers,
                      b.pch ? pch_key(*b.pch) : "", r.source});
-  auto complete = [&](const fs::path &entry) { return entry_complete(entry, r.name); };
   std::string so_name = r.name + ".so";
 
-  fs::path entry = cache_entry_dir("cpp", b.key);
-  bool hit = complete(entry);
-  if (cache_hit) *cache_hit = hit;
-  if (hit) return (entry / so_name).string();
+  std::optional<fs::path> entry = cache_lookup("cpp", b.key, {so_name, "meta.json"});
+  if (cache_hit) *cache_hit = entry.has_value();
+  if (entry) return (*entry / so_name).string();
 
   if (b.pch) b.pch_flags = pch_flags(*b.pch);
   CacheStaging staging("cpp", b.key);
@@ -287,7 +287,7 @@ std::string build_or_reuse(const SharedObjectRequest &r, bool *cache_hit) {
     std::cerr << "coil: compiled " << so_name << " in " << seconds << " s"
               << (b.pch_used ? " with the precompiled prelude" : "") << "\n";
   write_meta(staging.dir(), r, b, seconds);
-  return (staging.publish(complete) / so_name).string();
+  return (staging.publish() / so_name).string();
 }
 
 }  // namespace

@@ -61,11 +61,12 @@ struct SharedObjectRequest {
 /// Compiles `r.source` into <cache>/cpp/<ab>/<key>/<name>.so and returns that path. The
 /// key covers the source, name, flags, compiler identity, ISA, the prelude headers'
 /// contents, the precompiled header's key (runtime/pch.h) and coil's version. On a cache
-/// hit the compiler does not run. With `r.precompiled_prelude` the header is built first
+/// hit the compiler does not run; an entry whose files differ from what was published
+/// (runtime/cache.h) is reported, removed and built again. With `r.precompiled_prelude` the header is built first
 /// when the cache lacks it; a build it breaks is done again without it, and its
 /// meta.json's "pch" says whether it was used. A compiler failure is a UserError with
-/// its stderr (cut to about 4 KB) and the path of the rejected source, kept in
-/// <cache>/failed/.
+/// its stderr (cut to about 4 KB), the path of the rejected source, kept in
+/// <cache>/failed/, and the command that compiles it, quoted for a POSIX shell.
 std::string build_shared_object(const SharedObjectRequest &r, bool *cache_hit = nullptr);
 
 }  // namespace coil

@@ -69,11 +69,6 @@ bool has_pch_file(const fs::path &dir, Style s) {
   return !ec && size > 0;
 }
 
-bool entry_complete(const fs::path &entry, Style s) {
-  std::error_code ec;
-  return has_pch_file(entry, s) && fs::is_regular_file(entry / "meta.json", ec);
-}
-
 std::string joined(const std::vector<std::string> &parts) {
   std::string out;
   for (const auto &p : parts) out += p + "\n";
@@ -136,7 +131,7 @@ std::optional<fs::path> build(const PchRequest &r, const std::string &key, Style
     return std::nullopt;
   }
   write_meta(staging.dir(), r, key, seconds);
-  fs::path entry = staging.publish([s](const fs::path &e) { return entry_complete(e, s); });
+  fs::path entry = staging.publish();
   if (debug) std::cerr << "coil: precompiled the kernel prelude in " << seconds << " s: " << entry.string() << "\n";
   return entry;
 }
@@ -151,8 +146,8 @@ std::string pch_key(const PchRequest &r) {
 std::vector<std::string> pch_flags(const PchRequest &r) {
   Style s = style_of(r.compiler);
   std::string key = pch_key(r);
-  fs::path entry = cache_entry_dir("pch", key);
-  if (entry_complete(entry, s)) return use_flags(entry, s);
+  std::string file = pch_file(fs::path(), s).generic_string();  // relative to the entry
+  if (std::optional<fs::path> entry = cache_lookup("pch", key, {file, "meta.json"})) return use_flags(*entry, s);
   if (failed_before(key)) return {};
   std::optional<fs::path> built = build(r, key, s);
   return built ? use_flags(*built, s) : std::vector<std::string>{};

@@ -5,6 +5,11 @@
 #include <array>
 #include <cstdint>
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <immintrin.h>
+#endif
+
 namespace coil {
 namespace {
 
@@ -76,14 +81,69 @@ std::string padded_tail(std::string_view data) {
   return tail;
 }
 
+#if defined(__x86_64__)
+// The same 64 rounds with the SHA extensions (SHA-NI: sha256rnds2 does two rounds,
+// sha256msg1/msg2 the message schedule), about ten times the speed of compress(): the
+// cache hashes every file of an entry before using it, and a precompiled header is
+// tens of MB. The state lives as ABEF and CDGH, the order sha256rnds2 wants.
+__attribute__((target("sha,sse4.1,ssse3"))) void compress_with_sha_extensions(std::array<uint32_t, 8> &h,
+                                                                                 const char *data, size_t blocks) {
+  const __m128i byte_swap = _mm_set_epi64x(0x0c0d0e0f08090a0bULL, 0x0405060700010203ULL);
+  __m128i dcba = _mm_shuffle_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(&h[0])), 0xB1);  // CDAB
+  __m128i efgh = _mm_shuffle_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(&h[4])), 0x1B);
+  __m128i abef = _mm_alignr_epi8(dcba, efgh, 8);
+  __m128i cdgh = _mm_blend_epi16(efgh, dcba, 0xF0);
+  for (size_t b = 0; b < blocks; ++b, data += 64) {
+    const __m128i abef_before = abef, cdgh_before = cdgh;
+    __m128i w[4];  // words 4g..4g+3 of the schedule for round group g, in w[g % 4]
+    for (int g = 0; g < 16; ++g) {
+      if (g < 4) w[g] = _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i *>(data + 16 * g)), byte_swap);
+      __m128i k = _mm_loadu_si128(reinterpret_cast<const __m128i *>(&kRoundConstants[4 * g]));
+      __m128i msg = _mm_add_epi32(w[g % 4], k);
+      cdgh = _mm_sha256rnds2_epu32(cdgh, abef, msg);
+      if (g >= 3 && g < 15) {  // words of group g + 1 from those of g - 3 .. g
+        __m128i next = _mm_add_epi32(w[(g + 1) % 4], _mm_alignr_epi8(w[g % 4], w[(g + 3) % 4], 4));
+        w[(g + 1) % 4] = _mm_sha256msg2_epu32(next, w[g % 4]);
+      }
+      abef = _mm_sha256rnds2_epu32(abef, cdgh, _mm_shuffle_epi32(msg, 0x0E));
+      if (g >= 1 && g < 13) w[(g + 3) % 4] = _mm_sha256msg1_epu32(w[(g + 3) % 4], w[g % 4]);
+    }
+    abef = _mm_add_epi32(abef, abef_before);
+    cdgh = _mm_add_epi32(cdgh, cdgh_before);
+  }
+  __m128i feba = _mm_shuffle_epi32(abef, 0x1B);
+  __m128i dchg = _mm_shuffle_epi32(cdgh, 0xB1);
+  _mm_storeu_si128(reinterpret_cast<__m128i *>(&h[0]), _mm_blend_epi16(feba, dchg, 0xF0));
+  _mm_storeu_si128(reinterpret_cast<__m128i *>(&h[4]), _mm_alignr_epi8(dchg, feba, 8));
+}
+
+// CPUID leaf 7's EBX bit 29 (SHA), leaf 1's ECX bits 19 (SSE4.1) and 9 (SSSE3); asked
+// directly, since not every compiler's __builtin_cpu_supports knows "sha".
+bool has_sha_extensions() {
+  static const bool has = [] {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 19)) || !(c & (1u << 9))) return false;
+    return __get_cpuid_count(7, 0, &a, &b, &c, &d) && (b & (1u << 29));
+  }();
+  return has;
+}
+#endif
+
+// `blocks` whole blocks of 64 bytes from `data` folded into the running hash.
+void compress_blocks(std::array<uint32_t, 8> &h, std::string_view data, size_t blocks) {
+#if defined(__x86_64__)
+  if (has_sha_extensions()) return compress_with_sha_extensions(h, data.data(), blocks);
+#endif
+  for (size_t i = 0; i < blocks; ++i) compress(h, block_at(data, 64 * i));
+}
+
 }  // namespace
 
 std::string sha256_hex(std::string_view data) {
   std::array<uint32_t, 8> h = kInitialHash;
-  size_t full = data.size() / 64 * 64;
-  for (size_t offset = 0; offset < full; offset += 64) compress(h, block_at(data, offset));
+  compress_blocks(h, data, data.size() / 64);
   std::string tail = padded_tail(data);
-  for (size_t offset = 0; offset < tail.size(); offset += 64) compress(h, block_at(tail, offset));
+  compress_blocks(h, tail, tail.size() / 64);
 
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out;

@@ -58,7 +58,9 @@ std::string request_identity(const TritonCompileRequest &r) {
 
 // The cached winner of `key`, when there is one.
 std::optional<TritonConfig> cached_winner(const std::string &key) {
-  std::ifstream in(cache_entry_dir(kKind, key) / "winner.txt");
+  std::optional<std::filesystem::path> entry = cache_lookup(kKind, key, {"winner.txt"});
+  if (!entry) return std::nullopt;
+  std::ifstream in(*entry / "winner.txt");
   std::string line;
   if (!in || !std::getline(in, line)) return std::nullopt;
   try {
@@ -77,10 +79,7 @@ void publish_winner(const Tunable &t, const std::vector<double> &ms) {
     for (size_t i = 0; i < t.candidates.size(); ++i)
       out << "# " << t.candidates[i].config.str() << ": " << ms[i] * 1e3 << " us\n";
   }
-  staging.publish([](const std::filesystem::path &entry) {
-    std::error_code ec;
-    return std::filesystem::is_regular_file(entry / "winner.txt", ec);
-  });
+  staging.publish();
 }
 
 // Shows which kernel is being tuned on a terminal's stderr, overwriting itself.

@@ -216,11 +216,6 @@ bool has_binary(const fs::path &dir, const std::string &name) {
   return !ec && cubin_size > 0 && fs::is_regular_file(dir / (name + ".json"), ec);
 }
 
-bool entry_complete(const fs::path &entry, const std::string &name) {
-  std::error_code ec;
-  return has_binary(entry, name) && fs::is_regular_file(entry / "meta.json", ec);
-}
-
 TritonBinary read_entry(const fs::path &entry, const std::string &name, bool hit) {
   fs::path facts = entry / (name + ".json");
   return {read_file(entry / (name + ".cubin")), parse_launch_facts(read_file(facts), facts.string()), entry, hit};
@@ -291,7 +286,7 @@ void compile_misses(const std::vector<TritonCompileRequest> &requests, std::vect
       continue;
     }
     write_meta(m.staging->dir(), r, m.key, t, seconds, misses.size());
-    fs::path entry = m.staging->publish([&](const fs::path &e) { return entry_complete(e, r.name); });
+    fs::path entry = m.staging->publish();
     out[m.index] = read_entry(entry, r.name, false);
   }
   if (failures.empty()) return;
@@ -314,9 +309,9 @@ std::vector<TritonBinary> build_or_reuse(const std::vector<TritonCompileRequest>
       copies.emplace_back(i, it->second);
       continue;
     }
-    fs::path entry = cache_entry_dir(kKind, key);
-    if (entry_complete(entry, requests[i].name)) {
-      out[i] = read_entry(entry, requests[i].name, true);
+    const std::string &name = requests[i].name;
+    if (std::optional<fs::path> entry = cache_lookup(kKind, key, {name + ".cubin", name + ".json", "meta.json"})) {
+      out[i] = read_entry(*entry, name, true);
       continue;
     }
     misses.push_back({i, key, std::make_unique<CacheStaging>(kKind, key)});

@@ -42,10 +42,9 @@ int run_cache(const std::vector<std::string> &args) {
     return 0;
   }
   if (what == "clear") {
-    CacheInfo before = cache_info();
-    cache_clear();
-    std::cout << "removed " << before.entries << (before.entries == 1 ? " entry" : " entries") << " and "
-              << before.failed_sources << (before.failed_sources == 1 ? " failed source" : " failed sources")
+    CacheInfo removed = cache_clear();
+    std::cout << "removed " << removed.entries << (removed.entries == 1 ? " entry" : " entries") << " and "
+              << removed.failed_sources << (removed.failed_sources == 1 ? " failed source" : " failed sources")
               << " from " << cache_root().string() << "\n";
     return 0;
   }

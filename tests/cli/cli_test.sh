@@ -155,5 +155,63 @@ printf 'class GraphModule(torch.nn.Module):\n    def forward(self, a_0: "f32[655
 expect bad-nan-fail-line 1 "out0 f32[65536]: max abs error nan, max rel error nan (rtol 1.3e-06, atol 1e-05) FAIL" -- \
   "$coil" run "$tmp/abs.py" --inputs $sa/inputs.safetensors --expect "$tmp/sqrt.safetensors"
 
+# The cache. `coil cache clear` on a folder that is not a coil cache refuses and removes nothing.
+check() {  # check NAME CONDITION...: ok when the condition holds
+  local name=$1
+  shift
+  if "$@"; then echo "ok   $name"; else echo "FAIL $name"; failures=$((failures + 1)); fi
+}
+mkdir -p "$tmp/home/projects" && echo "chapter 1" > "$tmp/home/projects/thesis.tex"
+expect cache-clear-not-a-cache 1 "$tmp/home is not a coil cache (it has no CACHEDIR.TAG written by coil, and coil did not write its 'projects'): coil removes nothing from it." -- \
+  env COIL_CACHE_DIR="$tmp/home" "$coil" cache clear
+check cache-clear-not-a-cache-kept test -f "$tmp/home/projects/thesis.tex"
+# Built with a umask that lets everyone write, every folder of the cache is 0700 and every file 0600.
+cache=$tmp/cache
+run_cached() {  # run_cached CACHE CASE: compiled for the CPU through CACHE, against eager's outputs
+  env COIL_CACHE_DIR="$1" "$coil" run "$2/graph.py" --device cpu --inputs "$2/inputs.safetensors" \
+    --expect "$2/expected.safetensors" --set cpp.pch=0
+}
+(umask 0 && run_cached "$cache" $sm) > "$tmp/umask-run.txt" 2>&1
+check cache-umask-run grep -q PASS "$tmp/umask-run.txt"
+check cache-private test -z "$(find "$cache" \( -type d ! -perm 700 \) -o \( -type f ! -perm 600 \))"
+# A damaged graph.so is found by its content hash, reported, removed and rebuilt, and the run
+# matches eager (without the check: SIGBUS, SIGSEGV, and another graph's outputs).
+run_cached "$tmp/cache2" examples/sum_dim0 > /dev/null
+for damage in truncated zeroed swapped; do
+  so=$(echo "$cache"/cpp/*/*/graph.so)
+  size=$(stat -c %s "$so")
+  case $damage in
+    truncated) truncate -s $((size / 2)) "$so" ;;
+    zeroed) dd if=/dev/zero of="$so" bs=4096 seek=$((size / 8192)) count=1 conv=notrunc status=none ;;
+    swapped) cp "$tmp"/cache2/cpp/*/*/graph.so "$so" ;;
+  esac
+  out=$(run_cached "$cache" $sm 2>&1)
+  status=$?
+  if [[ $status -eq 0 && $out == *"is damaged (graph.so has"* && $out == *PASS* ]]; then echo "ok   cache-$damage-so"; else
+    echo "FAIL cache-$damage-so: status $status"; echo "$out" | head -5; failures=$((failures + 1)); fi
+done
+# clear removes coil's entries and leaves a stranger's files.
+echo mine > "$cache/notes.txt" && echo mine > "$cache/cpp/README"
+expect cache-clear 0 "removed 1 entry and 0 failed sources from $cache" -- env COIL_CACHE_DIR="$cache" "$coil" cache clear
+check cache-clear-kept-strangers test -f "$cache/notes.txt" -a -f "$cache/cpp/README"
+check cache-clear-removed test -z "$(find "$cache/cpp" -name graph.so)"
+# The compiler command printed after a failure, pasted into bash, runs with each path one
+# argument, and nothing hidden in a path runs.
+printf '#!/bin/sh\n[ "$1" = --version ] && { echo "fake c++ 1.0"; exit 0; }\nprintf "%%s\\n" "$@" > "%s/args"\necho "no" >&2\nexit 1\n' "$tmp" > "$tmp/fake-c++"
+chmod +x "$tmp/fake-c++"
+quoted_cache="$tmp/it's \$(touch marker) here"
+out=$(env COIL_CACHE_DIR="$quoted_cache" "$coil" run $sm/graph.py --device cpu --inputs $sm/inputs.safetensors \
+  --set cpp.pch=0 --set cpp.compiler="$tmp/fake-c++" 2>&1)
+command=$(grep '^command: ' <<<"$out")
+rm -f "$tmp/args"
+(cd "$tmp" && bash -c "${command#command: }") > /dev/null 2>&1
+check cache-command-no-marker test ! -e "$tmp/marker"
+kept_source_argument() {  # one argument of the compiler's is the kept source, whole
+  local arg
+  while IFS= read -r arg; do [[ $arg == "$quoted_cache"/failed/graph-*.cpp ]] && return 0; done < "$tmp/args"
+  return 1
+}
+check cache-command-one-argument kept_source_argument
+
 if [[ $failures -ne 0 ]]; then echo "$failures CLI checks failed"; exit 1; fi
 echo "all CLI checks passed"

@@ -4,15 +4,19 @@
 // kernel prelude (built once, reused, built by two processes at once, skipped when the
 // compiler cannot build it or the file is damaged).
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <optional>
 #include <sstream>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -138,6 +142,7 @@ class Runtime : public testing::Test {
   }
 
   fs::path root() const { return tmp_ / "cache"; }
+  fs::path tmp() const { return tmp_; }
 
   static SharedObjectRequest answer_request() { return {kAnswer, {}, "answer", std::nullopt}; }
 
@@ -454,16 +459,176 @@ TEST_F(Runtime, CompilerWithoutPrecompiledHeaders) {
   EXPECT_EQ(count_children(root() / "tmp"), 0);
 }
 
-// A damaged header (a disk error, a compiler updated in place) breaks the build with it;
-// the kernel is built again without it.
-TEST_F(Runtime, DamagedPrecompiledHeaderIsNotUsed) {
+// A damaged header (a disk error) fails its content hash: it is reported, removed and
+// built again, and the next kernel is built with the new one.
+TEST_F(Runtime, DamagedPrecompiledHeaderIsRebuilt) {
   build_and_check("softmax_lastdim");
   std::vector<fs::path> pchs = pch_entries(root());
   ASSERT_EQ(pchs.size(), 1u);
   fs::path file = pch_file_in(pchs[0]);
+  auto size = fs::file_size(file);
   fs::resize_file(file, 1000);
+  testing::internal::CaptureStderr();
   fs::path entry = build_and_check("layernorm");
-  EXPECT_EQ(pch_used_by(entry), "");
+  std::string said = testing::internal::GetCapturedStderr();
+  EXPECT_NE(said.find("coil: the cache entry " + pchs[0].string() + " is damaged ("), std::string::npos) << said;
+  std::string sizes = "has 1000 bytes, " + std::to_string(size) + " when it was published";
+  EXPECT_NE(said.find(sizes + "); removed, building it again"), std::string::npos) << said;
+  EXPECT_EQ(pch_used_by(entry), pchs[0].filename().string());
+  EXPECT_GT(fs::file_size(file), 1000u);
+}
+
+// The ways a .so in the cache gets damaged, each on a fresh entry: before content hashes,
+// the first two crashed the next run (SIGBUS, SIGSEGV) and the third ran another graph.
+TEST_F(Runtime, DamagedSharedObjectIsReportedAndRebuilt) {
+  SharedObjectRequest other = answer_request();
+  other.source = "extern \"C\" int answer() { return 7; }\n";
+  std::string stranger = build_shared_object(other);
+  std::map<std::string, std::function<void(const fs::path &)>> damages = {
+      {"truncated to half", [](const fs::path &so) { fs::resize_file(so, fs::file_size(so) / 2); }},
+      {"4 KiB zeroed in the middle",
+       [](const fs::path &so) {
+         std::fstream f(so, std::ios::in | std::ios::out | std::ios::binary);
+         f.seekp(std::streamoff(fs::file_size(so) / 2 - 2048));
+         f.write(std::string(4096, '\0').data(), 4096);
+       }},
+      {"another graph's .so copied in",
+       [&](const fs::path &so) { fs::copy_file(stranger, so, fs::copy_options::overwrite_existing); }},
+  };
+  for (const auto &[what, damage] : damages) {
+    std::string so = build_shared_object(answer_request());
+    damage(so);
+    testing::internal::CaptureStderr();
+    bool hit = true;
+    EXPECT_EQ(build_shared_object(answer_request(), &hit), so) << what;
+    std::string said = testing::internal::GetCapturedStderr();
+    EXPECT_FALSE(hit) << what;
+    EXPECT_NE(said.find("coil: the cache entry " + fs::path(so).parent_path().string() + " is damaged (answer.so has "),
+              std::string::npos)
+        << what << ": " << said;
+    EXPECT_EQ(SharedLibrary(so).symbol<int (*)()>("answer")(), 42) << what;
+    EXPECT_EQ(count_children(root() / "tmp"), 0) << what;
+  }
+  EXPECT_EQ(cache_info().entries, 2);
+}
+
+// An entry written before entries had manifests is not damaged, only older: it is
+// replaced without a word.
+TEST_F(Runtime, EntryOfAnOlderCoilIsReplacedQuietly) {
+  std::string so = build_shared_object(answer_request());
+  fs::remove(fs::path(so).parent_path() / "manifest.json");
+  testing::internal::CaptureStderr();
+  bool hit = true;
+  EXPECT_EQ(build_shared_object(answer_request(), &hit), so);
+  EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
+  EXPECT_FALSE(hit);
+  EXPECT_TRUE(fs::exists(fs::path(so).parent_path() / "manifest.json"));
+}
+
+// An entry is hashed once per process while its files stay as they were: a file damaged
+// after a verified hit is found by its changed inode, size or ctime and hashed again.
+TEST_F(Runtime, DamageAfterAVerifiedHitIsFound) {
+  std::string so = build_shared_object(answer_request());
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // hits remembered only of settled files
+  bool hit = false;
+  EXPECT_EQ(build_shared_object(answer_request(), &hit), so);
+  EXPECT_TRUE(hit);
+  EXPECT_TRUE(build_shared_object(answer_request(), &hit) == so && hit);
+  {
+    std::fstream f(so, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(std::streamoff(fs::file_size(so) / 2));
+    f.write(std::string(64, 'Z').data(), 64);  // not zeros: the middle of a small .so may be padding
+  }
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(build_shared_object(answer_request(), &hit), so);
+  std::string said = testing::internal::GetCapturedStderr();
+  EXPECT_FALSE(hit);
+  EXPECT_NE(said.find("answer.so has changed since it was published (its SHA-256 differs)"), std::string::npos) << said;
+  EXPECT_EQ(SharedLibrary(so).symbol<int (*)()>("answer")(), 42);
+}
+
+bool private_to_the_user(const fs::path &path, bool folder) {
+  fs::perms want = folder ? fs::perms::owner_all : fs::perms::owner_read | fs::perms::owner_write;
+  return (fs::symlink_status(path).permissions() & fs::perms::mask) == want;
+}
+
+// A cache hit is code that gets loaded: with a umask that lets everyone write, every
+// folder coil makes is still 0700 and every file 0600.
+TEST_F(Runtime, CacheIsPrivateWhateverTheUmask) {
+  mode_t saved = umask(0);
+  build_shared_object(answer_request());
+  user_error_of([] { build_shared_object({"int broken( {", {}, "broken", std::nullopt}); });
+  CxxCompiler cc = find_compiler();
+  fs::path include = runtime_include_dir();
+  pch_flags({cc, selected_isa(), shared_object_flags(include, selected_isa(), {}), include, headers_digest(include)});
+  umask(saved);
+  EXPECT_EQ(cache_info().entries, 2);
+  EXPECT_EQ(cache_info().failed_sources, 1);
+  EXPECT_TRUE(private_to_the_user(root(), true));
+  int64_t checked = 0;
+  for (const auto &item : fs::recursive_directory_iterator(root())) {
+    EXPECT_TRUE(private_to_the_user(item.path(), item.is_directory())) << item.path();
+    ++checked;
+  }
+  EXPECT_GT(checked, 15);
+}
+
+// `COIL_CACHE_DIR=$HOME coil cache clear` must not empty a home folder: a folder that is
+// not coil's is refused whole, and coil builds nothing in it either.
+TEST_F(Runtime, ClearRefusesAFolderThatIsNotACache) {
+  fs::path home = tmp() / "home";
+  fs::create_directories(home / "projects");
+  std::ofstream(home / "projects" / "thesis.tex") << "chapter 1\n";
+  options::set_override("cache_dir", home.string());
+  std::string said = home.string() + " is not a coil cache (it has no CACHEDIR.TAG written by coil, and coil did not "
+                     "write its 'projects'): ";
+  EXPECT_EQ(user_error_of([] { tools::run_cache({"clear"}); }),
+            said + "coil removes nothing from it. COIL_CACHE_DIR (option cache_dir) names the cache: point it at a "
+                   "coil cache, or at a new or empty folder");
+  std::string build_error = user_error_of([] { build_shared_object(answer_request()); });
+  EXPECT_EQ(build_error.rfind(said + "coil writes nothing in it.", 0), 0u) << build_error;
+  EXPECT_EQ(read_text(home / "projects" / "thesis.tex"), "chapter 1\n");
+  EXPECT_EQ(count_children(home), 1) << "coil wrote nothing beside it";
+}
+
+// In coil's cache, clear removes the entries and kept sources coil wrote and leaves
+// whatever else someone put there.
+TEST_F(Runtime, ClearRemovesOnlyWhatCoilWrote) {
+  build_shared_object(answer_request());
+  user_error_of([] { build_shared_object({"int broken( {", {}, "broken", std::nullopt}); });
+  std::string key(64, 'a');
+  std::vector<fs::path> strangers = {root() / "notes.txt", root() / "cpp" / "README", root() / "cpp" / "aa" / key / "x",
+                                     root() / "failed" / "todo.cpp", root() / "tmp" / "mine"};
+  for (const fs::path &p : strangers) {
+    fs::create_directories(p.parent_path());
+    std::ofstream(p) << "not coil's\n";
+  }
+  EXPECT_EQ(cache_info().entries, 1);
+  EXPECT_EQ(cache_info().failed_sources, 1);
+  cache_clear();
+  EXPECT_EQ(cache_info().entries, 0);
+  EXPECT_EQ(cache_info().failed_sources, 0);
+  for (const fs::path &p : strangers) EXPECT_EQ(read_text(p), "not coil's\n") << p;
+  bool hit = true;
+  build_shared_object(answer_request(), &hit);
+  EXPECT_FALSE(hit);
+}
+
+// The command printed after a compile failure, pasted into bash, runs the compiler on the
+// kept source and nothing else, even from a cache whose path holds ' and $(...).
+TEST_F(Runtime, FailedCommandIsSafeToPaste) {
+  fs::path cache = tmp() / "it's $(touch marker) here" / "cache";
+  options::set_override("cache_dir", cache.string());
+  std::string message = user_error_of([] { build_shared_object({"int broken( {", {}, "broken", std::nullopt}); });
+  size_t at = message.rfind("\ncommand: ");
+  ASSERT_NE(at, std::string::npos) << message;
+  std::string command = message.substr(at + 10);
+  fs::path kept = cache / "failed" / fs::path(message.substr(27, message.find(":\n") - 27)).filename();
+  ASSERT_TRUE(fs::exists(kept)) << message;
+  ProcessResult pasted = run_process({"bash", "-c", "cd " + tmp().string() + " && " + command});
+  EXPECT_FALSE(fs::exists(tmp() / "marker")) << "the pasted command ran a command hidden in the path: " << command;
+  EXPECT_NE(pasted.exit_code, 0);
+  EXPECT_NE(pasted.err.find(kept.string() + ":1:"), std::string::npos) << "it compiled the kept source: " << pasted.err;
 }
 
 }  // namespace
