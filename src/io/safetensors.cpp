@@ -240,15 +240,21 @@ struct FdCloser {
   }
 };
 
+// The most bytes read from a pipe or a device; a regular file is read whole, at its size.
+constexpr uint64_t kMaxStreamBytes = uint64_t(1) << 30;
+
 std::vector<std::byte> read_file(const std::string &path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) fail(path, "cannot open: " + errno_text(errno));
   FdCloser closer{fd};
   std::vector<std::byte> bytes;
-  // The size from fstat only saves reallocations; what read() returns is what counts.
+  // A regular file is read up to the size fstat gives; anything else (a pipe, a device
+  // such as /dev/zero) up to kMaxStreamBytes, so that a stream without end is an error
+  // instead of all of memory.
   struct stat st {};
-  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
-    bytes.reserve(size_t(st.st_size));
+  bool regular = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+  uint64_t limit = regular ? uint64_t(st.st_size) : kMaxStreamBytes;
+  if (regular) bytes.reserve(size_t(st.st_size));
   std::vector<std::byte> chunk(1 << 16);
   for (;;) {
     ssize_t got = ::read(fd, chunk.data(), chunk.size());
@@ -256,6 +262,9 @@ std::vector<std::byte> read_file(const std::string &path) {
     if (got < 0) fail(path, "cannot read: " + errno_text(errno));
     if (got == 0) break;
     bytes.insert(bytes.end(), chunk.begin(), chunk.begin() + got);
+    if (bytes.size() > limit)
+      fail(path, regular ? "grew while it was read" : str_cat("more than ", kMaxStreamBytes >> 30,
+                                                                 " GiB from a stream that is not a regular file"));
   }
   return bytes;
 }

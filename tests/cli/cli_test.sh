@@ -53,6 +53,11 @@ expect inputs-mismatch 1 "examples/sum_dim0/inputs.safetensors: error: tensor 'a
 expect expect-mismatch 1 "examples/sum_dim0/expected.safetensors: error: tensor 'out0' is f32[256] but the graph expects f32[64]" -- \
   "$coil" check examples/var_mean_lastdim/graph.py --expect examples/sum_dim0/expected.safetensors
 
+# Files are read with a size bound: a stream without end is an error, not all of memory.
+expect check-endless-graph 1 "/dev/zero: error: more than 256 MiB of graph text" -- "$coil" check /dev/zero
+expect check-endless-inputs 1 "/dev/zero: error: more than 1 GiB from a stream that is not a regular file" -- \
+  "$coil" check examples/sum_all/graph.py --inputs /dev/zero
+
 # compile: the dumps, stats.json and --explain; the same dumps again from COIL_TRACE, identical.
 expect compile-softmax 0 "1 kernel, 0 extern calls" -- "$coil" compile examples/softmax_lastdim/graph.py --out "$tmp/sm"
 for f in graph.txt graph_after_passes.txt ir_pre_fusion.txt ir_post_fusion.txt memory_plan.txt stats.json; do
