@@ -9,8 +9,11 @@ Writes graphs of N nodes as FX text (no torch needed) and times `coil compile` o
 
 usage:
   growth_bench.py emit KIND N             print the graph
-  growth_bench.py run [--coil PATH] [--kinds chain,cat,deep] [--sizes 1000,2000,...]
-                                          compile each and print seconds and peak memory
+  growth_bench.py run [--coil PATH] [--kinds chain,cat,deep] [--sizes 1000,2000,...] [--args "..."]
+                                          compile each and print seconds and peak memory;
+                                          --args adds to `coil compile` (the stages up to the
+                                          kernel sources alone: --args "--device cuda --set
+                                          triton.python=none", no Triton, no C++ compiler)
 Results and what they mean: bench/README.md ("Compile time by graph size").
 """
 import argparse
@@ -66,13 +69,13 @@ def deep(n, rows=64, cols=256):
 KINDS = {"chain": chain, "cat": cat, "deep": deep}
 
 
-def compile_once(coil, text, workdir):
+def compile_once(coil, text, workdir, extra):
     """Seconds, peak resident MiB and status of one `coil compile` of `text`."""
     path = os.path.join(workdir, "graph.py")
     with open(path, "w") as f:
         f.write(text)
     start = time.perf_counter()
-    child = subprocess.Popen([coil, "compile", path, "--out", os.path.join(workdir, "out")],
+    child = subprocess.Popen([coil, "compile", path, "--out", os.path.join(workdir, "out"), *extra],
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     err = child.stderr.read()
     _, status, usage = os.wait4(child.pid, 0)  # this child's own peak, not the largest so far
@@ -92,6 +95,7 @@ def main():
     run.add_argument("--coil", default="build/coil")
     run.add_argument("--kinds", default="chain,cat,deep")
     run.add_argument("--sizes", default="1000,2000,4000,8000,16000")
+    run.add_argument("--args", default="", help="more arguments of coil compile")
     a = p.parse_args()
     if a.command == "emit":
         sys.stdout.write(KINDS[a.kind](a.n))
@@ -100,7 +104,7 @@ def main():
     for kind in a.kinds.split(","):
         for n in (int(s) for s in a.sizes.split(",")):
             with tempfile.TemporaryDirectory() as workdir:
-                seconds, peak, status = compile_once(a.coil, KINDS[kind](n), workdir)
+                seconds, peak, status = compile_once(a.coil, KINDS[kind](n), workdir, a.args.split())
             print(f"{kind:<8} {n:>7} {seconds:9.2f} {peak:9.0f}  {status}", flush=True)
 
 
