@@ -57,5 +57,25 @@ TEST(CompileTime, GrowsLinearlyWithAChainOfPointwiseNodes) {
   EXPECT_LT(t_large, 8 * t_small) << "2,000 nodes: " << t_small << " s, 8,000 nodes: " << t_large << " s";
 }
 
+// A chain too long for one kernel goes into several, none over 1,024 body instructions
+// (a C++ compiler took 44 s on the one kernel of 6,000 this chain made before), each
+// refusal saying why.
+TEST(CompileTime, AKernelsBodyIsBounded) {
+  std::string text = growth_graph("chain", 2000);
+  if (text.empty()) GTEST_SKIP() << "no python3 to run bench/growth_bench.py";
+  Compilation c = compile_graph(frontend::parse_graph(text, "chain.py"), sched::ScheduleOptions{});
+  const ir::ScheduledProgram &s = c.schedule.ir;
+  EXPECT_GT(s.kernels.size(), 1u);
+  for (const ir::Kernel &k : s.kernels) {
+    size_t body = 0;
+    for (int n : k.nodes) body += s.program.nodes[size_t(n)].body.instrs.size();
+    EXPECT_LE(body, 1024u) << k.name;
+  }
+  bool said = std::any_of(c.schedule.rejected.begin(), c.schedule.rejected.end(), [](const sched::Rejection &r) {
+    return r.reason.find("instructions in one kernel") != std::string::npos;
+  });
+  EXPECT_TRUE(said);
+}
+
 }  // namespace
 }  // namespace coil
