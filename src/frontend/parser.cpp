@@ -567,6 +567,16 @@ Graph parse_graph(std::string_view text, const std::string &filename) {
   return Parser(text, filename).run();
 }
 
-Graph parse_graph_file(const std::string &path) { return parse_graph(read_file(path), path); }
+// The most graph text coil reads; a graph of 100,000 nodes is about 10 MB. A device or a
+// pipe without end (/dev/zero) is then an error, not all of memory.
+constexpr uint64_t kMaxGraphBytes = uint64_t(256) << 20;
+
+Graph parse_graph_file(const std::string &path) {
+  std::string text = read_file(path, kMaxGraphBytes);
+  if (text.size() > kMaxGraphBytes)
+    throw UserError(str_cat("more than ", kMaxGraphBytes >> 20, " MiB of graph text: not a graph coil reads"),
+                    SourceLoc{path, 0, 0});
+  return parse_graph(text, path);
+}
 
 }  // namespace coil::frontend

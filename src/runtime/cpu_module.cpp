@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <limits>
 
 #include "codegen/cpp/cpp_codegen.h"
 #include "coil/artifact.h"
@@ -71,6 +72,8 @@ CpuModule::CpuModule(const std::string &so_path) : lib_(so_path) {
   run_ = lib_.symbol<int (*)(void *const *, void **)>("coil_run");
   error_message_ = lib_.symbol<const char *(*)(int)>("coil_error_message");
   profile_ = lib_.optional_symbol<int32_t (*)(coil_kernel_profile *, int32_t)>("coil_profile");
+  set_num_threads_ = lib_.symbol<int32_t (*)(int32_t)>("coil_set_num_threads");
+  num_threads_ = lib_.symbol<int32_t (*)()>("coil_num_threads");
   reset_profile();
   auto version = lib_.symbol<int (*)()>("coil_abi_version");
   COIL_USER_CHECK(version() == COIL_ABI_VERSION, so_path, " was compiled for artifact ABI ", version(), ", not ",
@@ -78,6 +81,10 @@ CpuModule::CpuModule(const std::string &so_path) : lib_(so_path) {
 }
 
 CpuModule::Prepared CpuModule::prepare(const TensorList &inputs) const {
+  // The option num_threads, read here so that a malformed COIL_NUM_THREADS is a UserError
+  // before any kernel runs; 0 leaves the library to its default.
+  int64_t threads = options::get_int("num_threads");
+  set_num_threads_(int32_t(std::min<int64_t>(threads, std::numeric_limits<int32_t>::max())));
   Prepared p;
   for (int i = 0; i < num_inputs_(); ++i) {
     const coil_tensor_desc &d = *input_(i);
@@ -146,6 +153,8 @@ std::vector<KernelProfile> CpuModule::profile() const {
   }
   return rows;
 }
+
+int CpuModule::num_threads() const { return num_threads_(); }
 
 void CpuModule::reset_profile() { profile_baseline_ = library_profile(); }
 

@@ -55,6 +55,10 @@ class CpuModule {
   /// count too.
   std::vector<KernelProfile> profile() const;
 
+  /// The most threads the library's kernels run on now: the option num_threads as the
+  /// last run() or median_seconds() set it, else the library's default (coil/artifact.h).
+  int num_threads() const;
+
   /// Starts profile() from zero: to leave out the first call's one-time work (OpenMP's
   /// threads, oneDNN's primitives).
   void reset_profile();
@@ -73,6 +77,8 @@ class CpuModule {
   int (*run_)(void *const *, void **);
   const char *(*error_message_)(int);
   int32_t (*profile_)(coil_kernel_profile *, int32_t) = nullptr;  // optional
+  int32_t (*set_num_threads_)(int32_t);
+  int32_t (*num_threads_)();
   // What the library had counted before this module or the last reset: a library
   // dlclose'd may stay loaded (GCC's unique symbols keep it), counts and all.
   std::vector<KernelProfile> profile_baseline_;

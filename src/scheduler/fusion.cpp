@@ -3,7 +3,8 @@
 // saving first (bytes of memory traffic that fusion removes); a pair fuses when
 //   1. both are loop nests (scans and scatters stay alone; an extern call takes only
 //      pointwise consumers that a library runs as post-ops: its epilogue, epilogue.h),
-//   2. the result holds at most max_fusion_size nodes,
+//   2. the result holds at most max_fusion_size nodes and kMaxKernelInstructions
+//      instructions,
 //   3. no third group sits on a path between them (that would be a cycle),
 //   4. their iteration spaces match: equal sizes, or a pointwise group over a
 //      reduction's rows (outer) or over rows x reduced elements (inner),
@@ -183,11 +184,54 @@ bool same_space(const Group &a, const Group &b) {
   return loops && checked_numel(a.ranges) == checked_numel(b.ranges) && checked_numel(a.reduction_ranges) == checked_numel(b.reduction_ranges);
 }
 
+// The most body instructions of one fused kernel. A C++ compiler's time grows faster
+// than the size of a function (a chain of 2,000 pointwise ops fused into one kernel of
+// about 6,000 instructions took g++ 44 s, in kernels of at most 1,024 instructions 20 s),
+// so a longer chain goes into several kernels.
+constexpr size_t kMaxKernelInstructions = 1024;
+
 struct Fuser {
   ir::Program &p;
   const ScheduleOptions &o;
   std::vector<Group> groups;
   std::vector<bool> alive;
+  // Who reads and who writes each buffer (nodes, by BufferId) and each node's group, kept
+  // up to date by commit: the successors of a group then cost what the group touches,
+  // not a pass over every group, and a deep graph fuses in O(n^2) instead of O(n^3).
+  std::vector<std::vector<int>> readers_of, writers_of;
+  std::vector<int> group_of;
+
+  void index_node(int n, bool add) {
+    auto update = [&](std::vector<int> &list) {
+      if (add) list.push_back(n);
+      else list.erase(std::remove(list.begin(), list.end(), n), list.end());
+    };
+    std::vector<BufferId> reads = p.nodes[size_t(n)].reads();
+    std::sort(reads.begin(), reads.end());
+    reads.erase(std::unique(reads.begin(), reads.end()), reads.end());
+    for (BufferId b : reads) update(readers_of[size_t(b)]);
+    for (BufferId b : p.nodes[size_t(n)].outputs)
+      if (b >= 0) update(writers_of[size_t(b)]);
+  }
+
+  void index_all() {
+    readers_of.assign(p.buffers.size(), {});
+    writers_of.assign(p.buffers.size(), {});
+    group_of.assign(p.nodes.size(), -1);
+    for (size_t n = 0; n < p.nodes.size(); ++n) index_node(int(n), true);
+    for (size_t g = 0; g < groups.size(); ++g)
+      for (int n : groups[g].nodes) group_of[size_t(n)] = int(g);
+  }
+
+  // The live group that writes `b` (the last in group order when several do), or -1.
+  int writer_group(BufferId b) const {
+    int w = -1;
+    for (int n : writers_of[size_t(b)]) {
+      int g = group_of[size_t(n)];
+      if (g >= 0 && alive[size_t(g)]) w = std::max(w, g);
+    }
+    return w;
+  }
 
   // Group index of each node.
   std::map<int, int> group_of_node() const {
@@ -198,33 +242,31 @@ struct Fuser {
     return out;
   }
 
+  size_t instructions(const Group &g) const {
+    size_t n = 0;
+    for (int i : g.nodes) n += p.nodes[size_t(i)].body.instrs.size();
+    return n;
+  }
+
   // Groups that read what group g writes.
-  std::vector<int> successors(int g, const std::map<BufferId, int> &writer_group) const {
+  std::vector<int> successors(int g) const {
     std::set<int> out;
-    for (size_t h = 0; h < groups.size(); ++h) {
-      if (!alive[h] || int(h) == g) continue;
-      for (BufferId b : read_by(p, groups[h])) {
-        auto w = writer_group.find(b);
-        if (w != writer_group.end() && w->second == g) out.insert(int(h));
+    for (BufferId b : written_by(p, groups[size_t(g)])) {
+      if (writer_group(b) != g) continue;
+      for (int n : readers_of[size_t(b)]) {
+        int h = group_of[size_t(n)];
+        if (h >= 0 && alive[size_t(h)] && h != g) out.insert(h);
       }
     }
     return {out.begin(), out.end()};
   }
 
-  std::map<BufferId, int> writer_groups() const {
-    std::map<BufferId, int> out;
-    for (size_t g = 0; g < groups.size(); ++g)
-      if (alive[g])
-        for (BufferId b : written_by(p, groups[g])) out[b] = int(g);
-    return out;
-  }
-
   // A buffer on a path from `from` to `to` through a third group, if there is one.
-  std::optional<BufferId> path_through_other(int from, int to, const std::map<BufferId, int> &wg) const {
+  std::optional<BufferId> path_through_other(int from, int to) const {
     std::vector<int> work;
     std::set<int> seen;
     std::map<int, BufferId> via;
-    for (int s : successors(from, wg))
+    for (int s : successors(from))
       if (s != to) {
         work.push_back(s);
         seen.insert(s);
@@ -233,7 +275,7 @@ struct Fuser {
     while (!work.empty()) {
       int g = work.back();
       work.pop_back();
-      for (int s : successors(g, wg)) {
+      for (int s : successors(g)) {
         if (s == to) return via[g];
         if (seen.insert(s).second) {
           work.push_back(s);
@@ -245,13 +287,19 @@ struct Fuser {
   }
 
   // The bytes of memory traffic fusing a and b saves; 0 when they share nothing.
-  int64_t saving(int a, int b, const std::map<BufferId, std::vector<int>> &readers) const {
+  // What each group writes and reads, for one round of candidates.
+  struct Access {
+    std::vector<BufferId> writes;
+    std::set<BufferId> reads;
+  };
+
+  int64_t saving(int a, int b, const std::vector<Access> &access) const {
     int64_t bytes = 0;
-    auto wa = written_by(p, groups[size_t(a)]), wb = written_by(p, groups[size_t(b)]);
-    auto ra = read_by(p, groups[size_t(a)]), rb = read_by(p, groups[size_t(b)]);
+    const std::vector<BufferId> &wa = access[size_t(a)].writes, &wb = access[size_t(b)].writes;
+    const std::set<BufferId> &ra = access[size_t(a)].reads, &rb = access[size_t(b)].reads;
     auto internal_after = [&](BufferId x) {
       if (contains(p.outputs, x)) return false;
-      for (int n : readers.at(x))
+      for (int n : readers_of[size_t(x)])
         if (!std::count(groups[size_t(a)].nodes.begin(), groups[size_t(a)].nodes.end(), n) &&
             !std::count(groups[size_t(b)].nodes.begin(), groups[size_t(b)].nodes.end(), n))
           return false;
@@ -361,9 +409,10 @@ struct Fuser {
     size_t size = ga.nodes.size() + gb.nodes.size();
     if (int64_t(size) > o.max_fusion_size)
       return str_cat("over max_fusion_size ", o.max_fusion_size, " (together they hold ", size, " nodes)");
-    auto wg = writer_groups();
+    if (size_t body = instructions(ga) + instructions(gb); body > kMaxKernelInstructions)
+      return str_cat("over ", kMaxKernelInstructions, " instructions in one kernel (together they hold ", body, ")");
     for (auto [from, to] : {std::pair{a, b}, std::pair{b, a}})
-      if (auto via = path_through_other(from, to, wg)) return str_cat("would create a cycle through ", p.buffer(*via).name);
+      if (auto via = path_through_other(from, to)) return str_cat("would create a cycle through ", p.buffer(*via).name);
 
     // The target keeps its variables; the other group moves.
     const Group *target = &ga, *moved = &gb;
@@ -432,9 +481,8 @@ struct Fuser {
       return apart(str_cat("over max_fusion_size ", o.max_fusion_size, " (together they hold ", size, " nodes)"));
     if (checked_numel(call.ranges) != checked_numel(consumer.ranges))
       return apart(str_cat("different iteration space ", space_str(call), " vs ", space_str(consumer)));
-    auto wg = writer_groups();
     for (auto [from, to] : {std::pair{a, b}, std::pair{b, a}})
-      if (auto via = path_through_other(from, to, wg))
+      if (auto via = path_through_other(from, to))
         return apart(str_cat("would create a cycle through ", p.buffer(*via).name));
     std::vector<int> members = call.nodes;
     members.insert(members.end(), consumer.nodes.begin(), consumer.nodes.end());
@@ -485,9 +533,8 @@ struct Fuser {
       if (contains(wa, x)) return str_cat("a scan reads ", p.buffer(x).name, ", which the other scan writes whole");
     for (BufferId x : read_by(p, ga))
       if (contains(wb, x)) return str_cat("a scan reads ", p.buffer(x).name, ", which the other scan writes whole");
-    auto wg = writer_groups();
     for (auto [from, to] : {std::pair{a, b}, std::pair{b, a}})
-      if (auto via = path_through_other(from, to, wg)) return str_cat("would create a cycle through ", p.buffer(*via).name);
+      if (auto via = path_through_other(from, to)) return str_cat("would create a cycle through ", p.buffer(*via).name);
     Trial t{KernelKind::Scan, ga.ranges, {}, {}, {}, {}};
     for (const Group *g : {&ga, &gb})
       for (int n : g->nodes) {
@@ -498,7 +545,11 @@ struct Fuser {
   }
 
   void commit(int a, int b, Trial &t) {
-    for (auto &[i, n] : t.nodes) p.nodes[size_t(i)] = std::move(n);
+    for (auto &[i, n] : t.nodes) {
+      index_node(i, false);
+      p.nodes[size_t(i)] = std::move(n);
+      index_node(i, true);
+    }
     Group g;
     g.kind = t.kind;
     g.ranges = t.ranges;
@@ -508,6 +559,7 @@ struct Fuser {
     g.scan_dim = groups[size_t(a)].scan_dim;
     groups[size_t(a)] = std::move(g);
     alive[size_t(b)] = false;
+    for (int n : groups[size_t(a)].nodes) group_of[size_t(n)] = a;
   }
 
   std::string describe_nodes(const Group &g) const {
@@ -523,24 +575,40 @@ struct Fuser {
     int64_t bytes;
   };
 
+  // The live groups after `a` that share a buffer with it: one writes what the other
+  // reads, or (with horizontal fusion) both read it. Only these can save traffic.
+  std::set<int> sharing_after(int a, const Access &access) const {
+    std::set<int> out;
+    auto add = [&](const std::vector<int> &nodes) {
+      for (int n : nodes)
+        if (int g = group_of[size_t(n)]; g > a && alive[size_t(g)]) out.insert(g);
+    };
+    for (BufferId x : access.writes) add(readers_of[size_t(x)]);
+    for (BufferId x : access.reads) {
+      add(writers_of[size_t(x)]);
+      if (o.horizontal) add(readers_of[size_t(x)]);
+    }
+    return out;
+  }
+
   std::vector<Candidate> candidates() const {
-    std::map<BufferId, std::vector<int>> readers;
-    for (size_t i = 0; i < p.nodes.size(); ++i)
-      for (BufferId x : p.nodes[i].reads()) readers[x].push_back(int(i));
-    for (size_t x = 0; x < p.buffers.size(); ++x) readers[BufferId(x)];
+    std::vector<Access> access(groups.size());
+    for (size_t g = 0; g < groups.size(); ++g)
+      if (alive[g]) access[g] = {written_by(p, groups[g]), read_by(p, groups[g])};
     std::vector<Candidate> out;
     for (size_t a = 0; a < groups.size(); ++a) {
-      bool paired = false;  // with the next group of the same space that shares nothing
+      if (!alive[a]) continue;
+      std::set<int> sharing = sharing_after(int(a), access[a]);
+      for (int b : sharing)
+        if (int64_t bytes = saving(int(a), b, access); bytes > 0) out.push_back({int(a), b, bytes});
+      if (!o.horizontal) continue;
+      // Nothing shared with the next group of the same space, but one launch fewer: worth
+      // it last, for small kernels most.
       for (size_t b = a + 1; b < groups.size(); ++b) {
-        if (!alive[a] || !alive[b]) continue;
-        int64_t bytes = saving(int(a), int(b), readers);
-        if (bytes > 0) {
-          out.push_back({int(a), int(b), bytes});
-        } else if (o.horizontal && !paired && same_space(groups[a], groups[b])) {
-          // Nothing shared, but one launch fewer: worth it last, for small kernels most.
-          out.push_back({int(a), int(b), 0});
-          paired = true;
-        }
+        if (!alive[b] || !same_space(groups[a], groups[b])) continue;
+        if (sharing.count(int(b)) && saving(int(a), int(b), access) > 0) continue;
+        out.push_back({int(a), int(b), 0});
+        break;
       }
     }
     std::stable_sort(out.begin(), out.end(), [](const Candidate &x, const Candidate &y) { return x.bytes > y.bytes; });
@@ -586,8 +654,9 @@ std::vector<Group> singleton_groups(const ir::Program &p) {
 
 std::vector<Group> fuse(ir::Program &p, std::vector<Group> groups, const ScheduleOptions &o,
                         std::vector<std::string> &log, std::vector<PairRejection> &rejected) {
-  Fuser f{p, o, std::move(groups), {}};
+  Fuser f{p, o, std::move(groups), {}, {}, {}, {}};
   f.alive.assign(f.groups.size(), true);
+  f.index_all();
   while (true) {
     std::vector<bool> touched(f.groups.size(), false);
     std::vector<PairRejection> reasons;

@@ -102,6 +102,12 @@ struct Inliner {
   }
 };
 
+// The most instructions of a producer recomputed in its consumers. A chain of pointwise
+// ops inlined one into the next grows its last body with every link: past this size the
+// value is stored, and fusion keeps the chain in one kernel's registers instead, so a
+// chain of n ops costs O(n) to schedule and no kernel body grows without bound.
+constexpr size_t kMaxInlinedBody = 256;
+
 // Why `n` must keep its buffer, or nothing when it may be recomputed in its consumers.
 bool may_inline(const ir::Program &p, const Node &n, const std::vector<int> &consumers, const ScheduleOptions &o) {
   if (n.kind != NodeKind::Pointwise || n.outputs.size() != 1 || !n.output_index.empty()) return false;
@@ -122,8 +128,26 @@ bool may_inline(const ir::Program &p, const Node &n, const std::vector<int> &con
       ++uses;
     }
   }
+  if (n.body.instrs.size() > kMaxInlinedBody) return false;
   if (uses == 1) return true;
   return int64_t(count_loads(n.body)) * (uses - 1) <= o.max_inline_reads && n.body.instrs.size() <= 64;
+}
+
+// The nodes after each node that read its output, in order. Inlining a producer into a
+// consumer adds only reads of buffers made before the producer, so the readers of a node
+// not yet visited stay what they were: one pass over the reads at the start suffices.
+std::vector<std::vector<int>> later_readers(const ir::Program &p) {
+  std::vector<std::vector<int>> readers(p.nodes.size());
+  for (size_t c = 0; c < p.nodes.size(); ++c) {
+    std::vector<BufferId> reads = p.nodes[c].reads();
+    std::sort(reads.begin(), reads.end());
+    reads.erase(std::unique(reads.begin(), reads.end()), reads.end());
+    for (BufferId b : reads) {
+      int producer = p.buffer(b).producer;
+      if (producer >= 0 && size_t(producer) < c) readers[size_t(producer)].push_back(int(c));
+    }
+  }
+  return readers;
 }
 
 }  // namespace
@@ -132,13 +156,9 @@ std::vector<std::string> inline_pointwise(ir::Program &p, const ScheduleOptions 
   std::vector<std::string> log;
   if (!o.inline_pointwise) return log;
   std::vector<bool> gone(p.nodes.size(), false);
+  std::vector<std::vector<int>> readers = later_readers(p);
   for (size_t i = 0; i < p.nodes.size(); ++i) {
-    std::vector<int> consumers;
-    for (size_t c = i + 1; c < p.nodes.size(); ++c) {
-      if (gone[c]) continue;
-      auto reads = p.nodes[c].reads();
-      if (std::find(reads.begin(), reads.end(), p.nodes[i].outputs[0]) != reads.end()) consumers.push_back(int(c));
-    }
+    const std::vector<int> &consumers = readers[i];
     if (p.nodes[i].outputs.empty() || !may_inline(p, p.nodes[i], consumers, o)) continue;
     Inliner inliner{p, p.nodes[i], o};
     std::string into;

@@ -21,6 +21,27 @@ namespace coil::tools {
 
 namespace {
 
+// Why there is no Triton to compile kernels with ("" when there is one).
+std::string triton_missing() {
+  try {
+    triton_version();
+    return "";
+  } catch (const UserError &e) {
+    return e.message();
+  }
+}
+
+// build_cuda, its errors placed in the graph `file`: "graph.py: error: Triton failed to
+// compile kernel 'kernel0' ...".
+CudaBuild build_cuda_of(const std::string &file, const sched::Schedule &s) {
+  try {
+    return build_cuda(s);
+  } catch (const UserError &e) {
+    if (!e.loc().file.empty()) throw;
+    throw UserError(e.message(), SourceLoc{file});
+  }
+}
+
 // `coil compile --device cuda`: the Triton kernels and the host program that launches
 // them; the cubins too where Triton is installed (no GPU needed).
 int compile_cuda(const std::string &file, const std::string &out, bool explain) {
@@ -29,23 +50,23 @@ int compile_cuda(const std::string &file, const std::string &out, bool explain) 
   Compilation c = compile_graph(std::move(g), o, out);
   auto start = std::chrono::steady_clock::now();
   // With Triton installed: generated, tuned (triton.autotune, on a GPU) and compiled by
-  // build_cuda, for this machine's GPU or sm_90. Without: the sources alone.
+  // build_cuda, for this machine's GPU or sm_90. Without: the sources alone, said so. A
+  // kernel Triton rejects is an error that names it (build_triton_kernels), never a
+  // sources-only success.
   codegen::GpuProgram gpu;
   std::vector<TritonBinary> binaries;
   std::vector<TunedKernel> tuned;
-  std::string cubins = "no cubins: ";
-  try {
-    triton_version();  // a UserError saying how to install Triton when there is none
-    CudaBuild build = build_cuda(c.schedule);
+  std::string cubins;
+  if (std::string missing = triton_missing(); !missing.empty()) {
+    gpu = codegen::generate_triton(c.schedule);
+    cubins = "no Triton, so the sources alone and no cubins: " + missing;
+  } else {
+    CudaBuild build = build_cuda_of(file, c.schedule);
     gpu = std::move(build.program);
     binaries = std::move(build.binaries);
     tuned = std::move(build.tuned);
     int capability = binaries.empty() ? 90 : binaries[0].facts.capability;
     cubins = str_cat(binaries.size(), " cubins for sm_", capability);
-  } catch (const UserError &e) {
-    gpu = codegen::generate_triton(c.schedule);
-    binaries.clear();
-    cubins += e.what();
   }
   std::filesystem::path dir(out), kernels = dir / "kernels";
   std::filesystem::create_directories(kernels);

@@ -53,6 +53,11 @@ expect inputs-mismatch 1 "examples/sum_dim0/inputs.safetensors: error: tensor 'a
 expect expect-mismatch 1 "examples/sum_dim0/expected.safetensors: error: tensor 'out0' is f32[256] but the graph expects f32[64]" -- \
   "$coil" check examples/var_mean_lastdim/graph.py --expect examples/sum_dim0/expected.safetensors
 
+# Files are read with a size bound: a stream without end is an error, not all of memory.
+expect check-endless-graph 1 "/dev/zero: error: more than 256 MiB from a stream that is not a regular file" -- "$coil" check /dev/zero
+expect check-endless-inputs 1 "/dev/zero: error: more than 1024 MiB from a stream that is not a regular file" -- \
+  "$coil" check examples/sum_all/graph.py --inputs /dev/zero
+
 # compile: the dumps, stats.json and --explain; the same dumps again from COIL_TRACE, identical.
 expect compile-softmax 0 "1 kernel, 0 extern calls" -- "$coil" compile examples/softmax_lastdim/graph.py --out "$tmp/sm"
 for f in graph.txt graph_after_passes.txt ir_pre_fusion.txt ir_post_fusion.txt memory_plan.txt stats.json; do
@@ -110,6 +115,21 @@ expect compile-cuda-explain 0 "kernel0 (convolution) extern library: cuDNN" -- \
   "$coil" compile examples/resnet_basic_block/graph.py --device cuda --out "$tmp/cu2" --explain
 expect compile-cuda-layout 0 "kernel0  persistent: a row in one program" -- \
   "$coil" compile $sm/graph.py --device cuda --out "$tmp/cu3" --explain
+# Only a missing Triton leaves the sources alone, and says so; a kernel Triton fails to
+# compile (here its compiler dies: a Python that has Triton for --version only, and a
+# cache of its own so that nothing is found compiled) is an error naming the kernel.
+expect compile-cuda-no-triton 0 "no Triton, so the sources alone and no cubins: cannot compile Triton kernels" -- \
+  "$coil" compile $sm/graph.py --device cuda --out "$tmp/cu4" --set triton.python="$tmp/no-such-python"
+if [[ -x .venv/bin/python ]]; then
+  printf '#!/bin/sh\nif [ "$2" = --version ]; then exec %s "$@"; fi\necho "LLVM ERROR: out of registers" >&2\nexit 134\n' \
+    "$PWD/.venv/bin/python" > "$tmp/dying-python" && chmod +x "$tmp/dying-python"
+  expect compile-cuda-kernel-fails 1 "$sm/graph.py: error: Triton failed to compile kernel 'kernel0'" -- \
+    env COIL_CACHE_DIR="$tmp/cache-dying" "$coil" compile $sm/graph.py --device cuda --out "$tmp/cu5" \
+    --set triton.python="$tmp/dying-python"
+  expect compile-cuda-kernel-fails-why 1 "LLVM ERROR: out of registers" -- \
+    env COIL_CACHE_DIR="$tmp/cache-dying" "$coil" compile $sm/graph.py --device cuda --out "$tmp/cu5" \
+    --set triton.python="$tmp/dying-python"
+fi
 expect run-interpret 0 "PASS" -- \
   "$coil" run $sm/graph.py --device cuda --interpret --inputs $sm/inputs.safetensors --expect $sm/expected.safetensors
 expect run-interpret-cpu 1 "--interpret runs the Triton kernels: use it with --device cuda" -- \
@@ -117,6 +137,11 @@ expect run-interpret-cpu 1 "--interpret runs the Triton kernels: use it with --d
 if [[ ! -e /dev/nvidia0 ]]; then
   expect run-cuda-no-gpu 1 "libcuda.so.1" -- "$coil" run $sm/graph.py --device cuda --inputs $sm/inputs.safetensors
 fi
+# num_threads reaches the compiled graph; a malformed COIL_NUM_THREADS stops the run.
+expect run-threads 0 "PASS" -- "$coil" run $sm/graph.py --device cpu --set num_threads=3 \
+  --inputs $sm/inputs.safetensors --expect $sm/expected.safetensors
+expect run-bad-threads 1 "COIL_NUM_THREADS='abc': num_threads expects an integer" -- \
+  env COIL_NUM_THREADS=abc "$coil" run $sm/graph.py --device cpu --inputs $sm/inputs.safetensors
 expect config-table 0 "max_fusion_size" -- "$coil" config
 expect config-one 0 "max_fusion_size = 64  (default)" -- "$coil" config max_fusion_size
 expect config-unknown 1 "unknown option 'max_fusion' (did you mean 'max_fusion_size'?)" -- "$coil" config max_fusion

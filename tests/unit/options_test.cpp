@@ -9,6 +9,12 @@
 #include <sstream>
 #include <thread>
 
+#include "driver/compile.h"
+#include "frontend/parser.h"
+#include "io/safetensors.h"
+#include "runtime/compiler.h"
+#include "runtime/cpu_module.h"
+#include "runtime/loader.h"
 #include "support/error.h"
 #include "support/options.h"
 #include "tools/config_command.h"
@@ -260,6 +266,62 @@ TEST_F(Options, OverridesFromManyThreads) {
       }
     });
   for (auto &th : threads) th.join();
+}
+
+// ---- each option changes what it documents ----
+
+// The thread team of a kernel loop as large as any: a function added to a compiled graph's
+// own source, so it asks the same library the graph's kernels ask.
+constexpr const char *kThreadProbe = R"(
+extern "C" int32_t probe_kernel_threads(void) {
+  int seen = 0;
+#pragma omp parallel num_threads(coil_rt::threads_for(int64_t(1) << 40))
+#pragma omp single
+  seen = omp_get_num_threads();
+  return seen;
+}
+)";
+
+// softmax_lastdim compiled for the CPU, with kThreadProbe.
+std::string graph_with_thread_probe() {
+  Compilation c = compile_graph(frontend::parse_graph_file("examples/softmax_lastdim/graph.py"),
+                                sched::ScheduleOptions{});
+  SharedObjectRequest r;
+  r.source = build_cpu(c.schedule).source + kThreadProbe;
+  r.name = "graph";
+  r.flags = {"-lmvec"};
+  return build_shared_object(r);
+}
+
+// num_threads: `--set num_threads=N` (or COIL_NUM_THREADS) reaches the compiled graph and
+// sizes its kernels' thread teams, more threads than processors included; 0 gives the
+// library back its default; a malformed COIL_NUM_THREADS stops the run before any kernel.
+TEST_F(Options, NumThreadsSizesTheKernelsThreadTeams) {
+  std::string so = graph_with_thread_probe();
+  CpuModule module(so);
+  SharedLibrary probe_lib(so);  // the same loaded library: dlopen counts references
+  auto probe = probe_lib.symbol<int32_t (*)()>("probe_kernel_threads");
+  TensorList inputs = read_safetensors("examples/softmax_lastdim/inputs.safetensors");
+  int fallback = module.num_threads();
+  ASSERT_GE(fallback, 1);
+
+  set_override("num_threads", "3");
+  module.run(inputs);
+  EXPECT_EQ(module.num_threads(), 3);
+  EXPECT_EQ(probe(), 3);
+  set_override("num_threads", "300");
+  module.median_seconds(inputs, 1);
+  EXPECT_EQ(probe(), 256) << "at most coil_rt::kMaxThreads";
+  clear_overrides();
+  setenv("COIL_NUM_THREADS", "5", 1);
+  module.run(inputs);
+  EXPECT_EQ(probe(), 5);
+  setenv("COIL_NUM_THREADS", "0", 1);
+  module.run(inputs);
+  EXPECT_EQ(probe(), fallback);
+
+  setenv("COIL_NUM_THREADS", "abc", 1);
+  EXPECT_EQ(user_error_of([&] { module.run(inputs); }), "COIL_NUM_THREADS='abc': num_threads expects an integer");
 }
 
 // ---- coil config ----

@@ -26,8 +26,12 @@
  * data that is out of range) leaves outputs unspecified.
  *
  * Threads: concurrent coil_run calls on one loaded module are safe (each takes its own
- * arena). Each call runs its kernels on COIL_NUM_THREADS threads, else OMP_NUM_THREADS,
- * else one per processor.
+ * arena). Each call runs its kernels on at most coil_num_threads() threads: the count
+ * last given to coil_set_num_threads(n) (n >= 1, at most 256; n <= 0 forgets it), else
+ * COIL_NUM_THREADS, else OMP_NUM_THREADS (its first count), else one per processor. A
+ * variable that is not a whole number is not used, and said once on stderr. Both
+ * functions concern this library only and return the count now in force; the count
+ * applies to the calls that start after it is set.
  *
  * Profiling (optional: only a graph compiled with the option cpp.profile exports
  * coil_profile; look it up with dlsym): coil_run times each kernel call with a steady
@@ -91,6 +95,8 @@ int64_t coil_arena_bytes(void);
 int32_t coil_run(void *const *inputs, void **outputs);
 const char *coil_error_message(int32_t status);
 int32_t coil_profile(coil_kernel_profile *rows, int32_t capacity); /* optional: see above */
+int32_t coil_set_num_threads(int32_t n);
+int32_t coil_num_threads(void);
 
 #ifdef __cplusplus
 }

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <initializer_list>
@@ -76,17 +77,49 @@ inline int64_t checked_index(int64_t i, int64_t extent, Error &err) {
 /// of this size on the stack).
 inline constexpr int kMaxThreads = 256;
 
-/// COIL_NUM_THREADS, else OMP_NUM_THREADS, else the machine's processors; at most kMaxThreads.
-inline int num_threads() {
+/// The thread count an environment variable asks for: its number when it is a whole
+/// number from 1 up (at most kMaxThreads), 0 when it is unset, empty or 0, and -1 when it
+/// is malformed. OMP_NUM_THREADS may list a count per nesting level ("4,2"): the first
+/// is the one for kernels, which do not nest.
+inline int threads_of_variable(const char *name) {
+  const char *v = std::getenv(name);
+  if (!v || !*v) return 0;
+  const char *c = *v == '+' ? v + 1 : v;
+  if (*c < '0' || *c > '9') return -1;
+  int n = 0;
+  for (; *c >= '0' && *c <= '9'; ++c) {
+    n = n * 10 + (*c - '0');
+    if (n > kMaxThreads) n = kMaxThreads;
+  }
+  bool nested_list = *c == ',' && std::strcmp(name, "OMP_NUM_THREADS") == 0;
+  return *c == '\0' || nested_list ? n : -1;
+}
+
+/// COIL_NUM_THREADS, else OMP_NUM_THREADS, else the machine's processors; at most
+/// kMaxThreads. A malformed variable is not used, and said on stderr once: a library has
+/// no other voice at load time. (coil's own commands refuse it before any kernel runs:
+/// it is the option num_threads.)
+inline int threads_from_environment() {
   static const int n = [] {
     for (const char *name : {"COIL_NUM_THREADS", "OMP_NUM_THREADS"}) {
-      const char *v = std::getenv(name);
-      if (v && std::atoi(v) > 0) return std::atoi(v) < kMaxThreads ? std::atoi(v) : kMaxThreads;
+      int t = threads_of_variable(name);
+      if (t > 0) return t;
+      if (t < 0) std::fprintf(stderr, "coil: %s='%s' is not a whole number of threads; not used\n", name, std::getenv(name));
     }
     int procs = omp_get_num_procs();
     return procs < 1 ? 1 : procs < kMaxThreads ? procs : kMaxThreads;
   }();
   return n;
+}
+
+/// The threads set by coil_set_num_threads, for this library only; 0: none set.
+static std::atomic<int> threads_set{0};
+
+/// The most threads a kernel of this library runs on: coil_set_num_threads's, else the
+/// environment's.
+inline int num_threads() {
+  int n = threads_set.load(std::memory_order_relaxed);
+  return n > 0 ? n : threads_from_environment();
 }
 
 /// Threads for a loop of `work` element-operations: none for tiny loops, and at least
@@ -284,5 +317,19 @@ template <typename T> inline T sign_f(T v) { return v > 0 ? T(1) : v < 0 ? T(-1)
 template <typename T> inline T sigmoid(T x) { return T(1) / (T(1) + exp(-x)); }
 
 }  // namespace coil_rt
+
+// The threads of this library's kernels as the caller sets them (coil/artifact.h): coil's
+// commands pass the option num_threads this way. Defined here, next to the count they
+// set, in the one translation unit of a kernel library; coil itself includes the prelude
+// for its plain extern loops (src/runtime/cuda_extern.cpp), without OpenMP, and so
+// without these.
+#if defined(_OPENMP)
+extern "C" int32_t coil_set_num_threads(int32_t n) {
+  int threads = n < 1 ? 0 : n < coil_rt::kMaxThreads ? n : coil_rt::kMaxThreads;
+  coil_rt::threads_set.store(threads, std::memory_order_relaxed);
+  return coil_rt::num_threads();
+}
+extern "C" int32_t coil_num_threads(void) { return coil_rt::num_threads(); }
+#endif
 
 #include "coil/vec.h"  // NOLINT: the vector forms of the helpers above
