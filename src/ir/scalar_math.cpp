@@ -33,11 +33,20 @@ int64_t trunc_or_lowest(double v) {
   return v > lo - 1 && v < hi ? int64_t(I(v)) : int64_t(std::numeric_limits<I>::min());
 }
 
-// Float to integer as PyTorch's CPU kernels convert on x86 (the table of
-// tests/fixtures/op_to_copy_special): int64 directly, uint8 through int64 (c10's
-// static_cast_with_inter_type), int32, int16 and int8 through int32; then wrap to t.
-int64_t to_int(double v, DType t) {
+// A cast of a float value to an integer dtype as PyTorch's CPU kernels convert on x86
+// (the table of tests/fixtures/op_to_copy_special): int64 directly, uint8 through int64
+// (c10's static_cast_with_inter_type), int32, int16 and int8 through int32; then wrap to t.
+int64_t float_to_int(double v, DType t) {
   return t == DType::I64 || t == DType::U8 ? trunc_or_lowest<int64_t>(v) : trunc_or_lowest<int32_t>(v);
+}
+
+// The integer a number of the graph stands for (a constant, an index), made total: NaN
+// gives 0 and values beyond int64 saturate (2^63 is what INT64_MAX becomes as a double).
+int64_t to_int(double v) {
+  if (std::isnan(v)) return 0;
+  if (v >= 9.2233720368547758e18) return std::numeric_limits<int64_t>::max();
+  if (v <= -9.2233720368547758e18) return std::numeric_limits<int64_t>::min();
+  return int64_t(v);
 }
 
 // Wrapping integer arithmetic: PyTorch's integer ops overflow silently.
@@ -230,7 +239,7 @@ Scalar Scalar::of(double v, DType t) {
   if (is_floating(t)) {
     s.f = v;
   } else {
-    s.i = t == DType::Bool ? v != 0 : to_int(v, t);
+    s.i = t == DType::Bool ? v != 0 : to_int(v);
   }
   return round_to(s, t);
 }
@@ -259,7 +268,7 @@ Scalar cast(Scalar v, DType from, DType to) {
   } else if (to == DType::Bool) {
     out.i = v.f != 0;
   } else {
-    out.i = to_int(v.f, to);
+    out.i = float_to_int(v.f, to);
   }
   return round_to(out, to);
 }
