@@ -2463,6 +2463,18 @@ def _softmax_special(dev):
     return fn, [x]
 
 
+@op_case("reductions_special", [A.sum.dim_IntList, A.mean.dim, A.amax.default, A.amin.default, A.prod.dim_int,
+                                A.max.dim, A.min.dim, A.argmax.default, A.cumsum.default], ("odd",))
+def _reductions_special(dev):
+    """NaN and infinities through the other reductions, over rows (vectors and tails) and over
+    columns side by side: NaN wins max/min and their indices, inf - inf is NaN in sums."""
+    def fn(x, xc):
+        return (A.sum.dim_IntList(x, [1]), A.mean.dim(x, [1]), A.amax.default(x, [1]), A.amin.default(xc, [0]),
+                A.prod.dim_int(x, 1), *A.max.dim(x, 1), *A.min.dim(xc, 0), A.argmax.default(x, 1),
+                A.cumsum.default(x, 1), A.sum.dim_IntList(xc, [0]))
+    return fn, [special_rows(7, 37), special_rows(20, 100).t().contiguous()]
+
+
 @op_case("sign_special", [A.sign.default], ("odd",))
 def _sign_special(dev):
     def fn(x, xd, xh, xb):
