@@ -2451,5 +2451,136 @@ def _report(r: dict, i: int, n: int) -> None:
     print(line, flush=True)
 
 
+# ---------------------------------------------------------------------------------------------
+# Op cases: NaN and infinities through reductions, norms and conversions. They are here, at the
+# end, so that the `# File:` line numbers in the graphs of the cases above stay as they are.
+# ---------------------------------------------------------------------------------------------
+
+def special_rows(rows: int, cols: int, dtype: torch.dtype = f32, nan_only: bool = False) -> torch.Tensor:
+    """Random rows, each but the first with one kind of special value at a different place: NaN
+    inside, +inf first (the element a shifted sum starts from), +inf inside, -inf in the scalar
+    tail of a vector loop, +inf and -inf together, NaN last. With nan_only every special is NaN
+    (the mean of a row with an infinity is inf or NaN depending on the order eager sums in)."""
+    t = torch.randn(rows, cols, dtype=f64)
+    inf, nan = float("inf"), float("nan")
+    marks = [(1, cols // 7, nan), (2, 0, inf), (3, cols // 2, inf), (4, cols - 1, -inf),
+             (5, 1, inf), (5, cols - 2, -inf), (6, cols - 1, nan)]
+    for r, c, v in marks:
+        if r < rows:
+            t[r, c] = nan if nan_only else v
+    return t.to(dtype)
+
+
+@op_case("var_special", [A.var.correction, A.var_mean.correction], ("odd", "noncontig"))
+def _var_special(dev):
+    """Every path of the variance over rows holding NaN or infinities: rows in vectors with a
+    tail, columns (rows side by side; tiled over lanes in C++, looped in Triton), the whole
+    tensor as one row, f64."""
+    def fn(x, xc, xn, xd):
+        v, vm = A.var.correction, A.var_mean.correction
+        return (v(x, [1]), v(x, [1], correction=0), v(xc, [0]), v(x, None), v(x.t(), [0]),
+                *vm(xn, [1]), vm(x, [1])[0], vm(xc, [0])[0], v(xd, [1]))
+    return fn, [special_rows(7, 37), special_rows(20, 100).t().contiguous(), special_rows(7, 37, nan_only=True),
+                special_rows(7, 37, f64)]
+
+
+@op_case("layer_norm_special", [A.native_layer_norm.default], ("odd",))
+def _layer_norm_special(dev):
+    """A row holding NaN or an infinity normalizes to NaN, its rstd too."""
+    def fn(x, w, b, xn, xh):
+        ln = A.native_layer_norm.default
+        y, _, rstd = ln(x, [37], w, b, 1e-5)
+        yh, _, rstdh = ln(xh, [37], None, None, 1e-5)
+        return (y, rstd, *ln(xn, [37], w, b, 1e-5), yh, rstdh)
+    return fn, [special_rows(7, 37), make([37]), make([37]), special_rows(7, 37, nan_only=True),
+                special_rows(7, 37, f16)]
+
+
+@op_case("group_norm_special", [A.native_group_norm.default], ("odd",))
+def _group_norm_special(dev):
+    """A group holding NaN or an infinity normalizes to NaN (the same Welford as layer_norm's)."""
+    def fn(x, w, b):
+        y, _, rstd = A.native_group_norm.default(x, w, b, 7, 6, 37, 3, 1e-5)
+        return y, rstd
+    return fn, [special_rows(7, 6 * 37).reshape(7, 6, 37), make([6]), make([6])]
+
+
+@op_case("softmax_special", [A._softmax.default, A._log_softmax.default], ("odd",))
+def _softmax_special(dev):
+    """Rows holding NaN or infinities, and a row of -inf only: NaN where eager gives NaN."""
+    def fn(x):
+        return A._softmax.default(x, 1, False), A._log_softmax.default(x, 1, False)
+    x = special_rows(7, 37)
+    x[0] = float("-inf")
+    return fn, [x]
+
+
+@op_case("reductions_special", [A.sum.dim_IntList, A.mean.dim, A.amax.default, A.amin.default, A.prod.dim_int,
+                                A.max.dim, A.min.dim, A.argmax.default, A.cumsum.default], ("odd",))
+def _reductions_special(dev):
+    """NaN and infinities through the other reductions, over rows (vectors and tails) and over
+    columns side by side: NaN wins max/min and their indices, inf - inf is NaN in sums."""
+    def fn(x, xc):
+        return (A.sum.dim_IntList(x, [1]), A.mean.dim(x, [1]), A.amax.default(x, [1]), A.amin.default(xc, [0]),
+                A.prod.dim_int(x, 1), *A.max.dim(x, 1), *A.min.dim(xc, 0), A.argmax.default(x, 1),
+                A.cumsum.default(x, 1), A.sum.dim_IntList(xc, [0]))
+    return fn, [special_rows(7, 37), special_rows(20, 100).t().contiguous()]
+
+
+@op_case("sign_special", [A.sign.default], ("odd",))
+def _sign_special(dev):
+    def fn(x, xd, xh, xb):
+        return A.sign.default(x), A.sign.default(xd), A.sign.default(xh), A.sign.default(xb)
+    return fn, [make([7, 13], f32, "special"), make([3, 5], f64, "special"), make([3, 5], f16, "special"),
+                make([3, 5], bf16, "special")]
+
+
+# Values whose conversion to an integer is out of range somewhere: NaN, infinities, beyond int64,
+# int32, int16 and int8, negative values for uint8, halves, and the exact limits.
+CAST_SPECIALS = (float("nan"), float("inf"), float("-inf"), 3e9, -3e9, 1e20, -1e20, 300.0, -300.0, 70000.0,
+                 -70000.0, -1.5, 2.5, 2147483904.0, -2147483904.0, 2.0 ** 40 + 7, -(2.0 ** 40) - 7, 2.0 ** 63,
+                 -(2.0 ** 63), 2147483520.0, -2147483648.0, 255.9, -0.9, 128.0, -129.0, 32768.0, -32769.0,
+                 65535.0, 65536.5)
+
+
+@op_case("to_copy_special", [A._to_copy.default], ("odd",))
+def _to_copy_special(dev):
+    """Floats to every integer dtype where the conversion is out of range: eager's own results,
+    from each float dtype, the values shuffled over a 7x13 tensor (vector lanes and tails)."""
+    ints = (i64, i32, i16, i8, u8, b8)
+
+    def fn(*xs):
+        return tuple(A._to_copy.default(x, dtype=dt) for x in xs for dt in ints)
+    vals = torch.tensor(CAST_SPECIALS, dtype=f64)
+    order = torch.randint(0, len(CAST_SPECIALS), (7 * 13,))
+    order[: len(CAST_SPECIALS)] = torch.randperm(len(CAST_SPECIALS))
+    x = vals[order].reshape(7, 13)
+    return fn, [x.to(f32), x, x.to(f16), x.to(bf16)]
+
+
+@op_case("pow_int_negative", [A.pow.Tensor_Tensor, A.pow.Scalar], ("odd", "broadcast"))
+def _pow_int_negative(dev):
+    """Integers to negative powers: 1, -1 or 0, as integer arithmetic gives 1 / base**-exp."""
+    def fn(a, e, a32, e32, a8, e8):
+        p = A.pow.Tensor_Tensor
+        return (p(a, e), p(a32, e32), p(a8, e8), p(a[:1], e), A.pow.Scalar(2, e), A.pow.Scalar(-1, e))
+    a = torch.randint(-3, 4, (7, 13))
+    e = torch.randint(-5, 4, (7, 13))
+    return fn, [a, e, a.to(i32), e.to(i32), a.to(i8), e.to(i8)]
+
+
+@op_case("div_near_integer", [A.div.Tensor_mode, A.remainder.Tensor], ("odd",))
+def _div_near_integer(dev):
+    """a = k * b rounded to f32: the f32 quotient is often k exactly where the f64 one falls
+    just short of it, so trunc and floor must divide in f32 as eager does."""
+    def fn(a, b, ad, bd):
+        d = A.div.Tensor_mode
+        return (d(a, b, rounding_mode="trunc"), d(a, b, rounding_mode="floor"), A.remainder.Tensor(a, b),
+                d(ad, bd, rounding_mode="trunc"), d(ad, bd, rounding_mode="floor"))
+    b = make([7, 13], f32, "nonzero") * 0.37
+    k = torch.randint(-20, 21, (7, 13)).to(f32)
+    return fn, [k * b, b, (k * b).to(f64) * 3, b.to(f64) * 3]
+
+
 if __name__ == "__main__":
     sys.exit(main())

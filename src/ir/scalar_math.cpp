@@ -25,8 +25,23 @@ int64_t wrap(int64_t v, DType t) {
   COIL_ASSERT(false, "wrap of a floating dtype");
 }
 
-// Float to integer as C++ converts (truncation), made total: NaN gives 0 and values
-// out of range saturate instead of being undefined.
+// Truncation to I, where a value out of I's range (NaN and infinities included) gives
+// I's lowest value, as x86's cvttss2si/cvttsd2si do.
+template <typename I>
+int64_t trunc_or_lowest(double v) {
+  constexpr double lo = -double(std::numeric_limits<I>::max()) - 1, hi = double(std::numeric_limits<I>::max()) + 1;
+  return v > lo - 1 && v < hi ? int64_t(I(v)) : int64_t(std::numeric_limits<I>::min());
+}
+
+// A cast of a float value to an integer dtype as PyTorch's CPU kernels convert on x86
+// (the table of tests/fixtures/op_to_copy_special): int64 directly, uint8 through int64
+// (c10's static_cast_with_inter_type), int32, int16 and int8 through int32; then wrap to t.
+int64_t float_to_int(double v, DType t) {
+  return t == DType::I64 || t == DType::U8 ? trunc_or_lowest<int64_t>(v) : trunc_or_lowest<int32_t>(v);
+}
+
+// The integer a number of the graph stands for (a constant, an index), made total: NaN
+// gives 0 and values beyond int64 saturate (2^63 is what INT64_MAX becomes as a double).
 int64_t to_int(double v) {
   if (std::isnan(v)) return 0;
   if (v >= 9.2233720368547758e18) return std::numeric_limits<int64_t>::max();
@@ -61,28 +76,44 @@ int64_t int_remainder(int64_t a, int64_t b) {
 
 // PyTorch's div(rounding_mode='floor') for floats: exact through fmod, so that
 // floor(a / b) is not thrown off by the rounding of a / b.
-double float_floor_div(double a, double b) {
+template <typename T>
+T float_floor_div(T a, T b) {
   if (b == 0) return a / b;
-  double m = std::fmod(a, b);
-  double div = (a - m) / b;
+  T m = std::fmod(a, b);
+  T div = (a - m) / b;
   if (m != 0 && ((b < 0) != (m < 0))) div -= 1;
-  if (div == 0) return std::copysign(0.0, a / b);
-  double floordiv = std::floor(div);
-  if (div - floordiv > 0.5) floordiv += 1;
+  if (div == 0) return std::copysign(T(0), a / b);
+  T floordiv = std::floor(div);
+  if (div - floordiv > T(0.5)) floordiv += 1;
   return floordiv;
 }
 
-double float_remainder(double a, double b) {
-  double m = std::fmod(a, b);
+template <typename T>
+T float_remainder(T a, T b) {
+  T m = std::fmod(a, b);
   if (m != 0 && ((b < 0) != (m < 0))) m += b;
   return m;
 }
 
-int64_t int_pow(int64_t base, int64_t exp) {
-  if (exp < 0) {
-    COIL_USER_CHECK(base == 1 || base == -1, "integers to negative integer powers are not allowed");
-    return base == 1 || exp % 2 == 0 ? 1 : -1;
+// The divisions that round their quotient, in T: eager computes f32 (and f16, bf16) in
+// float, and a quotient computed in double can fall just short of an integer that float's
+// rounding reaches, which moves trunc and floor by one.
+template <typename T>
+T rounding_div(Op op, T a, T b) {
+  switch (op) {
+    case Op::FloorDiv: return float_floor_div(a, b);
+    case Op::TruncDiv: return std::trunc(a / b);
+    case Op::Remainder: return float_remainder(a, b);
+    default: break;
   }
+  COIL_ASSERT(false, op_name(op), " is not a rounding division");
+}
+
+bool is_rounding_div(Op op) { return op == Op::FloorDiv || op == Op::TruncDiv || op == Op::Remainder; }
+
+// PyTorch's powi: a negative exponent gives 1 / base^-exp in integer arithmetic.
+int64_t int_pow(int64_t base, int64_t exp) {
+  if (exp < 0) return base == 1 ? 1 : base == -1 ? (exp % 2 == 0 ? 1 : -1) : 0;
   int64_t r = 1;
   while (exp) {
     if (exp & 1) r = mul_wrap(r, base);
@@ -95,7 +126,8 @@ int64_t int_pow(int64_t base, int64_t exp) {
 double nan_max(double a, double b) { return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b); }
 double nan_min(double a, double b) { return std::isnan(a) || std::isnan(b) ? NAN : std::min(a, b); }
 
-double sign(double v) { return v > 0 ? 1.0 : v < 0 ? -1.0 : v; }
+// (0 < v) - (v < 0), as PyTorch: NaN gives 0.
+double sign(double v) { return double(v > 0) - double(v < 0); }
 
 double unary_float(Op op, double x) {
   switch (op) {
@@ -147,9 +179,9 @@ double binary_float(Op op, double a, double b) {
     case Op::Sub: return a - b;
     case Op::Mul: return a * b;
     case Op::TrueDiv: return a / b;
-    case Op::FloorDiv: return float_floor_div(a, b);
-    case Op::TruncDiv: return std::trunc(a / b);
-    case Op::Remainder: return float_remainder(a, b);
+    case Op::FloorDiv:
+    case Op::TruncDiv:
+    case Op::Remainder: return rounding_div(op, a, b);
     case Op::Fmod: return std::fmod(a, b);
     case Op::Pow: return std::pow(a, b);
     case Op::Maximum: return nan_max(a, b);
@@ -236,7 +268,7 @@ Scalar cast(Scalar v, DType from, DType to) {
   } else if (to == DType::Bool) {
     out.i = v.f != 0;
   } else {
-    out.i = to_int(v.f);
+    out.i = float_to_int(v.f, to);
   }
   return round_to(out, to);
 }
@@ -263,7 +295,9 @@ Scalar apply_op(Op op, DType in, DType out, Scalar a, Scalar b, Scalar c) {
     }
     return round_to(r, out);
   }
-  if (fl) {
+  if (fl && in != DType::F64 && is_rounding_div(op)) {
+    r.f = double(rounding_div(op, float(a.f), float(b.f)));
+  } else if (fl) {
     r.f = binary_float(op, a.f, b.f);
   } else if (op == Op::TrueDiv) {
     return Scalar::of(double(a.i) / double(b.i), out);

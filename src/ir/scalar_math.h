@@ -25,7 +25,8 @@ struct Scalar {
 /// bool as 0/1.
 Scalar round_to(Scalar v, DType t);
 
-/// Converts between dtypes as PyTorch's casts do (float to int truncates toward zero).
+/// Converts between dtypes as PyTorch's casts do on the CPU (float to int truncates toward
+/// zero; NaN, infinities and values out of range give what eager gives on x86).
 Scalar cast(Scalar v, DType from, DType to);
 
 /// Applies a unary, binary or ternary op whose operands have dtype `in` (the condition

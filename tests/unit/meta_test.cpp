@@ -107,6 +107,9 @@ TEST(Meta, PointwiseRules) {
   EXPECT_EQ(meta("aten.add.Tensor", {"bf16[4, 8]", "f32[8]"}), Types{"f32[4, 8][8, 1]cpu"});
   EXPECT_EQ(meta("aten.eq.Scalar", {"f16[4]"}, {Arg(1.0)}), Types{"b8[4][1]cpu"});
   EXPECT_EQ(meta("aten.pow.Tensor_Scalar", {"i32[4]"}, {Arg(2.0)}), Types{"f32[4][1]cpu"});
+  // Integers to a negative integer power: refused as eager refuses them; a float power is fine.
+  EXPECT_THROW(meta("aten.pow.Tensor_Scalar", {"i64[4]"}, {Arg(int64_t(-2))}), UserError);
+  EXPECT_EQ(meta("aten.pow.Tensor_Scalar", {"i64[4]"}, {Arg(-2.0)}), Types{"f32[4][1]cpu"});
   EXPECT_EQ(meta("aten.tanh.default", {"i8[4]"}), Types{"f32[4][1]cpu"});
   EXPECT_THROW(meta("aten.add.Tensor", {"i32[4]", "i32[4]"}, {}, {{"alpha", Arg(0.5)}}), UserError);
   EXPECT_THROW(meta("aten.sub.Tensor", {"b8[4]", "b8[4]"}), UserError);

@@ -258,11 +258,10 @@ template <typename T> inline T fmod_i(T a, T b, Error &err) {
   if (std::is_signed_v<T> && b == T(-1)) return 0;
   return T(a % b);
 }
-template <typename T> inline T pow_i(T base, T exp, Error &err) {
-  if (exp < 0) {
+template <typename T> inline T pow_i(T base, T exp, Error &) {
+  if (exp < 0) {  // 1 / base^-exp in integer arithmetic, as PyTorch's powi
     if (base == 1) return 1;
     if (base == T(-1)) return (exp % 2 == 0) ? 1 : T(-1);
-    raise(err, 3);  // PyTorch refuses integers to negative powers
     return 0;
   }
   T r = 1;
@@ -275,15 +274,18 @@ template <typename T> inline T pow_i(T base, T exp, Error &err) {
 }
 template <typename T> inline T sign_i(T a) { return a > 0 ? T(1) : a < 0 ? T(-1) : T(0); }
 
-/// Float to integer as C++ truncates, made total: NaN gives 0, out of range saturates
-/// to int64 first, then wraps to T (as the reference does).
+/// Float to integer as PyTorch's CPU kernels convert on x86: truncation, where a value
+/// out of the range of the conversion (NaN and infinities included) gives that range's
+/// lowest integer, as cvttss2si/cvttsd2si do. int64 converts directly; uint8 through
+/// int64 (c10's static_cast_with_inter_type); int32, int16 and int8 through int32, then
+/// wrap. The reference interpreter converts the same way (scalar_math.cpp).
+template <typename I> inline I trunc_or_lowest(double v) {
+  constexpr double lo = -double(std::numeric_limits<I>::max()) - 1, hi = double(std::numeric_limits<I>::max()) + 1;
+  return v > lo - 1 && v < hi ? I(v) : std::numeric_limits<I>::min();
+}
 template <typename T> inline T to_int(double v) {
-  int64_t i;
-  if (std::isnan(v)) i = 0;
-  else if (v >= 9.2233720368547758e18) i = std::numeric_limits<int64_t>::max();
-  else if (v <= -9.2233720368547758e18) i = std::numeric_limits<int64_t>::min();
-  else i = int64_t(v);
-  return T(i);
+  if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, uint8_t>) return T(trunc_or_lowest<int64_t>(v));
+  else return T(trunc_or_lowest<int32_t>(v));
 }
 
 /// Python's floor division and modulo of index arithmetic (divisor > 0), for indices
@@ -313,7 +315,8 @@ template <typename T> inline T remainder_f(T a, T b) {
 }
 template <typename T> inline T max_nan(T a, T b) { return (a != a || b != b) ? std::numeric_limits<T>::quiet_NaN() : (a > b ? a : b); }
 template <typename T> inline T min_nan(T a, T b) { return (a != a || b != b) ? std::numeric_limits<T>::quiet_NaN() : (a < b ? a : b); }
-template <typename T> inline T sign_f(T v) { return v > 0 ? T(1) : v < 0 ? T(-1) : v; }
+// (0 < v) - (v < 0), as PyTorch: NaN and -0 give 0.
+template <typename T> inline T sign_f(T v) { return T(v > 0) - T(v < 0); }
 template <typename T> inline T sigmoid(T x) { return T(1) / (T(1) + exp(-x)); }
 
 }  // namespace coil_rt

@@ -146,8 +146,8 @@ template <typename R, typename T, typename U, int N, typename F> inline Vec<R, N
   return Vec<R, N>::generate([&](int l) { return f(a[l], b[l]); });
 }
 
-/// Conversion of every lane as the scalar code converts (float to integer: NaN is 0 and
-/// out-of-range values saturate, as coil_rt::to_int).
+/// Conversion of every lane as the scalar code converts (float to integer as
+/// coil_rt::to_int: truncation, NaN and out-of-range values as PyTorch's CPU kernels give them).
 template <typename To, typename From, int N> inline Vec<To, N> cast(Vec<From, N> x) {
   if constexpr (std::is_same_v<To, From>) {
     return x;

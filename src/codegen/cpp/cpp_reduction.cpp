@@ -236,7 +236,10 @@ void KernelEmitter::finish(const Acc &acc) {
         store(n, n.outputs[0],
               def("double", acc.c + " ? " + acc.shift + " + " + acc.a + " / " + count + " : std::numeric_limits<double>::quiet_NaN()"),
               DType::F64);
-        store(n, n.outputs[1], def("double", acc.c + " ? std::max(0.0, " + acc.b + " - " + acc.a + " * " + acc.a + " / " + count + ") : 0.0"),
+        // m2 = sum d^2 - (sum d)^2 / n, at least 0 against cancellation; a NaN or an
+        // infinity in the row leaves NaN here (inf - inf), which stays NaN as eager's.
+        store(n, n.outputs[1],
+              def("double", acc.c + " ? coil_rt::max_nan(0.0, " + acc.b + " - " + acc.a + " * " + acc.a + " / " + count + ") : 0.0"),
               DType::F64);
         store(n, n.outputs[2], def("double", count), DType::F64);
         return;

@@ -233,7 +233,10 @@ std::string triton_cast(const std::string &v, DType from, DType to) {
     if (low_precision(to)) return rounded(v, to);  // from f32, f64 or an integer
     return "(" + v + ").to(" + triton_type(to) + ")";
   }
-  // Float to integer truncates toward zero, as C's conversion; integers wrap.
+  // Float to integer truncates toward zero with the GPU's conversion, as CUDA's eager
+  // kernels convert; uint8 goes through int64 as c10's static_cast_with_inter_type does
+  // on every device (a negative value wraps instead of saturating to 0). Integers wrap.
+  if (is_floating(from) && to == DType::U8) return "(" + v + ").to(tl.int64).to(tl.uint8)";
   return "(" + v + ").to(" + triton_type(to) + ")";
 }
 
@@ -320,11 +323,13 @@ std::string triton_helpers(const std::set<std::string> &helpers) {
       {"sign_float",
        "@triton.jit\n"
        "def _sign_float(x):\n"
-       "    return tl.where(x > 0, 1.0, tl.where(x < 0, -1.0, x)).to(x.dtype)\n"},
+       "    # (0 < x) - (x < 0), as PyTorch: NaN gives 0\n"
+       "    return ((x > 0).to(x.dtype) - (x < 0).to(x.dtype))\n"},
       {"pow_int",
        "@triton.jit\n"
        "def _pow_int(a, b):\n"
-       "    # by squaring, wrapping as integer multiplication does\n"
+       "    # by squaring, wrapping as integer multiplication does; a negative exponent\n"
+       "    # gives 1 / a**-b in integer arithmetic (1, -1 or 0), as PyTorch's powi\n"
        "    r = tl.full(a.shape, 1, a.dtype) + 0 * b.to(a.dtype)\n"
        "    base = a + 0 * r\n"
        "    e = b + 0 * r.to(b.dtype)\n"
@@ -332,7 +337,9 @@ std::string triton_helpers(const std::set<std::string> &helpers) {
        "        r = tl.where((e & 1) != 0, r * base, r)\n"
        "        base = base * base\n"
        "        e = e >> 1\n"
-       "    return r\n"},
+       "    odd = (b % 2) != 0\n"
+       "    inverse = tl.where(a == 1, 1, tl.where(a == -1, tl.where(odd, -1, 1), 0)).to(a.dtype)\n"
+       "    return tl.where(b < 0, inverse, r)\n"},
       // Combine functions of tl.reduce.
       {"max_nan",
        "@triton.jit\n"

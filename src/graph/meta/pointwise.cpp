@@ -66,6 +66,19 @@ MetaFn binary_scalar(Promote kind, Accepts accepts = Accepts::Any, std::string o
   return checked(elementwise(kind, {"self"}, {"other"}), accepts, op);
 }
 
+/// pow.Tensor_Scalar: PyTorch refuses an integral tensor to a negative integral power
+/// (pow.Tensor_Tensor computes it, as 1 / self**-exponent in integer arithmetic).
+MetaFn pow_tensor_scalar() {
+  MetaFn base = elementwise(Promote::BoolToLong, {"self"}, {"exponent"});
+  return [=](const MetaArgs &a) {
+    auto out = base(a);
+    const Arg &e = a.arg("exponent");
+    COIL_USER_CHECK(!(is_integral(out[0].dtype, true) && e.is<int64_t>() && e.as<int64_t>() < 0),
+                    "Integers to negative integer powers are not allowed.");
+    return out;
+  };
+}
+
 /// add/sub with alpha: PyTorch refuses a float alpha for integral results and
 /// subtraction of bools.
 MetaFn add_sub(bool is_sub, bool scalar_other) {
@@ -169,8 +182,7 @@ void register_binary_ops(Registry &r) {
   r.add("remainder.Scalar_Tensor(Scalar self, Tensor other) -> Tensor",
         checked(elementwise(Promote::Default, {"other"}, {"self"}), Accepts::NotBool, "remainder"));
   // pow turns bool results into i64: True ** 2 is 1.
-  r.add("pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor",
-        elementwise(Promote::BoolToLong, {"self"}, {"exponent"}));
+  r.add("pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor", pow_tensor_scalar());
   r.add("pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor",
         elementwise(Promote::BoolToLong, {"self", "exponent"}));
   r.add("pow.Scalar(Scalar self, Tensor exponent) -> Tensor",
