@@ -32,14 +32,15 @@ struct FdCloser {
 
 }  // namespace
 
-std::string read_file(const std::string &path) {
+std::string read_file(const std::string &path, uint64_t stream_limit) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) fail(path, "cannot open", errno);
   FdCloser closer{fd};
   std::string bytes;
   // The size from fstat only saves reallocations; what read() returns is what counts.
   struct stat st {};
-  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) bytes.reserve(size_t(st.st_size));
+  bool regular = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+  if (regular && st.st_size > 0) bytes.reserve(size_t(st.st_size));
   char chunk[1 << 16];
   for (;;) {
     ssize_t got = ::read(fd, chunk, sizeof chunk);
@@ -47,6 +48,9 @@ std::string read_file(const std::string &path) {
     if (got < 0) fail(path, "cannot read", errno);
     if (got == 0) break;
     bytes.append(chunk, size_t(got));
+    if (!regular && bytes.size() > stream_limit)
+      throw UserError(str_cat("more than ", stream_limit >> 20, " MiB from a stream that is not a regular file"),
+                      SourceLoc{path, 0, 0});
   }
   return bytes;
 }

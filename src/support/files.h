@@ -4,15 +4,19 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <span>
 #include <string>
 #include <string_view>
 
 namespace coil {
 
-/// The bytes of the file at `path`. Throws a UserError placed at `path`: `cannot open:
-/// REASON` or `cannot read: REASON` (a directory opens, then reads as "Is a directory").
-std::string read_file(const std::string &path);
+/// The bytes of the file at `path`: a regular file whole, anything else (a pipe, a device
+/// such as /dev/zero) up to `stream_limit` bytes, so that a stream without end is an error
+/// instead of all of memory. Throws a UserError placed at `path`: `cannot open: REASON`,
+/// `cannot read: REASON` (a directory opens, then reads as "Is a directory"), or `more
+/// than N MiB from a stream that is not a regular file`.
+std::string read_file(const std::string &path, uint64_t stream_limit = uint64_t(1) << 30);
 
 /// A temporary file created beside `dest` (its name never used before, O_EXCL), renamed
 /// onto `dest` by commit() and removed if commit() is never reached. Every error names
