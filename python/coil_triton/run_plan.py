@@ -141,7 +141,9 @@ def write_safetensors(path, tensors):
     names = {getattr(torch, name): st for st, name, _ in DTYPES.values()}
     header, chunks, offset = {}, [], 0
     for name, t in tensors.items():
-        t = t.detach().to("cpu").contiguous()
+        # A fresh tensor of standard strides: contiguous() keeps a one-element tensor's odd
+        # stride (a column of one row), which the byte view below refuses.
+        t = torch.empty(t.shape, dtype=t.dtype).copy_(t.detach())
         if t.dtype not in names:
             raise ValueError(f"tensor '{name}' has dtype {t.dtype}, which is not written here")
         raw = t.reshape(-1).view(torch.uint8).numpy().tobytes()

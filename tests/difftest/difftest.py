@@ -66,15 +66,12 @@ FAILURES = ("crash", "internal_error", "timeout", "user_error", "mismatch")   # 
 CI_SEEDS = range(0, 16)
 
 # Known bugs, by name: the kind of failure each gives, a pattern of what coil says, the bug.
-KNOWN_BUGS: dict[str, tuple[str, str, str]] = {
-    "softmax-sum-0d": ("internal_error", r"index of rank \d+ for strides of rank 0",
-                       "issue 19: a reduction to a 0-d tensor beside another reduction of the same input "
-                       "(1-D softmax(x).sum()) stops lowering with an internal error in loop_ir.cpp"),
-}
+KNOWN_BUGS: dict[str, tuple[str, str, str]] = {}
 
 # Seeds of the CI range that fail by a known bug. A marked seed that passes, or fails another way,
-# fails the run: when the bug is fixed, its marks go.
-EXPECTED_FAILURES: dict[int, str] = {1: "softmax-sum-0d", 12: "softmax-sum-0d"}
+# fails the run: when the bug is fixed, its marks go. (Seeds 1 and 12 were marked with the
+# internal error of a 0-d reduction beside another reduction of the same input until it was fixed.)
+EXPECTED_FAILURES: dict[int, str] = {}
 
 UNSUPPORTED = re.compile(r"unknown op|unknown overload|not supported|does not support|unsupported|not registered")
 OP_IN_ERROR = re.compile(r"unknown (?:op|overload) '([\w.]+)'|\((aten\.[\w.]+|prims\.[\w.]+)\)")

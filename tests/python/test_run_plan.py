@@ -169,6 +169,19 @@ class RunPlanTest(unittest.TestCase):
         assert_matches(self, outputs, eager(self.inputs))
         self.assertTrue(outputs["out3"].any() and not outputs["out3"].all())
 
+    def test_writes_tensors_of_any_strides(self):
+        # One element whose stride is not 1 (a column of a one-row tensor), a transposed view,
+        # and an empty tensor: each is written with standard strides and read back equal.
+        tensors = {"column": torch.arange(8, dtype=torch.int32).reshape(1, 8)[:, 3],
+                   "step": torch.tensor([2.5])[::3],
+                   "t": torch.arange(6.0).reshape(2, 3).t(),
+                   "empty": torch.zeros(0, 4)}
+        path = os.path.join(self.dir, "strides.safetensors")
+        run_plan.write_safetensors(path, tensors)
+        back = run_plan.read_safetensors(path)
+        for name, t in tensors.items():
+            self.assertTrue(torch.equal(back[name], t), name)
+
     def test_poison_changes_nothing_when_every_read_is_written(self):
         status, stderr, outputs = self.run_plan("--poison")
         self.assertEqual(status, 0, stderr)

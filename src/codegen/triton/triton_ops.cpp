@@ -233,10 +233,14 @@ std::string triton_cast(const std::string &v, DType from, DType to) {
     if (low_precision(to)) return rounded(v, to);  // from f32, f64 or an integer
     return "(" + v + ").to(" + triton_type(to) + ")";
   }
-  // Float to integer truncates toward zero with the GPU's conversion, as CUDA's eager
-  // kernels convert; uint8 goes through int64 as c10's static_cast_with_inter_type does
-  // on every device (a negative value wraps instead of saturating to 0). Integers wrap.
+  // Float to integer truncates toward zero with the GPU's conversion (saturating, NaN to
+  // 0), as CUDA's eager kernels convert: int8 and int16 through int32 and then wrapping,
+  // uint8 through int64 as c10's static_cast_with_inter_type does on every device (a
+  // negative value wraps instead of saturating to 0). Checked against CUDA eager on an
+  // H200 (scripts/cuda_eager_expected.py, op_to_copy_special). Integers wrap.
   if (is_floating(from) && to == DType::U8) return "(" + v + ").to(tl.int64).to(tl.uint8)";
+  if (is_floating(from) && (to == DType::I8 || to == DType::I16))
+    return "(" + v + ").to(tl.int32).to(" + triton_type(to) + ")";
   return "(" + v + ").to(" + triton_type(to) + ")";
 }
 
