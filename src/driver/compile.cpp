@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "frontend/printer.h"
+#include "ir/interpreter.h"
 #include "lowering/lowering.h"
 #include "support/error.h"
 #include "support/options.h"
@@ -29,11 +30,26 @@ std::string with_log(const std::string &graph_text, const passes::PassLog &log) 
 
 }  // namespace
 
+const passes::ScalarEvaluator &reference_evaluator() {
+  static const passes::ScalarEvaluator eval{
+      [](const Node &n) { return lowering::lowerings().count(n.target()) > 0; },
+      [](const Graph &sub) -> std::optional<HostTensor> {
+        try {
+          std::vector<HostTensor> out = ir::interpret(lowering::lower(sub), {});
+          COIL_ASSERT(out.size() == 1, "a subgraph of one output gave ", out.size());
+          return std::move(out[0]);
+        } catch (const UserError &) {
+          return std::nullopt;
+        }
+      }};
+  return eval;
+}
+
 Compilation compile_graph(Graph g, const sched::ScheduleOptions &o, const std::string &trace_dir) {
   Compilation c;
   c.graph = std::move(g);
   dump(trace_dir, "graph.txt", frontend::print_graph(c.graph));
-  c.optimized = passes::run_graph_passes(c.graph, &c.passes);
+  c.optimized = passes::run_graph_passes(c.graph, reference_evaluator(), &c.passes);
   dump(trace_dir, "graph_after_passes.txt", with_log(frontend::print_graph(c.optimized), c.passes));
   c.lowered = lowering::lower(c.optimized);
   dump(trace_dir, "ir_pre_fusion.txt", ir::str(c.lowered));
@@ -46,6 +62,12 @@ Compilation compile_graph(Graph g, const sched::ScheduleOptions &o, const std::s
 CpuBuild build_for_cpu(const Compilation &c, const std::string &trace_dir) {
   CpuBuild b = build_cpu(c.schedule);
   dump(trace_dir, "kernel_plans.txt", codegen::plans_str(b.plans, c.schedule));
+  return b;
+}
+
+CudaBuild build_for_cuda(const Compilation &c, const std::string &trace_dir) {
+  CudaBuild b = build_cuda(c.schedule);
+  dump(trace_dir, "kernel_plans.txt", b.program.plans);
   return b;
 }
 

@@ -7,15 +7,14 @@
 //
 // The folded value keeps its dtype, sizes and device: a 0-dim tensor stays a 0-dim
 // tensor (never a Python number), so type promotion downstream does not change. Values
-// are computed by lowering the subgraph and running the reference interpreter, which
-// has PyTorch's semantics for every op coil can lower. Only the frontier is folded:
+// are computed by the pipeline's evaluator (ScalarEvaluator: lowering the subgraph and
+// running the reference interpreter, which has PyTorch's semantics for every op coil can
+// lower). Only the frontier is folded:
 // nodes whose value something outside the foldable set reads; the rest is left for DCE.
 #include <algorithm>
 
 #include "frontend/printer.h"
 #include "graph/registry.h"
-#include "ir/interpreter.h"
-#include "lowering/lowering.h"
 #include "passes/graph_rewrite.h"
 #include "passes/passes.h"
 
@@ -49,8 +48,9 @@ Arg fill_value(const HostTensor &t) {
 
 class ScalarFolder {
  public:
-  ScalarFolder(const Graph &g, PassLog *log)
+  ScalarFolder(const Graph &g, const ScalarEvaluator &eval, PassLog *log)
       : g_(g),
+        eval_(eval),
         log_(log),
         foldable_(g.nodes().size(), false),
         read_outside_(g.values().size(), false),
@@ -69,7 +69,7 @@ class ScalarFolder {
   /// come from foldable nodes.
   bool foldable(const Node &n) const {
     if (n.outputs.empty() || is_random(*n.op) || is_uninitialized(*n.op)) return false;
-    if (!lowering::lowerings().count(n.target())) return false;
+    if (!eval_.can_evaluate(n)) return false;
     for (ValueId v : n.outputs)
       if (g_.type(v).numel() > 1) return false;
     for (ValueId v : g_.node_inputs(n)) {
@@ -121,13 +121,7 @@ class ScalarFolder {
   std::optional<HostTensor> evaluate(int i) const {
     std::vector<int> nodes = ancestors(i);
     Graph sub = extract_subgraph(g_, nodes, g_.nodes()[size_t(i)].outputs[0]);
-    try {
-      std::vector<HostTensor> out = ir::interpret(lowering::lower(sub), {});
-      COIL_ASSERT(out.size() == 1, "a subgraph of one output gave ", out.size());
-      return std::move(out[0]);
-    } catch (const UserError &) {
-      return std::nullopt;
-    }
+    return eval_.evaluate(sub);
   }
 
   /// Node i and the nodes it reads from, transitively, in graph order.
@@ -150,6 +144,7 @@ class ScalarFolder {
   }
 
   const Graph &g_;
+  const ScalarEvaluator &eval_;
   PassLog *log_;
   std::vector<bool> foldable_;      // by node
   std::vector<bool> read_outside_;  // by value: read by a node that is not foldable, or returned
@@ -159,6 +154,8 @@ class ScalarFolder {
 
 }  // namespace
 
-Graph fold_scalar_subgraphs(const Graph &g, PassLog *log) { return ScalarFolder(g, log).run(); }
+Graph fold_scalar_subgraphs(const Graph &g, const ScalarEvaluator &eval, PassLog *log) {
+  return ScalarFolder(g, eval, log).run();
+}
 
 }  // namespace coil::passes

@@ -15,9 +15,9 @@ void check_output_types(const Graph &before, const Graph &after) {
 
 }  // namespace
 
-Graph run_graph_passes(const Graph &g, PassLog *log) {
+Graph run_graph_passes(const Graph &g, const ScalarEvaluator &eval, PassLog *log) {
   Graph out = remove_noops(g, log);
-  out = fold_scalar_subgraphs(out, log);
+  out = fold_scalar_subgraphs(out, eval, log);
   out = eliminate_common_subexpressions(out, log);
   out = eliminate_dead_code(out, log);
   check_output_types(g, out);

@@ -12,10 +12,13 @@
 // Tests: tests/unit/passes_test.cpp.
 #pragma once
 
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "graph/graph.h"
+#include "io/host_tensor.h"
 
 namespace coil::passes {
 
@@ -24,12 +27,23 @@ struct PassLog {
   std::vector<std::string> lines;
 };
 
+/// How fold_scalar_subgraphs computes a value at compile time. The graph passes run
+/// before lowering and do not depend on it: the driver supplies lowering and the reference
+/// interpreter (driver/compile.h's reference_evaluator()).
+struct ScalarEvaluator {
+  /// Whether a node's op can be computed (it has a lowering).
+  std::function<bool(const Node &)> can_evaluate;
+  /// The one output of a graph of no inputs; nothing when it cannot be computed here (an
+  /// op that raises, e.g. integer division by zero, raises at run time instead).
+  std::function<std::optional<HostTensor>(const Graph &)> evaluate;
+};
+
 Graph remove_noops(const Graph &g, PassLog *log = nullptr);
-Graph fold_scalar_subgraphs(const Graph &g, PassLog *log = nullptr);
+Graph fold_scalar_subgraphs(const Graph &g, const ScalarEvaluator &eval, PassLog *log = nullptr);
 Graph eliminate_common_subexpressions(const Graph &g, PassLog *log = nullptr);
 Graph eliminate_dead_code(const Graph &g, PassLog *log = nullptr);
 
 /// All of the above, in order.
-Graph run_graph_passes(const Graph &g, PassLog *log = nullptr);
+Graph run_graph_passes(const Graph &g, const ScalarEvaluator &eval, PassLog *log = nullptr);
 
 }  // namespace coil::passes

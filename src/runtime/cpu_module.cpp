@@ -5,8 +5,8 @@
 #include <cstring>
 #include <limits>
 
-#include "codegen/cpp/cpp_codegen.h"
 #include "coil/artifact.h"
+#include "graph/tensor_type.h"
 #include "runtime/compiler.h"
 #include "runtime/isa.h"
 #include "support/error.h"
@@ -29,35 +29,6 @@ Shape shape(const int64_t *v, int rank) { return Shape(v, v + rank); }
 
 }  // namespace
 
-CpuBuild build_cpu(const sched::Schedule &s) {
-  auto start = std::chrono::steady_clock::now();
-  Isa isa = selected_isa();
-  codegen::CppOptions o;
-  o.vector_bytes = vector_bytes(isa);
-  o.profile = options::get_bool("cpp.profile");
-  o.prefault = options::get_bool("cpp.prefault");
-  int64_t lanes = options::get_int("cpp.vector_lanes");
-  COIL_USER_CHECK(lanes == 0 || (lanes >= 2 && lanes <= 64 && (lanes & (lanes - 1)) == 0),
-                  "option cpp.vector_lanes is ", lanes, "; expected 0 or a power of two from 2 to 64");
-  o.lanes = int(lanes);
-  CpuBuild b;
-  b.plans = codegen::plan_cpp(s, o, options::get_string("cpp.plan"));
-  b.source = codegen::generate_cpp(s, b.plans, o);
-  if (options::get_bool("debug")) std::cerr << "coil: generated C++ (" << isa_name(isa) << "):\n" << b.source << "\n";
-  SharedObjectRequest r;
-  r.source = b.source;
-  r.name = "graph";
-  r.isa = isa;
-  r.precompiled_prelude = true;
-  r.flags = {"-lmvec"};  // the vector math functions the prelude declares
-  // Kernels that call oneDNN (codegen/cpp/cpp_extern.cpp) include its helpers and link it.
-  if (b.source.find("coil_rt::onednn::") != std::string::npos)
-    r.flags.insert(r.flags.end(), {"-DCOIL_KERNELS_CALL_ONEDNN", "-ldnnl"});
-  b.so_path = build_shared_object(r, &b.cache_hit);
-  b.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return b;
-}
-
 struct CpuModule::Prepared {
   std::vector<AlignedBuffer> storage;  // inputs, then owned outputs
   std::vector<void *> inputs;
@@ -78,13 +49,11 @@ CpuModule::CpuModule(const std::string &so_path) : lib_(so_path) {
   auto version = lib_.symbol<int (*)()>("coil_abi_version");
   COIL_USER_CHECK(version() == COIL_ABI_VERSION, so_path, " was compiled for artifact ABI ", version(), ", not ",
                   COIL_ABI_VERSION);
+  int64_t threads = options::get_int("num_threads");
+  set_num_threads_(int32_t(std::min<int64_t>(threads, std::numeric_limits<int32_t>::max())));
 }
 
 CpuModule::Prepared CpuModule::prepare(const TensorList &inputs) const {
-  // The option num_threads, read here so that a malformed COIL_NUM_THREADS is a UserError
-  // before any kernel runs; 0 leaves the library to its default.
-  int64_t threads = options::get_int("num_threads");
-  set_num_threads_(int32_t(std::min<int64_t>(threads, std::numeric_limits<int32_t>::max())));
   Prepared p;
   for (int i = 0; i < num_inputs_(); ++i) {
     const coil_tensor_desc &d = *input_(i);
@@ -113,12 +82,14 @@ CpuModule::Prepared CpuModule::prepare(const TensorList &inputs) const {
   return p;
 }
 
-int CpuModule::call(Prepared &p) const { return run_(p.inputs.data(), p.outputs.data()); }
+void CpuModule::call(void *const *inputs, void **outputs) const {
+  int status = run_(inputs, outputs);
+  COIL_USER_CHECK(status == COIL_OK, "the compiled graph failed: ", error_message_(status));
+}
 
 std::vector<HostTensor> CpuModule::run(const TensorList &inputs) const {
   Prepared p = prepare(inputs);
-  int status = call(p);
-  COIL_USER_CHECK(status == COIL_OK, "the compiled graph failed: ", error_message_(status));
+  call(p.inputs.data(), p.outputs.data());
   std::vector<HostTensor> out;
   for (int i = 0; i < num_outputs_(); ++i) {
     const coil_tensor_desc &d = *output_(i);
@@ -163,9 +134,8 @@ double CpuModule::median_seconds(const TensorList &inputs, int iterations) const
   std::vector<double> times;
   for (int i = 0; i < std::max(iterations, 1) + 1; ++i) {
     auto start = std::chrono::steady_clock::now();
-    int status = call(p);
+    call(p.inputs.data(), p.outputs.data());
     double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    COIL_USER_CHECK(status == COIL_OK, "the compiled graph failed: ", error_message_(status));
     if (i > 0) times.push_back(t);  // the first call warms up
   }
   std::sort(times.begin(), times.end());

@@ -1,34 +1,20 @@
-// A graph compiled for the CPU: generate the translation unit, build it into a shared
-// library through the cache, load it, and call it with host tensors. The calling side
-// of coil/artifact.h (runtime/include/coil/artifact.h).
+// A graph compiled for the CPU, loaded: the shared library that driver/compile.h's
+// build_for_cpu built, called with host tensors. The calling side of coil/artifact.h
+// (runtime/include/coil/artifact.h). Tests: tests/unit/runtime_test.cpp,
+// tests/unit/cpp_backend_test.cpp.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "codegen/cpp/cpp_plan.h"
 #include "io/host_tensor.h"
 #include "runtime/loader.h"
-#include "scheduler/scheduler.h"
 
 struct coil_tensor_desc;
 struct coil_kernel_profile;
 
 namespace coil {
-
-struct CpuBuild {
-  std::string source;   // the generated translation unit
-  std::string so_path;  // the shared library in the cache
-  std::vector<codegen::CppKernelPlan> plans;  // per kernel: how the C++ dialect runs it
-  bool cache_hit = false;
-  double seconds = 0;   // generating and building (or finding) it
-};
-
-/// Plans and generates the C++ of `s` for the selected ISA (the options cpp.isa,
-/// cpp.vector_lanes, cpp.prefault and cpp.plan's overrides) and builds it (cached), with
-/// each kernel timed when the option cpp.profile is on.
-CpuBuild build_cpu(const sched::Schedule &s);
 
 /// One kernel's row of a profiled module (coil_profile in coil/artifact.h).
 struct KernelProfile {
@@ -40,7 +26,21 @@ struct KernelProfile {
 
 class CpuModule {
  public:
+  /// Loads the library and gives it the option num_threads (read now, so that a malformed
+  /// COIL_NUM_THREADS is a UserError before any kernel runs; 0 leaves the library to its
+  /// default).
   explicit CpuModule(const std::string &so_path);
+
+  /// The graph's inputs (graph inputs, then constants) and outputs as the library lays
+  /// them out (coil/artifact.h).
+  int num_inputs() const { return num_inputs_(); }
+  int num_outputs() const { return num_outputs_(); }
+  const coil_tensor_desc &input(int i) const { return *input_(i); }
+  const coil_tensor_desc &output(int i) const { return *output_(i); }
+
+  /// coil_run on allocations laid out as input() and output() say; sets the pointers of
+  /// aliasing outputs. A UserError with the library's message when it fails.
+  void call(void *const *inputs, void **outputs) const;
 
   /// Runs the graph on `inputs` (by name) and returns its outputs, dense row-major.
   /// A UserError on a missing or mistyped input and on an error inside a kernel.
@@ -55,8 +55,8 @@ class CpuModule {
   /// count too.
   std::vector<KernelProfile> profile() const;
 
-  /// The most threads the library's kernels run on now: the option num_threads as the
-  /// last run() or median_seconds() set it, else the library's default (coil/artifact.h).
+  /// The most threads the library's kernels run on now: the option num_threads as it was
+  /// when this module was made, else the library's default (coil/artifact.h).
   int num_threads() const;
 
   /// Starts profile() from zero: to leave out the first call's one-time work (OpenMP's
@@ -67,7 +67,6 @@ class CpuModule {
   struct Prepared;
   Prepared prepare(const TensorList &inputs) const;
   std::vector<KernelProfile> library_profile() const;
-  int call(Prepared &p) const;
 
   SharedLibrary lib_;
   int (*num_inputs_)();

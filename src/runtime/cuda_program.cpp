@@ -97,36 +97,6 @@ ir::View output_view(const ir::Program &p, size_t i) {
 
 // ---------------------------------------------------------------------------------------
 
-CudaBuild build_cuda(const sched::Schedule &s) {
-  auto start = std::chrono::steady_clock::now();
-  CudaBuild b;
-  codegen::TritonOptions o;
-  if (options::get_bool("triton.autotune")) {
-    if (cuda::available()) {
-      auto tuning = std::chrono::steady_clock::now();
-      o.configs = autotune_triton(s, &b.tuned);
-      b.tuning_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - tuning).count();
-    } else {
-      std::cerr << "coil: triton.autotune is on but there is no GPU to time kernels on ("
-                << cuda::unavailable_reason() << "); the default configs are used\n";
-    }
-  }
-  b.program = codegen::generate_triton(s, o);
-  if (options::get_bool("debug"))
-    for (const GpuKernel &k : b.program.kernels) std::cerr << "coil: generated Triton (" << k.name << "):\n" << k.source << "\n";
-  std::vector<TritonCompileRequest> requests = codegen::compile_requests(b.program);
-  COIL_ASSERT(requests.size() == b.program.kernels.size(), requests.size(), " compile requests for ",
-              b.program.kernels.size(), " kernels");
-  // The GPU this process would run on decides the target; without one (compiling on a
-  // machine with no GPU for one that has), sm_90.
-  int capability = cuda::available() ? cuda::Device::get().capability() : 90;
-  for (TritonCompileRequest &r : requests) r.capability = capability;
-  if (!requests.empty()) b.binaries = build_triton_kernels(requests);
-  for (const TritonBinary &binary : b.binaries) b.cache_hits += binary.cache_hit ? 1 : 0;
-  b.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return b;
-}
-
 // Where one buffer lives, resolved from the host program's places.
 struct CudaProgram::Slot {
   bool placed = false;
@@ -179,12 +149,12 @@ class CudaProgram::Lease {
   std::unique_ptr<Workspace> ws_;
 };
 
-CudaProgram::CudaProgram(const sched::Schedule &s, CudaBuild build)
-    : program_(s.ir.program), gpu_(std::move(build.program)) {
+CudaProgram::CudaProgram(const sched::Schedule &s, codegen::GpuProgram gpu, const std::vector<TritonBinary> &binaries)
+    : program_(s.ir.program), gpu_(std::move(gpu)) {
   const ir::Program &p = program_;
-  if (build.binaries.size() != gpu_.kernels.size())
+  if (binaries.size() != gpu_.kernels.size())
     throw InternalError(str_cat("the GPU program has ", gpu_.kernels.size(), " kernels but its build has ",
-                                build.binaries.size(), " binaries"));
+                                binaries.size(), " binaries"));
 
   // Every graph input and output has a home even when no step touches it (an input
   // returned as it came, an output that is a view of one).
@@ -255,15 +225,15 @@ CudaProgram::CudaProgram(const sched::Schedule &s, CudaBuild build)
       throw InternalError(str_cat("output ", k, "'s view ", shape_str(v.sizes), shape_str(v.strides), " at ",
                                   v.offset, " reaches outside its buffer ", p.buffer(p.outputs[k]).name));
   }
-  check_program(build.binaries);
+  check_program(binaries);
 
   device_ = &cuda::Device::get();
   for (size_t i = 0; i < gpu_.kernels.size(); ++i) {
     in_context(
         [&] {
           auto module =
-              std::make_shared<const cuda::CudaModule>(build.binaries[i].cubin, gpu_.kernels[i].name, *device_);
-          kernels_.push_back(std::make_unique<cuda::CudaKernel>(std::move(module), build.binaries[i].facts));
+              std::make_shared<const cuda::CudaModule>(binaries[i].cubin, gpu_.kernels[i].name, *device_);
+          kernels_.push_back(std::make_unique<cuda::CudaKernel>(std::move(module), binaries[i].facts));
         },
         [&] { return str_cat("loading kernel ", gpu_.kernels[i].name); });
   }

@@ -33,38 +33,21 @@
 #include "codegen/triton/triton_codegen.h"
 #include "io/host_tensor.h"
 #include "runtime/cuda_driver.h"
-#include "runtime/triton_autotune.h"
 #include "runtime/triton_build.h"
 #include "runtime/triton_launch.h"
 #include "scheduler/scheduler.h"
 
 namespace coil {
 
-/// What build_cuda made.
-struct CudaBuild {
-  codegen::GpuProgram program;
-  std::vector<TritonBinary> binaries;  // one per program.kernels[i], same order
-  double seconds = 0;                  // generating + compiling (or finding in the cache), tuning included
-  int cache_hits = 0;
-  std::vector<TunedKernel> tuned;      // with triton.autotune: what tuning chose, per schedule kernel
-  double tuning_seconds = 0;
-};
-
-/// Generates the Triton kernels of `s` (codegen::generate_triton) and compiles them all in
-/// one build_triton_kernels call, for the capability of the current GPU when one is
-/// present, else for sm_90. Needs no GPU (only Python with triton), except with the option
-/// triton.autotune, which times each kernel's configs on the current GPU first
-/// (runtime/triton_autotune.h) and is ignored, with a note on stderr, when there is none.
-CudaBuild build_cuda(const sched::Schedule &s);
-
 class CudaProgram {
  public:
-  /// Loads every cubin once (one CudaModule per kernel), checks every step against its
-  /// kernel and every place against its buffer, and allocates the device arena. Keeps a
-  /// copy of the schedule's Program (extern calls and buffer types). A UserError when
-  /// there is no usable GPU; an InternalError naming the kernel or step when the host
-  /// program does not fit its kernels or buffers.
-  CudaProgram(const sched::Schedule &s, CudaBuild build);
+  /// Loads every cubin (`binaries[i]` of `gpu.kernels[i]`, as driver/compile.h's
+  /// build_for_cuda makes them) once, checks every step against its kernel and every place
+  /// against its buffer, and allocates the device arena. Keeps a copy of the schedule's
+  /// Program (extern calls and buffer types). A UserError when there is no usable GPU; an
+  /// InternalError naming the kernel or step when the host program does not fit its
+  /// kernels or buffers.
+  CudaProgram(const sched::Schedule &s, codegen::GpuProgram gpu, const std::vector<TritonBinary> &binaries);
   ~CudaProgram();
   CudaProgram(const CudaProgram &) = delete;
   CudaProgram &operator=(const CudaProgram &) = delete;

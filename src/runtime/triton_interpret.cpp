@@ -3,7 +3,7 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "driver/compile.h"
+#include "support/files.h"
 #include "io/safetensors.h"
 #include "runtime/compiler.h"
 #include "runtime/triton_build.h"

@@ -228,7 +228,12 @@ std::string unknown_option_message(const std::string &name) {
 std::mutex overrides_mutex;
 std::map<std::string, std::string> overrides;  // name -> canonical value
 
+// ScopedOverrides of the calling thread, innermost last.
+thread_local std::vector<std::map<std::string, std::string>> scoped_overrides;
+
 std::optional<std::string> override_of(const std::string &name) {
+  for (auto it = scoped_overrides.rbegin(); it != scoped_overrides.rend(); ++it)
+    if (auto found = it->find(name); found != it->end()) return found->second;
   std::lock_guard<std::mutex> lock(overrides_mutex);
   auto it = overrides.find(name);
   if (it == overrides.end()) return std::nullopt;
@@ -301,6 +306,14 @@ void set_override(const std::string &assignment) {
     throw UserError(str_cat("--set expects name=value, got '", assignment, "'"));
   set_override(assignment.substr(0, eq), assignment.substr(eq + 1));
 }
+
+ScopedOverrides::ScopedOverrides(const std::vector<std::pair<std::string, std::string>> &values) {
+  std::map<std::string, std::string> layer;
+  for (const auto &[name, value] : values) layer[name] = validate(find(name), value, "option " + name);
+  scoped_overrides.push_back(std::move(layer));
+}
+
+ScopedOverrides::~ScopedOverrides() { scoped_overrides.pop_back(); }
 
 void clear_overrides() {
   std::lock_guard<std::mutex> lock(overrides_mutex);

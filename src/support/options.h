@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace coil::options {
@@ -51,6 +52,17 @@ void set_override(const std::string &name, const std::string &value);
 /// Parses `name=value` and sets it; a UserError on a missing `=`.
 void set_override(const std::string &assignment);
 void clear_overrides();
+
+/// Overrides for the calling thread while this object lives, over set_override's: the
+/// options of one compilation (include/coil/coil.h's CompileOptions). Each value is
+/// validated here (a UserError naming the option); scopes nest, innermost first.
+class ScopedOverrides {
+ public:
+  explicit ScopedOverrides(const std::vector<std::pair<std::string, std::string>> &values);
+  ~ScopedOverrides();
+  ScopedOverrides(const ScopedOverrides &) = delete;
+  ScopedOverrides &operator=(const ScopedOverrides &) = delete;
+};
 
 /// The table `coil config` prints: name, current value, source, environment variable, doc.
 std::string table();

@@ -1,6 +1,7 @@
 // coil: the command line. `coil --help` lists the commands; `coil CMD --help` explains one.
 #include <iostream>
 
+#include "coil/coil.h"
 #include "support/error.h"
 #include "tools/commands.h"
 
@@ -51,6 +52,10 @@ int main(int argc, char **argv) {
   } catch (const coil::InternalError &e) {
     std::cerr << "coil: " << e.what() << "\n";
     return 2;
+  } catch (const coil::Error &e) {  // through the public API (include/coil/coil.h)
+    bool input = e.kind() == coil::Error::Kind::Input;
+    std::cerr << (input ? "" : "coil: ") << e.what() << "\n";
+    return input ? 1 : 2;
   } catch (const std::exception &e) {
     std::cerr << "coil: internal error: " << e.what() << "\n";
     return 2;

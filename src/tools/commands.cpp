@@ -5,7 +5,7 @@
 #include <iostream>
 #include <map>
 
-#include "codegen/triton/gpu_epilogue.h"
+#include "coil/coil.h"
 #include "driver/compile.h"
 #include "frontend/parser.h"
 #include "frontend/printer.h"
@@ -13,11 +13,6 @@
 #include "io/graph_tensors.h"
 #include "io/safetensors.h"
 #include "io/compare.h"
-#include "ir/interpreter.h"
-#include "runtime/cuda_program.h"
-#include "runtime/triton_interpret.h"
-#include "lowering/lowering.h"
-#include "runtime/cpu_module.h"
 #include "support/options.h"
 #include "tools/cache_command.h"
 #include "tools/compile_command.h"
@@ -159,7 +154,7 @@ int bench_calls(const ParsedArgs &p) {
 //   kernel1      22   313.830   14265.0    62.1  extern over [2, 16, 16, 16]: convolution
 //   kernel0      22   191.489    8704.0    37.9  pointwise over [2, 16, 16, 16]: relu
 //   total             505.319
-std::string profile_table(std::vector<KernelProfile> rows) {
+std::string profile_table(std::vector<KernelTime> rows) {
   std::stable_sort(rows.begin(), rows.end(), [](const auto &a, const auto &b) { return a.seconds > b.seconds; });
   double total = 0;
   size_t name_width = 6;
@@ -198,37 +193,38 @@ int run_run(const std::vector<std::string> &all_args) {
   if (bench > 0 && (device == "ref" || interpret))
     throw UserError("coil run: --bench times compiled kernels: use it with --device cpu or --device cuda");
   if (!p.options.count("--inputs")) throw UserError("coil run: --inputs IN.safetensors is required");
+  // The tensors are checked against the graph before anything is compiled.
   Graph g = frontend::parse_graph_file(file);
   TensorList inputs = read_safetensors(p.options["--inputs"]);
   check_graph_inputs(g, inputs, p.options["--inputs"]);
-  sched::ScheduleOptions so = sched::ScheduleOptions::from_registry();
-  if (device == "cuda") so = codegen::gpu_schedule_options(so);  // epilogues where cuBLASLt takes them
-  Compilation c = compile_graph(std::move(g), so, options::get_string("trace"));
-  const ir::Program &program = c.lowered;  // before fusion: every reduction still a node
-  std::vector<HostTensor> outputs;
-  if (device == "cuda" && interpret) {
-    outputs = run_interpreted(c.schedule, codegen::generate_triton(c.schedule), inputs);
-  } else if (device == "cuda") {
-    CudaProgram gpu(c.schedule, build_cuda(c.schedule));
-    outputs = gpu.run(inputs);
-    if (bench > 0) {
-      std::cout << "median " << gpu.median_seconds(inputs, bench) * 1e6 << " us per call over " << bench << " calls\n";
-      if (std::string note = gpu.graphs_note(); !note.empty()) std::cout << note << "\n";
-    }
-  } else if (device == "ref") {
-    if (options::get_bool("cpp.profile")) std::cerr << "coil run: cpp.profile times compiled kernels: use --device cpu\n";
-    outputs = ir::interpret(c.schedule.ir, inputs);
-  } else {
-    CpuBuild build = build_for_cpu(c);
-    CpuModule module(build.so_path);
-    outputs = module.run(inputs);
-    if (bench > 0) {
-      module.reset_profile();  // steady calls only: the first one's one-time work (threads, oneDNN primitives) dominates
-      std::cout << "median " << module.median_seconds(inputs, bench) * 1e6 << " us per call over " << bench
-                << " calls\n";
-    }
-    if (options::get_bool("cpp.profile")) std::cout << profile_table(module.profile());
+  TensorList expected;
+  if (auto it = p.options.find("--expect"); it != p.options.end()) {
+    expected = read_safetensors(it->second);
+    check_graph_outputs(g, expected, it->second);
   }
+  CompileOptions o;
+  o.target = interpret ? Target::CudaInterpreter : parse_target(device);
+  CompiledGraph compiled = compile_file(file, o);
+  std::vector<TensorRef> in, out;
+  for (const TensorInfo &t : compiled.inputs()) {
+    HostTensor *h = const_cast<HostTensor *>(find_tensor(inputs, t.name));
+    COIL_ASSERT(h, "input ", t.name, " passed the check but is missing");
+    in.push_back({h->data.data(), t.dtype, h->sizes, {}});
+  }
+  std::vector<HostTensor> outputs;
+  for (const TensorInfo &t : compiled.outputs()) outputs.push_back(HostTensor::zeros(internal_dtype(t.dtype), t.sizes));
+  for (size_t i = 0; i < outputs.size(); ++i)
+    out.push_back({outputs[i].data.data(), compiled.outputs()[i].dtype, outputs[i].sizes, {}});
+  if (o.target == Target::Reference && options::get_bool("cpp.profile"))
+    std::cerr << "coil run: cpp.profile times compiled kernels: use --device cpu\n";
+  compiled.run(in, out);
+  if (bench > 0) {
+    compiled.reset_profile();  // steady calls only: the first one's one-time work (threads, oneDNN primitives) dominates
+    std::cout << "median " << compiled.median_seconds(in, out, bench) * 1e6 << " us per call over " << bench
+              << " calls\n";
+    for (const std::string &note : compiled.notes()) std::cout << note << "\n";
+  }
+  if (o.target == Target::Cpu && options::get_bool("cpp.profile")) std::cout << profile_table(compiled.profile());
   if (auto it = p.options.find("--save"); it != p.options.end()) {
     TensorList named;
     for (size_t i = 0; i < outputs.size(); ++i) named.emplace_back(output_tensor_name(i), outputs[i]);
@@ -238,12 +234,10 @@ int run_run(const std::vector<std::string> &all_args) {
     for (size_t i = 0; i < outputs.size(); ++i) std::cout << output_tensor_name(i) << " " << outputs[i].describe() << "\n";
     return 0;
   }
-  TensorList expected = read_safetensors(p.options["--expect"]);
-  check_graph_outputs(c.graph, expected, p.options["--expect"]);
   bool all_pass = true;
   for (size_t i = 0; i < outputs.size(); ++i) {
     const HostTensor &want = *find_tensor(expected, output_tensor_name(i));
-    Tolerance tol = default_tolerance(want.dtype, ir::max_reduction_size(program, program.outputs[i]));
+    Tolerance tol = default_tolerance(want.dtype, compiled.outputs()[i].reduced_elements);
     tol.rtol = number_option(p, "--rtol", tol.rtol);
     tol.atol = number_option(p, "--atol", tol.atol);
     Comparison c = compare(outputs[i], want, tol);

@@ -66,7 +66,7 @@ struct Compiled {
 Compiled compile_for_gpu(const Graph &g) {
   Compiled out{compile_graph(g, gpu_schedule_options()), nullptr};
   CudaBuild build = build_cuda(out.c.schedule);
-  out.program = std::make_unique<CudaProgram>(out.c.schedule, std::move(build));
+  out.program = std::make_unique<CudaProgram>(out.c.schedule, std::move(build.program), build.binaries);
   return out;
 }
 

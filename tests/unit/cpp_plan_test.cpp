@@ -230,6 +230,12 @@ TEST(CppPlan, TheEmitterCallsNoPlanner) {
       EXPECT_EQ(text.find(d + "("), std::string::npos) << file << " calls " << d;
     }
   }
+  // The Triton emitter likewise: block sizes, warps and strategies come from its plan.
+  for (const char *file : {"triton_kernel.h", "triton_kernel.cpp", "triton_pointwise.cpp", "triton_reduction.cpp"}) {
+    std::string text = test::read_text(test::source_dir() / "src" / "codegen" / "triton" / file);
+    for (const std::string d : {"plan_triton_kernel", "tuning_plans", "plan_triton"})
+      EXPECT_EQ(text.find(d + "("), std::string::npos) << file << " calls " << d;
+  }
 }
 
 }  // namespace

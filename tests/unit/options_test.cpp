@@ -293,35 +293,36 @@ std::string graph_with_thread_probe() {
   return build_shared_object(r);
 }
 
-// num_threads: `--set num_threads=N` (or COIL_NUM_THREADS) reaches the compiled graph and
-// sizes its kernels' thread teams, more threads than processors included; 0 gives the
-// library back its default; a malformed COIL_NUM_THREADS stops the run before any kernel.
+// num_threads: `--set num_threads=N` (or COIL_NUM_THREADS) reaches the compiled graph when
+// it is loaded and sizes its kernels' thread teams, more threads than processors included;
+// 0 gives the library back its default; a malformed COIL_NUM_THREADS stops the load before
+// any kernel runs.
 TEST_F(Options, NumThreadsSizesTheKernelsThreadTeams) {
   std::string so = graph_with_thread_probe();
-  CpuModule module(so);
   SharedLibrary probe_lib(so);  // the same loaded library: dlopen counts references
   auto probe = probe_lib.symbol<int32_t (*)()>("probe_kernel_threads");
   TensorList inputs = read_safetensors("examples/softmax_lastdim/inputs.safetensors");
-  int fallback = module.num_threads();
+  int fallback = CpuModule(so).num_threads();
   ASSERT_GE(fallback, 1);
 
   set_override("num_threads", "3");
-  module.run(inputs);
-  EXPECT_EQ(module.num_threads(), 3);
+  CpuModule three(so);
+  three.run(inputs);
+  EXPECT_EQ(three.num_threads(), 3);
   EXPECT_EQ(probe(), 3);
   set_override("num_threads", "300");
-  module.median_seconds(inputs, 1);
+  CpuModule(so).median_seconds(inputs, 1);
   EXPECT_EQ(probe(), 256) << "at most coil_rt::kMaxThreads";
   clear_overrides();
   setenv("COIL_NUM_THREADS", "5", 1);
-  module.run(inputs);
+  CpuModule(so).run(inputs);
   EXPECT_EQ(probe(), 5);
   setenv("COIL_NUM_THREADS", "0", 1);
-  module.run(inputs);
+  CpuModule(so).run(inputs);
   EXPECT_EQ(probe(), fallback);
 
   setenv("COIL_NUM_THREADS", "abc", 1);
-  EXPECT_EQ(user_error_of([&] { module.run(inputs); }), "COIL_NUM_THREADS='abc': num_threads expects an integer");
+  EXPECT_EQ(user_error_of([&] { CpuModule{so}; }), "COIL_NUM_THREADS='abc': num_threads expects an integer");
 }
 
 // ---- coil config ----

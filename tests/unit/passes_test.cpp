@@ -7,6 +7,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "driver/compile.h"
 #include "frontend/parser.h"
 #include "graph/registry.h"
 #include "io/graph_tensors.h"
@@ -97,7 +98,7 @@ TEST(PassesNoops, RemovesIdentityViews) {
   EXPECT_TRUE(logged(log, "noop: squeeze is x (identity view)")) << joined(log);
   // The unsqueeze itself is no identity; DCE removes it once nothing reads it.
   EXPECT_NE(find_node(out, "unsqueeze"), nullptr);
-  EXPECT_EQ(find_node(run_graph_passes(g), "unsqueeze"), nullptr);
+  EXPECT_EQ(find_node(run_graph_passes(g, reference_evaluator()), "unsqueeze"), nullptr);
 }
 
 TEST(PassesNoops, KeepsSlicesThatMoveTheStart) {
@@ -181,7 +182,7 @@ TEST(PassesFold, FoldsAScalarSubgraphIntoOneFull) {
         return (add,)
 )");
   PassLog log;
-  Graph out = run_graph_passes(g, &log);
+  Graph out = run_graph_passes(g, reference_evaluator(), &log);
   ASSERT_EQ(out.nodes().size(), 2u) << joined(log);
   const Node &full = out.nodes()[0];
   EXPECT_EQ(full.name, "sub");
@@ -210,7 +211,7 @@ TEST(PassesFold, KeepsDtypesThroughPromotion) {
 )",
                   R"(h: "f16[4][1]cpu")");
   PassLog log;
-  Graph out = fold_scalar_subgraphs(g, &log);
+  Graph out = fold_scalar_subgraphs(g, reference_evaluator(), &log);
   EXPECT_TRUE(logged(log, "fold: div = 3.5 (f32[])")) << joined(log);
   EXPECT_TRUE(logged(log, "fold: mul = 21 (i64[])")) << joined(log);
   EXPECT_TRUE(logged(log, "fold: gt = True (b8[])")) << joined(log);
@@ -233,10 +234,10 @@ TEST(PassesFold, LeavesLoneFactoriesAndIsIdempotent) {
         return (mul_1,)
 )");
   PassLog log;
-  Graph once = fold_scalar_subgraphs(g, &log);
+  Graph once = fold_scalar_subgraphs(g, reference_evaluator(), &log);
   EXPECT_EQ(joined(log), "fold: add = 5.0 (f32[])\n");
   PassLog again;
-  Graph twice = fold_scalar_subgraphs(once, &again);
+  Graph twice = fold_scalar_subgraphs(once, reference_evaluator(), &again);
   EXPECT_TRUE(again.lines.empty()) << joined(again);
   EXPECT_EQ(twice.nodes().size(), once.nodes().size());
 }
@@ -251,7 +252,7 @@ TEST(PassesFold, LeavesValuesThatDependOnInputsOrRaise) {
         return (add,)
 )");
   PassLog log;
-  Graph out = fold_scalar_subgraphs(g, &log);
+  Graph out = fold_scalar_subgraphs(g, reference_evaluator(), &log);
   // sum_1 reads x; integer division by zero raises when the graph runs, not now.
   EXPECT_TRUE(log.lines.empty()) << joined(log);
   EXPECT_EQ(node(out, "div").target(), "aten.div.Tensor_mode");
@@ -304,7 +305,7 @@ TEST(PassesCse, MapsEveryOutputOfAMultiOutputNode) {
         return (add, sub)
 )");
   PassLog log;
-  Graph out = run_graph_passes(g, &log);
+  Graph out = run_graph_passes(g, reference_evaluator(), &log);
   EXPECT_TRUE(logged(log, "cse: var_mean_1 is var_mean")) << joined(log);
   EXPECT_EQ(reads(out, "add", "other"), "getitem_1");
   EXPECT_EQ(reads(out, "sub", "self"), "getitem");
@@ -346,7 +347,7 @@ TEST(PassesRandom, RandomOpsAreNeitherMergedNorFolded) {
   b.set_outputs(OutputTree{OutputTree::Kind::Tuple, {}, {OutputTree{OutputTree::Kind::Value, y, {}}}});
   Graph g = b.finish();
   PassLog log;
-  Graph out = run_graph_passes(g, &log);
+  Graph out = run_graph_passes(g, reference_evaluator(), &log);
   EXPECT_TRUE(log.lines.empty()) << joined(log);
   EXPECT_EQ(out.nodes().size(), 4u);
   EXPECT_EQ(reads(out, "add", "other"), "rand_1");
@@ -401,7 +402,7 @@ TEST_P(PassesOnCase, KeepOutputTypesAndValues) {
   const auto dir = GetParam();
   Graph g = frontend::parse_graph_file((dir / "graph.py").string());
   PassLog log;
-  Graph out = run_graph_passes(g, &log);
+  Graph out = run_graph_passes(g, reference_evaluator(), &log);
   ASSERT_EQ(out.outputs().size(), g.outputs().size());
   for (size_t i = 0; i < g.outputs().size(); ++i)
     EXPECT_EQ(out.type(out.outputs()[i]), g.type(g.outputs()[i])) << "output " << i;
@@ -409,7 +410,7 @@ TEST_P(PassesOnCase, KeepOutputTypesAndValues) {
   EXPECT_EQ(out.constants().size(), g.constants().size());
   // Idempotent: a second run changes nothing.
   PassLog again;
-  run_graph_passes(out, &again);
+  run_graph_passes(out, reference_evaluator(), &again);
   EXPECT_TRUE(again.lines.empty()) << joined(again);
 
   TensorList inputs = read_safetensors((dir / "inputs.safetensors").string());

@@ -27,7 +27,7 @@
 #include <string_view>
 #include <vector>
 
-#include "runtime/triton_build.h"
+#include "codegen/triton/triton_request.h"
 #include "scheduler/epilogue.h"
 #include "scheduler/scheduler.h"
 
@@ -83,7 +83,7 @@ struct GpuProgram {
 
 /// How one schedule kernel runs: its block sizes, warps, pipeline stages and, for a split
 /// reduction, the programs per row. 0 leaves a field to the dialect's default; the
-/// autotuner (runtime/triton_autotune.h) picks among tuning_configs().
+/// autotuner (driver/autotune.h) picks among tuning_configs().
 struct TritonConfig {
   int64_t block0 = 0;  // XBLOCK (YBLOCK of a tile)
   int64_t block1 = 0;  // RBLOCK (XBLOCK of a tile)

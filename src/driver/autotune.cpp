@@ -1,4 +1,4 @@
-#include "runtime/triton_autotune.h"
+#include "driver/autotune.h"
 
 #include <unistd.h>
 

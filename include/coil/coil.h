@@ -1,0 +1,148 @@
+// coil's public C++ API: compile a graph of ATen operators for a target, then run it on
+// tensors the caller owns. The command line (`coil run`) and the Python package call coil
+// through this header; it includes nothing of coil's sources, so it can be installed.
+//
+//   coil::CompileOptions o;
+//   o.target = coil::Target::Cpu;
+//   o.options = {{"cpp.isa", "avx2"}};
+//   coil::CompiledGraph g = coil::compile(graph_text, o, "model.py");
+//   std::vector<coil::TensorRef> in = {{x.data(), coil::ScalarType::Float32, {64, 256}}};
+//   std::vector<coil::TensorRef> out = {{y.data(), coil::ScalarType::Float32, {64, 256}}};
+//   g.run(in, out);
+//
+// The graph text is what PyTorch prints for an exported or traced graph (DESIGN.md, "The
+// input"). Compiling runs the whole pipeline once (driver/compile.h): graph passes,
+// lowering, fusion, the memory plan, each kernel's plan, code generation and the build,
+// through the cache. Running allocates nothing when the caller's tensors have the layouts
+// inputs() and outputs() give; other strides are accepted and copied.
+//
+// Errors are coil::Error: Kind::Input for anything wrong with what the caller gave (a graph
+// that does not parse, an op coil cannot compile, a tensor of the wrong type, an unknown
+// option), its message naming the file, line, node and what was expected; Kind::Internal
+// for a bug of coil's. Tests: tests/unit/api_test.cpp.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace coil {
+
+class Error : public std::runtime_error {
+ public:
+  enum class Kind { Input, Internal };
+  Error(Kind kind, const std::string &message) : std::runtime_error(message), kind_(kind) {}
+  Kind kind() const { return kind_; }
+
+ private:
+  Kind kind_;
+};
+
+/// Where a compiled graph runs.
+enum class Target : uint8_t {
+  Reference,        // "ref": the loop IR's reference interpreter on the CPU (slow; the oracle)
+  Cpu,              // "cpu": generated C++ kernels, compiled and cached
+  Cuda,             // "cuda": generated Triton kernels and library calls on the GPU
+  CudaInterpreter,  // "cuda-interpret": the same Triton kernels under Triton's interpreter, on the CPU
+};
+
+/// "ref", "cpu", "cuda", "cuda-interpret".
+const char *target_name(Target t);
+
+/// The target called `name`; an Error naming the targets there are otherwise.
+Target parse_target(std::string_view name);
+
+/// Element types; the values are coil_dtype's of coil/artifact.h.
+enum class ScalarType : int32_t { Float64, Float32, Float16, BFloat16, Int64, Int32, Int16, Int8, UInt8, Bool };
+
+/// Bytes per element.
+int64_t element_size(ScalarType t);
+
+/// "f32", "bf16", "i64", "b8": as PyTorch prints them in graphs.
+const char *scalar_type_name(ScalarType t);
+
+/// A tensor the caller owns: the address of element 0, strides in elements (empty:
+/// contiguous, row-major), in host memory.
+struct TensorRef {
+  void *data = nullptr;
+  ScalarType dtype = ScalarType::Float32;
+  std::vector<int64_t> sizes;
+  std::vector<int64_t> strides;
+};
+
+/// A graph input or output as compiled.
+struct TensorInfo {
+  std::string name;  // the graph's name of an input; out0, out1, ... for outputs
+  ScalarType dtype = ScalarType::Float32;
+  std::vector<int64_t> sizes;
+  std::vector<int64_t> strides;  // the layout that runs without a copy
+  /// Outputs: the most elements one reduction on the way to it combines (1: none); tests
+  /// scale their tolerance with it.
+  int64_t reduced_elements = 1;
+};
+
+struct CompileOptions {
+  Target target = Target::Cpu;
+  /// Options by their names in `coil config` ("cpp.isa", "triton.cudagraphs"), for this
+  /// compilation and the graph it makes; over the environment's COIL_* values.
+  std::vector<std::pair<std::string, std::string>> options;
+  /// When not empty: every stage's dump goes to this folder (graph.txt, ..., kernel_plans.txt),
+  /// as the option `trace` does.
+  std::string trace_dir;
+};
+
+/// One kernel's time in a profiled graph (the option cpp.profile, target cpu).
+struct KernelTime {
+  std::string name;     // kernel0
+  std::string summary;  // "pointwise over [64, 256]: add, relu"
+  int64_t calls = 0;
+  double seconds = 0;   // over every call
+};
+
+class CompiledGraph {
+ public:
+  Target target() const;
+  const std::vector<TensorInfo> &inputs() const;   // graph inputs, then constants
+  const std::vector<TensorInfo> &outputs() const;
+
+  /// Runs the graph: `inputs` in the order of inputs(), each of its dtype and sizes, any
+  /// strides; `outputs` likewise, written. Safe to call from several threads at once.
+  void run(std::span<const TensorRef> inputs, std::span<const TensorRef> outputs) const;
+
+  /// The median time of one run over `iterations` runs after one to warm up, in seconds:
+  /// on the GPU, of the steps alone between CUDA events. Targets cpu and cuda only.
+  double median_seconds(std::span<const TensorRef> inputs, std::span<const TensorRef> outputs,
+                        int iterations) const;
+
+  /// Each kernel's plan, as kernel_plans.txt shows them (empty for ref).
+  const std::string &plans() const;
+
+  /// What a user should know about how it runs, one line each (CUDA graphs on or off and
+  /// why); empty when nothing.
+  std::vector<std::string> notes() const;
+
+  /// With the option cpp.profile (target cpu): each kernel's calls and time since the graph
+  /// was compiled or reset_profile(), in call order; empty otherwise.
+  std::vector<KernelTime> profile() const;
+  void reset_profile() const;
+
+  struct Impl;
+  explicit CompiledGraph(std::shared_ptr<Impl> impl);
+
+ private:
+  std::shared_ptr<Impl> impl_;
+};
+
+/// Compiles `graph_text` (a graph as PyTorch prints it) for `o.target`. `file_name` names
+/// the graph in error messages.
+CompiledGraph compile(std::string_view graph_text, const CompileOptions &o, std::string_view file_name = "<graph>");
+
+/// The same for the graph in file `path`.
+CompiledGraph compile_file(const std::string &path, const CompileOptions &o);
+
+}  // namespace coil

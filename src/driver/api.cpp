@@ -1,0 +1,394 @@
+// include/coil/coil.h over the driver: compile() runs the pipeline for a target once and
+// keeps what runs it (a loaded CPU library, a loaded GPU program, or the schedule for the
+// interpreters); run() checks the caller's tensors against the graph and calls it.
+//
+// On the CPU a tensor whose layout is the one the library was compiled for is passed as it
+// is (no copy, no allocation); any other strides go through a copy. The interpreters and
+// the GPU program take dense host tensors, so their inputs and outputs are copied.
+// Tests: tests/unit/api_test.cpp.
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#include "coil/artifact.h"
+#include "coil/coil.h"
+#include "codegen/triton/gpu_epilogue.h"
+#include "driver/compile.h"
+#include "frontend/parser.h"
+#include "io/graph_tensors.h"
+#include "ir/interpreter.h"
+#include "runtime/cpu_module.h"
+#include "runtime/cuda_program.h"
+#include "runtime/triton_interpret.h"
+#include "support/error.h"
+#include "support/files.h"
+#include "support/options.h"
+
+namespace coil {
+
+// ---- names and dtypes --------------------------------------------------------------------
+
+namespace {
+
+// ScalarType's values are coil_dtype's; DType is coil's own order.
+constexpr DType kDTypes[] = {DType::F64, DType::F32, DType::F16, DType::BF16, DType::I64,
+                             DType::I32, DType::I16, DType::I8,  DType::U8,   DType::Bool};
+
+ScalarType public_type(DType t) {
+  return ScalarType(std::find(std::begin(kDTypes), std::end(kDTypes), t) - std::begin(kDTypes));
+}
+
+constexpr const char *kTargetNames[] = {"ref", "cpu", "cuda", "cuda-interpret"};
+
+// Runs `f`, turning coil's internal errors into the public Error.
+template <typename F>
+auto publicly(F &&f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const UserError &e) {
+    throw Error(Error::Kind::Input, e.render());
+  } catch (const InternalError &e) {
+    throw Error(Error::Kind::Internal, e.what());
+  }
+}
+
+}  // namespace
+
+DType internal_dtype(ScalarType t) {
+  auto i = size_t(t);
+  COIL_USER_CHECK(i < std::size(kDTypes), "unknown scalar type ", int(t));
+  return kDTypes[i];
+}
+
+const char *target_name(Target t) { return kTargetNames[size_t(t)]; }
+
+Target parse_target(std::string_view name) {
+  for (size_t i = 0; i < std::size(kTargetNames); ++i)
+    if (name == kTargetNames[i]) return Target(i);
+  throw Error(Error::Kind::Input, str_cat("unknown target '", name, "'; coil has: ref, cpu, cuda, cuda-interpret"));
+}
+
+int64_t element_size(ScalarType t) { return publicly([&] { return int64_t(itemsize(internal_dtype(t))); }); }
+
+const char *scalar_type_name(ScalarType t) {
+  static const char *names[] = {"f64", "f32", "f16", "bf16", "i64", "i32", "i16", "i8", "u8", "b8"};
+  return size_t(t) < std::size(names) ? names[size_t(t)] : "?";
+}
+
+// ---- tensors -------------------------------------------------------------------------------
+
+namespace {
+
+std::vector<int64_t> strides_of(const TensorRef &r) {
+  return r.strides.empty() ? contiguous_strides(r.sizes) : r.strides;
+}
+
+// Copies the elements of `sizes` from `src` (laid out by `src_strides`) to `dst` (by
+// `dst_strides`), `size` bytes each; offsets in elements from the pointers given.
+void copy_strided(std::byte *dst, const std::vector<int64_t> &dst_strides, const std::byte *src,
+                  const std::vector<int64_t> &src_strides, const std::vector<int64_t> &sizes, int64_t size) {
+  std::vector<int64_t> src_at;
+  src_at.reserve(size_t(checked_numel(sizes)));
+  for_each_offset(sizes, src_strides, 0, [&](int64_t, int64_t at) { src_at.push_back(at); });
+  for_each_offset(sizes, dst_strides, 0, [&](int64_t flat, int64_t at) {
+    std::memcpy(dst + at * size, src + src_at[size_t(flat)] * size, size_t(size));
+  });
+}
+
+// Whether two layouts of `sizes` place every element at the same offset.
+bool same_layout(const std::vector<int64_t> &sizes, const std::vector<int64_t> &a, const std::vector<int64_t> &b) {
+  for (size_t d = 0; d < sizes.size(); ++d)
+    if (sizes[d] > 1 && a[d] != b[d]) return false;
+  return true;
+}
+
+// Checks `given` against what the graph compiled for; `what` is "input" or "output".
+void check_tensor(const TensorRef &given, const TensorInfo &want, const char *what) {
+  auto type = [](ScalarType t, const std::vector<int64_t> &sizes) {
+    return str_cat(scalar_type_name(t), shape_str(sizes));
+  };
+  COIL_USER_CHECK(given.dtype == want.dtype && given.sizes == want.sizes, what, " '", want.name, "' is ",
+                  type(given.dtype, given.sizes), " but the graph expects ", type(want.dtype, want.sizes));
+  COIL_USER_CHECK(given.strides.empty() || given.strides.size() == given.sizes.size(), what, " '", want.name,
+                  "' has ", given.strides.size(), " strides for ", given.sizes.size(), " dims");
+  COIL_USER_CHECK(given.data || checked_numel(given.sizes) == 0, what, " '", want.name, "' has no data (a null pointer)");
+}
+
+void check_count(size_t given, size_t want, const char *what) {
+  COIL_USER_CHECK(given == want, "the graph has ", want, " ", what, "s; ", given, " were given");
+}
+
+// A dense row-major copy of a caller's tensor.
+HostTensor dense_copy(const TensorRef &r) {
+  HostTensor h = HostTensor::zeros(internal_dtype(r.dtype), r.sizes);
+  copy_strided(h.data.data(), contiguous_strides(r.sizes), static_cast<const std::byte *>(r.data), strides_of(r),
+               r.sizes, itemsize(h.dtype));
+  return h;
+}
+
+void write_back(const HostTensor &h, const TensorRef &r) {
+  copy_strided(static_cast<std::byte *>(r.data), strides_of(r), h.data.data(), contiguous_strides(h.sizes), h.sizes,
+               itemsize(h.dtype));
+}
+
+TensorInfo info_of(const ir::Program &p, const std::string &name, const ir::View &v) {
+  return {name, public_type(p.buffer(v.buffer).type.dtype), v.sizes, v.strides, 1};
+}
+
+ir::View whole(const ir::Program &p, ir::BufferId b) {
+  const TensorType &t = p.buffer(b).type;
+  return {b, t.sizes, t.strides, 0};
+}
+
+}  // namespace
+
+// ---- what runs a compiled graph, per target --------------------------------------------------
+
+struct CompiledGraph::Impl {
+  Target target = Target::Cpu;
+  std::vector<TensorInfo> inputs, outputs;
+  std::string plans;
+
+  virtual ~Impl() = default;
+  virtual void run(std::span<const TensorRef> in, std::span<const TensorRef> out) const = 0;
+  virtual double median_seconds(std::span<const TensorRef> in, std::span<const TensorRef> out, int iterations) const {
+    throw UserError(str_cat("timing runs compiled kernels: target ", target_name(target), " has none"));
+  }
+  virtual std::vector<std::string> notes() const { return {}; }
+  virtual std::vector<KernelTime> profile() const { return {}; }
+  virtual void reset_profile() const {}
+};
+
+namespace {
+
+// The targets that run on dense host tensors: the interpreters and the GPU program.
+struct HostTensorsGraph : CompiledGraph::Impl {
+  sched::Schedule schedule;
+
+  TensorList named_inputs(std::span<const TensorRef> in) const {
+    TensorList named;
+    for (size_t i = 0; i < in.size(); ++i) named.emplace_back(inputs[i].name, dense_copy(in[i]));
+    return named;
+  }
+  void write_outputs(const std::vector<HostTensor> &results, std::span<const TensorRef> out) const {
+    COIL_ASSERT(results.size() == out.size(), results.size(), " results for ", out.size(), " outputs");
+    for (size_t i = 0; i < out.size(); ++i) write_back(results[i], out[i]);
+  }
+};
+
+struct ReferenceGraph : HostTensorsGraph {
+  void run(std::span<const TensorRef> in, std::span<const TensorRef> out) const override {
+    write_outputs(ir::interpret(schedule.ir, named_inputs(in)), out);
+  }
+};
+
+struct InterpretedGraph : HostTensorsGraph {
+  codegen::GpuProgram gpu;
+  void run(std::span<const TensorRef> in, std::span<const TensorRef> out) const override {
+    write_outputs(run_interpreted(schedule, gpu, named_inputs(in)), out);
+  }
+};
+
+struct CudaGraph : HostTensorsGraph {
+  std::unique_ptr<CudaProgram> program;
+  void run(std::span<const TensorRef> in, std::span<const TensorRef> out) const override {
+    write_outputs(program->run(named_inputs(in)), out);
+  }
+  double median_seconds(std::span<const TensorRef> in, std::span<const TensorRef>, int iterations) const override {
+    return program->median_seconds(named_inputs(in), iterations);
+  }
+  std::vector<std::string> notes() const override {
+    std::string note = program->graphs_note();
+    return note.empty() ? std::vector<std::string>{} : std::vector<std::string>{note};
+  }
+};
+
+// The CPU library, called on the caller's memory where the layouts allow.
+struct CpuGraph : CompiledGraph::Impl {
+  std::unique_ptr<CpuModule> module;
+
+  // What one call passes: pointers, and the copies made for tensors of other layouts.
+  struct Call {
+    std::vector<void *> in, out;
+    std::vector<AlignedBuffer> staging;
+    std::vector<std::pair<size_t, std::byte *>> copy_out;  // output index, where it was written
+  };
+
+  static int64_t bytes(const coil_tensor_desc &d) { return itemsize(kDTypes[d.dtype]); }
+  static std::vector<int64_t> sizes(const coil_tensor_desc &d) { return {d.sizes, d.sizes + d.rank}; }
+  static std::vector<int64_t> strides(const coil_tensor_desc &d) { return {d.strides, d.strides + d.rank}; }
+
+  Call prepare(std::span<const TensorRef> in, std::span<const TensorRef> out) const {
+    Call c;
+    for (size_t i = 0; i < in.size(); ++i) {
+      const coil_tensor_desc &d = module->input(int(i));
+      int64_t size = bytes(d);
+      auto *data = static_cast<std::byte *>(in[i].data);
+      if (same_layout(in[i].sizes, strides_of(in[i]), strides(d))) {
+        c.in.push_back(data - d.storage_offset * size);  // the allocation starts storage_offset before element 0
+        continue;
+      }
+      AlignedBuffer &b = c.staging.emplace_back(size_t(std::max<int64_t>(d.storage_elements, 1) * size));
+      copy_strided(b.data() + d.storage_offset * size, strides(d), data, strides_of(in[i]), sizes(d), size);
+      c.in.push_back(b.data());
+    }
+    for (size_t i = 0; i < out.size(); ++i) {
+      const coil_tensor_desc &d = module->output(int(i));
+      c.out.push_back(nullptr);
+      if (d.kind != COIL_OUTPUT_OWNED) {
+        c.copy_out.emplace_back(i, nullptr);  // an alias: its pointer is known after the call
+        continue;
+      }
+      // The library writes the whole allocation: the caller's memory takes it only when the
+      // view is the allocation.
+      int64_t extent = storage_extent(TensorType{kDTypes[d.dtype], sizes(d), strides(d), {}});
+      if (d.storage_offset == 0 && d.storage_elements == extent && same_layout(out[i].sizes, strides_of(out[i]), strides(d))) {
+        c.out.back() = out[i].data;
+        continue;
+      }
+      AlignedBuffer &b = c.staging.emplace_back(size_t(std::max<int64_t>(d.storage_elements, 1) * bytes(d)));
+      c.out.back() = b.data();
+      c.copy_out.emplace_back(i, nullptr);
+    }
+    return c;
+  }
+
+  void finish(Call &c, std::span<const TensorRef> out) const {
+    for (auto &[i, where] : c.copy_out) {
+      const coil_tensor_desc &d = module->output(int(i));
+      auto *base = static_cast<std::byte *>(c.out[i]);
+      if (base + d.storage_offset * bytes(d) == out[i].data && same_layout(out[i].sizes, strides_of(out[i]), strides(d)))
+        continue;  // an alias of memory that is already the caller's
+      copy_strided(static_cast<std::byte *>(out[i].data), strides_of(out[i]), base + d.storage_offset * bytes(d),
+                   strides(d), sizes(d), bytes(d));
+    }
+  }
+
+  void run(std::span<const TensorRef> in, std::span<const TensorRef> out) const override {
+    Call c = prepare(in, out);
+    module->call(c.in.data(), c.out.data());
+    finish(c, out);
+  }
+
+  double median_seconds(std::span<const TensorRef> in, std::span<const TensorRef> out, int iterations) const override {
+    Call c = prepare(in, out);
+    std::vector<double> times;
+    for (int i = 0; i < std::max(iterations, 1) + 1; ++i) {
+      auto start = std::chrono::steady_clock::now();
+      module->call(c.in.data(), c.out.data());
+      if (i > 0) times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    }
+    finish(c, out);
+    std::sort(times.begin(), times.end());
+    return times[times.size() / 2];
+  }
+
+  std::vector<KernelTime> profile() const override {
+    std::vector<KernelTime> out;
+    for (const KernelProfile &k : module->profile()) out.push_back({k.name, k.summary, k.calls, k.seconds});
+    return out;
+  }
+  void reset_profile() const override { module->reset_profile(); }
+};
+
+std::shared_ptr<CompiledGraph::Impl> build(Graph g, const CompileOptions &o) {
+  sched::ScheduleOptions so = sched::ScheduleOptions::from_registry();
+  bool gpu = o.target == Target::Cuda || o.target == Target::CudaInterpreter;
+  if (gpu) so = codegen::gpu_schedule_options(so);  // epilogues where cuBLASLt takes them
+  std::string trace = o.trace_dir.empty() ? options::get_string("trace") : o.trace_dir;
+  Compilation c = compile_graph(std::move(g), so, trace);
+
+  std::shared_ptr<CompiledGraph::Impl> impl;
+  switch (o.target) {
+    case Target::Reference: impl = std::make_shared<ReferenceGraph>(); break;
+    case Target::Cpu: {
+      auto cpu = std::make_shared<CpuGraph>();
+      CpuBuild b = build_for_cpu(c, trace);
+      cpu->module = std::make_unique<CpuModule>(b.so_path);
+      cpu->plans = codegen::plans_str(b.plans, c.schedule);
+      impl = cpu;
+      break;
+    }
+    case Target::Cuda: {
+      auto cuda = std::make_shared<CudaGraph>();
+      CudaBuild b = build_for_cuda(c, trace);
+      cuda->plans = b.program.plans;
+      cuda->program = std::make_unique<CudaProgram>(c.schedule, std::move(b.program), b.binaries);
+      impl = cuda;
+      break;
+    }
+    case Target::CudaInterpreter: {
+      auto interpreted = std::make_shared<InterpretedGraph>();
+      interpreted->gpu = codegen::generate_triton(c.schedule);
+      interpreted->plans = interpreted->gpu.plans;
+      impl = interpreted;
+      break;
+    }
+  }
+  impl->target = o.target;
+  const ir::Program &p = c.schedule.ir.program;
+  for (ir::BufferId b : p.inputs) impl->inputs.push_back(info_of(p, p.buffer(b).name, whole(p, b)));
+  for (size_t i = 0; i < p.outputs.size(); ++i) {
+    ir::View v = i < p.output_views.size() ? p.output_views[i] : whole(p, p.outputs[i]);
+    impl->outputs.push_back(info_of(p, output_tensor_name(i), v));
+    impl->outputs.back().reduced_elements = ir::max_reduction_size(c.lowered, c.lowered.outputs[i]);
+  }
+  if (auto *host = dynamic_cast<HostTensorsGraph *>(impl.get())) host->schedule = std::move(c.schedule);
+  return impl;
+}
+
+}  // namespace
+
+// ---- the API ----------------------------------------------------------------------------------
+
+CompiledGraph::CompiledGraph(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Target CompiledGraph::target() const { return impl_->target; }
+const std::vector<TensorInfo> &CompiledGraph::inputs() const { return impl_->inputs; }
+const std::vector<TensorInfo> &CompiledGraph::outputs() const { return impl_->outputs; }
+const std::string &CompiledGraph::plans() const { return impl_->plans; }
+std::vector<std::string> CompiledGraph::notes() const { return impl_->notes(); }
+std::vector<KernelTime> CompiledGraph::profile() const { return impl_->profile(); }
+void CompiledGraph::reset_profile() const { impl_->reset_profile(); }
+
+namespace {
+
+void check_call(const CompiledGraph::Impl &impl, std::span<const TensorRef> in, std::span<const TensorRef> out) {
+  check_count(in.size(), impl.inputs.size(), "input");
+  check_count(out.size(), impl.outputs.size(), "output");
+  for (size_t i = 0; i < in.size(); ++i) check_tensor(in[i], impl.inputs[i], "input");
+  for (size_t i = 0; i < out.size(); ++i) check_tensor(out[i], impl.outputs[i], "output");
+}
+
+}  // namespace
+
+void CompiledGraph::run(std::span<const TensorRef> inputs, std::span<const TensorRef> outputs) const {
+  publicly([&] {
+    check_call(*impl_, inputs, outputs);
+    impl_->run(inputs, outputs);
+  });
+}
+
+double CompiledGraph::median_seconds(std::span<const TensorRef> inputs, std::span<const TensorRef> outputs,
+                                     int iterations) const {
+  return publicly([&] {
+    check_call(*impl_, inputs, outputs);
+    return impl_->median_seconds(inputs, outputs, iterations);
+  });
+}
+
+CompiledGraph compile(std::string_view graph_text, const CompileOptions &o, std::string_view file_name) {
+  return publicly([&] {
+    options::ScopedOverrides scope(o.options);
+    return CompiledGraph(build(frontend::parse_graph(graph_text, std::string(file_name)), o));
+  });
+}
+
+CompiledGraph compile_file(const std::string &path, const CompileOptions &o) {
+  return publicly([&] {
+    options::ScopedOverrides scope(o.options);
+    return CompiledGraph(build(frontend::parse_graph_file(path), o));
+  });
+}
+
+}  // namespace coil

@@ -1,0 +1,177 @@
+// The public API (include/coil/coil.h) as a user of it sees it: compile a graph for a
+// target, run it on the caller's tensors of any strides, options that hold for one
+// compilation only, and the errors a caller gets. The reference is the examples'
+// expected.safetensors (eager PyTorch) and, for views, values computed here.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <thread>
+
+#include "coil/coil.h"
+#include "io/compare.h"
+#include "io/safetensors.h"
+#include "support/options.h"
+#include "test_util.h"
+
+namespace coil {
+namespace {
+
+std::string example(const std::string &name) { return (test::source_dir() / "examples" / name).string(); }
+
+// A caller's tensor of floats: values and a layout.
+struct Floats {
+  std::vector<float> data;
+  std::vector<int64_t> sizes, strides;
+  TensorRef ref() { return {data.data(), ScalarType::Float32, sizes, strides}; }
+};
+
+// The example's inputs, each passed as the tensors of the safetensors file (dense).
+std::vector<TensorRef> example_inputs(const CompiledGraph &g, TensorList &tensors) {
+  std::vector<TensorRef> in;
+  for (const TensorInfo &t : g.inputs()) {
+    HostTensor *h = nullptr;
+    for (auto &[name, tensor] : tensors)
+      if (name == t.name) h = &tensor;
+    EXPECT_TRUE(h) << t.name;
+    in.push_back({h->data.data(), t.dtype, h->sizes, {}});
+  }
+  return in;
+}
+
+// Compiles examples/NAME for `target`, runs it, and checks every output against eager's.
+void expect_example_matches_eager(const std::string &name, Target target) {
+  CompileOptions o;
+  o.target = target;
+  CompiledGraph g = compile_file(example(name) + "/graph.py", o);
+  EXPECT_EQ(g.target(), target);
+  TensorList inputs = read_safetensors(example(name) + "/inputs.safetensors");
+  TensorList expected = read_safetensors(example(name) + "/expected.safetensors");
+  std::vector<TensorRef> in = example_inputs(g, inputs);
+  std::vector<HostTensor> results;
+  std::vector<TensorRef> out;
+  for (const TensorInfo &t : g.outputs()) results.push_back(HostTensor::zeros(expected.at(results.size()).second.dtype, t.sizes));
+  for (size_t i = 0; i < results.size(); ++i) out.push_back({results[i].data.data(), g.outputs()[i].dtype, results[i].sizes, {}});
+  g.run(in, out);
+  for (size_t i = 0; i < results.size(); ++i) {
+    const HostTensor &want = expected.at(i).second;
+    Comparison c = compare(results[i], want, default_tolerance(want.dtype, g.outputs()[i].reduced_elements));
+    EXPECT_TRUE(c.pass) << name << " on " << target_name(target) << " output " << i << ": " << c.first_mismatch;
+  }
+}
+
+TEST(Api, ExamplesMatchEagerOnEveryHostTarget) {
+  for (const char *name : {"softmax_lastdim", "layernorm", "transpose_add", "var_mean_lastdim"}) {
+    expect_example_matches_eager(name, Target::Cpu);
+    expect_example_matches_eager(name, Target::Reference);
+  }
+}
+
+TEST(Api, TheTritonDialectUnderTheInterpreter) {
+  expect_example_matches_eager("softmax_lastdim", Target::CudaInterpreter);
+}
+
+// x of 4x6 read through any strides; outputs: a view of the input (aliases it) and a
+// slice of a computed buffer (written at an offset of its allocation), each written into
+// tensors of the caller's own layouts.
+const char *kViews = R"(class GraphModule(torch.nn.Module):
+    def forward(self, x: "f32[4, 6][6, 1]cpu"):
+        t: "f32[6, 4][1, 6]cpu" = torch.ops.aten.permute.default(x, [1, 0])
+        r: "f32[4, 6][6, 1]cpu" = torch.ops.aten.relu.default(x)
+        s: "f32[2, 6][6, 1]cpu" = torch.ops.aten.slice.Tensor(r, 0, 2, 4)
+        return (t, s)
+)";
+
+TEST(Api, TensorsOfAnyStridesInAndOut) {
+  CompiledGraph g = compile(kViews, {}, "views.py");
+  ASSERT_EQ(g.inputs().size(), 1u);
+  EXPECT_EQ(g.inputs()[0].strides, (std::vector<int64_t>{6, 1}));
+  ASSERT_EQ(g.outputs().size(), 2u);
+  EXPECT_EQ(g.outputs()[0].sizes, (std::vector<int64_t>{6, 4}));
+  auto x = [](int64_t i, int64_t j) { return float(i * 6 + j) - 11.5f; };
+  for (bool transposed_input : {false, true}) {
+    // The input dense, or stored column-major (strides 1, 4): the same values either way.
+    Floats in{std::vector<float>(24), {4, 6}, transposed_input ? std::vector<int64_t>{1, 4} : std::vector<int64_t>{}};
+    for (int64_t i = 0; i < 4; ++i)
+      for (int64_t j = 0; j < 6; ++j) in.data[size_t(transposed_input ? j * 4 + i : i * 6 + j)] = x(i, j);
+    Floats t{std::vector<float>(24, NAN), {6, 4}, {}};
+    Floats s{std::vector<float>(12, NAN), {2, 6}, {1, 2}};  // column-major
+    std::vector<TensorRef> ins = {in.ref()}, outs = {t.ref(), s.ref()};
+    g.run(ins, outs);
+    for (int64_t i = 0; i < 4; ++i)
+      for (int64_t j = 0; j < 6; ++j) EXPECT_EQ(t.data[size_t(j * 4 + i)], x(i, j)) << i << "," << j;
+    for (int64_t i = 0; i < 2; ++i)
+      for (int64_t j = 0; j < 6; ++j) EXPECT_EQ(s.data[size_t(i + j * 2)], std::max(x(i + 2, j), 0.0f)) << i << "," << j;
+  }
+}
+
+TEST(Api, RunsFromSeveralThreadsAtOnce) {
+  CompiledGraph g = compile(kViews, {}, "views.py");
+  auto work = [&](float shift, bool *ok) {
+    for (int round = 0; round < 50; ++round) {
+      Floats in{std::vector<float>(24), {4, 6}, {}};
+      for (size_t k = 0; k < 24; ++k) in.data[k] = float(k) + shift;
+      Floats t{std::vector<float>(24), {6, 4}, {}}, s{std::vector<float>(12), {2, 6}, {}};
+      std::vector<TensorRef> ins = {in.ref()}, outs = {t.ref(), s.ref()};
+      g.run(ins, outs);
+      for (size_t k = 0; k < 12; ++k) *ok = *ok && s.data[k] == float(k + 12) + shift;
+    }
+  };
+  bool ok1 = true, ok2 = true;
+  std::thread a(work, 0.0f, &ok1), b(work, 1000.0f, &ok2);
+  a.join();
+  b.join();
+  EXPECT_TRUE(ok1 && ok2);
+}
+
+// Options given to compile hold for that compilation only: the registry is as before.
+TEST(Api, OptionsHoldForOneCompilation) {
+  CompileOptions o;
+  o.options = {{"cpp.plan", "kernel0.lanes=4"}};
+  CompiledGraph four = compile_file(example("softmax_lastdim") + "/graph.py", o);
+  CompiledGraph plain = compile_file(example("softmax_lastdim") + "/graph.py", {});
+  EXPECT_NE(four.plans().find("overridden"), std::string::npos) << four.plans();
+  EXPECT_EQ(plain.plans().find("overridden"), std::string::npos) << plain.plans();
+  EXPECT_EQ(options::get_string("cpp.plan"), "");
+  expect_example_matches_eager("softmax_lastdim", Target::Cpu);
+}
+
+std::string api_error(const std::function<void()> &fn, Error::Kind kind = Error::Kind::Input) {
+  try {
+    fn();
+  } catch (const Error &e) {
+    EXPECT_EQ(e.kind(), kind) << e.what();
+    return e.what();
+  }
+  ADD_FAILURE() << "no error";
+  return "";
+}
+
+TEST(Api, ErrorsNameWhatWasWrong) {
+  EXPECT_NE(api_error([] { compile(kViews, {Target::Cpu, {{"cpp.no_such_option", "1"}}, ""}); })
+                .find("unknown option 'cpp.no_such_option'"),
+            std::string::npos);
+  EXPECT_NE(api_error([] { compile(kViews, {Target::Cpu, {{"num_threads", "-1"}}, ""}); })
+                .find("num_threads expects an integer >= 0"),
+            std::string::npos);
+  std::string bad = "class GraphModule(torch.nn.Module):\n    def forward(self, x: \"f32[4][1]cpu\"):\n"
+                    "        y: \"f32[4][1]cpu\" = torch.ops.aten.no_such_op.default(x)\n        return (y,)\n";
+  EXPECT_NE(api_error([&] { compile(bad, {}, "bad.py"); }).find("bad.py:3:"), std::string::npos);
+  EXPECT_EQ(api_error([] { parse_target("tpu"); }), "unknown target 'tpu'; coil has: ref, cpu, cuda, cuda-interpret");
+
+  CompiledGraph g = compile(kViews, {}, "views.py");
+  Floats x{std::vector<float>(24), {4, 6}, {}}, t{std::vector<float>(24), {6, 4}, {}}, s{std::vector<float>(12), {2, 6}, {}};
+  std::vector<TensorRef> in = {x.ref()}, out = {t.ref(), s.ref()};
+  std::vector<TensorRef> none;
+  EXPECT_EQ(api_error([&] { g.run(none, out); }), "coil: error: the graph has 1 inputs; 0 were given");
+  std::vector<TensorRef> wrong = {{x.data.data(), ScalarType::Float32, {6, 4}, {}}};
+  EXPECT_EQ(api_error([&] { g.run(wrong, out); }), "coil: error: input 'x' is f32[6, 4] but the graph expects f32[4, 6]");
+  std::vector<TensorRef> typed = {{x.data.data(), ScalarType::Float64, {4, 6}, {}}};
+  EXPECT_EQ(api_error([&] { g.run(typed, out); }), "coil: error: input 'x' is f64[4, 6] but the graph expects f32[4, 6]");
+  std::vector<TensorRef> null = {{nullptr, ScalarType::Float32, {4, 6}, {}}};
+  EXPECT_EQ(api_error([&] { g.run(null, out); }), "coil: error: input 'x' has no data (a null pointer)");
+  CompiledGraph ref = compile(kViews, {Target::Reference, {}, ""}, "views.py");
+  EXPECT_NE(api_error([&] { ref.median_seconds(in, out, 3); }).find("target ref has none"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace coil
