@@ -5,9 +5,10 @@
    its own folder and of lower layers only (folders of one layer never include each other):
 
      support < graph < frontend, io < ir < passes, lowering < scheduler < codegen
-             < runtime < driver < tools
+             < runtime < driver < tools, python
 
-   The public API (include/coil/) includes no header of src/, so that it can be installed.
+   The public API (include/coil/) includes no header of src/, so that it can be installed,
+   and the Python module (src/python/) includes the public API only.
 2. No source file is longer than 900 lines.
 
 (That the emitters call no planner is tests/unit/cpp_plan_test.cpp's TheEmitterCallsNoPlanner.)
@@ -20,8 +21,10 @@ import sys
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 LAYERS = {
     "support": 0, "graph": 1, "frontend": 2, "io": 2, "ir": 3, "passes": 4, "lowering": 4,
-    "scheduler": 5, "codegen": 6, "runtime": 7, "driver": 8, "tools": 9,
+    "scheduler": 5, "codegen": 6, "runtime": 7, "driver": 8, "tools": 9, "python": 9,
 }
+# Folders that may include only the public API (include/coil/).
+PUBLIC_ONLY = {"python"}
 MAX_LINES = 900
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([a-z_]+)/')
 
@@ -41,6 +44,10 @@ def check_layers(problems):
             continue
         for number, line in enumerate(path.read_text().splitlines(), 1):
             m = INCLUDE.match(line)
+            if m and folder in PUBLIC_ONLY and m.group(1) != "coil":
+                problems.append(f"{path.relative_to(ROOT)}:{number}: src/{folder} binds the public API only, "
+                                f"not {m.group(1)}/")
+                continue
             if not m or m.group(1) not in LAYERS or m.group(1) == folder:
                 continue
             if LAYERS[m.group(1)] >= LAYERS[folder]:

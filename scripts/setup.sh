@@ -32,13 +32,14 @@ coil_install_packages() {
 # on a machine without a GPU). torch from PyPI is the CUDA build, about 3 GB with its
 # nvidia-* wheels; it imports without a GPU. torch 2.11.0 requires triton==3.6.0 exactly:
 # change the two together.
-COIL_PYTHON_PACKAGES=(torch==2.11.0 triton==3.6.0 numpy)
+# nanobind and scikit-build-core build coil's own package (pyproject.toml).
+COIL_PYTHON_PACKAGES=(torch==2.11.0 triton==3.6.0 numpy nanobind scikit-build-core)
 
 # coil_setup_python: creates .venv when missing and installs the packages, unless the
 # .venv there already imports both triton and torch (then it is left alone).
 coil_setup_python() {
   local venv="$COIL_ROOT/.venv"
-  if [[ -x "$venv/bin/python" ]] && "$venv/bin/python" -c "import triton, torch" 2>/dev/null; then
+  if [[ -x "$venv/bin/python" ]] && "$venv/bin/python" -c "import triton, torch, nanobind, scikit_build_core" 2>/dev/null; then
     return 0
   fi
   echo "== setting up $venv: ${COIL_PYTHON_PACKAGES[*]}"
@@ -47,6 +48,13 @@ coil_setup_python() {
     python3 -m venv "$venv"
   fi
   "$venv/bin/python" -m pip install -q --disable-pip-version-check "${COIL_PYTHON_PACKAGES[@]}"
+}
+
+# coil_install_package: installs the Python package `coil` (pyproject.toml) into .venv, its
+# CMake build in ./build, the tree coil_build made: only the extension module is new.
+coil_install_package() {
+  echo "== installing the Python package coil into .venv"
+  "$COIL_ROOT/.venv/bin/python" -m pip install -q --disable-pip-version-check --no-build-isolation "$COIL_ROOT"
 }
 
 # coil_build DIR [CMAKE ARGS...]: configures (once) and builds coil into DIR.

@@ -11,6 +11,7 @@ coil_setup_python
 
 echo "== build (g++) at $(date +%T)"
 coil_build build -DCMAKE_BUILD_TYPE=RelWithDebInfo
+coil_install_package
 echo "== tests (g++) at $(date +%T)"
 ctest --test-dir build --output-on-failure -j "$COIL_JOBS"
 

@@ -145,4 +145,12 @@ CompiledGraph compile(std::string_view graph_text, const CompileOptions &o, std:
 /// The same for the graph in file `path`.
 CompiledGraph compile_file(const std::string &path, const CompileOptions &o);
 
+/// The ops coil compiles natively ("aten.add.Tensor", ...), sorted: what a front end need
+/// not decompose.
+std::vector<std::string> supported_ops();
+
+/// An Error naming the first option that is unknown or whose value is malformed (and the
+/// names or values it could be), as compile() would report it.
+void check_options(const std::vector<std::pair<std::string, std::string>> &options);
+
 }  // namespace coil

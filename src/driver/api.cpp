@@ -17,6 +17,7 @@
 #include "frontend/parser.h"
 #include "io/graph_tensors.h"
 #include "ir/interpreter.h"
+#include "lowering/lowering.h"
 #include "runtime/cpu_module.h"
 #include "runtime/cuda_program.h"
 #include "runtime/triton_interpret.h"
@@ -382,6 +383,17 @@ CompiledGraph compile(std::string_view graph_text, const CompileOptions &o, std:
     options::ScopedOverrides scope(o.options);
     return CompiledGraph(build(frontend::parse_graph(graph_text, std::string(file_name)), o));
   });
+}
+
+std::vector<std::string> supported_ops() {
+  std::vector<std::string> out;
+  for (const auto &[name, lowering] : lowering::lowerings()) out.push_back(name);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+void check_options(const std::vector<std::pair<std::string, std::string>> &options) {
+  publicly([&] { options::ScopedOverrides scope(options); });
 }
 
 CompiledGraph compile_file(const std::string &path, const CompileOptions &o) {

@@ -1,0 +1,81 @@
+// coil._C: the Python extension module, over the public C++ API (include/coil/coil.h) and
+// nothing else. python/coil/ builds the torch.compile backend on it; tensors cross as data
+// pointers with their dtype codes, sizes and strides (the torch side reads them from its
+// tensors), so nothing is copied at the boundary. Tests: tests/python/test_backend.py.
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include "coil/coil.h"
+
+namespace nb = nanobind;
+
+namespace {
+
+// (data pointer, dtype code, sizes, strides), as python/coil/backend.py passes a tensor.
+using PyTensor = std::tuple<uintptr_t, int, std::vector<int64_t>, std::vector<int64_t>>;
+
+std::vector<coil::TensorRef> refs(const std::vector<PyTensor> &tensors) {
+  std::vector<coil::TensorRef> out;
+  out.reserve(tensors.size());
+  for (const auto &[data, dtype, sizes, strides] : tensors)
+    out.push_back({reinterpret_cast<void *>(data), coil::ScalarType(dtype), sizes, strides});
+  return out;
+}
+
+nb::tuple info_tuple(const coil::TensorInfo &t) {
+  return nb::make_tuple(t.name, int(t.dtype), t.sizes, t.strides, t.reduced_elements);
+}
+
+}  // namespace
+
+NB_MODULE(_C, m) {
+  m.doc() = "coil's compiler and runtime (include/coil/coil.h)";
+  static nb::exception<coil::Error> error(m, "CoilError", PyExc_RuntimeError);
+
+  nb::class_<coil::CompiledGraph>(m, "CompiledGraph")
+      .def_prop_ro("target", [](const coil::CompiledGraph &g) { return std::string(coil::target_name(g.target())); })
+      .def_prop_ro("inputs",
+                   [](const coil::CompiledGraph &g) {
+                     nb::list out;
+                     for (const auto &t : g.inputs()) out.append(info_tuple(t));
+                     return out;
+                   })
+      .def_prop_ro("outputs",
+                   [](const coil::CompiledGraph &g) {
+                     nb::list out;
+                     for (const auto &t : g.outputs()) out.append(info_tuple(t));
+                     return out;
+                   })
+      .def_prop_ro("plans", &coil::CompiledGraph::plans)
+      .def("notes", &coil::CompiledGraph::notes)
+      .def(
+          "run",
+          [](const coil::CompiledGraph &g, const std::vector<PyTensor> &inputs, const std::vector<PyTensor> &outputs) {
+            std::vector<coil::TensorRef> in = refs(inputs), out = refs(outputs);
+            nb::gil_scoped_release release;
+            g.run(in, out);
+          },
+          nb::arg("inputs"), nb::arg("outputs"),
+          "Runs the graph on (pointer, dtype code, sizes, strides) tensors; writes the outputs.");
+
+  m.def("supported_ops", &coil::supported_ops, "The ops coil compiles natively: aten.add.Tensor, ...");
+  m.def("check_options", &coil::check_options, nb::arg("options"),
+        "Raises CoilError naming the first unknown or malformed option.");
+  m.def(
+      "compile",
+      [](const std::string &text, const std::string &target, const std::vector<std::pair<std::string, std::string>> &options,
+         const std::string &trace_dir, const std::string &file_name) {
+        coil::CompileOptions o;
+        o.target = coil::parse_target(target);
+        o.options = options;
+        o.trace_dir = trace_dir;
+        nb::gil_scoped_release release;
+        return coil::compile(text, o, file_name);
+      },
+      nb::arg("text"), nb::arg("target") = "cpu", nb::arg("options") = std::vector<std::pair<std::string, std::string>>{},
+      nb::arg("trace_dir") = "", nb::arg("file_name") = "<graph>",
+      "Compiles a graph as PyTorch prints it for a target: ref, cpu, cuda or cuda-interpret.");
+}
