@@ -1,0 +1,188 @@
+"""Whole models: coil against eager PyTorch and Inductor, measured in one run on one machine.
+
+    python bench/models_bench.py --device cuda [--models resnet50,gpt2_b1] [--iters 100] [--out DIR]
+
+Each model is built from its config with random weights (torchvision, transformers; no
+downloads), in eval mode, bf16 on CUDA and f32 on the CPU. Eager, Inductor
+(torch.compile, default mode) and Inductor mode="reduce-overhead" are timed in this process,
+taking turns; coil runs the model exported with torch.export (parameters as inputs, the
+default decompositions) as `coil run --device D --bench N` in a subprocess: its steady
+calls, plain and with CUDA graphs (triton.cudagraphs). Every time is the median of N calls
+(CUDA events around each call on the GPU, a steady clock on the CPU), after warm-up calls.
+With --baseline, a second coil binary (built at an earlier commit) is timed on the same
+exported graphs: the before and after of a change, in one run.
+coil's outputs are checked against eager's (coil run --expect) before it is timed; a model
+coil cannot run shows the reason in its row.
+
+Prints a markdown table with the commit and the machine, and writes it to DIR/models.md.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "scripts"))
+import capture_fixtures as capture  # noqa: E402  (export and writing graphs as the fixtures are)
+
+
+def resnet50(device, dtype, batch=64):
+    import torchvision
+
+    m = torchvision.models.resnet50().to(device=device, dtype=dtype, memory_format=torch.channels_last)
+    x = torch.randn(batch, 3, 224, 224, device=device, dtype=dtype).to(memory_format=torch.channels_last)
+    return m, (x,)
+
+
+def gpt2(device, dtype, batch, seq):
+    from transformers import GPT2Config, GPT2Model
+
+    config = GPT2Config(n_layer=12, n_embd=768, n_head=12, use_cache=False, attn_implementation="eager")
+    m = GPT2Model(config).to(device=device, dtype=dtype)
+    ids = torch.randint(0, config.vocab_size, (batch, seq), device=device)
+    return m, (ids,)
+
+
+MODELS = {
+    "resnet50": lambda d, t: resnet50(d, t),
+    "gpt2_b1": lambda d, t: gpt2(d, t, 1, 128),
+    "gpt2_b8": lambda d, t: gpt2(d, t, 8, 512),
+}
+
+
+def median_ms(fn, iters: int, device: str) -> float:
+    for _ in range(5):
+        fn()
+    times = []
+    if device == "cuda":
+        for _ in range(iters):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            fn()
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end))
+    else:
+        for _ in range(iters):
+            t = time.perf_counter()
+            fn()
+            times.append((time.perf_counter() - t) * 1e3)
+    return statistics.median(times)
+
+
+def coil_ms(coil: str, folder: Path, device: str, iters: int, env: dict) -> tuple[float | None, str]:
+    """coil run's median, or None and why not."""
+    cmd = [coil, "run", str(folder / "graph.py"), "--inputs", str(folder / "inputs.safetensors"), "--device", device,
+           "--expect", str(folder / "expected.safetensors"), "--bench", str(iters)]
+    r = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **env})
+    m = re.search(r"median ([0-9.e+-]+) us per call", r.stdout)
+    if r.returncode != 0 or not m:
+        why = (r.stderr.strip() or r.stdout.strip()).splitlines()
+        return None, (why[-1] if why else f"exit {r.returncode}")[:120]
+    return float(m.group(1)) / 1e3, ""
+
+
+def bench_model(name: str, device: str, iters: int, coil: str, baseline: str, work: Path) -> dict:
+    dtype = torch.bfloat16 if device == "cuda" else torch.float32
+    torch.manual_seed(0)
+    model, args = MODELS[name](device, dtype)
+    model.eval()
+    row = {"model": name}
+    with torch.no_grad():
+        row["eager"] = median_ms(lambda: model(*args), iters, device)
+        torch._dynamo.reset()
+        inductor = torch.compile(model)
+        row["inductor"] = median_ms(lambda: inductor(*args), iters, device)
+        if device == "cuda":
+            torch._dynamo.reset()
+            overhead = torch.compile(model, mode="reduce-overhead")
+            row["inductor_ro"] = median_ms(lambda: overhead(*args), iters, device)
+        torch._dynamo.reset()
+        folder = work / name
+        folder.mkdir(parents=True, exist_ok=True)
+        ep = capture.export_program(model, args, "default")
+        (folder / "graph.py").write_text(capture.graph_text(ep))
+        capture.write_tensors(folder / "inputs.safetensors",
+                              {k: capture.host(v) for k, v in capture.placeholder_tensors(ep, args).items()})
+        outs = capture.eager_outputs(ep, args)
+        capture.write_tensors(folder / "expected.safetensors", {f"out{i}": capture.host(o) for i, o in enumerate(outs)})
+    del model
+    if device == "cuda":
+        torch.cuda.empty_cache()
+    row["coil"], row["coil_why"] = coil_ms(coil, folder, device, iters, {})
+    if baseline:
+        row["baseline"], row["baseline_why"] = coil_ms(baseline, folder, device, iters, {})
+    if device == "cuda":
+        row["coil_graphs"], row["coil_graphs_why"] = coil_ms(coil, folder, device, iters, {"COIL_TRITON_CUDAGRAPHS": "1"})
+    return row
+
+
+def table(rows: list[dict], device: str, baseline: bool) -> str:
+    cols = [("eager", "eager"), ("inductor", "Inductor"), ("coil", "coil")]
+    if device == "cuda":
+        cols = [("eager", "eager"), ("inductor", "Inductor"), ("inductor_ro", "Inductor reduce-overhead"),
+                ("coil", "coil"), ("coil_graphs", "coil + CUDA graphs")]
+    if baseline:
+        cols.insert(cols.index(("coil", "coil")), ("baseline", "coil at the baseline"))
+    head = "| model | " + " | ".join(c[1] + " (ms)" for c in cols) + " | coil / Inductor | best coil / best Inductor |"
+    lines = [head, "|" + "---|" * (len(cols) + 3)]
+    notes = []
+    for r in rows:
+        cells = []
+        if "error" in r:
+            lines.append(f"| {r['model']} | failed: {r['error']} |")
+            continue
+        for key, _ in cols:
+            v = r.get(key)
+            cells.append(f"{v:.3f}" if v is not None else "—")
+            if v is None and r.get(key + "_why"):
+                notes.append(f"- {r['model']}, {key}: {r[key + '_why']}")
+        ratio = f"{r['inductor'] / r['coil']:.2f}x" if r.get("coil") else "—"
+        best_coil = min(v for v in (r.get("coil"), r.get("coil_graphs")) if v is not None) if r.get("coil") else None
+        best_ind = min(v for v in (r.get("inductor"), r.get("inductor_ro")) if v is not None)
+        best = f"{best_ind / best_coil:.2f}x" if best_coil else "—"
+        lines.append(f"| {r['model']} | " + " | ".join(cells) + f" | {ratio} | {best} |")
+    return "\n".join(lines + ([""] + notes if notes else [])) + "\n"
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu", choices=["cpu", "cuda"])
+    p.add_argument("--models", default=",".join(MODELS))
+    p.add_argument("--iters", type=int, default=100)
+    p.add_argument("--coil", default=str(REPO / "build" / "coil"))
+    p.add_argument("--baseline", default="", help="another coil binary (an earlier commit's) for a column of its own")
+    p.add_argument("--out", default="")
+    a = p.parse_args()
+    commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
+                            text=True).stdout.strip() or "unknown"
+    machine = torch.cuda.get_device_name() if a.device == "cuda" else platform.processor() or platform.machine()
+    rows = []
+    with tempfile.TemporaryDirectory() as work:
+        for name in a.models.split(","):
+            try:
+                rows.append(bench_model(name, a.device, a.iters, a.coil, a.baseline, Path(work)))
+            except Exception as e:  # a model that cannot be built, exported or compiled: its row says why
+                rows.append({"model": name, "error": f"{type(e).__name__}: {str(e).splitlines()[0][:150]}"})
+            print(rows[-1], flush=True)
+    text = (f"Models on {machine} ({a.device}), commit {commit}, torch {torch.__version__}; "
+            f"medians of {a.iters} calls; ratios > 1: coil faster\n\n" + table(rows, a.device, bool(a.baseline)))
+    print(text)
+    if a.out:
+        Path(a.out).mkdir(parents=True, exist_ok=True)
+        (Path(a.out) / "models.md").write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
