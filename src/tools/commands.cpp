@@ -5,7 +5,7 @@
 #include <iostream>
 #include <map>
 
-#include "codegen/triton/gpu_epilogue.h"
+#include "codegen/gpu/gpu_epilogue.h"
 #include "driver/compile.h"
 #include "frontend/parser.h"
 #include "frontend/printer.h"

@@ -21,7 +21,7 @@
 #include <utility>
 #include <vector>
 
-#include "codegen/triton/gpu_epilogue.h"
+#include "codegen/gpu/gpu_epilogue.h"
 #include "driver/compile.h"
 #include "frontend/parser.h"
 #include "io/compare.h"

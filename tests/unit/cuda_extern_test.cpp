@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "codegen/triton/gpu_epilogue.h"
+#include "codegen/gpu/gpu_epilogue.h"
 #include "runtime/cuda_blaslt.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/cuda_extern.h"
