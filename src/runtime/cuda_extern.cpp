@@ -3,6 +3,7 @@
 #include "runtime/cuda_extern.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <vector>
 
@@ -22,6 +23,11 @@ using ir::Program;
 using ir::View;
 
 namespace {
+
+std::atomic<int64_t> setups{0};
+
+// One set-up: a handle, descriptors, a heuristic's answer or an allocation.
+void note_setup() { setups.fetch_add(1, std::memory_order_relaxed); }
 
 void *device_pointer(CUdeviceptr base, int64_t offset, DType t) {
   return reinterpret_cast<void *>(uintptr_t(base + CUdeviceptr(offset * itemsize(t))));
@@ -109,6 +115,7 @@ DeviceBuffer ones_vector(DType t, int64_t count) {
     std::memcpy(one.data(), &v, 2);
   }
   for (size_t i = 0; i < bytes; i += size) std::memcpy(host.data() + i, one.data(), size);
+  note_setup();
   DeviceBuffer out(bytes);
   out.upload(host.data(), bytes);
   return out;
@@ -138,12 +145,16 @@ ExternHandles::~ExternHandles() {
 }
 
 cublasHandle_t ExternHandles::blas(std::string_view what) {
-  if (!blas_) COIL_CUBLAS(cublasCreate, &blas_);
+  if (blas_) return blas_;
+  note_setup();
+  COIL_CUBLAS(cublasCreate, &blas_);
   return blas_;
 }
 
 cudnnHandle_t ExternHandles::dnn(std::string_view what) {
-  if (!dnn_) COIL_CUDNN(cudnnCreate, &dnn_);
+  if (dnn_) return dnn_;
+  note_setup();
+  COIL_CUDNN(cudnnCreate, &dnn_);
   return dnn_;
 }
 
@@ -183,6 +194,8 @@ struct PreparedExtern::Cudnn {
 };
 
 // ---- load time ------------------------------------------------------------------------------
+
+int64_t extern_setups() { return setups.load(std::memory_order_relaxed); }
 
 std::string missing_library(const GpuExternPlan &plan) {
   switch (plan.library) {
@@ -241,6 +254,7 @@ void PreparedExtern::prepare_convolution(ExternHandles &handles) {
   std::string_view what = what_;
   const codegen::ConvPlan &c = plan_.conv;
   const cuda::Cudnn &api = cudnn();
+  note_setup();  // the descriptors, the heuristic and the workspace size, once per step
   dnn_ = std::make_unique<Cudnn>();
   Cudnn &d = *dnn_;
   DType t = plan_.dtype;
@@ -312,6 +326,7 @@ BoundExternPtr PreparedExtern::bind(ExternHandles &handles, const BufferAddress 
   if (epilogue_on_host_) {
     // The product into a buffer of its own, which the epilogue's host loops read.
     const TensorType &t = p_.buffer(n_.outputs[0]).type;
+    note_setup();
     b->result = DeviceBuffer(size_t(std::max<int64_t>(storage_extent(t), 1)) * size_t(itemsize(t.dtype)));
     CUdeviceptr result = b->result.ptr();
     BufferId out = n_.outputs[0];
@@ -353,6 +368,7 @@ BoundExternPtr PreparedExtern::bind(ExternHandles &handles, const BufferAddress 
       call.beta = g.beta;
       call.epilogue = plan_.lt_epilogue;
       if (plan_.lt_bias) call.bias = device_pointer(address(plan_.lt_bias->buffer), plan_.lt_bias->offset, t);
+      note_setup();
       b->lt = std::make_unique<LtMatmul>(call, workspace_bytes_, what_);
       b->lt_a = at(g.a), b->lt_b = at(g.b), b->lt_d = at(g.c);
       break;
@@ -453,8 +469,12 @@ void run_gpu_extern(const Program &p, const Node &n, const BufferAddress &addres
                     const sched::Epilogue *epilogue) {
   COIL_ASSERT(n.kind == ir::NodeKind::Extern && n.outputs.size() == 1, "run_gpu_extern of a node that is not an extern call");
   driver();  // no driver: its reason, before any library is tried
+  CUcontext context = nullptr;
+  COIL_CU(cuCtxGetCurrent, &context);
+  if (!context) Device::get();  // the caller's context when it has one, else device 0's
   ExternHandles handles;
   PreparedExtern step(p, n, epilogue, codegen::plan_gpu_extern(p, n, epilogue), kernel, handles);
+  note_setup();
   DeviceBuffer workspace(std::max<size_t>(step.workspace_bytes(), 1));
   BoundExternPtr bound = step.bind(handles, address, workspace.ptr());
   step.run(*bound, stream);

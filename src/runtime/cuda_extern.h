@@ -119,6 +119,11 @@ std::string gpu_extern_library(const ir::Program &p, const ir::Node &n);
 /// The library `plan` wants that this machine lacks, in words; empty when all are here.
 std::string missing_library(const codegen::GpuExternPlan &plan);
 
+/// How many times this process has set up an extern step: created a cuBLAS or cuDNN
+/// handle, a cuDNN descriptor or a cuBLASLt matmul, asked a heuristic, or allocated device
+/// memory for one. Load and bind time add to it; PreparedExtern::run never does.
+int64_t extern_setups();
+
 /// Plans, prepares, binds and runs extern node `n` once (tests and one-off calls; a
 /// program prepares once at load): reads its operand views and writes its output buffer
 /// (or the epilogue's) at the addresses given, on `stream`, and waits for it.

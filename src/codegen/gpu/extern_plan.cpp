@@ -323,7 +323,9 @@ std::string plan_convolution(const Program &p, const Node &n, GpuExternPlan &pla
   if (!to_cudnn(x.sizes, x.strides, spatial, c.x_sizes, &c.x_strides) || !to_cudnn(w.sizes, w.strides, spatial, c.w_sizes, nullptr) ||
       !to_cudnn(out.sizes, out.strides, spatial, c.y_sizes, &c.y_strides) || !fits_int(groups))
     return "a size or stride is more than cuDNN's int takes";
-  c.tensors = channels_last(c.x_sizes, c.x_strides) ? TensorFormat::NHWC : TensorFormat::NCHW;
+  // NHWC when the input and the output both are; mixed orders stay as cuDNN's NCHW.
+  bool both_nhwc = channels_last(c.x_sizes, c.x_strides) && channels_last(c.y_sizes, c.y_strides);
+  c.tensors = both_nhwc ? TensorFormat::NHWC : TensorFormat::NCHW;
   // The weight is a cuDNN filter, which has a layout but no strides. Packed both ways (a
   // 1x1 weight), it takes the input's order, so cuDNN converts neither.
   std::vector<size_t> nchw, nhwc = {1};

@@ -18,9 +18,9 @@
 // buffer of its own and the post-ops on the host, with the reason.
 //
 // Convolutions: cuDNN's convolution API, 1 to 3 spatial dims (1 as 2 with a unit height),
-// input and output described by their strides (NHWC where they are channels-last), the
-// weight a packed cuDNN filter in NCHW or NHWC order (a channels-last input picks NHWC when
-// the weight is packed both ways, as a 1x1 weight is), groups, dilation; the bias added
+// input and output described by their strides (NHWC where both are channels-last), the
+// weight a packed cuDNN filter in NCHW or NHWC order (NHWC tensors pick NHWC when the
+// weight is packed both ways, as a 1x1 weight is), groups, dilation; the bias added
 // after by cudnnAddTensor; a transposed convolution is cuDNN's backward-data pass. f32
 // without TF32. The algorithm and its workspace are decided when the program is loaded.
 //
@@ -91,7 +91,7 @@ struct ConvPlan {
   bool bias = false;
   int groups = 1;
   TensorFormat filter = TensorFormat::NCHW;  // the weight's packed order
-  TensorFormat tensors = TensorFormat::NCHW;  // the input's and output's order, from their strides
+  TensorFormat tensors = TensorFormat::NCHW;  // NHWC when the input and output both are channels-last
   std::vector<int> x_sizes, x_strides, w_sizes, y_sizes, y_strides, padding, stride, dilation;
   std::vector<int> bias_sizes, bias_strides;  // 1 x C x 1 x 1 (x 1), broadcast over the output
 };
