@@ -7,7 +7,6 @@
 #include <cstring>
 #include <vector>
 
-#include "coil/prelude.h"
 #include "io/host_tensor.h"
 #include "support/error.h"
 
@@ -111,7 +110,7 @@ DeviceBuffer ones_vector(DType t, int64_t count) {
     double v = 1;
     std::memcpy(one.data(), &v, 8);
   } else {
-    uint16_t v = t == DType::BF16 ? coil_rt::f32_to_bf16(1.0f) : coil_rt::f32_to_f16(1.0f);
+    uint16_t v = t == DType::BF16 ? float_to_bf16(1.0f) : float_to_half(1.0f);
     std::memcpy(one.data(), &v, 2);
   }
   for (size_t i = 0; i < bytes; i += size) std::memcpy(host.data() + i, one.data(), size);
