@@ -109,8 +109,6 @@ int64_t element(const View &v, const int64_t *idx) {
   return at;
 }
 
-
-
 // One post-op on the running value y, as the IR computes it (f32 math, in double here).
 double post_op(const sched::PostOp &op, double y, double t) {
   using K = sched::PostOpKind;
