@@ -373,7 +373,7 @@ BoundExternPtr PreparedExtern::bind(ExternHandles &handles, const BufferAddress 
       break;
     }
     case Mode::Conv: {
-      if (!convolution_addresses_fit(p_, n_, address)) {
+      if (!convolution_addresses_fit(p_, n_, b->product_address)) {
         b->host = true;
         break;
       }
@@ -381,7 +381,7 @@ BoundExternPtr PreparedExtern::bind(ExternHandles &handles, const BufferAddress 
       const View &x = n_.operands[0], &w = n_.operands[1];
       b->x = device_pointer(address(x.buffer), x.offset, t);
       b->w = device_pointer(address(w.buffer), w.offset, t);
-      b->y = device_pointer(address(n_.outputs[0]), 0, t);
+      b->y = device_pointer(b->product_address(n_.outputs[0]), 0, t);
       if (plan_.conv.bias) b->bias = device_pointer(address(n_.operands[2].buffer), n_.operands[2].offset, t);
       break;
     }
