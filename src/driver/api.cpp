@@ -12,7 +12,7 @@
 
 #include "coil/artifact.h"
 #include "coil/coil.h"
-#include "codegen/triton/gpu_epilogue.h"
+#include "codegen/gpu/gpu_epilogue.h"
 #include "driver/compile.h"
 #include "frontend/parser.h"
 #include "io/graph_tensors.h"

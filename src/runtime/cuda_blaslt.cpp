@@ -114,43 +114,52 @@ Handle handle_for_current_context(std::string_view what) {
   return h;
 }
 
-// The descriptors of one call, destroyed with the object.
-struct Descriptors {
-  Desc desc = nullptr;
-  Layout a = nullptr, b = nullptr, d = nullptr;
-  Preference preference = nullptr;
-  ~Descriptors() {
-    const Api &api = loaded().api;
-    if (preference) api.cublasLtMatmulPreferenceDestroy(preference);
-    for (Layout l : {a, b, d})
-      if (l) api.cublasLtMatrixLayoutDestroy(l);
-    if (desc) api.cublasLtMatmulDescDestroy(desc);
+// cublasLtEpilogue_t's value of each epilogue.
+int epilogue_value(codegen::LtEpilogue e) {
+  using E = codegen::LtEpilogue;
+  switch (e) {
+    case E::None: return 1;
+    case E::Relu: return 2;
+    case E::Bias: return 4;
+    case E::ReluBias: return 6;
+    case E::Gelu: return 32;
+    case E::GeluBias: return 36;
   }
-};
+  return 1;
+}
 
 }  // namespace
 
 bool cublaslt_available() { return loaded().reason.empty(); }
 std::string cublaslt_unavailable_reason() { return loaded().reason; }
 
-std::string_view lt_epilogue_name(LtEpilogue e) {
-  switch (e) {
-    case LtEpilogue::None: return "none";
-    case LtEpilogue::Relu: return "relu";
-    case LtEpilogue::Bias: return "bias";
-    case LtEpilogue::ReluBias: return "bias+relu";
-    case LtEpilogue::Gelu: return "gelu";
-    case LtEpilogue::GeluBias: return "bias+gelu";
+// The descriptors of one product, made once and destroyed with it.
+struct LtMatmul::State {
+  Handle handle = nullptr;
+  Desc desc = nullptr;
+  Layout a = nullptr, b = nullptr, d = nullptr;
+  Algo algo{};
+  size_t workspace_bytes = 0;
+  float alpha = 1, beta = 0;
+  ~State() {
+    const Api &api = loaded().api;
+    for (Layout l : {a, b, d})
+      if (l) api.cublasLtMatrixLayoutDestroy(l);
+    if (desc) api.cublasLtMatmulDescDestroy(desc);
   }
-  return "?";
-}
+};
 
-void lt_matmul(const LtGemm &g, CUstream stream, void *workspace, size_t workspace_bytes, std::string_view what) {
+LtMatmul::LtMatmul(const LtGemm &g, size_t workspace_bytes, std::string what_text)
+    : s_(std::make_unique<State>()), what_(std::move(what_text)) {
+  std::string_view what = what_;
   if (!cublaslt_available()) throw UserError(str_cat(cublaslt_unavailable_reason(), " while ", what));
-  Handle handle = handle_for_current_context(what);
-  Descriptors s;
+  State &s = *s_;
+  s.handle = handle_for_current_context(what);
+  s.workspace_bytes = workspace_bytes;
+  s.alpha = float(g.alpha);
+  s.beta = float(g.beta);
   COIL_LT(cublasLtMatmulDescCreate, &s.desc, kComputeF32, kScaleF32);
-  int ta = g.a.transposed ? kOpT : kOpN, tb = g.b.transposed ? kOpT : kOpN, epilogue = int(g.epilogue);
+  int ta = g.a.transposed ? kOpT : kOpN, tb = g.b.transposed ? kOpT : kOpN, epilogue = epilogue_value(g.epilogue);
   COIL_LT(cublasLtMatmulDescSetAttribute, s.desc, kDescTransA, &ta, sizeof ta);
   COIL_LT(cublasLtMatmulDescSetAttribute, s.desc, kDescTransB, &tb, sizeof tb);
   COIL_LT(cublasLtMatmulDescSetAttribute, s.desc, kDescEpilogue, &epilogue, sizeof epilogue);
@@ -167,18 +176,32 @@ void lt_matmul(const LtGemm &g, CUstream stream, void *workspace, size_t workspa
   layout(s.a, g.a.transposed ? g.k : g.m, g.a.transposed ? g.m : g.k, g.a.ld, g.a.batch_stride);
   layout(s.b, g.b.transposed ? g.n : g.k, g.b.transposed ? g.k : g.n, g.b.ld, g.b.batch_stride);
   layout(s.d, g.m, g.n, g.ldd, g.d_batch_stride);
-  COIL_LT(cublasLtMatmulPreferenceCreate, &s.preference);
+  Preference preference = nullptr;
+  COIL_LT(cublasLtMatmulPreferenceCreate, &preference);
+  const Api &api = loaded().api;
+  struct DropPreference {
+    const Api &api;
+    Preference p;
+    ~DropPreference() { api.cublasLtMatmulPreferenceDestroy(p); }
+  } drop{api, preference};
   uint64_t bytes = workspace_bytes;
-  COIL_LT(cublasLtMatmulPreferenceSetAttribute, s.preference, kPrefMaxWorkspace, &bytes, sizeof bytes);
+  COIL_LT(cublasLtMatmulPreferenceSetAttribute, preference, kPrefMaxWorkspace, &bytes, sizeof bytes);
   HeuristicResult result{};
   int returned = 0;
-  COIL_LT(cublasLtMatmulAlgoGetHeuristic, handle, s.desc, s.a, s.b, s.d, s.d, s.preference, 1, &result, &returned);
+  COIL_LT(cublasLtMatmulAlgoGetHeuristic, s.handle, s.desc, s.a, s.b, s.d, s.d, preference, 1, &result, &returned);
   if (returned == 0)
-    throw UserError(str_cat("cuBLASLt has no algorithm for this product with epilogue ", lt_epilogue_name(g.epilogue),
-                            " while ", what));
-  float alpha = float(g.alpha), beta = float(g.beta);
-  COIL_LT(cublasLtMatmul, handle, s.desc, &alpha, g.a.data, s.a, g.b.data, s.b, &beta, g.d, s.d, g.d, s.d, &result.algo,
-          workspace, workspace_bytes, stream);
+    throw UserError(str_cat("cuBLASLt has no algorithm for this product with epilogue ",
+                            codegen::lt_epilogue_name(g.epilogue), " while ", what));
+  s.algo = result.algo;
+}
+
+LtMatmul::~LtMatmul() = default;
+
+void LtMatmul::run(const void *a, const void *b, void *d, CUstream stream, void *workspace) const {
+  std::string_view what = what_;
+  const State &s = *s_;
+  COIL_LT(cublasLtMatmul, s.handle, s.desc, &s.alpha, a, s.a, b, s.b, &s.beta, d, s.d, d, s.d, &s.algo, workspace,
+          s.workspace_bytes, stream);
 }
 
 }  // namespace coil::cuda

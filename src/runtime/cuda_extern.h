@@ -1,82 +1,133 @@
-// The extern calls of the loop IR (matrix products, convolutions) on the GPU, through the
-// vendor libraries loaded at run time as the driver is (runtime/cuda_driver.h): cuBLAS
-// for the matmul family, cuDNN for convolutions. Neither is needed to build coil, and a
-// machine without them still runs every call: what a library cannot take (a view it has
-// no layout for, an integer dtype, a missing library) runs as coil's plain loops
-// (runtime/include/coil/extern_loops.h) on the host, between a download and an upload.
+// The extern calls of the loop IR (matrix products, convolutions) on the GPU, run as their
+// plans say (codegen/gpu/extern_plan.h: cuBLAS, cuBLASLt with an epilogue, cuDNN, or the
+// host loops with the reason), through the libraries loaded at run time
+// (runtime/cuda_libraries.h, runtime/cuda_blaslt.h).
 //
-// Products: one cublasGemmStridedBatchedEx per call. Row-major C = A @ B is the column-major
-// product C^T = B^T A^T, so a row-major output needs no copy; each operand needs a unit
-// stride in one of its two matrix dims, the other being its leading dimension. f32 runs in
-// full precision (CUBLAS_COMPUTE_32F, never TF32, as PyTorch's default), f16 and bf16 with
-// f32 accumulation, f64 in f64. A bias (addmm, baddbmm, addmv) is first broadcast into the
-// output by cuBLAS itself, as GEMMs with one inner element against a vector of ones (a
-// copy that is exact: one product by 1, no sum), then the product adds to it with beta.
-// beta = 0 never reads the bias, NaNs included, as PyTorch does.
-//
-// Convolutions: cuDNN's convolution API, 1 to 3 spatial dims (1 as 2 with a unit height),
-// input and output described by their strides, the weight packed (a cuDNN filter takes
-// no strides), groups, dilation; the bias added after by cudnnAddTensor; a transposed
-// convolution is cuDNN's backward-data pass. f32 without TF32 (FMA kernels only).
-//
-// Products with an epilogue (bias, relu, gelu_tanh fused by the scheduler where
-// codegen/triton/gpu_epilogue.h says cuBLASLt takes it): one cublasLtMatmul with the
-// epilogue, writing the epilogue's output; the call's own output is never stored. Without
-// cuBLASLt, or for a layout it cannot take, the product runs as above into a buffer of its
-// own and the post-ops run on the host.
-//
-// Every library call is checked; a failure names the call, the library's status name,
-// the graph node and the kernel. Tests: tests/unit/cuda_extern_test.cpp (any machine),
-// tests/gpu/extern_test.cpp (a GPU).
+// Three moments, so that a call does no planning:
+//   - compile time: the plan, made without a GPU and kept in the host program;
+//   - load time (PreparedExtern, once per program): whether the library the plan wants is
+//     on this machine (else the host loops, saying so), cuDNN's descriptors and its
+//     algorithm (the heuristic's first that keeps f32 off TF32), the workspace it needs,
+//     the vector of ones a bias broadcast reads; then per workspace of fixed addresses
+//     (bind): the cuBLAS and cuDNN handles, cuBLASLt's descriptors and algorithm, every
+//     operand's address, whether the operands overlap the output (the host loops then);
+//   - per call (run): the library calls with those addresses, on the caller's stream.
+// Every library call is checked; a failure names the call, the library's status name, the
+// graph node and the kernel.
+// Tests: tests/unit/cuda_extern_test.cpp (any machine), tests/gpu/extern_test.cpp and
+// tests/gpu/program_test.cpp (a GPU).
 #pragma once
 
-#include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 
+#include "codegen/gpu/extern_plan.h"
 #include "ir/loop_ir.h"
+#include "runtime/cuda_blaslt.h"
 #include "runtime/cuda_driver.h"
+#include "runtime/cuda_extern_host.h"
+#include "runtime/cuda_libraries.h"
 #include "scheduler/epilogue.h"
 
 namespace coil::cuda {
 
-/// The device address of element 0 of buffer `b`'s storage, as the executor placed it.
-using BufferAddress = std::function<CUdeviceptr(ir::BufferId)>;
+/// The cuBLAS and cuDNN handles of one workspace, made in the current context when first
+/// asked for (at bind time) and destroyed with it. A handle is not shared between calls
+/// that run at once: one per workspace.
+class ExternHandles {
+ public:
+  ExternHandles() = default;
+  ~ExternHandles();
+  ExternHandles(const ExternHandles &) = delete;
+  ExternHandles &operator=(const ExternHandles &) = delete;
 
-/// Which library runs extern node `n` of `p` on the GPU, in words for `coil compile --explain`:
-/// e.g. "cuBLAS cublasGemmStridedBatchedEx (f32, TF32 off)", "cuDNN convolution forward (NCHW)",
-/// or "host loops: <reason>" (no libcublas on this machine, a view cuBLAS cannot take, ...).
-/// Decided from the node alone plus library availability; never throws.
-std::string gpu_extern_library(const ir::Program &p, const ir::Node &n);
+  cublasHandle_t blas(std::string_view what);
+  cudnnHandle_t dnn(std::string_view what);
 
-/// The same decision as if cuBLAS, cuBLASLt and cuDNN were loadable here
-/// (`assume_libraries`), or with what this machine has (false): the node's part of the
-/// decision, testable anywhere. With `epilogue` (fused onto `n`): "cuBLASLt cublasLtMatmul
-/// with epilogue bias+relu (...)", or "host loops for the epilogue: <why>; the product:
-/// <the decision without it>".
-std::string gpu_extern_library(const ir::Program &p, const ir::Node &n, bool assume_libraries);
+ private:
+  cublasHandle_t blas_ = nullptr;
+  cudnnHandle_t dnn_ = nullptr;
+};
+
+/// One prepared step bound to one workspace's addresses (what run() reads), owned
+/// through BoundExternPtr.
+struct BoundExtern;
+struct BoundExternDelete {
+  void operator()(BoundExtern *b) const;
+};
+using BoundExternPtr = std::unique_ptr<BoundExtern, BoundExternDelete>;
+
+/// One extern step prepared when its program is loaded. Keeps references to `p`, `n` and
+/// `epilogue`, which must outlive it.
+class PreparedExtern {
+ public:
+  /// In the current context: library availability, cuDNN's descriptors and algorithm
+  /// (asked through `handles`), the vector of ones. `kernel` names the step in errors.
+  PreparedExtern(const ir::Program &p, const ir::Node &n, const sched::Epilogue *epilogue, codegen::GpuExternPlan plan,
+                 std::string_view kernel, ExternHandles &handles);
+  ~PreparedExtern();
+  PreparedExtern(const PreparedExtern &) = delete;
+  PreparedExtern &operator=(const PreparedExtern &) = delete;
+
+  const codegen::GpuExternPlan &plan() const { return plan_; }
+  /// Whether any of the call (the product or the epilogue) runs on the host's loops
+  /// here, which a CUDA graph cannot hold (a workspace whose operands overlap the output
+  /// may also run a product there: bind decides).
+  bool on_host() const;
+  /// What runs the call on this machine, in words: the plan's, or the host loops with the
+  /// missing library; cuDNN's algorithm and workspace.
+  std::string words() const;
+  /// The device workspace run() is given, in bytes (cuDNN's algorithm's, cuBLASLt's).
+  size_t workspace_bytes() const { return workspace_bytes_; }
+
+  /// The step on one workspace: `address` gives every buffer's fixed address, `workspace`
+  /// at least workspace_bytes() of device memory that only this workspace's calls use.
+  BoundExternPtr bind(ExternHandles &handles, const BufferAddress &address, CUdeviceptr workspace) const;
+  /// Runs the call on `stream` as bound: library calls with addresses, nothing else
+  /// (the host loops download, compute and upload).
+  void run(BoundExtern &bound, CUstream stream) const;
+
+ private:
+  enum class Mode : uint8_t { Nothing, Gemm, Lt, Conv, Host };
+  struct Cudnn;
+
+  void prepare_convolution(ExternHandles &handles);
+
+  const ir::Program &p_;
+  const ir::Node &n_;
+  const sched::Epilogue *epilogue_;
+  codegen::GpuExternPlan plan_;
+  std::string what_;           // "running extern node ... of kernel ...", for errors
+  Mode mode_ = Mode::Host;
+  std::string missing_;        // the library the plan wants and this machine lacks
+  bool epilogue_on_host_ = false;
+  size_t workspace_bytes_ = 0;
+  std::unique_ptr<Cudnn> dnn_;  // Conv: descriptors and algorithm
+  DeviceBuffer ones_;           // the vector of ones the bias broadcast reads
+};
+
+/// Which library runs extern node `n` of `p` (with `epilogue` fused onto it, or null), in
+/// words for `coil compile --explain`: its plan's words (codegen::GpuExternPlan::words)
+/// with `assume_libraries`, else with what this machine has ("host loops: <why>" where a
+/// library is missing). Needs no GPU; never throws.
 std::string gpu_extern_library(const ir::Program &p, const ir::Node &n, const sched::Epilogue *epilogue,
                                bool assume_libraries);
+std::string gpu_extern_library(const ir::Program &p, const ir::Node &n, bool assume_libraries);
+std::string gpu_extern_library(const ir::Program &p, const ir::Node &n);
 
-/// Runs extern node `n`: reads its operand views (ir::View: buffer, sizes, strides, offset, in
-/// elements) and writes its output buffer n.outputs[0] (the whole buffer, laid out by
-/// p.buffer(out).type.strides) at the addresses given, on `stream`.
-void run_gpu_extern(const ir::Program &p, const ir::Node &n, const BufferAddress &address, CUstream stream);
+/// The library `plan` wants that this machine lacks, in words; empty when all are here.
+std::string missing_library(const codegen::GpuExternPlan &plan);
 
-/// The same, with the name of the kernel the call belongs to, for error messages, and the
-/// epilogue fused onto the call (null: none), whose output it then writes instead.
+/// How many times this process has set up an extern step: created a cuBLAS or cuDNN
+/// handle, a cuDNN descriptor or a cuBLASLt matmul, asked a heuristic, or allocated device
+/// memory for one. Load and bind time add to it; PreparedExtern::run never does.
+int64_t extern_setups();
+
+/// Plans, prepares, binds and runs extern node `n` once (tests and one-off calls; a
+/// program prepares once at load): reads its operand views and writes its output buffer
+/// (or the epilogue's) at the addresses given, on `stream`, and waits for it.
 void run_gpu_extern(const ir::Program &p, const ir::Node &n, const BufferAddress &address, CUstream stream,
-                    std::string_view kernel, const sched::Epilogue *epilogue = nullptr);
-
-/// Whether libcublas loaded with every function coil calls (no GPU needed to answer).
-/// Never throws; the first call loads it.
-bool cublas_available();
-/// Why not, in words ("libcublas.so.13, libcublas.so.12 and libcublas.so cannot be loaded
-/// (...): no cuBLAS on this machine"); empty when available.
-std::string cublas_unavailable_reason();
-
-/// The same for libcudnn.
-bool cudnn_available();
-std::string cudnn_unavailable_reason();
+                    std::string_view kernel = {}, const sched::Epilogue *epilogue = nullptr);
 
 }  // namespace coil::cuda

@@ -118,6 +118,9 @@ struct CudaProgram::Workspace {
   std::vector<std::vector<const void *>> arg_pointers;  // per step: what CudaKernel::launch reads
   std::unique_ptr<cuda::Stream> capture_stream;        // graphs: where the steps first ran and were captured
   std::unique_ptr<cuda::Graph> graph;                  // graphs: the steps, captured after the first call
+  std::unique_ptr<cuda::ExternHandles> handles;        // cuBLAS and cuDNN handles of this workspace's calls
+  cuda::DeviceBuffer extern_workspace;                 // the extern steps' workspace, one at a time
+  std::vector<cuda::BoundExternPtr> externs;        // per step: the prepared call on these addresses
 };
 
 // A workspace taken from the pool for one call and given back after it.
@@ -238,8 +241,28 @@ CudaProgram::CudaProgram(const sched::Schedule &s, codegen::GpuProgram gpu, cons
         [&] { return str_cat("loading kernel ", gpu_.kernels[i].name); });
   }
   stream_ = std::make_unique<cuda::Stream>(*device_);
+  prepare_externs();
   decide_graphs();
-  free_workspaces_.push_back(make_workspace());
+  free_workspaces_.push_back(make_workspace(std::move(load_handles_)));
+}
+
+// Each extern step's plan prepared once: libraries, cuDNN's descriptors and algorithm, the
+// workspace. The handles used here become the first workspace's.
+void CudaProgram::prepare_externs() {
+  load_handles_ = std::make_unique<cuda::ExternHandles>();
+  externs_.resize(gpu_.steps.size());
+  for (size_t i = 0; i < gpu_.steps.size(); ++i) {
+    const GpuStep &st = gpu_.steps[i];
+    if (st.kind != GpuStep::Kind::Extern) continue;
+    in_context(
+        [&] {
+          externs_[i] = std::make_unique<cuda::PreparedExtern>(program_, program_.nodes[size_t(st.node)],
+                                                               st.epilogue_or_null(), *st.extern_plan,
+                                                               st.schedule_kernel, *load_handles_);
+        },
+        [&] { return str_cat("preparing ", step_label(i)); });
+    extern_workspace_bytes_ = std::max(extern_workspace_bytes_, externs_[i]->workspace_bytes());
+  }
 }
 
 // Whether the steps replay as one CUDA graph (the option triton.cudagraphs), and why not.
@@ -249,11 +272,9 @@ void CudaProgram::decide_graphs() {
     graphs_note_ = "CUDA graph off: this driver has no graph functions";
     return;
   }
-  for (const GpuStep &st : gpu_.steps) {
-    if (st.kind != GpuStep::Kind::Extern) continue;
-    std::string library =
-        cuda::gpu_extern_library(program_, program_.nodes[size_t(st.node)], st.epilogue_or_null(), false);
-    if (library.rfind("host loops", 0) == 0) {
+  for (size_t i = 0; i < gpu_.steps.size(); ++i) {
+    const GpuStep &st = gpu_.steps[i];
+    if (externs_[i] && externs_[i]->on_host()) {
       graphs_note_ = str_cat("CUDA graph off: ", st.schedule_kernel, " runs on the host's loops, which a graph cannot hold");
       return;
     }
@@ -294,6 +315,7 @@ void CudaProgram::check_program(const std::vector<TritonBinary> &binaries) const
       if (st.node < 0 || size_t(st.node) >= program_.nodes.size() ||
           program_.nodes[size_t(st.node)].kind != ir::NodeKind::Extern)
         throw InternalError(str_cat(label, " (", st.schedule_kernel, ") calls node ", st.node, ", which is not an extern call"));
+      if (!st.extern_plan) throw InternalError(str_cat(label, " (", st.schedule_kernel, ") has no extern plan"));
     }
   }
 }
@@ -305,7 +327,7 @@ std::string CudaProgram::step_label(size_t i) const {
                  ir::extern_op_name(program_.nodes[size_t(st.node)].extern_op), ")");
 }
 
-std::unique_ptr<CudaProgram::Workspace> CudaProgram::make_workspace() const {
+std::unique_ptr<CudaProgram::Workspace> CudaProgram::make_workspace(std::unique_ptr<cuda::ExternHandles> handles) const {
   const ir::Program &p = program_;
   device_->make_current();
   auto ws = std::make_unique<Workspace>();
@@ -343,6 +365,19 @@ std::unique_ptr<CudaProgram::Workspace> CudaProgram::make_workspace() const {
     for (const CUdeviceptr &value : w.args[i]) w.arg_pointers[i].push_back(&value);
   }
   if (graphs_) w.capture_stream = std::make_unique<cuda::Stream>(*device_);
+  // Extern steps on these addresses, with this workspace's handles and scratch.
+  w.handles = handles ? std::move(handles) : std::make_unique<cuda::ExternHandles>();
+  if (extern_workspace_bytes_ > 0) w.extern_workspace = cuda::DeviceBuffer(extern_workspace_bytes_, *device_);
+  w.externs.resize(gpu_.steps.size());
+  cuda::BufferAddress address = [this, &w](ir::BufferId b) -> CUdeviceptr {
+    if (b < 0 || size_t(b) >= slots_.size() || !slots_[size_t(b)].placed)
+      throw InternalError(str_cat("the extern call asks for buffer ", b, ", which the GPU program does not place"));
+    return w.address[size_t(b)];
+  };
+  for (size_t i = 0; i < gpu_.steps.size(); ++i)
+    if (externs_[i])
+      in_context([&] { w.externs[i] = externs_[i]->bind(*w.handles, address, w.extern_workspace.ptr()); },
+                 [&] { return str_cat("preparing ", step_label(i)); });
   return ws;
 }
 
@@ -384,13 +419,7 @@ void CudaProgram::run_steps(Workspace &c, CUstream stream, bool sync_each_step) 
         const GpuKernel &k = gpu_.kernels[size_t(st.kernel)];
         kernels_[size_t(st.kernel)]->launch(grid_of(k), c.arg_pointers[i], stream);
       } else {
-        cuda::BufferAddress address = [&](ir::BufferId b) -> CUdeviceptr {
-          if (b < 0 || size_t(b) >= slots_.size() || !slots_[size_t(b)].placed)
-            throw InternalError(str_cat("the extern call asks for buffer ", b, ", which the GPU program does not place"));
-          return c.address[size_t(b)];
-        };
-        cuda::run_gpu_extern(program_, program_.nodes[size_t(st.node)], address, stream, st.schedule_kernel,
-                             st.epilogue_or_null());
+        externs_[i]->run(*c.externs[i], stream);
       }
       if (sync_each_step) cuda::check(cuda::driver().cuStreamSynchronize(stream), "cuStreamSynchronize", "waiting for it");
     }, [&] { return step_label(i); });
@@ -488,7 +517,8 @@ std::string CudaProgram::graphs_note() const {
 std::vector<std::string> CudaProgram::describe() const {
   std::vector<std::string> out;
   if (std::string note = graphs_note(); !note.empty()) out.push_back(note);
-  for (const GpuStep &st : gpu_.steps) {
+  for (size_t i = 0; i < gpu_.steps.size(); ++i) {
+    const GpuStep &st = gpu_.steps[i];
     if (st.kind == GpuStep::Kind::Launch) {
       const GpuKernel &k = gpu_.kernels[size_t(st.kernel)];
       const TritonLaunchFacts &f = kernels_[size_t(st.kernel)]->facts();
@@ -506,7 +536,7 @@ std::vector<std::string> CudaProgram::describe() const {
     for (const ir::View &v : n.operands)
       if (v.buffer >= 0) operands += str_cat(operands.empty() ? "" : " and ", shape_str(v.sizes));
     std::string line = str_cat(st.schedule_kernel.empty() ? std::string("extern") : st.schedule_kernel, ": ",
-                               cuda::gpu_extern_library(program_, n, st.epilogue_or_null(), false), ", ",
+                               externs_[i]->words(), ", ",
                                ir::extern_op_name(n.extern_op));
     if (!operands.empty()) line += " of " + operands;
     if (st.epilogue) line += str_cat(" with its epilogue into ", program_.buffer(st.epilogue->out.buffer).name);

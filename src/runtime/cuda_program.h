@@ -21,6 +21,9 @@
 // launch on the caller's stream and copies the outputs back. Extern calls through cuBLAS
 // and cuDNN are captured with the kernels; a program with an extern call on the host's
 // loops, or whose capture fails, launches its steps one by one (describe() says why).
+// Extern calls are prepared once, by the constructor (runtime/cuda_extern.h: cuDNN's
+// descriptors and algorithm, the workspace the largest needs), then bound to each
+// workspace's addresses (handles, cuBLASLt's descriptors): a call only calls the libraries.
 // Tests: tests/gpu/program_test.cpp (a GPU), scripts/gpu_check.sh (every fixture).
 #pragma once
 
@@ -38,6 +41,11 @@
 #include "scheduler/scheduler.h"
 
 namespace coil {
+
+namespace cuda {
+class ExternHandles;
+class PreparedExtern;
+}  // namespace cuda
 
 class CudaProgram {
  public:
@@ -86,7 +94,9 @@ class CudaProgram {
 
   void check_program(const std::vector<TritonBinary> &binaries) const;
   void decide_graphs();
-  std::unique_ptr<Workspace> make_workspace() const;
+  void prepare_externs();
+  /// A workspace, with the extern handles given (null: new ones).
+  std::unique_ptr<Workspace> make_workspace(std::unique_ptr<cuda::ExternHandles> handles = nullptr) const;
   std::unique_ptr<Lease> prepare(const TensorList &inputs) const;
   void run_steps(Workspace &w, cuda::CUstream stream, bool sync_each_step) const;
   void launch_all(Workspace &w, cuda::CUstream stream, bool sync_each_step) const;
@@ -98,6 +108,9 @@ class CudaProgram {
   const cuda::Device *device_ = nullptr;
   std::vector<std::unique_ptr<cuda::CudaKernel>> kernels_;  // per gpu_.kernels[i]
   std::vector<Slot> slots_;                                 // per buffer id
+  std::vector<std::unique_ptr<cuda::PreparedExtern>> externs_;  // per step; null for launches
+  size_t extern_workspace_bytes_ = 0;                       // the most any extern step needs
+  std::unique_ptr<cuda::ExternHandles> load_handles_;       // what preparing used; the first workspace's
   std::vector<int> output_owner_;  // per output: the first output of the same buffer
   std::unique_ptr<cuda::Stream> stream_;
   bool graphs_ = false;                          // triton.cudagraphs, and nothing rules them out

@@ -8,10 +8,9 @@
 #include "frontend/parser.h"
 #include <chrono>
 
-#include "codegen/triton/gpu_epilogue.h"
+#include "codegen/gpu/gpu_epilogue.h"
 #include "codegen/triton/triton_codegen.h"
 #include "runtime/cpu_module.h"
-#include "runtime/cuda_extern.h"
 #include "runtime/cuda_program.h"
 #include "runtime/triton_build.h"
 #include "support/error.h"
@@ -88,8 +87,7 @@ int compile_cuda(const std::string &file, const std::string &out, bool explain) 
       if (st.kind == codegen::GpuStep::Kind::Extern) {
         const ir::Node &n = p.nodes[size_t(st.node)];
         std::cout << "  " << st.schedule_kernel << " (" << ir::extern_op_name(n.extern_op)
-                  << ") extern library: " << cuda::gpu_extern_library(p, n, st.epilogue_or_null(), true)
-                  << "\n";
+                  << ") extern library: " << st.extern_plan->words() << "\n";
         continue;
       }
       const codegen::GpuKernel &k = gpu.kernels[size_t(st.kernel)];

@@ -258,17 +258,19 @@ std::map<std::string, std::vector<int64_t>> conv_attrs(std::vector<int64_t> stri
 // computed as PyTorch does.
 void conv_case(Case &c, DType t, Shape x_sizes, Shape w_sizes, std::vector<int64_t> stride, std::vector<int64_t> padding,
                std::vector<int64_t> dilation, std::vector<int64_t> out_padding, int64_t groups, bool transposed,
-               bool bias, bool channels_last_input = false) {
+               bool bias, bool channels_last_input = false, bool channels_last_output = false) {
   size_t spatial = w_sizes.size() - 2;
-  Shape x_strides;
-  if (channels_last_input) {
-    x_strides.assign(x_sizes.size(), 0);
+  // Channels innermost, then the spatial dims, then the batch.
+  auto channels_last = [](const Shape &sizes) {
+    Shape strides(sizes.size(), 0);
     int64_t s = 1;
-    x_strides[1] = s, s *= x_sizes[1];
-    for (size_t d = x_sizes.size(); d-- > 2;) x_strides[d] = s, s *= x_sizes[d];
-    x_strides[0] = s;
-  }
-  BufferId x = c.buffer(t, x_sizes, x_strides), w = c.buffer(t, w_sizes);
+    strides[1] = s, s *= sizes[1];
+    for (size_t d = sizes.size(); d-- > 2;) strides[d] = s, s *= sizes[d];
+    strides[0] = s;
+    return strides;
+  };
+  Shape x_strides = channels_last_input ? channels_last(x_sizes) : Shape{};
+  BufferId x = c.buffer(t, x_sizes, x_strides), w = c.buffer(t, w_sizes, channels_last_output ? channels_last(w_sizes) : Shape{});
   int64_t cout = transposed ? w_sizes[1] * groups : w_sizes[0];
   Shape out = {x_sizes[0], cout};
   int64_t window = transposed ? w_sizes[0] / groups : w_sizes[1];
@@ -279,7 +281,7 @@ void conv_case(Case &c, DType t, Shape x_sizes, Shape w_sizes, std::vector<int64
     window *= k;
   }
   View b = bias ? c.whole(c.buffer(t, {cout})) : View{};
-  c.node(ExternOp::Convolution, {c.whole(x), c.whole(w), b}, t, out, {}, {},
+  c.node(ExternOp::Convolution, {c.whole(x), c.whole(w), b}, t, out, channels_last_output ? channels_last(out) : Shape{}, {},
          conv_attrs(stride, padding, dilation, out_padding, groups, transposed, window));
 }
 
@@ -450,6 +452,18 @@ void run_all() {
     Case c{"conv2d f32, channels-last input, no bias"};
     conv_case(c, DType::F32, {2, 8, 10, 10}, {16, 8, 3, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, 1, false, false, true);
     check(c, dnn, stream);
+  }
+  // Channels-last in and out: NHWC tensors and filter (codegen/gpu/extern_plan.h), no
+  // layout change; a 1x1 weight (packed both ways) and a 3x3 one.
+  for (DType t : {DType::F32, DType::BF16}) {
+    Case c{str_cat("conv2d ", short_name(t), ", channels-last in and out, 1x1, bias")};
+    conv_case(c, t, {2, 16, 6, 5}, {24, 16, 1, 1}, {1, 1}, {0, 0}, {1, 1}, {0, 0}, 1, false, true, true, true);
+    check(c, "cuDNN convolution forward (NHWC", stream);
+  }
+  {
+    Case c{"conv2d f32, channels-last in and out, 3x3, stride 2"};
+    conv_case(c, DType::F32, {2, 8, 9, 9}, {16, 8, 3, 3}, {2, 2}, {1, 1}, {1, 1}, {0, 0}, 1, false, false, true, true);
+    check(c, "cuDNN convolution forward (NHWC", stream);
   }
   {
     Case c{"conv2d f64, depthwise"};

@@ -21,7 +21,7 @@
 #include <utility>
 #include <vector>
 
-#include "codegen/triton/gpu_epilogue.h"
+#include "codegen/gpu/gpu_epilogue.h"
 #include "driver/compile.h"
 #include "frontend/parser.h"
 #include "io/compare.h"
@@ -29,6 +29,7 @@
 #include "io/safetensors.h"
 #include "ir/interpreter.h"
 #include "runtime/cuda_driver.h"
+#include "runtime/cuda_extern.h"
 #include "runtime/cuda_program.h"
 #include "support/error.h"
 #include "support/options.h"
@@ -193,6 +194,15 @@ std::vector<GraphCase> graph_cases() {
         relu: "f32[40, 56][56, 1]cpu" = torch.ops.aten.relu.default(addmm)
         return (relu,)
 )"},
+      {"channels-last convolutions, 1x1 with a bias and 3x3 (cuDNN in NHWC), and linear+relu", head + R"(x: "f32[2, 16, 10, 10][1600, 1, 160, 16]cpu", w1: "f32[32, 16, 1, 1][16, 1, 16, 16]cpu", b1: "f32[32][1]cpu", w2: "f32[32, 32, 3, 3][288, 1, 96, 32]cpu", y: "f32[20, 40][40, 1]cpu", fw: "f32[24, 40][40, 1]cpu", fb: "f32[24][1]cpu"):
+        convolution: "f32[2, 32, 10, 10][3200, 1, 320, 32]cpu" = torch.ops.aten.convolution.default(x, w1, b1, [1, 1], [0, 0], [1, 1], False, [0, 0], 1)
+        relu: "f32[2, 32, 10, 10][3200, 1, 320, 32]cpu" = torch.ops.aten.relu.default(convolution)
+        convolution_1: "f32[2, 32, 10, 10][3200, 1, 320, 32]cpu" = torch.ops.aten.convolution.default(relu, w2, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1)
+        t: "f32[40, 24][1, 40]cpu" = torch.ops.aten.t.default(fw)
+        addmm: "f32[20, 24][24, 1]cpu" = torch.ops.aten.addmm.default(fb, y, t)
+        relu_1: "f32[20, 24][24, 1]cpu" = torch.ops.aten.relu.default(addmm)
+        return (relu_1, convolution_1)
+)"},
       {"transposed add (tiles)", head + R"(x: "f32[256, 512][512, 1]cpu", y: "f32[512, 256][256, 1]cpu"):
         permute: "f32[256, 512][1, 256]cpu" = torch.ops.aten.permute.default(y, [1, 0])
         add: "f32[256, 512][512, 1]cpu" = torch.ops.aten.add.Tensor(x, permute)
@@ -241,12 +251,18 @@ void check_graph_cases(const std::string &mode) {
       Compiled c = compile_for_gpu(frontend::parse_graph(gc.text, "test.py"));
       TensorList inputs = make_inputs(c.c.lowered, 1);
       std::string problem = compare_with_reference(c.c, c.program->run(inputs), inputs);
-      if (!problem.empty() || gc.name.find("cuBLASLt epilogue") == std::string::npos) return problem;
-      for (const std::string &line : c.program->describe())
-        if (line.find("cuBLASLt cublasLtMatmul with epilogue") != std::string::npos) return std::string();
+      if (!problem.empty()) return problem;
+      // What the case's name promises, in the steps' words.
       std::string lines;
       for (const std::string &line : c.program->describe()) lines += "\n     " + line;
-      return "no step runs through cuBLASLt:" + lines;
+      if (gc.name.find("cuBLASLt epilogue") != std::string::npos &&
+          lines.find("cuBLASLt cublasLtMatmul with epilogue") == std::string::npos)
+        return "no step runs through cuBLASLt:" + lines;
+      if (gc.name.find("NHWC") != std::string::npos &&
+          (lines.find("kernel0: cuDNN convolution forward (NHWC") == std::string::npos ||
+           lines.find("cuBLASLt cublasLtMatmul with epilogue bias+relu") == std::string::npos))
+        return "the 1x1 convolution is not in NHWC, or linear+relu not in cuBLASLt:" + lines;
+      return std::string();
     });
   }
 }
@@ -358,6 +374,28 @@ void check_contract(const std::string &mode) {
   });
 }
 
+// Extern steps set up once (runtime/cuda_extern.h): the first call may still bind a
+// workspace; calls 2 to 30 create no handle, descriptor or cuBLASLt matmul, ask no
+// heuristic and allocate nothing for them, and still give the first call's bits.
+void check_prepared_once(const std::string &mode) {
+  run_check(mode + "extern steps are prepared once, not per call", [&] {
+    const GraphCase *conv = nullptr;
+    for (const GraphCase &gc : graph_cases())
+      if (gc.name.find("NHWC") != std::string::npos) conv = &gc;
+    if (!conv) return std::string("no convolution case");
+    Compiled c = compile_for_gpu(frontend::parse_graph(conv->text, "test.py"));
+    TensorList inputs = make_inputs(c.c.lowered, 5);
+    std::vector<HostTensor> first = c.program->run(inputs);
+    int64_t before = cuda::extern_setups();
+    for (int i = 0; i < 29; ++i)
+      if (!same_bits(c.program->run(inputs), first)) return str_cat("call ", i + 2, " differs from the first");
+    c.program->median_seconds(inputs, 20);
+    int64_t after = cuda::extern_setups();
+    if (after != before) return str_cat(after - before, " extern set-ups during calls 2 to 30");
+    return compare_with_reference(c.c, first, inputs);
+  });
+}
+
 int run(int argc, char **argv) {
   if (!cuda::available()) {
     report("cuda driver", false, cuda::unavailable_reason());
@@ -368,6 +406,7 @@ int run(int argc, char **argv) {
               device.multiprocessors(), triton_version().c_str(), triton_python().c_str());
   check_graph_cases("");
   check_contract("");
+  check_prepared_once("");
   // The same contract with every launch replayed from a CUDA graph and every kernel tuned.
   options::set_override("triton.cudagraphs", "1");
   options::set_override("triton.autotune", "1");
@@ -380,6 +419,7 @@ int run(int argc, char **argv) {
     return c.program->uses_graphs() ? std::string() : "not replayed as a graph: " + c.program->graphs_note();
   });
   check_graph_cases("graphs+autotune: ");
+  check_prepared_once("graphs+autotune: ");
   options::clear_overrides();
   std::vector<std::filesystem::path> dirs;
   for (int i = 1; i < argc; ++i) dirs.emplace_back(argv[i]);

@@ -1,14 +1,21 @@
-// Who runs an extern call on the GPU, decided from the node alone: cuBLAS for products
-// whose views it can read, cuDNN for convolutions, the host loops otherwise with the reason.
-// Runs on any machine: the decisions are asked as if the libraries were loadable, and the
-// loaders' own answers are checked to be clean refusals where they are missing. The calls
-// running on a GPU: tests/gpu/extern_test.cpp.
+// Who runs an extern call on the GPU, planned from the node alone at compile time
+// (codegen/gpu/extern_plan.h): cuBLAS for products whose views it can read, with their
+// transposes, leading dims and batch strides; cuBLASLt for epilogues; cuDNN for
+// convolutions, NHWC where the tensors are channels-last; the host loops otherwise with the
+// reason. Runs on any machine: the plans need no library, the words with this machine's
+// libraries are checked to be clean refusals where they are missing, and generate_triton
+// is checked to keep each plan in the host program and kernel_plans.txt. The calls running
+// on a GPU: tests/gpu/extern_test.cpp, tests/gpu/program_test.cpp.
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-#include "codegen/triton/gpu_epilogue.h"
+#include "codegen/gpu/extern_plan.h"
+#include "codegen/gpu/gpu_epilogue.h"
+#include "codegen/triton/triton_codegen.h"
+#include "driver/compile.h"
+#include "frontend/parser.h"
 #include "runtime/cuda_blaslt.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/cuda_extern.h"
@@ -55,6 +62,9 @@ struct Call {
     return program.nodes.back();
   }
   std::string library() const { return gpu_extern_library(program, program.nodes.back(), true); }
+  codegen::GpuExternPlan plan(const sched::Epilogue *e = nullptr) const {
+    return codegen::plan_gpu_extern(program, program.nodes.back(), e);
+  }
 };
 
 std::map<std::string, std::vector<int64_t>> conv_attrs(int64_t groups, bool transposed, size_t spatial = 2) {
@@ -247,6 +257,142 @@ TEST(CudaExternLibrary, RunningWithoutAGpuSaysWhy) {
   const ir::Node &n = c.node(ir::ExternOp::Mm, {c.whole(a), c.whole(b)}, DType::F32, {8, 4});
   EXPECT_EQ(user_error_of([&] { run_gpu_extern(c.program, n, [](BufferId) { return CUdeviceptr(0); }, nullptr); }),
             unavailable_reason());
+}
+
+// ---- the plans' fields ------------------------------------------------------------------------
+
+using codegen::GpuExternLibrary;
+using codegen::TensorFormat;
+
+TEST(GpuExternPlan, LinearsTransposedWeightIsReadTransposed) {
+  // x [8, 16] @ w^T, w a [4, 16] buffer: row-major C is computed as C^T = w x^T, column-major.
+  Call c;
+  BufferId x = c.buffer(DType::F32, {8, 16}), w = c.buffer(DType::F32, {4, 16});
+  c.node(ir::ExternOp::Mm, {c.whole(x), View{w, {16, 4}, {1, 16}, 0}}, DType::F32, {8, 4});
+  codegen::GpuExternPlan p = c.plan();
+  ASSERT_EQ(p.library, GpuExternLibrary::CublasGemm) << p.words();
+  EXPECT_TRUE(p.gemm.swapped);
+  const codegen::GemmCall &g = p.gemm.product;
+  EXPECT_EQ(std::vector<int64_t>({g.m, g.n, g.k, g.batches}), std::vector<int64_t>({4, 8, 16, 1}));
+  EXPECT_EQ(g.a.buffer, w);
+  EXPECT_TRUE(g.a.transposed);  // the weight as it is stored, no copy
+  EXPECT_EQ(g.a.ld, 16);
+  EXPECT_EQ(g.b.buffer, x);
+  EXPECT_FALSE(g.b.transposed);
+  EXPECT_EQ(g.b.ld, 16);
+  EXPECT_EQ(g.c.buffer, c.program.nodes.back().outputs[0]);
+  EXPECT_EQ(g.c.ld, 4);
+  EXPECT_TRUE(p.gemm.bias_copy.empty());
+  EXPECT_EQ(p.workspace_bytes, 0);
+  EXPECT_NE(p.str().find(str_cat("gemm m=4 n=8 k=16 batches=1 alpha=1 beta=0; A b", w, "+0 T ld=16 batch_stride=0")),
+            std::string::npos)
+      << p.str();
+}
+
+TEST(GpuExternPlan, BatchStridesAndTheBiasBroadcast) {
+  Call c;  // baddbmm: a bias per column shared by the batches, added with beta 1
+  BufferId bias = c.buffer(DType::BF16, {1, 9}), a = c.buffer(DType::BF16, {3, 17, 32}), b = c.buffer(DType::BF16, {3, 32, 9});
+  c.node(ir::ExternOp::Baddbmm, {c.whole(bias), c.whole(a), c.whole(b)}, DType::BF16, {3, 17, 9}, {},
+         {{"alpha", 1}, {"beta", 1}});
+  codegen::GpuExternPlan p = c.plan();
+  ASSERT_EQ(p.library, GpuExternLibrary::CublasGemm) << p.words();
+  EXPECT_EQ(p.dtype, DType::BF16);
+  const codegen::GemmCall &g = p.gemm.product;
+  EXPECT_EQ(g.batches, 3);
+  EXPECT_EQ(g.a.batch_stride, 32 * 9);   // b, first in the swapped product
+  EXPECT_EQ(g.b.batch_stride, 17 * 32);  // a
+  EXPECT_EQ(g.c.batch_stride, 17 * 9);
+  EXPECT_EQ(g.beta, 1);
+  ASSERT_EQ(p.gemm.bias_copy.size(), 1u);
+  const codegen::GemmCall &copy = p.gemm.bias_copy[0];
+  EXPECT_EQ(copy.k, 1);
+  EXPECT_EQ(copy.beta, 0);
+  EXPECT_EQ(copy.a.buffer, bias);
+  EXPECT_EQ(copy.b.buffer, -1);  // the vector of ones
+  EXPECT_EQ(p.gemm.ones, 17);
+}
+
+TEST(GpuExternPlan, ConvolutionsOfChannelsLastTensorsRunInNhwc) {
+  auto conv = [](Shape x_strides, Shape w_sizes, Shape w_strides, Shape y_strides) {
+    Call c;
+    BufferId x = c.buffer(DType::F32, {2, 16, 10, 10}, x_strides), w = c.buffer(DType::F32, w_sizes, w_strides);
+    auto attrs = conv_attrs(1, false);
+    if (w_sizes[2] == 1) attrs["padding"] = {0, 0};
+    c.node(ir::ExternOp::Convolution, {c.whole(x), c.whole(w), View{}}, DType::F32, {2, 32, 10, 10}, attrs);
+    c.program.buffers[size_t(c.program.nodes.back().outputs[0])].type.strides = y_strides;
+    return c.plan();
+  };
+  Shape nhwc_x = {1600, 1, 160, 16}, nhwc_y = {3200, 1, 320, 32}, nchw_x = {1600, 100, 10, 1}, nchw_y = {3200, 100, 10, 1};
+  // A 1x1 weight is packed both ways: it takes the input's order.
+  codegen::GpuExternPlan one = conv(nhwc_x, {32, 16, 1, 1}, {16, 1, 1, 1}, nhwc_y);
+  ASSERT_EQ(one.library, GpuExternLibrary::CudnnForward) << one.words();
+  EXPECT_EQ(one.conv.tensors, TensorFormat::NHWC);
+  EXPECT_EQ(one.conv.filter, TensorFormat::NHWC);
+  EXPECT_EQ(one.words(), "cuDNN convolution forward (NHWC, f32, TF32 off)");
+  EXPECT_EQ(one.conv.x_strides, std::vector<int>({1600, 1, 160, 16}));
+  EXPECT_EQ(one.workspace_bytes, -1);
+  EXPECT_NE(one.str().find("workspace: decided at load"), std::string::npos) << one.str();
+  codegen::GpuExternPlan contiguous = conv(nchw_x, {32, 16, 1, 1}, {16, 1, 1, 1}, nchw_y);
+  EXPECT_EQ(contiguous.words(), "cuDNN convolution forward (NCHW, f32, TF32 off)");
+  // A channels-last input written to a contiguous output: cuDNN's NCHW, the input by its strides.
+  EXPECT_EQ(conv(nhwc_x, {32, 16, 1, 1}, {16, 1, 1, 1}, nchw_y).words(), "cuDNN convolution forward (NCHW, f32, TF32 off)");
+  // A channels-last 3x3 weight is NHWC; a contiguous one stays NCHW, said so.
+  EXPECT_EQ(conv(nhwc_x, {32, 16, 3, 3}, {144, 1, 48, 16}, nhwc_y).words(), "cuDNN convolution forward (NHWC, f32, TF32 off)");
+  EXPECT_EQ(conv(nhwc_x, {32, 16, 3, 3}, {144, 9, 3, 1}, nhwc_y).words(),
+            "cuDNN convolution forward (NHWC tensors, NCHW filter, f32, TF32 off)");
+}
+
+TEST(GpuExternPlan, AnEpilogueWritesWhereItStores) {
+  Call c;
+  BufferId a = c.buffer(DType::F16, {8, 16}), b = c.buffer(DType::F16, {16, 4}), bias = c.buffer(DType::F16, {4});
+  BufferId out = c.buffer(DType::F16, {8, 4});
+  c.node(ir::ExternOp::Mm, {c.whole(a), c.whole(b)}, DType::F16, {8, 4});
+  sched::PostOp add{sched::PostOpKind::Add, 0, 0, View{bias, {8, 4}, {0, 1}, 0}};
+  sched::PostOp gelu{sched::PostOpKind::GeluTanh, 0, 0, {}};
+  sched::Epilogue e{{add, gelu}, c.whole(out)};
+  codegen::GpuExternPlan p = c.plan(&e);
+  ASSERT_EQ(p.library, GpuExternLibrary::CublasLt) << p.words();
+  EXPECT_EQ(p.lt_epilogue, codegen::LtEpilogue::GeluBias);
+  ASSERT_TRUE(p.lt_bias.has_value());
+  EXPECT_EQ(p.lt_bias->buffer, bias);
+  EXPECT_EQ(p.gemm.product.c.buffer, out);  // the call's own output is never stored
+  EXPECT_EQ(p.workspace_bytes, int64_t(32) << 20);
+  // Refused by cuBLASLt: the product as planned alone, the post-ops on the host, with why.
+  sched::PostOp erf{sched::PostOpKind::GeluErf, 0, 0, {}};
+  sched::Epilogue exact{{erf}, c.whole(out)};
+  codegen::GpuExternPlan q = c.plan(&exact);
+  EXPECT_EQ(q.library, GpuExternLibrary::CublasGemm);
+  EXPECT_EQ(q.gemm.product.c.buffer, c.program.nodes.back().outputs[0]);
+  EXPECT_NE(q.epilogue_host_reason.find("cuBLASLt has no gelu_erf epilogue"), std::string::npos) << q.epilogue_host_reason;
+}
+
+// generate_triton plans every extern step once and keeps the plan in the host program and
+// in kernel_plans.txt (what --explain and the runtime read).
+TEST(GpuExternPlan, TheHostProgramKeepsThePlans) {
+  const char *text = R"(class GraphModule(torch.nn.Module):
+    def forward(self, x: "f32[2, 16, 10, 10][1600, 1, 160, 16]cpu", w: "f32[32, 16, 1, 1][16, 1, 16, 16]cpu", y: "f32[20, 40][40, 1]cpu", fw: "f32[24, 40][40, 1]cpu", fb: "f32[24][1]cpu"):
+        convolution: "f32[2, 32, 10, 10][3200, 1, 320, 32]cpu" = torch.ops.aten.convolution.default(x, w, None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1)
+        t: "f32[40, 24][1, 40]cpu" = torch.ops.aten.t.default(fw)
+        addmm: "f32[20, 24][24, 1]cpu" = torch.ops.aten.addmm.default(fb, y, t)
+        relu: "f32[20, 24][24, 1]cpu" = torch.ops.aten.relu.default(addmm)
+        return (convolution, relu)
+)";
+  Compilation c = compile_graph(frontend::parse_graph(text, "plans.py"), codegen::gpu_schedule_options(sched::ScheduleOptions{}));
+  codegen::GpuProgram g = codegen::generate_triton(c.schedule);
+  std::vector<std::string> words;
+  for (const codegen::GpuStep &st : g.steps) {
+    if (st.kind != codegen::GpuStep::Kind::Extern) continue;
+    ASSERT_TRUE(st.extern_plan.has_value()) << st.schedule_kernel;
+    words.push_back(st.extern_plan->words());
+    EXPECT_NE(g.plans.find(st.schedule_kernel + "  " + std::string(ir::extern_op_name(
+                                                             c.schedule.ir.program.nodes[size_t(st.node)].extern_op)) +
+                           "  " + words.back()),
+              std::string::npos)
+        << g.plans;
+  }
+  EXPECT_EQ(words, std::vector<std::string>({"cuDNN convolution forward (NHWC, f32, TF32 off)",
+                                             "cuBLASLt cublasLtMatmul with epilogue bias+relu (f32, TF32 off)"}));
+  EXPECT_NE(g.plans.find("# The GPU's extern calls"), std::string::npos) << g.plans;
 }
 
 }  // namespace

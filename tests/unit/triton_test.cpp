@@ -8,7 +8,7 @@
 #include <future>
 #include <sstream>
 
-#include "codegen/triton/gpu_epilogue.h"
+#include "codegen/gpu/gpu_epilogue.h"
 #include "codegen/triton/triton_codegen.h"
 #include "driver/compile.h"
 #include "frontend/parser.h"

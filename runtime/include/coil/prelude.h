@@ -324,7 +324,7 @@ template <typename T> inline T sigmoid(T x) { return T(1) / (T(1) + exp(-x)); }
 // The threads of this library's kernels as the caller sets them (coil/artifact.h): coil's
 // commands pass the option num_threads this way. Defined here, next to the count they
 // set, in the one translation unit of a kernel library; coil itself includes the prelude
-// for its plain extern loops (src/runtime/cuda_extern.cpp), without OpenMP, and so
+// for its plain extern loops (src/runtime/cuda_extern_host.cpp), without OpenMP, and so
 // without these.
 #if defined(_OPENMP)
 extern "C" int32_t coil_set_num_threads(int32_t n) {

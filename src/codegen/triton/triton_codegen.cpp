@@ -68,6 +68,22 @@ std::vector<TritonConfig> tuning_configs(const sched::Schedule &s, const std::st
   throw InternalError(str_cat("tuning_configs: the schedule has no kernel ", kernel));
 }
 
+namespace {
+
+// The extern steps' plans for kernel_plans.txt: a block per call; nothing without one.
+std::string extern_plans_str(const ir::Program &p, const std::vector<GpuStep> &steps) {
+  std::string out;
+  for (const GpuStep &st : steps) {
+    if (!st.extern_plan) continue;
+    if (out.empty()) out = "# The GPU's extern calls (codegen/gpu/extern_plan.h; b<N>: buffer N)\n";
+    const ir::Node &n = p.nodes[size_t(st.node)];
+    out += str_cat(st.schedule_kernel, "  ", ir::extern_op_name(n.extern_op), "  ", st.extern_plan->str());
+  }
+  return out;
+}
+
+}  // namespace
+
 GpuProgram generate_triton(const sched::Schedule &s, const TritonOptions &o) {
   const ir::Program &p = s.ir.program;
   GpuProgram g;
@@ -82,12 +98,12 @@ GpuProgram generate_triton(const sched::Schedule &s, const TritonOptions &o) {
   std::vector<TritonKernelPlan> plans;
   for (const Kernel &k : s.ir.kernels) {
     if (k.kind == ir::KernelKind::Extern) {
-      GpuStep step;
+      GpuStep &step = g.steps.emplace_back();
       step.kind = GpuStep::Kind::Extern;
       step.node = k.nodes[0];
       step.schedule_kernel = k.name;
       if (k.nodes.size() > 1) step.epilogue = sched::epilogue_of(p, k);
-      g.steps.push_back(step);
+      step.extern_plan = plan_gpu_extern(p, p.nodes[size_t(step.node)], step.epilogue_or_null());
       continue;
     }
     std::vector<std::vector<int>> args;
@@ -106,16 +122,15 @@ GpuProgram generate_triton(const sched::Schedule &s, const TritonOptions &o) {
     }
     g.arena_bytes = std::max(g.arena_bytes, offset);
     for (size_t i = 0; i < made.size(); ++i) {
-      GpuStep step;
+      GpuStep &step = g.steps.emplace_back();
       step.kind = GpuStep::Kind::Launch;
       step.kernel = int(g.kernels.size());
       step.args = args[i];
       step.schedule_kernel = k.name;
       g.kernels.push_back(std::move(made[i]));
-      g.steps.push_back(step);
     }
   }
-  g.plans = plans_str(plans);
+  g.plans = plans_str(plans) + extern_plans_str(p, g.steps);
   return g;
 }
 

@@ -27,6 +27,7 @@
 #include <string_view>
 #include <vector>
 
+#include "codegen/gpu/extern_plan.h"
 #include "codegen/triton/triton_request.h"
 #include "scheduler/epilogue.h"
 #include "scheduler/scheduler.h"
@@ -61,9 +62,12 @@ struct GpuStep {
   std::vector<int> args;
   int node = -1;    // Extern: the node of the call in the program
   std::string schedule_kernel;  // the scheduler's kernel this step belongs to
-  /// Extern: the post-ops fused onto the call (gpu_epilogue.h); the step then writes
-  /// epilogue->out, and the call's own output is never stored.
+  /// Extern: the post-ops fused onto the call (codegen/gpu/gpu_epilogue.h); the step then
+  /// writes epilogue->out, and the call's own output is never stored.
   std::optional<sched::Epilogue> epilogue;
+  /// Extern: how the call runs (library, layouts, epilogue, workspace), planned here at
+  /// compile time; the runtime prepares it once at load (runtime/cuda_extern.h).
+  std::optional<GpuExternPlan> extern_plan;
 
   const sched::Epilogue *epilogue_or_null() const { return epilogue ? &*epilogue : nullptr; }
 };
@@ -78,7 +82,9 @@ struct GpuProgram {
   std::map<int, DType> scratch_dtypes;
   std::map<int, int64_t> scratch_elements;
   int64_t arena_bytes = 0;
-  std::string plans;  // each kernel's plan (triton_kernel_plan.h), as kernel_plans.txt shows them
+  /// Each kernel's plan (triton_kernel_plan.h), then each extern call's
+  /// (codegen/gpu/extern_plan.h), as kernel_plans.txt shows them.
+  std::string plans;
 };
 
 /// How one schedule kernel runs: its block sizes, warps, pipeline stages and, for a split

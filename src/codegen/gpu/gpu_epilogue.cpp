@@ -1,4 +1,4 @@
-#include "codegen/triton/gpu_epilogue.h"
+#include "codegen/gpu/gpu_epilogue.h"
 
 #include "support/error.h"
 

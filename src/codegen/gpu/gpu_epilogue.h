@@ -4,7 +4,7 @@
 // (CUBLASLT_EPILOGUE_BIAS) and then relu or gelu with the tanh approximation
 // (RELU_BIAS, GELU_BIAS); PyTorch's exact gelu (erf), leaky relu and every other post-op
 // stay a separate Triton kernel. Where cuBLASLt cannot be loaded when the graph runs, the
-// executor runs the product and its epilogue on the host's loops (runtime/cuda_extern.h).
+// executor runs the product and its epilogue on the host's loops (runtime/cuda_extern.h); the plan of each call is codegen/gpu/extern_plan.h.
 // Tests: tests/unit/cuda_extern_test.cpp (the decision), tests/gpu/extern_test.cpp.
 #pragma once
 

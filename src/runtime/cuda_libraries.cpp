@@ -1,0 +1,131 @@
+#include "runtime/cuda_libraries.h"
+
+#include "runtime/library_loader.h"
+#include "support/error.h"
+
+namespace coil::cuda {
+namespace {
+
+struct LoadedCublas {
+  Cublas api{};
+  std::string reason;  // empty: usable
+};
+
+struct LoadedCudnn {
+  Cudnn api{};
+  std::string reason;
+};
+
+// Never closed: like the driver, the libraries stay loaded for the life of the process.
+LoadedCublas load_cublas() {
+  LoadedCublas out;
+  std::string why;
+  void *lib = open_first({"libcublas.so.13", "libcublas.so.12", "libcublas.so"}, why);
+  if (!lib) {
+    out.reason = why + ": no cuBLAS on this machine";
+    return out;
+  }
+  Cublas &c = out.api;
+  // The _v2 names are the ABI behind cublas_v2.h's macros.
+  Symbols symbols(lib);
+  symbols.need("cublasCreate_v2", c.cublasCreate);
+  symbols.need("cublasDestroy_v2", c.cublasDestroy);
+  symbols.need("cublasSetStream_v2", c.cublasSetStream);
+  symbols.need("cublasGemmStridedBatchedEx", c.cublasGemmStridedBatchedEx);
+  if (!symbols.missing().empty()) {
+    out.reason = str_cat("libcublas has no ", symbols.missing(), ": cuBLAS 11 or newer is needed");
+    return out;
+  }
+  symbols.want("cublasGetStatusName", c.cublasGetStatusName);
+  return out;
+}
+
+LoadedCudnn load_cudnn() {
+  LoadedCudnn out;
+  std::string why;
+  void *lib = open_first({"libcudnn.so.9", "libcudnn.so"}, why);
+  if (!lib) {
+    out.reason = why + ": no cuDNN on this machine";
+    return out;
+  }
+  Cudnn &c = out.api;
+  Symbols symbols(lib);
+  symbols.need("cudnnGetErrorString", c.cudnnGetErrorString);
+  symbols.need("cudnnCreate", c.cudnnCreate);
+  symbols.need("cudnnDestroy", c.cudnnDestroy);
+  symbols.need("cudnnSetStream", c.cudnnSetStream);
+  symbols.need("cudnnCreateTensorDescriptor", c.cudnnCreateTensorDescriptor);
+  symbols.need("cudnnSetTensorNdDescriptor", c.cudnnSetTensorNdDescriptor);
+  symbols.need("cudnnDestroyTensorDescriptor", c.cudnnDestroyTensorDescriptor);
+  symbols.need("cudnnCreateFilterDescriptor", c.cudnnCreateFilterDescriptor);
+  symbols.need("cudnnSetFilterNdDescriptor", c.cudnnSetFilterNdDescriptor);
+  symbols.need("cudnnDestroyFilterDescriptor", c.cudnnDestroyFilterDescriptor);
+  symbols.need("cudnnCreateConvolutionDescriptor", c.cudnnCreateConvolutionDescriptor);
+  symbols.need("cudnnSetConvolutionNdDescriptor", c.cudnnSetConvolutionNdDescriptor);
+  symbols.need("cudnnSetConvolutionGroupCount", c.cudnnSetConvolutionGroupCount);
+  symbols.need("cudnnSetConvolutionMathType", c.cudnnSetConvolutionMathType);
+  symbols.need("cudnnDestroyConvolutionDescriptor", c.cudnnDestroyConvolutionDescriptor);
+  symbols.need("cudnnGetConvolutionForwardAlgorithm_v7", c.cudnnGetConvolutionForwardAlgorithm_v7);
+  symbols.need("cudnnGetConvolutionForwardWorkspaceSize", c.cudnnGetConvolutionForwardWorkspaceSize);
+  symbols.need("cudnnConvolutionForward", c.cudnnConvolutionForward);
+  symbols.need("cudnnGetConvolutionBackwardDataAlgorithm_v7", c.cudnnGetConvolutionBackwardDataAlgorithm_v7);
+  symbols.need("cudnnGetConvolutionBackwardDataWorkspaceSize", c.cudnnGetConvolutionBackwardDataWorkspaceSize);
+  symbols.need("cudnnConvolutionBackwardData", c.cudnnConvolutionBackwardData);
+  symbols.need("cudnnAddTensor", c.cudnnAddTensor);
+  if (!symbols.missing().empty())
+    out.reason = str_cat("libcudnn has no ", symbols.missing(), ": cuDNN 8 or newer with its legacy convolution API is needed");
+  return out;
+}
+
+const LoadedCublas &loaded_cublas() {
+  static const LoadedCublas l = load_cublas();
+  return l;
+}
+
+const LoadedCudnn &loaded_cudnn() {
+  static const LoadedCudnn l = load_cudnn();
+  return l;
+}
+
+}  // namespace
+
+bool cublas_available() { return loaded_cublas().reason.empty(); }
+std::string cublas_unavailable_reason() { return loaded_cublas().reason; }
+bool cudnn_available() { return loaded_cudnn().reason.empty(); }
+std::string cudnn_unavailable_reason() { return loaded_cudnn().reason; }
+
+const Cublas &cublas() { return loaded_cublas().api; }
+const Cudnn &cudnn() { return loaded_cudnn().api; }
+
+namespace {
+
+std::string cublas_status_name(cublasStatus_t status) {
+  if (const auto name_of = loaded_cublas().api.cublasGetStatusName)
+    if (const char *name = name_of(status)) return name;
+  switch (status) {  // cublas_api.h's cublasStatus_t
+    case 1: return "CUBLAS_STATUS_NOT_INITIALIZED";
+    case 3: return "CUBLAS_STATUS_ALLOC_FAILED";
+    case 7: return "CUBLAS_STATUS_INVALID_VALUE";
+    case 8: return "CUBLAS_STATUS_ARCH_MISMATCH";
+    case 11: return "CUBLAS_STATUS_MAPPING_ERROR";
+    case 13: return "CUBLAS_STATUS_EXECUTION_FAILED";
+    case 14: return "CUBLAS_STATUS_INTERNAL_ERROR";
+    case 15: return "CUBLAS_STATUS_NOT_SUPPORTED";
+    default: return str_cat("cuBLAS status ", status);
+  }
+}
+
+}  // namespace
+
+void check_cublas(cublasStatus_t status, const char *call, std::string_view what) {
+  if (status == CUBLAS_STATUS_SUCCESS) return;
+  throw UserError(str_cat(call, " failed with ", cublas_status_name(status), " while ", what));
+}
+
+void check_cudnn(cudnnStatus_t status, const char *call, std::string_view what) {
+  if (status == CUDNN_STATUS_SUCCESS) return;
+  const char *name = loaded_cudnn().api.cudnnGetErrorString(status);
+  throw UserError(str_cat(call, " failed with ", name ? std::string(name) : str_cat("cuDNN status ", status), " while ", what));
+}
+
+}  // namespace coil::cuda
