@@ -243,10 +243,10 @@ std::string TritonEmitter::pointer(const std::string &ptr, const std::string &id
 
 // ---- bodies ---------------------------------------------------------------------------
 
-// A bool scalar of a comparison of non-bool scalars, typed bool. Triton's interpreter gives
+// A bool scalar of a comparison of float scalars, typed bool. Triton's interpreter gives
 // such a comparison the operands' type, so the scalar, once splat to a block, is a float
 // block that `|` refuses. A select of typed bool literals has the bool type; the compiler
-// folds it. Ops of bools keep the bool type and need none.
+// folds it. Integer 0/1 blocks combine as bools do, and ops of bools keep the bool type.
 static std::string bool_scalar(const std::string &compared) {
   return "tl.where(" + compared + ", tl.full([], 1, tl.int1), tl.full([], 0, tl.int1))";
 }
@@ -285,7 +285,7 @@ std::vector<Value> TritonEmitter::emit_body(const ir::Body &body) {
           for (int a = 0; logical && a < 2; ++a) {
             std::string truth = triton_cast(xs[size_t(a)], own(a), DType::Bool);
             bool scalar = v[size_t(i.args[size_t(a)])].dims == kNone;
-            xs[size_t(a)] = scalar && own(a) != DType::Bool ? bool_scalar(truth) : truth;
+            xs[size_t(a)] = scalar && is_floating(own(a)) ? bool_scalar(truth) : truth;
           }
           return xs;
         };
@@ -308,7 +308,7 @@ std::vector<Value> TritonEmitter::emit_body(const ir::Body &body) {
           }
           rhs = triton_op(i.op, in, i.dtype, operands(typed), helpers_);
         }
-        if (i.dtype == DType::Bool && dims == kNone && in != DType::Bool) rhs = bool_scalar(rhs);
+        if (i.dtype == DType::Bool && dims == kNone && is_floating(in)) rhs = bool_scalar(rhs);
         v[k] = def(rhs, dims);
         if (i.op == Op::Cast && (i.dtype == DType::BF16 || i.dtype == DType::F16) && in == DType::F32)
           rounded_from_[v[k].name] = {args[0], i.dtype};
