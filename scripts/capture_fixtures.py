@@ -2081,6 +2081,13 @@ def _special_scalars_logical_mixed(dev):
     return fn, [make([4, 5]), make([], bf16), make([], i64), make([5], f64), z, make([5], i64, "smallint")]
 
 
+# A cat wider than one node loads (64 inputs): groups of inputs are concatenated first, so no
+# kernel grows with the number of inputs. 130 inputs of 1 to 3 columns: three groups.
+@fn_case("cat_wide", "workload", tags=("odd",))
+def _cat_wide(dev):
+    return (lambda *xs: torch.cat(xs, 1) * 2), [make([2, 1 + k % 3]) for k in range(130)]
+
+
 # ---------------------------------------------------------------------------------------------
 # Registration (the order here is the order of --list and of the run)
 # ---------------------------------------------------------------------------------------------
