@@ -2066,6 +2066,28 @@ def _empty_slice_reductions(dev):
     return fn, [make([7]), make([7]), make([3, 5])]
 
 
+# Scalars a printed literal once got wrong, and logical ops of operands of different dtypes:
+# division by -0.0 divided by +0.0 in Triton (a constant equal to 0 becomes +0.0), the zero of
+# floor_divide kept no sign, and a bool scalar of a comparison, splat to a block, was a float
+# block that `|` refused under Triton's interpreter (a 0-d bf16 or-ed with a u8).
+@fn_case("special_scalars_logical_mixed", "workload", tags=("size1",))
+def _special_scalars_logical_mixed(dev):
+    def fn(x, h, i, d, z, n):
+        r = torch.relu(x)
+        return (x / -0.0, i / -0.0, d / -0.0, 1.0 / torch.floor_divide(z, 1.0), 1.0 / (z * -0.0),
+                torch.logical_or(h, torch.log_softmax(h, 0).to(u8)), torch.logical_and(r, n), torch.logical_xor(n, r),
+                torch.logical_or(r, n.bool()), torch.logical_not(r), torch.where(r > 0, n, d))
+    z = torch.tensor([-0.0, 0.0, 0.5, -0.5, 2.5, -3.0])
+    return fn, [make([4, 5]), make([], bf16), make([], i64), make([5], f64), z, make([5], i64, "smallint")]
+
+
+# A cat wider than one node loads (64 inputs): groups of inputs are concatenated first, so no
+# kernel grows with the number of inputs. 130 inputs of 1 to 3 columns: three groups.
+@fn_case("cat_wide", "workload", tags=("odd",))
+def _cat_wide(dev):
+    return (lambda *xs: torch.cat(xs, 1) * 2), [make([2, 1 + k % 3]) for k in range(130)]
+
+
 # ---------------------------------------------------------------------------------------------
 # Registration (the order here is the order of --list and of the run)
 # ---------------------------------------------------------------------------------------------

@@ -59,6 +59,8 @@ size_t hash_double(double d) {
 std::string_view op_name(Op op) { return info(op).name; }
 int op_arity(Op op) { return info(op).arity; }
 
+bool is_logical(Op op) { return op == Op::LogicalAnd || op == Op::LogicalOr || op == Op::LogicalXor; }
+
 size_t Instr::hash() const {
   size_t h = mix(size_t(op), size_t(dtype));
   for (int a : args) h = mix(h, size_t(a + 1));

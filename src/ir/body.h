@@ -46,6 +46,9 @@ enum class Op : uint8_t {
 std::string_view op_name(Op op);
 /// The number of value operands an op takes (Load's optional mask not counted).
 int op_arity(Op op);
+/// LogicalAnd, LogicalOr, LogicalXor: each operand is tested for truth (x != 0) by its own
+/// dtype, whatever the other's (logical_or of an f32 and an i64).
+bool is_logical(Op op);
 
 /// Loads whose index depends on loaded values (gather, embedding, indexing) name those
 /// values through index variables of their own: in the index of such a load,

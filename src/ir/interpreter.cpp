@@ -170,6 +170,10 @@ class Interpreter {
       default: break;
     }
     auto arg = [&](int n) { return i.args[size_t(n)] >= 0 ? v[size_t(i.args[size_t(n)])] : Scalar{}; };
+    if (is_logical(i.op)) {  // each operand's truth by its own dtype
+      auto truth = [&](int n) { return Scalar::of(arg(n).truthy(body.at(i.args[size_t(n)]).dtype), DType::Bool); };
+      return apply_op(i.op, DType::Bool, i.dtype, truth(0), truth(1));
+    }
     DType in = i.op == Op::Where ? i.dtype : body.at(i.args[0]).dtype;
     return apply_op(i.op, in, i.dtype, arg(0), arg(1), arg(2));
   }

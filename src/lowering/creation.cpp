@@ -42,18 +42,29 @@ std::vector<TensorRef> arange(Lowering &l, const Node &n) {
   return ramp(l, n, start, step);
 }
 
-/// cat: each input is a masked load over its slice of the concatenated dim; the
-/// loads are summed by where() in order.
-std::vector<TensorRef> cat(Lowering &l, const Node &n) {
-  const TensorType &t = out_type(l, n);
-  std::vector<TensorRef> parts;
-  for (const Arg &a : arg(n, "tensors").as<ArgList>()) {
-    const TensorRef &r = l.ref(a.as<ValueId>());
-    if (r.rank() == 1 && r.sizes[0] == 0 && t.rank() != 1) continue;  // legacy empty inputs are skipped
-    parts.push_back(r);
+// The most inputs one cat node loads. A wider cat concatenates groups of this many into
+// intermediates first, so that no kernel's body grows with the number of inputs (a cat of
+// 20,000 inputs as one node was a kernel the C++ compiler could not build).
+constexpr size_t kCatInputsPerNode = 64;
+
+/// `parts` concatenated along `dim` into a tensor of type `t`: each part a masked load
+/// over its slice of the dim, the loads combined by where() in order.
+TensorRef cat_parts(Lowering &l, const TensorType &t, const std::vector<TensorRef> &parts, size_t dim,
+                    const std::string &origin) {
+  if (parts.size() > kCatInputsPerNode) {
+    std::vector<TensorRef> groups;
+    for (size_t first = 0; first < parts.size(); first += kCatInputsPerNode) {
+      std::vector<TensorRef> group(parts.begin() + std::ptrdiff_t(first),
+                                   parts.begin() + std::ptrdiff_t(std::min(first + kCatInputsPerNode, parts.size())));
+      TensorType gt = t;
+      gt.sizes[dim] = 0;
+      for (const TensorRef &p : group) gt.sizes[dim] += p.sizes[dim];
+      gt.strides = contiguous_strides(gt.sizes);
+      groups.push_back(cat_parts(l, gt, group, dim, origin));
+    }
+    return cat_parts(l, t, groups, dim, origin);
   }
-  size_t dim = size_t(wrap_dim(arg(n, "dim").as<int64_t>(), t.rank()));
-  return {l.pointwise(t, n.name, [&](BodyBuilder &b, const std::vector<Expr> &index) {
+  return l.pointwise(t, origin, [&](BodyBuilder &b, const std::vector<Expr> &index) {
     int value = b.constant(0, t.dtype);
     int64_t start = 0;
     // Later parts first, so that each where() picks the part the index falls in.
@@ -75,7 +86,20 @@ std::vector<TensorRef> cat(Lowering &l, const Node &n) {
       value = b.where(inside, v, value, t.dtype);
     }
     return value;
-  })};
+  });
+}
+
+/// cat of the node's inputs, empty legacy inputs left out.
+std::vector<TensorRef> cat(Lowering &l, const Node &n) {
+  const TensorType &t = out_type(l, n);
+  std::vector<TensorRef> parts;
+  for (const Arg &a : arg(n, "tensors").as<ArgList>()) {
+    const TensorRef &r = l.ref(a.as<ValueId>());
+    if (r.rank() == 1 && r.sizes[0] == 0 && t.rank() != 1) continue;  // legacy empty inputs are skipped
+    parts.push_back(r);
+  }
+  size_t dim = size_t(wrap_dim(arg(n, "dim").as<int64_t>(), t.rank()));
+  return {cat_parts(l, t, parts, dim, n.name)};
 }
 
 /// constant_pad_nd: pad = [last_lo, last_hi, prev_lo, prev_hi, ...]; negative pads crop.

@@ -197,9 +197,13 @@ struct Fuser {
   std::vector<bool> alive;
   // Who reads and who writes each buffer (nodes, by BufferId) and each node's group, kept
   // up to date by commit: the successors of a group then cost what the group touches,
-  // not a pass over every group, and a deep graph fuses in O(n^2) instead of O(n^3).
+  // not a pass over every group.
   std::vector<std::vector<int>> readers_of, writers_of;
   std::vector<int> group_of;
+  // A level per live group, lower than its successors' (a topological rank, kept as
+  // groups merge): a path from g to h passes only groups of levels between theirs, so
+  // the cycle check walks those, not everything reachable from g.
+  std::vector<int64_t> level;
 
   void index_node(int n, bool add) {
     auto update = [&](std::vector<int> &list) {
@@ -221,6 +225,47 @@ struct Fuser {
     for (size_t n = 0; n < p.nodes.size(); ++n) index_node(int(n), true);
     for (size_t g = 0; g < groups.size(); ++g)
       for (int n : groups[g].nodes) group_of[size_t(n)] = int(g);
+  }
+
+  // Groups that write what group g reads.
+  std::vector<int> predecessors(int g) const {
+    std::set<int> out;
+    for (BufferId b : read_by(p, groups[size_t(g)]))
+      if (int w = writer_group(b); w >= 0 && w != g) out.insert(w);
+    return {out.begin(), out.end()};
+  }
+
+  // Levels from scratch: the longest path to each group, groups taken in a topological
+  // order (each once all it reads is levelled).
+  void level_all() {
+    level.assign(groups.size(), 0);
+    std::vector<int> waiting(groups.size(), 0), ready;
+    for (size_t g = 0; g < groups.size(); ++g)
+      if (alive[g] && (waiting[g] = int(predecessors(int(g)).size())) == 0) ready.push_back(int(g));
+    while (!ready.empty()) {
+      int u = ready.back();
+      ready.pop_back();
+      for (int s : successors(u)) {
+        level[size_t(s)] = std::max(level[size_t(s)], level[size_t(u)] + 1);
+        if (--waiting[size_t(s)] == 0) ready.push_back(s);
+      }
+    }
+  }
+
+  // After g became the union of two groups: g above its predecessors, and every group
+  // reachable from g above g, raised as little as needed.
+  void relevel(int g) {
+    for (int h : predecessors(g)) level[size_t(g)] = std::max(level[size_t(g)], level[size_t(h)] + 1);
+    std::vector<int> work = {g};
+    while (!work.empty()) {
+      int u = work.back();
+      work.pop_back();
+      for (int s : successors(u))
+        if (level[size_t(s)] <= level[size_t(u)]) {
+          level[size_t(s)] = level[size_t(u)] + 1;
+          work.push_back(s);
+        }
+    }
   }
 
   // The live group that writes `b` (the last in group order when several do), or -1.
@@ -263,11 +308,14 @@ struct Fuser {
 
   // A buffer on a path from `from` to `to` through a third group, if there is one.
   std::optional<BufferId> path_through_other(int from, int to) const {
+    // Only a group below `to` reaches it.
+    auto below_to = [&](int g) { return level[size_t(g)] < level[size_t(to)]; };
+    if (!below_to(from)) return std::nullopt;
     std::vector<int> work;
     std::set<int> seen;
     std::map<int, BufferId> via;
     for (int s : successors(from))
-      if (s != to) {
+      if (s != to && below_to(s)) {
         work.push_back(s);
         seen.insert(s);
         via[s] = written_by(p, groups[size_t(s)]).front();
@@ -277,7 +325,7 @@ struct Fuser {
       work.pop_back();
       for (int s : successors(g)) {
         if (s == to) return via[g];
-        if (seen.insert(s).second) {
+        if (below_to(s) && seen.insert(s).second) {
           work.push_back(s);
           via[s] = via[g];
         }
@@ -560,6 +608,8 @@ struct Fuser {
     groups[size_t(a)] = std::move(g);
     alive[size_t(b)] = false;
     for (int n : groups[size_t(a)].nodes) group_of[size_t(n)] = a;
+    level[size_t(a)] = std::max(level[size_t(a)], level[size_t(b)]);
+    relevel(a);
   }
 
   std::string describe_nodes(const Group &g) const {
@@ -654,9 +704,10 @@ std::vector<Group> singleton_groups(const ir::Program &p) {
 
 std::vector<Group> fuse(ir::Program &p, std::vector<Group> groups, const ScheduleOptions &o,
                         std::vector<std::string> &log, std::vector<PairRejection> &rejected) {
-  Fuser f{p, o, std::move(groups), {}, {}, {}, {}};
+  Fuser f{p, o, std::move(groups), {}, {}, {}, {}, {}};
   f.alive.assign(f.groups.size(), true);
   f.index_all();
+  f.level_all();
   while (true) {
     std::vector<bool> touched(f.groups.size(), false);
     std::vector<PairRejection> reasons;

@@ -1,9 +1,14 @@
 // The options registry: defaults, the environment, --set overrides and their precedence,
 // each type's parsing with the exact message for a bad value, suggestions for unknown
-// names, the table, and `coil config`.
+// names, the table, `coil config`, and a row per option of what setting it changes
+// (EveryOptionChangesWhatItsRowSays fails when an option is registered without one).
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <sstream>
@@ -12,9 +17,11 @@
 #include "driver/compile.h"
 #include "frontend/parser.h"
 #include "io/safetensors.h"
+#include "runtime/cache.h"
 #include "runtime/compiler.h"
 #include "runtime/cpu_module.h"
 #include "runtime/loader.h"
+#include "runtime/triton_build.h"
 #include "support/error.h"
 #include "support/options.h"
 #include "tools/config_command.h"
@@ -23,6 +30,7 @@
 namespace coil::options {
 namespace {
 using test::user_error_of;
+namespace fs = std::filesystem;
 
 // Every test starts from defaults: no override and no COIL_ variable of any option; the
 // variables the process started with come back afterwards.
@@ -368,6 +376,125 @@ TEST_F(Options, ConfigErrors) {
   EXPECT_EQ(config_error({"debug", "trace"}), "coil config: expected at most one option name, got 2 (see coil config --help)");
   setenv("COIL_DEBUG", "maybe", 1);
   EXPECT_EQ(config_error({}), "COIL_DEBUG='maybe': debug expects true or false (or 1/0, on/off, yes/no)");
+}
+
+
+// ---- what each option changes: one row per registered option ----
+
+// A graph where every scheduling option changes the fused IR: a chain into a reduction
+// (max_fusion_size, inlining), independent ops over one input (horizontal fusion), bf16
+// arithmetic (emulate_precision_casts), an output of 1 MiB (cpp.prefault) and a matrix
+// product (cpp.onednn).
+constexpr const char *kRowsGraph = R"(class GraphModule(torch.nn.Module):
+    def forward(self, x: "f32[512, 512][512, 1]cpu", h: "bf16[8, 16][16, 1]cpu", w: "f32[4, 8][8, 1]cpu"):
+        a: "f32[512, 512][512, 1]cpu" = torch.ops.aten.mul.Tensor(x, 2)
+        b: "f32[512, 512][512, 1]cpu" = torch.ops.aten.add.Tensor(a, 1)
+        s: "f32[512][1]cpu" = torch.ops.aten.sum.dim_IntList(b, [1])
+        t: "f32[512][1]cpu" = torch.ops.aten.amax.default(a, [1])
+        e: "f32[512, 512][512, 1]cpu" = torch.ops.aten.exp.default(x)
+        g: "bf16[8, 16][16, 1]cpu" = torch.ops.aten.mul.Tensor(h, 3)
+        k: "bf16[8, 16][16, 1]cpu" = torch.ops.aten.add.Tensor(g, 1)
+        wt: "f32[8, 4][1, 8]cpu" = torch.ops.aten.t.default(w)
+        m: "f32[4, 4][4, 1]cpu" = torch.ops.aten.mm.default(w, wt)
+        return (s, t, e, k, m)
+)";
+
+Compilation rows_compilation() { return compile_graph(frontend::parse_graph(kRowsGraph, "rows.py")); }
+
+std::string fused_ir() { return ir::str(rows_compilation().schedule.ir); }
+
+std::string cpu_source() { return build_cpu(rows_compilation().schedule).source; }
+
+std::string cpu_source_or_error() {
+  try {
+    return cpu_source();
+  } catch (const UserError &e) {
+    return std::string("error: ") + e.what();
+  }
+}
+
+std::string stderr_of_cpu_build() {
+  testing::internal::CaptureStderr();
+  build_cpu(rows_compilation().schedule);
+  return testing::internal::GetCapturedStderr();
+}
+
+std::string trace_files(const std::string &dir) {
+  rows_compilation();
+  std::string out;
+  for (const char *f : {"graph.txt", "ir_post_fusion.txt", "memory_plan.txt"})
+    out += std::string(f) + (fs::exists(fs::path(dir) / f) ? " written\n" : " missing\n");
+  return out;
+}
+
+std::string threads_of_a_run() {
+  CpuModule module(build_cpu(rows_compilation().schedule).so_path);
+  module.run({{"x", HostTensor::zeros(DType::F32, {512, 512})}, {"h", HostTensor::zeros(DType::BF16, {8, 16})},
+              {"w", HostTensor::zeros(DType::F32, {4, 8})}});
+  return std::to_string(module.num_threads());
+}
+
+struct Row {
+  std::string option, value;             // setting option to value
+  std::string changes;                   // changes this (what the row documents)
+  std::function<std::string()> observe;  // as this shows; empty: checked on a GPU only
+  std::string gpu_test = {};             // the GPU test that checks a row without `observe`
+};
+
+std::vector<Row> rows(const std::string &scratch) {
+  return {
+      {"debug", "1", "the generated C++ printed to stderr", stderr_of_cpu_build},
+      {"trace", scratch + "/trace", "each stage's dump written to the folder", [=] { return trace_files(scratch + "/trace"); }},
+      {"cache_dir", scratch + "/cache", "the cache's folder", [] { return cache_root().string(); }},
+      {"max_fusion_size", "1", "the kernels fusion makes", fused_ir},
+      {"fusion.horizontal", "0", "the kernels fusion makes", fused_ir},
+      {"fusion.inline_pointwise", "0", "the kernels fusion makes", fused_ir},
+      {"fusion.max_inline_reads", "0", "the kernels fusion makes", fused_ir},
+      {"emulate_precision_casts", "1", "bf16 roundings in the fused IR", fused_ir},
+      {"num_threads", "3", "the threads of a compiled graph", threads_of_a_run},
+      {"cpp.isa", "scalar", "the generated C++", cpu_source},
+      {"cpp.prefault", "0", "the generated C++ (no prefault of large outputs)", cpu_source},
+      {"cpp.profile", "1", "the generated C++ (kernel timers)", cpu_source},
+      {"cpp.onednn", "0", "the generated C++ (the matrix product as a loop)", cpu_source},
+      {"cpp.pch", "0", "the flags of the C++ compile (its cache entry's metadata names no header)",
+       [] {
+         std::string so = build_cpu(rows_compilation().schedule).so_path;
+         return test::read_text(fs::path(so).parent_path() / "meta.json");
+       }},
+      {"cpp.vector_lanes", "4", "the generated C++", cpu_source},
+      {"cpp.compiler", "no-such-compiler-of-coil", "the compiler run: an error naming it", cpu_source_or_error},
+      {"cpp.plan", "kernel0.lanes=4", "the generated C++", cpu_source},
+      {"triton.autotune", "1", "the launch configs of Triton kernels", nullptr, "tests/gpu/program_test.cpp (graphs+autotune)"},
+      {"triton.cudagraphs", "1", "launches replayed as one CUDA graph", nullptr, "tests/gpu/program_test.cpp (graphs+autotune)"},
+      {"triton.python", "/no/such/python", "the Python that compiles Triton kernels", [] { return triton_python(); }},
+  };
+}
+
+// Every registered option has a row, and setting it changes what its row observes; a bad
+// value of a bool, int or choice option is an error naming the option.
+TEST_F(Options, EveryOptionChangesWhatItsRowSays) {
+  fs::path scratch = fs::temp_directory_path() / ("coil_option_rows_" + std::to_string(::getpid()));
+  fs::create_directories(scratch);
+  std::vector<Row> table = rows(scratch.string());
+  for (const Option &o : all()) {
+    auto row = std::find_if(table.begin(), table.end(), [&](const Row &r) { return r.option == o.name; });
+    ASSERT_NE(row, table.end()) << "option " << o.name << " has no row in EveryOptionChangesWhatItsRowSays";
+    if (o.type != Type::String) {
+      EXPECT_NE(set_error(o.name, "not-a-value").find(o.name), std::string::npos) << o.name;
+    }
+    clear_overrides();
+    if (!row->observe) {
+      EXPECT_TRUE(fs::exists(test::source_dir() / row->gpu_test.substr(0, row->gpu_test.find(' ')))) << o.name;
+      continue;
+    }
+    std::string before = row->observe();
+    set_override(o.name, row->value);
+    std::string after = row->observe();
+    clear_overrides();
+    EXPECT_NE(before, after) << o.name << "=" << row->value << " should change " << row->changes;
+  }
+  EXPECT_EQ(table.size(), all().size()) << "a row names an option that is not registered";
+  fs::remove_all(scratch);
 }
 
 }  // namespace

@@ -293,6 +293,15 @@ std::string KernelEmitter::load(const ir::Body &body, const Instr &i, const std:
   return value;
 }
 
+// The operands of `i` as its op reads them, and the dtype it reads them as: a logical op
+// tests each operand for truth by the operand's own dtype (logical_or of an f32 and an i64).
+static std::pair<std::vector<std::string>, DType> op_operands(const ir::Body &body, const Instr &i,
+                                                              std::vector<std::string> args, int lanes) {
+  if (!ir::is_logical(i.op)) return {std::move(args), i.op == Op::Where ? i.dtype : body.at(i.args[0]).dtype};
+  for (size_t a = 0; a < 2; ++a) args[a] = cpp_cast(args[a], body.at(i.args[a]).dtype, DType::Bool, lanes);
+  return {std::move(args), DType::Bool};
+}
+
 std::vector<std::string> KernelEmitter::emit_body(const ir::Body &body) {
   std::vector<std::string> v(body.instrs.size());
   uniform_ = vlanes_ ? uniform_values(body) : std::vector<bool>{};
@@ -316,8 +325,8 @@ std::vector<std::string> KernelEmitter::emit_body(const ir::Body &body) {
         default: {
           std::vector<std::string> args;
           for (int a = 0; a < ir::op_arity(i.op); ++a) args.push_back(uniform_scalars_[size_t(i.args[size_t(a)])]);
-          DType in = i.op == Op::Where ? i.dtype : body.at(i.args[0]).dtype;
-          scalar = def(value_type(i.dtype), cpp_op(i.op, in, i.dtype, args, 0));
+          auto [read, in] = op_operands(body, i, std::move(args), 0);
+          scalar = def(value_type(i.dtype), cpp_op(i.op, in, i.dtype, read, 0));
         }
       }
       vlanes_ = lanes;
@@ -348,9 +357,9 @@ std::vector<std::string> KernelEmitter::emit_body(const ir::Body &body) {
       default: {
         std::vector<std::string> args;
         for (int a = 0; a < ir::op_arity(i.op); ++a) args.push_back(v[size_t(i.args[size_t(a)])]);
-        DType in = i.op == Op::Where ? i.dtype : body.at(i.args[0]).dtype;
+        auto [read, in] = op_operands(body, i, args, vlanes_);
         auto compared = vlanes_ ? lane_compare(body, i) : std::nullopt;
-        rhs = compared ? *compared : cpp_op(i.op, in, i.dtype, args, vlanes_);
+        rhs = compared ? *compared : cpp_op(i.op, in, i.dtype, read, vlanes_);
         if (rhs == args[0]) {  // a cast that changes nothing in C++
           v[k] = rhs;
           continue;

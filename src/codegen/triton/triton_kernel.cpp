@@ -243,6 +243,14 @@ std::string TritonEmitter::pointer(const std::string &ptr, const std::string &id
 
 // ---- bodies ---------------------------------------------------------------------------
 
+// A bool scalar of a comparison of float scalars, typed bool. Triton's interpreter gives
+// such a comparison the operands' type, so the scalar, once splat to a block, is a float
+// block that `|` refuses. A select of typed bool literals has the bool type; the compiler
+// folds it. Integer 0/1 blocks combine as bools do, and ops of bools keep the bool type.
+static std::string bool_scalar(const std::string &compared) {
+  return "tl.where(" + compared + ", tl.full([], 1, tl.int1), tl.full([], 0, tl.int1))";
+}
+
 std::vector<Value> TritonEmitter::emit_body(const ir::Body &body) {
   std::vector<Value> v(body.instrs.size());
   for (size_t k = 0; k < body.instrs.size(); ++k) {
@@ -270,7 +278,19 @@ std::vector<Value> TritonEmitter::emit_body(const ir::Body &body) {
           literal = literal && x.literal;
         }
         DType in = i.op == Op::Where ? i.dtype : body.at(i.args[0]).dtype;
-        std::string rhs = triton_op(i.op, in, i.dtype, args, helpers_);
+        // A logical op tests each operand for truth by the operand's own dtype.
+        bool logical = ir::is_logical(i.op);
+        auto own = [&](int a) { return body.at(i.args[size_t(a)]).dtype; };
+        auto operands = [&](std::vector<std::string> xs) {
+          for (int a = 0; logical && a < 2; ++a) {
+            std::string truth = triton_cast(xs[size_t(a)], own(a), DType::Bool);
+            bool scalar = v[size_t(i.args[size_t(a)])].dims == kNone;
+            xs[size_t(a)] = scalar && is_floating(own(a)) ? bool_scalar(truth) : truth;
+          }
+          return xs;
+        };
+        if (logical) in = DType::Bool;
+        std::string rhs = triton_op(i.op, in, i.dtype, operands(args), helpers_);
         if (rhs == args[0]) {  // a cast that changes nothing
           v[k] = v[size_t(i.args[0])];
           break;
@@ -283,11 +303,12 @@ std::vector<Value> TritonEmitter::emit_body(const ir::Body &body) {
           std::vector<std::string> typed = args;
           for (int a = 0; a < ir::op_arity(i.op); ++a) {
             const Value &x = v[size_t(i.args[size_t(a)])];
-            DType at = i.op == Op::Where && a == 0 ? DType::Bool : i.op == Op::Where ? i.dtype : in;
+            DType at = logical ? own(a) : i.op == Op::Where && a == 0 ? DType::Bool : i.op == Op::Where ? i.dtype : in;
             if (x.literal && x.name.rfind("tl.full", 0) != 0) typed[size_t(a)] = "tl.full([], " + x.name + ", " + triton_type(at) + ")";
           }
-          rhs = triton_op(i.op, in, i.dtype, typed, helpers_);
+          rhs = triton_op(i.op, in, i.dtype, operands(typed), helpers_);
         }
+        if (i.dtype == DType::Bool && dims == kNone && is_floating(in)) rhs = bool_scalar(rhs);
         v[k] = def(rhs, dims);
         if (i.op == Op::Cast && (i.dtype == DType::BF16 || i.dtype == DType::F16) && in == DType::F32)
           rounded_from_[v[k].name] = {args[0], i.dtype};

@@ -44,19 +44,36 @@ std::string triton_pointer_type(DType t) {
   return "?";
 }
 
+namespace {
+
+// Whether Triton types the Python float `v` as f32 by itself: zero, inf, nan and the
+// normal f32 range. Subnormals and values past f32's range would become f64.
+bool python_float_is_f32(double v) {
+  double a = std::fabs(v);
+  return a == 0 || std::isinf(v) || std::isnan(v) || (a >= 0x1p-126 && a <= 0x1.fffffep127);
+}
+
+}  // namespace
+
 std::string triton_literal(double v, DType t) {
   char buf[64];
   if (is_floating(t)) {
+    // Triton makes any constant equal to 0 a +0.0: -0.0 is the bit pattern of its sign.
+    if (v == 0 && std::signbit(v))
+      return t == DType::F64 ? "tl.full([], -9223372036854775808, tl.int64).to(tl.float64, bitcast=True)"
+                             : "tl.full([], -2147483648, tl.int32).to(tl.float32, bitcast=True)";
     std::string s;
     if (std::isnan(v)) s = "float('nan')";
     else if (std::isinf(v)) s = v < 0 ? "float('-inf')" : "float('inf')";
     else {
-      std::snprintf(buf, sizeof buf, "%.17g", v);
+      std::snprintf(buf, sizeof buf, "%.17g", v);  // 17 digits: the double exactly
       s = buf;
       if (s.find_first_of(".en") == std::string::npos) s += ".0";
     }
-    // A Python float meets f32 tensors as f32; f64 values are typed explicitly.
-    return t == DType::F64 ? "tl.full([], " + s + ", tl.float64)" : s;
+    // A Python float meets f32 tensors as f32 where Triton types it f32; other values
+    // and every f64 value are typed explicitly.
+    if (t == DType::F64) return "tl.full([], " + s + ", tl.float64)";
+    return python_float_is_f32(v) ? s : "tl.full([], " + s + ", tl.float32)";
   }
   if (t == DType::Bool) return std::string("tl.full([], ") + (v != 0 ? "1" : "0") + ", tl.int1)";
   // As the reference converts: NaN is 0, out of range saturates to int64, then wraps to t.
@@ -294,7 +311,7 @@ std::string floordiv_helper(const std::string &name, const std::string &div_open
          "    d = tl.where((m != 0) & ((b < 0) != (m < 0)), d - 1.0, d)\n"
          "    f = tl.floor(d)\n"
          "    f = tl.where(d - f > 0.5, f + 1.0, f)\n"
-         "    zero = tl.where(" + div("a", "b") + " < 0, -0.0, 0.0)\n"
+         "    zero = " + div("a", "b") + " * 0.0\n"  // a zero of the quotient's sign (a -0.0 literal is +0.0)
          "    f = tl.where(d == 0, zero, f)\n"
          "    return tl.where(b == 0, " + div("a", "b") + ", f)\n";
 }
