@@ -2604,5 +2604,209 @@ def _div_near_integer(dev):
     return fn, [k * b, b, (k * b).to(f64) * 3, b.to(f64) * 3]
 
 
+# ---------------------------------------------------------------------------------------------
+# Op cases: inverse and hyperbolic trigonometry, log10, copysign, fmax/fmin, hypot, several ops
+# to a graph (issue 20's first batch). Here, at the end, for the same reason as the cases above.
+# ---------------------------------------------------------------------------------------------
+
+MATH_UNARY = {  # domain -> ops whose inputs come from it
+    "unit": (A.acos.default, A.asin.default, A.atanh.default),
+    "ge1": (A.acosh.default,),
+    "pos": (A.log10.default,),
+    "wide": (A.atan.default, A.asinh.default, A.cosh.default, A.sinh.default),
+}
+MATH_UNARY_OPS = [op for ops in MATH_UNARY.values() for op in ops]
+MATH_SPECIALS = (float("nan"), float("inf"), float("-inf"), -0.0, 0.0, 1.0, -1.0, 0.5, -0.5, 2.0, -2.0,
+                 1e-30, -1e-30, 100.0, -100.0, 1e38, 0.999999, -0.999999, 1.000001, 80.0, -80.0)
+
+
+def math_input(shape: Sequence[int], dtype: torch.dtype, dom: str) -> torch.Tensor:
+    """Values in the domain of the ops of MATH_UNARY[dom]."""
+    if dom == "ge1":
+        return (make(shape, f32, "pos") + 1).to(dtype)
+    return make(shape, dtype, dom)
+
+
+def math_specials(shape: Sequence[int]) -> torch.Tensor:
+    """MATH_SPECIALS, each at least once, the rest of the tensor drawn from them."""
+    vals = torch.tensor(MATH_SPECIALS, dtype=f64)
+    n = math.prod(shape)
+    order = torch.randint(0, len(vals), (n,))
+    order[: len(vals)] = torch.randperm(len(vals))
+    return vals[order].reshape(list(shape))
+
+
+@op_case("math_unary", MATH_UNARY_OPS, ("odd", "noncontig", "size1", "size0", "broadcast"))
+def _math_unary(dev):
+    """Each op over the layouts of the unary cases, on values in its domain, and over NaN,
+    infinities, signed zeros and the edges of each domain (eager's NaN outside it)."""
+    doms = list(MATH_UNARY)
+
+    def fn(sp, *xs):
+        outs = []
+        for d, (x, xt, xs_, x0, xd, xe) in zip(doms, zip(*[iter(xs)] * 6)):
+            for op in MATH_UNARY[d]:
+                outs += [op(x), op(xt.t()), op(xs_[::2, 1::3]), op(x0), op(xd), op(xe.expand(4, 5, 13))]
+        return tuple(outs) + tuple(op(sp) for op in MATH_UNARY_OPS)
+    ins = [math_specials([7, 13]).to(f32)]
+    for d in doms:
+        ins += [math_input(s, f32, d) for s in ([7, 13], [13, 7], [9, 20], [0, 5], [], [5, 1])]
+    return fn, ins
+
+
+@op_case("math_unary_dtypes", MATH_UNARY_OPS, ("odd",))
+def _math_unary_dtypes(dev):
+    """Every other dtype eager accepts (integers and bools become the default float), and the
+    specials in f64, f16 and bf16."""
+    dts = [dt for dt in OTHER_DTYPES if all(accepts(op, (dt, [2])) for op in MATH_UNARY_OPS)]
+    floats = [dt for dt in dts if dt.is_floating_point]
+    ints = [dt for dt in dts if not dt.is_floating_point]
+    n_doms = len(MATH_UNARY)
+
+    def fn(*xs):
+        outs = [op(x) for x in xs[: len(ints)] for op in MATH_UNARY_OPS]
+        per_dom = xs[len(ints): len(ints) + n_doms * len(floats)]
+        for k, x in enumerate(per_dom):
+            outs += [op(x) for op in list(MATH_UNARY.values())[k % n_doms]]
+        sp = xs[len(ints) + n_doms * len(floats):]
+        return tuple(outs) + tuple(op(s) for s in sp for op in MATH_UNARY_OPS)
+    ins = [make([3, 5], dt, "smallint") for dt in ints]
+    ins += [math_input([3, 5], dt, d) for dt in floats for d in MATH_UNARY]
+    ins += [math_specials([3, 7]).to(dt) for dt in (f64, f16, bf16)]
+    return fn, ins
+
+
+MATH_BINARY = (A.copysign.Tensor, A.fmax.default, A.fmin.default, A.hypot.default)
+BINARY_SPECIALS = (float("nan"), -float("nan"), float("inf"), float("-inf"), -0.0, 0.0, 1.0, -1.0, 2.5, -3.0)
+
+
+def special_pairs() -> tuple[torch.Tensor, torch.Tensor]:
+    """Every pair of BINARY_SPECIALS, shuffled over a 10x10 tensor (vector lanes and tails)."""
+    vals = torch.tensor(BINARY_SPECIALS, dtype=f64)
+    n = len(vals)
+    order = torch.randperm(n * n)
+    return vals[order // n].reshape(n, n), vals[order % n].reshape(n, n)
+
+
+@op_case("math_binary", list(MATH_BINARY) + [A.copysign.Scalar], ("odd", "noncontig", "size1", "size0", "broadcast"))
+def _math_binary(dev):
+    """copysign, fmax, fmin and hypot over the binary cases' shapes and broadcasts, and over
+    every pair of NaN, infinities, signed zeros and numbers; the sign of a zero is made visible
+    through a reciprocal (copysign of -0.0 and of NaN's sign bit)."""
+    def fn(x, y, yr, xc, y0, xt, xs, x0, x3, y3, sa, sb, z):
+        outs = []
+        for f in MATH_BINARY:
+            outs += [f(x, y), f(x, yr), f(yr, x), f(xc, yr), f(x, y0), f(xt.t(), y), f(xs[::2, ::2], yr),
+                     f(x0, yr), f(x3, y3), f(sa, sb)]
+        cs = A.copysign.Tensor
+        outs += [A.reciprocal.default(cs(z, sb)), A.reciprocal.default(cs(sa, sb)), A.reciprocal.default(A.fmax.default(sa, sb)),
+                 A.reciprocal.default(A.fmin.default(sa, sb))]
+        outs += [A.copysign.Scalar(x, -1.5), A.copysign.Scalar(xt.t(), 0.0), A.copysign.Scalar(sa, -0.0),
+                 A.reciprocal.default(A.copysign.Scalar(z, -0.0))]
+        return tuple(outs)
+    sa, sb = special_pairs()
+    ins = [make([7, 13]), make([7, 13]), make([13]), make([7, 1]), make([]), make([13, 7]), make([13, 26]),
+           make([0, 13]), make([2, 1, 5]), make([3, 1]), sa.to(f32), sb.to(f32), torch.zeros(10, 10)]
+    return fn, ins
+
+
+@op_case("math_binary_dtypes", list(MATH_BINARY) + [A.copysign.Scalar], ("odd", "broadcast"))
+def _math_binary_dtypes(dev):
+    """Same-dtype pairs of every dtype each op takes, the mixed pairs of type promotion, the
+    Scalar overload of copysign on integers and bools, and the special pairs in f64, f16, bf16."""
+    pairs = [((dt, [3, 5]), (dt, [3, 5])) for dt in OTHER_DTYPES] + list(MIXED_PAIRS)
+    calls = [(f, k) for f in MATH_BINARY for k, (x, y) in enumerate(pairs) if accepts(f, x, y)]
+    ins = [make(shape, dt, "smallint") for pair in pairs for dt, shape in pair]
+    n_plain = len(ins)
+    sa, sb = special_pairs()
+    for dt in (f64, f16, bf16):
+        ins += [sa.to(dt), sb.to(dt)]
+    ints = [make([3, 5], dt, "smallint") for dt in (i64, i32, u8, b8)]
+    ins += ints
+
+    def fn(*xs):
+        outs = [f(xs[2 * k], xs[2 * k + 1]) for f, k in calls]
+        for k in range(3):
+            a, b = xs[n_plain + 2 * k], xs[n_plain + 2 * k + 1]
+            outs += [f(a, b) for f in MATH_BINARY]
+        outs += [A.copysign.Scalar(x, -2) for x in xs[n_plain + 6:]]
+        return tuple(outs)
+    return fn, ins
+
+
+@op_case("vector_norm", [A.linalg_vector_norm.default], ("odd", "noncontig", "size1", "size0"))
+def _vector_norm(dev):
+    """Every kind of order (2, 1, inf, -inf, 0, other positive and negative p) over dims, dim
+    lists, all dims, keepdim, strided inputs, 0-dim and empty tensors, a requested dtype, low
+    precision, and rows holding NaN or infinities."""
+    n = A.linalg_vector_norm.default
+    inf = float("inf")
+    orders = (2, 1, inf, -inf, 0, 3, 0.5, -1, -2.5)
+
+    def fn(x, x3, xt, xd, x0, xe, xh, xb, xf, sp):
+        outs = [n(x), n(x, 2, [1]), n(x, 2, [0], True), n(x, 2, []), n(x3, 2, [0, 2]), n(x3, 1, [-1], True),
+                n(xt.t(), 2, [1]), n(x[:, ::3], inf, [0]), n(xd), n(xd, 3, [0]), n(x0, 2, [1]), n(xe, 2, [1]),
+                n(xe, 1, [1], True), n(x, 2, [1], False, dtype=torch.float64), n(xh, 2, [1], dtype=torch.float32),
+                n(xh, 2, [1]), n(xb, 2, [1]), n(xb, inf, [0]), n(xf, 2, [1]), n(xf, 0.5, [0])]
+        outs += [n(x, o, [1]) for o in orders[1:]]
+        outs += [n(sp, o, [1]) for o in orders]
+        return tuple(outs)
+    return fn, [make([7, 13]), make([2, 3, 5]), make([13, 7]), make([]), make([0, 5]), make([3, 0]),
+                make([5, 9], f16), make([5, 9], bf16), make([5, 9], f64), special_rows(7, 13)]
+
+
+@op_case("repeat_diagonal", [A.repeat.default, A.diagonal.default], ("odd", "noncontig", "size1", "size0", "broadcast"))
+def _repeat_diagonal(dev):
+    """repeat with leading new dims, zero and one repeats, of strided, expanded, 0-dim and
+    empty tensors; diagonal (a view) with positive, negative and out-of-range offsets, dims in
+    either order, of strided inputs, and read by a later op (the view feeds an add)."""
+    r, dg = A.repeat.default, A.diagonal.default
+
+    def fn(x, x3, xd, x0, xe, xi, xb, y):
+        return (r(x, [2, 3]), r(x, [2, 1, 3]), r(x3, [1, 2, 1]), r(x.t(), [3, 1]), r(x[:, ::2], [2, 2]),
+                r(xd, [4]), r(xd, []), r(x0, [2, 3]), r(x, [0, 2]), r(xe.expand(3, 4), [1, 2]), r(xi, [3, 1]),
+                r(xb, [2, 1, 2]),
+                dg(x), dg(x, 2), dg(x, -3), dg(x, 20), dg(x3, 1, 0, 2), dg(x3, -1, 2, 0), dg(x3, 0, -1, -2),
+                dg(x.t()), dg(x[1:, ::2], 1), dg(x0), dg(xi, 1), A.add.Tensor(dg(x, 1), y))
+    return fn, [make([5, 7]), make([3, 4, 6]), make([]), make([0, 3]), make([3, 1]), make([4, 5], i64),
+                make([3, 2], b8), make([5])]
+
+
+@op_case("cumprod", [A.cumprod.default], ("odd", "noncontig", "size1", "size0"))
+def _cumprod(dev):
+    """cumprod along every dim, of strided, 0-dim and empty tensors, with a dtype, of integers
+    (i64 results, wrapping) and bools, in low precision, and over zeros, NaN and infinities."""
+    c = A.cumprod.default
+
+    def fn(x, x3, xd, x0, xi, xi8, xb, xh, xbf, xf, sp, big):
+        return (c(x, 1), c(x, 0), c(x, -1), c(x3, 1), c(x.t(), 1), c(x[:, ::2], 1), c(xd, 0), c(x0, 0), c(x0, 1),
+                c(x, 1, dtype=torch.float64), c(xi, 1), c(xi8, 0), c(xb, 1), c(xh, 1), c(xbf, 1), c(xf, 0), c(sp, 1),
+                c(big, 1), c(xh, 1, dtype=torch.float32), c(xi, 1, dtype=torch.float32))
+    return fn, [make([5, 7], f32, "near1"), make([2, 40, 3], f32, "near1"), make([]), make([0, 4]),
+                make([3, 7], i64, "smallint"), make([3, 5], i8, "smallint"), make([3, 5], b8), make([4, 6], f16, "near1"),
+                make([4, 6], bf16, "near1"), make([4, 6], f64, "near1"), special_rows(7, 13),
+                make([2, 30], i64, "wide")]
+
+
+@op_case("matmul_linear", [A.matmul.default, A.linear.default], ("odd", "noncontig", "size0", "broadcast"))
+def _matmul_linear(dev):
+    """matmul over every rank pair it takes (1-D x 1-D, 1-D x 2-D, 2-D x 1-D, N-D x 2-D and
+    x 1-D, 1-D and 2-D x N-D, batch dims broadcast), transposed and strided operands (a batch
+    that no view can fold), empty batches; linear with and without bias, of 1-D to 4-D
+    inputs, a transposed input, a bias over the whole result, and in f64."""
+    mm, lin = A.matmul.default, A.linear.default
+
+    def fn(v4, v4b, m54, m43, b254, b243, b2154, b346, m45t, w64, bias6, x3t, b56, d54, d64, d6, e054):
+        return (mm(v4, v4b), mm(v4, m43), mm(m54, v4), mm(m54, m43), mm(b254, m43), mm(b254, v4), mm(v4, b243),
+                mm(m54, b243), mm(b254, b243), mm(b2154, b346), mm(m45t.t(), m43), mm(x3t.transpose(0, 1), m43),
+                mm(b254[:, ::2], m43), mm(e054, m43),
+                lin(v4, w64, bias6), lin(m54, w64, bias6), lin(b254, w64, bias6), lin(b2154, w64, bias6),
+                lin(m54, w64), lin(b254, w64), lin(x3t.transpose(0, 1), w64, bias6), lin(m54, w64, b56),
+                lin(m54, v4), lin(d54, d64, d6), lin(e054, w64, bias6))
+    return fn, [make([4]), make([4]), make([5, 4]), make([4, 3]), make([2, 5, 4]), make([2, 4, 3]),
+                make([2, 1, 5, 4]), make([3, 4, 6]), make([4, 5]), make([6, 4]), make([6]), make([5, 2, 4]),
+                make([5, 6]), make([5, 4], f64), make([6, 4], f64), make([6], f64), make([0, 5, 4])]
+
+
 if __name__ == "__main__":
     sys.exit(main())

@@ -369,6 +369,9 @@ def fix_interpreter_bf16():
 LIBDEVICE_IN_NUMPY = {
     "tanh": "tanh", "tan": "tan", "pow": "power", "atan2": "arctan2", "expm1": "expm1",
     "log1p": "log1p", "nearbyint": "rint", "rint": "rint", "trunc": "trunc", "fmod": "fmod",
+    "acos": "arccos", "asin": "arcsin", "atan": "arctan", "acosh": "arccosh", "asinh": "arcsinh",
+    "atanh": "arctanh", "cosh": "cosh", "sinh": "sinh", "log10": "log10", "copysign": "copysign",
+    "hypot": "hypot",
 }
 
 

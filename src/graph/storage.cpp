@@ -41,12 +41,17 @@ std::optional<ViewStart> view_start(const Graph &g, const Node &n, int output) {
   if (starts_at_base(t)) return ViewStart{};
   bool slice_like = t == "aten.slice.Tensor" || t == "aten.select.int" || t == "aten.split.Tensor" ||
                     t == "aten.split_with_sizes.default" || t == "aten.unbind.int";
-  bool other_view = t == "aten.reshape.default" || t == "aten.as_strided.default";
+  bool other_view = t == "aten.reshape.default" || t == "aten.as_strided.default" || t == "aten.diagonal.default";
   if (!slice_like && !other_view) return std::nullopt;
   const TensorType &self = g.type(view_base(n));
   if (t == "aten.reshape.default") {
     if (!view_strides(self.sizes, self.strides, g.type(n.outputs[size_t(output)]).sizes)) return std::nullopt;
     return ViewStart{};
+  }
+  if (t == "aten.diagonal.default") {
+    return ViewStart{false, diagonal_view(self.sizes, self.strides, arg(n, "offset").as<int64_t>(),
+                                          arg(n, "dim1").as<int64_t>(), arg(n, "dim2").as<int64_t>())
+                                .start};
   }
   if (t == "aten.as_strided.default") {
     auto offset = optional_int(n, "storage_offset");

@@ -237,6 +237,24 @@ SliceBounds slice_bounds(int64_t size, std::optional<int64_t> start_arg, std::op
   return {start, len == 0 ? 0 : (len - 1) / step + 1};
 }
 
+DiagonalView diagonal_view(const Shape &sizes, const Shape &strides, int64_t offset, int64_t dim1, int64_t dim2) {
+  int64_t rank = int64_t(sizes.size());
+  size_t d1 = size_t(wrap_dim(dim1, rank)), d2 = size_t(wrap_dim(dim2, rank));
+  COIL_USER_CHECK(d1 != d2, "diagonal dimensions cannot be identical ", dim1, ", ", dim2);
+  int64_t length = offset >= 0 ? std::min(sizes[d1], sizes[d2] - offset) : std::min(sizes[d1] + offset, sizes[d2]);
+  DiagonalView v;
+  length = std::max<int64_t>(length, 0);
+  if (length > 0) v.start = offset >= 0 ? offset * strides[d2] : -offset * strides[d1];
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    if (d == d1 || d == d2) continue;
+    v.sizes.push_back(sizes[d]);
+    v.strides.push_back(strides[d]);
+  }
+  v.sizes.push_back(length);
+  v.strides.push_back(strides[d1] + strides[d2]);
+  return v;
+}
+
 Shape infer_view_size(const Shape &new_sizes, int64_t numel) {
   Shape out = new_sizes;
   int infer = -1;

@@ -63,6 +63,15 @@ struct SliceBounds {
 };
 SliceBounds slice_bounds(int64_t size, std::optional<int64_t> start, std::optional<int64_t> end, int64_t step);
 
+/// diagonal(offset, dim1, dim2) of a tensor of these sizes and strides: dim1 and dim2
+/// removed and the diagonal appended as the last dim, which starts `start` elements after
+/// the input (not moved when the diagonal is empty, as in eager). A UserError for bad dims.
+struct DiagonalView {
+  Shape sizes, strides;
+  int64_t start = 0;
+};
+DiagonalView diagonal_view(const Shape &sizes, const Shape &strides, int64_t offset, int64_t dim1, int64_t dim2);
+
 /// Resolves one -1 in a view shape against numel; a UserError when it cannot.
 Shape infer_view_size(const Shape &new_sizes, int64_t numel);
 

@@ -35,8 +35,10 @@ enum class Op : uint8_t {
   // Unary.
   Cast, Neg, Abs, Exp, Exp2, Expm1, Log, Log1p, Log2, Sqrt, Rsqrt, Reciprocal, Sin, Cos, Tan,
   Tanh, Sigmoid, Erf, Floor, Ceil, Round, Trunc, Sign, LogicalNot, BitwiseNot, IsNan, IsInf,
+  Acos, Asin, Atan, Acosh, Asinh, Atanh, Cosh, Sinh, Log10,
   // Binary.
   Add, Sub, Mul, TrueDiv, FloorDiv, TruncDiv, Remainder, Fmod, Pow, Maximum, Minimum, Atan2,
+  Copysign, Fmax, Fmin, Hypot,  // fmax/fmin: a NaN operand gives the other one
   Eq, Ne, Lt, Le, Gt, Ge, LogicalAnd, LogicalOr, LogicalXor, BitwiseAnd, BitwiseOr, BitwiseXor,
   // Ternary.
   Where,

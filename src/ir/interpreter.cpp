@@ -405,22 +405,27 @@ void Interpreter::run_kernel(const Kernel &k) {
   for (BufferId b : k.internal) storage_[size_t(b)].stamps.clear();
 }
 
-// An inclusive prefix sum along scan_dim, accumulated in double or int64.
+// An inclusive prefix sum or product along scan_dim, accumulated in double or int64
+// (integers wrap).
 void Interpreter::run_scan(const Node &n) {
   Shape outer = n.ranges;
   int64_t len = outer[size_t(n.scan_dim)];
   outer[size_t(n.scan_dim)] = 1;
   std::vector<int64_t> point(size_t(n.num_vars()), 0);
   DType in = n.body.at(n.body.results[0]).dtype;
+  bool prod = n.reduce_op == ReduceOp::Prod;
+  COIL_ASSERT(prod || n.reduce_op == ReduceOp::Sum, "a scan sums or multiplies");
   for_each_point(outer, point, 0, [&] {
     Scalar acc{};
+    acc.f = prod ? 1 : 0;
+    acc.i = prod ? 1 : 0;
     for (int64_t k = 0; k < len; ++k) {
       point[size_t(n.scan_dim)] = k;
       Scalar x = eval(n.body, point)[size_t(n.body.results[0])];
       if (is_floating(in)) {
-        acc.f += x.f;
+        acc.f = prod ? acc.f * x.f : acc.f + x.f;
       } else {
-        acc.i = int64_t(uint64_t(acc.i) + uint64_t(x.i));
+        acc.i = int64_t(prod ? uint64_t(acc.i) * uint64_t(x.i) : uint64_t(acc.i) + uint64_t(x.i));
       }
       store(n.outputs[0], n, point, cast(acc, in, p_.buffer(n.outputs[0]).type.dtype));
     }

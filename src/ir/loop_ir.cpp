@@ -116,7 +116,7 @@ std::string kind_name(const Node &n) {
   switch (n.kind) {
     case NodeKind::Pointwise: return "pointwise";
     case NodeKind::Reduction: return "reduction " + std::string(reduce_op_name(n.reduce_op));
-    case NodeKind::Scan: return "scan sum over dim " + std::to_string(n.scan_dim);
+    case NodeKind::Scan: return "scan " + std::string(reduce_op_name(n.reduce_op)) + " over dim " + std::to_string(n.scan_dim);
     case NodeKind::Extern: return "extern " + std::string(extern_op_name(n.extern_op));
     case NodeKind::Scatter: return n.accumulate ? "scatter add" : "scatter";
   }

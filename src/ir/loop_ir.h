@@ -5,7 +5,8 @@
 //   - Pointwise: for every point x of `ranges`, store body(x) at the output's offset of x;
 //   - Reduction: for every x, combine body(x, r) over every r of `reduction_ranges`
 //     (sum, prod, max, min, argmax, argmin, any, all, welford -> mean/m2/count);
-//   - Scan: an inclusive prefix combine along `scan_dim` of `ranges` (cumsum);
+//   - Scan: an inclusive prefix combine along `scan_dim` of `ranges`, by `reduce_op`
+//     (Sum: cumsum, Prod: cumprod);
 //   - Extern: a library call (matmul, convolution) on whole buffers;
 //   - Scatter: the output starts as a copy of operands[0]; then for every point x of
 //     `ranges`, body result 0 is written (or added, `accumulate`) at `scatter_index`,

@@ -125,6 +125,10 @@ int64_t int_pow(int64_t base, int64_t exp) {
 
 double nan_max(double a, double b) { return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b); }
 double nan_min(double a, double b) { return std::isnan(a) || std::isnan(b) ? NAN : std::min(a, b); }
+// fmax/fmin: a NaN operand gives the other; equal operands (0 and -0) give the first, as
+// eager's CPU kernels do.
+double nan_skip_max(double a, double b) { return std::isnan(a) ? b : std::isnan(b) ? a : a < b ? b : a; }
+double nan_skip_min(double a, double b) { return std::isnan(a) ? b : std::isnan(b) ? a : b < a ? b : a; }
 
 // (0 < v) - (v < 0), as PyTorch: NaN gives 0.
 double sign(double v) { return double(v > 0) - double(v < 0); }
@@ -153,6 +157,15 @@ double unary_float(Op op, double x) {
     case Op::Round: return std::nearbyint(x);
     case Op::Trunc: return std::trunc(x);
     case Op::Sign: return sign(x);
+    case Op::Acos: return std::acos(x);
+    case Op::Asin: return std::asin(x);
+    case Op::Atan: return std::atan(x);
+    case Op::Acosh: return std::acosh(x);
+    case Op::Asinh: return std::asinh(x);
+    case Op::Atanh: return std::atanh(x);
+    case Op::Cosh: return std::cosh(x);
+    case Op::Sinh: return std::sinh(x);
+    case Op::Log10: return std::log10(x);
     default: break;
   }
   COIL_ASSERT(false, op_name(op), " is not a floating unary op");
@@ -187,6 +200,10 @@ double binary_float(Op op, double a, double b) {
     case Op::Maximum: return nan_max(a, b);
     case Op::Minimum: return nan_min(a, b);
     case Op::Atan2: return std::atan2(a, b);
+    case Op::Copysign: return std::copysign(a, b);
+    case Op::Fmax: return nan_skip_max(a, b);
+    case Op::Fmin: return nan_skip_min(a, b);
+    case Op::Hypot: return std::hypot(a, b);
     default: break;
   }
   COIL_ASSERT(false, op_name(op), " is not a floating binary op");
@@ -202,8 +219,10 @@ int64_t binary_int(Op op, int64_t a, int64_t b) {
     case Op::Remainder: return int_remainder(a, b);
     case Op::Fmod: check_divisor(b); return b == -1 ? 0 : a % b;
     case Op::Pow: return int_pow(a, b);
-    case Op::Maximum: return std::max(a, b);
-    case Op::Minimum: return std::min(a, b);
+    case Op::Maximum:
+    case Op::Fmax: return std::max(a, b);
+    case Op::Minimum:
+    case Op::Fmin: return std::min(a, b);
     case Op::BitwiseAnd: return a & b;
     case Op::BitwiseOr: return a | b;
     case Op::BitwiseXor: return a ^ b;

@@ -1,7 +1,12 @@
 // Matrix products and convolution become Extern nodes: library calls on strided views
 // of their operands (a transposed weight stays a view). Their bias and elementwise
 // consumers stay separate nodes that the scheduler may hand to the library as epilogues.
+// matmul and linear become the mm / mv / bmm / addmm calls of their ranks, with their
+// operands' batch dims folded (a view where the strides allow, else a contiguous copy).
+#include <algorithm>
+
 #include "graph/registry.h"
+#include "graph/strides.h"
 #include "lowering/lowering.h"
 
 namespace coil::lowering {
@@ -9,26 +14,137 @@ namespace {
 
 ir::View view_of(const TensorRef &r) { return ir::View{r.buffer, r.sizes, r.strides, r.offset}; }
 
-/// An Extern node over the named tensor arguments (absent optional ones kept as -1).
-TensorRef extern_call(Lowering &l, const Node &n, ir::ExternOp op, const std::vector<const char *> &operands,
-                      int64_t reduction_size) {
-  const TensorType &out = l.graph().type(n.outputs[0]);
+/// An Extern node writing a new buffer of type `out` from `operands`.
+TensorRef extern_node(Lowering &l, const std::string &origin, ir::ExternOp op, std::vector<ir::View> operands,
+                      const TensorType &out, int64_t reduction_size, std::map<std::string, double> scalars = {}) {
   TensorRef result = l.new_buffer(out);
   ir::Node node;
   node.kind = ir::NodeKind::Extern;
   node.extern_op = op;
-  node.origin = n.name;
+  node.origin = origin;
   node.ranges = out.sizes;
-  for (const char *name : operands) {
-    const Arg &a = arg(n, name);
-    node.operands.push_back(a.is_none() ? ir::View{} : view_of(l.ref(a.as<ValueId>())));
-  }
-  for (const char *name : {"beta", "alpha"})
-    if (n.op->schema.find_arg(name) >= 0) node.scalars[name] = number(arg(n, name));
+  node.operands = std::move(operands);
+  node.scalars = std::move(scalars);
   node.attrs["reduction_size"] = {reduction_size};
   node.outputs = {result.buffer};
   l.program().nodes.push_back(std::move(node));
   return result;
+}
+
+/// An Extern node over the named tensor arguments (absent optional ones kept as -1).
+TensorRef extern_call(Lowering &l, const Node &n, ir::ExternOp op, const std::vector<const char *> &operands,
+                      int64_t reduction_size) {
+  std::vector<ir::View> views;
+  for (const char *name : operands) {
+    const Arg &a = arg(n, name);
+    views.push_back(a.is_none() ? ir::View{} : view_of(l.ref(a.as<ValueId>())));
+  }
+  std::map<std::string, double> scalars;
+  for (const char *name : {"beta", "alpha"})
+    if (n.op->schema.find_arg(name) >= 0) scalars[name] = number(arg(n, name));
+  return extern_node(l, n.name, op, std::move(views), l.graph().type(n.outputs[0]), reduction_size, scalars);
+}
+
+// ---- matmul and linear ------------------------------------------------------------------
+
+/// `r` with a size-1 dim inserted at `dim`.
+TensorRef unsqueeze(TensorRef r, size_t dim) {
+  int64_t stride = dim < r.sizes.size() ? r.sizes[dim] * r.strides[dim] : 1;
+  r.sizes.insert(r.sizes.begin() + int64_t(dim), 1);
+  r.strides.insert(r.strides.begin() + int64_t(dim), stride);
+  return r;
+}
+
+/// `r` broadcast to `shape` (dims aligned from the right; broadcast dims read stride 0).
+TensorRef expand(TensorRef r, const Shape &shape) {
+  while (r.sizes.size() < shape.size()) r = unsqueeze(r, 0);
+  for (size_t d = 0; d < shape.size(); ++d)
+    if (r.sizes[d] != shape[d]) {
+      r.sizes[d] = shape[d];
+      r.strides[d] = 0;
+    }
+  return r;
+}
+
+/// `r` seen with `sizes` (the same elements in row-major order): a view where its strides
+/// allow one, else a contiguous copy.
+TensorRef reshaped(Lowering &l, const std::string &origin, const TensorRef &r, const Shape &sizes) {
+  if (auto strides = view_strides(r.sizes, r.strides, sizes)) return TensorRef{r.buffer, r.dtype, sizes, *strides, r.offset};
+  TensorType copy{r.dtype, r.sizes, contiguous_strides(r.sizes), l.program().buffer(r.buffer).type.device};
+  TensorRef c = l.pointwise(copy, origin, [&](ir::BodyBuilder &b, const std::vector<ir::Expr> &index) {
+    return b.load(r.buffer, Lowering::offset(r, index), r.dtype);
+  });
+  return TensorRef{c.buffer, c.dtype, sizes, contiguous_strides(sizes), 0};
+}
+
+/// [d0, ..., n, k] as [d0 * ... * n, k].
+TensorRef rows_of(Lowering &l, const std::string &origin, const TensorRef &r) {
+  Shape rows(r.sizes.begin(), r.sizes.end() - 1);
+  return reshaped(l, origin, r, {checked_numel(rows), r.sizes.back()});
+}
+
+/// The product of `a` and `b` as torch.matmul computes it, written contiguous with the
+/// result's type `out`; `bias` (broadcast to a row of the result) is added by the library
+/// when the product is one addmm.
+TensorRef matmul(Lowering &l, const std::string &origin, const TensorRef &a, const TensorRef &b, const TensorType &out,
+                 const TensorRef *bias = nullptr) {
+  using ir::ExternOp;
+  int64_t k = a.sizes.back();
+  auto result = [&](const TensorRef &buf) {
+    return TensorRef{buf.buffer, buf.dtype, out.sizes, contiguous_strides(out.sizes), 0};
+  };
+  auto typed = [&](Shape sizes) { return TensorType{out.dtype, sizes, contiguous_strides(sizes), out.device}; };
+  if (b.rank() == 1 && a.rank() >= 2) {  // [..., n, k] @ [k]: one mv over the rows
+    TensorRef rows = rows_of(l, origin, a);
+    return result(extern_node(l, origin, ExternOp::Mv, {view_of(rows), view_of(b)}, typed({rows.sizes[0]}), k));
+  }
+  if (b.rank() <= 2 && a.rank() != 0) {  // [..., n, k] @ [k, m], and [k] @ [k] or [k, m] as one row
+    TensorRef lhs = a.rank() == 1 ? unsqueeze(a, 0) : rows_of(l, origin, a);
+    TensorRef rhs = b.rank() == 1 ? unsqueeze(b, 1) : b;
+    Shape shape = {lhs.sizes[0], rhs.sizes[1]};
+    if (bias)
+      return result(extern_node(l, origin, ExternOp::Addmm, {view_of(*bias), view_of(lhs), view_of(rhs)}, typed(shape), k,
+                                {{"beta", 1.0}, {"alpha", 1.0}}));
+    return result(extern_node(l, origin, ExternOp::Mm, {view_of(lhs), view_of(rhs)}, typed(shape), k));
+  }
+  // Batched: batch dims broadcast and folded into one, then one bmm.
+  TensorRef lhs = a.rank() == 1 ? unsqueeze(a, 0) : a, rhs = b.rank() == 1 ? unsqueeze(b, 1) : b;
+  Shape batch = broadcast_shapes(Shape(lhs.sizes.begin(), lhs.sizes.end() - 2), Shape(rhs.sizes.begin(), rhs.sizes.end() - 2));
+  int64_t n = lhs.sizes[lhs.sizes.size() - 2], m = rhs.sizes.back(), count = checked_numel(batch);
+  auto batched = [&](const TensorRef &r, int64_t rows, int64_t cols) {
+    Shape full = batch;
+    full.push_back(rows);
+    full.push_back(cols);
+    return reshaped(l, origin, expand(r, full), {count, rows, cols});
+  };
+  TensorRef x = batched(lhs, n, k), y = batched(rhs, k, m);
+  return result(extern_node(l, origin, ExternOp::Bmm, {view_of(x), view_of(y)}, typed({count, n, m}), k));
+}
+
+std::vector<TensorRef> lower_matmul(Lowering &l, const Node &n) {
+  const TensorRef &a = l.ref(arg(n, "self").as<ValueId>()), &b = l.ref(arg(n, "other").as<ValueId>());
+  return {matmul(l, n.name, a, b, l.graph().type(n.outputs[0]))};
+}
+
+/// linear = input @ weight.T (+ bias): the bias goes into one addmm when it is a row
+/// vector and the product one mm; otherwise it is added after the product.
+std::vector<TensorRef> lower_linear(Lowering &l, const Node &n) {
+  const TensorRef &x = l.ref(arg(n, "input").as<ValueId>());
+  TensorRef w = l.ref(arg(n, "weight").as<ValueId>());
+  std::reverse(w.sizes.begin(), w.sizes.end());
+  std::reverse(w.strides.begin(), w.strides.end());
+  const TensorType &out = l.graph().type(n.outputs[0]);
+  const Arg &bias_arg = arg(n, "bias");
+  if (bias_arg.is_none()) return {matmul(l, n.name, x, w, out)};
+  const TensorRef &bias = l.ref(bias_arg.as<ValueId>());
+  bool bias_is_row = bias.rank() <= 1 || (bias.rank() == 2 && bias.sizes[0] == 1);
+  if (bias_is_row && x.rank() >= 1 && w.rank() == 2) return {matmul(l, n.name, x, w, out, &bias)};
+  TensorRef product = matmul(l, n.name, x, w, out);
+  DType c = opmath_dtype(out.dtype);
+  return {l.pointwise(out, n.name, [&](ir::BodyBuilder &b, const std::vector<ir::Expr> &index) {
+    int p = b.cast(Lowering::load_broadcast(b, product, index), c);
+    return b.binary(ir::Op::Add, p, b.cast(Lowering::load_broadcast(b, bias, index), c), c);
+  })};
 }
 
 /// The length of the contracted dim: the last of the first matrix operand.
@@ -72,6 +188,8 @@ void add_extern_lowerings(std::map<std::string, LowerFn, std::less<>> &t) {
   t["aten.baddbmm.default"] = product(ir::ExternOp::Baddbmm, {"self", "batch1", "batch2"}, "batch1");
   t["aten.addmv.default"] = product(ir::ExternOp::Addmv, {"self", "mat", "vec"}, "mat");
   t["aten.convolution.default"] = convolution;
+  t["aten.matmul.default"] = lower_matmul;
+  t["aten.linear.default"] = lower_linear;
 }
 
 }  // namespace coil::lowering

@@ -145,6 +145,11 @@ void add_unary(std::map<std::string, LowerFn, std::less<>> &t) {
       {"aten.floor.default", Op::Floor, Compute::Result},   {"aten.ceil.default", Op::Ceil, Compute::Result},
       {"aten.round.default", Op::Round, Compute::Result},   {"aten.trunc.default", Op::Trunc, Compute::Result},
       {"aten.sign.default", Op::Sign, Compute::Result},     {"aten.bitwise_not.default", Op::BitwiseNot, Compute::Result},
+      {"aten.acos.default", Op::Acos, Compute::Result},     {"aten.asin.default", Op::Asin, Compute::Result},
+      {"aten.atan.default", Op::Atan, Compute::Result},     {"aten.acosh.default", Op::Acosh, Compute::Result},
+      {"aten.asinh.default", Op::Asinh, Compute::Result},   {"aten.atanh.default", Op::Atanh, Compute::Result},
+      {"aten.cosh.default", Op::Cosh, Compute::Result},     {"aten.sinh.default", Op::Sinh, Compute::Result},
+      {"aten.log10.default", Op::Log10, Compute::Result},
   };
   for (const Entry &e : unary) t[e.target] = elementwise({"self"}, e.rule, apply(e.op));
   for (auto [target, op] : {std::pair{"aten.logical_not.default", Op::LogicalNot},
@@ -242,6 +247,17 @@ void add_binary(std::map<std::string, LowerFn, std::less<>> &t) {
   t["aten.maximum.default"] = elementwise({"self", "other"}, Compute::Result, apply(Op::Maximum));
   t["aten.minimum.default"] = elementwise({"self", "other"}, Compute::Result, apply(Op::Minimum));
   t["aten.atan2.default"] = elementwise({"self", "other"}, Compute::Result, apply(Op::Atan2));
+  t["aten.copysign.Tensor"] = elementwise({"self", "other"}, Compute::Result, apply(Op::Copysign));
+  // copysign(x, c) of a number c: |x|, negated by a multiplication when c's sign bit is set
+  // (a -0.0 written as a constant in a Triton kernel reaches it as +0.0).
+  t["aten.copysign.Scalar"] = elementwise({"self"}, Compute::Result, [](BodyBuilder &b, const Operands &o, const Node &n) {
+    int magnitude = b.unary(Op::Abs, o.values[0], o.compute);
+    if (!std::signbit(scalar_arg(n, "other"))) return magnitude;
+    return b.binary(Op::Mul, magnitude, b.constant(-1, o.compute), o.compute);
+  });
+  t["aten.fmax.default"] = elementwise({"self", "other"}, Compute::Result, apply(Op::Fmax));
+  t["aten.fmin.default"] = elementwise({"self", "other"}, Compute::Result, apply(Op::Fmin));
+  t["aten.hypot.default"] = elementwise({"self", "other"}, Compute::Result, apply(Op::Hypot));
   for (auto [name, op] : {std::pair{"logical_and", Op::LogicalAnd}, std::pair{"logical_or", Op::LogicalOr},
                           std::pair{"logical_xor", Op::LogicalXor}})
     t[str_cat("aten.", name, ".default")] = elementwise({"self", "other"}, Compute::Promoted, predicate(op));

@@ -1,5 +1,7 @@
 // Reductions over any set of dims: one Reduction node reading the input with x vars on
 // the kept dims and r vars on the reduced ones; mean and var add a pointwise epilogue.
+#include <cmath>
+
 #include "graph/meta/common.h"
 #include "graph/registry.h"
 #include "lowering/lowering.h"
@@ -155,10 +157,44 @@ LowerFn arg_reduction(ReduceOp op) {
   };
 }
 
-std::vector<TensorRef> cumsum(Lowering &l, const Node &n) {
+/// linalg_vector_norm over the reduced dims, in the result's dtype (f16 and bf16 in f32):
+///   inf: amax |x|    -inf: amin |x|    0: sum (x != 0)    1: sum |x|
+///   2: sqrt(sum x * x)    p: sum(|x|^p)^(1/p)
+/// NaN propagates through every order, as in eager (amax/amin propagate it too).
+std::vector<TensorRef> vector_norm(Lowering &l, const Node &n) {
+  const TensorRef &in = self(l, n);
+  Reduced red = reduced_of(in, n);
+  const TensorType &out = l.graph().type(n.outputs[0]);
+  double ord = number(arg(n, "ord"));
+  TensorType acc = out;
+  acc.dtype = opmath_dtype(out.dtype);
+  ReduceOp op = std::isinf(ord) ? (ord > 0 ? ReduceOp::Max : ReduceOp::Min) : ReduceOp::Sum;
+  auto parts = l.reduction(acc, red.sizes, op, n.name,
+                           [&](BodyBuilder &b, const std::vector<Expr> &x, const std::vector<Expr> &r) {
+                             DType c = acc.dtype;
+                             int v = b.load(in.buffer, Lowering::offset(in, input_index(in, red, x, r)), in.dtype);
+                             v = b.cast(b.cast(v, out.dtype), c);
+                             if (ord == 0) return b.cast(b.binary(Op::Ne, v, b.constant(0, c), DType::Bool), c);
+                             if (ord == 2) return b.binary(Op::Mul, v, v, c);
+                             int magnitude = b.unary(Op::Abs, v, c);
+                             if (ord == 1 || std::isinf(ord)) return magnitude;
+                             return b.binary(Op::Pow, magnitude, b.constant(ord, c), c);
+                           });
+  bool root = ord != 0 && ord != 1 && !std::isinf(ord);
+  if (!root && acc.dtype == out.dtype) return parts;
+  return {epilogue(l, n, 0, parts, [&](BodyBuilder &b, const std::vector<int> &v, DType c) {
+    if (!root) return v[0];
+    if (ord == 2) return b.unary(Op::Sqrt, v[0], c);
+    return b.binary(Op::Pow, v[0], b.constant(1.0 / ord, c), c);
+  })};
+}
+
+/// cumsum, cumprod: a Scan node along `dim`, combining in the result's dtype (f16 and bf16
+/// in f32).
+std::vector<TensorRef> scan(Lowering &l, const Node &n, ReduceOp op) {
   const TensorRef &in = self(l, n);
   const TensorType &out = l.graph().type(n.outputs[0]);
-  if (in.rank() == 0)  // the prefix sum of one element is the element
+  if (in.rank() == 0)  // the prefix of one element is the element
     return {l.pointwise(out, n.name, [&](BodyBuilder &b, const std::vector<Expr> &index) {
       return Lowering::load_broadcast(b, in, index);
     })};
@@ -167,6 +203,7 @@ std::vector<TensorRef> cumsum(Lowering &l, const Node &n) {
   node.kind = ir::NodeKind::Scan;
   node.origin = n.name;
   node.ranges = out.sizes;
+  node.reduce_op = op;
   node.scan_dim = int(wrap_dim(arg(n, "dim").as<int64_t>(), in.rank()));
   BodyBuilder b;
   std::vector<Expr> index;
@@ -203,7 +240,9 @@ void add_reduction_lowerings(std::map<std::string, LowerFn, std::less<>> &t) {
   t["aten.min.dim"] = value_and_index(ReduceOp::Min, ReduceOp::ArgMin);
   t["aten.argmax.default"] = arg_reduction(ReduceOp::ArgMax);
   t["aten.argmin.default"] = arg_reduction(ReduceOp::ArgMin);
-  t["aten.cumsum.default"] = cumsum;
+  t["aten.cumsum.default"] = [](Lowering &l, const Node &n) { return scan(l, n, ReduceOp::Sum); };
+  t["aten.cumprod.default"] = [](Lowering &l, const Node &n) { return scan(l, n, ReduceOp::Prod); };
+  t["aten.linalg_vector_norm.default"] = vector_norm;
 }
 
 }  // namespace coil::lowering

@@ -1,6 +1,7 @@
 // Views are index maps, never copies: the result reads the same buffer with the sizes
 // and strides the meta function computed and, for slices and selects, a new offset.
-// Only reshape of a layout no view can express copies, as PyTorch does.
+// Only reshape of a layout no view can express copies, as PyTorch does; repeat, a copy,
+// is here as the index map it is.
 #include "graph/registry.h"
 #include "graph/strides.h"
 #include "lowering/lowering.h"
@@ -76,6 +77,12 @@ std::vector<TensorRef> as_strided(Lowering &l, const Node &n) {
   return {r};
 }
 
+std::vector<TensorRef> diagonal(Lowering &l, const Node &n) {
+  const TensorRef &base = input(l, n);
+  DiagonalView v = diagonal_view(base.sizes, base.strides, int_arg(n, "offset"), int_arg(n, "dim1"), int_arg(n, "dim2"));
+  return {view_of(l, n, 0, v.start)};
+}
+
 /// The element of `in` at row-major position `flat` (both of the same numel).
 Expr unflatten_offset(const TensorRef &in, const Expr &flat) {
   Shape contiguous = contiguous_strides(in.sizes);
@@ -96,6 +103,20 @@ std::vector<TensorRef> reshape(Lowering &l, const Node &n) {
   })};
 }
 
+/// repeat: out[..., i_d, ...] = in[..., i_d mod size_d, ...] over the input's dims, which
+/// are the output's last ones.
+std::vector<TensorRef> repeat(Lowering &l, const Node &n) {
+  const TensorRef &in = input(l, n);
+  const TensorType &t = l.graph().type(n.outputs[0]);
+  size_t pad = t.sizes.size() - in.sizes.size();
+  return {l.pointwise(t, n.name, [&](ir::BodyBuilder &b, const std::vector<Expr> &index) {
+    std::vector<Expr> source;
+    for (size_t d = 0; d < in.sizes.size(); ++d)
+      source.push_back(in.sizes[d] <= 1 ? Expr(0) : ir::mod(index[pad + d], in.sizes[d]));  // 0: nothing is read
+    return b.load(in.buffer, Lowering::offset(in, source), in.dtype);
+  })};
+}
+
 }  // namespace
 
 void add_view_lowerings(std::map<std::string, LowerFn, std::less<>> &t) {
@@ -110,6 +131,8 @@ void add_view_lowerings(std::map<std::string, LowerFn, std::less<>> &t) {
   t["aten.unbind.int"] = unbind;
   t["aten.as_strided.default"] = as_strided;
   t["aten.reshape.default"] = reshape;
+  t["aten.diagonal.default"] = diagonal;
+  t["aten.repeat.default"] = repeat;
 }
 
 }  // namespace coil::lowering

@@ -1,7 +1,10 @@
-// Meta functions of reductions, norms, matrix products and pooling: output dtype, sizes
+// Meta functions of reductions, norms, matrix products and pooling (and the math ops,
+// repeat and diagonal of issue 20's first batch): output dtype, sizes
 // and strides as PyTorch 2.11 computes them, and the errors where PyTorch refuses.
 // The expected types and errors were checked against torch 2.11: the annotations
 // torch.export prints, and eager runs on CPU and CUDA.
+#include <cmath>
+
 #include <gtest/gtest.h>
 
 #include "frontend/parser.h"
@@ -393,6 +396,96 @@ TEST(MetaPooling, AdaptiveAvgPool) {
             "adaptive_avg_pool2d: output_size must be non-negative, got [-1, 4]");
   EXPECT_EQ(error("aten._adaptive_avg_pool2d.default", {"i64[1, 1, 4, 4]"}, {ints({2, 2})}),
             "adaptive_avg_pool2d needs a floating point input, got i64");
+}
+
+// ---- issue 20, first batch: math ops, vector norms, cumprod, repeat, diagonal, matmul, linear
+
+Arg f(double v) { return Arg(v); }
+Kwargs dtype(DType t) { return {{"dtype", Arg(t)}}; }
+
+TEST(MetaCoreOps, MathOpsPromoteAsEager) {
+  EXPECT_EQ(meta("aten.acos.default", {"i64[3]"}), Types{"f32[3][1]cpu"});
+  EXPECT_EQ(meta("aten.atanh.default", {"b8[3]"}), Types{"f32[3][1]cpu"});
+  EXPECT_EQ(meta("aten.log10.default", {"bf16[3, 4][1, 3]cpu"}), Types{"bf16[3, 4][1, 3]cpu"});
+  EXPECT_EQ(meta("aten.copysign.Tensor", {"i32[3, 4]", "i64[3, 4]"}), Types{"f32[3, 4][4, 1]cpu"});
+  EXPECT_EQ(meta("aten.copysign.Tensor", {"i32[3, 4]", "f16[4]"}), Types{"f16[3, 4][4, 1]cpu"});
+  EXPECT_EQ(meta("aten.copysign.Scalar", {"b8[3, 4]"}, {i(-1)}), Types{"f32[3, 4][4, 1]cpu"});
+  // fmax/fmin keep bools and integers, as maximum/minimum do.
+  EXPECT_EQ(meta("aten.fmax.default", {"b8[3, 4]", "b8[3, 4]"}), Types{"b8[3, 4][4, 1]cpu"});
+  EXPECT_EQ(meta("aten.fmin.default", {"i32[3, 4][1, 3]cpu", "f16[4]"}), Types{"f16[3, 4][1, 3]cpu"});
+  EXPECT_EQ(meta("aten.hypot.default", {"f16[3, 1]", "f32[1, 4]"}), Types{"f32[3, 4][4, 1]cpu"});
+  EXPECT_EQ(meta("aten.hypot.default", {"i64[3]", "f32[3]"}), Types{"f32[3][1]cpu"});
+  EXPECT_EQ(error("aten.hypot.default", {"i64[3]", "i64[3]"}), "hypot needs floating point inputs, got i64");
+}
+
+TEST(MetaCoreOps, VectorNormReducesToTheRequestedDtype) {
+  EXPECT_EQ(meta("aten.linalg_vector_norm.default", {"f32[3, 4]"}), Types{"f32[][]cpu"});
+  EXPECT_EQ(meta("aten.linalg_vector_norm.default", {"f32[3, 4, 5]"}, {f(INFINITY), ints({0, 2}), Arg(true)}),
+            Types{"f32[1, 4, 1][4, 1, 1]cpu"});
+  EXPECT_EQ(meta("aten.linalg_vector_norm.default", {"f32[0, 4]"}, {i(2), ints({1})}), Types{"f32[0][1]cpu"});
+  EXPECT_EQ(meta("aten.linalg_vector_norm.default", {"f32[3, 0]"}, {i(-2), ints({0})}), Types{"f32[0][1]cpu"});
+  EXPECT_EQ(meta("aten.linalg_vector_norm.default", {"f16[3, 4]"}, {i(2), ints({1})}, dtype(DType::F32)),
+            Types{"f32[3][1]cpu"});
+  EXPECT_EQ(error("aten.linalg_vector_norm.default", {"f16[3]"}, {i(2)}, dtype(DType::BF16)),
+            "linalg.vector_norm: the dtype of the input (f16) should be convertible without narrowing to the "
+            "specified dtype (bf16)");
+  EXPECT_EQ(error("aten.linalg_vector_norm.default", {"i64[3]"}),
+            "linalg.vector_norm: Expected a floating point or complex tensor as input. Got i64");
+  EXPECT_EQ(error("aten.linalg_vector_norm.default", {"f32[3, 0]"}, {f(INFINITY), ints({1})}),
+            "linalg.vector_norm cannot compute the inf norm on the dimension 1 because this dimension is empty and "
+            "the operation does not have an identity");
+  EXPECT_EQ(error("aten.linalg_vector_norm.default", {"f32[0]"}, {i(-1)}),
+            "linalg.vector_norm cannot compute the -1 norm on an empty tensor because the operation does not have "
+            "an identity");
+}
+
+TEST(MetaCoreOps, CumprodAccumulatesIntegersInI64) {
+  EXPECT_EQ(meta("aten.cumprod.default", {"i32[3, 4]"}, {i(1)}), Types{"i64[3, 4][4, 1]cpu"});
+  EXPECT_EQ(meta("aten.cumprod.default", {"b8[3, 4]"}, {i(0)}), Types{"i64[3, 4][4, 1]cpu"});
+  EXPECT_EQ(meta("aten.cumprod.default", {"f16[3, 4][1, 3]cpu"}, {i(0)}, dtype(DType::F32)),
+            Types{"f32[3, 4][4, 1]cpu"});
+}
+
+TEST(MetaCoreOps, RepeatAndDiagonal) {
+  EXPECT_EQ(meta("aten.repeat.default", {"f32[3, 4, 5]"}, {ints({2, 1, 1, 3})}),
+            Types{"f32[2, 3, 4, 15][180, 60, 15, 1]cpu"});
+  EXPECT_EQ(meta("aten.repeat.default", {"f32[]"}, {ints({3})}), Types{"f32[3][1]cpu"});
+  EXPECT_EQ(meta("aten.repeat.default", {"f32[3, 4, 5]"}, {ints({0, 1, 1})}), Types{"f32[0, 4, 5][20, 5, 1]cpu"});
+  EXPECT_EQ(error("aten.repeat.default", {"f32[3, 4, 5]"}, {ints({2})}),
+            "Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor");
+  // diagonal is a view: the remaining dims, then the diagonal with the two strides summed.
+  EXPECT_EQ(meta("aten.diagonal.default", {"f32[3, 4, 5]"}), Types{"f32[5, 3][1, 25]cpu"});
+  EXPECT_EQ(meta("aten.diagonal.default", {"f32[3, 4, 5]"}, {i(1), i(0), i(2)}), Types{"f32[4, 3][5, 21]cpu"});
+  EXPECT_EQ(meta("aten.diagonal.default", {"f32[3, 4, 5][5, 15, 1]cpu"}, {i(-1), i(1), i(0)}),
+            Types{"f32[5, 3][1, 20]cpu"});
+  EXPECT_EQ(meta("aten.diagonal.default", {"f32[3, 4, 5]"}, {i(10)}), Types{"f32[5, 0][1, 25]cpu"});
+  EXPECT_EQ(error("aten.diagonal.default", {"f32[3, 4]"}, {i(0), i(1), i(1)}),
+            "diagonal dimensions cannot be identical 1, 1");
+}
+
+TEST(MetaCoreOps, MatmulAndLinearByRank) {
+  EXPECT_EQ(meta("aten.matmul.default", {"f32[4]", "f32[4]"}), Types{"f32[][]cpu"});
+  EXPECT_EQ(meta("aten.matmul.default", {"f32[4]", "f32[4, 3]"}), Types{"f32[3][1]cpu"});
+  EXPECT_EQ(meta("aten.matmul.default", {"f32[5, 4]", "f32[4]"}), Types{"f32[5][1]cpu"});
+  EXPECT_EQ(meta("aten.matmul.default", {"f32[5, 2, 4][4, 20, 1]cpu", "f32[4, 3]"}), Types{"f32[5, 2, 3][6, 3, 1]cpu"});
+  EXPECT_EQ(meta("aten.matmul.default", {"f32[4]", "f32[3, 4, 2]"}), Types{"f32[3, 2][2, 1]cpu"});
+  EXPECT_EQ(meta("aten.matmul.default", {"f32[2, 1, 5, 4]", "f32[3, 4, 6]"}),
+            Types{"f32[2, 3, 5, 6][90, 30, 6, 1]cpu"});
+  EXPECT_EQ(error("aten.matmul.default", {"f32[]", "f32[5]"}),
+            "both arguments to matmul need to be at least 1D, but they are 0D and 1D");
+  EXPECT_EQ(error("aten.matmul.default", {"f32[5, 4]", "f64[4]"}),
+            "matmul expects operands of one dtype, got self f32[5, 4], other f64[4]");
+  EXPECT_EQ(error("aten.matmul.default", {"f32[2, 5, 4]", "f32[3, 4]"}),
+            "matmul: self of shape [2, 5, 4] and other of shape [3, 4] cannot be multiplied (4 != 3)");
+  EXPECT_EQ(meta("aten.linear.default", {"f32[2, 5, 4]", "f32[6, 4]", "f32[6]"}), Types{"f32[2, 5, 6][30, 6, 1]cpu"});
+  EXPECT_EQ(meta("aten.linear.default", {"f32[4]", "f32[6, 4]"}), Types{"f32[6][1]cpu"});
+  EXPECT_EQ(meta("aten.linear.default", {"f32[5, 4]", "f32[4]"}), Types{"f32[5][1]cpu"});
+  EXPECT_EQ(meta("aten.linear.default", {"f32[2, 5, 4]", "f32[6, 4]", "f32[5, 6]"}),
+            Types{"f32[2, 5, 6][30, 6, 1]cpu"});
+  EXPECT_EQ(error("aten.linear.default", {"f32[2, 5, 4]", "f32[6, 4]", "f32[4, 6]"}),
+            "linear: self of shape [4, 6] cannot be broadcast to the result's shape [2, 5, 6]");
+  EXPECT_EQ(error("aten.linear.default", {"f32[5, 4]", "f32[4]", "f32[]"}),
+            "linear expects weight to be 2-d, got shape [4]");
 }
 
 }  // namespace

@@ -36,7 +36,10 @@ extern "C" {
 COIL_VECTOR_MATH(exp) COIL_VECTOR_MATH(exp2) COIL_VECTOR_MATH(expm1) COIL_VECTOR_MATH(log)
 COIL_VECTOR_MATH(log1p) COIL_VECTOR_MATH(log2) COIL_VECTOR_MATH(sin) COIL_VECTOR_MATH(cos)
 COIL_VECTOR_MATH(tan) COIL_VECTOR_MATH(tanh) COIL_VECTOR_MATH(erf)
-COIL_VECTOR_MATH2(pow) COIL_VECTOR_MATH2(atan2)
+COIL_VECTOR_MATH(acos) COIL_VECTOR_MATH(asin) COIL_VECTOR_MATH(atan) COIL_VECTOR_MATH(acosh)
+COIL_VECTOR_MATH(asinh) COIL_VECTOR_MATH(atanh) COIL_VECTOR_MATH(cosh) COIL_VECTOR_MATH(sinh)
+COIL_VECTOR_MATH(log10)
+COIL_VECTOR_MATH2(pow) COIL_VECTOR_MATH2(atan2) COIL_VECTOR_MATH2(hypot)
 }
 #undef COIL_VECTOR_MATH
 #undef COIL_VECTOR_MATH2
@@ -51,11 +54,15 @@ namespace coil_rt {
   inline double name(double x) { return ::name(x); }
 COIL_MATH(exp) COIL_MATH(exp2) COIL_MATH(expm1) COIL_MATH(log) COIL_MATH(log1p) COIL_MATH(log2)
 COIL_MATH(sin) COIL_MATH(cos) COIL_MATH(tan) COIL_MATH(tanh) COIL_MATH(erf)
+COIL_MATH(acos) COIL_MATH(asin) COIL_MATH(atan) COIL_MATH(acosh) COIL_MATH(asinh) COIL_MATH(atanh)
+COIL_MATH(cosh) COIL_MATH(sinh) COIL_MATH(log10)
 #undef COIL_MATH
 inline float pow(float a, float b) { return ::powf(a, b); }
 inline double pow(double a, double b) { return ::pow(a, b); }
 inline float atan2(float a, float b) { return ::atan2f(a, b); }
 inline double atan2(double a, double b) { return ::atan2(a, b); }
+inline float hypot(float a, float b) { return ::hypotf(a, b); }
+inline double hypot(double a, double b) { return ::hypot(a, b); }
 
 // ---- errors raised inside kernels -------------------------------------------------------
 // Each call of the graph has its own error slot, passed to every kernel: a status of
@@ -315,6 +322,9 @@ template <typename T> inline T remainder_f(T a, T b) {
 }
 template <typename T> inline T max_nan(T a, T b) { return (a != a || b != b) ? std::numeric_limits<T>::quiet_NaN() : (a > b ? a : b); }
 template <typename T> inline T min_nan(T a, T b) { return (a != a || b != b) ? std::numeric_limits<T>::quiet_NaN() : (a < b ? a : b); }
+// fmax/fmin: a NaN operand gives the other; equal operands (0 and -0) give the first.
+template <typename T> inline T fmax_f(T a, T b) { return a != a ? b : b != b ? a : (a < b ? b : a); }
+template <typename T> inline T fmin_f(T a, T b) { return a != a ? b : b != b ? a : (b < a ? b : a); }
 // (0 < v) - (v < 0), as PyTorch: NaN and -0 give 0.
 template <typename T> inline T sign_f(T v) { return T(v > 0) - T(v < 0); }
 template <typename T> inline T sigmoid(T x) { return T(1) / (T(1) + exp(-x)); }

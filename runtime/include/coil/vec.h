@@ -300,6 +300,18 @@ template <typename T, int N> inline Vec<T, N> min_nan(Vec<T, N> a, Vec<T, N> b) 
   Vec<T, N> nan(std::numeric_limits<T>::quiet_NaN());
   return where(isnan(a) || isnan(b), nan, where(a < b, a, b));
 }
+template <typename T, int N> inline Vec<T, N> fmax_f(Vec<T, N> a, Vec<T, N> b) {
+  return where(isnan(a), b, where(isnan(b), a, where(a < b, b, a)));
+}
+template <typename T, int N> inline Vec<T, N> fmin_f(Vec<T, N> a, Vec<T, N> b) {
+  return where(isnan(a), b, where(isnan(b), a, where(b < a, b, a)));
+}
+/// a's magnitude with b's sign bit (NaN's included).
+template <typename T, int N> inline Vec<T, N> copysign(Vec<T, N> a, Vec<T, N> b) {
+  using M = typename Vec<T, N>::M;
+  M sign = (M)Vec<T, N>(T(-0.0)).v;
+  return Vec<T, N>::of((typename Vec<T, N>::V)(((M)a.v & ~sign) | ((M)b.v & sign)));
+}
 /// Integer max/min (no NaN).
 template <typename T, int N> inline Vec<T, N> maximum(Vec<T, N> a, Vec<T, N> b) { return where(a > b, a, b); }
 template <typename T, int N> inline Vec<T, N> minimum(Vec<T, N> a, Vec<T, N> b) { return where(a < b, a, b); }
@@ -368,7 +380,9 @@ COIL_VEC_MATH(exp)
 }  // namespace mvec
 COIL_VEC_MATH(exp2) COIL_VEC_MATH(expm1) COIL_VEC_MATH(log) COIL_VEC_MATH(log1p)
 COIL_VEC_MATH(log2) COIL_VEC_MATH(sin) COIL_VEC_MATH(cos) COIL_VEC_MATH(tan) COIL_VEC_MATH(tanh)
-COIL_VEC_MATH(erf) COIL_VEC_MATH2(pow) COIL_VEC_MATH2(atan2)
+COIL_VEC_MATH(erf) COIL_VEC_MATH2(pow) COIL_VEC_MATH2(atan2) COIL_VEC_MATH2(hypot)
+COIL_VEC_MATH(acos) COIL_VEC_MATH(asin) COIL_VEC_MATH(atan) COIL_VEC_MATH(acosh) COIL_VEC_MATH(asinh)
+COIL_VEC_MATH(atanh) COIL_VEC_MATH(cosh) COIL_VEC_MATH(sinh) COIL_VEC_MATH(log10)
 #undef COIL_VEC_MATH
 #undef COIL_VEC_MATH2
 

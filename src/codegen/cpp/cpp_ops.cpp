@@ -134,6 +134,15 @@ std::string float_unary(Op op, const std::string &x, int lanes) {
     case Op::Round: return fn("nearbyint", lanes) + "(" + x + ")";
     case Op::Trunc: return fn("trunc", lanes) + "(" + x + ")";
     case Op::Sign: return "coil_rt::sign_f(" + x + ")";
+    case Op::Acos: return "coil_rt::acos(" + x + ")";
+    case Op::Asin: return "coil_rt::asin(" + x + ")";
+    case Op::Atan: return "coil_rt::atan(" + x + ")";
+    case Op::Acosh: return "coil_rt::acosh(" + x + ")";
+    case Op::Asinh: return "coil_rt::asinh(" + x + ")";
+    case Op::Atanh: return "coil_rt::atanh(" + x + ")";
+    case Op::Cosh: return "coil_rt::cosh(" + x + ")";
+    case Op::Sinh: return "coil_rt::sinh(" + x + ")";
+    case Op::Log10: return "coil_rt::log10(" + x + ")";
     default: break;
   }
   COIL_ASSERT(false, ir::op_name(op), " is not a floating unary op");
@@ -169,6 +178,10 @@ std::string float_binary(Op op, const std::string &a, const std::string &b, int 
     case Op::Maximum: return "coil_rt::max_nan(" + a + ", " + b + ")";
     case Op::Minimum: return "coil_rt::min_nan(" + a + ", " + b + ")";
     case Op::Atan2: return "coil_rt::atan2(" + a + ", " + b + ")";
+    case Op::Copysign: return fn("copysign", lanes) + "(" + a + ", " + b + ")";
+    case Op::Fmax: return "coil_rt::fmax_f(" + a + ", " + b + ")";
+    case Op::Fmin: return "coil_rt::fmin_f(" + a + ", " + b + ")";
+    case Op::Hypot: return "coil_rt::hypot(" + a + ", " + b + ")";
     default: break;
   }
   COIL_ASSERT(false, ir::op_name(op), " is not a floating binary op");
@@ -185,8 +198,10 @@ std::string int_binary(Op op, const std::string &a, const std::string &b, DType 
     case Op::Remainder: return "coil_rt::remainder_i<" + T + ">" + err_args;
     case Op::Fmod: return "coil_rt::fmod_i<" + T + ">" + err_args;
     case Op::Pow: return "coil_rt::pow_i<" + T + ">" + err_args;
-    case Op::Maximum: return lanes ? "coil_rt::maximum" + args : "std::max<" + T + ">" + args;
-    case Op::Minimum: return lanes ? "coil_rt::minimum" + args : "std::min<" + T + ">" + args;
+    case Op::Maximum:
+    case Op::Fmax: return lanes ? "coil_rt::maximum" + args : "std::max<" + T + ">" + args;
+    case Op::Minimum:
+    case Op::Fmin: return lanes ? "coil_rt::minimum" + args : "std::min<" + T + ">" + args;
     case Op::BitwiseAnd: return lanes ? "(" + a + " & " + b + ")" : T + "(" + a + " & " + b + ")";
     case Op::BitwiseOr: return lanes ? "(" + a + " | " + b + ")" : T + "(" + a + " | " + b + ")";
     case Op::BitwiseXor: return lanes ? "(" + a + " ^ " + b + ")" : T + "(" + a + " ^ " + b + ")";

@@ -125,8 +125,9 @@ void KernelEmitter::emit_scan() {
   std::vector<std::string> accs;
   for (int n : k_.nodes) {
     DType in = p_.nodes[size_t(n)].body.at(p_.nodes[size_t(n)].body.results[0]).dtype;
+    bool prod = p_.nodes[size_t(n)].reduce_op == ir::ReduceOp::Prod;
     accs.push_back("scan" + std::to_string(accs.size()));
-    w_.line((is_floating(in) ? std::string("double ") : "int64_t ") + accs.back() + " = 0;");
+    w_.line((is_floating(in) ? std::string("double ") : "int64_t ") + accs.back() + (prod ? " = 1;" : " = 0;"));
   }
   std::string x = var(VarId{dim});
   w_.open("for (int64_t " + x + " = 0; " + x + " < " + std::to_string(rows[size_t(dim)]) + "; ++" + x + ")");
@@ -136,8 +137,11 @@ void KernelEmitter::emit_scan() {
     auto v = emit_body(n.body);
     DType in = n.body.at(n.body.results[0]).dtype;
     const std::string &value = v[size_t(n.body.results[0])];
+    bool prod = n.reduce_op == ir::ReduceOp::Prod;
+    std::string wrapping = prod ? "coil_rt::mul_w<int64_t>(" : "coil_rt::add_w<int64_t>(";
     w_.line(accs[m] + " = " +
-            (is_floating(in) ? accs[m] + " + double(" + value + ")" : "coil_rt::add_w<int64_t>(" + accs[m] + ", int64_t(" + value + "))") +
+            (is_floating(in) ? accs[m] + (prod ? " * " : " + ") + "double(" + value + ")"
+                             : wrapping + accs[m] + ", int64_t(" + value + "))") +
             ";");
     store(n, n.outputs[0], cpp_cast(accs[m], is_floating(in) ? DType::F64 : DType::I64, in), in);
   }

@@ -154,6 +154,15 @@ std::string float_unary(Op op, const std::string &x, DType t, std::set<std::stri
     case Op::Sign:
       helpers.insert("sign_float");
       return "_sign_float(" + x + ")";
+    case Op::Acos: return libdevice("acos", x);
+    case Op::Asin: return libdevice("asin", x);
+    case Op::Atan: return libdevice("atan", x);
+    case Op::Acosh: return libdevice("acosh", x);
+    case Op::Asinh: return libdevice("asinh", x);
+    case Op::Atanh: return libdevice("atanh", x);
+    case Op::Cosh: return libdevice("cosh", x);
+    case Op::Sinh: return libdevice("sinh", x);
+    case Op::Log10: return libdevice("log10", x);
     default: break;
   }
   COIL_ASSERT(false, ir::op_name(op), " is not a floating unary op");
@@ -195,6 +204,10 @@ std::string float_binary(Op op, const std::string &a, const std::string &b, DTyp
     case Op::Maximum: return "tl.maximum(" + a + ", " + b + ", propagate_nan=tl.PropagateNan.ALL)";
     case Op::Minimum: return "tl.minimum(" + a + ", " + b + ", propagate_nan=tl.PropagateNan.ALL)";
     case Op::Atan2: return "libdevice.atan2(" + a + ", " + b + ")";
+    case Op::Copysign: return "libdevice.copysign(" + a + ", " + b + ")";
+    case Op::Fmax: helpers.insert("fmax_float"); return "_fmax_float(" + a + ", " + b + ")";
+    case Op::Fmin: helpers.insert("fmin_float"); return "_fmin_float(" + a + ", " + b + ")";
+    case Op::Hypot: return "libdevice.hypot(" + a + ", " + b + ")";
     default: break;
   }
   COIL_ASSERT(false, ir::op_name(op), " is not a floating binary op");
@@ -211,8 +224,10 @@ std::string int_binary(Op op, const std::string &a, const std::string &b, DType 
     case Op::Remainder: helpers.insert("remainder_int"); return "_remainder_int(" + a + ", " + b + ")";
     case Op::Fmod: return a + " % " + b;
     case Op::Pow: helpers.insert("pow_int"); return "_pow_int(" + a + ", " + b + ")";
-    case Op::Maximum: return "tl.maximum(" + a + ", " + b + ")";
-    case Op::Minimum: return "tl.minimum(" + a + ", " + b + ")";
+    case Op::Maximum:
+    case Op::Fmax: return "tl.maximum(" + a + ", " + b + ")";
+    case Op::Minimum:
+    case Op::Fmin: return "tl.minimum(" + a + ", " + b + ")";
     case Op::BitwiseAnd: return a + " & " + b;
     case Op::BitwiseOr: return a + " | " + b;
     case Op::BitwiseXor: return a + " ^ " + b;
@@ -341,6 +356,15 @@ std::string triton_helpers(const std::set<std::string> &helpers) {
        "    return tl.where((r != 0) & ((r < 0) != (b < 0)), r + b, r)\n"},
       {"floordiv_float", floordiv_helper("_floordiv_float", "tl.div_rn(", ", ", ")")},
       {"floordiv_double", floordiv_helper("_floordiv_double", "((", ") / (", "))")},
+      {"fmax_float",
+       "@triton.jit\n"
+       "def _fmax_float(a, b):\n"
+       "    # a NaN operand gives the other; equal operands (0 and -0) give the first\n"
+       "    return tl.where(a != a, b, tl.where(b != b, a, tl.where(a < b, b, a)))\n"},
+      {"fmin_float",
+       "@triton.jit\n"
+       "def _fmin_float(a, b):\n"
+       "    return tl.where(a != a, b, tl.where(b != b, a, tl.where(b < a, b, a)))\n"},
       {"sign_float",
        "@triton.jit\n"
        "def _sign_float(x):\n"

@@ -79,7 +79,8 @@ void TritonEmitter::emit_scan() {
     DType acc = is_floating(in) ? (in == DType::F64 ? DType::F64 : DType::F32) : DType::I64;
     carries.push_back("carry" + std::to_string(carries.size()));
     acc_types.push_back(acc);
-    w_.line(carries.back() + " = tl.zeros(" + shape(kA0) + ", " + triton_type(acc) + ")");
+    std::string init = n.reduce_op == ir::ReduceOp::Prod ? "tl.full(" + shape(kA0) + ", 1, " : "tl.zeros(" + shape(kA0) + ", ";
+    w_.line(carries.back() + " = " + init + triton_type(acc) + ")");
   }
   w_.line("for roffset in range(0, " + std::to_string(len) + ", RBLOCK):");
   w_.indent();
@@ -91,8 +92,16 @@ void TritonEmitter::emit_scan() {
     auto v = emit_body(n.body);
     DType in = n.body.at(n.body.results[0]).dtype;
     std::string x = "(" + broadcast(v[size_t(n.body.results[0])], kBoth, in) + ").to(" + triton_type(acc_types[i]) + ")";
-    if (!all.empty()) x = "tl.where(" + all + ", " + x + ", 0)";
+    bool prod = n.reduce_op == ir::ReduceOp::Prod;
+    if (!all.empty()) x = "tl.where(" + all + ", " + x + (prod ? ", 1)" : ", 0)");
     Value block = def(x, kBoth);
+    if (prod) {
+      helpers_.insert("prod");
+      Value products = def("tl.cumprod(" + block.name + ", 1) * " + carries[i], kBoth);
+      store(n, n.outputs[0], def(triton_cast(products.name, acc_types[i], in), kBoth), in);
+      w_.line(carries[i] + " = " + carries[i] + " * tl.reduce(" + block.name + ", 1, _prod)[:, None]");
+      continue;
+    }
     Value sums = def("tl.cumsum(" + block.name + ", 1) + " + carries[i], kBoth);
     store(n, n.outputs[0], def(triton_cast(sums.name, acc_types[i], in), kBoth), in);
     w_.line(carries[i] + " = " + carries[i] + " + tl.sum(" + block.name + ", 1)[:, None]");

@@ -81,6 +81,20 @@ void register_copy_ops(Registry &r) {
     return std::vector<TensorType>{{self.dtype, self.sizes, self.strides,
                                     self.device}};
   });
+  // repeat: a fresh contiguous tensor, self tiled `repeats` times (leading repeats add dims).
+  r.add("repeat(Tensor self, SymInt[] repeats) -> Tensor", [](const MetaArgs &a) {
+    const TensorType &self = a.tensor("self");
+    Shape repeats = a.ints("repeats");
+    COIL_USER_CHECK(int64_t(repeats.size()) >= self.rank(), "Number of dimensions of repeat dims can not be "
+                    "smaller than number of dimensions of tensor");
+    size_t pad = repeats.size() - size_t(self.rank());
+    Shape sizes = repeats;
+    for (size_t d = 0; d < size_t(self.rank()); ++d) sizes[pad + d] *= self.sizes[d];
+    for (int64_t s : sizes)
+      COIL_USER_CHECK(s >= 0, "Trying to create tensor with negative dimension ", s, ": ", shape_str(sizes));
+    checked_numel(sizes);
+    return std::vector<TensorType>{{self.dtype, sizes, contiguous_strides(sizes), self.device}};
+  });
   r.add("_assert_async(Tensor self) -> ()", [](const MetaArgs &) { return std::vector<TensorType>{}; });
   r.add("_assert_async.msg(Tensor self, str assert_msg) -> ()",
         [](const MetaArgs &) { return std::vector<TensorType>{}; });

@@ -1,6 +1,8 @@
-// Matrix products: mm, bmm, mv and their fused-add forms. Operands share one dtype (the
-// BLAS kernels do not promote), the contracted sizes agree, and the result is a fresh
-// contiguous tensor.
+// Matrix products: mm, bmm, mv and their fused-add forms, and matmul and linear (which
+// torch.export leaves in graphs). Operands share one dtype (the BLAS kernels do not
+// promote), the contracted sizes agree, and the result is a fresh contiguous tensor.
+#include <algorithm>
+
 #include "graph/meta/common.h"
 
 namespace coil {
@@ -86,6 +88,43 @@ Shape mv_shape(std::string_view op, const Named &a, const Named &b) {
   return {x[0]};
 }
 
+/// torch.matmul by ranks: [k] @ [k] -> [], [n, k] @ [k] -> [n], [k] @ [k, m] -> [m], and
+/// otherwise batch dims broadcast, a 1-d lhs taken as [1, k] and a 1-d rhs as [k, 1],
+/// those added dims left out of the result.
+Shape matmul_shape(std::string_view op, const Named &a, const Named &b) {
+  const Shape &x = a.type->sizes, &y = b.type->sizes;
+  COIL_USER_CHECK(!x.empty() && !y.empty(), "both arguments to ", op, " need to be at least 1D, but they are ",
+                  x.size(), "D and ", y.size(), "D");
+  Shape xm = x.size() == 1 ? Shape{1, x[0]} : x, ym = y.size() == 1 ? Shape{y[0], 1} : y;
+  int64_t k = xm.back(), k2 = ym[ym.size() - 2];
+  COIL_USER_CHECK(k == k2, op, ": ", a.name, " of shape ", shape_str(x), " and ", b.name, " of shape ",
+                  shape_str(y), " cannot be multiplied (", k, " != ", k2, ")");
+  Shape out = broadcast_shapes(Shape(xm.begin(), xm.end() - 2), Shape(ym.begin(), ym.end() - 2));
+  if (x.size() > 1) out.push_back(xm[xm.size() - 2]);
+  if (y.size() > 1) out.push_back(ym.back());
+  return out;
+}
+
+/// linear(input, weight, bias) = input @ weight.T + bias: a 2-d weight is [out, in]; a 1-d
+/// one (no bias) is a vector; bias broadcasts to the result.
+std::vector<TensorType> linear(const MetaArgs &a) {
+  const TensorType &weight = a.tensor("weight");
+  const TensorType *bias = a.optional_tensor("bias");
+  COIL_USER_CHECK(weight.rank() == 2 || (weight.rank() == 1 && !bias), "linear expects weight to be 2-d",
+                  bias ? "" : " or 1-d", ", got shape ", shape_str(weight.sizes));
+  TensorType transposed = weight;
+  std::reverse(transposed.sizes.begin(), transposed.sizes.end());
+  Named x{"input", &a.tensor("input")}, w{"weight", &transposed};
+  Shape shape = matmul_shape("linear", x, w);
+  checked_numel(shape);
+  std::vector<Named> ops = {x, w};
+  if (bias) {
+    check_expands_to("linear", *bias, shape);
+    ops.push_back({"bias", bias});
+  }
+  return {contiguous(common_dtype("linear", ops), shape, common_device(ops))};
+}
+
 using ShapeFn = Shape (*)(std::string_view, const Named &, const Named &);
 
 /// mm / bmm / mv: the product of two named operands.
@@ -120,6 +159,8 @@ void register_matmul_ops(Registry &r) {
   r.add("mm(Tensor self, Tensor mat2) -> Tensor", product("mm", "self", "mat2", mm_shape));
   r.add("bmm(Tensor self, Tensor mat2) -> Tensor", product("bmm", "self", "mat2", bmm_shape));
   r.add("mv(Tensor self, Tensor vec) -> Tensor", product("mv", "self", "vec", mv_shape));
+  r.add("matmul(Tensor self, Tensor other) -> Tensor", product("matmul", "self", "other", matmul_shape));
+  r.add("linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor", linear);
   r.add("addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor",
         add_product("addmm", "mat1", "mat2", mm_shape));
   r.add("baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor",

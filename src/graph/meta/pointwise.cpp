@@ -104,10 +104,11 @@ MetaFn gelu() {
   };
 }
 
-/// The layout PyTorch's reference floor division gives floating results: `other`'s
-/// layout, broadcast to the result (it ends with `where(ne(other, 0), ...)`), so a
-/// broadcast or 0-dim `other` gives a contiguous result even when `self` is transposed.
-std::vector<TensorType> float_floor_div_layout(const MetaArgs &a, std::vector<TensorType> out) {
+/// The layout PyTorch's references give floating floor division and copysign (which end
+/// with a `where` on a predicate of `other`: `ne(other, 0)`, `signbit(other)`), and so
+/// what torch.export prints: `other`'s layout, broadcast to the result, so a broadcast or
+/// 0-dim `other` gives a contiguous result even when `self` is transposed.
+std::vector<TensorType> layout_of_other(const MetaArgs &a, std::vector<TensorType> out) {
   Operand other = a.operand("other");
   if (other.wrapped_number) return out;
   const TensorType *ops[] = {&other.type};
@@ -127,7 +128,7 @@ MetaFn div_mode(bool scalar_other) {
                     "rounding_mode must be None, 'trunc' or 'floor', got '", *mode, "'");
     auto out = rounded(a);
     COIL_USER_CHECK(out[0].dtype != DType::Bool, "div with a rounding mode does not accept bool inputs");
-    if (*mode == "floor" && !scalar_other && is_floating(out[0].dtype)) return float_floor_div_layout(a, out);
+    if (*mode == "floor" && !scalar_other && is_floating(out[0].dtype)) return layout_of_other(a, out);
     return out;
   };
 }
@@ -135,7 +136,8 @@ MetaFn div_mode(bool scalar_other) {
 void register_unary_ops(Registry &r) {
   // Math that turns integers into the default float.
   for (const char *name : {"exp", "exp2", "expm1", "log", "log1p", "log2", "sqrt", "rsqrt", "reciprocal",
-                           "sin", "cos", "tan", "tanh", "sigmoid", "erf"})
+                           "sin", "cos", "tan", "tanh", "sigmoid", "erf", "acos", "asin", "atan", "acosh",
+                           "asinh", "atanh", "cosh", "sinh", "log10"})
     r.add(str_cat(name, "(Tensor self) -> Tensor"), unary(Promote::IntToFloat));
   r.add("abs(Tensor self) -> Tensor", unary(Promote::Default, Accepts::NotBool, "abs"));
   r.add("neg(Tensor self) -> Tensor", unary(Promote::Default, Accepts::NotBool, "neg"));
@@ -190,6 +192,13 @@ void register_binary_ops(Registry &r) {
   r.add("maximum(Tensor self, Tensor other) -> Tensor", binary(Promote::Default));
   r.add("minimum(Tensor self, Tensor other) -> Tensor", binary(Promote::Default));
   r.add("atan2(Tensor self, Tensor other) -> Tensor", binary(Promote::IntToFloat));
+  r.add("copysign.Tensor(Tensor self, Tensor other) -> Tensor",
+        [base = binary(Promote::IntToFloat)](const MetaArgs &a) { return layout_of_other(a, base(a)); });
+  r.add("copysign.Scalar(Tensor self, Scalar other) -> Tensor", binary_scalar(Promote::IntToFloat));
+  // fmax/fmin skip NaN where maximum/minimum propagate it; both take bools and integers.
+  r.add("fmax(Tensor self, Tensor other) -> Tensor", binary(Promote::Default));
+  r.add("fmin(Tensor self, Tensor other) -> Tensor", binary(Promote::Default));
+  r.add("hypot(Tensor self, Tensor other) -> Tensor", binary(Promote::Default, Accepts::Floating, "hypot"));
 
   for (const char *name : {"eq", "ne", "lt", "le", "gt", "ge"}) {
     r.add(str_cat(name, ".Tensor(Tensor self, Tensor other) -> Tensor"), binary(Promote::AlwaysBool));

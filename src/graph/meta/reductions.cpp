@@ -1,4 +1,7 @@
 // Reductions: reduced dims with keepdim, the result dtype of each kind, contiguous outputs.
+#include <cmath>
+#include <sstream>
+
 #include "graph/meta/common.h"
 
 namespace coil {
@@ -134,13 +137,53 @@ MetaFn variance(std::string op, size_t outputs) {
   };
 }
 
-/// cumsum: a scan keeps the shape; the result is a fresh contiguous tensor, of i64 for
-/// integral and bool inputs unless a dtype is given.
-std::vector<TensorType> cumsum(const MetaArgs &a) {
+/// cumsum, cumprod: a scan keeps the shape; the result is a fresh contiguous tensor, of
+/// i64 for integral and bool inputs unless a dtype is given.
+MetaFn scan(std::string op) {
+  return [op](const MetaArgs &a) {
+    const TensorType &self = a.tensor("self");
+    wrap_dim(a.integer("dim"), self.rank());
+    DType dtype = reduction_dtype(self.dtype, a.optional_dtype("dtype"), ReduceDType::SumLike, op);
+    return std::vector<TensorType>{contiguous(dtype, self.sizes, self.device)};
+  };
+}
+
+/// The name PyTorch gives a norm's order in its messages: inf, -inf, 2, 0.5.
+std::string ord_name(double ord) {
+  if (std::isinf(ord)) return ord > 0 ? "inf" : "-inf";
+  std::ostringstream s;
+  s << ord;
+  return s.str();
+}
+
+/// linalg_vector_norm: floating inputs only; a requested dtype must hold the input without
+/// narrowing and is the result's; the orders whose reduction has no identity for an empty
+/// slice (inf, -inf, negative) refuse one.
+std::vector<TensorType> vector_norm(const MetaArgs &a) {
   const TensorType &self = a.tensor("self");
-  wrap_dim(a.integer("dim"), self.rank());
-  DType dtype = reduction_dtype(self.dtype, a.optional_dtype("dtype"), ReduceDType::SumLike, "cumsum");
-  return {contiguous(dtype, self.sizes, self.device)};
+  COIL_USER_CHECK(is_floating(self.dtype), "linalg.vector_norm: Expected a floating point or complex tensor as "
+                  "input. Got ", short_name(self.dtype));
+  DType dtype = self.dtype;
+  if (auto requested = a.optional_dtype("dtype")) {
+    PromotionOperand both[] = {{self.dtype, 1, false}, {*requested, 1, false}};
+    COIL_USER_CHECK(is_floating(*requested) && result_type(both) == *requested,
+                    "linalg.vector_norm: the dtype of the input (", short_name(self.dtype),
+                    ") should be convertible without narrowing to the specified dtype (", short_name(*requested), ")");
+    dtype = *requested;
+  }
+  double ord = a.floating("ord");
+  auto dims = a.optional_ints("dim");
+  auto reduced = reduced_dims(self, dims);
+  if (ord < 0 || std::isinf(ord)) {
+    bool every_dim = !dims || dims->empty();
+    COIL_USER_CHECK(!every_dim || self.numel() != 0, "linalg.vector_norm cannot compute the ", ord_name(ord),
+                    " norm on an empty tensor because the operation does not have an identity");
+    for (size_t d = 0; d < reduced.size() && !every_dim; ++d)
+      COIL_USER_CHECK(!reduced[d] || self.sizes[d] != 0, "linalg.vector_norm cannot compute the ", ord_name(ord),
+                      " norm on the dimension ", d, " because this dimension is empty and the operation does not "
+                      "have an identity");
+  }
+  return {contiguous(dtype, meta::reduced_shape(self.sizes, reduced, a.boolean("keepdim")), self.device)};
 }
 
 }  // namespace
@@ -187,7 +230,11 @@ void register_reduction_ops(Registry &r) {
           reduction({.op = op, .rule = R::Logical, .empty_list_is_none = true}));
   }
 
-  r.add("cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor", cumsum);
+  r.add("cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor", scan("cumsum"));
+  r.add("cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor", scan("cumprod"));
+  r.add("linalg_vector_norm(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, "
+        "ScalarType? dtype=None) -> Tensor",
+        vector_norm);
   r.add("var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) "
         "-> Tensor",
         variance("var", 1));

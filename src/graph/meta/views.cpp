@@ -216,6 +216,12 @@ std::vector<TensorType> reshape(const MetaArgs &a) {
   return {with_layout(self, sizes, strides ? *strides : contiguous_strides(sizes))};
 }
 
+std::vector<TensorType> diagonal(const MetaArgs &a) {
+  const TensorType &self = a.tensor("self");
+  DiagonalView v = diagonal_view(self.sizes, self.strides, a.integer("offset"), a.integer("dim1"), a.integer("dim2"));
+  return {with_layout(self, v.sizes, v.strides)};
+}
+
 }  // namespace
 
 void register_view_ops(Registry &r) {
@@ -252,6 +258,7 @@ void register_view_ops(Registry &r) {
   r.add("as_strided(Tensor(a) self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor(a)",
         as_strided);
   r.add("reshape(Tensor(a) self, SymInt[] shape) -> Tensor(a)", reshape);
+  r.add("diagonal(Tensor(a) self, int offset=0, int dim1=0, int dim2=1) -> Tensor(a)", diagonal);
   r.add("alias(Tensor(a) self) -> Tensor(a)", [](const MetaArgs &a) { return std::vector<TensorType>{a.tensor("self")}; });
   r.add("squeeze.dims(Tensor(a) self, int[] dim) -> Tensor(a)", [](const MetaArgs &a) {
     const TensorType &self = a.tensor("self");
