@@ -11,14 +11,16 @@ calls, plain and with CUDA graphs (triton.cudagraphs). Every time is the median 
 (CUDA events around each call on the GPU, a steady clock on the CPU), after warm-up calls.
 With --baseline, a second coil binary (built at an earlier commit) is timed on the same
 exported graphs: the before and after of a change, in one run.
-coil's outputs are checked against eager's (coil run --expect) before it is timed; a model
-coil cannot run shows the reason in its row.
+coil's outputs are checked as the model tests check them (tests/python/model_tolerance.py:
+against the same weights in float64 on the CPU, coil's error at most 3x eager's); a model
+coil cannot run, or runs wrongly, shows the reason in the notes under the table.
 
 Prints a markdown table with the commit and the machine, and writes it to DIR/models.md.
 """
 from __future__ import annotations
 
 import argparse
+import copy
 import os
 import platform
 import re
@@ -34,6 +36,11 @@ import torch
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "scripts"))
 import capture_fixtures as capture  # noqa: E402  (export and writing graphs as the fixtures are)
+
+sys.path.insert(0, str(REPO / "tests" / "python"))
+from model_tolerance import model_errors, MULTIPLIER, FLOOR  # noqa: E402  (whole models compare in one way)
+sys.path.insert(0, str(REPO / "python" / "coil_triton"))
+import run_plan  # noqa: E402  (its safetensors reader, where the safetensors package is missing)
 
 
 def resnet50(device, dtype, batch=64):
@@ -81,14 +88,22 @@ def median_ms(fn, iters: int, device: str) -> float:
 
 
 def coil_ms(coil: str, folder: Path, device: str, iters: int, env: dict) -> tuple[float | None, str]:
-    """coil run's median, or None and why not."""
+    """coil run's median, or None and why not; the outputs are checked against
+    folder/eager.pt and folder/reference.pt."""
+    saved = folder / "coil_outputs.safetensors"
     cmd = [coil, "run", str(folder / "graph.py"), "--inputs", str(folder / "inputs.safetensors"), "--device", device,
-           "--expect", str(folder / "expected.safetensors"), "--bench", str(iters)]
+           "--save", str(saved), "--bench", str(iters)]
     r = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **env})
     m = re.search(r"median ([0-9.e+-]+) us per call", r.stdout)
     if r.returncode != 0 or not m:
         why = (r.stderr.strip() or r.stdout.strip()).splitlines()
-        return None, (why[-1] if why else f"exit {r.returncode}")[:120]
+        return None, (why[-1] if why else f"exit {r.returncode}")[:400]
+    got = run_plan.read_safetensors(str(saved))
+    got = [got[f"out{i}"] for i in range(len(got))]
+    eager, reference = torch.load(folder / "eager.pt"), torch.load(folder / "reference.pt")
+    for i, (ours, theirs, dtype) in enumerate(model_errors(got, eager, reference)):
+        if ours > MULTIPLIER * theirs + FLOOR.get(dtype, 0.0):
+            return None, f"wrong: output {i}: coil's error {ours:.3g} against float64, eager's {theirs:.3g}"
     return float(m.group(1)) / 1e3, ""
 
 
@@ -115,7 +130,11 @@ def bench_model(name: str, device: str, iters: int, coil: str, baseline: str, wo
         capture.write_tensors(folder / "inputs.safetensors",
                               {k: capture.host(v) for k, v in capture.placeholder_tensors(ep, args).items()})
         outs = capture.eager_outputs(ep, args)
-        capture.write_tensors(folder / "expected.safetensors", {f"out{i}": capture.host(o) for i, o in enumerate(outs)})
+        torch.save([capture.host(o) for o in outs], folder / "eager.pt")
+        reference = copy.deepcopy(model).to(device="cpu", dtype=torch.float64)
+        flat = reference(*[a.cpu().double() if a.is_floating_point() else a.cpu() for a in args])
+        torch.save([capture.host(o) for o in capture.pytree.tree_leaves(flat)], folder / "reference.pt")
+        del reference
     del model
     if device == "cuda":
         torch.cuda.empty_cache()

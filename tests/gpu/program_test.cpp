@@ -379,8 +379,9 @@ void check_contract(const std::string &mode) {
 // heuristic and allocate nothing for them, and still give the first call's bits.
 void check_prepared_once(const std::string &mode) {
   run_check(mode + "extern steps are prepared once, not per call", [&] {
+    const std::vector<GraphCase> cases = graph_cases();
     const GraphCase *conv = nullptr;
-    for (const GraphCase &gc : graph_cases())
+    for (const GraphCase &gc : cases)
       if (gc.name.find("NHWC") != std::string::npos) conv = &gc;
     if (!conv) return std::string("no convolution case");
     Compiled c = compile_for_gpu(frontend::parse_graph(conv->text, "test.py"));
