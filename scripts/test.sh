@@ -19,8 +19,8 @@ echo "== build (clang, ASan + UBSan, libFuzzer) at $(date +%T)"
 coil_build build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
   -DCOIL_SANITIZE=ON -DCOIL_FUZZ=ON
 echo "== tests (ASan + UBSan) at $(date +%T)"
-# Every fixture runs on the CPU three more times in the g++ run (AVX2, scalar, 4-lane
-# vectors); the sanitizer run keeps the ISA's own vectors, to stay within CI's time. It
+# Every fixture runs on the CPU twice more in the g++ run (AVX2 or scalar code, and
+# 4-lane vectors); the sanitizer run keeps the ISA's own vectors, to stay within CI's time. It
 # also leaves out what is Python's work, not coil's: run_plan.py's own tests, Triton
 # compiling every kernel, and the interpreter over every tuning config (the fixtures'
 # interpreter run still goes through coil's Triton dialect).

@@ -160,7 +160,7 @@ class Parser {
     int node = builder_.add_node(name.text, *op, std::move(positional), std::move(keywords), name.loc);
     const Node &n = builder_.graph().nodes()[size_t(node)];
     if (!n.multi_output()) {
-      if (ann) check_annotation(*ann, n, builder_.graph().type(n.outputs[0]));
+      if (ann) check_annotation(*ann, node, 0);
       define(name, Binding{Binding::Kind::Tensor, n.outputs[0], node});
       return;
     }
@@ -197,7 +197,7 @@ class Parser {
       fail(base, str_cat("'", base.text, "' is not a tuple of tensors; only outputs of multi-output ops can be indexed"));
     ValueId id = builder_.name_output(b.node, index, name.text, base.loc);
     const Node &n = builder_.graph().nodes()[size_t(b.node)];
-    if (ann) check_annotation(*ann, n, builder_.graph().type(id), index);
+    if (ann) check_annotation(*ann, b.node, index);
     define(name, Binding{Binding::Kind::Tensor, id, b.node});
   }
 
@@ -357,9 +357,13 @@ class Parser {
     return a.type;
   }
 
-  void check_annotation(const Token &ann, const Node &n, const TensorType &actual, int64_t item = -1) {
+  // Checks output `index` of `node` against its annotation. An op whose layout PyTorch
+  // leaves to its library takes the annotation's layout instead (OpDef::layout_from_backend).
+  void check_annotation(const Token &ann, int node, int64_t index) {
+    const Node &n = builder_.graph().nodes()[size_t(node)];
+    const TensorType &actual = builder_.graph().type(n.outputs[size_t(index)]);
     Annotation a = parse_annotation(ann.text, inside(ann));
-    std::string what = item < 0 ? "" : str_cat(" item ", item);
+    std::string what = n.multi_output() ? str_cat(" item ", index) : "";
     auto mismatch = [&](const std::string &part) {
       fail(ann, str_cat("node '", n.name, "' (", n.target(), "): annotation says ", ann.text, " but", what,
                         " is ", actual.str(), " (", part, " differ)"));
@@ -368,8 +372,12 @@ class Parser {
     if (a.type.sizes != actual.sizes) mismatch("sizes");
     if (a.has_device && a.type.device != actual.device) mismatch("devices");
     if (!a.has_strides) return;
-    for (size_t d = 0; d < actual.sizes.size(); ++d)
-      if (actual.sizes[d] > 1 && a.type.strides[d] != actual.strides[d]) mismatch(str_cat("strides of dim ", d));
+    for (size_t d = 0; d < actual.sizes.size(); ++d) {
+      if (actual.sizes[d] <= 1 || a.type.strides[d] == actual.strides[d]) continue;
+      if (!n.op->layout_from_backend) mismatch(str_cat("strides of dim ", d));
+      builder_.set_output_layout(node, index, a.type.strides, inside(ann));
+      return;
+    }
   }
 
   // The location of a string token's first character inside the quotes.

@@ -3,6 +3,7 @@
 #include <set>
 
 #include "graph/registry.h"
+#include "graph/strides.h"
 
 namespace coil {
 namespace {
@@ -205,6 +206,20 @@ int GraphBuilder::add_node(const std::string &name, const OpDef &op, std::vector
                                         std::move(types[i]), index, int(i)}));
   g_.nodes_.push_back(std::move(n));
   return index;
+}
+
+void GraphBuilder::set_output_layout(int node, int64_t index, const Shape &strides, const SourceLoc &loc) {
+  const Node &n = g_.nodes_.at(size_t(node));
+  TensorType &t = g_.values_[size_t(n.outputs.at(size_t(index)).index)].type;
+  if (!n.op->layout_from_backend)
+    throw UserError(str_cat("node '", n.name, "' (", n.target(), ") lays out its output by its own rule as ",
+                            shape_str(t.strides), "; strides ", shape_str(strides), " cannot be chosen"),
+                    loc);
+  if (strides.size() != t.sizes.size() || !is_non_overlapping_and_dense(t.sizes, strides))
+    throw UserError(str_cat("node '", n.name, "' (", n.target(), "): strides ", shape_str(strides),
+                            " are not a dense layout of sizes ", shape_str(t.sizes)),
+                    loc);
+  t.strides = strides;
 }
 
 ValueId GraphBuilder::name_output(int node, int64_t index, const std::string &name, const SourceLoc &loc) {

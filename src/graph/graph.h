@@ -97,6 +97,11 @@ class GraphBuilder {
   /// Names output `index` of a multi-output node (`getitem = var_mean[1]`).
   ValueId name_output(int node, int64_t index, const std::string &name, const SourceLoc &loc = {});
 
+  /// Gives output `index` of an op whose layout PyTorch leaves to its library
+  /// (OpDef::layout_from_backend) the dense layout `strides` a graph states for it. A
+  /// UserError when the op's layout is its own rule or `strides` is not dense.
+  void set_output_layout(int node, int64_t index, const Shape &strides, const SourceLoc &loc = {});
+
   void set_outputs(OutputTree tree) { g_.outputs_ = std::move(tree); }
 
   const Graph &graph() const { return g_; }

@@ -130,14 +130,14 @@ const Registry &Registry::get() {
   return registry;
 }
 
-void Registry::add(std::string_view schema_text, MetaFn meta) {
+OpDef &Registry::add(std::string_view schema_text, MetaFn meta) {
   Schema schema = parse_schema(schema_text);
   // Defaults in canonical form, so that printers can tell a default argument apart.
   for (SchemaArg &a : schema.args)
     if (a.default_value) a.default_value = canonical_arg(schema, a, *a.default_value);
   std::string target = schema.target();
   COIL_ASSERT(!ops_.count(target), "op registered twice: ", target);
-  ops_.emplace(target, OpDef{std::move(schema), std::move(meta), target});
+  return ops_.emplace(target, OpDef{std::move(schema), std::move(meta), target}).first->second;
 }
 
 const OpDef *Registry::find(std::string_view target) const {

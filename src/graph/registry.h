@@ -73,6 +73,11 @@ struct OpDef {
   Schema schema;
   MetaFn meta;
   std::string target;  // aten.add.Tensor
+  /// PyTorch lays the output out as the library it calls prefers (cuDNN's NHWC or NCHW by
+  /// its version and the dtype), not by a rule of the operands alone. The meta's strides
+  /// are then a default: a graph that annotates the output with another dense layout gets
+  /// that layout (GraphBuilder::set_output_layout).
+  bool layout_from_backend = false;
 };
 
 class Registry {
@@ -86,7 +91,7 @@ class Registry {
   /// Registered targets that share the op name of `target` (for "did you mean").
   std::vector<std::string> overloads_of(std::string_view ns, std::string_view name) const;
 
-  void add(std::string_view schema, MetaFn meta);
+  OpDef &add(std::string_view schema, MetaFn meta);
 
  private:
   std::map<std::string, OpDef, std::less<>> ops_;

@@ -70,6 +70,12 @@ const BadGraph kCases[] = {
     {"WrongStrides", "        a: \"f32[64, 256][1, 64]cpu\" = torch.ops.aten.add.Tensor(x, y)\n        return (a,)\n",
      "bad.py:3:12: error: node 'a' (aten.add.Tensor): annotation says f32[64, 256][1, 64]cpu but is "
      "f32[64, 256][256, 1]cpu (strides of dim 0 differ)"},
+    {"ConvolutionLayoutNotDense",
+     "        w = torch.ops.aten.view.default(x, [64, 4, 8, 8])\n"
+     "        c: \"f32[64, 64, 1, 1][64, 2, 1, 1]cpu\" = torch.ops.aten.convolution.default(w, w, None, [1, 1], "
+     "[0, 0], [1, 1], False, [0, 0], 1)\n        return (c,)\n",
+     "bad.py:4:13: error: node 'c' (aten.convolution.default): strides [64, 2, 1, 1] are not a dense layout "
+     "of sizes [64, 64, 1, 1]"},
     {"ShapesDoNotBroadcast",
      "        a = torch.ops.aten.sum.dim_IntList(x, [0])\n        b = torch.ops.aten.add.Tensor(x, "
      "torch.ops.aten.relu.default(a))\n        return (b,)\n",

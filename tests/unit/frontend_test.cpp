@@ -159,6 +159,21 @@ TEST(Frontend, MetaFunctionsDecideOutputTypes) {
                                              "b8[3, 5][5, 1]cpu", "f64[3, 5][5, 1]cpu", "i32[5, 3][1, 5]cpu"}));
 }
 
+// ResNet-50's stem as torch.export annotates it on an H200 in bf16: channels-last input
+// and weight, a contiguous output (cuDNN's choice there). The graph's layout is taken;
+// unannotated, the meta's rule gives channels-last.
+TEST(Frontend, ConvolutionTakesTheLayoutTheGraphStates) {
+  std::string head = R"(class GraphModule(torch.nn.Module):
+    def forward(self, x: "bf16[2, 3, 16, 16][768, 1, 48, 3]cuda:0", w: "bf16[8, 3, 7, 7][147, 1, 21, 3]cuda:0"):
+)";
+  std::string call = " = torch.ops.aten.convolution.default(x, w, None, [2, 2], [3, 3], [1, 1], False, [0, 0], 1)\n";
+  Graph stated = parse(head + "        c: \"bf16[2, 8, 8, 8][512, 64, 8, 1]cuda:0\"" + call + "        return (c,)\n");
+  EXPECT_EQ(stated.type(stated.outputs()[0]).strides, (Shape{512, 64, 8, 1}));
+  expect_round_trip(stated);
+  Graph unstated = parse(head + "        c" + call + "        return (c,)\n");
+  EXPECT_EQ(unstated.type(unstated.outputs()[0]).strides, (Shape{512, 1, 64, 8}));
+}
+
 TEST(Registry, EveryOpHasAParsedSchemaAndTarget) {
   const Registry &r = Registry::get();
   EXPECT_GT(r.ops().size(), 40u);

@@ -15,6 +15,7 @@
 #include "io/graph_tensors.h"
 #include "io/safetensors.h"
 #include "runtime/cpu_module.h"
+#include "support/files.h"
 #include "support/options.h"
 #include "test_util.h"
 
@@ -131,6 +132,29 @@ TEST_F(OneDnn, ConvolutionBiasRelu) {
                        }));
   std::string source = run_and_compare("op_convolution_bias_relu");
   EXPECT_TRUE(contains(source, "static const coil_rt::onednn::Desc bias = {dnnl_f32, 1, {6}, {1}};")) << source;
+}
+
+// PyTorch leaves a convolution's output layout to the library it calls (on CUDA, cuDNN
+// by its version and the dtype): a graph that states a dense layout for it gets that
+// layout, here channels-last outputs of contiguous inputs, with eager's values.
+TEST_F(OneDnn, ConvolutionOutputsInTheLayoutTheGraphStates) {
+  std::string text = read_file((fixture("op_convolution") / "graph.py").string());
+  for (auto [from, to] : {std::pair{"convolution: \"f32[2, 6, 9, 8][432, 72, 8, 1]cpu\"",
+                                    "convolution: \"f32[2, 6, 9, 8][432, 1, 48, 6]cpu\""},
+                          std::pair{"convolution_1: \"f32[2, 6, 4, 3][72, 12, 3, 1]cpu\"",
+                                    "convolution_1: \"f32[2, 6, 4, 3][72, 1, 18, 6]cpu\""}}) {
+    size_t at = text.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    text.replace(at, std::strlen(from), to);
+  }
+  c_ = compile_graph(frontend::parse_graph(text, "convolution_nhwc.py"), sched::ScheduleOptions{});
+  EXPECT_EQ(c_.graph.type(c_.graph.outputs()[0]).strides, (Shape{432, 1, 48, 6}));
+  EXPECT_EQ(c_.graph.type(c_.graph.outputs()[1]).strides, (Shape{72, 1, 18, 6}));
+  EXPECT_EQ(c_.graph.type(c_.graph.outputs()[2]).strides, (Shape{432, 72, 8, 1}));
+  run_and_compare("op_convolution");
+  options::set_override("cpp.onednn", "0");
+  c_ = compile_graph(frontend::parse_graph(text, "convolution_nhwc.py"), sched::ScheduleOptions{});
+  run_and_compare("op_convolution");
 }
 
 TEST_F(OneDnn, EveryKindOfPostOp) {

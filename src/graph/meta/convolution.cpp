@@ -49,7 +49,9 @@ std::vector<TensorType> convolution(const MetaArgs &a) {
                     ": input ", in, ", kernel ", k, ", padding ", padding[i], ", dilation ", dilation[i]);
     out.push_back(size);
   }
-  // PyTorch keeps channels-last when the input is (on CUDA also when the weight is).
+  // PyTorch keeps channels-last when the input is (on CUDA also when the weight is, if
+  // cuDNN takes that layout for the dtype). What a graph's annotation says wins
+  // (OpDef::layout_from_backend): which library runs, and in which layout, is its choice.
   bool cl = suggest_memory_format(x.sizes, x.strides) == MemoryFormat::ChannelsLast ||
             (x.device.kind == Device::Kind::CUDA &&
              suggest_memory_format(w.sizes, w.strides) == MemoryFormat::ChannelsLast);
@@ -62,7 +64,8 @@ std::vector<TensorType> convolution(const MetaArgs &a) {
 void register_convolution_ops(Registry &r) {
   r.add("convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, "
         "SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor",
-        convolution);
+        convolution)
+      .layout_from_backend = true;
 }
 
 }  // namespace coil
