@@ -1,6 +1,7 @@
 """Whole models: coil against eager PyTorch and Inductor, measured in one run on one machine.
 
     python bench/models_bench.py --device cuda [--models resnet50,gpt2_b1] [--iters 100] [--out DIR]
+                                 [--keep DIR]   # keep the exported graphs, to run them again
 
 Each model is built from its config with random weights (torchvision, transformers; no
 downloads), in eval mode, bf16 on CUDA and f32 on the CPU. Eager, Inductor
@@ -182,15 +183,17 @@ def main() -> int:
     p.add_argument("--coil", default=str(REPO / "build" / "coil"))
     p.add_argument("--baseline", default="", help="another coil binary (an earlier commit's) for a column of its own")
     p.add_argument("--out", default="")
+    p.add_argument("--keep", default="", help="keep each model's exported graph and tensors in this folder")
     a = p.parse_args()
     commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True).stdout.strip() or "unknown"
     machine = torch.cuda.get_device_name() if a.device == "cuda" else platform.processor() or platform.machine()
     rows = []
-    with tempfile.TemporaryDirectory() as work:
+    with tempfile.TemporaryDirectory() as temporary:
+        work = Path(a.keep or temporary)
         for name in a.models.split(","):
             try:
-                rows.append(bench_model(name, a.device, a.iters, a.coil, a.baseline, Path(work)))
+                rows.append(bench_model(name, a.device, a.iters, a.coil, a.baseline, work))
             except Exception as e:  # a model that cannot be built, exported or compiled: its row says why
                 rows.append({"model": name, "error": f"{type(e).__name__}: {str(e).splitlines()[0][:150]}"})
             print(rows[-1], flush=True)

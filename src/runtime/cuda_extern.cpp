@@ -189,7 +189,11 @@ struct PreparedExtern::Cudnn {
   Descriptor<cudnnConvolutionDescriptor_t> conv;
   int algo = 0;
   int math = 0;
-  size_t workspace = 0;
+  size_t workspace = 0;  // the algorithm's
+  // ConvPlan::repack_filter: the weight as given and as the filter reads it, written at
+  // `repacked_at` bytes into the call's workspace.
+  Descriptor<cudnnTensorDescriptor_t> w_given, w_repacked;
+  size_t repacked_at = 0;
 };
 
 // ---- load time ------------------------------------------------------------------------------
@@ -265,6 +269,26 @@ void PreparedExtern::prepare_convolution(ExternHandles &handles) {
   COIL_CUDNN(cudnnSetTensorNdDescriptor, d.x.desc, type, dims, c.x_sizes.data(), c.x_strides.data());
   COIL_CUDNN(cudnnCreateTensorDescriptor, &d.y.desc);
   COIL_CUDNN(cudnnSetTensorNdDescriptor, d.y.desc, type, dims, c.y_sizes.data(), c.y_strides.data());
+  if (c.repack_filter) {
+    // The weight's packed strides in the order it has and in the filter's.
+    auto strides = [&](codegen::TensorFormat f) {
+      std::vector<size_t> order;  // dims from the innermost out
+      if (f == codegen::TensorFormat::NHWC) order.push_back(1);
+      for (size_t i = c.w_sizes.size(); i-- > 0;)
+        if (f == codegen::TensorFormat::NCHW || i != 1) order.push_back(i);
+      std::vector<int> st(c.w_sizes.size());
+      int step = 1;
+      for (size_t i : order) st[i] = step, step *= c.w_sizes[i];
+      return st;
+    };
+    d.w_given.destroy = d.w_repacked.destroy = api.cudnnDestroyTensorDescriptor;
+    auto given = c.filter == codegen::TensorFormat::NHWC ? codegen::TensorFormat::NCHW : codegen::TensorFormat::NHWC;
+    std::vector<int> given_strides = strides(given), repacked_strides = strides(c.filter);
+    COIL_CUDNN(cudnnCreateTensorDescriptor, &d.w_given.desc);
+    COIL_CUDNN(cudnnSetTensorNdDescriptor, d.w_given.desc, type, dims, c.w_sizes.data(), given_strides.data());
+    COIL_CUDNN(cudnnCreateTensorDescriptor, &d.w_repacked.desc);
+    COIL_CUDNN(cudnnSetTensorNdDescriptor, d.w_repacked.desc, type, dims, c.w_sizes.data(), repacked_strides.data());
+  }
   COIL_CUDNN(cudnnCreateFilterDescriptor, &d.w.desc);
   COIL_CUDNN(cudnnSetFilterNdDescriptor, d.w.desc, type, dnn_format(c.filter), dims, c.w_sizes.data());
   COIL_CUDNN(cudnnCreateConvolutionDescriptor, &d.conv.desc);
@@ -301,6 +325,12 @@ void PreparedExtern::prepare_convolution(ExternHandles &handles) {
   else
     COIL_CUDNN(cudnnGetConvolutionForwardWorkspaceSize, h, d.x.desc, d.w.desc, d.conv.desc, d.y.desc, d.algo, &d.workspace);
   workspace_bytes_ = d.workspace;
+  if (c.repack_filter) {
+    size_t elements = 1;
+    for (int v : c.w_sizes) elements *= size_t(v);
+    d.repacked_at = (d.workspace + 255) / 256 * 256;
+    workspace_bytes_ = d.repacked_at + elements * itemsize(t);
+  }
 }
 
 bool PreparedExtern::on_host() const { return mode_ == Mode::Host || epilogue_on_host_; }
@@ -434,11 +464,17 @@ void PreparedExtern::run(BoundExtern &b, CUstream stream) const {
       double one_d = 1, zero_d = 0;
       const void *one = t == DType::F64 ? static_cast<const void *>(&one_d) : &one_f;
       const void *zero = t == DType::F64 ? static_cast<const void *>(&zero_d) : &zero_f;
+      const void *w = b.w;
+      if (plan_.conv.repack_filter) {
+        void *repacked = static_cast<std::byte *>(b.workspace) + d.repacked_at;
+        COIL_CUDNN(cudnnTransformTensor, h, one, d.w_given.desc, b.w, zero, d.w_repacked.desc, repacked);
+        w = repacked;
+      }
       if (plan_.conv.transposed)
-        COIL_CUDNN(cudnnConvolutionBackwardData, h, one, d.w.desc, b.w, d.x.desc, b.x, d.conv.desc, d.algo, b.workspace,
+        COIL_CUDNN(cudnnConvolutionBackwardData, h, one, d.w.desc, w, d.x.desc, b.x, d.conv.desc, d.algo, b.workspace,
                    d.workspace, zero, d.y.desc, b.y);
       else
-        COIL_CUDNN(cudnnConvolutionForward, h, one, d.x.desc, b.x, d.w.desc, b.w, d.conv.desc, d.algo, b.workspace,
+        COIL_CUDNN(cudnnConvolutionForward, h, one, d.x.desc, b.x, d.w.desc, w, d.conv.desc, d.algo, b.workspace,
                    d.workspace, zero, d.y.desc, b.y);
       if (plan_.conv.bias) COIL_CUDNN(cudnnAddTensor, h, one, d.bias.desc, b.bias, one, d.y.desc, b.y);
       break;

@@ -72,6 +72,7 @@ LoadedCudnn load_cudnn() {
   symbols.need("cudnnGetConvolutionBackwardDataWorkspaceSize", c.cudnnGetConvolutionBackwardDataWorkspaceSize);
   symbols.need("cudnnConvolutionBackwardData", c.cudnnConvolutionBackwardData);
   symbols.need("cudnnAddTensor", c.cudnnAddTensor);
+  symbols.need("cudnnTransformTensor", c.cudnnTransformTensor);
   if (!symbols.missing().empty())
     out.reason = str_cat("libcudnn has no ", symbols.missing(), ": cuDNN 8 or newer with its legacy convolution API is needed");
   return out;

@@ -136,6 +136,8 @@ struct Cudnn {
                                                 cudnnTensorDescriptor_t dx_desc, void *dx);
   cudnnStatus_t (*cudnnAddTensor)(cudnnHandle_t handle, const void *alpha, cudnnTensorDescriptor_t a_desc,
                                   const void *a, const void *beta, cudnnTensorDescriptor_t c_desc, void *c);
+  cudnnStatus_t (*cudnnTransformTensor)(cudnnHandle_t handle, const void *alpha, cudnnTensorDescriptor_t x_desc,
+                                        const void *x, const void *beta, cudnnTensorDescriptor_t y_desc, void *y);
 };
 
 /// Whether libcublas loaded with every function coil calls (no GPU needed to answer).

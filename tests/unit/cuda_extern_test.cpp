@@ -336,10 +336,19 @@ TEST(GpuExternPlan, ConvolutionsOfChannelsLastTensorsRunInNhwc) {
   EXPECT_EQ(contiguous.words(), "cuDNN convolution forward (NCHW, f32, TF32 off)");
   // A channels-last input written to a contiguous output: cuDNN's NCHW, the input by its strides.
   EXPECT_EQ(conv(nhwc_x, {32, 16, 1, 1}, {16, 1, 1, 1}, nchw_y).words(), "cuDNN convolution forward (NCHW, f32, TF32 off)");
-  // A channels-last 3x3 weight is NHWC; a contiguous one stays NCHW, said so.
+  // The filter is read in the tensors' order: a 3x3 weight packed the other way is
+  // repacked per call (cuDNN refuses the mix in bf16, as ResNet-50's exported graph has it).
   EXPECT_EQ(conv(nhwc_x, {32, 16, 3, 3}, {144, 1, 48, 16}, nhwc_y).words(), "cuDNN convolution forward (NHWC, f32, TF32 off)");
-  EXPECT_EQ(conv(nhwc_x, {32, 16, 3, 3}, {144, 9, 3, 1}, nhwc_y).words(),
-            "cuDNN convolution forward (NHWC tensors, NCHW filter, f32, TF32 off)");
+  codegen::GpuExternPlan repacked = conv(nhwc_x, {32, 16, 3, 3}, {144, 9, 3, 1}, nhwc_y);
+  EXPECT_TRUE(repacked.conv.repack_filter);
+  EXPECT_EQ(repacked.conv.filter, TensorFormat::NHWC);
+  EXPECT_EQ(repacked.words(),
+            "cuDNN convolution forward (NHWC, f32, TF32 off), the weight repacked to NHWC by cudnnTransformTensor");
+  EXPECT_NE(repacked.str().find("w [32, 16, 3, 3] NCHW repacked to NHWC"), std::string::npos) << repacked.str();
+  codegen::GpuExternPlan to_nchw = conv(nchw_x, {32, 16, 3, 3}, {144, 1, 48, 16}, nchw_y);
+  EXPECT_TRUE(to_nchw.conv.repack_filter);
+  EXPECT_EQ(to_nchw.conv.filter, TensorFormat::NCHW);
+  EXPECT_FALSE(conv(nchw_x, {32, 16, 3, 3}, {144, 9, 3, 1}, nchw_y).conv.repack_filter);
 }
 
 TEST(GpuExternPlan, AnEpilogueWritesWhereItStores) {

@@ -326,8 +326,8 @@ std::string plan_convolution(const Program &p, const Node &n, GpuExternPlan &pla
   // NHWC when the input and the output both are; mixed orders stay as cuDNN's NCHW.
   bool both_nhwc = channels_last(c.x_sizes, c.x_strides) && channels_last(c.y_sizes, c.y_strides);
   c.tensors = both_nhwc ? TensorFormat::NHWC : TensorFormat::NCHW;
-  // The weight is a cuDNN filter, which has a layout but no strides. Packed both ways (a
-  // 1x1 weight), it takes the input's order, so cuDNN converts neither.
+  // The weight is a cuDNN filter, which has a layout but no strides, in the tensors' order
+  // (a 1x1 weight is packed both ways); packed the other way only, it is repacked per call.
   std::vector<size_t> nchw, nhwc = {1};
   for (size_t d = w.sizes.size(); d-- > 0;) nchw.push_back(d);
   for (size_t d = w.sizes.size(); d-- > 2;) nhwc.push_back(d);
@@ -335,7 +335,8 @@ std::string plan_convolution(const Program &p, const Node &n, GpuExternPlan &pla
   bool as_nchw = packed(w.sizes, w.strides, nchw), as_nhwc = packed(w.sizes, w.strides, nhwc);
   if (!as_nchw && !as_nhwc)
     return str_cat("the weight has strides ", shape_str(w.strides), ": a cuDNN filter is packed, in NCHW or NHWC order");
-  c.filter = as_nhwc && (!as_nchw || c.tensors == TensorFormat::NHWC) ? TensorFormat::NHWC : TensorFormat::NCHW;
+  c.filter = c.tensors;
+  c.repack_filter = c.tensors == TensorFormat::NHWC ? !as_nhwc : !as_nchw;
   c.groups = int(groups);
   if (spatial == 1) c.padding = {0}, c.stride = {1}, c.dilation = {1};
   for (const char *name : {"padding", "stride", "dilation"}) {
@@ -361,6 +362,7 @@ std::string plan_convolution(const Program &p, const Node &n, GpuExternPlan &pla
 // ---- printing ---------------------------------------------------------------------------------
 
 std::string format_name(TensorFormat f) { return f == TensorFormat::NCHW ? "NCHW" : "NHWC"; }
+TensorFormat other_format(TensorFormat f) { return f == TensorFormat::NCHW ? TensorFormat::NHWC : TensorFormat::NCHW; }
 
 std::string ints(const std::vector<int> &v) {
   std::string out = "[";
@@ -470,11 +472,10 @@ std::string GpuExternPlan::words() const {
       break;
     case GpuExternLibrary::CudnnForward:
     case GpuExternLibrary::CudnnBackwardData: {
-      std::string format = conv.filter == conv.tensors
-                               ? format_name(conv.tensors)
-                               : str_cat(format_name(conv.tensors), " tensors, ", format_name(conv.filter), " filter");
       base = str_cat("cuDNN convolution ", conv.transposed ? "backward data, as a transposed convolution" : "forward", " (",
-                     format, ", ", precision_words(dtype), ")");
+                     format_name(conv.tensors), ", ", precision_words(dtype), ")");
+      if (conv.repack_filter)
+        base += str_cat(", the weight repacked to ", format_name(conv.filter), " by cudnnTransformTensor");
       if (conv.bias) base += ", the bias by cudnnAddTensor";
       break;
     }
@@ -508,7 +509,8 @@ std::string GpuExternPlan::str() const {
     case GpuExternLibrary::CudnnForward:
     case GpuExternLibrary::CudnnBackwardData:
       out << "    x " << ints(conv.x_sizes) << ints(conv.x_strides) << ", w " << ints(conv.w_sizes) << " "
-          << format_name(conv.filter) << ", y " << ints(conv.y_sizes) << ints(conv.y_strides) << "\n";
+          << format_name(conv.repack_filter ? other_format(conv.filter) : conv.filter)
+          << (conv.repack_filter ? str_cat(" repacked to ", format_name(conv.filter)) : "") << ", y " << ints(conv.y_sizes) << ints(conv.y_strides) << "\n";
       out << "    padding " << ints(conv.padding) << " stride " << ints(conv.stride) << " dilation " << ints(conv.dilation)
           << " groups " << conv.groups << "\n";
       if (conv.bias) out << "    bias " << ints(conv.bias_sizes) << ints(conv.bias_strides) << "\n";

@@ -90,8 +90,12 @@ struct ConvPlan {
   bool transposed = false;
   bool bias = false;
   int groups = 1;
-  TensorFormat filter = TensorFormat::NCHW;  // the weight's packed order
+  TensorFormat filter = TensorFormat::NCHW;  // the filter's order as cuDNN reads it: the tensors'
   TensorFormat tensors = TensorFormat::NCHW;  // NHWC when the input and output both are channels-last
+  /// The weight is packed in the other order than the tensors' (cuDNN refuses the mix for
+  /// bf16 and f16): each call first writes it in the filter's order into the call's
+  /// workspace (cudnnTransformTensor), as PyTorch's eager call makes it contiguous.
+  bool repack_filter = false;
   std::vector<int> x_sizes, x_strides, w_sizes, y_sizes, y_strides, padding, stride, dilation;
   std::vector<int> bias_sizes, bias_strides;  // 1 x C x 1 x 1 (x 1), broadcast over the output
 };
