@@ -23,7 +23,8 @@ namespace {
 /// new graph's.
 class Rebuilder {
  public:
-  Rebuilder(const Graph &old, const Replacements &r) : old_(old), r_(r), ids_(old.values().size()) {}
+  Rebuilder(const Graph &old, const Replacements &r, const std::map<int, Shape> *layouts = nullptr)
+      : old_(old), r_(r), layouts_(layouts), ids_(old.values().size()) {}
 
   void copy_inputs_and_constants() {
     for (ValueId v : old_.inputs()) ids_[size_t(v.index)] = b_.add_input(old_.value(v).name, old_.type(v));
@@ -52,10 +53,20 @@ class Rebuilder {
                 made.outputs.size(), " outputs instead of ", old.outputs.size());
     std::vector<ValueId> outputs = made.outputs;
     bool name_outputs = made.multi_output();
+    // An op whose layout is its library's keeps the layout it had (a graph may have stated
+    // it), unless the edit gives it another.
+    if (made.op->layout_from_backend) {
+      auto chosen = layouts_ ? layouts_->find(old_index(old)) : std::map<int, Shape>::const_iterator{};
+      bool given = layouts_ && chosen != layouts_->end();
+      const Shape &strides = given ? chosen->second : old_.type(old.outputs[0]).strides;
+      if (b_.graph().type(outputs[0]).strides != strides) b_.set_output_layout(index, 0, strides, old.loc);
+    }
+    bool follow = layouts_ && !layouts_->empty();
     for (size_t i = 0; i < outputs.size(); ++i) {
       ValueId was = old.outputs[i];
-      COIL_ASSERT(b_.graph().type(outputs[i]) == old_.type(was), "rebuilding '", old.name, "' changed output ", i,
-                  " from ", old_.type(was).str(), " to ", b_.graph().type(outputs[i]).str());
+      const TensorType &now = b_.graph().type(outputs[i]), &then = old_.type(was);
+      bool same = follow ? now.dtype == then.dtype && now.sizes == then.sizes && now.device == then.device : now == then;
+      COIL_ASSERT(same, "rebuilding '", old.name, "' changed output ", i, " from ", then.str(), " to ", now.str());
       const std::string &name = old_.value(was).name;
       if (name_outputs && !name.empty()) b_.name_output(index, int64_t(i), name, old.loc);
       ids_[size_t(was.index)] = outputs[i];
@@ -89,8 +100,11 @@ class Rebuilder {
     return Arg(std::move(items), a.loc);
   }
 
+  int old_index(const Node &n) const { return int(&n - old_.nodes().data()); }
+
   const Graph &old_;
   const Replacements &r_;
+  const std::map<int, Shape> *layouts_;
   GraphBuilder b_;
   std::vector<ValueId> ids_;  // by old value index; -1 when not (yet) in the new graph
 };
@@ -99,7 +113,7 @@ class Rebuilder {
 
 Graph rebuild(const Graph &g, const GraphEdit &edit) {
   if (edit.empty()) return g;
-  Rebuilder r(g, edit.replacements);
+  Rebuilder r(g, edit.replacements, &edit.layouts);
   r.copy_inputs_and_constants();
   for (size_t i = 0; i < g.nodes().size(); ++i) {
     const Node &n = g.nodes()[i];

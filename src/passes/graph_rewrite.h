@@ -46,10 +46,14 @@ struct GraphEdit {
   Replacements replacements;
   std::set<int> dropped;  // old node indices
   std::map<int, NodeSubstitute> substitutes;
+  /// Old node index -> the layout its output 0 takes, for ops whose layout is their
+  /// library's (OpDef::layout_from_backend). With any, the nodes after it may change
+  /// their strides as their meta rules follow (never their dtypes or sizes).
+  std::map<int, Shape> layouts;
 
   void drop(int node) { dropped.insert(node); }
   bool is_dropped(int node) const { return dropped.count(node) > 0; }
-  bool empty() const { return replacements.empty() && dropped.empty() && substitutes.empty(); }
+  bool empty() const { return replacements.empty() && dropped.empty() && substitutes.empty() && layouts.empty(); }
 };
 
 /// `g` with `edit` applied: inputs and constants (names, order), node names, locations

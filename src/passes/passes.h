@@ -7,6 +7,7 @@
 //                                 input -> one aten.full node holding the value
 //   eliminate_common_subexpressions  two nodes with the same op and the same arguments -> one
 //   eliminate_dead_code           nodes no graph output depends on -> gone
+//   channels_last_convolutions    convolution outputs NHWC where an operand is (GPU targets)
 //
 // run_graph_passes applies them in that order (the driver reads like a script).
 // Tests: tests/unit/passes_test.cpp.
@@ -43,7 +44,12 @@ Graph fold_scalar_subgraphs(const Graph &g, const ScalarEvaluator &eval, PassLog
 Graph eliminate_common_subexpressions(const Graph &g, PassLog *log = nullptr);
 Graph eliminate_dead_code(const Graph &g, PassLog *log = nullptr);
 
-/// All of the above, in order.
+/// Convolution outputs channels-last where an operand is, and the values after them as their
+/// ops follow; only intermediates change (src/passes/layouts.cpp). Not in
+/// run_graph_passes: the driver runs it for targets whose libraries run NHWC natively.
+Graph channels_last_convolutions(const Graph &g, PassLog *log = nullptr);
+
+/// All of the above but channels_last_convolutions, in order.
 Graph run_graph_passes(const Graph &g, const ScalarEvaluator &eval, PassLog *log = nullptr);
 
 }  // namespace coil::passes

@@ -39,6 +39,9 @@ struct ScheduleOptions {
   /// library that will run it: "" when it can, else why not (the GPU's cuBLASLt takes a
   /// bias and relu or gelu; codegen::gpu_schedule_options sets it).
   std::function<std::string(const ir::Program &, const ir::Node &call, const Epilogue &)> epilogue_check;
+  /// The graph pass passes::channels_last_convolutions runs before lowering (the driver
+  /// reads this; codegen::gpu_schedule_options sets it, as cuDNN converts NCHW tensors).
+  bool channels_last_convolutions = false;
 
   /// The values of the options registry (src/support/options.h).
   static ScheduleOptions from_registry();

@@ -396,6 +396,62 @@ void expect_identical(const HostTensor &after, const HostTensor &before, const s
   EXPECT_EQ(mismatches, 0) << what << ": first " << first;
 }
 
+// ResNet's block as PyTorch exports it in bf16 on CUDA: channels-last input and weight,
+// a contiguous convolution output, a batch norm's scale and shift and a relu after it.
+constexpr const char *kConvInputs =
+    R"(x: "f32[2, 4, 6, 6][144, 1, 24, 4]cpu", w: "f32[8, 4, 3, 3][36, 1, 12, 4]cpu", s: "f32[8, 1, 1][1, 1, 1]cpu")";
+constexpr const char *kConvBlock = R"(        c: "f32[2, 8, 6, 6][288, 36, 6, 1]cpu" = torch.ops.aten.convolution.default(x, w, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1)
+        m: "f32[2, 8, 6, 6][288, 36, 6, 1]cpu" = torch.ops.aten.mul.Tensor(c, s)
+        r: "f32[2, 8, 6, 6][288, 36, 6, 1]cpu" = torch.ops.aten.relu.default(m)
+)";
+
+std::vector<HostTensor> run_on_ramps(const Graph &g) {
+  TensorList in;
+  for (ValueId v : g.inputs()) {
+    HostTensor t = HostTensor::zeros(g.type(v).dtype, g.type(v).sizes);
+    for (int64_t i = 0; i < t.numel(); ++i) t.ptr<float>()[i] = float(std::sin(double(i)));
+    in.emplace_back(g.value(v).name, std::move(t));
+  }
+  return ir::interpret(lowering::lower(g), in);
+}
+
+TEST(PassesLayouts, ConvolutionsAndWhatFollowsGoChannelsLast) {
+  Graph g = parse(std::string(kConvBlock) +
+                      "        sum_1: \"f32[2, 8][8, 1]cpu\" = torch.ops.aten.sum.dim_IntList(r, [2, 3])\n"
+                      "        return (sum_1,)\n",
+                  kConvInputs);
+  PassLog log;
+  Graph out = channels_last_convolutions(g, &log);
+  EXPECT_EQ(out.type(node(out, "c").outputs[0]).strides, (Shape{288, 1, 48, 8}));
+  EXPECT_EQ(out.type(node(out, "r").outputs[0]).strides, (Shape{288, 1, 48, 8}));
+  EXPECT_EQ(out.type(out.outputs()[0]), g.type(g.outputs()[0]));
+  EXPECT_TRUE(logged(log, "layout: 1 convolutions write channels-last outputs (c); 3 values change layout")) << joined(log);
+  std::vector<HostTensor> before = run_on_ramps(g), after = run_on_ramps(out);
+  expect_identical(after[0], before[0], "sum_1");
+  // Once is enough: a second run finds nothing to change.
+  PassLog again;
+  channels_last_convolutions(out, &again);
+  EXPECT_TRUE(again.lines.empty()) << joined(again);
+}
+
+TEST(PassesLayouts, GraphOutputsAndViewsKeepTheirLayouts) {
+  PassLog log;
+  Graph returned = parse(std::string(kConvBlock) + "        return (r,)\n", kConvInputs);
+  Graph out = channels_last_convolutions(returned, &log);
+  EXPECT_EQ(out.type(node(out, "c").outputs[0]).strides, (Shape{288, 36, 6, 1}));
+  EXPECT_TRUE(logged(log, "layout: convolution layouts kept: graph output 0 would change from "
+                          "f32[2, 8, 6, 6][288, 36, 6, 1]cpu to f32[2, 8, 6, 6][288, 1, 48, 8]cpu")) << joined(log);
+  log.lines.clear();
+  Graph viewed = parse(std::string(kConvBlock) +
+                           "        view: \"f32[2, 288][288, 1]cpu\" = torch.ops.aten.view.default(r, [2, 288])\n"
+                           "        return (view,)\n",
+                       kConvInputs);
+  out = channels_last_convolutions(viewed, &log);
+  EXPECT_EQ(out.type(node(out, "c").outputs[0]).strides, (Shape{288, 36, 6, 1}));
+  ASSERT_EQ(log.lines.size(), 1u);
+  EXPECT_EQ(log.lines[0].rfind("layout: convolution layouts kept: with channels-last outputs, ", 0), 0u) << joined(log);
+}
+
 class PassesOnCase : public testing::TestWithParam<std::filesystem::path> {};
 
 TEST_P(PassesOnCase, KeepOutputTypesAndValues) {
@@ -413,11 +469,18 @@ TEST_P(PassesOnCase, KeepOutputTypesAndValues) {
   run_graph_passes(out, reference_evaluator(), &again);
   EXPECT_TRUE(again.lines.empty()) << joined(again);
 
+  // The GPU's layout pass after them keeps output types too.
+  Graph laid_out = channels_last_convolutions(out);
+  for (size_t i = 0; i < g.outputs().size(); ++i)
+    EXPECT_EQ(laid_out.type(laid_out.outputs()[i]), g.type(g.outputs()[i])) << "output " << i;
+
   TensorList inputs = read_safetensors((dir / "inputs.safetensors").string());
   std::vector<HostTensor> before = ir::interpret(lowering::lower(g), inputs);
   std::vector<HostTensor> after = ir::interpret(lowering::lower(out), inputs);
+  std::vector<HostTensor> after_layouts = ir::interpret(lowering::lower(laid_out), inputs);
   ASSERT_EQ(after.size(), before.size());
   for (size_t i = 0; i < before.size(); ++i) expect_identical(after[i], before[i], output_tensor_name(i));
+  for (size_t i = 0; i < before.size(); ++i) expect_identical(after_layouts[i], before[i], output_tensor_name(i));
 }
 
 INSTANTIATE_TEST_SUITE_P(Passes, PassesOnCase, testing::ValuesIn(all_cases()), [](const auto &info) {
