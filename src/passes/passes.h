@@ -7,7 +7,7 @@
 //                                 input -> one aten.full node holding the value
 //   eliminate_common_subexpressions  two nodes with the same op and the same arguments -> one
 //   eliminate_dead_code           nodes no graph output depends on -> gone
-//   channels_last_convolutions    convolution outputs NHWC where an operand is (GPU targets)
+//   channels_last_convolutions    convolution outputs NHWC where an operand is (an option)
 //
 // run_graph_passes applies them in that order (the driver reads like a script).
 // Tests: tests/unit/passes_test.cpp.
@@ -46,7 +46,7 @@ Graph eliminate_dead_code(const Graph &g, PassLog *log = nullptr);
 
 /// Convolution outputs channels-last where an operand is, and the values after them as their
 /// ops follow; only intermediates change (src/passes/layouts.cpp). Not in
-/// run_graph_passes: the driver runs it for targets whose libraries run NHWC natively.
+/// run_graph_passes: the driver runs it under the option layout.channels_last_convolutions.
 Graph channels_last_convolutions(const Graph &g, PassLog *log = nullptr);
 
 /// All of the above but channels_last_convolutions, in order.

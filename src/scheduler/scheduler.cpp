@@ -243,6 +243,7 @@ ScheduleOptions ScheduleOptions::from_registry() {
   o.inline_pointwise = options::get_bool("fusion.inline_pointwise");
   o.max_inline_reads = options::get_int("fusion.max_inline_reads");
   o.emulate_precision_casts = options::get_bool("emulate_precision_casts");
+  o.channels_last_convolutions = options::get_bool("layout.channels_last_convolutions");
   return o;
 }
 

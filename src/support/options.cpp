@@ -52,6 +52,8 @@ std::vector<Entry> registered_entries() {
       bool_option("fusion.inline_pointwise", true,
                   "recompute cheap pointwise producers inside consumers instead of storing them"),
       int_option("fusion.max_inline_reads", 8, 0, "most distinct loads a recomputed producer may add to a consumer"),
+      bool_option("layout.channels_last_convolutions", false,
+                  "convolutions write channels-last outputs where an operand is, and the values after them follow"),
       bool_option("emulate_precision_casts", false,
                   "round bf16/f16 after every op as eager does, not only at stores"),
       int_option("num_threads", 0, 0, "threads of CPU kernels; 0: OMP_NUM_THREADS if set, else one per core"),

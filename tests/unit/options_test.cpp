@@ -16,6 +16,7 @@
 
 #include "driver/compile.h"
 #include "frontend/parser.h"
+#include "frontend/printer.h"
 #include "io/safetensors.h"
 #include "runtime/cache.h"
 #include "runtime/compiler.h"
@@ -93,7 +94,7 @@ TEST_F(Options, Defaults) {
 }
 
 TEST_F(Options, SortedByName) {
-  ASSERT_EQ(all().size(), 20u);
+  ASSERT_EQ(all().size(), 21u);
   for (size_t i = 1; i < all().size(); ++i) EXPECT_LT(all()[i - 1].name, all()[i].name);
 }
 
@@ -403,6 +404,18 @@ Compilation rows_compilation() { return compile_graph(frontend::parse_graph(kRow
 
 std::string fused_ir() { return ir::str(rows_compilation().schedule.ir); }
 
+// A convolution of channels-last operands into a contiguous output (as bf16 ResNet-50 is
+// exported on CUDA), and a relu after it.
+std::string conv_graph_after_passes() {
+  return frontend::print_graph(compile_graph(frontend::parse_graph(R"(class GraphModule(torch.nn.Module):
+    def forward(self, x: "f32[2, 4, 6, 6][144, 1, 24, 4]cpu", w: "f32[8, 4, 3, 3][36, 1, 12, 4]cpu"):
+        c: "f32[2, 8, 6, 6][288, 36, 6, 1]cpu" = torch.ops.aten.convolution.default(x, w, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1)
+        r: "f32[2, 8, 6, 6][288, 36, 6, 1]cpu" = torch.ops.aten.relu.default(c)
+        s: "f32[2, 8][8, 1]cpu" = torch.ops.aten.sum.dim_IntList(r, [2, 3])
+        return (s,)
+)", "conv.py")).optimized);
+}
+
 std::string cpu_source() { return build_cpu(rows_compilation().schedule).source; }
 
 std::string cpu_source_or_error() {
@@ -451,6 +464,7 @@ std::vector<Row> rows(const std::string &scratch) {
       {"fusion.inline_pointwise", "0", "the kernels fusion makes", fused_ir},
       {"fusion.max_inline_reads", "0", "the kernels fusion makes", fused_ir},
       {"emulate_precision_casts", "1", "bf16 roundings in the fused IR", fused_ir},
+      {"layout.channels_last_convolutions", "1", "the layouts of the graph after the passes", conv_graph_after_passes},
       {"num_threads", "3", "the threads of a compiled graph", threads_of_a_run},
       {"cpp.isa", "scalar", "the generated C++", cpu_source},
       {"cpp.prefault", "0", "the generated C++ (no prefault of large outputs)", cpu_source},

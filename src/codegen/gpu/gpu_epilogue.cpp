@@ -45,7 +45,6 @@ std::string cublaslt_epilogue_problem(const ir::Program &p, const ir::Node &call
 sched::ScheduleOptions gpu_schedule_options(sched::ScheduleOptions base) {
   base.extern_epilogues = true;
   base.epilogue_check = cublaslt_epilogue_problem;
-  base.channels_last_convolutions = true;
   return base;
 }
 

@@ -23,8 +23,7 @@ namespace coil::codegen {
 /// the call has no bias of its own), then [relu | gelu_tanh], at least one of them.
 std::string cublaslt_epilogue_problem(const ir::Program &p, const ir::Node &call, const sched::Epilogue &e);
 
-/// `base` for the GPU: extern epilogues on, where cuBLASLt takes them; convolutions
-/// channels-last where an operand is (passes::channels_last_convolutions).
+/// `base` for the GPU: extern epilogues on, where cuBLASLt takes them.
 sched::ScheduleOptions gpu_schedule_options(sched::ScheduleOptions base);
 
 }  // namespace coil::codegen
