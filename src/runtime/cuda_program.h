@@ -15,15 +15,17 @@
 // call hold from the workspace's creation on (and a CUDA graph captured on them). So a
 // call queues, all on the caller's stream: device-to-device copies of the inputs into the
 // workspace, the steps (or the graph's replay), device-to-device copies of the outputs out
-// of it into the caller's tensors. Nothing is allocated and the host never waits for the
-// GPU (except at a workspace's first call with CUDA graphs, below): the call returns once
-// the work is queued. A tensor in its buffer's layout is one cuMemcpyDtoDAsync (a copy
-// planned once, at load); other strides are copied by rows (runtime/device_copy.h:
-// cuMemcpy2DAsync, planned per call), and a layout rows cannot express (an output whose
-// strides write two elements to one place, negative strides, more than kMaxCopyPieces
-// driver calls) is a UserError naming the tensor. Pointing the steps at the caller's
-// memory instead would need the launch arguments and cuBLASLt's bound descriptors made per
-// call; the copies cost a pass over the inputs and outputs.
+// of it into the caller's tensors. Nothing is allocated on the device (nor on the host for
+// tensors in the compiled layouts) and the host never waits for the GPU (except at a
+// workspace's first call with CUDA graphs, below): the call returns once the work is
+// queued. A tensor in its buffer's layout takes the copy planned for it at load (one
+// cuMemcpyDtoDAsync when the layout is dense); other strides are copied by rows
+// (runtime/device_copy.h: cuMemcpy2DAsync, planned per call), and a layout rows cannot
+// express (an output whose strides write two elements to one place, negative strides,
+// more than kMaxCopyPieces driver calls) is a UserError naming the tensor. Pointing the
+// steps at the caller's memory instead would need the launch arguments and cuBLASLt's
+// bound descriptors made per call (and a graph updated per call); for now the copies cost
+// a read and a write of every input and output.
 //
 // Host tensors in and out (run with a TensorList: `coil run`, tests): the inputs are
 // uploaded into the workspace, the steps run, the host waits for them and downloads the
