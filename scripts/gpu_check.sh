@@ -3,8 +3,9 @@
 # example (examples/*) on the GPU with `coil run --device cuda`, each against PyTorch's
 # eager outputs, and prints one row per case: PASS or FAIL, seconds, and the first line
 # that says why it failed. Then, without a NAME_FILTER, the checks of tests/gpu/ (the
-# launcher, the executor with and without CUDA graphs and autotuning, the extern calls),
-# one row each. Exits 0 only when every case passed.
+# launcher, the executor with and without CUDA graphs and autotuning, the extern calls, the
+# public API on device tensors and a caller's stream), one row each. Exits 0 only when
+# every case passed.
 #
 # coil's options come from the environment as usual: COIL_TRITON_AUTOTUNE=1 and
 # COIL_TRITON_CUDAGRAPHS=1 run every case tuned and replayed from a CUDA graph.
@@ -45,7 +46,7 @@ if ! cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCOIL_TES
   echo "configuring failed: see $build.configure.log"
   exit 2
 fi
-gpu_tests=(coil_gpu_launch_test coil_gpu_program_test coil_gpu_extern_test)
+gpu_tests=(coil_gpu_launch_test coil_gpu_program_test coil_gpu_extern_test coil_gpu_device_io_test)
 if ! cmake --build "$build" -j "$jobs" --target coil "${gpu_tests[@]}" >"$build.build.log" 2>&1; then
   grep -m 20 -E 'error|Error' "$build.build.log"
   tail -n 20 "$build.build.log"

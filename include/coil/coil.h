@@ -16,6 +16,13 @@
 // through the cache. Running allocates nothing when the caller's tensors have the layouts
 // inputs() and outputs() give; other strides are accepted and copied.
 //
+// On the GPU (target cuda) the tensors are the caller's device memory and the work goes on
+// the caller's CUDA stream (PyTorch's current stream, say):
+//
+//   std::vector<coil::TensorRef> in = {{x_dev, coil::ScalarType::Float32, {64, 256}, {}, coil::Memory::cuda(0)}};
+//   std::vector<coil::TensorRef> out = {{y_dev, coil::ScalarType::Float32, {64, 256}, {}, coil::Memory::cuda(0)}};
+//   g.run(in, out, stream);   // a CUstream / cudaStream_t; returns once the work is queued
+//
 // Errors are coil::Error: Kind::Input for anything wrong with what the caller gave (a graph
 // that does not parse, an op coil cannot compile, a tensor of the wrong type, an unknown
 // option), its message naming the file, line, node and what was expected; Kind::Internal
@@ -66,13 +73,29 @@ int64_t element_size(ScalarType t);
 /// "f32", "bf16", "i64", "b8": as PyTorch prints them in graphs.
 const char *scalar_type_name(ScalarType t);
 
-/// A tensor the caller owns: the address of element 0, strides in elements (empty:
-/// contiguous, row-major), in host memory.
+/// Where a tensor's memory is: the host's, or CUDA device `device`'s (its ordinal, as
+/// PyTorch's `tensor.device.index`).
+struct Memory {
+  enum class Kind : uint8_t { Host, Cuda };
+  Kind kind = Kind::Host;
+  int device = 0;
+
+  static Memory host() { return {}; }
+  static Memory cuda(int device = 0) { return {Kind::Cuda, device}; }
+  bool operator==(const Memory &) const = default;
+};
+
+/// "host", "cuda:0".
+std::string memory_name(Memory m);
+
+/// A tensor the caller owns: the address of element 0 (a device address for CUDA memory),
+/// strides in elements (empty: contiguous, row-major), and where the memory is.
 struct TensorRef {
   void *data = nullptr;
   ScalarType dtype = ScalarType::Float32;
   std::vector<int64_t> sizes;
   std::vector<int64_t> strides;
+  Memory memory;
 };
 
 /// A graph input or output as compiled.
@@ -112,10 +135,29 @@ class CompiledGraph {
 
   /// Runs the graph: `inputs` in the order of inputs(), each of its dtype and sizes, any
   /// strides; `outputs` likewise, written. Safe to call from several threads at once.
-  void run(std::span<const TensorRef> inputs, std::span<const TensorRef> outputs) const;
+  ///
+  /// Where the tensors may be: targets ref, cpu and cuda-interpret take host memory only
+  /// (device memory is an Error saying so). Target cuda takes the tensors of one call all
+  /// in host memory or all on the GPU the graph was loaded on (device 0):
+  ///   - device memory: the work is queued on `stream` (a CUstream / cudaStream_t; null:
+  ///     the default stream, which is PyTorch's default stream) and run() returns without
+  ///     waiting for it. The inputs are read and the outputs written by that stream's work,
+  ///     so the caller keeps them alive and untouched until the stream reaches the end of
+  ///     the call (PyTorch's caching allocator does, for tensors used on the current
+  ///     stream). Outputs are the caller's memory: a later call never writes them. Calls on
+  ///     different streams may overlap; coil orders the memory it reuses between them.
+  ///     Nothing is allocated per call. Tensors of other strides than inputs() and
+  ///     outputs() give are copied on the GPU, by rows; a layout that rows cannot express
+  ///     (negative strides, an output writing two elements to one place, more than 4096
+  ///     pieces) is an Error naming the tensor.
+  ///   - host memory (`coil run`, tests): the inputs are copied to the GPU and the outputs
+  ///     back, and run() returns when the work is done; `stream` is where the work runs
+  ///     (null: a stream of the graph's own).
+  void run(std::span<const TensorRef> inputs, std::span<const TensorRef> outputs, void *stream = nullptr) const;
 
   /// The median time of one run over `iterations` runs after one to warm up, in seconds:
-  /// on the GPU, of the steps alone between CUDA events. Targets cpu and cuda only.
+  /// on the GPU, of the steps alone between CUDA events. Targets cpu and cuda only, on
+  /// host tensors.
   double median_seconds(std::span<const TensorRef> inputs, std::span<const TensorRef> outputs,
                         int iterations) const;
 

@@ -13,9 +13,13 @@ A graph coil cannot compile (an op it does not support, symbolic sizes, a compil
 runs in eager PyTorch, with a warning on the logger `coil` naming why; with
 COIL_FALLBACK=error the error is raised instead.
 
-Tensors: on the CPU, inputs and outputs cross as data pointers, without copies; outputs are
-allocated by PyTorch (torch.empty_strided, in the layout coil writes). CUDA tensors are
-copied through the host for now: coil's public API takes host memory only.
+Tensors cross as data pointers with their strides and device, without copies through the
+host: on the CPU coil's kernels read and write them; on CUDA the work is queued on PyTorch's
+current stream (torch.cuda.current_stream().cuda_stream) and the call returns without
+waiting for the GPU. Outputs are allocated by PyTorch (torch.empty_strided on the inputs'
+device, in the layout coil writes: the CUDA caching allocator on the GPU), so they are
+ordinary tensors the caller owns, on the stream that writes them; a later call never writes
+them. coil runs on cuda:0; a graph on another GPU runs in eager PyTorch.
 Tests: tests/python/test_backend.py.
 """
 from __future__ import annotations
@@ -92,6 +96,8 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs, options: list[tuple[
     if not devices <= {"cpu", "cuda"} or len(devices) > 1:
         return _eager(gm, f"inputs on devices {sorted(devices)}")
     device = devices.pop() if devices else "cpu"
+    if device == "cuda" and {x.get_device() for x in example_inputs} != {0}:
+        return _eager(gm, f"inputs on {sorted({str(x.device) for x in example_inputs})}: coil runs on cuda:0 only")
     returned = next(n for n in gm.graph.nodes if n.op == "output").args[0]
     returned = returned if isinstance(returned, (list, tuple)) else (returned,)
     tensor_outputs = [isinstance(r, torch.fx.Node) and isinstance(r.meta.get("val"), torch.Tensor) for r in returned]
@@ -105,17 +111,15 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs, options: list[tuple[
         return _eager(gm, str(e))
     log.info("coil: compiled a graph of %d nodes for %s", len(gm.graph.nodes), device)
     outputs = [(_DTYPES[code], tuple(sizes), tuple(strides)) for _, code, sizes, strides, _ in compiled.outputs]
-    on_cuda = device == "cuda"
-    if on_cuda:
-        log.warning("coil: CUDA tensors go through host memory (device pointers are not taken yet)")
+    target = torch.device("cuda", 0) if device == "cuda" else torch.device("cpu")
 
     def run(*args):
-        host = [a.cpu() for a in args] if on_cuda else args
-        ins = [(t.data_ptr(), _CODES[t.dtype], tuple(t.shape), t.stride()) for t in host]
-        outs = [torch.empty_strided(sizes, strides, dtype=dtype) for dtype, sizes, strides in outputs]
-        compiled.run(ins, [(o.data_ptr(), _CODES[o.dtype], tuple(o.shape), o.stride()) for o in outs])
-        if on_cuda:
-            outs = [o.to("cuda", non_blocking=False) for o in outs]
+        # get_device(): -1 for host memory, else the CUDA device's index, as coil._C takes it.
+        ins = [(t.data_ptr(), _CODES[t.dtype], tuple(t.shape), t.stride(), t.get_device()) for t in args]
+        outs = [torch.empty_strided(sizes, strides, dtype=dtype, device=target) for dtype, sizes, strides in outputs]
+        refs = [(o.data_ptr(), _CODES[o.dtype], tuple(o.shape), o.stride(), o.get_device()) for o in outs]
+        stream = torch.cuda.current_stream(target).cuda_stream if target.type == "cuda" else 0
+        compiled.run(ins, refs, stream)
         it = iter(outs)
         return tuple(next(it) if t else None for t in tensor_outputs)
 

@@ -3,9 +3,12 @@
 // interpreters); run() checks the caller's tensors against the graph and calls it.
 //
 // On the CPU a tensor whose layout is the one the library was compiled for is passed as it
-// is (no copy, no allocation); any other strides go through a copy. The interpreters and
-// the GPU program take dense host tensors, so their inputs and outputs are copied.
-// Tests: tests/unit/api_test.cpp.
+// is (no copy, no allocation); any other strides go through a copy. The interpreters take
+// dense host tensors, so their inputs and outputs are copied. The GPU program takes the
+// caller's device memory and stream as they are (runtime/cuda_program.h), or host tensors,
+// copied through the GPU; a call's tensors are all in one place, and the targets that run
+// on the host refuse device memory.
+// Tests: tests/unit/api_test.cpp, tests/gpu/device_io_test.cpp (a GPU).
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -70,6 +73,10 @@ Target parse_target(std::string_view name) {
 }
 
 int64_t element_size(ScalarType t) { return publicly([&] { return int64_t(itemsize(internal_dtype(t))); }); }
+
+std::string memory_name(Memory m) {
+  return m.kind == Memory::Kind::Host ? std::string("host") : str_cat("cuda:", m.device);
+}
 
 const char *scalar_type_name(ScalarType t) {
   static const char *names[] = {"f64", "f32", "f16", "bf16", "i64", "i32", "i16", "i8", "u8", "b8"};
@@ -152,6 +159,10 @@ struct CompiledGraph::Impl {
 
   virtual ~Impl() = default;
   virtual void run(std::span<const TensorRef> in, std::span<const TensorRef> out) const = 0;
+  /// With the caller's stream: only the GPU program has a use for it (and for device memory).
+  virtual void run_on(std::span<const TensorRef> in, std::span<const TensorRef> out, void *stream) const {
+    run(in, out);
+  }
   virtual double median_seconds(std::span<const TensorRef> in, std::span<const TensorRef> out, int iterations) const {
     throw UserError(str_cat("timing runs compiled kernels: target ", target_name(target), " has none"));
   }
@@ -192,8 +203,23 @@ struct InterpretedGraph : HostTensorsGraph {
 
 struct CudaGraph : HostTensorsGraph {
   std::unique_ptr<CudaProgram> program;
-  void run(std::span<const TensorRef> in, std::span<const TensorRef> out) const override {
-    write_outputs(program->run(named_inputs(in)), out);
+  void run(std::span<const TensorRef> in, std::span<const TensorRef> out) const override { run_on(in, out, nullptr); }
+  void run_on(std::span<const TensorRef> in, std::span<const TensorRef> out, void *stream) const override {
+    auto s = static_cast<cuda::CUstream>(stream);
+    if (in.empty() ? out.empty() || out[0].memory.kind == Memory::Kind::Host : in[0].memory.kind == Memory::Kind::Host)
+      return write_outputs(program->run(named_inputs(in), s), out);
+    Memory here = Memory::cuda(program->device_ordinal());
+    std::vector<DeviceTensor> din, dout;
+    din.reserve(in.size());
+    dout.reserve(out.size());
+    for (size_t i = 0; i < in.size(); ++i) din.push_back(device_tensor(in[i], inputs[i].name, "input", here));
+    for (size_t i = 0; i < out.size(); ++i) dout.push_back(device_tensor(out[i], outputs[i].name, "output", here));
+    program->run(din, dout, s);
+  }
+  static DeviceTensor device_tensor(const TensorRef &r, const std::string &name, const char *what, Memory here) {
+    COIL_USER_CHECK(r.memory == here, what, " '", name, "' is in ", memory_name(r.memory), " memory, but the graph runs on ",
+                    memory_name(here));
+    return {cuda::CUdeviceptr(reinterpret_cast<uintptr_t>(r.data)), r.strides};
   }
   double median_seconds(std::span<const TensorRef> in, std::span<const TensorRef>, int iterations) const override {
     return program->median_seconds(named_inputs(in), iterations);
@@ -354,19 +380,42 @@ void CompiledGraph::reset_profile() const { impl_->reset_profile(); }
 
 namespace {
 
+// Where the tensors of one call are: host memory for the targets that run on the host; for
+// cuda, all in one place (the GPU program checks which device).
+void check_memory(const CompiledGraph::Impl &impl, std::span<const TensorRef> in, std::span<const TensorRef> out) {
+  // The i-th tensor of the call, inputs first, with its words for an error.
+  auto at = [&](size_t i) -> const TensorRef & { return i < in.size() ? in[i] : out[i - in.size()]; };
+  auto words = [&](size_t i) {
+    return i < in.size() ? str_cat("input '", impl.inputs[i].name, "'")
+                         : str_cat("output '", impl.outputs[i - in.size()].name, "'");
+  };
+  for (size_t i = 0; i < in.size() + out.size(); ++i) {
+    const Memory &m = at(i).memory;
+    if (impl.target != Target::Cuda) {
+      COIL_USER_CHECK(m.kind == Memory::Kind::Host, words(i), " is in ", memory_name(m), " memory; target ",
+                      target_name(impl.target),
+                      " takes host memory only (copy the tensor to the host, or compile for target cuda)");
+      continue;
+    }
+    COIL_USER_CHECK(m == at(0).memory, words(i), " is in ", memory_name(m), " memory but ", words(0), " in ",
+                    memory_name(at(0).memory), " memory: the tensors of one call are all on the host or all on one GPU");
+  }
+}
+
 void check_call(const CompiledGraph::Impl &impl, std::span<const TensorRef> in, std::span<const TensorRef> out) {
   check_count(in.size(), impl.inputs.size(), "input");
   check_count(out.size(), impl.outputs.size(), "output");
   for (size_t i = 0; i < in.size(); ++i) check_tensor(in[i], impl.inputs[i], "input");
   for (size_t i = 0; i < out.size(); ++i) check_tensor(out[i], impl.outputs[i], "output");
+  check_memory(impl, in, out);
 }
 
 }  // namespace
 
-void CompiledGraph::run(std::span<const TensorRef> inputs, std::span<const TensorRef> outputs) const {
+void CompiledGraph::run(std::span<const TensorRef> inputs, std::span<const TensorRef> outputs, void *stream) const {
   publicly([&] {
     check_call(*impl_, inputs, outputs);
-    impl_->run(inputs, outputs);
+    impl_->run_on(inputs, outputs, stream);
   });
 }
 
@@ -374,6 +423,9 @@ double CompiledGraph::median_seconds(std::span<const TensorRef> inputs, std::spa
                                      int iterations) const {
   return publicly([&] {
     check_call(*impl_, inputs, outputs);
+    for (const TensorRef &r : inputs)
+      COIL_USER_CHECK(r.memory.kind == Memory::Kind::Host, "timing takes host tensors; input in ", memory_name(r.memory),
+                      " memory");
     return impl_->median_seconds(inputs, outputs, iterations);
   });
 }

@@ -1,7 +1,8 @@
 // coil._C: the Python extension module, over the public C++ API (include/coil/coil.h) and
 // nothing else. python/coil/ builds the torch.compile backend on it; tensors cross as data
-// pointers with their dtype codes, sizes and strides (the torch side reads them from its
-// tensors), so nothing is copied at the boundary. Tests: tests/python/test_backend.py.
+// pointers with their dtype codes, sizes, strides and device (the torch side reads them
+// from its tensors), CUDA work goes on the stream the caller names (PyTorch's current
+// stream), so nothing is copied at the boundary. Tests: tests/python/test_backend.py.
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
@@ -14,14 +15,16 @@ namespace nb = nanobind;
 
 namespace {
 
-// (data pointer, dtype code, sizes, strides), as python/coil/backend.py passes a tensor.
-using PyTensor = std::tuple<uintptr_t, int, std::vector<int64_t>, std::vector<int64_t>>;
+// (data pointer, dtype code, sizes, strides, device), as python/coil/backend.py passes a
+// tensor; device -1 for host memory, else the CUDA device's index.
+using PyTensor = std::tuple<uintptr_t, int, std::vector<int64_t>, std::vector<int64_t>, int>;
 
 std::vector<coil::TensorRef> refs(const std::vector<PyTensor> &tensors) {
   std::vector<coil::TensorRef> out;
   out.reserve(tensors.size());
-  for (const auto &[data, dtype, sizes, strides] : tensors)
-    out.push_back({reinterpret_cast<void *>(data), coil::ScalarType(dtype), sizes, strides});
+  for (const auto &[data, dtype, sizes, strides, device] : tensors)
+    out.push_back({reinterpret_cast<void *>(data), coil::ScalarType(dtype), sizes, strides,
+                   device < 0 ? coil::Memory::host() : coil::Memory::cuda(device)});
   return out;
 }
 
@@ -53,13 +56,17 @@ NB_MODULE(_C, m) {
       .def("notes", &coil::CompiledGraph::notes)
       .def(
           "run",
-          [](const coil::CompiledGraph &g, const std::vector<PyTensor> &inputs, const std::vector<PyTensor> &outputs) {
+          [](const coil::CompiledGraph &g, const std::vector<PyTensor> &inputs, const std::vector<PyTensor> &outputs,
+             uintptr_t stream) {
             std::vector<coil::TensorRef> in = refs(inputs), out = refs(outputs);
             nb::gil_scoped_release release;
-            g.run(in, out);
+            g.run(in, out, reinterpret_cast<void *>(stream));
           },
-          nb::arg("inputs"), nb::arg("outputs"),
-          "Runs the graph on (pointer, dtype code, sizes, strides) tensors; writes the outputs.");
+          nb::arg("inputs"), nb::arg("outputs"), nb::arg("stream") = 0,
+          "Runs the graph on (pointer, dtype code, sizes, strides, device) tensors (device -1: host\n"
+          "memory, else the CUDA device's index); writes the outputs. CUDA tensors: the work is\n"
+          "queued on `stream` (torch.cuda.current_stream().cuda_stream; 0: the default stream)\n"
+          "and the call returns without waiting for it.");
 
   m.def("supported_ops", &coil::supported_ops, "The ops coil compiles natively: aten.add.Tensor, ...");
   m.def("check_options", &coil::check_options, nb::arg("options"),

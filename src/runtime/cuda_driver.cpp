@@ -47,9 +47,12 @@ std::string resolve_all(void *lib, Driver &d) {
   symbols.need("cuMemcpyHtoD_v2", d.cuMemcpyHtoD);
   symbols.need("cuMemcpyDtoH_v2", d.cuMemcpyDtoH);
   symbols.need("cuMemsetD8_v2", d.cuMemsetD8);
+  symbols.need("cuMemcpyDtoDAsync_v2", d.cuMemcpyDtoDAsync);
+  symbols.need("cuMemcpy2DAsync_v2", d.cuMemcpy2DAsync);
   symbols.need("cuStreamCreate", d.cuStreamCreate);
   symbols.need("cuStreamDestroy_v2", d.cuStreamDestroy);
   symbols.need("cuStreamSynchronize", d.cuStreamSynchronize);
+  symbols.need("cuStreamWaitEvent", d.cuStreamWaitEvent);
   symbols.need("cuDeviceGetName", d.cuDeviceGetName);
   symbols.need("cuEventCreate", d.cuEventCreate);
   symbols.need("cuEventRecord", d.cuEventRecord);
@@ -260,13 +263,15 @@ Stream::~Stream() {
 
 void Stream::synchronize() const { COIL_CU(cuStreamSynchronize, stream_); }
 
-Event::Event() { COIL_CU(cuEventCreate, &event_, 0); }
+Event::Event(unsigned flags) { COIL_CU(cuEventCreate, &event_, flags); }
 
 Event::~Event() {
   if (event_) driver().cuEventDestroy(event_);
 }
 
 void Event::record(CUstream stream) { COIL_CU(cuEventRecord, event_, stream); }
+
+void Event::wait_in(CUstream stream) const { COIL_CU(cuStreamWaitEvent, stream, event_, 0); }
 
 void Event::synchronize(std::string_view what) {
   check(driver().cuEventSynchronize(event_), "cuEventSynchronize", str_cat("running ", what));

@@ -47,6 +47,28 @@ inline constexpr int CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 0;
 inline constexpr int CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8;
 inline constexpr unsigned CU_STREAM_NON_BLOCKING = 1;
 inline constexpr int CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1;
+inline constexpr unsigned CU_EVENT_DISABLE_TIMING = 2;
+inline constexpr int CU_MEMORYTYPE_DEVICE = 2;
+
+/// cuda.h's CUDA_MEMCPY2D (v2), field for field: a copy of `Height` rows of `WidthInBytes`
+/// bytes, rows `srcPitch` / `dstPitch` bytes apart. coil fills the device fields only.
+struct Memcpy2D {
+  size_t srcXInBytes = 0, srcY = 0;
+  int srcMemoryType = CU_MEMORYTYPE_DEVICE;
+  const void *srcHost = nullptr;
+  CUdeviceptr srcDevice = 0;
+  void *srcArray = nullptr;
+  size_t srcPitch = 0;
+  size_t dstXInBytes = 0, dstY = 0;
+  int dstMemoryType = CU_MEMORYTYPE_DEVICE;
+  void *dstHost = nullptr;
+  CUdeviceptr dstDevice = 0;
+  void *dstArray = nullptr;
+  size_t dstPitch = 0;
+  size_t WidthInBytes = 0;
+  size_t Height = 0;
+};
+static_assert(sizeof(Memcpy2D) == 128, "CUDA_MEMCPY2D is 128 bytes on 64-bit targets");
 
 /// The driver functions coil calls, by their ABI names (cuMemAlloc is cuMemAlloc_v2).
 struct Driver {
@@ -74,9 +96,12 @@ struct Driver {
   CUresult (*cuMemcpyHtoD)(CUdeviceptr destination, const void *source, size_t bytes);
   CUresult (*cuMemcpyDtoH)(void *destination, CUdeviceptr source, size_t bytes);
   CUresult (*cuMemsetD8)(CUdeviceptr destination, unsigned char value, size_t bytes);
+  CUresult (*cuMemcpyDtoDAsync)(CUdeviceptr destination, CUdeviceptr source, size_t bytes, CUstream stream);
+  CUresult (*cuMemcpy2DAsync)(const Memcpy2D *copy, CUstream stream);
   CUresult (*cuStreamCreate)(CUstream *stream, unsigned flags);
   CUresult (*cuStreamDestroy)(CUstream stream);
   CUresult (*cuStreamSynchronize)(CUstream stream);
+  CUresult (*cuStreamWaitEvent)(CUstream stream, CUevent event, unsigned flags);
   CUresult (*cuDeviceGetName)(char *name, int length, CUdevice device);
   CUresult (*cuEventCreate)(CUevent *event, unsigned flags);
   CUresult (*cuEventRecord)(CUevent event, CUstream stream);
@@ -208,15 +233,19 @@ class Stream {
   CUstream stream_ = nullptr;
 };
 
-/// A CUDA event, destroyed with the object: the GPU's own clock for timing.
+/// A CUDA event, destroyed with the object: the GPU's own clock for timing, or (with
+/// CU_EVENT_DISABLE_TIMING) a point in a stream that another stream waits for.
 class Event {
  public:
-  Event();
+  explicit Event(unsigned flags = 0);
   ~Event();
   Event(const Event &) = delete;
   Event &operator=(const Event &) = delete;
 
   void record(CUstream stream);
+  /// Makes `stream` wait (on the GPU, the host returns at once) for the work before the
+  /// last record().
+  void wait_in(CUstream stream) const;
   /// Waits for this event; `what` names the work it ends, for the error.
   void synchronize(std::string_view what);
   /// Milliseconds from `start` (recorded earlier) to this event, both completed.

@@ -7,6 +7,7 @@
 #include <limits>
 #include <map>
 
+#include "io/graph_tensors.h"
 #include "runtime/cuda_extern.h"
 #include "support/error.h"
 #include "support/options.h"
@@ -56,28 +57,6 @@ void in_context(F &&f, C &&context) {
   }
 }
 
-// On the way out of a failed call: waits for what the call queued before its buffers and
-// arena are released, so no kernel still running sees its memory freed or handed to the
-// next call. Errors are dropped: the call's own error is already on its way.
-class DrainOnError {
- public:
-  explicit DrainOnError(CUstream stream) : stream_(stream) {}
-  ~DrainOnError() {
-    if (!armed_) return;
-    try {
-      cuda::driver().cuStreamSynchronize(stream_);
-    } catch (const std::exception &) {
-    }
-  }
-  DrainOnError(const DrainOnError &) = delete;
-  DrainOnError &operator=(const DrainOnError &) = delete;
-  void disarm() { armed_ = false; }
-
- private:
-  CUstream stream_;
-  bool armed_ = true;
-};
-
 // The synchronous copies of cuda_driver.h run on the legacy default stream, and one from
 // pageable memory may return before its DMA has ended; the steps run on a stream that does
 // not wait for the legacy one. So: wait for the copies before the first step.
@@ -110,6 +89,9 @@ struct CudaProgram::Slot {
 // launch's arguments, bound once; and, with CUDA graphs, the steps captured on these
 // addresses. Pooled: a call takes one and gives it back, so addresses stay fixed.
 struct CudaProgram::Workspace {
+  cuda::Event done{cuda::CU_EVENT_DISABLE_TIMING};   // recorded after the last call's work, on its stream
+  bool used = false;                                 // whether `done` was recorded
+  cuda::Event ready{cuda::CU_EVENT_DISABLE_TIMING};  // graphs: the caller's copies, before the first run
   std::vector<cuda::DeviceBuffer> inputs;   // per graph input
   std::vector<cuda::DeviceBuffer> outputs;  // per graph output; empty where it is not the buffer's home
   std::unique_ptr<cuda::DeviceArena> arena;
@@ -123,10 +105,12 @@ struct CudaProgram::Workspace {
   std::vector<cuda::BoundExternPtr> externs;        // per step: the prepared call on these addresses
 };
 
-// A workspace taken from the pool for one call and given back after it.
+// A workspace taken from the pool for one call on `stream` and given back after it: the
+// stream first waits (on the GPU) for the workspace's previous call, on whichever stream
+// that ran; on the way back the workspace records where this call's work ends, error or not.
 class CudaProgram::Lease {
  public:
-  explicit Lease(const CudaProgram &owner) : owner_(owner) {
+  Lease(const CudaProgram &owner, CUstream stream) : owner_(owner), stream_(stream) {
     {
       std::lock_guard<std::mutex> lock(owner.pool_mutex_);
       if (!owner.free_workspaces_.empty()) {
@@ -136,19 +120,43 @@ class CudaProgram::Lease {
     }
     // Another call holds every workspace made so far: this one gets its own.
     if (!ws_) ws_ = owner.make_workspace();
+    try {
+      if (ws_->used) ws_->done.wait_in(stream);
+    } catch (...) {
+      give_back();
+      throw;
+    }
   }
   ~Lease() {
-    std::lock_guard<std::mutex> lock(owner_.pool_mutex_);
-    owner_.free_workspaces_.push_back(std::move(ws_));
+    try {
+      ws_->done.record(stream_);
+      ws_->used = true;
+    } catch (const std::exception &) {
+      // The stream is unusable: wait for whatever may still use the workspace instead.
+      cuda::driver().cuCtxSynchronize();
+      ws_->used = false;
+    }
+    give_back();
   }
   Lease(const Lease &) = delete;
   Lease &operator=(const Lease &) = delete;
+
+  /// The host waits for the workspace's previous call (before synchronous uploads into it).
+  void wait_on_host() const {
+    if (ws_->used) ws_->done.synchronize("the previous call on this workspace");
+  }
 
   Workspace &operator*() const { return *ws_; }
   Workspace *operator->() const { return ws_.get(); }
 
  private:
+  void give_back() {
+    std::lock_guard<std::mutex> lock(owner_.pool_mutex_);
+    owner_.free_workspaces_.push_back(std::move(ws_));
+  }
+
   const CudaProgram &owner_;
+  CUstream stream_;
   std::unique_ptr<Workspace> ws_;
 };
 
@@ -229,6 +237,7 @@ CudaProgram::CudaProgram(const sched::Schedule &s, codegen::GpuProgram gpu, cons
                                   v.offset, " reaches outside its buffer ", p.buffer(p.outputs[k]).name));
   }
   check_program(binaries);
+  plan_copies();
 
   device_ = &cuda::Device::get();
   for (size_t i = 0; i < gpu_.kernels.size(); ++i) {
@@ -284,6 +293,83 @@ void CudaProgram::decide_graphs() {
 }
 
 CudaProgram::~CudaProgram() = default;
+
+// The copies between callers' tensors in the buffers' own layouts and the workspace, planned
+// once: the call of a caller that passes those layouts plans nothing.
+void CudaProgram::plan_copies() {
+  const ir::Program &p = program_;
+  for (ir::BufferId b : p.inputs) {
+    const TensorType &t = p.buffer(b).type;
+    input_copy_errors_.emplace_back();
+    input_copies_.push_back(
+        cuda::plan_strided_copy(t.sizes, t.strides, t.strides, itemsize(t.dtype), &input_copy_errors_.back()));
+  }
+  for (size_t k = 0; k < p.outputs.size(); ++k) {
+    const ir::View &v = output_views_.emplace_back(output_view(p, k));
+    output_copy_errors_.emplace_back();
+    output_copies_.push_back(cuda::plan_strided_copy(v.sizes, v.strides, v.strides,
+                                                     itemsize(p.buffer(p.outputs[k]).type.dtype),
+                                                     &output_copy_errors_.back()));
+  }
+}
+
+namespace {
+
+// Whether a caller's `strides` (empty: contiguous) place every element of `sizes` where
+// `want` does; no allocation, as it runs on every call.
+bool same_layout(const Shape &sizes, std::span<const int64_t> strides, const Shape &want) {
+  int64_t contiguous = 1;
+  for (size_t d = sizes.size(); d-- > 0;) {
+    int64_t given = strides.empty() ? contiguous : strides[d];
+    if (sizes[d] > 1 && given != want[d]) return false;
+    contiguous *= sizes[d];
+  }
+  return true;
+}
+
+Shape strides_or_contiguous(const Shape &sizes, std::span<const int64_t> strides) {
+  return strides.empty() ? contiguous_strides(sizes) : Shape(strides.begin(), strides.end());
+}
+
+}  // namespace
+
+const cuda::StridedCopy &CudaProgram::input_copy(size_t j, std::span<const int64_t> strides,
+                                                 std::optional<cuda::StridedCopy> &adhoc) const {
+  const ir::Buffer &b = program_.buffer(program_.inputs[j]);
+  const TensorType &t = b.type;
+  COIL_USER_CHECK(strides.empty() || strides.size() == t.sizes.size(), "input '", b.name, "' has ", strides.size(),
+                  " strides for ", t.sizes.size(), " dims");
+  if (same_layout(t.sizes, strides, t.strides)) {
+    COIL_USER_CHECK(input_copies_[j], "input '", b.name, "' cannot be copied into the GPU program's buffer: ",
+                    input_copy_errors_[j]);
+    return *input_copies_[j];
+  }
+  std::string why;
+  Shape given = strides_or_contiguous(t.sizes, strides);
+  adhoc = cuda::plan_strided_copy(t.sizes, given, t.strides, itemsize(t.dtype), &why);
+  COIL_USER_CHECK(adhoc, "input '", b.name, "' of strides ", shape_str(given),
+                  " cannot be copied into the GPU program's buffer of strides ", shape_str(t.strides), ": ", why);
+  return *adhoc;
+}
+
+const cuda::StridedCopy &CudaProgram::output_copy(size_t k, std::span<const int64_t> strides,
+                                                  std::optional<cuda::StridedCopy> &adhoc) const {
+  const ir::View &v = output_views_[k];
+  COIL_USER_CHECK(strides.empty() || strides.size() == v.sizes.size(), "output '", output_tensor_name(k), "' has ",
+                  strides.size(), " strides for ", v.sizes.size(), " dims");
+  if (same_layout(v.sizes, strides, v.strides)) {
+    COIL_USER_CHECK(output_copies_[k], "output '", output_tensor_name(k),
+                    "' cannot be copied out of the GPU program's buffer: ", output_copy_errors_[k]);
+    return *output_copies_[k];
+  }
+  std::string why;
+  Shape given = strides_or_contiguous(v.sizes, strides);
+  adhoc = cuda::plan_strided_copy(v.sizes, v.strides, given, itemsize(program_.buffer(program_.outputs[k]).type.dtype),
+                                  &why);
+  COIL_USER_CHECK(adhoc, "output '", output_tensor_name(k), "' of strides ", shape_str(given),
+                  " cannot be written from the GPU program's buffer of strides ", shape_str(v.strides), ": ", why);
+  return *adhoc;
+}
 
 // Every step against its kernel and buffers, before anything is launched: a launch with
 // the wrong arguments corrupts memory silently.
@@ -381,9 +467,9 @@ std::unique_ptr<CudaProgram::Workspace> CudaProgram::make_workspace(std::unique_
   return ws;
 }
 
-std::unique_ptr<CudaProgram::Lease> CudaProgram::prepare(const TensorList &inputs) const {
+// Every input checked before any memory is touched; the tensors in the program's input order.
+std::vector<const HostTensor *> CudaProgram::check_host_inputs(const TensorList &inputs) const {
   const ir::Program &p = program_;
-  // Every input checked before any memory is taken.
   std::vector<const HostTensor *> given;
   for (size_t j = 0; j < p.inputs.size(); ++j) {
     const ir::Buffer &b = p.buffer(p.inputs[j]);
@@ -393,13 +479,17 @@ std::unique_ptr<CudaProgram::Lease> CudaProgram::prepare(const TensorList &input
                     " but the graph expects ", short_name(b.type.dtype), shape_str(b.type.sizes));
     given.push_back(h);
   }
-  device_->make_current();
-  auto lease = std::make_unique<Lease>(*this);
+  return given;
+}
+
+// The host's dense tensors into the workspace's input buffers, each laid out by its buffer's
+// strides on the host, then copied in one piece (synchronously).
+void CudaProgram::upload(Workspace &w, const std::vector<const HostTensor *> &given) const {
+  const ir::Program &p = program_;
   for (size_t j = 0; j < p.inputs.size(); ++j) {
     const TensorType &t = p.buffer(p.inputs[j]).type;
-    // Laid out by the buffer's strides on the host, then copied in one piece.
     int64_t size = itemsize(t.dtype);
-    cuda::DeviceBuffer &into = (*lease)->inputs[j];
+    cuda::DeviceBuffer &into = w.inputs[j];
     AlignedBuffer staged(into.size());
     const std::byte *src = given[j]->data.data();
     for_each_offset(t.sizes, t.strides, 0, [&](int64_t flat, int64_t at) {
@@ -408,7 +498,6 @@ std::unique_ptr<CudaProgram::Lease> CudaProgram::prepare(const TensorList &input
     into.upload(staged.data(), staged.size());
   }
   wait_for_uploads();
-  return lease;
 }
 
 void CudaProgram::run_steps(Workspace &c, CUstream stream, bool sync_each_step) const {
@@ -463,6 +552,8 @@ void CudaProgram::launch_all(Workspace &w, CUstream stream, bool sync_each_step)
   if (!graphs_ || sync_each_step || graphs_failed_.load()) return run_steps(w, stream, sync_each_step);
   if (!w.graph) {
     CUstream own = w.capture_stream->get();
+    w.ready.record(stream);  // the caller's copies into the workspace come first
+    w.ready.wait_in(own);
     run_steps(w, own, false);
     cuda::check(cuda::driver().cuStreamSynchronize(own), "cuStreamSynchronize",
                 str_cat("running the graph's ", gpu_.steps.size(), " steps"));
@@ -478,34 +569,72 @@ void CudaProgram::launch_all(Workspace &w, CUstream stream, bool sync_each_step)
   w.graph->launch(stream);
 }
 
-std::vector<HostTensor> CudaProgram::run(const TensorList &inputs, CUstream stream) const {
-  std::unique_ptr<Lease> lease = prepare(inputs);
-  CUstream s = stream ? stream : stream_->get();
-  DrainOnError drain(s);
+void CudaProgram::run(std::span<const DeviceTensor> inputs, std::span<const DeviceTensor> outputs,
+                      CUstream stream) const {
+  const ir::Program &p = program_;
+  COIL_USER_CHECK(inputs.size() == p.inputs.size(), "the graph has ", p.inputs.size(), " inputs; ", inputs.size(),
+                  " were given");
+  COIL_USER_CHECK(outputs.size() == p.outputs.size(), "the graph has ", p.outputs.size(), " outputs; ",
+                  outputs.size(), " were given");
+  // Every layout checked before anything is queued.
+  std::optional<cuda::StridedCopy> adhoc;
+  for (size_t j = 0; j < inputs.size(); ++j) input_copy(j, inputs[j].strides, adhoc);
+  for (size_t k = 0; k < outputs.size(); ++k) output_copy(k, outputs[k].strides, adhoc);
+
+  device_->make_current();
+  Lease lease(*this, stream);
+  Workspace &w = *lease;
+  for (size_t j = 0; j < inputs.size(); ++j) {
+    const cuda::StridedCopy &c = input_copy(j, inputs[j].strides, adhoc);
+    in_context([&] { cuda::enqueue_copy(c, w.inputs[j].ptr(), inputs[j].data, stream, {}); },
+               [&] { return str_cat("copying input '", p.buffer(p.inputs[j]).name, "' (", c.str(), ") into the workspace"); });
+  }
   bool debug = options::get_bool("debug");
-  launch_all(**lease, s, debug);
+  launch_all(w, stream, debug);
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    const cuda::StridedCopy &c = output_copy(k, outputs[k].strides, adhoc);
+    ir::BufferId b = p.outputs[k];
+    CUdeviceptr from = w.address[size_t(b)] + CUdeviceptr(output_views_[k].offset * itemsize(p.buffer(b).type.dtype));
+    in_context([&] { cuda::enqueue_copy(c, outputs[k].data, from, stream, {}); },
+               [&] { return str_cat("copying output '", output_tensor_name(k), "' (", c.str(), ") out of the workspace"); });
+  }
+  if (debug)
+    cuda::check(cuda::driver().cuStreamSynchronize(stream), "cuStreamSynchronize",
+                str_cat("running the graph's ", gpu_.steps.size(), " steps and their copies"));
+}
+
+std::vector<HostTensor> CudaProgram::run(const TensorList &inputs, CUstream stream) const {
+  std::vector<const HostTensor *> given = check_host_inputs(inputs);
+  device_->make_current();
+  CUstream s = stream ? stream : stream_->get();
+  Lease lease(*this, s);
+  lease.wait_on_host();
+  upload(*lease, given);
+  bool debug = options::get_bool("debug");
+  launch_all(*lease, s, debug);
   // Kernels fail asynchronously: an error shows here, after the last launch, whichever step
   // caused it; with the option debug every step is waited for and the error names it.
   cuda::check(cuda::driver().cuStreamSynchronize(s), "cuStreamSynchronize",
               str_cat("running the graph's ", gpu_.steps.size(),
                       " steps (set COIL_DEBUG=1 to wait for each step and find the one that failed)"));
-  drain.disarm();
-  return read_outputs(**lease);
+  return read_outputs(*lease);
 }
 
 double CudaProgram::median_seconds(const TensorList &inputs, int iterations) const {
-  std::unique_ptr<Lease> lease = prepare(inputs);
+  std::vector<const HostTensor *> given = check_host_inputs(inputs);
+  device_->make_current();
   CUstream s = stream_->get();
-  DrainOnError drain(s);
-  launch_all(**lease, s, false);  // with graphs: the capture, before the timing
+  Lease lease(*this, s);
+  lease.wait_on_host();
+  upload(*lease, given);
+  launch_all(*lease, s, false);  // with graphs: the capture, before the timing
   cuda::check(cuda::driver().cuStreamSynchronize(s), "cuStreamSynchronize",
               str_cat("running the graph's ", gpu_.steps.size(), " steps"));
   // Runs of 10 calls back to back between one pair of events: the host's launches for one
   // call overlap the GPU's work for the one before, as in a model. The first run warms up.
   constexpr int kRun = 10;
-  double ms = cuda::median_ms_per_call(s, std::max(iterations / kRun, 1), kRun, [&] { launch_all(**lease, s, false); },
+  double ms = cuda::median_ms_per_call(s, std::max(iterations / kRun, 1), kRun, [&] { launch_all(*lease, s, false); },
                                        str_cat("the graph's ", gpu_.steps.size(), " steps"));
-  drain.disarm();
   return ms * 1e-3;
 }
 

@@ -1,41 +1,71 @@
 // A graph compiled for the GPU: generate its Triton kernels and host program
 // (codegen/triton/triton_codegen.h), compile the kernels to cubins through the cache, load
-// them, and run the host program's steps with host tensors in and out. The GPU counterpart
-// of runtime/cpu_module.h (DESIGN.md, decisions 8 and 12).
+// them, and run the host program's steps on the caller's device memory and stream. The GPU
+// counterpart of runtime/cpu_module.h (DESIGN.md, decisions 8, 12 and 16).
 //
-// Buffers live where the host program places them: inputs in device copies of the caller's
-// tensors (each laid out by its buffer's strides, as the CPU artifact receives them),
-// outputs in device allocations of their buffers' extent (an output that aliases an input
-// or an earlier output reads that memory, as COIL_OUTPUT_ALIASES_* say in coil/artifact.h),
-// intermediates and split-reduction partials at their offsets in one device arena.
+// Buffers live where the host program places them: inputs in the workspace's copies of the
+// caller's tensors (each laid out by its buffer's strides, as the CPU artifact receives
+// them), outputs in the workspace's allocations of their buffers' extent (an output that
+// aliases an input or an earlier output reads that memory, as COIL_OUTPUT_ALIASES_* say in
+// coil/artifact.h), intermediates and split-reduction partials at their offsets in one
+// device arena.
 //
-// Threads: concurrent run() and median_seconds() calls on one CudaProgram are safe. Each
-// call takes a workspace of its own from a pool (the one made by the constructor first; a
-// second is made only while two calls overlap): device copies of the inputs, the outputs
-// and the arena, at addresses fixed for the workspace's life; the loaded kernels are
+// Device tensors in and out (run with DeviceTensor): the steps always read and write the
+// workspace's buffers, whose addresses every launch's arguments and every bound extern
+// call hold from the workspace's creation on (and a CUDA graph captured on them). So a
+// call queues, all on the caller's stream: device-to-device copies of the inputs into the
+// workspace, the steps (or the graph's replay), device-to-device copies of the outputs out
+// of it into the caller's tensors. Nothing is allocated on the device (nor on the host for
+// tensors in the compiled layouts) and the host never waits for the GPU (except at a
+// workspace's first call with CUDA graphs, below): the call returns once the work is
+// queued. A tensor in its buffer's layout takes the copy planned for it at load (one
+// cuMemcpyDtoDAsync when the layout is dense); other strides are copied by rows
+// (runtime/device_copy.h: cuMemcpy2DAsync, planned per call), and a layout rows cannot
+// express (an output whose strides write two elements to one place, negative strides,
+// more than kMaxCopyPieces driver calls) is a UserError naming the tensor. Pointing the
+// steps at the caller's memory instead would need the launch arguments and cuBLASLt's
+// bound descriptors made per call (and a graph updated per call); for now the copies cost
+// a read and a write of every input and output.
+//
+// Host tensors in and out (run with a TensorList: `coil run`, tests): the inputs are
+// uploaded into the workspace, the steps run, the host waits for them and downloads the
+// outputs as dense row-major tensors.
+//
+// Threads and streams: concurrent calls on one CudaProgram are safe, from any threads on
+// any streams. Each call takes a workspace of its own from a pool (the one made by the
+// constructor first; a second is made only while two calls are being queued at once): its
+// buffers and arena at fixed addresses, an event recorded on the call's stream after its
+// last copy. The next call that takes the workspace makes its own stream wait for that
+// event before its first copy, so a workspace is reused only after the work of its previous
+// call, on whichever stream, is done; the host does not wait. The loaded kernels are
 // shared, and CudaKernel::launch is safe from several threads.
 //
 // CUDA graphs (option triton.cudagraphs): the first call on a workspace launches the steps
-// one by one on the workspace's own stream, then captures them on those fixed addresses;
-// every later call copies its inputs into the same device buffers, replays the graph as one
-// launch on the caller's stream and copies the outputs back. Extern calls through cuBLAS
-// and cuDNN are captured with the kernels; a program with an extern call on the host's
-// loops, or whose capture fails, launches its steps one by one (describe() says why).
-// Extern calls are prepared once, by the constructor (runtime/cuda_extern.h: cuDNN's
-// descriptors and algorithm, the workspace the largest needs), then bound to each
-// workspace's addresses (handles, cuBLASLt's descriptors): a call only calls the libraries.
-// Tests: tests/gpu/program_test.cpp (a GPU), scripts/gpu_check.sh (every fixture).
+// one by one on the workspace's own stream (after the caller's stream's copies), waits for
+// them, captures them on the workspace's fixed addresses and replays the graph on the
+// caller's stream; every later call replays the graph as one launch between its copies.
+// Extern calls through cuBLAS and cuDNN are captured with the kernels; a program with an
+// extern call on the host's loops, or whose capture fails, launches its steps one by one
+// (describe() says why). Extern calls are prepared once, by the constructor
+// (runtime/cuda_extern.h: cuDNN's descriptors and algorithm, the workspace the largest
+// needs), then bound to each workspace's addresses (handles, cuBLASLt's descriptors): a
+// call only calls the libraries.
+// Tests: tests/gpu/program_test.cpp and tests/gpu/device_io_test.cpp (a GPU),
+// scripts/gpu_check.sh (every fixture).
 #pragma once
 
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "codegen/triton/triton_codegen.h"
 #include "io/host_tensor.h"
 #include "runtime/cuda_driver.h"
+#include "runtime/device_copy.h"
 #include "runtime/triton_build.h"
 #include "runtime/triton_launch.h"
 #include "scheduler/scheduler.h"
@@ -46,6 +76,14 @@ namespace cuda {
 class ExternHandles;
 class PreparedExtern;
 }  // namespace cuda
+
+/// A caller's tensor in device memory (of the program's device): the address of its
+/// element 0 and its strides in elements (empty: contiguous). Its dtype and sizes are the
+/// graph's; the caller checks them (driver/api.cpp).
+struct DeviceTensor {
+  cuda::CUdeviceptr data = 0;
+  std::span<const int64_t> strides;
+};
 
 class CudaProgram {
  public:
@@ -60,11 +98,22 @@ class CudaProgram {
   CudaProgram(const CudaProgram &) = delete;
   CudaProgram &operator=(const CudaProgram &) = delete;
 
-  /// Copies the inputs (by name) to the device, runs every step in order on `stream`
-  /// (null: a stream of this object's own), waits for them, and copies the outputs back
-  /// as dense row-major tensors of the outputs' sizes, like CpuModule::run. A UserError on
+  /// Queues the graph on `stream` (null: the legacy default stream, as PyTorch's default
+  /// stream is) over the caller's device memory: `inputs` in the order of the program's
+  /// inputs, `outputs` of its outputs, written when the stream reaches the end of the call.
+  /// Returns once the work is queued. A UserError on a wrong count, a layout that cannot be
+  /// copied, or a failed copy, launch or extern call (naming its tensor or step); with the
+  /// option debug the host waits for every step, so that the error names the one that failed.
+  void run(std::span<const DeviceTensor> inputs, std::span<const DeviceTensor> outputs, cuda::CUstream stream) const;
+
+  /// Host tensors: uploads the inputs (by name), runs every step in order on `stream`
+  /// (null: a stream of this object's own), waits for them, and downloads the outputs as
+  /// dense row-major tensors of the outputs' sizes, like CpuModule::run. A UserError on
   /// a missing or mistyped input, and on a failed launch or extern call (naming its step).
   std::vector<HostTensor> run(const TensorList &inputs, cuda::CUstream stream = nullptr) const;
+
+  /// The ordinal of the GPU the program is loaded on: device tensors must live there.
+  int device_ordinal() const { return device_->ordinal(); }
 
   /// The median time of one call of the steps alone, in seconds: `iterations` calls in runs
   /// of 10 back to back, each run between two CUDA events on this object's stream (after
@@ -95,9 +144,18 @@ class CudaProgram {
   void check_program(const std::vector<TritonBinary> &binaries) const;
   void decide_graphs();
   void prepare_externs();
+  void plan_copies();
   /// A workspace, with the extern handles given (null: new ones).
   std::unique_ptr<Workspace> make_workspace(std::unique_ptr<cuda::ExternHandles> handles = nullptr) const;
-  std::unique_ptr<Lease> prepare(const TensorList &inputs) const;
+  std::vector<const HostTensor *> check_host_inputs(const TensorList &inputs) const;
+  void upload(Workspace &w, const std::vector<const HostTensor *> &given) const;
+  /// The copy of input `j` (or output `k`) from (to) the caller's `strides`: the one made at
+  /// load for the buffer's layout, else one planned into `adhoc`; a UserError naming the
+  /// tensor when its layout cannot be copied.
+  const cuda::StridedCopy &input_copy(size_t j, std::span<const int64_t> strides,
+                                      std::optional<cuda::StridedCopy> &adhoc) const;
+  const cuda::StridedCopy &output_copy(size_t k, std::span<const int64_t> strides,
+                                       std::optional<cuda::StridedCopy> &adhoc) const;
   void run_steps(Workspace &w, cuda::CUstream stream, bool sync_each_step) const;
   void launch_all(Workspace &w, cuda::CUstream stream, bool sync_each_step) const;
   std::vector<HostTensor> read_outputs(const Workspace &w) const;
@@ -112,6 +170,12 @@ class CudaProgram {
   size_t extern_workspace_bytes_ = 0;                       // the most any extern step needs
   std::unique_ptr<cuda::ExternHandles> load_handles_;       // what preparing used; the first workspace's
   std::vector<int> output_owner_;  // per output: the first output of the same buffer
+  // Per input and output: the copy between the caller's tensor and the workspace when the
+  // caller's layout is the buffer's (the output's view's); empty where rows cannot do it
+  // (the reason in *_copy_errors_).
+  std::vector<std::optional<cuda::StridedCopy>> input_copies_, output_copies_;
+  std::vector<std::string> input_copy_errors_, output_copy_errors_;
+  std::vector<ir::View> output_views_;  // per output: its view of its buffer
   std::unique_ptr<cuda::Stream> stream_;
   bool graphs_ = false;                          // triton.cudagraphs, and nothing rules them out
   mutable std::atomic<bool> graphs_failed_{false};  // a capture failed: launches one by one

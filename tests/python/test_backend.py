@@ -1,11 +1,14 @@
-"""torch.compile(model, backend="coil") end to end, on the CPU, with the real torch.compile.
+"""torch.compile(model, backend="coil") end to end, with the real torch.compile: on the CPU,
+and on CUDA where a GPU is present (the class Cuda, skipped without one).
 
     python tests/python/test_backend.py        (the Python of .venv, coil installed in it)
 
 Models are compared as tests/python/model_tolerance.py says (float64 reference, coil's
 error at most 3x eager's). The backend is found by its entry point, without importing coil;
 options are coil's and checked; what coil cannot compile runs in eager PyTorch with a
-warning, or raises with COIL_FALLBACK=error.
+warning, or raises with COIL_FALLBACK=error. On CUDA: tensors in and out without host
+copies or host synchronisation (torch.cuda.set_sync_debug_mode("error") around the calls),
+on the current stream, outputs the caller keeps across later calls, CUDA graphs.
 """
 import copy
 import logging
@@ -45,6 +48,27 @@ class SmallCnn(torch.nn.Module):
     def forward(self, x):
         y = torch.relu(self.bn(self.conv(x)))
         return self.head(y.mean((2, 3)))
+
+
+def compare_fn_with_eager(fn, *inputs, **compile_kwargs):
+    """fn compiled by coil against eager and a float64 reference, as models are compared."""
+    with torch.no_grad():
+        eager = fn(*inputs)
+        want = fn(*[x.double() if x.is_floating_point() else x for x in inputs])
+        torch._dynamo.reset()
+        got = torch.compile(fn, backend="coil", **compile_kwargs)(*inputs)
+    assert_model_close(got, eager, want)
+    return got
+
+
+class no_fallback:
+    """COIL_FALLBACK=error for the block: a graph coil does not compile fails the test."""
+
+    def __enter__(self):
+        os.environ["COIL_FALLBACK"] = "error"
+
+    def __exit__(self, *exc):
+        del os.environ["COIL_FALLBACK"]
 
 
 def compare_with_eager(test, model, *inputs, **compile_kwargs):
@@ -145,6 +169,83 @@ class Backend(unittest.TestCase):
                 torch.compile(f, backend="coil")(x)
         finally:
             del os.environ["COIL_FALLBACK"]
+
+
+def _mixed(x, w):
+    """An extern call with an epilogue, a reduction, a transposed read."""
+    return (x @ w).relu(), x.exp().sum(-1), x.t() + 1
+
+
+@unittest.skipUnless(torch.cuda.is_available(), "needs a CUDA GPU")
+class Cuda(unittest.TestCase):
+    def setUp(self):
+        torch.manual_seed(0)
+        self.device = torch.device("cuda", 0)
+
+    def randn(self, *sizes):
+        return torch.randn(*sizes, device=self.device)
+
+    def test_models_match_eager(self):
+        from coil import backend
+
+        compiled = []
+        original = backend.compile_graph
+
+        def spy(gm, inputs, options):
+            fn = original(gm, inputs, options)
+            compiled.append(getattr(fn, "coil_graph", None))
+            return fn
+
+        backend.compile_graph = spy
+        try:
+            with no_fallback():
+                got = compare_with_eager(self, Block().to(self.device), self.randn(4, 16, 32))
+                compare_with_eager(self, SmallCnn().to(self.device), self.randn(2, 3, 16, 16))
+        finally:
+            backend.compile_graph = original
+        self.assertEqual(got.device, self.device)
+        self.assertEqual([g.target for g in compiled], ["cuda", "cuda"])
+
+    def test_on_the_current_stream_without_host_copies(self):
+        x, w = self.randn(64, 96), self.randn(96, 48)
+        with no_fallback(), torch.no_grad():
+            f = torch.compile(_mixed, backend="coil")
+            stream = torch.cuda.Stream()
+            stream.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(stream):
+                f(x, w)  # compiles
+                torch.cuda.set_sync_debug_mode("error")  # a copy to the host or a sync raises
+                try:
+                    got = f(x, w)
+                finally:
+                    torch.cuda.set_sync_debug_mode("default")
+            stream.synchronize()
+        for g in got:
+            self.assertEqual(g.device, self.device)
+        assert_model_close(got, _mixed(x, w), _mixed(x.double(), w.double()))
+
+    def test_outputs_held_by_the_caller_stay(self):
+        inputs = [(self.randn(64, 96), self.randn(96, 48)) for _ in range(3)]
+        with no_fallback(), torch.no_grad():
+            f = torch.compile(_mixed, backend="coil")
+            results = [f(x, w) for x, w in inputs]
+        for (x, w), got in zip(inputs, results):
+            assert_model_close(got, _mixed(x, w), _mixed(x.double(), w.double()))
+
+    def test_other_strides_and_dtypes(self):
+        x = self.randn(96, 64).t()  # a transposed input
+        with no_fallback():
+            compare_fn_with_eager(lambda a: (a * 2).softmax(-1), x)
+            compare_fn_with_eager(lambda a: a.to(torch.bfloat16).relu() * 3, self.randn(32, 48))
+
+    def test_cuda_graphs(self):
+        inputs = [(self.randn(64, 96), self.randn(96, 48)) for _ in range(3)]
+        with no_fallback(), torch.no_grad():
+            torch._dynamo.reset()
+            f = torch.compile(_mixed, backend="coil", mode="reduce-overhead")
+            results = [f(x, w) for x, w in inputs]
+        for (x, w), got in zip(inputs, results):
+            assert_model_close(got, _mixed(x, w), _mixed(x.double(), w.double()))
 
 
 if __name__ == "__main__":

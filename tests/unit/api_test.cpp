@@ -173,5 +173,22 @@ TEST(Api, ErrorsNameWhatWasWrong) {
   EXPECT_NE(api_error([&] { ref.median_seconds(in, out, 3); }).find("target ref has none"), std::string::npos);
 }
 
+// Device memory goes only to target cuda (tests/gpu/device_io_test.cpp runs it on a GPU):
+// the targets that run on the host say so before touching a pointer they cannot read.
+TEST(Api, DeviceMemoryOnlyGoesToTheGpu) {
+  EXPECT_EQ(memory_name(Memory::host()), "host");
+  EXPECT_EQ(memory_name(Memory::cuda(1)), "cuda:1");
+  Floats x{std::vector<float>(24), {4, 6}, {}}, t{std::vector<float>(24), {6, 4}, {}}, s{std::vector<float>(12), {2, 6}, {}};
+  std::vector<TensorRef> out = {t.ref(), s.ref()};
+  std::vector<TensorRef> on_gpu = {x.ref()};
+  on_gpu[0].memory = Memory::cuda(0);
+  for (Target target : {Target::Cpu, Target::Reference}) {
+    CompiledGraph g = compile(kViews, {target, {}, ""}, "views.py");
+    EXPECT_EQ(api_error([&] { g.run(on_gpu, out); }),
+              "coil: error: input 'x' is in cuda:0 memory; target " + std::string(target_name(target)) +
+                  " takes host memory only (copy the tensor to the host, or compile for target cuda)");
+  }
+}
+
 }  // namespace
 }  // namespace coil
