@@ -319,4 +319,11 @@ CompiledGraph compile_file(const std::string &path, const CompileOptions &o) {
   });
 }
 
+CompiledGraph compile_parsed(Graph g, const CompileOptions &o) {
+  return publicly([&] {
+    options::ScopedOverrides scope(o.options);
+    return CompiledGraph(build(std::move(g), o));
+  });
+}
+
 }  // namespace coil
