@@ -3,15 +3,13 @@
 // interpreters); run() checks the caller's tensors against the graph and calls it.
 //
 // On the CPU a tensor whose layout is the one the library was compiled for is passed as it
-// is (no copy, no allocation); any other strides go through a copy. The interpreters take
-// dense host tensors, so their inputs and outputs are copied. The GPU program takes the
-// caller's device memory and stream as they are (runtime/cuda_program.h), or host tensors,
-// copied through the GPU; a call's tensors are all in one place, and the targets that run
-// on the host refuse device memory.
+// is (no copy, no allocation); any other strides go through a copy (CpuModule::Call of
+// runtime/cpu_module.h). The interpreters take dense host tensors, so their inputs and
+// outputs are copied. The GPU program takes the caller's device memory and stream as they
+// are (runtime/cuda_program.h), or host tensors, copied through the GPU; a call's tensors
+// are all in one place, and the targets that run on the host refuse device memory.
 // Tests: tests/unit/api_test.cpp, tests/gpu/device_io_test.cpp (a GPU).
 #include <algorithm>
-#include <chrono>
-#include <cstring>
 
 #include "coil/artifact.h"
 #include "coil/coil.h"
@@ -34,13 +32,8 @@ namespace coil {
 
 namespace {
 
-// ScalarType's values are coil_dtype's; DType is coil's own order.
-constexpr DType kDTypes[] = {DType::F64, DType::F32, DType::F16, DType::BF16, DType::I64,
-                             DType::I32, DType::I16, DType::I8,  DType::U8,   DType::Bool};
-
-ScalarType public_type(DType t) {
-  return ScalarType(std::find(std::begin(kDTypes), std::end(kDTypes), t) - std::begin(kDTypes));
-}
+// ScalarType's values are coil_dtype's: graph/dtype.h's codes.
+ScalarType public_type(DType t) { return ScalarType(dtype_code(t)); }
 
 constexpr const char *kTargetNames[] = {"ref", "cpu", "cuda", "cuda-interpret"};
 
@@ -59,9 +52,9 @@ auto publicly(F &&f) -> decltype(f()) {
 }  // namespace
 
 DType internal_dtype(ScalarType t) {
-  auto i = size_t(t);
-  COIL_USER_CHECK(i < std::size(kDTypes), "unknown scalar type ", int(t));
-  return kDTypes[i];
+  std::optional<DType> d = dtype_from_code(int32_t(t));
+  COIL_USER_CHECK(d, "unknown scalar type ", int(t));
+  return *d;
 }
 
 const char *target_name(Target t) { return kTargetNames[size_t(t)]; }
@@ -79,8 +72,8 @@ std::string memory_name(Memory m) {
 }
 
 const char *scalar_type_name(ScalarType t) {
-  static const char *names[] = {"f64", "f32", "f16", "bf16", "i64", "i32", "i16", "i8", "u8", "b8"};
-  return size_t(t) < std::size(names) ? names[size_t(t)] : "?";
+  std::optional<DType> d = dtype_from_code(int32_t(t));
+  return d ? short_name(*d).data() : "?";
 }
 
 // ---- tensors -------------------------------------------------------------------------------
@@ -89,25 +82,6 @@ namespace {
 
 std::vector<int64_t> strides_of(const TensorRef &r) {
   return r.strides.empty() ? contiguous_strides(r.sizes) : r.strides;
-}
-
-// Copies the elements of `sizes` from `src` (laid out by `src_strides`) to `dst` (by
-// `dst_strides`), `size` bytes each; offsets in elements from the pointers given.
-void copy_strided(std::byte *dst, const std::vector<int64_t> &dst_strides, const std::byte *src,
-                  const std::vector<int64_t> &src_strides, const std::vector<int64_t> &sizes, int64_t size) {
-  std::vector<int64_t> src_at;
-  src_at.reserve(size_t(checked_numel(sizes)));
-  for_each_offset(sizes, src_strides, 0, [&](int64_t, int64_t at) { src_at.push_back(at); });
-  for_each_offset(sizes, dst_strides, 0, [&](int64_t flat, int64_t at) {
-    std::memcpy(dst + at * size, src + src_at[size_t(flat)] * size, size_t(size));
-  });
-}
-
-// Whether two layouts of `sizes` place every element at the same offset.
-bool same_layout(const std::vector<int64_t> &sizes, const std::vector<int64_t> &a, const std::vector<int64_t> &b) {
-  for (size_t d = 0; d < sizes.size(); ++d)
-    if (sizes[d] > 1 && a[d] != b[d]) return false;
-  return true;
 }
 
 // Checks `given` against what the graph compiled for; `what` is "input" or "output".
@@ -230,84 +204,25 @@ struct CudaGraph : HostTensorsGraph {
   }
 };
 
-// The CPU library, called on the caller's memory where the layouts allow.
+// The CPU library, called on the caller's memory where the layouts allow (CpuModule::Call).
 struct CpuGraph : CompiledGraph::Impl {
   std::unique_ptr<CpuModule> module;
 
-  // What one call passes: pointers, and the copies made for tensors of other layouts.
-  struct Call {
-    std::vector<void *> in, out;
-    std::vector<AlignedBuffer> staging;
-    std::vector<std::pair<size_t, std::byte *>> copy_out;  // output index, where it was written
-  };
-
-  static int64_t bytes(const coil_tensor_desc &d) { return itemsize(kDTypes[d.dtype]); }
-  static std::vector<int64_t> sizes(const coil_tensor_desc &d) { return {d.sizes, d.sizes + d.rank}; }
-  static std::vector<int64_t> strides(const coil_tensor_desc &d) { return {d.strides, d.strides + d.rank}; }
-
-  Call prepare(std::span<const TensorRef> in, std::span<const TensorRef> out) const {
-    Call c;
-    for (size_t i = 0; i < in.size(); ++i) {
-      const coil_tensor_desc &d = module->input(int(i));
-      int64_t size = bytes(d);
-      auto *data = static_cast<std::byte *>(in[i].data);
-      if (same_layout(in[i].sizes, strides_of(in[i]), strides(d))) {
-        c.in.push_back(data - d.storage_offset * size);  // the allocation starts storage_offset before element 0
-        continue;
-      }
-      AlignedBuffer &b = c.staging.emplace_back(size_t(std::max<int64_t>(d.storage_elements, 1) * size));
-      copy_strided(b.data() + d.storage_offset * size, strides(d), data, strides_of(in[i]), sizes(d), size);
-      c.in.push_back(b.data());
-    }
-    for (size_t i = 0; i < out.size(); ++i) {
-      const coil_tensor_desc &d = module->output(int(i));
-      c.out.push_back(nullptr);
-      if (d.kind != COIL_OUTPUT_OWNED) {
-        c.copy_out.emplace_back(i, nullptr);  // an alias: its pointer is known after the call
-        continue;
-      }
-      // The library writes the whole allocation: the caller's memory takes it only when the
-      // view is the allocation.
-      int64_t extent = storage_extent(TensorType{kDTypes[d.dtype], sizes(d), strides(d), {}});
-      if (d.storage_offset == 0 && d.storage_elements == extent && same_layout(out[i].sizes, strides_of(out[i]), strides(d))) {
-        c.out.back() = out[i].data;
-        continue;
-      }
-      AlignedBuffer &b = c.staging.emplace_back(size_t(std::max<int64_t>(d.storage_elements, 1) * bytes(d)));
-      c.out.back() = b.data();
-      c.copy_out.emplace_back(i, nullptr);
-    }
-    return c;
-  }
-
-  void finish(Call &c, std::span<const TensorRef> out) const {
-    for (auto &[i, where] : c.copy_out) {
-      const coil_tensor_desc &d = module->output(int(i));
-      auto *base = static_cast<std::byte *>(c.out[i]);
-      if (base + d.storage_offset * bytes(d) == out[i].data && same_layout(out[i].sizes, strides_of(out[i]), strides(d)))
-        continue;  // an alias of memory that is already the caller's
-      copy_strided(static_cast<std::byte *>(out[i].data), strides_of(out[i]), base + d.storage_offset * bytes(d),
-                   strides(d), sizes(d), bytes(d));
-    }
+  void give(CpuModule::Call &call, std::span<const TensorRef> in, std::span<const TensorRef> out) const {
+    for (size_t i = 0; i < in.size(); ++i) call.input(int(i), in[i].data, in[i].strides);
+    for (size_t i = 0; i < out.size(); ++i) call.output(int(i), out[i].data, out[i].strides);
   }
 
   void run(std::span<const TensorRef> in, std::span<const TensorRef> out) const override {
-    Call c = prepare(in, out);
-    module->call(c.in.data(), c.out.data());
-    finish(c, out);
+    CpuModule::Call call(*module);
+    give(call, in, out);
+    call.run();
   }
 
   double median_seconds(std::span<const TensorRef> in, std::span<const TensorRef> out, int iterations) const override {
-    Call c = prepare(in, out);
-    std::vector<double> times;
-    for (int i = 0; i < std::max(iterations, 1) + 1; ++i) {
-      auto start = std::chrono::steady_clock::now();
-      module->call(c.in.data(), c.out.data());
-      if (i > 0) times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-    }
-    finish(c, out);
-    std::sort(times.begin(), times.end());
-    return times[times.size() / 2];
+    CpuModule::Call call(*module);
+    give(call, in, out);
+    return call.median_seconds(iterations);
   }
 
   std::vector<KernelTime> profile() const override {
@@ -452,6 +367,13 @@ CompiledGraph compile_file(const std::string &path, const CompileOptions &o) {
   return publicly([&] {
     options::ScopedOverrides scope(o.options);
     return CompiledGraph(build(frontend::parse_graph_file(path), o));
+  });
+}
+
+CompiledGraph compile_parsed(Graph g, const CompileOptions &o) {
+  return publicly([&] {
+    options::ScopedOverrides scope(o.options);
+    return CompiledGraph(build(std::move(g), o));
   });
 }
 

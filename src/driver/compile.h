@@ -92,6 +92,10 @@ CudaBuild build_for_cuda(const Compilation &c, const std::string &trace_dir);
 /// include/coil/coil.h's ScalarType as coil's DType (driver/api.cpp).
 DType internal_dtype(ScalarType t);
 
+/// include/coil/coil.h's compile() of a graph already parsed: for a caller that has read
+/// the graph to check its tensors first (`coil run`), so that it is parsed once.
+CompiledGraph compile_parsed(Graph g, const CompileOptions &o);
+
 /// The counts of stats.json: loop-nest kernels, extern calls and the arena's size.
 std::string stats_json(const Compilation &c);
 

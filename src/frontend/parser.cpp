@@ -196,7 +196,6 @@ class Parser {
     if (b.kind != Binding::Kind::Tuple)
       fail(base, str_cat("'", base.text, "' is not a tuple of tensors; only outputs of multi-output ops can be indexed"));
     ValueId id = builder_.name_output(b.node, index, name.text, base.loc);
-    const Node &n = builder_.graph().nodes()[size_t(b.node)];
     if (ann) check_annotation(*ann, b.node, index);
     define(name, Binding{Binding::Kind::Tensor, id, b.node});
   }

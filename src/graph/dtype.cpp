@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "coil/artifact.h"
 #include "support/error.h"
 
 namespace coil {
@@ -13,14 +14,15 @@ struct DTypeInfo {
   std::string_view short_name;
   std::string_view torch_name;
   std::string_view safetensors_name;
+  int32_t code;  // enum coil_dtype
 };
 
 constexpr DTypeInfo kInfo[] = {
-    {DType::Bool, 1, "b8", "bool", "BOOL"},       {DType::U8, 1, "u8", "uint8", "U8"},
-    {DType::I8, 1, "i8", "int8", "I8"},           {DType::I16, 2, "i16", "int16", "I16"},
-    {DType::I32, 4, "i32", "int32", "I32"},       {DType::I64, 8, "i64", "int64", "I64"},
-    {DType::F16, 2, "f16", "float16", "F16"},     {DType::BF16, 2, "bf16", "bfloat16", "BF16"},
-    {DType::F32, 4, "f32", "float32", "F32"},     {DType::F64, 8, "f64", "float64", "F64"},
+    {DType::Bool, 1, "b8", "bool", "BOOL", COIL_BOOL},       {DType::U8, 1, "u8", "uint8", "U8", COIL_U8},
+    {DType::I8, 1, "i8", "int8", "I8", COIL_I8},             {DType::I16, 2, "i16", "int16", "I16", COIL_I16},
+    {DType::I32, 4, "i32", "int32", "I32", COIL_I32},        {DType::I64, 8, "i64", "int64", "I64", COIL_I64},
+    {DType::F16, 2, "f16", "float16", "F16", COIL_F16},      {DType::BF16, 2, "bf16", "bfloat16", "BF16", COIL_BF16},
+    {DType::F32, 4, "f32", "float32", "F32", COIL_F32},      {DType::F64, 8, "f64", "float64", "F64", COIL_F64},
 };
 
 const DTypeInfo &info(DType t) {
@@ -70,6 +72,14 @@ bool is_integral(DType t, bool include_bool) {
 std::string_view short_name(DType t) { return info(t).short_name; }
 std::string torch_name(DType t) { return "torch." + std::string(info(t).torch_name); }
 std::string_view safetensors_name(DType t) { return info(t).safetensors_name; }
+
+int32_t dtype_code(DType t) { return info(t).code; }
+
+std::optional<DType> dtype_from_code(int64_t code) {
+  for (const auto &i : kInfo)
+    if (i.code == code) return i.type;
+  return std::nullopt;
+}
 
 std::optional<DType> dtype_from_short_name(std::string_view s) {
   for (const auto &i : kInfo)

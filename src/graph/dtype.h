@@ -19,7 +19,8 @@ bool is_floating(DType t);
 /// Integral includes bool only when `include_bool`.
 bool is_integral(DType t, bool include_bool = false);
 
-/// The short name PyTorch prints in graph annotations: f32, bf16, i64, b8, ...
+/// The short name PyTorch prints in graph annotations: f32, bf16, i64, b8, ... (a view of
+/// a string literal: its data() ends with a NUL).
 std::string_view short_name(DType t);
 std::optional<DType> dtype_from_short_name(std::string_view s);
 
@@ -32,6 +33,12 @@ std::optional<DType> dtype_from_torch_name(std::string_view s);
 /// The name in a safetensors header: F32, BF16, I64, BOOL, ...
 std::string_view safetensors_name(DType t);
 std::optional<DType> dtype_from_safetensors_name(std::string_view s);
+
+/// The code of `t` in enum coil_dtype of coil/artifact.h, which compiled CPU graphs report
+/// and include/coil/coil.h's ScalarType shares: the one table from codes to dtypes.
+int32_t dtype_code(DType t);
+/// The dtype whose code is `code`; nothing for a number that is no code.
+std::optional<DType> dtype_from_code(int64_t code);
 
 /// torch.promote_types: the smallest type both can be converted to without
 /// changing category (bool < integral < floating).

@@ -4,36 +4,71 @@
 #include <chrono>
 #include <cstring>
 #include <limits>
+#include <new>
 
 #include "coil/artifact.h"
 #include "graph/tensor_type.h"
-#include "runtime/compiler.h"
-#include "runtime/isa.h"
 #include "support/error.h"
 #include "support/options.h"
-
-#include <iostream>
 
 namespace coil {
 namespace {
 
-DType dtype_of(int32_t code) {
-  static const DType table[] = {DType::F64, DType::F32, DType::F16, DType::BF16, DType::I64,
-                                DType::I32, DType::I16, DType::I8,  DType::U8,   DType::Bool};
-  COIL_ASSERT(code >= 0 && code < 10, "a compiled graph reports dtype code ", code);
-  return table[code];
+constexpr size_t kStagingAlignment = 64;
+
+// n elements of N bytes, `ds` and `ss` elements apart.
+template <int N>
+void copy_row(std::byte *dst, int64_t ds, const std::byte *src, int64_t ss, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) std::memcpy(dst + i * ds * N, src + i * ss * N, N);
 }
 
-Shape shape(const int64_t *v, int rank) { return Shape(v, v + rank); }
+// The innermost dim: one memcpy when both rows are dense.
+void copy_last_dim(std::byte *dst, int64_t ds, const std::byte *src, int64_t ss, int64_t n, int64_t size) {
+  if (ds == 1 && ss == 1) {
+    std::memcpy(dst, src, size_t(n * size));
+    return;
+  }
+  switch (size) {
+    case 1: return copy_row<1>(dst, ds, src, ss, n);
+    case 2: return copy_row<2>(dst, ds, src, ss, n);
+    case 4: return copy_row<4>(dst, ds, src, ss, n);
+    case 8: return copy_row<8>(dst, ds, src, ss, n);
+  }
+  for (int64_t i = 0; i < n; ++i) std::memcpy(dst + i * ds * size, src + i * ss * size, size_t(size));
+}
 
+void copy_dims(std::byte *dst, const int64_t *ds, const std::byte *src, const int64_t *ss, const int64_t *sizes,
+               size_t rank, int64_t size) {
+  if (rank == 1) return copy_last_dim(dst, ds[0], src, ss[0], sizes[0], size);
+  for (int64_t i = 0; i < sizes[0]; ++i)
+    copy_dims(dst + i * ds[0] * size, ds + 1, src + i * ss[0] * size, ss + 1, sizes + 1, rank - 1, size);
+}
+
+// Whether two layouts of `sizes` place every element at the same offset.
+bool same_layout(std::span<const int64_t> sizes, std::span<const int64_t> a, std::span<const int64_t> b) {
+  for (size_t d = 0; d < sizes.size(); ++d)
+    if (sizes[d] > 1 && a[d] != b[d]) return false;
+  return true;
+}
+
+size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
 
 }  // namespace
 
-struct CpuModule::Prepared {
-  std::vector<AlignedBuffer> storage;  // inputs, then owned outputs
-  std::vector<void *> inputs;
-  std::vector<void *> outputs;
-};
+void copy_strided(std::byte *dst, std::span<const int64_t> dst_strides, const std::byte *src,
+                  std::span<const int64_t> src_strides, std::span<const int64_t> sizes, int64_t itemsize) {
+  COIL_ASSERT(dst_strides.size() == sizes.size() && src_strides.size() == sizes.size(), dst_strides.size(), " and ",
+              src_strides.size(), " strides for ", sizes.size(), " dims");
+  if (sizes.empty()) {
+    std::memcpy(dst, src, size_t(itemsize));
+    return;
+  }
+  for (int64_t s : sizes)
+    if (s == 0) return;
+  copy_dims(dst, dst_strides.data(), src, src_strides.data(), sizes.data(), sizes.size(), itemsize);
+}
+
+// ---- loading --------------------------------------------------------------------------------
 
 CpuModule::CpuModule(const std::string &so_path) : lib_(so_path) {
   num_inputs_ = lib_.symbol<int (*)()>("coil_num_inputs");
@@ -49,37 +84,31 @@ CpuModule::CpuModule(const std::string &so_path) : lib_(so_path) {
   auto version = lib_.symbol<int (*)()>("coil_abi_version");
   COIL_USER_CHECK(version() == COIL_ABI_VERSION, so_path, " was compiled for artifact ABI ", version(), ", not ",
                   COIL_ABI_VERSION);
+  for (int i = 0; i < num_inputs_(); ++i) inputs_.push_back(layout_of(*input_(i), staging_bytes_));
+  for (int i = 0; i < num_outputs_(); ++i) outputs_.push_back(layout_of(*output_(i), staging_bytes_));
   int64_t threads = options::get_int("num_threads");
   set_num_threads_(int32_t(std::min<int64_t>(threads, std::numeric_limits<int32_t>::max())));
 }
 
-CpuModule::Prepared CpuModule::prepare(const TensorList &inputs) const {
-  Prepared p;
-  for (int i = 0; i < num_inputs_(); ++i) {
-    const coil_tensor_desc &d = *input_(i);
-    DType t = dtype_of(d.dtype);
-    Shape sizes = shape(d.sizes, d.rank), strides = shape(d.strides, d.rank);
-    const HostTensor *h = find_tensor(inputs, d.name);
-    COIL_USER_CHECK(h, "missing input tensor '", d.name, "'");
-    COIL_USER_CHECK(h->dtype == t && h->sizes == sizes, "input '", d.name, "' is ", h->describe(),
-                    " but the graph expects ", short_name(t), shape_str(sizes));
-    AlignedBuffer buf(size_t(std::max<int64_t>(d.storage_elements, 1)) * size_t(itemsize(t)));
-    int64_t size = itemsize(t);
-    const std::byte *src = h->data.data();
-    for_each_offset(sizes, strides, d.storage_offset, [&](int64_t flat, int64_t at) {
-      std::memcpy(buf.data() + at * size, src + flat * size, size_t(size));
-    });
-    p.storage.push_back(std::move(buf));
+CpuModule::Layout CpuModule::layout_of(const coil_tensor_desc &d, size_t &staging_bytes) {
+  std::optional<DType> t = dtype_from_code(d.dtype);
+  COIL_ASSERT(t, "a compiled graph reports dtype code ", d.dtype);
+  Layout l;
+  l.dtype = *t;
+  l.itemsize = itemsize(*t);
+  l.sizes = {d.sizes, size_t(d.rank)};
+  l.strides = {d.strides, size_t(d.rank)};
+  Shape sizes(l.sizes.begin(), l.sizes.end());
+  l.dense = contiguous_strides(sizes);
+  l.offset = d.storage_offset;
+  l.kind = d.kind;  // inputs: 0, which is COIL_OUTPUT_OWNED
+  TensorType type{*t, sizes, Shape(l.strides.begin(), l.strides.end()), {}};
+  l.whole = d.storage_offset == 0 && d.storage_elements == storage_extent(type);
+  if (d.kind == COIL_OUTPUT_OWNED) {
+    l.staging = staging_bytes;
+    staging_bytes += round_up(size_t(std::max<int64_t>(d.storage_elements, 1) * l.itemsize), kStagingAlignment);
   }
-  for (auto &s : p.storage) p.inputs.push_back(s.data());
-  for (int i = 0; i < num_outputs_(); ++i) {
-    const coil_tensor_desc &d = *output_(i);
-    p.outputs.push_back(nullptr);
-    if (d.kind != COIL_OUTPUT_OWNED) continue;
-    p.storage.emplace_back(size_t(std::max<int64_t>(d.storage_elements, 1)) * size_t(itemsize(dtype_of(d.dtype))));
-    p.outputs.back() = p.storage.back().data();
-  }
-  return p;
+  return l;
 }
 
 void CpuModule::call(void *const *inputs, void **outputs) const {
@@ -87,23 +116,190 @@ void CpuModule::call(void *const *inputs, void **outputs) const {
   COIL_USER_CHECK(status == COIL_OK, "the compiled graph failed: ", error_message_(status));
 }
 
-std::vector<HostTensor> CpuModule::run(const TensorList &inputs) const {
-  Prepared p = prepare(inputs);
-  call(p.inputs.data(), p.outputs.data());
+// ---- one call -------------------------------------------------------------------------------
+
+// What a call needs besides the module: the arrays coil_run takes, what the caller gave, and
+// the staging copies. Kept per thread and reused; vectors only grow.
+struct CpuModule::Scratch {
+  struct Given {
+    std::byte *data = nullptr;
+    std::span<const int64_t> strides;
+  };
+  std::vector<void *> in, out;
+  std::vector<Given> given_in, given_out;
+  std::byte *staging = nullptr;
+  size_t capacity = 0;
+  bool busy = false;  // a Call holds it
+
+  Scratch() = default;
+  Scratch(const Scratch &) = delete;
+  Scratch &operator=(const Scratch &) = delete;
+  ~Scratch() { release(); }
+
+  std::byte *staging_of(size_t bytes) {
+    if (bytes > capacity) {
+      release();
+      staging = static_cast<std::byte *>(::operator new(bytes, std::align_val_t(kStagingAlignment)));
+      capacity = bytes;
+    }
+    return staging;
+  }
+  void release() {
+    if (staging) ::operator delete(staging, std::align_val_t(kStagingAlignment));
+    staging = nullptr;
+    capacity = 0;
+  }
+};
+
+namespace {
+
+// Whether the library can use the caller's memory as it is: every element at the offset
+// the library's strides give.
+bool fits(std::span<const int64_t> sizes, std::span<const int64_t> strides, const std::byte *data,
+          std::span<const int64_t> given) {
+  return data && same_layout(sizes, strides, given);
+}
+
+}  // namespace
+
+CpuModule::Call::Call(const CpuModule &m)
+    : m_(m), s_([]() -> Scratch & {
+        thread_local Scratch s;
+        return s;
+      }()) {
+  COIL_ASSERT(!s_.busy, "one call of a compiled graph at a time on a thread");
+  s_.in.assign(m.inputs_.size(), nullptr);
+  s_.out.assign(m.outputs_.size(), nullptr);
+  s_.given_in.assign(m.inputs_.size(), {});
+  s_.given_out.assign(m.outputs_.size(), {});
+  s_.busy = true;
+}
+
+CpuModule::Call::~Call() { s_.busy = false; }
+
+void CpuModule::Call::input(int i, const void *data, std::span<const int64_t> strides) {
+  COIL_ASSERT(i >= 0 && size_t(i) < m_.inputs_.size(), "input ", i, " of ", m_.inputs_.size());
+  const Layout &l = m_.inputs_[size_t(i)];
+  COIL_ASSERT(strides.empty() || strides.size() == l.sizes.size(), strides.size(), " strides for ", l.sizes.size(), " dims");
+  s_.given_in[size_t(i)] = {const_cast<std::byte *>(static_cast<const std::byte *>(data)),
+                            strides.empty() ? std::span<const int64_t>(l.dense) : strides};
+}
+
+void CpuModule::Call::output(int i, void *data, std::span<const int64_t> strides) {
+  COIL_ASSERT(i >= 0 && size_t(i) < m_.outputs_.size(), "output ", i, " of ", m_.outputs_.size());
+  const Layout &l = m_.outputs_[size_t(i)];
+  COIL_ASSERT(strides.empty() || strides.size() == l.sizes.size(), strides.size(), " strides for ", l.sizes.size(), " dims");
+  s_.given_out[size_t(i)] = {static_cast<std::byte *>(data), strides.empty() ? std::span<const int64_t>(l.dense) : strides};
+}
+
+// Inputs: the caller's allocation starts storage_offset elements before element 0, or a
+// staged copy. Owned outputs: the library writes the whole allocation, so the caller's
+// memory takes it only when the view is the allocation; else staging. Aliasing outputs:
+// set by the library.
+void CpuModule::Call::copy_in() {
+  bool stage = false;
+  for (size_t i = 0; i < m_.inputs_.size(); ++i) {
+    const Layout &l = m_.inputs_[i];
+    stage = stage || !fits(l.sizes, l.strides, s_.given_in[i].data, s_.given_in[i].strides);
+  }
+  for (size_t i = 0; i < m_.outputs_.size(); ++i) {
+    const Layout &l = m_.outputs_[i];
+    bool owned = l.kind == COIL_OUTPUT_OWNED;
+    stage = stage || (owned && !(l.whole && fits(l.sizes, l.strides, s_.given_out[i].data, s_.given_out[i].strides)));
+  }
+  std::byte *staging = stage ? s_.staging_of(m_.staging_bytes_) : nullptr;
+  for (size_t i = 0; i < m_.inputs_.size(); ++i) {
+    const Layout &l = m_.inputs_[i];
+    const Scratch::Given &g = s_.given_in[i];
+    if (fits(l.sizes, l.strides, g.data, g.strides)) {
+      s_.in[i] = g.data - l.offset * l.itemsize;
+      continue;
+    }
+    std::byte *copy = staging + l.staging;
+    copy_strided(copy + l.offset * l.itemsize, l.strides, g.data, g.strides, l.sizes, l.itemsize);
+    s_.in[i] = copy;
+  }
+  for (size_t i = 0; i < m_.outputs_.size(); ++i) {
+    const Layout &l = m_.outputs_[i];
+    const Scratch::Given &g = s_.given_out[i];
+    if (l.kind != COIL_OUTPUT_OWNED)
+      s_.out[i] = nullptr;
+    else if (l.whole && fits(l.sizes, l.strides, g.data, g.strides))
+      s_.out[i] = g.data;
+    else
+      s_.out[i] = staging + l.staging;
+  }
+}
+
+// Every output not already where the caller wants it (written in place, or a view of
+// memory that is the caller's in this layout) is copied there.
+void CpuModule::Call::copy_out() {
+  for (size_t i = 0; i < m_.outputs_.size(); ++i) {
+    const Layout &l = m_.outputs_[i];
+    const Scratch::Given &g = s_.given_out[i];
+    const std::byte *element0 = static_cast<const std::byte *>(s_.out[i]) + l.offset * l.itemsize;
+    if (element0 == g.data && same_layout(l.sizes, l.strides, g.strides)) continue;
+    copy_strided(g.data, g.strides, element0, l.strides, l.sizes, l.itemsize);
+  }
+}
+
+void CpuModule::Call::run() {
+  copy_in();
+  m_.call(s_.in.data(), s_.out.data());
+  copy_out();
+}
+
+double CpuModule::Call::median_seconds(int iterations) {
+  copy_in();
+  std::vector<double> times;
+  for (int i = 0; i < std::max(iterations, 1) + 1; ++i) {
+    auto start = std::chrono::steady_clock::now();
+    m_.call(s_.in.data(), s_.out.data());
+    double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (i > 0) times.push_back(t);  // the first call warms up
+  }
+  copy_out();
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+// ---- host tensors by name -------------------------------------------------------------------
+
+std::vector<HostTensor> CpuModule::bind_named(Call &call, const TensorList &inputs) const {
+  for (size_t i = 0; i < inputs_.size(); ++i) {
+    const coil_tensor_desc &d = *input_(int(i));
+    const Layout &l = inputs_[i];
+    Shape sizes(l.sizes.begin(), l.sizes.end());
+    const HostTensor *h = find_tensor(inputs, d.name);
+    COIL_USER_CHECK(h, "missing input tensor '", d.name, "'");
+    COIL_USER_CHECK(h->dtype == l.dtype && h->sizes == sizes, "input '", d.name, "' is ", h->describe(),
+                    " but the graph expects ", short_name(l.dtype), shape_str(sizes));
+    call.input(int(i), h->data.data(), {});
+  }
   std::vector<HostTensor> out;
-  for (int i = 0; i < num_outputs_(); ++i) {
-    const coil_tensor_desc &d = *output_(i);
-    DType t = dtype_of(d.dtype);
-    HostTensor h = HostTensor::zeros(t, shape(d.sizes, d.rank));
-    int64_t size = itemsize(t);
-    const auto *base = static_cast<const std::byte *>(p.outputs[size_t(i)]);
-    for_each_offset(h.sizes, shape(d.strides, d.rank), d.storage_offset, [&](int64_t flat, int64_t at) {
-      std::memcpy(h.data.data() + flat * size, base + at * size, size_t(size));
-    });
-    out.push_back(std::move(h));
+  out.reserve(outputs_.size());
+  for (size_t i = 0; i < outputs_.size(); ++i) {
+    const Layout &l = outputs_[i];
+    out.push_back(HostTensor::zeros(l.dtype, Shape(l.sizes.begin(), l.sizes.end())));
+    call.output(int(i), out.back().data.data(), {});
   }
   return out;
 }
+
+std::vector<HostTensor> CpuModule::run(const TensorList &inputs) const {
+  Call call(*this);
+  std::vector<HostTensor> out = bind_named(call, inputs);
+  call.run();
+  return out;
+}
+
+double CpuModule::median_seconds(const TensorList &inputs, int iterations) const {
+  Call call(*this);
+  std::vector<HostTensor> out = bind_named(call, inputs);
+  return call.median_seconds(iterations);
+}
+
+// ---- profiles -------------------------------------------------------------------------------
 
 std::vector<KernelProfile> CpuModule::library_profile() const {
   if (!profile_) return {};
@@ -128,18 +324,5 @@ std::vector<KernelProfile> CpuModule::profile() const {
 int CpuModule::num_threads() const { return num_threads_(); }
 
 void CpuModule::reset_profile() { profile_baseline_ = library_profile(); }
-
-double CpuModule::median_seconds(const TensorList &inputs, int iterations) const {
-  Prepared p = prepare(inputs);
-  std::vector<double> times;
-  for (int i = 0; i < std::max(iterations, 1) + 1; ++i) {
-    auto start = std::chrono::steady_clock::now();
-    call(p.inputs.data(), p.outputs.data());
-    double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (i > 0) times.push_back(t);  // the first call warms up
-  }
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
-}
 
 }  // namespace coil

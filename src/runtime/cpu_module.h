@@ -1,10 +1,13 @@
 // A graph compiled for the CPU, loaded: the shared library that driver/compile.h's
-// build_for_cpu built, called with host tensors. The calling side of coil/artifact.h
-// (runtime/include/coil/artifact.h). Tests: tests/unit/runtime_test.cpp,
-// tests/unit/cpp_backend_test.cpp.
+// build_for_cpu built, called on memory its caller lays out (CpuModule::Call: the one run
+// path, which the public API's cpu target and the tests' run() take). The calling side of
+// coil/artifact.h (runtime/include/coil/artifact.h). Tests: tests/unit/runtime_test.cpp,
+// tests/unit/api_test.cpp, tests/unit/cpp_backend_test.cpp.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -16,6 +19,12 @@ struct coil_kernel_profile;
 
 namespace coil {
 
+/// Copies the elements of a tensor of `sizes` from `src` (its element 0, laid out by
+/// `src_strides`) to `dst` (by `dst_strides`), `itemsize` bytes each, in one walk over both
+/// layouts; strides in elements. Allocates nothing.
+void copy_strided(std::byte *dst, std::span<const int64_t> dst_strides, const std::byte *src,
+                  std::span<const int64_t> src_strides, std::span<const int64_t> sizes, int64_t itemsize);
+
 /// One kernel's row of a profiled module (coil_profile in coil/artifact.h).
 struct KernelProfile {
   std::string name;     // kernel0
@@ -25,6 +34,8 @@ struct KernelProfile {
 };
 
 class CpuModule {
+  struct Scratch;  // a thread's pointer arrays and staging (cpu_module.cpp)
+
  public:
   /// Loads the library and gives it the option num_threads (read now, so that a malformed
   /// COIL_NUM_THREADS is a UserError before any kernel runs; 0 leaves the library to its
@@ -38,15 +49,47 @@ class CpuModule {
   const coil_tensor_desc &input(int i) const { return *input_(i); }
   const coil_tensor_desc &output(int i) const { return *output_(i); }
 
-  /// coil_run on allocations laid out as input() and output() say; sets the pointers of
-  /// aliasing outputs. A UserError with the library's message when it fails.
-  void call(void *const *inputs, void **outputs) const;
+  /// One call on memory the caller lays out, the one way a module runs: give every input
+  /// and output, then run(). A tensor with the library's strides (input(i), output(i)) is
+  /// used in place; one of other strides is copied into staging before the call (inputs,
+  /// and owned outputs whose view is not their whole allocation) or out of it after
+  /// (outputs, views that alias included). The pointer arrays and the staging are the
+  /// calling thread's and reused, sized from what the module worked out at load: a call
+  /// allocates nothing once its thread has made one (the staging, once one had to copy).
+  /// One Call per thread at a time.
+  class Call {
+   public:
+    explicit Call(const CpuModule &m);
+    ~Call();
+    Call(const Call &) = delete;
+    Call &operator=(const Call &) = delete;
 
-  /// Runs the graph on `inputs` (by name) and returns its outputs, dense row-major.
-  /// A UserError on a missing or mistyped input and on an error inside a kernel.
+    /// Input i at `data` (its element 0), `strides` in elements (empty: contiguous); dtype
+    /// and sizes are the graph's (the caller checked them).
+    void input(int i, const void *data, std::span<const int64_t> strides);
+    /// Output i likewise, written by run().
+    void output(int i, void *data, std::span<const int64_t> strides);
+
+    /// Copies in, calls the library, copies out. A UserError with the library's message
+    /// when it fails.
+    void run();
+    /// run() with the library's call repeated `iterations` times after one to warm up (the
+    /// copies made once): the median time of one call, in seconds.
+    double median_seconds(int iterations);
+
+   private:
+    void copy_in();
+    void copy_out();
+
+    const CpuModule &m_;
+    Scratch &s_;
+  };
+
+  /// Runs the graph on `inputs` (by name) and returns its outputs, dense row-major, through
+  /// a Call. A UserError on a missing or mistyped input and on an error inside a kernel.
   std::vector<HostTensor> run(const TensorList &inputs) const;
 
-  /// The median time of one call over `iterations` calls, in seconds.
+  /// The median time of one call over `iterations` calls, in seconds (Call::median_seconds).
   double median_seconds(const TensorList &inputs, int iterations) const;
 
   /// Each kernel's calls and time since this module was made or reset_profile(), in call
@@ -64,8 +107,22 @@ class CpuModule {
   void reset_profile();
 
  private:
-  struct Prepared;
-  Prepared prepare(const TensorList &inputs) const;
+  /// What a call needs of an input or output, worked out at load so that no call
+  /// allocates to decide.
+  struct Layout {
+    DType dtype = DType::F32;
+    int64_t itemsize = 0;
+    std::span<const int64_t> sizes, strides;  // the library's (its static arrays)
+    std::vector<int64_t> dense;               // contiguous strides: for callers that give none
+    int64_t offset = 0;                       // storage_offset: element 0 within the allocation
+    int32_t kind = 0;                         // outputs: coil_output_kind
+    bool whole = false;                       // owned outputs: the view spans its whole allocation
+    size_t staging = 0;                       // inputs and owned outputs: where in the staging its copy goes
+  };
+  static Layout layout_of(const coil_tensor_desc &d, size_t &staging_bytes);
+  /// coil_run; a UserError with the library's message when it fails.
+  void call(void *const *inputs, void **outputs) const;
+  std::vector<HostTensor> bind_named(Call &call, const TensorList &inputs) const;
   std::vector<KernelProfile> library_profile() const;
 
   SharedLibrary lib_;
@@ -81,6 +138,8 @@ class CpuModule {
   // What the library had counted before this module or the last reset: a library
   // dlclose'd may stay loaded (GCC's unique symbols keep it), counts and all.
   std::vector<KernelProfile> profile_baseline_;
+  std::vector<Layout> inputs_, outputs_;
+  size_t staging_bytes_ = 0;  // every staged copy of one call
 };
 
 }  // namespace coil

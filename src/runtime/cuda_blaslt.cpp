@@ -54,21 +54,7 @@ struct Api {
   const char *(*cublasLtGetStatusName)(Status status);  // optional
 };
 
-struct Loaded {
-  Api api{};
-  std::string reason;  // empty: usable
-};
-
-Loaded load() {
-  Loaded out;
-  std::string why;
-  void *lib = open_first({"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so"}, why);
-  if (!lib) {
-    out.reason = why + ": no cuBLASLt on this machine";
-    return out;
-  }
-  Api &a = out.api;
-  Symbols symbols(lib);
+void bind(Symbols &symbols, Api &a) {
   symbols.need("cublasLtCreate", a.cublasLtCreate);
   symbols.need("cublasLtMatmulDescCreate", a.cublasLtMatmulDescCreate);
   symbols.need("cublasLtMatmulDescDestroy", a.cublasLtMatmulDescDestroy);
@@ -81,16 +67,12 @@ Loaded load() {
   symbols.need("cublasLtMatmulPreferenceSetAttribute", a.cublasLtMatmulPreferenceSetAttribute);
   symbols.need("cublasLtMatmulAlgoGetHeuristic", a.cublasLtMatmulAlgoGetHeuristic);
   symbols.need("cublasLtMatmul", a.cublasLtMatmul);
-  if (!symbols.missing().empty()) {
-    out.reason = str_cat("libcublasLt has no ", symbols.missing(), ": cuBLASLt 11.4 or newer is needed");
-    return out;
-  }
   symbols.want("cublasLtGetStatusName", a.cublasLtGetStatusName);
-  return out;
 }
 
-const Loaded &loaded() {
-  static const Loaded l = load();
+const LoadedLibrary<Api> &loaded() {
+  static const auto l = load_library<Api>(
+      {{"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so"}, "cuBLASLt", "cuBLASLt 11.4 or newer"}, bind);
   return l;
 }
 

@@ -6,50 +6,16 @@
 namespace coil::cuda {
 namespace {
 
-struct LoadedCublas {
-  Cublas api{};
-  std::string reason;  // empty: usable
-};
-
-struct LoadedCudnn {
-  Cudnn api{};
-  std::string reason;
-};
-
-// Never closed: like the driver, the libraries stay loaded for the life of the process.
-LoadedCublas load_cublas() {
-  LoadedCublas out;
-  std::string why;
-  void *lib = open_first({"libcublas.so.13", "libcublas.so.12", "libcublas.so"}, why);
-  if (!lib) {
-    out.reason = why + ": no cuBLAS on this machine";
-    return out;
-  }
-  Cublas &c = out.api;
-  // The _v2 names are the ABI behind cublas_v2.h's macros.
-  Symbols symbols(lib);
+// The _v2 names are the ABI behind cublas_v2.h's macros.
+void bind_cublas(Symbols &symbols, Cublas &c) {
   symbols.need("cublasCreate_v2", c.cublasCreate);
   symbols.need("cublasDestroy_v2", c.cublasDestroy);
   symbols.need("cublasSetStream_v2", c.cublasSetStream);
   symbols.need("cublasGemmStridedBatchedEx", c.cublasGemmStridedBatchedEx);
-  if (!symbols.missing().empty()) {
-    out.reason = str_cat("libcublas has no ", symbols.missing(), ": cuBLAS 11 or newer is needed");
-    return out;
-  }
   symbols.want("cublasGetStatusName", c.cublasGetStatusName);
-  return out;
 }
 
-LoadedCudnn load_cudnn() {
-  LoadedCudnn out;
-  std::string why;
-  void *lib = open_first({"libcudnn.so.9", "libcudnn.so"}, why);
-  if (!lib) {
-    out.reason = why + ": no cuDNN on this machine";
-    return out;
-  }
-  Cudnn &c = out.api;
-  Symbols symbols(lib);
+void bind_cudnn(Symbols &symbols, Cudnn &c) {
   symbols.need("cudnnGetErrorString", c.cudnnGetErrorString);
   symbols.need("cudnnCreate", c.cudnnCreate);
   symbols.need("cudnnDestroy", c.cudnnDestroy);
@@ -73,18 +39,18 @@ LoadedCudnn load_cudnn() {
   symbols.need("cudnnConvolutionBackwardData", c.cudnnConvolutionBackwardData);
   symbols.need("cudnnAddTensor", c.cudnnAddTensor);
   symbols.need("cudnnTransformTensor", c.cudnnTransformTensor);
-  if (!symbols.missing().empty())
-    out.reason = str_cat("libcudnn has no ", symbols.missing(), ": cuDNN 8 or newer with its legacy convolution API is needed");
-  return out;
 }
 
-const LoadedCublas &loaded_cublas() {
-  static const LoadedCublas l = load_cublas();
+// Loaded once, never closed: like the driver, the libraries stay for the life of the process.
+const LoadedLibrary<Cublas> &loaded_cublas() {
+  static const auto l = load_library<Cublas>(
+      {{"libcublas.so.13", "libcublas.so.12", "libcublas.so"}, "cuBLAS", "cuBLAS 11 or newer"}, bind_cublas);
   return l;
 }
 
-const LoadedCudnn &loaded_cudnn() {
-  static const LoadedCudnn l = load_cudnn();
+const LoadedLibrary<Cudnn> &loaded_cudnn() {
+  static const auto l = load_library<Cudnn>(
+      {{"libcudnn.so.9", "libcudnn.so"}, "cuDNN", "cuDNN 8 or newer with its legacy convolution API"}, bind_cudnn);
   return l;
 }
 

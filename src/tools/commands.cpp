@@ -193,7 +193,8 @@ int run_run(const std::vector<std::string> &all_args) {
   if (bench > 0 && (device == "ref" || interpret))
     throw UserError("coil run: --bench times compiled kernels: use it with --device cpu or --device cuda");
   if (!p.options.count("--inputs")) throw UserError("coil run: --inputs IN.safetensors is required");
-  // The tensors are checked against the graph before anything is compiled.
+  // The tensors are checked against the graph before anything is compiled; the graph read
+  // here is the one compiled.
   Graph g = frontend::parse_graph_file(file);
   TensorList inputs = read_safetensors(p.options["--inputs"]);
   check_graph_inputs(g, inputs, p.options["--inputs"]);
@@ -204,7 +205,7 @@ int run_run(const std::vector<std::string> &all_args) {
   }
   CompileOptions o;
   o.target = interpret ? Target::CudaInterpreter : parse_target(device);
-  CompiledGraph compiled = compile_file(file, o);
+  CompiledGraph compiled = compile_parsed(std::move(g), o);
   std::vector<TensorRef> in, out;
   for (const TensorInfo &t : compiled.inputs()) {
     HostTensor *h = const_cast<HostTensor *>(find_tensor(inputs, t.name));

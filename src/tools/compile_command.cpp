@@ -10,7 +10,6 @@
 
 #include "codegen/gpu/gpu_epilogue.h"
 #include "codegen/triton/triton_codegen.h"
-#include "runtime/cpu_module.h"
 #include "runtime/cuda_program.h"
 #include "runtime/triton_build.h"
 #include "support/error.h"

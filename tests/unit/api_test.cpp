@@ -1,10 +1,13 @@
 // The public API (include/coil/coil.h) as a user of it sees it: compile a graph for a
-// target, run it on the caller's tensors of any strides, options that hold for one
-// compilation only, and the errors a caller gets. The reference is the examples'
-// expected.safetensors (eager PyTorch) and, for views, values computed here.
+// target, run it on the caller's tensors of any strides (copied in and out, or used in
+// place with no allocation), options that hold for one compilation only, and the errors a
+// caller gets. The reference is the examples' expected.safetensors (eager PyTorch) and, for
+// views, values computed here.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <new>
 #include <thread>
 
 #include "coil/coil.h"
@@ -13,8 +16,43 @@
 #include "support/options.h"
 #include "test_util.h"
 
+// Every operator new of this test binary counts, per thread, so that a test can say that a
+// call allocated nothing (AllocationsOf). malloc and free underneath, as the default ones.
+namespace {
+thread_local int64_t allocations = 0;
+
+void *counted(std::size_t n, std::size_t alignment) {
+  ++allocations;
+  n = n ? n : 1;
+  void *p = alignment <= alignof(std::max_align_t) ? std::malloc(n)
+                                                   : std::aligned_alloc(alignment, (n + alignment - 1) / alignment * alignment);
+  if (!p) throw std::bad_alloc();
+  return p;
+}
+}  // namespace
+
+void *operator new(std::size_t n) { return counted(n, 0); }
+void *operator new[](std::size_t n) { return counted(n, 0); }
+void *operator new(std::size_t n, std::align_val_t a) { return counted(n, std::size_t(a)); }
+void *operator new[](std::size_t n, std::align_val_t a) { return counted(n, std::size_t(a)); }
+void operator delete(void *p) noexcept { std::free(p); }
+void operator delete[](void *p) noexcept { std::free(p); }
+void operator delete(void *p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void *p, std::size_t) noexcept { std::free(p); }
+void operator delete(void *p, std::align_val_t) noexcept { std::free(p); }
+void operator delete[](void *p, std::align_val_t) noexcept { std::free(p); }
+void operator delete(void *p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+void operator delete[](void *p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+
 namespace coil {
 namespace {
+
+// How many times `fn` called operator new on this thread.
+int64_t allocations_of(const std::function<void()> &fn) {
+  int64_t before = allocations;
+  fn();
+  return allocations - before;
+}
 
 std::string example(const std::string &name) { return (test::source_dir() / "examples" / name).string(); }
 
@@ -123,6 +161,94 @@ TEST(Api, RunsFromSeveralThreadsAtOnce) {
   EXPECT_TRUE(ok1 && ok2);
 }
 
+// Outputs of every kind: owned (a, r), a view of an input (t), a view of another output (v).
+const char *kKinds = R"(class GraphModule(torch.nn.Module):
+    def forward(self, x: "f32[4, 6][6, 1]cpu", y: "f32[6][1]cpu"):
+        a: "f32[4, 6][6, 1]cpu" = torch.ops.aten.add.Tensor(x, y)
+        t: "f32[6, 4][1, 6]cpu" = torch.ops.aten.permute.default(x, [1, 0])
+        r: "f32[4, 6][6, 1]cpu" = torch.ops.aten.relu.default(a)
+        v: "f32[24][1]cpu" = torch.ops.aten.view.default(r, [24])
+        return (a, t, r, v)
+)";
+
+float kinds_x(int64_t i, int64_t j) { return float(i * 6 + j) - 13.25f; }
+float kinds_y(int64_t j) { return float(j) * 0.5f - 1.0f; }
+
+// A call whose tensors all have the library's layouts allocates nothing once its thread has
+// made one; one that stages copies allocates its staging once, then reuses it.
+TEST(Api, ACallInTheLibrarysLayoutsAllocatesNothing) {
+  CompiledGraph g = compile(kKinds, {}, "kinds.py");
+  Floats x{std::vector<float>(24), {4, 6}, {}}, y{std::vector<float>(6), {6}, {}};
+  for (int64_t i = 0; i < 4; ++i)
+    for (int64_t j = 0; j < 6; ++j) x.data[size_t(i * 6 + j)] = kinds_x(i, j), y.data[size_t(j)] = kinds_y(j);
+  Floats a{std::vector<float>(24, NAN), {4, 6}, {}}, r{std::vector<float>(24, NAN), {4, 6}, {}};
+  // The views where the library leaves them: t on x's memory, v on r's.
+  std::vector<TensorRef> in = {x.ref(), y.ref()};
+  std::vector<TensorRef> out = {a.ref(), {x.data.data(), ScalarType::Float32, {6, 4}, {1, 6}}, r.ref(),
+                                {r.data.data(), ScalarType::Float32, {24}, {}}};
+  auto check = [&] {
+    for (int64_t i = 0; i < 4; ++i)
+      for (int64_t j = 0; j < 6; ++j) {
+        float sum = kinds_x(i, j) + kinds_y(j);
+        EXPECT_EQ(a.data[size_t(i * 6 + j)], sum) << i << "," << j;
+        EXPECT_EQ(r.data[size_t(i * 6 + j)], std::max(sum, 0.0f)) << i << "," << j;
+        EXPECT_EQ(x.data[size_t(i * 6 + j)], kinds_x(i, j)) << "the input was written: " << i << "," << j;
+      }
+  };
+  // Column-major x: copied into staging; t in memory of its own: copied out.
+  Floats xt{std::vector<float>(24), {4, 6}, {1, 4}};
+  for (int64_t i = 0; i < 4; ++i)
+    for (int64_t j = 0; j < 6; ++j) xt.data[size_t(j * 4 + i)] = kinds_x(i, j);
+  Floats t{std::vector<float>(24), {6, 4}, {}};
+  std::vector<TensorRef> staged_in = {xt.ref(), y.ref()};
+  std::vector<TensorRef> staged_out = {a.ref(), t.ref(), r.ref(), {r.data.data(), ScalarType::Float32, {24}, {}}};
+  // A fresh thread: its first call makes the thread's storage.
+  std::thread([&] {
+    EXPECT_GT(allocations_of([&] { g.run(in, out); }), 0) << "the thread's first call makes its pointer arrays";
+    check();
+    EXPECT_EQ(allocations_of([&] { g.run(in, out); }), 0);
+    check();
+    EXPECT_GT(allocations_of([&] { g.run(staged_in, staged_out); }), 0) << "the first staged copy makes the staging";
+    check();
+    EXPECT_EQ(allocations_of([&] { g.run(staged_in, staged_out); }), 0);
+    check();
+    EXPECT_EQ(allocations_of([&] { g.run(in, out); }), 0);
+    check();
+  }).join();
+  for (int64_t i = 0; i < 4; ++i)
+    for (int64_t j = 0; j < 6; ++j) EXPECT_EQ(t.data[size_t(j * 4 + i)], kinds_x(i, j)) << i << "," << j;
+}
+
+// Tensors in none of the library's layouts: views into larger buffers (element 0 at an
+// offset, rows padded, every other element), transposed, and views of an input and of an
+// output that the caller wants in memory of their own. What lies between the elements
+// stays as it was.
+TEST(Api, ACallCopiesWhatIsNotInTheLibrarysLayout) {
+  CompiledGraph g = compile(kKinds, {}, "kinds.py");
+  std::vector<float> xs(3 + 4 * 8, NAN), ys(12, NAN);
+  for (int64_t i = 0; i < 4; ++i)
+    for (int64_t j = 0; j < 6; ++j) xs[size_t(3 + i * 8 + j)] = kinds_x(i, j), ys[size_t(j * 2)] = kinds_y(j);
+  std::vector<float> as(24, NAN), rs(5 + 4 * 7, -7.0f), ts(24, NAN), vs(48, -7.0f);
+  std::vector<TensorRef> in = {{xs.data() + 3, ScalarType::Float32, {4, 6}, {8, 1}},
+                               {ys.data(), ScalarType::Float32, {6}, {2}}};
+  std::vector<TensorRef> out = {{as.data(), ScalarType::Float32, {4, 6}, {1, 4}},
+                                {ts.data(), ScalarType::Float32, {6, 4}, {}},
+                                {rs.data() + 5, ScalarType::Float32, {4, 6}, {7, 1}},
+                                {vs.data(), ScalarType::Float32, {24}, {2}}};
+  g.run(in, out);
+  for (int64_t i = 0; i < 4; ++i)
+    for (int64_t j = 0; j < 6; ++j) {
+      float sum = kinds_x(i, j) + kinds_y(j);
+      EXPECT_EQ(as[size_t(j * 4 + i)], sum) << i << "," << j;
+      EXPECT_EQ(ts[size_t(j * 4 + i)], kinds_x(i, j)) << i << "," << j;
+      EXPECT_EQ(rs[size_t(5 + i * 7 + j)], std::max(sum, 0.0f)) << i << "," << j;
+      EXPECT_EQ(vs[size_t((i * 6 + j) * 2)], std::max(sum, 0.0f)) << i << "," << j;
+    }
+  for (size_t k = 0; k < rs.size(); ++k)
+    if (k < 5 || (k - 5) % 7 == 6) EXPECT_EQ(rs[k], -7.0f) << "padding of r written at " << k;
+  for (size_t k = 1; k < vs.size(); k += 2) EXPECT_EQ(vs[k], -7.0f) << "a gap of v written at " << k;
+}
+
 // Options given to compile hold for that compilation only: the registry is as before.
 TEST(Api, OptionsHoldForOneCompilation) {
   CompileOptions o;
@@ -188,6 +314,18 @@ TEST(Api, DeviceMemoryOnlyGoesToTheGpu) {
               "coil: error: input 'x' is in cuda:0 memory; target " + std::string(target_name(target)) +
                   " takes host memory only (copy the tensor to the host, or compile for target cuda)");
   }
+}
+
+// Every ScalarType is one of coil's dtypes, named as PyTorch prints it.
+TEST(Api, ScalarTypesAreTheArtifactsDTypes) {
+  const char *names[] = {"f64", "f32", "f16", "bf16", "i64", "i32", "i16", "i8", "u8", "b8"};
+  const int64_t sizes[] = {8, 4, 2, 2, 8, 4, 2, 1, 1, 1};
+  for (int32_t code = 0; code < 10; ++code) {
+    EXPECT_STREQ(scalar_type_name(ScalarType(code)), names[code]);
+    EXPECT_EQ(element_size(ScalarType(code)), sizes[code]) << names[code];
+  }
+  EXPECT_STREQ(scalar_type_name(ScalarType(10)), "?");
+  EXPECT_EQ(api_error([] { element_size(ScalarType(10)); }), "coil: error: unknown scalar type 10");
 }
 
 }  // namespace

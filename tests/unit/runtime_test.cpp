@@ -1,6 +1,7 @@
 // The runtime's plumbing: SHA-256 against the FIPS 180-4 test vectors, the ISA table, the
 // compiler subprocess, the content-addressed cache (hits, stale entries, failures, two
-// processes at once, info and clear), loading a built shared object, and the precompiled
+// processes at once, info and clear), loading a built shared object, strided copies and
+// one call of a module at a time per thread, and the precompiled
 // kernel prelude (built once, reused, built by two processes at once, skipped when the
 // compiler cannot build it or the file is damaged).
 #include <gtest/gtest.h>
@@ -312,6 +313,64 @@ TEST(Pch, RejectionIsTheWarningLine) {
       "[-Winvalid-pch]";
   EXPECT_EQ(pch_rejection("In file included from x.cpp:1:\n" + warning + "\n"), warning);
   EXPECT_EQ(pch_rejection("x.cpp:3:7: warning: unused variable 'y' [-Wunused-variable]\n"), "");
+}
+
+// copy_strided against a copy element by element through for_each_offset: every element
+// size, transposes, broadcast (stride 0) sources, negative strides, rank 0 and empty shapes.
+TEST(CopyStrided, MatchesACopyElementByElement) {
+  struct Case {
+    Shape sizes, src_strides, dst_strides;
+    int64_t src_offset, dst_offset;  // element 0 within each buffer
+  };
+  const Case cases[] = {
+      {{3, 4}, {4, 1}, {4, 1}, 0, 0},         {{3, 4}, {1, 3}, {4, 1}, 0, 0},
+      {{3, 4}, {4, 1}, {1, 3}, 0, 2},         {{2, 3, 4}, {1, 2, 6}, {12, 4, 1}, 1, 0},
+      {{2, 3, 4}, {16, 5, 1}, {1, 2, 6}, 3, 0}, {{5}, {0}, {1}, 0, 0},
+      {{3, 4}, {-4, 1}, {1, 3}, 8, 0},        {{}, {}, {}, 2, 1},
+      {{3, 0, 4}, {0, 4, 1}, {4, 4, 1}, 0, 0}, {{1, 5, 1}, {99, 1, 7}, {5, 1, 1}, 0, 0},
+  };
+  for (int64_t size : {1, 2, 4, 8}) {
+    for (const Case &c : cases) {
+      // Elements of a buffer that holds every element: 1 + the largest offset.
+      auto span_of = [](const Shape &sizes, const Shape &strides, int64_t offset) {
+        int64_t low = offset, high = offset;
+        for (size_t d = 0; d < sizes.size(); ++d)
+          if (sizes[d] > 0) ((strides[d] < 0) ? low : high) += (sizes[d] - 1) * strides[d];
+        EXPECT_GE(low, 0) << "the case's offset leaves room for its negative strides";
+        return high + 1;
+      };
+      int64_t src_n = span_of(c.sizes, c.src_strides, c.src_offset);
+      int64_t dst_n = span_of(c.sizes, c.dst_strides, c.dst_offset);
+      std::vector<std::byte> src(size_t(src_n * size)), got(size_t(dst_n * size), std::byte{0xAB});
+      for (size_t k = 0; k < src.size(); ++k) src[k] = std::byte(k * 7 + 1);
+      std::vector<std::byte> want = got;
+      for_each_offset(c.sizes, c.src_strides, c.src_offset, [&](int64_t flat, int64_t from) {
+        int64_t to = c.dst_offset;
+        int64_t rest = flat;
+        for (size_t d = c.sizes.size(); d-- > 0;) {
+          to += rest % c.sizes[d] * c.dst_strides[d];
+          rest /= c.sizes[d];
+        }
+        std::memcpy(want.data() + to * size, src.data() + from * size, size_t(size));
+      });
+      copy_strided(got.data() + c.dst_offset * size, c.dst_strides, src.data() + c.src_offset * size, c.src_strides,
+                   c.sizes, size);
+      EXPECT_EQ(got, want) << shape_str(c.sizes) << " from " << shape_str(c.src_strides) << " to "
+                           << shape_str(c.dst_strides) << ", " << size << " bytes each";
+    }
+  }
+}
+
+// A module's calls take its thread's storage: a second call at once on one thread is a bug
+// of the caller, said as one.
+TEST(CpuCall, OneAtATimeOnAThread) {
+  Compilation c = compile_graph(frontend::parse_graph_file("examples/pointwise_chain/graph.py"), sched::ScheduleOptions{});
+  CpuModule m(build_cpu(c.schedule).so_path);
+  {
+    CpuModule::Call first(m);
+    EXPECT_THROW(CpuModule::Call second(m), InternalError);
+  }
+  CpuModule::Call again(m);  // the first one gave the storage back
 }
 
 // examples/<name> compiled for the CPU through the test's cache and checked against

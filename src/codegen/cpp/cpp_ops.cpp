@@ -36,22 +36,6 @@ std::string storage_type(DType t) {
   return value_type(t);
 }
 
-int artifact_dtype(DType t) {
-  switch (t) {
-    case DType::F64: return 0;
-    case DType::F32: return 1;
-    case DType::F16: return 2;
-    case DType::BF16: return 3;
-    case DType::I64: return 4;
-    case DType::I32: return 5;
-    case DType::I16: return 6;
-    case DType::I8: return 7;
-    case DType::U8: return 8;
-    case DType::Bool: return 9;
-  }
-  return -1;
-}
-
 std::string literal(double v, DType t) {
   char buf[64];
   if (is_floating(t)) {

@@ -18,8 +18,6 @@ std::string value_type(DType t);
 std::string vector_type(DType t, int lanes);
 /// The type of an element of a buffer of `t` in memory.
 std::string storage_type(DType t);
-/// enum coil_dtype of coil/artifact.h.
-int artifact_dtype(DType t);
 
 /// A literal of dtype `t`.
 std::string literal(double v, DType t);

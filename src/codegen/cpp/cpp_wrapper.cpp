@@ -57,7 +57,7 @@ void emit_descriptors(const ir::Program &p, Writer &w) {
     std::string tag = array + std::to_string(i);
     w.line("static const int64_t " + tag + "_sizes[] = " + shape_array(t.sizes) + ";");
     w.line("static const int64_t " + tag + "_strides[] = " + shape_array(t.strides) + ";");
-    return "{\"" + name + "\", " + std::to_string(artifact_dtype(t.dtype)) + ", " + std::to_string(t.sizes.size()) +
+    return "{\"" + name + "\", " + std::to_string(dtype_code(t.dtype)) + ", " + std::to_string(t.sizes.size()) +
            ", " + tag + "_sizes, " + tag + "_strides, " + std::to_string(offset) + ", " + std::to_string(elements) +
            ", " + std::to_string(kind) + ", " + std::to_string(alias) + "}";
   };
