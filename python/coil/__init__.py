@@ -6,8 +6,17 @@
 
 `coil.compile(text, target, options)` compiles a graph as PyTorch prints it, without torch
 (coil._C over include/coil/coil.h). The backend is coil.backend; it imports torch only
-when used.
+when used. `coil.explain(model, *inputs)` compiles a model and says what coil compiled and
+what ran in eager PyTorch, and why.
 """
 from coil._C import CoilError, CompiledGraph, check_options, compile, supported_ops  # noqa: F401
 
-__all__ = ["CoilError", "CompiledGraph", "check_options", "compile", "supported_ops"]
+
+def explain(model, *inputs, **compile_kwargs):
+    """What torch.compile(model, backend="coil") does with `model` on `inputs` (coil.backend.Explanation)."""
+    from coil.backend import explain as explain_model
+
+    return explain_model(model, *inputs, **compile_kwargs)
+
+
+__all__ = ["CoilError", "CompiledGraph", "check_options", "compile", "explain", "supported_ops"]

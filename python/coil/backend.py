@@ -9,9 +9,14 @@ Options are coil's, by their `coil config` names (`options={"cpp.isa": "avx2"}`)
 mode="reduce-overhead" turns on CUDA graphs (triton.cudagraphs) and "max-autotune" Triton's
 autotuning. An unknown option is an error naming it.
 
-A graph coil cannot compile (an op it does not support, symbolic sizes, a compiler error)
-runs in eager PyTorch, with a warning on the logger `coil` naming why; with
-COIL_FALLBACK=error the error is raised instead.
+A graph with ops coil does not compile (custom ops, higher-order ops, ATen ops without a
+lowering) is partitioned (coil/partition.py): coil compiles the groups of ops it supports and
+the rest runs in eager PyTorch between them, each such op named with its reason on the logger
+`coil`. A graph or part coil fails on (symbolic sizes, a compiler error) runs in eager
+PyTorch with a warning naming the failure; with COIL_FALLBACK=error the error is raised
+instead. `coil.explain(model, *inputs)` lists every graph, its parts and what ran in eager;
+COIL_LOG=1 prints the logger `coil` to stderr. `counters` counts graphs and parts, compiled
+and not.
 
 Tensors cross as data pointers with their strides and device, without copies through the
 host: on the CPU coil's kernels read and write them; on CUDA the work is queued on PyTorch's
@@ -24,6 +29,7 @@ Tests: tests/python/test_backend.py.
 """
 from __future__ import annotations
 
+import collections
 import functools
 import itertools
 import logging
@@ -31,9 +37,17 @@ import os
 
 import torch
 
-from coil import _C
+from coil import _C, partition
 
 log = logging.getLogger("coil")
+if os.environ.get("COIL_LOG", "") not in ("", "0") and not log.handlers:
+    log.addHandler(logging.StreamHandler())
+    log.setLevel(logging.INFO)
+
+# What this process compiled: graphs (as Dynamo and AOTAutograd give them) and their parts,
+# compiled by coil or run in eager PyTorch, and ops left to eager between coil's parts.
+counters: collections.Counter = collections.Counter()
+_listeners: list[list] = []  # explain()'s records of each graph
 
 # torch dtypes by coil's codes (include/coil/coil.h, ScalarType).
 _DTYPES = [torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32,
@@ -85,11 +99,61 @@ def _eager(gm: torch.fx.GraphModule, why: str):
     if os.environ.get("COIL_FALLBACK", "") == "error":
         raise RuntimeError(f"coil: cannot compile graph: {why}")
     log.warning("coil: graph runs in eager PyTorch: %s", why)
-    return gm.forward
+
+    def eager(*args):
+        return gm.forward(*args)
+
+    eager.coil_why = why
+    return eager
+
+
+def _calls(gm: torch.fx.GraphModule) -> int:
+    return sum(n.op == "call_function" for n in gm.graph.nodes)
+
+
+def _part(name: str, gm: torch.fx.GraphModule, fn) -> dict:
+    compiled = getattr(fn, "coil_graph", None)
+    return {"name": name, "ops": _calls(gm), "compiled": compiled is not None,
+            "target": compiled.target if compiled else "", "plans": compiled.plans if compiled else "",
+            "why": getattr(fn, "coil_why", "")}
 
 
 def compile_graph(gm: torch.fx.GraphModule, example_inputs, options: list[tuple[str, str]]):
-    """A function running `gm` through coil, or gm itself (eager) when coil cannot."""
+    """A function running `gm`: through coil when coil supports every op, else coil's parts
+    with the rest in eager PyTorch between them (partition.py); eager as a whole when coil
+    cannot compile it."""
+    native = set(_C.supported_ops())
+    record = {"graph": counters["graphs"], "ops": _calls(gm), "parts": [], "eager_ops": []}
+    counters["graphs"] += 1
+    for listener in _listeners:
+        listener.append(record)
+    symbolic = not all(isinstance(x, torch.Tensor) for x in example_inputs)
+    if symbolic or not any(partition.unsupported(n, native) for n in gm.graph.nodes):
+        fn = compile_whole(gm, example_inputs, options)  # a graph of symbolic sizes runs in eager whole
+        record["parts"].append(_part("the whole graph", gm, fn))
+        counters["graphs_compiled" if hasattr(fn, "coil_graph") else "graphs_eager"] += 1
+        return fn
+    split, eager_ops = partition.split(gm, native)
+    record["eager_ops"] = eager_ops
+    counters["ops_eager"] += len(eager_ops)
+    log.warning("coil: %d ops run in eager PyTorch between coil's parts: %s", len(eager_ops), "; ".join(eager_ops))
+    for node in list(split.graph.nodes):
+        if node.op != "call_module":
+            continue
+        sub = getattr(split, node.target)
+        fn = compile_whole(sub, partition.submodule_inputs(split, node), options)
+        record["parts"].append(_part(node.target, sub, fn))
+        if hasattr(fn, "coil_graph"):
+            counters["parts_compiled"] += 1
+            setattr(split, node.target, partition.CompiledPart(fn, partition.returns_one_value(sub)))
+        else:
+            counters["parts_eager"] += 1
+    counters["graphs_partitioned"] += 1
+    return split
+
+
+def compile_whole(gm: torch.fx.GraphModule, example_inputs, options: list[tuple[str, str]]):
+    """A function running all of `gm` through coil, or gm itself (eager) when coil cannot."""
     if not all(isinstance(x, torch.Tensor) for x in example_inputs):
         return _eager(gm, "an input is not a tensor (symbolic sizes are not compiled yet)")
     devices = {x.device.type for x in example_inputs}
@@ -142,3 +206,47 @@ def coil_backend(gm: torch.fx.GraphModule, example_inputs, options: dict | None 
         return make_boxed_func(fx.forward)
 
     return aot_autograd(fw_compiler=forward, bw_compiler=backward, decompositions=decompositions())(gm, example_inputs)
+
+
+class Explanation:
+    """What torch.compile(backend="coil") did with a model: per graph, its parts (compiled by
+    coil for a target, with their kernel plans, or run in eager PyTorch and why) and the ops
+    left to eager PyTorch between coil's parts. str() is the report."""
+
+    def __init__(self, graphs: list[dict]):
+        self.graphs = graphs
+
+    @property
+    def compiled_parts(self) -> int:
+        return sum(p["compiled"] for g in self.graphs for p in g["parts"])
+
+    @property
+    def eager_ops(self) -> list[str]:
+        return [op for g in self.graphs for op in g["eager_ops"]]
+
+    def __str__(self) -> str:
+        lines = [f"{len(self.graphs)} graph(s), {self.compiled_parts} part(s) compiled by coil, "
+                 f"{len(self.eager_ops)} op(s) in eager PyTorch"]
+        for g in self.graphs:
+            lines.append(f"graph {g['graph']}: {g['ops']} ops")
+            for p in g["parts"]:
+                if p["compiled"]:
+                    lines.append(f"  {p['name']}: {p['ops']} ops compiled by coil for {p['target']}")
+                    lines += ["    " + line for line in p["plans"].splitlines()]
+                else:
+                    lines.append(f"  {p['name']}: {p['ops']} ops in eager PyTorch: {p['why']}")
+            lines += [f"  eager PyTorch: {op}" for op in g["eager_ops"]]
+        return "\n".join(lines)
+
+
+def explain(model, *inputs, **compile_kwargs) -> Explanation:
+    """Compiles `model` with backend="coil" (after torch._dynamo.reset()), calls it once on
+    `inputs`, and returns what coil did with each graph."""
+    graphs: list[dict] = []
+    _listeners.append(graphs)
+    try:
+        torch._dynamo.reset()
+        torch.compile(model, backend="coil", **compile_kwargs)(*inputs)
+    finally:
+        _listeners.remove(graphs)
+    return Explanation(graphs)

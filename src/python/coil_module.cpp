@@ -36,6 +36,9 @@ nb::tuple info_tuple(const coil::TensorInfo &t) {
 
 NB_MODULE(_C, m) {
   m.doc() = "coil's compiler and runtime (include/coil/coil.h)";
+  // Compiled graphs live in torch.compile's caches until the interpreter exits, after this
+  // module's teardown: not a leak to report.
+  nb::set_leak_warnings(false);
   static nb::exception<coil::Error> error(m, "CoilError", PyExc_RuntimeError);
 
   nb::class_<coil::CompiledGraph>(m, "CompiledGraph")

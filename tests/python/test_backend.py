@@ -5,8 +5,10 @@ and on CUDA where a GPU is present (the class Cuda, skipped without one).
 
 Models are compared as tests/python/model_tolerance.py says (float64 reference, coil's
 error at most 3x eager's). The backend is found by its entry point, without importing coil;
-options are coil's and checked; what coil cannot compile runs in eager PyTorch with a
-warning, or raises with COIL_FALLBACK=error. On CUDA: tensors in and out without host
+options are coil's and checked; ops coil does not compile run in eager PyTorch between
+coil's parts (coil.explain says which and why); a graph coil fails on runs in eager with a
+warning, or raises with COIL_FALLBACK=error; graphs of symbolic sizes (a second batch size)
+and backward graphs run in eager, counted. On CUDA: tensors in and out without host
 copies or host synchronisation (torch.cuda.set_sync_debug_mode("error") around the calls),
 on the current stream, outputs the caller keeps across later calls, CUDA graphs.
 """
@@ -143,7 +145,10 @@ class Backend(unittest.TestCase):
             torch.compile(Block(), backend="coil", mode="fastest")(torch.randn(2, 8, 32))
         self.assertTrue(issubclass(CoilError, RuntimeError))
 
-    def test_what_coil_cannot_compile_runs_in_eager(self):
+    def test_ops_coil_does_not_compile_run_in_eager_between_its_parts(self):
+        import coil
+        from coil import backend
+
         @torch.library.custom_op("coil_test::twice", mutates_args=())
         def twice(x: torch.Tensor) -> torch.Tensor:
             return x * 2
@@ -153,22 +158,86 @@ class Backend(unittest.TestCase):
             return torch.empty_like(x)
 
         def f(x):
-            return twice(x.relu()) + 1
+            y = twice(x.relu() * 3)
+            return y.sum(-1) + 1, y.exp()
 
         x = torch.randn(4, 8)
         torch._dynamo.reset()
-        with self.assertLogs("coil", level=logging.WARNING) as logs:
+        before = backend.counters.copy()
+        with no_fallback(), self.assertLogs("coil", level=logging.WARNING) as logs:
             got = torch.compile(f, backend="coil")(x)
-        torch.testing.assert_close(got, f(x))
-        self.assertTrue(any("coil_test.twice" in line or "coil_test::twice" in line for line in logs.output),
+        for ours, theirs in zip(got, f(x)):
+            torch.testing.assert_close(ours, theirs)
+        self.assertTrue(any("twice (coil_test.twice.default): coil does not compile" in line for line in logs.output),
                         logs.output)
+        counted = backend.counters - before
+        self.assertEqual((counted["graphs_partitioned"], counted["parts_compiled"], counted["ops_eager"]), (1, 2, 1),
+                         counted)
+
+        report = coil.explain(f, x)
+        self.assertEqual(report.compiled_parts, 2, str(report))
+        self.assertEqual(len(report.eager_ops), 1, str(report))
+        text = str(report)
+        self.assertIn("1 graph(s), 2 part(s) compiled by coil, 1 op(s) in eager PyTorch", text)
+        self.assertIn("ops compiled by coil for cpu", text)
+        self.assertIn("eager PyTorch: twice (coil_test.twice.default)", text)
+
+    def test_a_second_batch_size_is_counted_not_hidden(self):
+        # Dynamo recompiles with symbolic sizes once it sees a second batch size; coil does
+        # not compile symbolic sizes yet, so that graph runs in eager, logged and counted.
+        from coil import backend
+        from torch._dynamo.utils import counters as dynamo_counters
+
+        model = Block().eval()
         torch._dynamo.reset()
-        os.environ["COIL_FALLBACK"] = "error"
-        try:
-            with self.assertRaisesRegex(Exception, "cannot compile graph"):
-                torch.compile(f, backend="coil")(x)
-        finally:
-            del os.environ["COIL_FALLBACK"]
+        dynamo_counters.clear()
+        before = backend.counters.copy()
+        compiled = torch.compile(model, backend="coil")
+        with torch.no_grad(), self.assertLogs("coil", level=logging.WARNING) as logs:
+            for batch in (2, 3):
+                x = torch.randn(batch, 8, 32)
+                torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-5)
+        counted = backend.counters - before
+        self.assertEqual((counted["graphs"], counted["graphs_compiled"], counted["graphs_eager"]), (2, 1, 1), counted)
+        self.assertEqual(dynamo_counters["stats"]["unique_graphs"], 2)
+        self.assertTrue(any("symbolic sizes" in line for line in logs.output), logs.output)
+
+    def test_the_forward_is_compiled_when_parameters_require_grad(self):
+        # eval() with parameters that require grad: AOTAutograd builds a joint graph; coil
+        # compiles the forward, the backward runs in eager PyTorch (logged), gradients match.
+        from coil import backend
+
+        torch.manual_seed(0)
+        model = Block().eval()
+        x = torch.randn(2, 8, 32)
+        torch._dynamo.reset()
+        before = backend.counters.copy()
+        with self.assertLogs("coil", level=logging.INFO) as logs:
+            out = torch.compile(model, backend="coil")(x)
+            out.sum().backward()
+        got = [p.grad.clone() for p in model.parameters()]
+        model.zero_grad()
+        model(x).sum().backward()
+        for ours, theirs in zip(got, [p.grad for p in model.parameters()]):
+            torch.testing.assert_close(ours, theirs, rtol=1e-4, atol=1e-5)
+        self.assertEqual((backend.counters - before)["graphs_compiled"], 1)
+        self.assertTrue(any("backward graph runs in eager" in line for line in logs.output), logs.output)
+
+    def test_a_graph_coil_fails_on_runs_in_eager_or_raises(self):
+        def f(x):
+            return (x * 2).relu().sum(-1)
+
+        x = torch.randn(4, 8)
+        broken = {"cpp.compiler": "no-such-compiler-of-coil"}
+        torch._dynamo.reset()
+        with self.assertLogs("coil", level=logging.WARNING) as logs:
+            got = torch.compile(f, backend="coil", options=broken)(x)
+        torch.testing.assert_close(got, f(x))
+        self.assertTrue(any("graph runs in eager PyTorch" in line and "no-such-compiler-of-coil" in line
+                            for line in logs.output), logs.output)
+        torch._dynamo.reset()
+        with no_fallback(), self.assertRaisesRegex(Exception, "cannot compile graph"):
+            torch.compile(f, backend="coil", options=broken)(x)
 
 
 def _mixed(x, w):
