@@ -108,6 +108,29 @@ TEST(Api, TheTritonDialectUnderTheInterpreter) {
   expect_example_matches_eager("softmax_lastdim", Target::CudaInterpreter);
 }
 
+// Scalars JSON has no spelling for (an infinite alpha, a NaN beta) reach the Triton host
+// program's interpreter intact (written as %.17g they made its JSON unreadable). How a GEMM
+// scales by inf is the library's: eager's gives NaN where inf * 0 meets the sum, so this
+// checks only that every element comes out non-finite.
+TEST(Api, NonFiniteScalarsReachTheTritonHostProgram) {
+  const char *text = R"(class GraphModule(torch.nn.Module):
+    def forward(self, c: "f32[2, 3][3, 1]cpu", a: "f32[2, 2][2, 1]cpu", b: "f32[2, 3][3, 1]cpu"):
+        addmm: "f32[2, 3][3, 1]cpu" = torch.ops.aten.addmm.default(c, a, b, beta = 1, alpha = inf)
+        addmm_1: "f32[2, 3][3, 1]cpu" = torch.ops.aten.addmm.default(c, a, b, beta = nan, alpha = -inf)
+        return (addmm, addmm_1)
+)";
+  Floats c{{1, 2, 3, 4, 5, 6}, {2, 3}, {}}, a{{1, 0, 0, -1}, {2, 2}, {}}, b{{1, 0, -2, 3, 0, 1}, {2, 3}, {}};
+  std::vector<TensorRef> in = {c.ref(), a.ref(), b.ref()};
+  CompiledGraph g = compile(text, {Target::CudaInterpreter, {}, ""}, "non_finite.py");
+  Floats x{std::vector<float>(6), {2, 3}, {}}, y{std::vector<float>(6), {2, 3}, {}};
+  std::vector<TensorRef> out = {x.ref(), y.ref()};
+  g.run(in, out);
+  for (size_t i = 0; i < 6; ++i) {
+    EXPECT_FALSE(std::isfinite(x.data[i])) << "addmm " << i << ": " << x.data[i];
+    EXPECT_FALSE(std::isfinite(y.data[i])) << "addmm_1 " << i << ": " << y.data[i];
+  }
+}
+
 // x of 4x6 read through any strides; outputs: a view of the input (aliases it) and a
 // slice of a computed buffer (written at an offset of its allocation), each written into
 // tensors of the caller's own layouts.

@@ -4,6 +4,7 @@
 #include "codegen/triton/triton_codegen.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -49,6 +50,16 @@ std::string json_ints(const std::vector<int64_t> &v) {
   std::string out = "[";
   for (size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + std::to_string(v[i]);
   return out + "]";
+}
+
+// A double exactly (17 digits); NaN and the infinities as Python's json module reads them
+// (NaN, Infinity, -Infinity), since JSON itself has no spelling for them.
+std::string json_number(double v) {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "Infinity" : "-Infinity";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
 }
 
 }  // namespace
@@ -119,17 +130,12 @@ std::string launch_plan_json(const sched::Schedule &s, const GpuProgram &g) {
     const ir::Buffer &ob = p.buffer(n.outputs[0]);
     std::string attrs, scalars;
     for (const auto &[name, v] : n.attrs) attrs += (attrs.empty() ? "" : ", ") + json_string(name) + ": " + json_ints(v);
-    for (const auto &[name, v] : n.scalars) {
-      char buf[64];
-      std::snprintf(buf, sizeof buf, "%.17g", v);
-      scalars += (scalars.empty() ? "" : ", ") + json_string(name) + ": " + buf;
-    }
+    for (const auto &[name, v] : n.scalars) scalars += (scalars.empty() ? "" : ", ") + json_string(name) + ": " + json_number(v);
     std::string epilogue;
     if (st.epilogue) {
       std::string ops;
       for (const sched::PostOp &op : st.epilogue->ops) {
-        char ab[96];
-        std::snprintf(ab, sizeof ab, "\"alpha\": %.17g, \"beta\": %.17g", op.alpha, op.beta);
+        std::string ab = "\"alpha\": " + json_number(op.alpha) + ", \"beta\": " + json_number(op.beta);
         ops += std::string(ops.empty() ? "" : ", ") + "{\"kind\": \"" + std::string(sched::post_op_name(op.kind)) + "\", " + ab +
                (op.binary() ? ", \"operand\": " + view(op.operand) : "") + "}";
       }
