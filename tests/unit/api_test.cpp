@@ -131,6 +131,27 @@ TEST(Api, NonFiniteScalarsReachTheTritonHostProgram) {
   }
 }
 
+// neg flips the sign of zeros in the Triton dialect too (Triton's own unary minus is 0 - x).
+TEST(Api, NegationFlipsTheSignOfZeroInTriton) {
+  const char *text = R"(class GraphModule(torch.nn.Module):
+    def forward(self, x: "f32[4][1]cpu"):
+        neg: "f32[4][1]cpu" = torch.ops.aten.neg.default(x)
+        return (neg,)
+)";
+  Floats x{{0.0f, -0.0f, 1.5f, -2.0f}, {4}, {}};
+  std::vector<TensorRef> in = {x.ref()};
+  for (Target target : {Target::Reference, Target::Cpu, Target::CudaInterpreter}) {
+    CompiledGraph g = compile(text, {target, {}, ""}, "neg.py");
+    Floats y{std::vector<float>(4, NAN), {4}, {}};
+    std::vector<TensorRef> out = {y.ref()};
+    g.run(in, out);
+    EXPECT_TRUE(y.data[0] == 0 && std::signbit(y.data[0])) << target_name(target) << ": -(+0) is " << y.data[0];
+    EXPECT_TRUE(y.data[1] == 0 && !std::signbit(y.data[1])) << target_name(target) << ": -(-0) is " << y.data[1];
+    EXPECT_EQ(y.data[2], -1.5f) << target_name(target);
+    EXPECT_EQ(y.data[3], 2.0f) << target_name(target);
+  }
+}
+
 // x of 4x6 read through any strides; outputs: a view of the input (aliases it) and a
 // slice of a computed buffer (written at an offset of its allocation), each written into
 // tensors of the caller's own layouts.

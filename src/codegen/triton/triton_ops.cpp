@@ -130,7 +130,9 @@ std::string div_rn(const std::string &a, const std::string &b, DType t) {
 
 std::string float_unary(Op op, const std::string &x, DType t, std::set<std::string> &helpers) {
   switch (op) {
-    case Op::Neg: return "-" + x;
+    // Triton's unary minus is 0 - x, which gives +0.0 for +0.0: a product by -1 flips the sign
+    // of zeros too, exactly, as eager's negation does.
+    case Op::Neg: return "(" + x + " * -1.0)";
     case Op::Abs: return "tl.abs(" + x + ")";
     case Op::Exp: return "tl.exp(" + x + ")";
     case Op::Exp2: return "tl.exp2(" + x + ")";
