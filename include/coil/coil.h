@@ -14,7 +14,8 @@
 // input"). Compiling runs the whole pipeline once (driver/compile.h): graph passes,
 // lowering, fusion, the memory plan, each kernel's plan, code generation and the build,
 // through the cache. Running allocates nothing when the caller's tensors have the layouts
-// inputs() and outputs() give; other strides are accepted and copied.
+// inputs() and outputs() give (on the CPU, after a thread's first call, which sizes its
+// pointer arrays once); other strides are accepted and copied.
 //
 // On the GPU (target cuda) the tensors are the caller's device memory and the work goes on
 // the caller's CUDA stream (PyTorch's current stream, say):
