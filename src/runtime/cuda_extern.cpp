@@ -270,24 +270,11 @@ void PreparedExtern::prepare_convolution(ExternHandles &handles) {
   COIL_CUDNN(cudnnCreateTensorDescriptor, &d.y.desc);
   COIL_CUDNN(cudnnSetTensorNdDescriptor, d.y.desc, type, dims, c.y_sizes.data(), c.y_strides.data());
   if (c.repack_filter) {
-    // The weight's packed strides in the order it has and in the filter's.
-    auto strides = [&](codegen::TensorFormat f) {
-      std::vector<size_t> order;  // dims from the innermost out
-      if (f == codegen::TensorFormat::NHWC) order.push_back(1);
-      for (size_t i = c.w_sizes.size(); i-- > 0;)
-        if (f == codegen::TensorFormat::NCHW || i != 1) order.push_back(i);
-      std::vector<int> st(c.w_sizes.size());
-      int step = 1;
-      for (size_t i : order) st[i] = step, step *= c.w_sizes[i];
-      return st;
-    };
     d.w_given.destroy = d.w_repacked.destroy = api.cudnnDestroyTensorDescriptor;
-    auto given = c.filter == codegen::TensorFormat::NHWC ? codegen::TensorFormat::NCHW : codegen::TensorFormat::NHWC;
-    std::vector<int> given_strides = strides(given), repacked_strides = strides(c.filter);
     COIL_CUDNN(cudnnCreateTensorDescriptor, &d.w_given.desc);
-    COIL_CUDNN(cudnnSetTensorNdDescriptor, d.w_given.desc, type, dims, c.w_sizes.data(), given_strides.data());
+    COIL_CUDNN(cudnnSetTensorNdDescriptor, d.w_given.desc, type, dims, c.w_sizes.data(), c.w_given_strides.data());
     COIL_CUDNN(cudnnCreateTensorDescriptor, &d.w_repacked.desc);
-    COIL_CUDNN(cudnnSetTensorNdDescriptor, d.w_repacked.desc, type, dims, c.w_sizes.data(), repacked_strides.data());
+    COIL_CUDNN(cudnnSetTensorNdDescriptor, d.w_repacked.desc, type, dims, c.w_sizes.data(), c.w_repacked_strides.data());
   }
   COIL_CUDNN(cudnnCreateFilterDescriptor, &d.w.desc);
   COIL_CUDNN(cudnnSetFilterNdDescriptor, d.w.desc, type, dnn_format(c.filter), dims, c.w_sizes.data());

@@ -26,26 +26,10 @@
 #include "io/host_tensor.h"
 #include "runtime/cuda_driver.h"
 #include "support/error.h"
+#include "gpu_check.h"
 
 namespace coil {
 namespace {
-
-int failures = 0;
-
-void report(const std::string &name, bool ok, const std::string &detail = "") {
-  std::printf("%s %s%s%s\n", ok ? "PASS" : "FAIL", name.c_str(), detail.empty() ? "" : ": ", detail.c_str());
-  std::fflush(stdout);
-  if (!ok) ++failures;
-}
-
-void run_check(const std::string &name, const std::function<std::string()> &check) {
-  try {
-    std::string problem = check();
-    report(name, problem.empty(), problem);
-  } catch (const std::exception &e) {
-    report(name, false, e.what());
-  }
-}
 
 // A matrix product with relu (an extern call), a reduction, and an output that is a view of
 // an input, so that every kind of output place is copied out.

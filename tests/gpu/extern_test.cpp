@@ -24,6 +24,7 @@
 #include "runtime/cuda_driver.h"
 #include "runtime/cuda_extern.h"
 #include "support/error.h"
+#include "gpu_check.h"
 
 namespace coil {
 namespace {
@@ -33,14 +34,6 @@ using cuda::DeviceBuffer;
 using ir::BufferId;
 using ir::ExternOp;
 using ir::View;
-
-int failures = 0;
-
-void report(const std::string &name, bool ok, const std::string &detail = "") {
-  std::printf("%s %s%s%s\n", ok ? "PASS" : "FAIL", name.c_str(), detail.empty() ? "" : ": ", detail.c_str());
-  std::fflush(stdout);
-  if (!ok) ++failures;
-}
 
 // Values as stored: rounded to the dtype, then held as double.
 double round_to(DType t, double v) {

@@ -16,6 +16,7 @@
 #include "runtime/triton_build.h"
 #include "runtime/triton_launch.h"
 #include "support/error.h"
+#include "gpu_check.h"
 
 namespace coil {
 namespace {
@@ -25,24 +26,6 @@ using cuda::CudaKernel;
 using cuda::DeviceBuffer;
 using cuda::LaunchGrid;
 using cuda::Stream;
-
-int failures = 0;
-
-void report(const std::string &name, bool ok, const std::string &detail = "") {
-  std::printf("%s %s%s%s\n", ok ? "PASS" : "FAIL", name.c_str(), detail.empty() ? "" : ": ", detail.c_str());
-  std::fflush(stdout);
-  if (!ok) ++failures;
-}
-
-// Runs one check; an exception is its failure, not the end of the program.
-void run_check(const std::string &name, const std::function<std::string()> &check) {
-  try {
-    std::string problem = check();
-    report(name, problem.empty(), problem);
-  } catch (const std::exception &e) {
-    report(name, false, e.what());
-  }
-}
 
 template <typename T>
 DeviceBuffer upload(const std::vector<T> &host) {

@@ -32,28 +32,11 @@
 #include "runtime/cuda_extern.h"
 #include "runtime/cuda_program.h"
 #include "support/error.h"
+#include "gpu_check.h"
 #include "support/options.h"
 
 namespace coil {
 namespace {
-
-int failures = 0;
-
-void report(const std::string &name, bool ok, const std::string &detail = "") {
-  std::printf("%s %s%s%s\n", ok ? "PASS" : "FAIL", name.c_str(), detail.empty() ? "" : ": ", detail.c_str());
-  std::fflush(stdout);
-  if (!ok) ++failures;
-}
-
-// Runs one check; an exception is its failure, not the end of the program.
-void run_check(const std::string &name, const std::function<std::string()> &check) {
-  try {
-    std::string problem = check();
-    report(name, problem.empty(), problem);
-  } catch (const std::exception &e) {
-    report(name, false, e.what());
-  }
-}
 
 // The GPU's schedule: extern epilogues where cuBLASLt takes them (gpu_epilogue.h).
 sched::ScheduleOptions gpu_schedule_options() { return codegen::gpu_schedule_options(sched::ScheduleOptions{}); }

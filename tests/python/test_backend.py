@@ -12,6 +12,7 @@ and backward graphs run in eager, counted. On CUDA: tensors in and out without h
 copies or host synchronisation (torch.cuda.set_sync_debug_mode("error") around the calls),
 on the current stream, outputs the caller keeps across later calls, CUDA graphs.
 """
+import contextlib
 import copy
 import logging
 import os
@@ -73,6 +74,26 @@ class no_fallback:
         del os.environ["COIL_FALLBACK"]
 
 
+@contextlib.contextmanager
+def compiled_graphs():
+    """The list of what coil.backend.compile_graph made in the block: each graph's
+    coil._C.CompiledGraph, or None for a graph that did not go through coil whole."""
+    from coil import backend
+
+    compiled, original = [], backend.compile_graph
+
+    def spy(gm, inputs, options):
+        fn = original(gm, inputs, options)
+        compiled.append(getattr(fn, "coil_graph", None))
+        return fn
+
+    backend.compile_graph = spy
+    try:
+        yield compiled
+    finally:
+        backend.compile_graph = original
+
+
 def compare_with_eager(test, model, *inputs, **compile_kwargs):
     model = model.eval()
     reference = copy.deepcopy(model).double()
@@ -99,21 +120,8 @@ class Backend(unittest.TestCase):
             assert_model_close(x.float() + 1e-3, x.float(), x)
 
     def test_coil_compiles_and_runs_the_graph(self):
-        from coil import backend
-
-        compiled = []
-        original = backend.compile_graph
-
-        def spy(gm, inputs, options):
-            fn = original(gm, inputs, options)
-            compiled.append(getattr(fn, "coil_graph", None))
-            return fn
-
-        backend.compile_graph = spy
-        try:
+        with compiled_graphs() as compiled:
             compare_with_eager(self, Block(), torch.randn(2, 8, 32))
-        finally:
-            backend.compile_graph = original
         self.assertEqual(len(compiled), 1)
         self.assertIsNotNone(compiled[0], "the graph fell back to eager")
         self.assertEqual(compiled[0].target, "cpu")
@@ -255,23 +263,9 @@ class Cuda(unittest.TestCase):
         return torch.randn(*sizes, device=self.device)
 
     def test_models_match_eager(self):
-        from coil import backend
-
-        compiled = []
-        original = backend.compile_graph
-
-        def spy(gm, inputs, options):
-            fn = original(gm, inputs, options)
-            compiled.append(getattr(fn, "coil_graph", None))
-            return fn
-
-        backend.compile_graph = spy
-        try:
-            with no_fallback():
-                got = compare_with_eager(self, Block().to(self.device), self.randn(4, 16, 32))
-                compare_with_eager(self, SmallCnn().to(self.device), self.randn(2, 3, 16, 16))
-        finally:
-            backend.compile_graph = original
+        with compiled_graphs() as compiled, no_fallback():
+            got = compare_with_eager(self, Block().to(self.device), self.randn(4, 16, 32))
+            compare_with_eager(self, SmallCnn().to(self.device), self.randn(2, 3, 16, 16))
         self.assertEqual(got.device, self.device)
         self.assertEqual([g.target for g in compiled], ["cuda", "cuda"])
 

@@ -298,6 +298,21 @@ bool channels_last(const std::vector<int> &sizes, const std::vector<int> &stride
   return s[1] > 1 && packed(s, st, order);
 }
 
+TensorFormat other_format(TensorFormat f) { return f == TensorFormat::NCHW ? TensorFormat::NHWC : TensorFormat::NCHW; }
+
+// The packed strides of cuDNN sizes in format `f`: NCHW row-major, NHWC with the channels
+// innermost, then the spatial dims, then the batch.
+std::vector<int> packed_strides(const std::vector<int> &sizes, TensorFormat f) {
+  std::vector<size_t> order;  // dims from the innermost out
+  if (f == TensorFormat::NHWC) order.push_back(1);
+  for (size_t i = sizes.size(); i-- > 0;)
+    if (f == TensorFormat::NCHW || i != 1) order.push_back(i);
+  std::vector<int> strides(sizes.size());
+  int step = 1;
+  for (size_t i : order) strides[i] = step, step *= sizes[i];
+  return strides;
+}
+
 // Fills plan.conv; "" or why cuDNN cannot take the convolution. `empty`: no output element.
 std::string plan_convolution(const Program &p, const Node &n, GpuExternPlan &plan, bool &empty) {
   if (std::string why = dtype_problem(p, n, "cuDNN", plan.dtype); !why.empty()) return why;
@@ -337,6 +352,10 @@ std::string plan_convolution(const Program &p, const Node &n, GpuExternPlan &pla
     return str_cat("the weight has strides ", shape_str(w.strides), ": a cuDNN filter is packed, in NCHW or NHWC order");
   c.filter = c.tensors;
   c.repack_filter = c.tensors == TensorFormat::NHWC ? !as_nhwc : !as_nchw;
+  if (c.repack_filter) {
+    c.w_given_strides = packed_strides(c.w_sizes, other_format(c.filter));
+    c.w_repacked_strides = packed_strides(c.w_sizes, c.filter);
+  }
   c.groups = int(groups);
   if (spatial == 1) c.padding = {0}, c.stride = {1}, c.dilation = {1};
   for (const char *name : {"padding", "stride", "dilation"}) {
@@ -362,7 +381,6 @@ std::string plan_convolution(const Program &p, const Node &n, GpuExternPlan &pla
 // ---- printing ---------------------------------------------------------------------------------
 
 std::string format_name(TensorFormat f) { return f == TensorFormat::NCHW ? "NCHW" : "NHWC"; }
-TensorFormat other_format(TensorFormat f) { return f == TensorFormat::NCHW ? TensorFormat::NHWC : TensorFormat::NCHW; }
 
 std::string ints(const std::vector<int> &v) {
   std::string out = "[";
