@@ -2088,6 +2088,13 @@ def _cat_wide(dev):
     return (lambda *xs: torch.cat(xs, 1) * 2), [make([2, 1 + k % 3]) for k in range(130)]
 
 
+# A model added later, kept here so that no line above moved: ResNet laid out channels-last
+# (weights and input), as vision models are run for speed; every activation is NHWC.
+MODELS["resnet_tiny_channels_last"] = lambda: (
+    TinyResNet().to(memory_format=torch.channels_last),
+    [make([2, 3, 32, 32]).contiguous(memory_format=torch.channels_last)])
+
+
 # ---------------------------------------------------------------------------------------------
 # Registration (the order here is the order of --list and of the run)
 # ---------------------------------------------------------------------------------------------

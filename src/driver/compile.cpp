@@ -90,6 +90,7 @@ std::string stats_json(const Compilation &c) {
   j["graph_nodes_after_passes"] = c.optimized.nodes().size();
   j["loop_ir_nodes"] = c.lowered.nodes.size();
   j["inlined_nodes"] = c.schedule.inlined.size();
+  j["memory_ordered_nodes"] = c.schedule.reordered.size();
   j["fusions"] = c.schedule.fusions.size();
   j["rejected_fusions"] = c.schedule.rejected.size();
   return j.dump(2) + "\n";

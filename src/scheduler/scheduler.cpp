@@ -1,4 +1,4 @@
-// The scheduler's driver: dead nodes out, cheap producers inlined, fusion, kernel
+// The scheduler's driver: dead nodes out, cheap producers inlined, loops in memory order, fusion, kernel
 // order, what each kernel stores, and the memory plan. Reads like the pipeline it runs.
 #include "scheduler/scheduler.h"
 
@@ -242,6 +242,7 @@ ScheduleOptions ScheduleOptions::from_registry() {
   o.horizontal = options::get_bool("fusion.horizontal");
   o.inline_pointwise = options::get_bool("fusion.inline_pointwise");
   o.max_inline_reads = options::get_int("fusion.max_inline_reads");
+  o.memory_order_loops = options::get_bool("fusion.memory_order_loops");
   o.emulate_precision_casts = options::get_bool("emulate_precision_casts");
   o.channels_last_convolutions = options::get_bool("layout.channels_last_convolutions");
   return o;
@@ -251,6 +252,7 @@ Schedule schedule(ir::Program p, const ScheduleOptions &o) {
   Schedule s;
   s.removed = eliminate_dead_nodes(p);
   s.inlined = inline_pointwise(p, o);
+  s.reordered = order_loops(p, o);
   std::vector<PairRejection> rejected;
   std::vector<Group> groups = fuse(p, singleton_groups(p), o, s.fusions, rejected);
   std::vector<int> order = kernel_order(p, groups);
@@ -296,6 +298,10 @@ std::string explain(const Schedule &s) {
   if (!s.inlined.empty()) {
     os << "recomputed where they are used instead of stored:\n";
     for (const auto &l : s.inlined) os << "  " << l << "\n";
+  }
+  if (!s.reordered.empty()) {
+    os << "loops in memory order (outermost the largest stride):\n";
+    for (const auto &l : s.reordered) os << "  " << l << "\n";
   }
   if (!s.removed.empty()) {
     os << "removed (nothing reads them, or they have no elements):\n";

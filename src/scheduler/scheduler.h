@@ -2,6 +2,7 @@
 // where their buffers live (DESIGN.md, the pipeline's `scheduler` stage).
 //
 //   inline_pointwise   cheap pointwise nodes recomputed inside their consumers
+//   order_loops        a node's outer loops in its output's memory order
 //   fuse               nodes grouped into kernels, best saving first:
 //                        vertical      a consumer with its producer, read at the point
 //                                      that produced it
@@ -31,6 +32,8 @@ struct ScheduleOptions {
   bool horizontal = true;
   bool inline_pointwise = true;
   int64_t max_inline_reads = 8;
+  /// order_loops: outer loops in their output's memory order, not its logical order.
+  bool memory_order_loops = true;
   bool emulate_precision_casts = false;
   /// Pointwise consumers of an extern call fused on as its epilogue (oneDNN post-ops on
   /// the CPU, cuBLASLt epilogues on the GPU).
@@ -40,11 +43,10 @@ struct ScheduleOptions {
   /// bias and relu or gelu; codegen::gpu_schedule_options sets it).
   std::function<std::string(const ir::Program &, const ir::Node &call, const Epilogue &)> epilogue_check;
   /// The graph pass passes::channels_last_convolutions runs before lowering (the driver
-  /// reads this; option layout.channels_last_convolutions). Off by default: it takes cuDNN's
-  /// layout conversions out of ResNet-50 on the GPU (1.3 of 5.5 ms), but coil's pointwise
-  /// kernels iterate in the logical order of their sizes, not in memory order, and on
-  /// channels-last values their accesses stop coalescing (the model went from 4.5 to 17 ms).
-  bool channels_last_convolutions = false;
+  /// reads this; option layout.channels_last_convolutions): it takes cuDNN's layout
+  /// conversions out of a channels-last model on the GPU (1.3 of ResNet-50's 5.5 ms), and
+  /// order_loops keeps the kernels between the convolutions walking memory in order.
+  bool channels_last_convolutions = true;
 
   /// The values of the options registry (src/support/options.h).
   static ScheduleOptions from_registry();
@@ -60,6 +62,7 @@ struct Schedule {
   ir::ScheduledProgram ir;
   std::vector<std::string> inlined;    // "buf2 (relu) recomputed in buf4 (add)"
   std::vector<std::string> removed;    // dead nodes: "buf7 (getitem_3) is never read"
+  std::vector<std::string> reordered;  // "buf3 (relu): loops over dims [0, 2, 3, 1] of strides ..."
   std::vector<std::string> fusions;    // "kernel1: vertical fusion of add and mul saves 4.0 KiB"
   std::vector<Rejection> rejected;
   std::vector<BufferLife> lives;       // every stored intermediate
@@ -70,6 +73,11 @@ struct Schedule {
 /// Recomputes cheap pointwise producers in their consumers (rewriting `p`); returns
 /// one line per inlined node. Nodes inlined are removed from `p`.
 std::vector<std::string> inline_pointwise(ir::Program &p, const ScheduleOptions &o);
+
+/// Puts the outer loops of every pointwise and reduction node whose output is laid out in
+/// another order than its logical one in that memory order (outermost the largest stride);
+/// returns one line per node reordered (src/scheduler/loop_order.cpp).
+std::vector<std::string> order_loops(ir::Program &p, const ScheduleOptions &o);
 
 /// Schedules a lowered program.
 Schedule schedule(ir::Program p, const ScheduleOptions &o = {});

@@ -75,6 +75,8 @@ TEST_F(Options, Defaults) {
   EXPECT_TRUE(get_bool("fusion.horizontal"));
   EXPECT_TRUE(get_bool("fusion.inline_pointwise"));
   EXPECT_EQ(get_int("fusion.max_inline_reads"), 8);
+  EXPECT_TRUE(get_bool("fusion.memory_order_loops"));
+  EXPECT_TRUE(get_bool("layout.channels_last_convolutions"));
   EXPECT_FALSE(get_bool("emulate_precision_casts"));
   EXPECT_EQ(get_int("num_threads"), 0);
   EXPECT_EQ(get_string("cpp.isa"), "auto");
@@ -94,7 +96,7 @@ TEST_F(Options, Defaults) {
 }
 
 TEST_F(Options, SortedByName) {
-  ASSERT_EQ(all().size(), 21u);
+  ASSERT_EQ(all().size(), 22u);
   for (size_t i = 1; i < all().size(); ++i) EXPECT_LT(all()[i - 1].name, all()[i].name);
 }
 
@@ -416,6 +418,15 @@ std::string conv_graph_after_passes() {
 )", "conv.py")).optimized);
 }
 
+// A relu of a channels-last value: its loops follow memory (N, H, W, C) or the sizes.
+std::string channels_last_ir() {
+  return ir::str(compile_graph(frontend::parse_graph(R"(class GraphModule(torch.nn.Module):
+    def forward(self, x: "f32[2, 4, 6, 6][144, 1, 24, 4]cpu"):
+        r: "f32[2, 4, 6, 6][144, 1, 24, 4]cpu" = torch.ops.aten.relu.default(x)
+        return (r,)
+)", "relu.py")).schedule.ir);
+}
+
 std::string cpu_source() { return build_cpu(rows_compilation().schedule).source; }
 
 std::string cpu_source_or_error() {
@@ -463,8 +474,9 @@ std::vector<Row> rows(const std::string &scratch) {
       {"fusion.horizontal", "0", "the kernels fusion makes", fused_ir},
       {"fusion.inline_pointwise", "0", "the kernels fusion makes", fused_ir},
       {"fusion.max_inline_reads", "0", "the kernels fusion makes", fused_ir},
+      {"fusion.memory_order_loops", "0", "the loops of a channels-last relu (logical order)", channels_last_ir},
       {"emulate_precision_casts", "1", "bf16 roundings in the fused IR", fused_ir},
-      {"layout.channels_last_convolutions", "1", "the layouts of the graph after the passes", conv_graph_after_passes},
+      {"layout.channels_last_convolutions", "0", "the layouts of the graph after the passes", conv_graph_after_passes},
       {"num_threads", "3", "the threads of a compiled graph", threads_of_a_run},
       {"cpp.isa", "scalar", "the generated C++", cpu_source},
       {"cpp.prefault", "0", "the generated C++ (no prefault of large outputs)", cpu_source},

@@ -569,5 +569,76 @@ TEST(ScheduleInterpreter, CatchesAReadOfAnotherPoint) {
   EXPECT_THROW(ir::interpret(bad, {{"x", x}}), InternalError);
 }
 
+// The fused schedule and every node run apart give the same bits on the storage of
+// dense inputs of `sizes`.
+void expect_same_as_unfused(const Compilation &c, const std::vector<std::pair<std::string, Shape>> &inputs) {
+  TensorList in;
+  for (const auto &[name, sizes] : inputs) {
+    HostTensor h = HostTensor::zeros(DType::F32, sizes);
+    for (int64_t i = 0; i < checked_numel(sizes); ++i) h.ptr<float>()[i] = float((i * 7) % 11) / 5 - 1;
+    in.push_back({name, h});
+  }
+  auto fused = ir::interpret(c.schedule.ir, in), apart = ir::interpret(ir::unfused(c.lowered), in);
+  ASSERT_EQ(fused.size(), apart.size());
+  for (size_t o = 0; o < fused.size(); ++o) {
+    ASSERT_EQ(fused[o].sizes, apart[o].sizes);
+    for (int64_t i = 0; i < fused[o].numel(); ++i)
+      EXPECT_EQ(fused[o].ptr<float>()[i], apart[o].ptr<float>()[i]) << "output " << o << " element " << i;
+  }
+}
+
+constexpr const char *kChannelsLast = R"(x: "f32[2, 4, 6, 6][144, 1, 24, 4]cpu", y: "f32[2, 4, 6, 6][144, 1, 24, 4]cpu")";
+
+// Pointwise nodes over channels-last values loop N, H, W, C: the innermost loop walks
+// memory, the chain is still one kernel, and it computes what the nodes do apart.
+TEST(SchedulerLoopOrder, ChannelsLastLoopsFollowMemory) {
+  Compilation c = compile_graph(parse(kChannelsLast, R"(
+        add: "f32[2, 4, 6, 6][144, 1, 24, 4]cpu" = torch.ops.aten.add.Tensor(x, y)
+        relu: "f32[2, 4, 6, 6][144, 1, 24, 4]cpu" = torch.ops.aten.relu.default(add)
+        mul: "f32[2, 4, 6, 6][144, 1, 24, 4]cpu" = torch.ops.aten.mul.Tensor(relu, y)
+        return (relu, mul)
+)"),
+                                ScheduleOptions{});
+  const Schedule &s = c.schedule;
+  ASSERT_EQ(loop_kernels(s), 1) << explain(s);
+  EXPECT_EQ(s.ir.kernels[0].ranges, (std::vector<int64_t>{2, 6, 6, 4})) << explain(s);
+  EXPECT_NE(explain(s).find("loops over dims [0, 2, 3, 1] of strides [144, 1, 24, 4]"), std::string::npos) << explain(s);
+  // Every store is at the flat position of the loops.
+  for (int n : s.ir.kernels[0].nodes)
+    EXPECT_EQ(ir::str(ir::store_index(s.ir.program.nodes[size_t(n)], s.ir.program.buffer(s.ir.program.nodes[size_t(n)].outputs[0]))),
+              "x0*144 + x1*24 + x2*4 + x3");
+  expect_same_as_unfused(c, {{"x", {2, 4, 6, 6}}, {"y", {2, 4, 6, 6}}});
+
+  ScheduleOptions logical;
+  logical.memory_order_loops = false;
+  EXPECT_EQ(run(kChannelsLast, R"(
+        relu: "f32[2, 4, 6, 6][144, 1, 24, 4]cpu" = torch.ops.aten.relu.default(x)
+        return (relu,)
+)",
+                logical)
+                .ir.kernels[0]
+                .ranges,
+            (std::vector<int64_t>{2, 4, 6, 6}));
+}
+
+// A contiguous consumer of a channels-last producer, a reduction over H and W, and a
+// transposed output: each node keeps the loop order of its own output, fused or not,
+// and the results are the unfused ones.
+TEST(SchedulerLoopOrder, MixedLayoutsComputeWhatTheNodesDo) {
+  ScheduleOptions no_inline;
+  no_inline.inline_pointwise = false;
+  Compilation c = compile_graph(parse(kChannelsLast, R"(
+        sin: "f32[2, 4, 6, 6][144, 1, 24, 4]cpu" = torch.ops.aten.sin.default(x)
+        clone: "f32[2, 4, 6, 6][144, 36, 6, 1]cpu" = torch.ops.aten.clone.default(sin, memory_format = torch.contiguous_format)
+        sum_1: "f32[2, 4][4, 1]cpu" = torch.ops.aten.sum.dim_IntList(sin, [2, 3])
+        permute: "f32[2, 6, 6, 4][144, 6, 1, 36]cpu" = torch.ops.aten.permute.default(clone, [0, 2, 3, 1])
+        cos: "f32[2, 6, 6, 4][144, 6, 1, 36]cpu" = torch.ops.aten.cos.default(permute)
+        return (clone, sum_1, cos)
+)"),
+                                no_inline);
+  EXPECT_NE(explain(c.schedule).find("(cos): loops over dims [0, 3, 1, 2]"), std::string::npos) << explain(c.schedule);
+  expect_same_as_unfused(c, {{"x", {2, 4, 6, 6}}, {"y", {2, 4, 6, 6}}});
+}
+
 }  // namespace
 }  // namespace coil::sched
