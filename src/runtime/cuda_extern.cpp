@@ -3,8 +3,10 @@
 #include "runtime/cuda_extern.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "io/host_tensor.h"
@@ -133,6 +135,62 @@ struct Descriptor {
   }
 };
 
+// A backend API descriptor, destroyed with the object.
+struct BackendDescriptor {
+  cudnnBackendDescriptor_t desc = nullptr;
+  BackendDescriptor() = default;
+  BackendDescriptor(BackendDescriptor &&o) noexcept : desc(std::exchange(o.desc, nullptr)) {}
+  BackendDescriptor &operator=(BackendDescriptor &&o) noexcept {
+    std::swap(desc, o.desc);
+    return *this;
+  }
+  ~BackendDescriptor() {
+    if (desc) cudnn().cudnnBackendDestroyDescriptor(desc);
+  }
+};
+
+// The backend API's calls, each checked, naming `what` in errors.
+struct Backend {
+  std::string_view what;
+
+  BackendDescriptor make(int type) const {
+    BackendDescriptor d;
+    COIL_CUDNN(cudnnBackendCreateDescriptor, type, &d.desc);
+    return d;
+  }
+  template <typename T>
+  void set(const BackendDescriptor &d, int name, int type, int64_t count, const T *values) const {
+    COIL_CUDNN(cudnnBackendSetAttribute, d.desc, name, type, count, values);
+  }
+  void set_descriptor(const BackendDescriptor &d, int name, const BackendDescriptor &value) const {
+    set(d, name, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &value.desc);
+  }
+  void finalize(const BackendDescriptor &d) const { COIL_CUDNN(cudnnBackendFinalize, d.desc); }
+};
+
+// The packed strides of `sizes` (N, C, spatial...) in `format`.
+std::vector<int64_t> packed_strides(const std::vector<int> &sizes, codegen::TensorFormat format) {
+  size_t n = sizes.size();
+  std::vector<int64_t> strides(n);
+  int64_t step = 1;
+  if (format == codegen::TensorFormat::NCHW) {
+    for (size_t d = n; d-- > 0;) strides[d] = step, step *= sizes[d];
+    return strides;
+  }
+  strides[1] = 1, step = sizes[1];
+  for (size_t d = n; d-- > 2;) strides[d] = step, step *= sizes[d];
+  strides[0] = step;
+  return strides;
+}
+
+std::vector<int64_t> wide(const std::vector<int> &v) { return {v.begin(), v.end()}; }
+
+// Unique ids of the convolution's tensors in its graph and variant pack.
+constexpr int64_t kUidX = 1, kUidW = 2, kUidY = 3;
+// The alignment the backend plan assumes of every address; a workspace whose addresses
+// are less aligned runs the legacy calls.
+constexpr int64_t kBackendAlignment = 16;
+
 }  // namespace
 
 // ---- handles ---------------------------------------------------------------------------------
@@ -177,11 +235,17 @@ struct BoundExtern {
   void *lt_d = nullptr;
   const void *x = nullptr, *w = nullptr, *bias = nullptr;  // Conv
   void *y = nullptr;
+  // Conv through the backend API: the plan for this workspace's handle (when it is not the
+  // one the step was prepared with) and the variant pack of its addresses.
+  BackendDescriptor own_plan, variant_pack;
+  cudnnBackendDescriptor_t plan = nullptr;
   void *workspace = nullptr;
   DeviceBuffer result;              // the product's own output, read by the host epilogue
 };
 
 void BoundExternDelete::operator()(BoundExtern *b) const { delete b; }
+
+bool runs_execution_plan(const BoundExtern &bound) { return bound.plan != nullptr; }
 
 struct PreparedExtern::Cudnn {
   Descriptor<cudnnTensorDescriptor_t> x, y, bias;
@@ -194,6 +258,13 @@ struct PreparedExtern::Cudnn {
   // `repacked_at` bytes into the call's workspace.
   Descriptor<cudnnTensorDescriptor_t> w_given, w_repacked;
   size_t repacked_at = 0;
+  // The backend API's plan of the call, when an engine takes it (else the legacy calls
+  // with `algo`): the engine config the heuristics ranked first among those that build,
+  // its execution plan for the handle it was made with, and its workspace.
+  BackendDescriptor engine_config, plan;
+  cudnnHandle_t planned_with = nullptr;
+  int64_t engine = -1;
+  size_t plan_workspace = 0;
 };
 
 // ---- load time ------------------------------------------------------------------------------
@@ -311,12 +382,148 @@ void PreparedExtern::prepare_convolution(ExternHandles &handles) {
     COIL_CUDNN(cudnnGetConvolutionBackwardDataWorkspaceSize, h, d.w.desc, d.x.desc, d.conv.desc, d.y.desc, d.algo, &d.workspace);
   else
     COIL_CUDNN(cudnnGetConvolutionForwardWorkspaceSize, h, d.x.desc, d.w.desc, d.conv.desc, d.y.desc, d.algo, &d.workspace);
-  workspace_bytes_ = d.workspace;
+  plan_backend(h);
+  workspace_bytes_ = std::max(d.workspace, d.plan_workspace);
   if (c.repack_filter) {
     size_t elements = 1;
     for (int v : c.w_sizes) elements *= size_t(v);
-    d.repacked_at = (d.workspace + 255) / 256 * 256;
+    d.repacked_at = (workspace_bytes_ + 255) / 256 * 256;
     workspace_bytes_ = d.repacked_at + elements * itemsize(t);
+  }
+}
+
+namespace {
+
+// An execution plan of `config` for `handle`; none when the engine refuses to build.
+BackendDescriptor execution_plan(const Backend &be, const BackendDescriptor &config, cudnnHandle_t handle) {
+  BackendDescriptor plan = be.make(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
+  be.set(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle);
+  be.set_descriptor(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, config);
+  if (cudnn().cudnnBackendFinalize(plan.desc) != CUDNN_STATUS_SUCCESS) return {};
+  return plan;
+}
+
+}  // namespace
+
+// The convolution as a graph of one operation in the backend API, and the first engine
+// config of the heuristics' ranking that builds an execution plan; for f32, engines that
+// round inputs (TF32 tensor cores) are passed over, as the legacy math type does. Leaves
+// no plan when the library has no backend API or no engine takes the call (the legacy
+// calls then).
+void PreparedExtern::plan_backend(cudnnHandle_t h) {
+  const cuda::Cudnn &api = cudnn();
+  if (!api.cudnnBackendCreateDescriptor) return;
+  std::string_view what = what_;
+  Backend be{what};
+  const codegen::ConvPlan &c = plan_.conv;
+  Cudnn &d = *dnn_;
+  DType t = plan_.dtype;
+  int type = dnn_type(t);
+  auto tensor = [&](int64_t uid, const std::vector<int> &sizes, const std::vector<int64_t> &strides) {
+    BackendDescriptor out = be.make(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
+    std::vector<int64_t> dims = wide(sizes);
+    be.set(out, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &type);
+    be.set(out, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, int64_t(dims.size()), dims.data());
+    be.set(out, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, int64_t(strides.size()), strides.data());
+    be.set(out, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid);
+    be.set(out, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &kBackendAlignment);
+    be.finalize(out);
+    return out;
+  };
+  try {
+    note_setup();
+    std::vector<int64_t> w_strides =
+        c.repack_filter ? wide(c.w_repacked_strides) : packed_strides(c.w_sizes, c.filter);
+    BackendDescriptor x = tensor(kUidX, c.x_sizes, wide(c.x_strides));
+    BackendDescriptor w = tensor(kUidW, c.w_sizes, w_strides);
+    BackendDescriptor y = tensor(kUidY, c.y_sizes, wide(c.y_strides));
+
+    BackendDescriptor conv = be.make(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR);
+    int compute = t == DType::F64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT, mode = CUDNN_CROSS_CORRELATION;
+    int64_t spatial = int64_t(c.x_sizes.size()) - 2;
+    std::vector<int64_t> padding = wide(c.padding), stride = wide(c.stride), dilation = wide(c.dilation);
+    be.set(conv, CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &compute);
+    be.set(conv, CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, 1, &mode);
+    be.set(conv, CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, 1, &spatial);
+    be.set(conv, CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, spatial, dilation.data());
+    be.set(conv, CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, spatial, stride.data());
+    be.set(conv, CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, spatial, padding.data());
+    be.set(conv, CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, spatial, padding.data());
+    be.finalize(conv);
+
+    // A transposed convolution is the backward pass of the data: x is dy, y is dx.
+    BackendDescriptor op = be.make(c.transposed ? CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR
+                                                : CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR);
+    be.set_descriptor(op, c.transposed ? CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY : CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, x);
+    be.set_descriptor(op, c.transposed ? CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W : CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, w);
+    be.set_descriptor(op, c.transposed ? CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX : CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, y);
+    be.set_descriptor(op, c.transposed ? CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC
+                                       : CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC,
+                      conv);
+    int alpha_name = c.transposed ? CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA : CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA;
+    int beta_name = c.transposed ? CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA : CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA;
+    if (t == DType::F64) {
+      double one = 1, zero = 0;
+      be.set(op, alpha_name, CUDNN_TYPE_DOUBLE, 1, &one);
+      be.set(op, beta_name, CUDNN_TYPE_DOUBLE, 1, &zero);
+    } else {
+      float one = 1, zero = 0;
+      be.set(op, alpha_name, CUDNN_TYPE_FLOAT, 1, &one);
+      be.set(op, beta_name, CUDNN_TYPE_FLOAT, 1, &zero);
+    }
+    be.finalize(op);
+
+    BackendDescriptor graph = be.make(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
+    be.set(graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &op.desc);
+    be.set(graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &h);
+    be.finalize(graph);
+
+    BackendDescriptor heuristics = be.make(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
+    int heur_mode = CUDNN_HEUR_MODE_A;
+    be.set_descriptor(heuristics, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, graph);
+    be.set(heuristics, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &heur_mode);
+    be.finalize(heuristics);
+    int64_t count = 0;
+    COIL_CUDNN(cudnnBackendGetAttribute, heuristics.desc, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0,
+               &count, nullptr);
+    std::vector<BackendDescriptor> configs;
+    std::vector<cudnnBackendDescriptor_t> raw;
+    for (int64_t i = 0; i < count; ++i) {
+      configs.push_back(be.make(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR));
+      raw.push_back(configs.back().desc);
+    }
+    if (count > 0)
+      COIL_CUDNN(cudnnBackendGetAttribute, heuristics.desc, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+                 count, &count, raw.data());
+    for (int64_t i = 0; i < count; ++i) {
+      BackendDescriptor engine = be.make(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
+      int64_t got = 0;
+      COIL_CUDNN(cudnnBackendGetAttribute, configs[size_t(i)].desc, CUDNN_ATTR_ENGINECFG_ENGINE,
+                 CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &got, &engine.desc);
+      int notes[16] = {};
+      COIL_CUDNN(cudnnBackendGetAttribute, engine.desc, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE, 16,
+                 &got, notes);
+      bool rounds = false;
+      for (int64_t k = 0; k < got && k < 16; ++k)
+        rounds |= notes[k] == CUDNN_NUMERICAL_NOTE_TENSOR_CORE || notes[k] == CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS;
+      if (t == DType::F32 && rounds) continue;
+      BackendDescriptor plan = execution_plan(be, configs[size_t(i)], h);
+      if (!plan.desc) continue;
+      int64_t workspace = 0, index = -1;
+      COIL_CUDNN(cudnnBackendGetAttribute, plan.desc, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &got,
+                 &workspace);
+      COIL_CUDNN(cudnnBackendGetAttribute, engine.desc, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &got, &index);
+      d.engine_config = std::move(configs[size_t(i)]);
+      d.plan = std::move(plan);
+      d.planned_with = h;
+      d.engine = index;
+      d.plan_workspace = size_t(workspace);
+      return;
+    }
+  } catch (const UserError &) {
+    // A library that refuses a step of the graph API: the legacy calls take the convolution.
+    d.plan = {};
+    d.engine_config = {};
   }
 }
 
@@ -324,12 +531,43 @@ bool PreparedExtern::on_host() const { return mode_ == Mode::Host || epilogue_on
 
 std::string PreparedExtern::words() const {
   std::string out = words_here(plan_, missing_);
-  if (dnn_) out += str_cat("; algorithm ", dnn_->algo, dnn_->math == CUDNN_FMA_MATH ? " (FMA)" : "", ", ", dnn_->workspace,
-                           " bytes of workspace");
+  if (dnn_ && dnn_->plan.desc)
+    out += str_cat("; execution plan of engine ", dnn_->engine, ", ", dnn_->plan_workspace, " bytes of workspace");
+  else if (dnn_)
+    out += str_cat("; legacy algorithm ", dnn_->algo, dnn_->math == CUDNN_FMA_MATH ? " (FMA)" : "", ", ", dnn_->workspace,
+                   " bytes of workspace");
   return out;
 }
 
 // ---- per workspace ---------------------------------------------------------------------------
+
+// The backend plan on this workspace: its addresses in a variant pack, and a plan of its
+// own when its handle is not the one the step was prepared with. Nothing (the legacy
+// calls) when there is no plan or an address is less aligned than the plan assumes.
+void PreparedExtern::bind_backend(BoundExtern &b, ExternHandles &handles) const {
+  const Cudnn &d = *dnn_;
+  if (!d.plan.desc) return;
+  std::string_view what = what_;
+  Backend be{what};
+  void *w = plan_.conv.repack_filter ? static_cast<std::byte *>(b.workspace) + d.repacked_at : const_cast<void *>(b.w);
+  std::array<void *, 3> pointers{const_cast<void *>(b.x), w, b.y};
+  for (void *ptr : {pointers[0], pointers[1], pointers[2], b.workspace})
+    if (uintptr_t(ptr) % uintptr_t(kBackendAlignment) != 0) return;
+  cudnnHandle_t h = handles.dnn(what);
+  note_setup();
+  b.plan = d.plan.desc;
+  if (h != d.planned_with) {
+    b.own_plan = execution_plan(be, d.engine_config, h);
+    b.plan = b.own_plan.desc;
+    if (!b.plan) return;
+  }
+  std::array<int64_t, 3> uids{kUidX, kUidW, kUidY};
+  b.variant_pack = be.make(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
+  be.set(b.variant_pack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 3, uids.data());
+  be.set(b.variant_pack, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 3, pointers.data());
+  be.set(b.variant_pack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &b.workspace);
+  be.finalize(b.variant_pack);
+}
 
 BoundExternPtr PreparedExtern::bind(ExternHandles &handles, const BufferAddress &address,
                                                   CUdeviceptr workspace) const {
@@ -400,6 +638,7 @@ BoundExternPtr PreparedExtern::bind(ExternHandles &handles, const BufferAddress 
       b->w = device_pointer(address(w.buffer), w.offset, t);
       b->y = device_pointer(b->product_address(n_.outputs[0]), 0, t);
       if (plan_.conv.bias) b->bias = device_pointer(address(n_.operands[2].buffer), n_.operands[2].offset, t);
+      bind_backend(*b, handles);
       break;
     }
   }
@@ -457,7 +696,9 @@ void PreparedExtern::run(BoundExtern &b, CUstream stream) const {
         COIL_CUDNN(cudnnTransformTensor, h, one, d.w_given.desc, b.w, zero, d.w_repacked.desc, repacked);
         w = repacked;
       }
-      if (plan_.conv.transposed)
+      if (b.plan)
+        COIL_CUDNN(cudnnBackendExecute, h, b.plan, b.variant_pack.desc);
+      else if (plan_.conv.transposed)
         COIL_CUDNN(cudnnConvolutionBackwardData, h, one, d.w.desc, w, d.x.desc, b.x, d.conv.desc, d.algo, b.workspace,
                    d.workspace, zero, d.y.desc, b.y);
       else

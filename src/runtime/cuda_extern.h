@@ -6,11 +6,13 @@
 // Three moments, so that a call does no planning:
 //   - compile time: the plan, made without a GPU and kept in the host program;
 //   - load time (PreparedExtern, once per program): whether the library the plan wants is
-//     on this machine (else the host loops, saying so), cuDNN's descriptors and its
-//     algorithm (the heuristic's first that keeps f32 off TF32), the workspace it needs,
+//     on this machine (else the host loops, saying so), cuDNN's execution plan (the
+//     backend API's heuristics' first engine that builds and keeps f32 off TF32) and its
+//     legacy descriptors and algorithm (for addresses the plan cannot take), the workspace,
 //     the vector of ones a bias broadcast reads; then per workspace of fixed addresses
 //     (bind): the cuBLAS and cuDNN handles, cuBLASLt's descriptors and algorithm, every
-//     operand's address, whether the operands overlap the output (the host loops then);
+//     operand's address, cuDNN's variant pack of them, whether the operands overlap the
+//     output (the host loops then);
 //   - per call (run): the library calls with those addresses, on the caller's stream.
 // Every library call is checked; a failure names the call, the library's status name, the
 // graph node and the kernel.
@@ -93,6 +95,8 @@ class PreparedExtern {
   struct Cudnn;
 
   void prepare_convolution(ExternHandles &handles);
+  void plan_backend(cudnnHandle_t handle);
+  void bind_backend(BoundExtern &bound, ExternHandles &handles) const;
 
   const ir::Program &p_;
   const ir::Node &n_;
@@ -118,6 +122,10 @@ std::string gpu_extern_library(const ir::Program &p, const ir::Node &n);
 
 /// The library `plan` wants that this machine lacks, in words; empty when all are here.
 std::string missing_library(const codegen::GpuExternPlan &plan);
+
+/// Whether a bound convolution runs cuDNN's execution plan (false: its legacy calls, or
+/// not a convolution).
+bool runs_execution_plan(const BoundExtern &bound);
 
 /// How many times this process has set up an extern step: created a cuBLAS or cuDNN
 /// handle, a cuDNN descriptor or a cuBLASLt matmul, asked a heuristic, or allocated device

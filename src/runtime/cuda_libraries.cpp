@@ -39,6 +39,14 @@ void bind_cudnn(Symbols &symbols, Cudnn &c) {
   symbols.need("cudnnConvolutionBackwardData", c.cudnnConvolutionBackwardData);
   symbols.need("cudnnAddTensor", c.cudnnAddTensor);
   symbols.need("cudnnTransformTensor", c.cudnnTransformTensor);
+  // All of the backend API or none of it.
+  bool backend = symbols.want("cudnnBackendCreateDescriptor", c.cudnnBackendCreateDescriptor);
+  backend &= symbols.want("cudnnBackendDestroyDescriptor", c.cudnnBackendDestroyDescriptor);
+  backend &= symbols.want("cudnnBackendFinalize", c.cudnnBackendFinalize);
+  backend &= symbols.want("cudnnBackendSetAttribute", c.cudnnBackendSetAttribute);
+  backend &= symbols.want("cudnnBackendGetAttribute", c.cudnnBackendGetAttribute);
+  backend &= symbols.want("cudnnBackendExecute", c.cudnnBackendExecute);
+  if (!backend) c.cudnnBackendCreateDescriptor = nullptr;
 }
 
 // Loaded once, never closed: like the driver, the libraries stay for the life of the process.

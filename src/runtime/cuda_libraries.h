@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -17,6 +18,7 @@ struct cudnnContext;
 struct cudnnTensorStruct;
 struct cudnnFilterStruct;
 struct cudnnConvolutionStruct;
+struct cudnnBackendStruct;
 
 namespace coil::cuda {
 
@@ -75,6 +77,79 @@ constexpr int CUDNN_FMA_MATH = 3;
 // cudnnConvolutionBwdDataAlgo_t, each the most general of its kind.
 constexpr int CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM = 0;
 constexpr int CUDNN_CONVOLUTION_BWD_DATA_ALGO_1 = 1;
+
+// ---- cuDNN's backend (graph) API: a convolution planned once and run by one call, with
+// cudnn_graph.h's values. The legacy calls above plan inside every call (tens to hundreds
+// of microseconds of host time each on cuDNN 9); an execution plan does not.
+
+using cudnnBackendDescriptor_t = cudnnBackendStruct *;
+constexpr cudnnStatus_t CUDNN_STATUS_NOT_SUPPORTED = 3000;
+// cudnnBackendDescriptorType_t
+constexpr int CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR = 1;
+constexpr int CUDNN_BACKEND_ENGINE_DESCRIPTOR = 2;
+constexpr int CUDNN_BACKEND_ENGINECFG_DESCRIPTOR = 3;
+constexpr int CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR = 4;
+constexpr int CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR = 5;
+constexpr int CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR = 10;
+constexpr int CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR = 12;
+constexpr int CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR = 15;
+constexpr int CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR = 16;
+constexpr int CUDNN_BACKEND_TENSOR_DESCRIPTOR = 17;
+// cudnnBackendAttributeType_t
+constexpr int CUDNN_TYPE_HANDLE = 0;
+constexpr int CUDNN_TYPE_DATA_TYPE = 1;
+constexpr int CUDNN_TYPE_INT64 = 3;
+constexpr int CUDNN_TYPE_FLOAT = 4;
+constexpr int CUDNN_TYPE_DOUBLE = 5;
+constexpr int CUDNN_TYPE_VOID_PTR = 6;
+constexpr int CUDNN_TYPE_CONVOLUTION_MODE = 7;
+constexpr int CUDNN_TYPE_HEUR_MODE = 8;
+constexpr int CUDNN_TYPE_NUMERICAL_NOTE = 11;
+constexpr int CUDNN_TYPE_BACKEND_DESCRIPTOR = 15;
+// cudnnBackendAttributeName_t
+constexpr int CUDNN_ATTR_CONVOLUTION_COMP_TYPE = 100;
+constexpr int CUDNN_ATTR_CONVOLUTION_CONV_MODE = 101;
+constexpr int CUDNN_ATTR_CONVOLUTION_DILATIONS = 102;
+constexpr int CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES = 103;
+constexpr int CUDNN_ATTR_CONVOLUTION_POST_PADDINGS = 104;
+constexpr int CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS = 105;
+constexpr int CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS = 106;
+constexpr int CUDNN_ATTR_ENGINEHEUR_MODE = 200;
+constexpr int CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH = 201;
+constexpr int CUDNN_ATTR_ENGINEHEUR_RESULTS = 202;
+constexpr int CUDNN_ATTR_ENGINECFG_ENGINE = 300;
+constexpr int CUDNN_ATTR_EXECUTION_PLAN_HANDLE = 400;
+constexpr int CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG = 401;
+constexpr int CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE = 402;
+constexpr int CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA = 700;
+constexpr int CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA = 701;
+constexpr int CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC = 702;
+constexpr int CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W = 703;
+constexpr int CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X = 704;
+constexpr int CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y = 705;
+constexpr int CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA = 706;
+constexpr int CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA = 707;
+constexpr int CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC = 708;
+constexpr int CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W = 709;
+constexpr int CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX = 710;
+constexpr int CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY = 711;
+constexpr int CUDNN_ATTR_OPERATIONGRAPH_HANDLE = 800;
+constexpr int CUDNN_ATTR_OPERATIONGRAPH_OPS = 801;
+constexpr int CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT = 900;
+constexpr int CUDNN_ATTR_TENSOR_DATA_TYPE = 901;
+constexpr int CUDNN_ATTR_TENSOR_DIMENSIONS = 902;
+constexpr int CUDNN_ATTR_TENSOR_STRIDES = 903;
+constexpr int CUDNN_ATTR_TENSOR_UNIQUE_ID = 906;
+constexpr int CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS = 1000;
+constexpr int CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS = 1001;
+constexpr int CUDNN_ATTR_VARIANT_PACK_WORKSPACE = 1003;
+constexpr int CUDNN_ATTR_ENGINE_GLOBAL_INDEX = 1301;
+constexpr int CUDNN_ATTR_ENGINE_NUMERICAL_NOTE = 1303;
+// cudnnBackendHeurMode_t
+constexpr int CUDNN_HEUR_MODE_A = 3;
+// cudnnBackendNumericalNote_t: an engine with this note rounds f32 inputs (TF32).
+constexpr int CUDNN_NUMERICAL_NOTE_TENSOR_CORE = 0;
+constexpr int CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS = 1;
 
 // cudnnConvolutionFwdAlgoPerf_t and cudnnConvolutionBwdDataAlgoPerf_t share this layout.
 struct cudnnAlgoPerf {
@@ -138,6 +213,16 @@ struct Cudnn {
                                   const void *a, const void *beta, cudnnTensorDescriptor_t c_desc, void *c);
   cudnnStatus_t (*cudnnTransformTensor)(cudnnHandle_t handle, const void *alpha, cudnnTensorDescriptor_t x_desc,
                                         const void *x, const void *beta, cudnnTensorDescriptor_t y_desc, void *y);
+  // The backend API (cuDNN 8+); null when the library lacks it (the legacy calls then).
+  cudnnStatus_t (*cudnnBackendCreateDescriptor)(int type, cudnnBackendDescriptor_t *desc);
+  cudnnStatus_t (*cudnnBackendDestroyDescriptor)(cudnnBackendDescriptor_t desc);
+  cudnnStatus_t (*cudnnBackendFinalize)(cudnnBackendDescriptor_t desc);
+  cudnnStatus_t (*cudnnBackendSetAttribute)(cudnnBackendDescriptor_t desc, int name, int type, int64_t count,
+                                            const void *elements);
+  cudnnStatus_t (*cudnnBackendGetAttribute)(cudnnBackendDescriptor_t desc, int name, int type, int64_t requested,
+                                            int64_t *count, void *elements);
+  cudnnStatus_t (*cudnnBackendExecute)(cudnnHandle_t handle, cudnnBackendDescriptor_t plan,
+                                       cudnnBackendDescriptor_t variant_pack);
 };
 
 /// Whether libcublas loaded with every function coil calls (no GPU needed to answer).

@@ -197,8 +197,12 @@ std::vector<double> reference(const Case &c) {
   return out;
 }
 
+// How a convolution's call must run: cuDNN's execution plan, which assumes 16-byte aligned
+// addresses, or its legacy calls, which take an input moved off that alignment by one element.
+enum class Dnn { Any, Plan, Legacy };
+
 // Uploads the inputs, runs the call on the GPU, and compares the whole output storage.
-void check(Case &c, const std::string &expect_library, const cuda::Stream &stream) {
+void check(Case &c, const std::string &expect_library, const cuda::Stream &stream, Dnn dnn = Dnn::Any) {
   std::string library = cuda::gpu_extern_library(c.p, c.the_node());
   std::string name = c.name + " [" + library + "]";
   try {
@@ -213,13 +217,23 @@ void check(Case &c, const std::string &expect_library, const cuda::Stream &strea
     std::map<BufferId, CUdeviceptr> addresses;
     for (const auto &[b, v] : c.values) {
       std::vector<unsigned char> bytes = encode(c.p.buffer(b).type.dtype, v);
+      CUdeviceptr shift = dnn == Dnn::Legacy && b == n.operands[0].buffer ? CUdeviceptr(itemsize(c.p.buffer(b).type.dtype)) : 0;
       DeviceBuffer d(bytes.size() + 256);
       d.fill(0xff);  // NaN past the storage, and in the output before the call
-      if (b != out_id) d.upload(bytes.data(), bytes.size());
-      addresses[b] = d.ptr();
+      if (b != out_id) d.upload(bytes.data(), bytes.size(), size_t(shift));
+      addresses[b] = d.ptr() + shift;
       device.emplace(b, std::move(d));
     }
-    cuda::run_gpu_extern(c.p, n, [&](BufferId b) { return addresses.at(b); }, stream.get(), "test_kernel");
+    cuda::ExternHandles handles;
+    cuda::PreparedExtern step(c.p, n, nullptr, codegen::plan_gpu_extern(c.p, n, nullptr), "test_kernel", handles);
+    DeviceBuffer workspace(std::max<size_t>(step.workspace_bytes(), 1));
+    cuda::BoundExternPtr bound = step.bind(handles, [&](BufferId b) { return addresses.at(b); }, workspace.ptr());
+    if (dnn != Dnn::Any && cuda::runs_execution_plan(*bound) != (dnn == Dnn::Plan)) {
+      report(name, false, dnn == Dnn::Plan ? "expected cuDNN's execution plan (" + step.words() + ")"
+                                           : "expected cuDNN's legacy calls");
+      return;
+    }
+    step.run(*bound, stream.get());
     stream.synchronize();
     std::vector<unsigned char> bytes(c.values.at(out_id).size() * size_t(itemsize(t)));
     device.at(out_id).download(bytes.data(), bytes.size());
@@ -459,6 +473,17 @@ void run_all() {
     Case c{"conv2d f32, channels-last in and out, 3x3, stride 2"};
     conv_case(c, DType::F32, {2, 8, 9, 9}, {16, 8, 3, 3}, {2, 2}, {1, 1}, {1, 1}, {0, 0}, 1, false, false, true, true);
     check(c, "cuDNN convolution forward (NHWC", stream);
+  }
+  // cuDNN's execution plan where addresses are aligned, its legacy calls where not.
+  for (Dnn path : {Dnn::Plan, Dnn::Legacy}) {
+    Case c{str_cat("conv2d bf16, channels-last in and out, 3x3, ", path == Dnn::Plan ? "execution plan" : "legacy calls")};
+    conv_case(c, DType::BF16, {2, 16, 7, 6}, {8, 16, 3, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, 1, false, true, true, true);
+    check(c, "cuDNN convolution forward (NHWC", stream, path);
+  }
+  for (Dnn path : {Dnn::Plan, Dnn::Legacy}) {
+    Case c{str_cat("conv_transpose2d f32, stride 2, ", path == Dnn::Plan ? "execution plan" : "legacy calls")};
+    conv_case(c, DType::F32, {2, 4, 7, 6}, {4, 3, 3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}, 1, true, true);
+    check(c, dnn, stream, path);
   }
   // A weight packed the other way than the tensors is repacked per call: ResNet-50's bf16
   // graph (channels-last input and weight, contiguous output), and the converse.
