@@ -3,8 +3,8 @@
     python bench/models_bench.py --device cuda [--models resnet50,gpt2_b1] [--iters 100] [--out DIR]
                                  [--keep DIR]   # keep the exported graphs, to run them again
 
-Each model is built from its config with random weights (torchvision, transformers; no
-downloads), in eval mode, bf16 on CUDA and f32 on the CPU (or --dtype). Eager, Inductor
+Each model (bench/model_zoo.py) is built from its config with random weights (torchvision,
+transformers; no downloads), in eval mode, bf16 on CUDA and f32 on the CPU (or --dtype). Eager, Inductor
 (torch.compile, default mode) and Inductor mode="reduce-overhead" are timed in this process,
 taking turns; coil runs the model exported with torch.export (parameters as inputs, the
 default decompositions) as `coil run --device D --bench N` in a subprocess: its steady
@@ -46,28 +46,10 @@ sys.path.insert(0, str(REPO / "python" / "coil_triton"))
 import run_plan  # noqa: E402  (its safetensors reader, where the safetensors package is missing)
 
 
-def resnet50(device, dtype, batch=64):
-    import torchvision
+sys.path.insert(0, str(REPO / "bench"))
+from model_zoo import MODELS, build  # noqa: E402  (the suite, shared with tests/python/test_models.py)
 
-    m = torchvision.models.resnet50().to(device=device, dtype=dtype, memory_format=torch.channels_last)
-    x = torch.randn(batch, 3, 224, 224, device=device, dtype=dtype).to(memory_format=torch.channels_last)
-    return m, (x,)
-
-
-def gpt2(device, dtype, batch, seq):
-    from transformers import GPT2Config, GPT2Model
-
-    config = GPT2Config(n_layer=12, n_embd=768, n_head=12, use_cache=False, attn_implementation="eager")
-    m = GPT2Model(config).to(device=device, dtype=dtype)
-    ids = torch.randint(0, config.vocab_size, (batch, seq), device=device)
-    return m, (ids,)
-
-
-MODELS = {
-    "resnet50": lambda d, t: resnet50(d, t),
-    "gpt2_b1": lambda d, t: gpt2(d, t, 1, 128),
-    "gpt2_b8": lambda d, t: gpt2(d, t, 8, 512),
-}
+DEFAULT_MODELS = "resnet50,gpt2_b1,gpt2_b8"
 
 
 def median_ms(fn, iters: int, device: str) -> float:
@@ -119,8 +101,7 @@ def coil_ms(coil: str, folder: Path, device: str, iters: int, env: dict) -> tupl
 
 def bench_model(name: str, device: str, dtype: torch.dtype, iters: int, coil: str, baseline: str, work: Path) -> dict:
     torch.manual_seed(0)
-    model, args = MODELS[name](device, dtype)
-    model.eval()
+    model, args = build(name, device, dtype)
     row = {"model": name}
     with torch.no_grad():
         row["eager"] = median_ms(lambda: model(*args), iters, device)
@@ -188,7 +169,7 @@ def table(rows: list[dict], device: str, baseline: bool) -> str:
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu", choices=["cpu", "cuda"])
-    p.add_argument("--models", default=",".join(MODELS))
+    p.add_argument("--models", default=DEFAULT_MODELS, help=f"of {', '.join(MODELS)}")
     p.add_argument("--iters", type=int, default=100)
     p.add_argument("--dtype", choices=["bf16", "f32"], default="", help="default: bf16 on CUDA, f32 on the CPU")
     p.add_argument("--coil", default=str(REPO / "build" / "coil"))

@@ -32,14 +32,17 @@ coil_install_packages() {
 # on a machine without a GPU). torch from PyPI is the CUDA build, about 3 GB with its
 # nvidia-* wheels; it imports without a GPU. torch 2.11.0 requires triton==3.6.0 exactly:
 # change the two together.
-# nanobind and scikit-build-core build coil's own package (pyproject.toml).
-COIL_PYTHON_PACKAGES=(torch==2.11.0 triton==3.6.0 numpy nanobind scikit-build-core)
+# nanobind and scikit-build-core build coil's own package (pyproject.toml). torchvision (the
+# release of torch's) and transformers build the model suite (bench/model_zoo.py) that
+# tests/python/test_models.py runs at tiny sizes.
+COIL_PYTHON_PACKAGES=(torch==2.11.0 triton==3.6.0 numpy nanobind scikit-build-core torchvision==0.26.0
+                      transformers==5.24.0)
 
 # coil_setup_python: creates .venv when missing and installs the packages, unless the
-# .venv there already imports both triton and torch (then it is left alone).
+# .venv there already imports every one of them (then it is left alone).
 coil_setup_python() {
   local venv="$COIL_ROOT/.venv"
-  if [[ -x "$venv/bin/python" ]] && "$venv/bin/python" -c "import triton, torch, nanobind, scikit_build_core" 2>/dev/null; then
+  if [[ -x "$venv/bin/python" ]] && "$venv/bin/python" -c "import triton, torch, nanobind, scikit_build_core, torchvision, transformers" 2>/dev/null; then
     return 0
   fi
   echo "== setting up $venv: ${COIL_PYTHON_PACKAGES[*]}"

@@ -176,10 +176,24 @@ def compile_whole(gm: torch.fx.GraphModule, example_inputs, options: list[tuple[
     log.info("coil: compiled a graph of %d nodes for %s", len(gm.graph.nodes), device)
     outputs = [(_DTYPES[code], tuple(sizes), tuple(strides)) for _, code, sizes, strides, _ in compiled.outputs]
     target = torch.device("cuda", 0) if device == "cuda" else torch.device("cpu")
+    # The graph's constants (`_tensor_constant0 = self._tensor_constant0`, a tensor the traced
+    # code made) are inputs of the compiled graph after the placeholders, by name. They are
+    # moved to the target at the first call (here the compile runs under fake tensors).
+    attrs = {n.name: n.target for n in gm.graph.nodes if n.op == "get_attr"}
+    placeholders = sum(n.op == "placeholder" for n in gm.graph.nodes)
+    constants = []
+    for info in compiled.inputs[placeholders:]:
+        value = gm
+        for part in attrs[info[0]].split("."):
+            value = getattr(value, part)
+        constants.append(value)
+    moved = []
 
     def run(*args):
+        if len(moved) != len(constants):
+            moved[:] = [c.detach().to(target) for c in constants]
         # get_device(): -1 for host memory, else the CUDA device's index, as coil._C takes it.
-        ins = [(t.data_ptr(), _CODES[t.dtype], tuple(t.shape), t.stride(), t.get_device()) for t in args]
+        ins = [(t.data_ptr(), _CODES[t.dtype], tuple(t.shape), t.stride(), t.get_device()) for t in (*args, *moved)]
         outs = [torch.empty_strided(sizes, strides, dtype=dtype, device=target) for dtype, sizes, strides in outputs]
         refs = [(o.data_ptr(), _CODES[o.dtype], tuple(o.shape), o.stride(), o.get_device()) for o in outs]
         stream = torch.cuda.current_stream(target).cuda_stream if target.type == "cuda" else 0

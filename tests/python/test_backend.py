@@ -96,10 +96,11 @@ def compiled_graphs():
 
 def compare_with_eager(test, model, *inputs, **compile_kwargs):
     model = model.eval()
-    reference = copy.deepcopy(model).double()
+    # The same weights in float64 on the CPU.
+    reference = copy.deepcopy(model).cpu().double()
     with torch.no_grad():
         eager = model(*inputs)
-        want = reference(*[x.double() if x.is_floating_point() else x for x in inputs])
+        want = reference(*[x.cpu().double() if x.is_floating_point() else x.cpu() for x in inputs])
         torch._dynamo.reset()
         got = torch.compile(model, backend="coil", **compile_kwargs)(*inputs)
     assert_model_close(got, eager, want)
@@ -126,6 +127,16 @@ class Backend(unittest.TestCase):
         self.assertIsNotNone(compiled[0], "the graph fell back to eager")
         self.assertEqual(compiled[0].target, "cpu")
         self.assertIn("kernel0", compiled[0].plans)
+
+    def test_tensors_the_traced_code_makes_are_passed_as_constants(self):
+        def fn(x):
+            return x * torch.tensor(3.0) + torch.tensor([1.0, 2.0, 3.0, 4.0])
+
+        with no_fallback(), compiled_graphs() as compiled:
+            compare_fn_with_eager(fn, torch.randn(3, 4))
+        self.assertEqual(len(compiled), 1)
+        self.assertIsNotNone(compiled[0], "the graph fell back to eager")
+        self.assertEqual(len(compiled[0].inputs), 3)  # x and the two constants
 
     def test_registered_without_importing_coil(self):
         code = ("import sys, torch\n"

@@ -1,0 +1,112 @@
+"""The model suite, in one place: bench/models_bench.py times it at full size, and
+tests/python/test_models.py checks it through torch.compile(backend="coil") at tiny sizes.
+
+Every model is built from its config with random weights (torchvision, transformers; no
+downloads), in eval mode. `build(name, device, dtype, tiny)` returns (model, args). Tiny
+sizes: 2 layers, hidden 64, 32x32 images, batch 2, so that the whole suite compiles and
+runs on two CPU cores within a few minutes.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+
+
+def _images(device, dtype, batch, size, channels_last=False):
+    x = torch.randn(batch, 3, size, size, device=device, dtype=dtype)
+    return x.contiguous(memory_format=torch.channels_last) if channels_last else x
+
+
+def resnet50(device, dtype, tiny, batch=64):
+    from torchvision.models.resnet import Bottleneck, ResNet
+
+    # Tiny: one bottleneck per stage (the widths are the architecture's).
+    m = ResNet(Bottleneck, [1, 1, 1, 1], num_classes=10) if tiny else ResNet(Bottleneck, [3, 4, 6, 3])
+    m = m.to(device=device, dtype=dtype, memory_format=torch.channels_last)
+    return m, (_images(device, dtype, 2 if tiny else batch, 32 if tiny else 224, channels_last=True),)
+
+
+def mobilenetv3(device, dtype, tiny, batch=64):
+    import torchvision
+
+    m = torchvision.models.mobilenet_v3_small(num_classes=10 if tiny else 1000).to(device=device, dtype=dtype)
+    return m, (_images(device, dtype, 2 if tiny else batch, 32 if tiny else 224),)
+
+
+def convnext(device, dtype, tiny, batch=32):
+    from torchvision.models.convnext import CNBlockConfig, ConvNeXt
+
+    if tiny:
+        m = ConvNeXt([CNBlockConfig(32, 64, 1), CNBlockConfig(64, None, 1)], num_classes=10)
+    else:  # convnext_tiny
+        m = ConvNeXt([CNBlockConfig(96, 192, 3), CNBlockConfig(192, 384, 3), CNBlockConfig(384, 768, 9),
+                      CNBlockConfig(768, None, 3)], stochastic_depth_prob=0.1)
+    return m.to(device=device, dtype=dtype), (_images(device, dtype, 2 if tiny else batch, 32 if tiny else 224),)
+
+
+def vit(device, dtype, tiny, batch=32):
+    from torchvision.models.vision_transformer import VisionTransformer
+
+    if tiny:
+        m = VisionTransformer(image_size=32, patch_size=8, num_layers=2, num_heads=2, hidden_dim=64, mlp_dim=128,
+                              num_classes=10)
+    else:  # vit_b_16
+        m = VisionTransformer(image_size=224, patch_size=16, num_layers=12, num_heads=12, hidden_dim=768,
+                              mlp_dim=3072)
+    return m.to(device=device, dtype=dtype), (_images(device, dtype, 2 if tiny else batch, 32 if tiny else 224),)
+
+
+def _token_ids(device, vocab, batch, seq):
+    return torch.randint(0, vocab, (batch, seq), device=device)
+
+
+def gpt2(device, dtype, tiny, batch=1, seq=128):
+    from transformers import GPT2Config, GPT2Model
+
+    size = dict(n_layer=2, n_embd=64, n_head=2, vocab_size=512, n_positions=64, bos_token_id=0, eos_token_id=0) if tiny else \
+        dict(n_layer=12, n_embd=768, n_head=12)
+    config = GPT2Config(**size, use_cache=False, attn_implementation="eager")
+    m = GPT2Model(config).to(device=device, dtype=dtype)
+    return m, (_token_ids(device, config.vocab_size, 2 if tiny else batch, 16 if tiny else seq),)
+
+
+def bert(device, dtype, tiny, batch=8, seq=128):
+    from transformers import BertConfig, BertModel
+
+    size = dict(num_hidden_layers=2, hidden_size=64, num_attention_heads=2, intermediate_size=128, vocab_size=512,
+                max_position_embeddings=64) if tiny else {}
+    config = BertConfig(**size, attn_implementation="eager")
+    m = BertModel(config, add_pooling_layer=False).to(device=device, dtype=dtype)
+    return m, (_token_ids(device, config.vocab_size, 2 if tiny else batch, 16 if tiny else seq),)
+
+
+def llama(device, dtype, tiny, batch=1, seq=128):
+    from transformers import LlamaConfig, LlamaModel
+
+    size = dict(num_hidden_layers=2, hidden_size=64, num_attention_heads=4, num_key_value_heads=2,
+                intermediate_size=128, vocab_size=512, max_position_embeddings=64) if tiny else \
+        dict(num_hidden_layers=8, hidden_size=1024, num_attention_heads=16, num_key_value_heads=4,
+             intermediate_size=2816, vocab_size=32000)
+    config = LlamaConfig(**size, use_cache=False, attn_implementation="eager")
+    m = LlamaModel(config).to(device=device, dtype=dtype)
+    return m, (_token_ids(device, config.vocab_size, 2 if tiny else batch, 16 if tiny else seq),)
+
+
+# name: (device, dtype, tiny) -> (model, args). The bench's gpt2_b8 is GPT-2 at batch 8, seq 512.
+MODELS: dict[str, Callable] = {
+    "resnet50": resnet50,
+    "mobilenetv3": mobilenetv3,
+    "convnext": convnext,
+    "vit": vit,
+    "gpt2_b1": gpt2,
+    "gpt2_b8": lambda d, t, tiny: gpt2(d, t, tiny, batch=8, seq=512),
+    "bert": bert,
+    "llama": llama,
+}
+
+
+def build(name: str, device, dtype, tiny: bool = False):
+    """The model `name` in eval mode and its inputs."""
+    model, args = MODELS[name](device, dtype, tiny)
+    return model.eval(), args
