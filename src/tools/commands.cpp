@@ -210,12 +210,12 @@ int run_run(const std::vector<std::string> &all_args) {
   for (const TensorInfo &t : compiled.inputs()) {
     HostTensor *h = const_cast<HostTensor *>(find_tensor(inputs, t.name));
     COIL_ASSERT(h, "input ", t.name, " passed the check but is missing");
-    in.push_back({h->data.data(), t.dtype, h->sizes, {}});
+    in.push_back({h->data.data(), t.dtype, h->sizes, {}, {}});
   }
   std::vector<HostTensor> outputs;
   for (const TensorInfo &t : compiled.outputs()) outputs.push_back(HostTensor::zeros(internal_dtype(t.dtype), t.sizes));
   for (size_t i = 0; i < outputs.size(); ++i)
-    out.push_back({outputs[i].data.data(), compiled.outputs()[i].dtype, outputs[i].sizes, {}});
+    out.push_back({outputs[i].data.data(), compiled.outputs()[i].dtype, outputs[i].sizes, {}, {}});
   if (o.target == Target::Reference && options::get_bool("cpp.profile"))
     std::cerr << "coil run: cpp.profile times compiled kernels: use --device cpu\n";
   compiled.run(in, out);

@@ -243,9 +243,9 @@ void check_mode(const std::string &mode, const std::vector<std::pair<std::string
     std::vector<HostTensor> want = reference(*ref, in);
     std::vector<TensorRef> ins, outs;
     std::vector<HostTensor> got;
-    for (const HostTensor &h : in) ins.push_back({const_cast<std::byte *>(h.data.data()), ScalarType::Float32, h.sizes});
+    for (const HostTensor &h : in) ins.push_back({const_cast<std::byte *>(h.data.data()), ScalarType::Float32, h.sizes, {}, {}});
     for (const TensorInfo &t : g->outputs()) got.push_back(HostTensor::zeros(DType::F32, t.sizes));
-    for (HostTensor &h : got) outs.push_back({h.data.data(), ScalarType::Float32, h.sizes});
+    for (HostTensor &h : got) outs.push_back({h.data.data(), ScalarType::Float32, h.sizes, {}, {}});
     g->run(ins, outs);
     for (size_t i = 0; i < got.size(); ++i) {
       Comparison cmp = compare(got[i], want[i], default_tolerance(DType::F32, g->outputs()[i].reduced_elements));
@@ -286,7 +286,7 @@ void check_mode(const std::string &mode, const std::vector<std::pair<std::string
     if (!p.empty()) return p;
     std::vector<TensorRef> mixed = outs;
     HostTensor host_out = HostTensor::zeros(DType::F32, g->outputs()[1].sizes);
-    mixed[1] = {host_out.data.data(), ScalarType::Float32, host_out.sizes};
+    mixed[1] = {host_out.data.data(), ScalarType::Float32, host_out.sizes, {}, {}};
     p = expect_error([&] { g->run(ins, mixed); },
                      "output 'out1' is in host memory but input 'x' in cuda:0 memory: the tensors of one call are all on "
                      "the host or all on one GPU");

@@ -81,7 +81,7 @@ std::string example(const std::string &name) { return (test::source_dir() / "exa
 struct Floats {
   std::vector<float> data;
   std::vector<int64_t> sizes, strides;
-  TensorRef ref() { return {data.data(), ScalarType::Float32, sizes, strides}; }
+  TensorRef ref() { return {data.data(), ScalarType::Float32, sizes, strides, {}}; }
 };
 
 // The example's inputs, each passed as the tensors of the safetensors file (dense).
@@ -92,7 +92,7 @@ std::vector<TensorRef> example_inputs(const CompiledGraph &g, TensorList &tensor
     for (auto &[name, tensor] : tensors)
       if (name == t.name) h = &tensor;
     EXPECT_TRUE(h) << t.name;
-    in.push_back({h->data.data(), t.dtype, h->sizes, {}});
+    in.push_back({h->data.data(), t.dtype, h->sizes, {}, {}});
   }
   return in;
 }
@@ -109,7 +109,7 @@ void expect_example_matches_eager(const std::string &name, Target target) {
   std::vector<HostTensor> results;
   std::vector<TensorRef> out;
   for (const TensorInfo &t : g.outputs()) results.push_back(HostTensor::zeros(expected.at(results.size()).second.dtype, t.sizes));
-  for (size_t i = 0; i < results.size(); ++i) out.push_back({results[i].data.data(), g.outputs()[i].dtype, results[i].sizes, {}});
+  for (size_t i = 0; i < results.size(); ++i) out.push_back({results[i].data.data(), g.outputs()[i].dtype, results[i].sizes, {}, {}});
   g.run(in, out);
   for (size_t i = 0; i < results.size(); ++i) {
     const HostTensor &want = expected.at(i).second;
@@ -251,7 +251,7 @@ TEST(Api, ACallInTheLibrarysLayoutsAllocatesNothing) {
   // The views where the library leaves them: t on x's memory, v on r's.
   std::vector<TensorRef> in = {x.ref(), y.ref()};
   std::vector<TensorRef> out = {a.ref(), {x.data.data(), ScalarType::Float32, {6, 4}, {1, 6}}, r.ref(),
-                                {r.data.data(), ScalarType::Float32, {24}, {}}};
+                                {r.data.data(), ScalarType::Float32, {24}, {}, {}}};
   auto check = [&] {
     for (int64_t i = 0; i < 4; ++i)
       for (int64_t j = 0; j < 6; ++j) {
@@ -267,7 +267,7 @@ TEST(Api, ACallInTheLibrarysLayoutsAllocatesNothing) {
     for (int64_t j = 0; j < 6; ++j) xt.data[size_t(j * 4 + i)] = kinds_x(i, j);
   Floats t{std::vector<float>(24), {6, 4}, {}};
   std::vector<TensorRef> staged_in = {xt.ref(), y.ref()};
-  std::vector<TensorRef> staged_out = {a.ref(), t.ref(), r.ref(), {r.data.data(), ScalarType::Float32, {24}, {}}};
+  std::vector<TensorRef> staged_out = {a.ref(), t.ref(), r.ref(), {r.data.data(), ScalarType::Float32, {24}, {}, {}}};
   // A fresh thread: its first call makes the thread's storage.
   std::thread([&] {
     EXPECT_GT(allocations_of([&] { g.run(in, out); }), 0) << "the thread's first call makes its pointer arrays";
@@ -296,11 +296,11 @@ TEST(Api, ACallCopiesWhatIsNotInTheLibrarysLayout) {
     for (int64_t j = 0; j < 6; ++j) xs[size_t(3 + i * 8 + j)] = kinds_x(i, j), ys[size_t(j * 2)] = kinds_y(j);
   std::vector<float> as(24, NAN), rs(5 + 4 * 7, -7.0f), ts(24, NAN), vs(48, -7.0f);
   std::vector<TensorRef> in = {{xs.data() + 3, ScalarType::Float32, {4, 6}, {8, 1}},
-                               {ys.data(), ScalarType::Float32, {6}, {2}}};
+                               {ys.data(), ScalarType::Float32, {6}, {2}, {}}};
   std::vector<TensorRef> out = {{as.data(), ScalarType::Float32, {4, 6}, {1, 4}},
                                 {ts.data(), ScalarType::Float32, {6, 4}, {}},
                                 {rs.data() + 5, ScalarType::Float32, {4, 6}, {7, 1}},
-                                {vs.data(), ScalarType::Float32, {24}, {2}}};
+                                {vs.data(), ScalarType::Float32, {24}, {2}, {}}};
   g.run(in, out);
   for (int64_t i = 0; i < 4; ++i)
     for (int64_t j = 0; j < 6; ++j) {
@@ -355,11 +355,11 @@ TEST(Api, ErrorsNameWhatWasWrong) {
   std::vector<TensorRef> in = {x.ref()}, out = {t.ref(), s.ref()};
   std::vector<TensorRef> none;
   EXPECT_EQ(api_error([&] { g.run(none, out); }), "coil: error: the graph has 1 inputs; 0 were given");
-  std::vector<TensorRef> wrong = {{x.data.data(), ScalarType::Float32, {6, 4}, {}}};
+  std::vector<TensorRef> wrong = {{x.data.data(), ScalarType::Float32, {6, 4}, {}, {}}};
   EXPECT_EQ(api_error([&] { g.run(wrong, out); }), "coil: error: input 'x' is f32[6, 4] but the graph expects f32[4, 6]");
-  std::vector<TensorRef> typed = {{x.data.data(), ScalarType::Float64, {4, 6}, {}}};
+  std::vector<TensorRef> typed = {{x.data.data(), ScalarType::Float64, {4, 6}, {}, {}}};
   EXPECT_EQ(api_error([&] { g.run(typed, out); }), "coil: error: input 'x' is f64[4, 6] but the graph expects f32[4, 6]");
-  std::vector<TensorRef> null = {{nullptr, ScalarType::Float32, {4, 6}, {}}};
+  std::vector<TensorRef> null = {{nullptr, ScalarType::Float32, {4, 6}, {}, {}}};
   EXPECT_EQ(api_error([&] { g.run(null, out); }), "coil: error: input 'x' has no data (a null pointer)");
   CompiledGraph ref = compile(kViews, {Target::Reference, {}, ""}, "views.py");
   EXPECT_NE(api_error([&] { ref.median_seconds(in, out, 3); }).find("target ref has none"), std::string::npos);
