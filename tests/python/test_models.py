@@ -43,6 +43,24 @@ def check(test, name, device="cpu", dtype=torch.float32):
     test.assertEqual([op for g in graphs for op in g["eager_ops"]], [], f"{name}: ops left to eager PyTorch")
 
 
+def check_second_batch(test, name):
+    """A second batch size makes Dynamo trace the model again with symbolic sizes, which
+    coil does not compile yet: that graph runs in eager PyTorch, and is counted so."""
+    from coil import backend
+
+    torch.manual_seed(0)
+    model, args = build(name, "cpu", torch.float32, tiny=True)
+    torch._dynamo.reset()
+    before = backend.counters.copy()
+    compiled = torch.compile(model, backend="coil")
+    with torch.no_grad():
+        for batch in (args, [torch.cat([a, a[:1]]) for a in args]):
+            torch.testing.assert_close(compiled(*batch), model(*batch), rtol=1e-4, atol=1e-4)
+    counted = backend.counters - before
+    test.assertEqual((counted["graphs"], counted["graphs_compiled"], counted["graphs_eager"]), (2, 1, 1),
+                     f"{name}: {counted}")
+
+
 class Models(unittest.TestCase):
     """On the CPU, in f32."""
 
@@ -50,6 +68,11 @@ class Models(unittest.TestCase):
         for name in SUITE:
             with self.subTest(name):
                 check(self, name)
+
+    def test_a_second_batch_size_runs_in_eager_counted(self):
+        for name in SUITE:
+            with self.subTest(name):
+                check_second_batch(self, name)
 
 
 @unittest.skipUnless(torch.cuda.is_available(), "no CUDA device")
