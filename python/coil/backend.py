@@ -219,7 +219,17 @@ def coil_backend(gm: torch.fx.GraphModule, example_inputs, options: dict | None 
         log.info("coil: the backward graph runs in eager PyTorch (training graphs are not compiled yet)")
         return make_boxed_func(fx.forward)
 
-    return aot_autograd(fw_compiler=forward, bw_compiler=backward, decompositions=decompositions())(gm, example_inputs)
+    compile_aot = aot_autograd(fw_compiler=forward, bw_compiler=backward, decompositions=decompositions())
+    if any(isinstance(x, torch.Tensor) and x.is_cuda for x in example_inputs):
+        # coil has no attention kernel of its own yet: on CUDA, scaled_dot_product_attention
+        # would trace to one of PyTorch's fused kernels (flash, memory-efficient, cuDNN), an
+        # op coil cannot compile, splitting the graph around it. Traced with the math backend
+        # it is matrix products and a softmax, which coil compiles with the rest.
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+
+        with sdpa_kernel([SDPBackend.MATH]):
+            return compile_aot(gm, example_inputs)
+    return compile_aot(gm, example_inputs)
 
 
 class Explanation:
