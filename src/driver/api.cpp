@@ -183,9 +183,10 @@ struct CudaGraph : HostTensorsGraph {
     if (in.empty() ? out.empty() || out[0].memory.kind == Memory::Kind::Host : in[0].memory.kind == Memory::Kind::Host)
       return write_outputs(program->run(named_inputs(in), s), out);
     Memory here = Memory::cuda(program->device_ordinal());
-    std::vector<DeviceTensor> din, dout;
-    din.reserve(in.size());
-    dout.reserve(out.size());
+    // The thread's arrays keep their capacity: a call allocates nothing once they fit.
+    thread_local std::vector<DeviceTensor> din, dout;
+    din.clear();
+    dout.clear();
     for (size_t i = 0; i < in.size(); ++i) din.push_back(device_tensor(in[i], inputs[i].name, "input", here));
     for (size_t i = 0; i < out.size(); ++i) dout.push_back(device_tensor(out[i], outputs[i].name, "output", here));
     program->run(din, dout, s);
