@@ -2088,6 +2088,21 @@ def _cat_wide(dev):
     return (lambda *xs: torch.cat(xs, 1) * 2), [make([2, 1 + k % 3]) for k in range(130)]
 
 
+@op_case("unfold", [A.unfold.default], ("odd", "noncontig", "size1", "size0"))
+def _unfold(dev):
+    """unfold (a view): windows along every dim, overlapping (step < size), apart (step >
+    size), of the whole dim, of size 0 and 1, of strided, 0-dim and empty tensors, unfolded
+    twice, and read by a later op (a sum over the windows)."""
+    u = A.unfold.default
+
+    def fn(x, x3, xd, x0, xi, xh):
+        return (u(x, 1, 3, 1), u(x, 0, 2, 2), u(x, -1, 2, 4), u(x, 1, 7, 1), u(x, 1, 0, 1), u(x, 0, 1, 3),
+                u(x3, 2, 4, 2), u(x.t(), 0, 3, 2), u(x[:, ::2], 1, 2, 1), u(xd, 0, 1, 1), u(xd, 0, 0, 2),
+                u(x0, 1, 2, 1), u(xi, 1, 2, 2), u(xh, 0, 2, 1), u(u(x, 1, 3, 2), 0, 2, 1),
+                A.sum.dim_IntList(u(x3, 1, 2, 1), [-1]))
+    return fn, [make([5, 7]), make([2, 3, 9]), make([]), make([0, 4]), make([3, 6], i64), make([4, 5], f16)]
+
+
 # A model added later, kept here so that no line above moved: ResNet laid out channels-last
 # (weights and input), as vision models are run for speed; every activation is NHWC.
 MODELS["resnet_tiny_channels_last"] = lambda: (

@@ -122,7 +122,8 @@ std::vector<TensorRef> repeat(Lowering &l, const Node &n) {
 void add_view_lowerings(std::map<std::string, LowerFn, std::less<>> &t) {
   for (const char *target : {"aten.permute.default", "aten.transpose.int", "aten.t.default", "aten.view.default",
                              "aten._unsafe_view.default", "aten.expand.default", "aten.unsqueeze.default",
-                             "aten.squeeze.default", "aten.squeeze.dim", "aten.squeeze.dims", "aten.alias.default"})
+                             "aten.squeeze.default", "aten.squeeze.dim", "aten.squeeze.dims", "aten.alias.default",
+                             "aten.unfold.default"})
     t[target] = same_offset;
   t["aten.slice.Tensor"] = slice;
   t["aten.select.int"] = select;

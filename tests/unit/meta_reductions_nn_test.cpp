@@ -461,6 +461,13 @@ TEST(MetaCoreOps, RepeatAndDiagonal) {
   EXPECT_EQ(meta("aten.diagonal.default", {"f32[3, 4, 5]"}, {i(10)}), Types{"f32[5, 0][1, 25]cpu"});
   EXPECT_EQ(error("aten.diagonal.default", {"f32[3, 4]"}, {i(0), i(1), i(1)}),
             "diagonal dimensions cannot be identical 1, 1");
+  // unfold is a view: the windows' count and step in place of the dim, the window last.
+  EXPECT_EQ(meta("aten.unfold.default", {"f32[3, 4, 5]"}, {i(2), i(2), i(2)}), Types{"f32[3, 4, 2, 2][20, 5, 2, 1]cpu"});
+  EXPECT_EQ(meta("aten.unfold.default", {"f32[]"}, {i(0), i(1), i(1)}), Types{"f32[1][1]cpu"});
+  EXPECT_EQ(error("aten.unfold.default", {"f32[3, 4, 5]"}, {i(1), i(5), i(1)}),
+            "maximum size for tensor at dimension 1 is 4 but size is 5");
+  EXPECT_EQ(error("aten.unfold.default", {"f32[3, 4, 5]"}, {i(1), i(2), i(0)}), "step is 0 but must be > 0");
+  EXPECT_EQ(error("aten.unfold.default", {"f32[3, 4, 5]"}, {i(1), i(-1), i(1)}), "size is -1 but must be >= 0");
 }
 
 TEST(MetaCoreOps, MatmulAndLinearByRank) {

@@ -222,6 +222,27 @@ std::vector<TensorType> diagonal(const MetaArgs &a) {
   return {with_layout(self, v.sizes, v.strides)};
 }
 
+/// unfold: the windows of `size` elements every `step` along `dimension`, as a new last
+/// dim; a 0-dim tensor is one element.
+std::vector<TensorType> unfold(const MetaArgs &a) {
+  const TensorType &self = a.tensor("self");
+  int64_t size = a.integer("size"), step = a.integer("step");
+  int64_t d = wrap_dim(a.integer("dimension"), std::max<int64_t>(self.rank(), 1));
+  int64_t extent = self.rank() == 0 ? 1 : self.sizes[size_t(d)];
+  COIL_USER_CHECK(size >= 0, "size is ", size, " but must be >= 0");
+  COIL_USER_CHECK(size <= extent, "maximum size for tensor at dimension ", d, " is ", extent, " but size is ",
+                  size);
+  COIL_USER_CHECK(step > 0, "step is ", step, " but must be > 0");
+  Shape sizes = self.sizes, strides = self.strides;
+  sizes.push_back(size);
+  strides.push_back(self.rank() == 0 ? 1 : self.strides[size_t(d)]);
+  if (self.rank() > 0) {
+    sizes[size_t(d)] = (extent - size) / step + 1;
+    strides[size_t(d)] = step * self.strides[size_t(d)];
+  }
+  return {with_layout(self, sizes, strides)};
+}
+
 }  // namespace
 
 void register_view_ops(Registry &r) {
@@ -259,6 +280,7 @@ void register_view_ops(Registry &r) {
         as_strided);
   r.add("reshape(Tensor(a) self, SymInt[] shape) -> Tensor(a)", reshape);
   r.add("diagonal(Tensor(a) self, int offset=0, int dim1=0, int dim2=1) -> Tensor(a)", diagonal);
+  r.add("unfold(Tensor(a) self, int dimension, int size, int step) -> Tensor(a)", unfold);
   r.add("alias(Tensor(a) self) -> Tensor(a)", [](const MetaArgs &a) { return std::vector<TensorType>{a.tensor("self")}; });
   r.add("squeeze.dims(Tensor(a) self, int[] dim) -> Tensor(a)", [](const MetaArgs &a) {
     const TensorType &self = a.tensor("self");
