@@ -2103,6 +2103,23 @@ def _unfold(dev):
     return fn, [make([5, 7]), make([2, 3, 9]), make([]), make([0, 4]), make([3, 6], i64), make([4, 5], f16)]
 
 
+@op_case("empty_permuted", [A.empty_permuted.default, A.copy.default], ("size0",))
+def _empty_permuted(dev):
+    """Each result's memory is overwritten (copy, fill) or only its layout used (full_like), so
+    the outputs are deterministic; channels-last, reversed and identity layouts, and an empty
+    one, so that the strides each layout gives reach the outputs."""
+    ep = A.empty_permuted.default
+
+    def fn(x4, x3):
+        e1 = ep([2, 3, 4, 5], [0, 2, 3, 1], dtype=f32, device=dev)
+        e2 = ep([4, 3, 5], [2, 1, 0], dtype=f32, device=dev)
+        e3 = ep([4, 3, 5], [0, 1, 2], dtype=f16, device=dev)
+        e4 = ep([2, 0, 4], [2, 0, 1], dtype=i64, device=dev)
+        return (A.copy.default(e1, x4), A.copy.default(e2, x3), A.fill.Scalar(e3, 0.5), A.full_like.default(e4, 1),
+                A.full_like.default(e2, 2.0) + x3)
+    return fn, [make([2, 3, 4, 5]), make([4, 3, 5])]
+
+
 # A model added later, kept here so that no line above moved: ResNet laid out channels-last
 # (weights and input), as vision models are run for speed; every activation is NHWC.
 MODELS["resnet_tiny_channels_last"] = lambda: (

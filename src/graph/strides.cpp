@@ -73,9 +73,10 @@ Shape strides_for_format(const Shape &sizes, MemoryFormat format) {
 }
 
 bool is_contiguous(const Shape &sizes, const Shape &strides) {
+  // An empty tensor is contiguous whatever its strides, as in PyTorch.
+  if (std::find(sizes.begin(), sizes.end(), 0) != sizes.end()) return true;
   int64_t expected = 1;
   for (size_t i = sizes.size(); i-- > 0;) {
-    if (sizes[i] == 0) return true;
     if (sizes[i] == 1) continue;
     if (strides[i] != expected) return false;
     expected *= sizes[i];

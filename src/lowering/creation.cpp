@@ -185,7 +185,8 @@ void add_creation_lowerings(std::map<std::string, LowerFn, std::less<>> &t) {
   auto zero = [](const Node &) { return 0.0; };
   auto one = [](const Node &) { return 1.0; };
   for (const char *target : {"aten.zeros.default", "aten.zeros_like.default", "aten.new_zeros.default",
-                             "aten.empty.memory_format", "aten.empty_strided.default", "aten.empty_like.default",
+                             "aten.empty.memory_format", "aten.empty_strided.default", "aten.empty_permuted.default",
+                             "aten.empty_like.default",
                              "aten.new_empty.default", "aten.new_empty_strided.default"})
     t[target] = constant_fill(zero);
   for (const char *target : {"aten.ones.default", "aten.ones_like.default", "aten.new_ones.default"})

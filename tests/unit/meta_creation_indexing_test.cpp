@@ -135,6 +135,21 @@ TEST(MetaCreation, EmptyStrided) {
             Types{"u8[2, 3][1, 2]cpu"});
 }
 
+// empty_permuted: the dims laid out in the order stated, outermost first (checked against
+// torch 2.11, errors included).
+TEST(MetaCreation, EmptyPermuted) {
+  EXPECT_EQ(meta("aten.empty_permuted.default", {}, {ints({2, 3, 4, 5}), ints({0, 2, 3, 1})}),
+            Types{"f32[2, 3, 4, 5][60, 1, 15, 3]cpu"});
+  EXPECT_EQ(meta("aten.empty_permuted.default", {}, {ints({2, 0, 4}), ints({2, 0, 1})}, {{"dtype", Arg(DType::I64)}}),
+            Types{"i64[2, 0, 4][1, 1, 2]cpu"});
+  EXPECT_EQ(meta_error("aten.empty_permuted.default", {}, {ints({2, 3, 4}), ints({0, 1})}),
+            "Number of dimensions in size does not match the length of the physical_layout; i.e. len(size) = 3 is "
+            "not equal to len(physical_layout) = 2");
+  EXPECT_EQ(meta_error("aten.empty_permuted.default", {}, {ints({2, 3, 4}), ints({0, 0, 1})}), "Duplicate dim not allowed");
+  EXPECT_EQ(meta_error("aten.empty_permuted.default", {}, {ints({2, 3, 4}), ints({0, 1, 3})}),
+            "Dimension out of range (expected to be between 0 and 2, but got 3 at index 2)");
+}
+
 TEST(MetaCreation, ArangeDtypeAndLength) {
   EXPECT_EQ(meta("aten.arange.default", {}, {i(5)}), Types{"i64[5][1]cpu"});
   EXPECT_EQ(meta("aten.arange.default", {}, {f(5.5)}), Types{"f32[6][1]cpu"});

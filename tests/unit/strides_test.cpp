@@ -64,6 +64,14 @@ TEST(Dense, NonOverlappingAndDense) {
   EXPECT_TRUE(is_non_overlapping_and_dense({1, 256}, {7, 1}));      // size-1 dims are free
 }
 
+// An empty tensor is contiguous whatever its strides (PyTorch's is_contiguous), and the
+// like-ops then give it contiguous strides, as torch.export's fake tensors do.
+TEST(Dense, EmptyTensorsAreContiguous) {
+  EXPECT_TRUE(is_contiguous({2, 0, 4}, {1, 1, 2}));
+  EXPECT_FALSE(is_contiguous({2, 3, 4}, {1, 2, 6}));
+  EXPECT_EQ(dense_order_strides(t({2, 0, 4}, {1, 1, 2})), (Shape{4, 4, 1}));
+}
+
 TEST(EmptyLike, PreserveKeepsDenseLayouts) {
   EXPECT_EQ(empty_like_strides(t({64, 256}, {1, 64}), MemoryFormat::Preserve), (Shape{1, 64}));
   EXPECT_EQ(empty_like_strides(t({64, 128}, {256, 1}), MemoryFormat::Preserve), (Shape{128, 1}));

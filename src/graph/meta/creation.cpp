@@ -67,6 +67,30 @@ std::vector<TensorType> empty(const MetaArgs &a) {
   return {TensorType{o.dtype, sizes, strides_for_format(sizes, format), o.device}};
 }
 
+/// empty_permuted: dense, with its dims laid out in memory in the order `physical_layout`
+/// states (outermost first): a contiguous tensor of the permuted sizes, permuted back.
+std::vector<TensorType> empty_permuted(const MetaArgs &a) {
+  Options o = options(a, kDefaultFloat, Device{});
+  Shape sizes = a.ints("size"), layout = a.ints("physical_layout");
+  int64_t rank = int64_t(sizes.size());
+  COIL_USER_CHECK(int64_t(layout.size()) == rank, "Number of dimensions in size does not match the length of the "
+                  "physical_layout; i.e. len(size) = ", rank, " is not equal to len(physical_layout) = ", layout.size());
+  std::vector<bool> seen(size_t(rank), false);
+  for (size_t i = 0; i < layout.size(); ++i) {
+    COIL_USER_CHECK(layout[i] >= 0 && layout[i] < rank, "Dimension out of range (expected to be between 0 and ",
+                    rank - 1, ", but got ", layout[i], " at index ", i, ")");
+    COIL_USER_CHECK(!seen[size_t(layout[i])], "Duplicate dim not allowed");
+    seen[size_t(layout[i])] = true;
+  }
+  checked_numel(sizes);
+  Shape permuted;
+  for (int64_t d : layout) permuted.push_back(sizes[size_t(d)]);
+  Shape packed = contiguous_strides(permuted);
+  Shape strides(static_cast<size_t>(rank), 0);
+  for (size_t i = 0; i < layout.size(); ++i) strides[size_t(layout[i])] = packed[i];
+  return {TensorType{o.dtype, sizes, strides, o.device}};
+}
+
 /// empty_strided and new_empty_strided (`op`, for messages): the strides are given.
 TensorType strided(std::string_view op, const Options &o, Shape sizes, Shape strides) {
   COIL_USER_CHECK(sizes.size() == strides.size(), op, ": size ", shape_str(sizes), " and stride ",
@@ -201,6 +225,7 @@ void register_creation_ops(Registry &r) {
   r.add(str_cat("empty.memory_format(SymInt[] size, *, ", kOptions, ", MemoryFormat? memory_format=None) -> Tensor"),
         empty);
   r.add(str_cat("empty_strided(SymInt[] size, SymInt[] stride, *, ", kOptions, ") -> Tensor"), empty_strided);
+  r.add(str_cat("empty_permuted(SymInt[] size, int[] physical_layout, *, ", kOptions, ") -> Tensor"), empty_permuted);
   r.add(str_cat("scalar_tensor(Scalar s, *, ", kOptions, ") -> Tensor"), scalar_tensor);
 
   r.add(str_cat("arange(Scalar end, *, ", kOptions, ") -> Tensor"), arange(false, false));
