@@ -168,21 +168,6 @@ struct Backend {
   void finalize(const BackendDescriptor &d) const { COIL_CUDNN(cudnnBackendFinalize, d.desc); }
 };
 
-// The packed strides of `sizes` (N, C, spatial...) in `format`.
-std::vector<int64_t> packed_strides(const std::vector<int> &sizes, codegen::TensorFormat format) {
-  size_t n = sizes.size();
-  std::vector<int64_t> strides(n);
-  int64_t step = 1;
-  if (format == codegen::TensorFormat::NCHW) {
-    for (size_t d = n; d-- > 0;) strides[d] = step, step *= sizes[d];
-    return strides;
-  }
-  strides[1] = 1, step = sizes[1];
-  for (size_t d = n; d-- > 2;) strides[d] = step, step *= sizes[d];
-  strides[0] = step;
-  return strides;
-}
-
 std::vector<int64_t> wide(const std::vector<int> &v) { return {v.begin(), v.end()}; }
 
 // Unique ids of the convolution's tensors in its graph and variant pack.
@@ -345,7 +330,7 @@ void PreparedExtern::prepare_convolution(ExternHandles &handles) {
     COIL_CUDNN(cudnnCreateTensorDescriptor, &d.w_given.desc);
     COIL_CUDNN(cudnnSetTensorNdDescriptor, d.w_given.desc, type, dims, c.w_sizes.data(), c.w_given_strides.data());
     COIL_CUDNN(cudnnCreateTensorDescriptor, &d.w_repacked.desc);
-    COIL_CUDNN(cudnnSetTensorNdDescriptor, d.w_repacked.desc, type, dims, c.w_sizes.data(), c.w_repacked_strides.data());
+    COIL_CUDNN(cudnnSetTensorNdDescriptor, d.w_repacked.desc, type, dims, c.w_sizes.data(), c.w_strides.data());
   }
   COIL_CUDNN(cudnnCreateFilterDescriptor, &d.w.desc);
   COIL_CUDNN(cudnnSetFilterNdDescriptor, d.w.desc, type, dnn_format(c.filter), dims, c.w_sizes.data());
@@ -432,10 +417,8 @@ void PreparedExtern::plan_backend(cudnnHandle_t h) {
   };
   try {
     note_setup();
-    std::vector<int64_t> w_strides =
-        c.repack_filter ? wide(c.w_repacked_strides) : packed_strides(c.w_sizes, c.filter);
     BackendDescriptor x = tensor(kUidX, c.x_sizes, wide(c.x_strides));
-    BackendDescriptor w = tensor(kUidW, c.w_sizes, w_strides);
+    BackendDescriptor w = tensor(kUidW, c.w_sizes, wide(c.w_strides));
     BackendDescriptor y = tensor(kUidY, c.y_sizes, wide(c.y_strides));
 
     BackendDescriptor conv = be.make(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR);

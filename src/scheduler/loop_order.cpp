@@ -25,11 +25,11 @@ namespace {
 
 // The dims of `t` from the outermost in memory to the innermost, or nothing when
 // the logical order is already that (or the layout has no single order).
-std::optional<std::vector<int>> memory_order(const TensorType &t) {
+std::optional<Shape> memory_order(const TensorType &t) {
   if (t.rank() < 2 || !is_non_overlapping_and_dense(t.sizes, t.strides)) return std::nullopt;
-  std::vector<int> unit, order;
-  for (int d = 0; d < int(t.rank()); ++d) (t.sizes[size_t(d)] == 1 ? unit : order).push_back(d);
-  auto outer = [&](int a, int b) { return t.strides[size_t(a)] > t.strides[size_t(b)]; };
+  Shape unit, order;
+  for (int64_t d = 0; d < t.rank(); ++d) (t.sizes[size_t(d)] == 1 ? unit : order).push_back(d);
+  auto outer = [&](int64_t a, int64_t b) { return t.strides[size_t(a)] > t.strides[size_t(b)]; };
   if (std::is_sorted(order.begin(), order.end(), outer)) return std::nullopt;
   std::stable_sort(order.begin(), order.end(), outer);
   unit.insert(unit.end(), order.begin(), order.end());
@@ -54,7 +54,7 @@ std::vector<std::string> order_loops(ir::Program &p, const ScheduleOptions &o) {
     bool loops = n.kind == ir::NodeKind::Pointwise || n.kind == ir::NodeKind::Reduction;
     if (!loops || n.outputs.empty() || !n.output_index.empty() || !one_layout(p, n)) continue;
     const TensorType &t = p.buffer(n.outputs[0]).type;
-    if (t.sizes != Shape(n.ranges.begin(), n.ranges.end())) continue;
+    if (t.sizes != n.ranges) continue;
     auto order = memory_order(t);
     if (!order) continue;
     // Loop k runs over dim order[k]: dim d is the variable at its position. Reduction
@@ -67,7 +67,7 @@ std::vector<std::string> order_loops(ir::Program &p, const ScheduleOptions &o) {
     }
     for (size_t r = n.ranges.size(); r < map.size(); ++r) map[r] = ir::Expr(ir::VarId{int(r)});
     n = rewrite_node(p, n, map, ranges, n.reduction_ranges);
-    log.push_back(str_cat(p.buffer(n.outputs[0]).name, " (", n.origin, "): loops over dims ", shape_str(Shape(order->begin(), order->end())),
+    log.push_back(str_cat(p.buffer(n.outputs[0]).name, " (", n.origin, "): loops over dims ", shape_str(*order),
                           " of strides ", shape_str(t.strides)));
   }
   return log;

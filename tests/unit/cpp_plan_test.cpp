@@ -198,7 +198,7 @@ TEST(TritonPlan, TheEmitterCallsNoPlanner) {
 }
 
 TEST(TritonPlan, KernelsAreEmittedAsPlanned) {
-  for (const std::string &name : {"pointwise_chain", "transpose_add", "softmax_lastdim", "sum_dim0", "var_mean_lastdim"}) {
+  for (std::string name : {"pointwise_chain", "transpose_add", "softmax_lastdim", "sum_dim0", "var_mean_lastdim"}) {
     Compilation c = compile_example(name);
     const ir::Kernel &k = c.schedule.ir.kernels[0];
     codegen::TritonKernelPlan plan = codegen::plan_triton_kernel(c.schedule.ir.program, k, {});

@@ -343,7 +343,7 @@ TEST(GpuExternPlan, ConvolutionsOfChannelsLastTensorsRunInNhwc) {
   EXPECT_TRUE(repacked.conv.repack_filter);
   EXPECT_EQ(repacked.conv.filter, TensorFormat::NHWC);
   EXPECT_EQ(repacked.conv.w_given_strides, std::vector<int>({144, 9, 3, 1}));
-  EXPECT_EQ(repacked.conv.w_repacked_strides, std::vector<int>({144, 1, 48, 16}));
+  EXPECT_EQ(repacked.conv.w_strides, std::vector<int>({144, 1, 48, 16}));
   EXPECT_EQ(repacked.words(),
             "cuDNN convolution forward (NHWC, f32, TF32 off), the weight repacked to NHWC by cudnnTransformTensor");
   EXPECT_NE(repacked.str().find("w [32, 16, 3, 3] NCHW repacked to NHWC"), std::string::npos) << repacked.str();

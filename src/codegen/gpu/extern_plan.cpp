@@ -352,10 +352,8 @@ std::string plan_convolution(const Program &p, const Node &n, GpuExternPlan &pla
     return str_cat("the weight has strides ", shape_str(w.strides), ": a cuDNN filter is packed, in NCHW or NHWC order");
   c.filter = c.tensors;
   c.repack_filter = c.tensors == TensorFormat::NHWC ? !as_nhwc : !as_nchw;
-  if (c.repack_filter) {
-    c.w_given_strides = packed_strides(c.w_sizes, other_format(c.filter));
-    c.w_repacked_strides = packed_strides(c.w_sizes, c.filter);
-  }
+  c.w_strides = packed_strides(c.w_sizes, c.filter);
+  if (c.repack_filter) c.w_given_strides = packed_strides(c.w_sizes, other_format(c.filter));
   c.groups = int(groups);
   if (spatial == 1) c.padding = {0}, c.stride = {1}, c.dilation = {1};
   for (const char *name : {"padding", "stride", "dilation"}) {

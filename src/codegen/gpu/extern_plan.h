@@ -96,9 +96,10 @@ struct ConvPlan {
   /// bf16 and f16): each call first writes it in the filter's order into the call's
   /// workspace (cudnnTransformTensor), as PyTorch's eager call makes it contiguous.
   bool repack_filter = false;
-  /// With repack_filter: the weight's packed strides in cuDNN's dims as it is given and as
-  /// the filter reads it (the two tensor descriptors of the repacking).
-  std::vector<int> w_given_strides, w_repacked_strides;
+  /// The filter's packed strides in cuDNN's dims, in the filter's order (the backend API's
+  /// filter tensor, and the repacking's destination); with repack_filter, also the weight's
+  /// as it is given (the repacking's source).
+  std::vector<int> w_strides, w_given_strides;
   std::vector<int> x_sizes, x_strides, w_sizes, y_sizes, y_strides, padding, stride, dilation;
   std::vector<int> bias_sizes, bias_strides;  // 1 x C x 1 x 1 (x 1), broadcast over the output
 };
