@@ -7,7 +7,8 @@ Each model (bench/model_zoo.py) is built from its config with random weights (to
 transformers; no downloads), in eval mode, bf16 on CUDA and f32 on the CPU (or --dtype). Eager, Inductor
 (torch.compile, default mode) and Inductor mode="reduce-overhead" are timed in this process,
 taking turns; coil runs the model exported with torch.export (parameters as inputs, the
-default decompositions) as `coil run --device D --bench N` in a subprocess: its steady
+default decompositions but scaled_dot_product_attention, kept whole as coil's torch.compile
+backend keeps it, for coil's fused attention kernel) as `coil run --device D --bench N` in a subprocess: its steady
 calls, plain and with CUDA graphs (triton.cudagraphs). Every time is the median of N calls
 (CUDA events around each call on the GPU, a steady clock on the CPU), after warm-up calls.
 With --baseline, a second coil binary (built at an earlier commit) is timed on the same
@@ -116,7 +117,7 @@ def bench_model(name: str, device: str, dtype: torch.dtype, iters: int, coil: st
         torch._dynamo.reset()
         folder = work / name
         folder.mkdir(parents=True, exist_ok=True)
-        ep = capture.export_program(model, args, "default")
+        ep = capture.export_program(model, args, "attention")
         (folder / "graph.py").write_text(capture.graph_text(ep))
         capture.write_tensors(folder / "inputs.safetensors",
                               {k: capture.host(v) for k, v in capture.placeholder_tensors(ep, args).items()})

@@ -2120,6 +2120,101 @@ def _empty_permuted(dev):
     return fn, [make([2, 3, 4, 5]), make([4, 3, 5])]
 
 
+@op_case("sdpa", [A.scaled_dot_product_attention.default], ("odd", "noncontig", "broadcast"))
+def _sdpa(dev):
+    """scaled_dot_product_attention as torch.export keeps it: plain and causal; additive and
+    boolean masks (broadcast from [L, S], one row with every key masked); query and key lengths
+    that differ with a value head of its own size; a given scale; q, k, v as strided views of one
+    qkv projection; 3-d inputs; grouped-query heads; bf16, f16 and f64."""
+    sdpa = A.scaled_dot_product_attention.default
+
+    def fn(q, k, v, am, bm, q2, k2, v2, qkv, q3, qg, kg, vg, qb, kb, vb, qh, kh, vh, qd, kd, vd):
+        bm = bm.clone()
+        bm[2] = False
+        qs, ks, vs = (t.view(2, 9, 3, 8).transpose(1, 2) for t in qkv.split(24, dim=2))
+        return (sdpa(q, k, v), sdpa(q, k, v, None, 0.0, True), sdpa(q, k, v, am), sdpa(q, k, v, bm),
+                sdpa(q2, k2, v2), sdpa(q2, k2, v2, None, 0.0, True, scale=0.3), sdpa(qs, ks, vs, None, 0.0, True),
+                sdpa(q3, q3, q3), sdpa(qg, kg, vg, None, 0.0, True, enable_gqa=True),
+                sdpa(qb, kb, vb, None, 0.0, True), sdpa(qh, kh, vh), sdpa(qd, kd, vd, am[:7].to(f64)))
+    return fn, [make([2, 3, 9, 16]), make([2, 3, 9, 16]), make([2, 3, 9, 16]), make([9, 9]), make([9, 9], b8),
+                make([2, 2, 5, 8]), make([2, 2, 11, 8]), make([2, 2, 11, 12]), make([2, 9, 72]), make([3, 7, 8]),
+                make([1, 4, 6, 8]), make([1, 2, 6, 8]), make([1, 2, 6, 8]),
+                make([2, 2, 33, 64], bf16), make([2, 2, 33, 64], bf16), make([2, 2, 33, 64], bf16),
+                make([1, 2, 17, 32], f16), make([1, 2, 17, 32], f16), make([1, 2, 17, 32], f16),
+                make([1, 2, 7, 8], f64), make([1, 2, 9, 8], f64), make([1, 2, 9, 8], f64)]
+
+
+@op_case("sdpa_flash_cpu", [A._scaled_dot_product_flash_attention_for_cpu.default], ("odd",))
+def _sdpa_flash_cpu(dev):
+    """The CPU's fused attention op that AOTAutograd leaves in graphs: causal, masked, scaled,
+    and 130 keys (more than one block of 64) in bf16."""
+    fa = A._scaled_dot_product_flash_attention_for_cpu.default
+
+    def fn(q, k, v, m, qb, kb, vb):
+        return (fa(q, k, v)[0], fa(q, k, v, 0.0, True)[0], fa(q, k, v, attn_mask=m)[0], fa(q, k, v, scale=0.5)[0],
+                fa(qb, kb, vb, 0.0, True)[0])
+    return fn, [make([2, 3, 9, 16]), make([2, 3, 9, 16]), make([2, 3, 9, 16]), make([2, 3, 9, 9]),
+                make([1, 2, 130, 32], bf16), make([1, 2, 130, 32], bf16), make([1, 2, 130, 32], bf16)]
+
+
+_CPU_ATTENTION = []
+
+
+def cuda_attention_on_cpu():
+    """The fused attention ops that PyTorch has for CUDA only, given CPU kernels through its math
+    attention (float32 and up, as those kernels compute), so that their graphs are captured and
+    their outputs computed by PyTorch here; the GPU check runs the same graphs' ops for real."""
+    if _CPU_ATTENTION:
+        return
+    lib = torch.library.Library("aten", "IMPL")
+    _CPU_ATTENTION.append(lib)
+
+    def math(q, k, v, mask, causal, scale, heads_inner=False):  # laid out as the CUDA kernels write it
+        out = A._scaled_dot_product_attention_math.default(q, k, v, mask, 0.0, causal, scale=scale)[0]
+        return out.transpose(1, 2).contiguous().transpose(1, 2) if heads_inner else out
+
+    def scalar():
+        return torch.zeros((), dtype=i64)
+
+    def flash(q, k, v, dropout_p=0.0, is_causal=False, return_debug_mask=False, *, scale=None):
+        e = torch.zeros(0, dtype=i64)
+        return (math(q, k, v, None, is_causal, scale), torch.zeros(q.shape[:-1]), e, e, q.shape[2], k.shape[2],
+                torch.zeros(2, dtype=i64), scalar(), q.new_zeros(0))
+
+    def efficient(q, k, v, bias, compute_log_sumexp, dropout_p=0.0, is_causal=False, *, scale=None):
+        lse = torch.zeros(*q.shape[:2], (q.shape[2] + 31) // 32 * 32 if compute_log_sumexp else 0)
+        return math(q, k, v, bias, is_causal, scale, True), lse, scalar(), scalar()
+
+    def cudnn(q, k, v, bias, compute_log_sumexp, dropout_p=0.0, is_causal=False, return_debug_mask=False, *,
+              scale=None):
+        e = torch.zeros(0, dtype=i64)
+        return (math(q, k, v, bias, is_causal, scale), torch.zeros(*q.shape[:-1], 1), e, e, q.shape[2], k.shape[2],
+                scalar(), scalar(), q.new_zeros(0))
+
+    lib.impl("_scaled_dot_product_flash_attention", flash, "CPU")
+    lib.impl("_scaled_dot_product_efficient_attention", efficient, "CPU")
+    lib.impl("_scaled_dot_product_cudnn_attention", cudnn, "CPU")
+
+
+@op_case("sdpa_cuda_ops", [A._scaled_dot_product_flash_attention.default,
+                           A._scaled_dot_product_efficient_attention.default,
+                           A._scaled_dot_product_cudnn_attention.default], ("odd",))
+def _sdpa_cuda_ops(dev):
+    """The fused attention ops that AOTAutograd leaves in CUDA graphs (flash, memory-efficient,
+    cuDNN), causal, with an additive bias, and scaled; their outputs from PyTorch's math
+    attention (cuda_attention_on_cpu)."""
+    cuda_attention_on_cpu()
+    fa, ea, ca = (A._scaled_dot_product_flash_attention.default, A._scaled_dot_product_efficient_attention.default,
+                  A._scaled_dot_product_cudnn_attention.default)
+
+    def fn(q, k, v, bias, q2, k2, v2):
+        return (fa(q, k, v, 0.0, True)[0], fa(q2, k2, v2, scale=0.2)[0], ea(q, k, v, bias, False)[0],
+                ea(q2, k2, v2, None, False, 0.0, True)[0], ca(q, k, v, None, False, 0.0, True)[0],
+                ca(q, k, v, bias, False)[0])
+    return fn, [make([2, 3, 9, 16]), make([2, 3, 9, 16]), make([2, 3, 9, 16]), make([2, 3, 9, 9]),
+                make([1, 2, 70, 32]), make([1, 2, 70, 32]), make([1, 2, 70, 32])]
+
+
 # A model added later, kept here so that no line above moved: ResNet laid out channels-last
 # (weights and input), as vision models are run for speed; every activation is NHWC.
 MODELS["resnet_tiny_channels_last"] = lambda: (
@@ -2195,10 +2290,16 @@ def export_case(case: Case, module: nn.Module, args: tuple):
 
 def export_program(module: nn.Module, args: tuple, decompositions: str):
     """torch.export, then the decomposition table named: "default" (Inductor's graph), "empty"
-    (the ops as called) or "none" (no run_decompositions)."""
+    (the ops as called), "attention" (the default but scaled_dot_product_attention, which stays
+    one op, as coil's torch.compile backend keeps it) or "none" (no run_decompositions)."""
     ep = torch.export.export(module, args)
     if decompositions == "default":
         ep = ep.run_decompositions()
+    elif decompositions == "attention":
+        table = torch.export.default_decompositions()
+        for op in (A.scaled_dot_product_attention.default, A._scaled_dot_product_flash_attention_for_cpu.default):
+            table.pop(op, None)
+        ep = ep.run_decompositions(table)
     elif decompositions == "empty":
         ep = ep.run_decompositions({})
     return ep
@@ -2284,11 +2385,12 @@ def check_against_module(case: Case, module, args, outs) -> str | None:
 
 
 def graph_dtypes(ep) -> list[str]:
-    """Every dtype of every tensor value in the graph (placeholders, intermediates, outputs)."""
+    """Every dtype of every tensor value in the graph (placeholders, intermediates, outputs), of
+    the dtypes coil has (the random state of a fused attention op, uint64, is read by nothing)."""
     seen = set()
     for node in ep.graph.nodes:
         for v in pytree.tree_leaves(node.meta.get("val")):
-            if isinstance(v, torch.Tensor):
+            if isinstance(v, torch.Tensor) and v.dtype in DTYPE_NAMES:
                 seen.add(DTYPE_NAMES[v.dtype])
     return [d for d in DTYPE_ORDER if d in seen]
 

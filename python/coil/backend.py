@@ -220,15 +220,9 @@ def coil_backend(gm: torch.fx.GraphModule, example_inputs, options: dict | None 
         return make_boxed_func(fx.forward)
 
     compile_aot = aot_autograd(fw_compiler=forward, bw_compiler=backward, decompositions=decompositions())
-    if any(isinstance(x, torch.Tensor) and x.is_cuda for x in example_inputs):
-        # coil has no attention kernel of its own yet: on CUDA, scaled_dot_product_attention
-        # would trace to one of PyTorch's fused kernels (flash, memory-efficient, cuDNN), an
-        # op coil cannot compile, splitting the graph around it. Traced with the math backend
-        # it is matrix products and a softmax, which coil compiles with the rest.
-        from torch.nn.attention import SDPBackend, sdpa_kernel
-
-        with sdpa_kernel([SDPBackend.MATH]):
-            return compile_aot(gm, example_inputs)
+    # scaled_dot_product_attention traces to the fused op PyTorch would run on the inputs'
+    # device (flash, memory-efficient or cuDNN on CUDA, flash on the CPU): coil compiles each
+    # into its own attention kernel.
     return compile_aot(gm, example_inputs)
 
 

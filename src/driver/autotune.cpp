@@ -176,7 +176,7 @@ std::map<std::string, TritonConfig> autotune_triton(const sched::Schedule &s, st
   std::vector<Tunable> tunables;
   size_t rounds = 1;
   for (const ir::Kernel &k : s.ir.kernels) {
-    if (k.kind == ir::KernelKind::Extern) continue;
+    if (k.kind == ir::KernelKind::Extern && !codegen::is_attention(s.ir.program, k)) continue;
     std::vector<TritonConfig> configs = codegen::tuning_configs(s, k.name);
     if (configs.size() < 2) continue;
     Tunable t;

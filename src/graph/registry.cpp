@@ -124,6 +124,7 @@ const Registry &Registry::get() {
     register_creation_ops(r);
     register_indexing_ops(r);
     register_matmul_ops(r);
+    register_attention_ops(r);
     register_pooling_ops(r);
     return r;
   }();

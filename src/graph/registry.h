@@ -108,5 +108,6 @@ void register_creation_ops(Registry &r);
 void register_indexing_ops(Registry &r);
 void register_matmul_ops(Registry &r);
 void register_pooling_ops(Registry &r);
+void register_attention_ops(Registry &r);
 
 }  // namespace coil

@@ -251,6 +251,7 @@ class Interpreter {
   void run_product(const Node &n);
   void run_scatter(const Node &n);
   void run_convolution(const Node &n);
+  void run_attention(const Node &n);
   double read(const View &v, const std::vector<int64_t> &index) const;
 
   const Program &p_;
@@ -549,6 +550,49 @@ void Interpreter::run_scatter(const Node &n) {
   });
 }
 
+// out[b, h, i, :] = softmax_j(scale * q[b, h, i] . k[b, h / kv_group, j] + mask) @ v, in
+// double: keys past i dropped when causal, where a boolean mask is false, and a row with
+// every key dropped is 0 (PyTorch's math backend).
+void Interpreter::run_attention(const Node &n) {
+  const View &q = n.operands[0], &k = n.operands[1], &v = n.operands[2];
+  const View *mask = n.operands.size() > 3 ? &n.operands[3] : nullptr;
+  bool bool_mask = mask && p_.buffer(mask->buffer).type.dtype == DType::Bool;
+  bool causal = n.attrs.at("causal")[0] != 0;
+  int64_t group = n.attrs.at("kv_group")[0], e = q.sizes[3], s = k.sizes[2], ev = v.sizes[3];
+  double scale = n.scalars.at("scale");
+  DType out_dtype = p_.buffer(n.outputs[0]).type.dtype, q_dtype = p_.buffer(q.buffer).type.dtype;
+  std::vector<double> score(static_cast<size_t>(s));
+  for (int64_t b = 0; b < q.sizes[0]; ++b)
+    for (int64_t h = 0; h < q.sizes[1]; ++h)
+      for (int64_t i = 0; i < q.sizes[2]; ++i) {
+        double top = -INFINITY;
+        for (int64_t j = 0; j < s; ++j) {
+          double dot = 0;
+          for (int64_t d = 0; d < e; ++d) dot += read(q, {b, h, i, d}) * read(k, {b, h / group, j, d});
+          dot *= scale;
+          if (mask) {
+            double m = read(*mask, {b, h, i, j});
+            dot = bool_mask ? (m != 0 ? dot : -INFINITY) : dot + m;
+          }
+          if (causal && j > i) dot = -INFINITY;
+          score[size_t(j)] = dot;
+          top = std::isnan(dot) || std::isnan(top) ? NAN : std::max(top, dot);
+        }
+        // The weights sum unrounded and multiply the values rounded to the inputs' dtype,
+        // as the fused kernels of PyTorch compute them (bf16 and f16).
+        double sum = 0;
+        for (double &x : score) {
+          sum += x = top == -INFINITY ? 0 : std::exp(x - top);
+          x = round_to(Scalar::of(x, q_dtype), q_dtype).as_double(q_dtype);
+        }
+        for (int64_t d = 0; d < ev; ++d) {
+          double acc = 0;
+          for (int64_t j = 0; j < s; ++j) acc += score[size_t(j)] * read(v, {b, h / group, j, d});
+          store(n.outputs[0], n, {b, h, i, d}, Scalar::of(top == -INFINITY ? 0 : acc / sum, out_dtype));
+        }
+      }
+}
+
 void Interpreter::run_extern(const Node &n) {
   switch (n.extern_op) {
     case ExternOp::Mm:
@@ -558,6 +602,7 @@ void Interpreter::run_extern(const Node &n) {
     case ExternOp::Mv:
     case ExternOp::Addmv: return run_product(n);
     case ExternOp::Convolution: return run_convolution(n);
+    case ExternOp::Attention: return run_attention(n);
   }
 }
 

@@ -31,6 +31,7 @@ std::string_view extern_op_name(ExternOp op) {
     case ExternOp::Mv: return "mv";
     case ExternOp::Addmv: return "addmv";
     case ExternOp::Convolution: return "convolution";
+    case ExternOp::Attention: return "attention";
   }
   return "?";
 }

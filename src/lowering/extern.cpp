@@ -3,7 +3,10 @@
 // consumers stay separate nodes that the scheduler may hand to the library as epilogues.
 // matmul and linear become the mm / mv / bmm / addmm calls of their ranks, with their
 // operands' batch dims folded (a view where the strides allow, else a contiguous copy).
+// Scaled dot-product attention in all its forms becomes one Attention node (no library:
+// each dialect generates the fused kernel) over [B, H, L, E] views of its operands.
 #include <algorithm>
+#include <cmath>
 
 #include "graph/registry.h"
 #include "graph/strides.h"
@@ -178,6 +181,74 @@ std::vector<TensorRef> convolution(Lowering &l, const Node &n) {
   return {out};
 }
 
+
+// ---- attention --------------------------------------------------------------------------
+
+/// Whether a node or the graph's outputs read `v`.
+bool is_read(const Graph &g, ValueId v) {
+  for (const Node &n : g.nodes())
+    for (ValueId in : g.node_inputs(n))
+      if (in == v) return true;
+  for (ValueId out : g.outputs())
+    if (out == v) return true;
+  return false;
+}
+
+/// `r` of rank >= 3 as [B, H, rows, cols]: a unit batch dim added to rank 3, the leading
+/// dims folded into one past rank 4 (a view where the strides allow, else a copy).
+TensorRef as_4d(Lowering &l, const std::string &origin, TensorRef r) {
+  if (r.rank() == 3) return unsqueeze(r, 0);
+  if (r.rank() == 4) return r;
+  Shape lead(r.sizes.begin(), r.sizes.end() - 3);
+  size_t n = r.sizes.size();
+  return reshaped(l, origin, r, {checked_numel(lead), r.sizes[n - 3], r.sizes[n - 2], r.sizes[n - 1]});
+}
+
+/// scaled_dot_product_attention and the fused ops it dispatches to. `mask` names the
+/// optional mask argument (nullptr: the op takes none), `gqa` whether the op has an
+/// enable_gqa flag (the fused ops take equal heads only).
+LowerFn attention(const char *mask, bool gqa) {
+  return [=](Lowering &l, const Node &n) {
+    const Graph &g = l.graph();
+    for (size_t i = 1; i < n.outputs.size(); ++i)
+      COIL_USER_CHECK(!is_read(g, n.outputs[i]), "output ", i,
+                      " (logsumexp, random state or debug values) is read; coil computes the attention output only");
+    double dropout = number(arg(n, "dropout_p"));
+    COIL_USER_CHECK(dropout == 0, "dropout_p=", dropout, ": coil compiles attention without dropout (inference)");
+    TensorRef q = as_4d(l, n.name, l.ref(arg(n, "query").as<ValueId>()));
+    TensorRef k = as_4d(l, n.name, l.ref(arg(n, "key").as<ValueId>()));
+    TensorRef v = as_4d(l, n.name, l.ref(arg(n, "value").as<ValueId>()));
+    bool grouped = gqa && arg(n, "enable_gqa").as<bool>();
+    COIL_USER_CHECK(k.sizes[1] == q.sizes[1] || grouped, "key and value have ", k.sizes[1], " heads, query ", q.sizes[1],
+                    (gqa ? " (enable_gqa=True shares each key/value head among query heads)" : ""));
+    const Arg &scale_arg = arg(n, "scale");
+    double scale = scale_arg.is_none() ? 1.0 / std::sqrt(double(q.sizes[3])) : number(scale_arg);
+    std::vector<ir::View> operands = {view_of(q), view_of(k), view_of(v)};
+    Shape scores = {q.sizes[0], q.sizes[1], q.sizes[2], k.sizes[2]};
+    if (mask && !arg(n, mask).is_none()) {
+      const TensorRef &m = l.ref(arg(n, mask).as<ValueId>());
+      operands.push_back(view_of(expand(m.rank() > 4 ? as_4d(l, n.name, m) : m, scores)));
+    }
+    // The output as the graph types it, written through a [B, H, L, Ev] view of its buffer.
+    const TensorType &out = g.type(n.outputs[0]);
+    Shape sizes = {q.sizes[0], q.sizes[1], q.sizes[2], v.sizes[3]};
+    TensorType buffer = out.rank() == 4 ? out : TensorType{out.dtype, sizes, contiguous_strides(sizes), out.device};
+    TensorRef result = extern_node(l, n.name, ir::ExternOp::Attention, std::move(operands), buffer, k.sizes[2] * q.sizes[3],
+                                   {{"scale", scale}});
+    ir::Node &node = l.program().nodes.back();
+    node.attrs["causal"] = {arg(n, "is_causal").as<bool>() ? 1 : 0};
+    node.attrs["kv_group"] = {q.sizes[1] / k.sizes[1]};
+    if (out.rank() != 4) result = TensorRef{result.buffer, out.dtype, out.sizes, contiguous_strides(out.sizes), 0};
+    std::vector<TensorRef> outs = {result};
+    // The other outputs, read by nothing: zeros that the scheduler drops as dead.
+    for (size_t i = 1; i < n.outputs.size(); ++i)
+      outs.push_back(l.pointwise(g.type(n.outputs[i]), n.name, [](ir::BodyBuilder &b, const std::vector<ir::Expr> &) {
+        return b.constant(0.0, DType::F32);
+      }));
+    return outs;
+  };
+}
+
 }  // namespace
 
 void add_extern_lowerings(std::map<std::string, LowerFn, std::less<>> &t) {
@@ -190,6 +261,11 @@ void add_extern_lowerings(std::map<std::string, LowerFn, std::less<>> &t) {
   t["aten.convolution.default"] = convolution;
   t["aten.matmul.default"] = lower_matmul;
   t["aten.linear.default"] = lower_linear;
+  t["aten.scaled_dot_product_attention.default"] = attention("attn_mask", true);
+  t["aten._scaled_dot_product_flash_attention.default"] = attention(nullptr, false);
+  t["aten._scaled_dot_product_efficient_attention.default"] = attention("attn_bias", false);
+  t["aten._scaled_dot_product_cudnn_attention.default"] = attention("attn_bias", false);
+  t["aten._scaled_dot_product_flash_attention_for_cpu.default"] = attention("attn_mask", false);
 }
 
 }  // namespace coil::lowering

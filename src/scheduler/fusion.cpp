@@ -518,6 +518,8 @@ struct Fuser {
     const Group &consumer = groups[size_t(&call == &groups[size_t(a)] ? b : a)];
     std::string refusal = str_cat("an extern call (", ir::extern_op_name(p.nodes[size_t(call.nodes[0])].extern_op),
                                   ") runs in a library, not in a generated loop");
+    if (p.nodes[size_t(call.nodes[0])].extern_op == ir::ExternOp::Attention)
+      return "an attention kernel takes no epilogue (its dialects' kernels store their result as it is)";
     BufferId result = chain_end(call);
     if (consumer.kind != KernelKind::Pointwise || !read_by(p, consumer).count(result)) return refusal;
     if (!o.extern_epilogues) return str_cat(refusal, "; this device's extern calls take no epilogue");

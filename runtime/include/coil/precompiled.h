@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "coil/artifact.h"
+#include "coil/attention.h"
 #include "coil/extern_loops.h"
 #include "coil/prelude.h"
 #include "coil/profile.h"

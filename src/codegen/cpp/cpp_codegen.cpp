@@ -32,6 +32,7 @@ std::string generate_cpp(const sched::Schedule &s, const std::vector<CppKernelPl
   w.line("#include <mutex>");
   w.line("#include <vector>");
   w.line("#include \"coil/artifact.h\"");
+  w.line("#include \"coil/attention.h\"");
   w.line("#include \"coil/extern_loops.h\"");
   w.line("#include \"coil/prelude.h\"");
   w.line("");

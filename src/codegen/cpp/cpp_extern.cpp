@@ -12,7 +12,12 @@
 //
 // followed by the plain loop of coil/extern_loops.h, which runs should oneDNN decline at
 // run time, and which is the whole kernel otherwise; it applies the same post-ops to
-// each element before storing it.
+// each element before storing it. Attention is no library call: its kernel is coil's
+// fused loop (coil/attention.h) on the views' literal sizes and strides:
+//
+//   static const coil_rt::attention::Shape shape = {2, 12, 1, 128, 128, 64, 64, 0.125, true,
+//       {98304, 64, 768, 1}, ...};
+//   coil_rt::attention::run<coil_rt::attention::F32, coil_rt::attention::NoMask>(in_ptr0, ...);
 #include "codegen/cpp/cpp_extern.h"
 
 #include <cmath>
@@ -45,7 +50,9 @@ constexpr bool kBuiltWithOnednn = true;
 constexpr bool kBuiltWithOnednn = false;
 #endif
 
-bool is_product(const Node &n) { return n.extern_op != ir::ExternOp::Convolution; }
+bool is_product(const Node &n) {
+  return n.extern_op != ir::ExternOp::Convolution && n.extern_op != ir::ExternOp::Attention;
+}
 bool has_bias(const Node &n) { return is_product(n) && n.operands.size() == 3; }
 bool transposed(const Node &n) { return n.attrs.count("transposed") && n.attrs.at("transposed")[0]; }
 
@@ -412,11 +419,44 @@ void emit_onednn_convolution(const ir::Program &p, const ir::Kernel &k, const No
          (bias.buffer >= 0 ? pointer(names, bias) : "nullptr") + ", " + pointer(names, e.out) + ", {" + operands + "})) return;");
 }
 
+// ---- attention ----------------------------------------------------------------------------
+
+std::string attention_type(DType t) {
+  switch (t) {
+    case DType::F32: return "coil_rt::attention::F32";
+    case DType::F64: return "coil_rt::attention::F64";
+    case DType::BF16: return "coil_rt::attention::BF16";
+    case DType::F16: return "coil_rt::attention::F16";
+    case DType::Bool: return "coil_rt::attention::Bool";
+    default: COIL_ASSERT(false, "no attention kernel reads ", short_name(t));
+  }
+  return "";
+}
+
+void emit_attention(const ir::Program &p, const Node &n, const std::map<BufferId, std::string> &names, Writer &w) {
+  const ir::View &q = n.operands[0], &k = n.operands[1], &v = n.operands[2];
+  const ir::View *mask = n.operands.size() > 3 ? &n.operands[3] : nullptr;
+  const TensorType &out = p.buffer(n.outputs[0]).type;
+  COIL_USER_CHECK(q.sizes[3] <= 1024 && v.sizes[3] <= 1024, "attention heads of ", q.sizes[3], " and ", v.sizes[3],
+                  " elements: the CPU's attention kernel takes at most 1024");
+  w.line(str_cat("static const coil_rt::attention::Shape shape = {", q.sizes[0], ", ", q.sizes[1], ", ",
+                 n.attrs.at("kv_group")[0], ", ", q.sizes[2], ", ", k.sizes[2], ", ", q.sizes[3], ", ", v.sizes[3], ", ",
+                 literal(n.scalars.at("scale"), DType::F64), ", ", n.attrs.at("causal")[0] ? "true" : "false", ","));
+  w.line(str_cat("    ", array(q.strides), ", ", array(k.strides), ", ", array(v.strides), ", ",
+                 mask ? array(mask->strides) : "{0, 0, 0, 0}", ", ", array(out.strides), "};"));
+  std::string mask_type = mask ? attention_type(p.buffer(mask->buffer).type.dtype) : "coil_rt::attention::NoMask";
+  w.line(str_cat("coil_rt::attention::run<", attention_type(out.dtype), ", ", mask_type, ">(", pointer(names, q), ", ",
+                 pointer(names, k), ", ", pointer(names, v), ", ", mask ? pointer(names, *mask) : "nullptr", ", ",
+                 names.at(n.outputs[0]), ", shape);"));
+}
+
 }  // namespace
 
 std::string extern_library(const ir::Program &p, const ir::Kernel &k) {
   sched::Epilogue e = sched::epilogue_of(p, k);
   const Node &n = p.nodes[size_t(k.nodes[0])];
+  if (n.extern_op == ir::ExternOp::Attention)
+    return "coil's fused attention loop (online softmax over blocks of 64 keys; the scores never stored)";
   std::string why_not = why_not_onednn(p, k, e);
   if (why_not.empty()) {
     OnednnCall call = onednn_call(n, k.ranges, e);
@@ -431,6 +471,10 @@ std::string extern_library(const ir::Program &p, const ir::Kernel &k) {
 
 void emit_extern_kernel(const ir::Program &p, const ir::Kernel &k, const std::map<ir::BufferId, std::string> &names, Writer &w) {
   const Node &n = p.nodes[size_t(k.nodes[0])];
+  if (n.extern_op == ir::ExternOp::Attention) {
+    COIL_ASSERT(k.nodes.size() == 1, "an attention kernel takes no epilogue");
+    return emit_attention(p, n, names, w);
+  }
   sched::Epilogue e = sched::epilogue_of(p, k);
   if (why_not_onednn(p, k, e).empty()) {
     (is_product(n) ? emit_onednn_matmul : emit_onednn_convolution)(p, k, n, e, names, w);

@@ -8,6 +8,7 @@
 #include <sstream>
 #include <utility>
 
+#include "codegen/triton/triton_attention.h"
 #include "codegen/triton/triton_kernel.h"
 #include "codegen/triton/triton_kernel_plan.h"
 #include "support/error.h"
@@ -59,6 +60,13 @@ TritonConfig parse_triton_config(std::string_view text, std::string_view origin)
 std::vector<TritonConfig> tuning_configs(const sched::Schedule &s, const std::string &kernel, const TritonOptions &o) {
   for (const Kernel &k : s.ir.kernels) {
     if (k.name != kernel) continue;
+    if (is_attention(s.ir.program, k)) {
+      auto it = o.configs.find(k.name);
+      std::vector<TritonConfig> out;
+      AttentionPlan chosen = plan_attention(s.ir.program, k, it == o.configs.end() ? TritonConfig{} : it->second);
+      for (const AttentionPlan &plan : attention_tuning_plans(s.ir.program, k, chosen)) out.push_back(plan.config());
+      return out;
+    }
     if (k.kind == ir::KernelKind::Extern) return {TritonConfig{}};
     std::vector<TritonConfig> out;
     for (const TritonKernelPlan &plan : tuning_plans(s.ir.program, k, plan_triton_kernel(s.ir.program, k, o), o))
@@ -66,6 +74,10 @@ std::vector<TritonConfig> tuning_configs(const sched::Schedule &s, const std::st
     return out;
   }
   throw InternalError(str_cat("tuning_configs: the schedule has no kernel ", kernel));
+}
+
+bool is_attention(const ir::Program &p, const Kernel &k) {
+  return k.kind == ir::KernelKind::Extern && p.nodes[size_t(k.nodes[0])].extern_op == ir::ExternOp::Attention;
 }
 
 namespace {
@@ -96,7 +108,19 @@ GpuProgram generate_triton(const sched::Schedule &s, const TritonOptions &o) {
   int next_scratch = int(p.buffers.size());
   std::map<int, std::pair<DType, int64_t>> scratch;
   std::vector<TritonKernelPlan> plans;
+  std::string attention_plans;
   for (const Kernel &k : s.ir.kernels) {
+    if (is_attention(p, k)) {  // coil's own kernel, not a library call
+      auto it = o.configs.find(k.name);
+      AttentionPlan plan = plan_attention(p, k, it == o.configs.end() ? TritonConfig{} : it->second);
+      attention_plans += str_cat(k.name, "  attention  ", plan.str(), "\n");
+      GpuStep &step = g.steps.emplace_back();
+      step.kind = GpuStep::Kind::Launch;
+      step.kernel = int(g.kernels.size());
+      step.schedule_kernel = k.name;
+      g.kernels.push_back(emit_attention(p, k, plan, step.args));
+      continue;
+    }
     if (k.kind == ir::KernelKind::Extern) {
       GpuStep &step = g.steps.emplace_back();
       step.kind = GpuStep::Kind::Extern;
@@ -130,7 +154,8 @@ GpuProgram generate_triton(const sched::Schedule &s, const TritonOptions &o) {
       g.kernels.push_back(std::move(made[i]));
     }
   }
-  g.plans = plans_str(plans) + extern_plans_str(p, g.steps);
+  g.plans = plans_str(plans) + (attention_plans.empty() ? "" : "# Attention kernels (triton_attention.h)\n" + attention_plans) +
+            extern_plans_str(p, g.steps);
   return g;
 }
 

@@ -126,6 +126,10 @@ std::vector<TritonConfig> tuning_configs(const sched::Schedule &s, const std::st
 /// views, and the steps with their grids and arguments.
 std::string launch_plan_json(const sched::Schedule &s, const GpuProgram &g);
 
+/// Whether schedule kernel `k` is an attention call, which the dialect generates as a
+/// kernel of its own (triton_attention.h) rather than calling a library.
+bool is_attention(const ir::Program &p, const ir::Kernel &k);
+
 /// The compile requests of every kernel (for runtime/triton_build.h).
 std::vector<TritonCompileRequest> compile_requests(const GpuProgram &g);
 

@@ -4,6 +4,7 @@
 #include <mutex>
 #include <vector>
 #include "coil/artifact.h"
+#include "coil/attention.h"
 #include "coil/extern_loops.h"
 #include "coil/prelude.h"
 

@@ -1,0 +1,152 @@
+// Scaled dot-product attention: scaled_dot_product_attention as torch.export keeps it, and
+// the fused ops it dispatches to (flash, memory-efficient and cuDNN on CUDA, flash on the
+// CPU), which AOTAutograd leaves in graphs. query [..., L, E], key [..., S, E], value
+// [..., S, Ev] of one floating dtype, with equal batch dims but the heads (dim -3), where
+// key and value may have fewer heads that divide the query's (grouped-query attention);
+// an optional mask broadcastable to [..., L, S], boolean (true keeps a key) or additive.
+// The output [..., L, Ev] is laid out as the library writes it (the query's layout or
+// [B, L, H, Ev] transposed to [B, H, L, Ev] for the fused ops): a graph's annotation may give
+// another dense layout
+// (OpDef::layout_from_backend). The other outputs (logsumexp, the random state, debug
+// masks, the sequence lengths that SymInt outputs carry) are typed as PyTorch's meta
+// functions type them; coil computes none of them (lowering/extern.cpp refuses a graph
+// that reads one).
+#include "graph/meta/common.h"
+
+namespace coil {
+namespace {
+
+using meta::contiguous;
+
+struct Attention {
+  const TensorType *q, *k, *v;
+  Shape out;  // [..., L, Ev]
+};
+
+Attention check_attention(const MetaArgs &a, std::string_view op, const char *mask_name) {
+  Attention at{&a.tensor("query"), &a.tensor("key"), &a.tensor("value"), {}};
+  const TensorType &q = *at.q, &k = *at.k, &v = *at.v;
+  COIL_USER_CHECK(q.rank() >= 3 && k.rank() == q.rank() && v.rank() == q.rank(), op,
+                  " expects query, key and value of one rank, at least 3, got shapes ", shape_str(q.sizes), ", ",
+                  shape_str(k.sizes), ", ", shape_str(v.sizes));
+  COIL_USER_CHECK(is_floating(q.dtype) && k.dtype == q.dtype && v.dtype == q.dtype, op,
+                  " expects query, key and value of one floating dtype, got ", short_name(q.dtype), ", ",
+                  short_name(k.dtype), ", ", short_name(v.dtype));
+  int64_t r = q.rank();
+  COIL_USER_CHECK(k.sizes[size_t(r - 1)] == q.sizes[size_t(r - 1)] && k.sizes[size_t(r - 2)] == v.sizes[size_t(r - 2)],
+                  op, ": query ", shape_str(q.sizes), ", key ", shape_str(k.sizes), " and value ", shape_str(v.sizes),
+                  " do not agree (key's last dim must be query's, key and value one sequence length)");
+  for (int64_t d = 0; d < r - 2; ++d) {
+    bool heads = d == r - 3;
+    int64_t qs = q.sizes[size_t(d)], ks = k.sizes[size_t(d)];
+    bool ok = ks == v.sizes[size_t(d)] && (heads ? ks > 0 && qs % ks == 0 : ks == qs);
+    COIL_USER_CHECK(ok, op, ": query ", shape_str(q.sizes), ", key ", shape_str(k.sizes), " and value ",
+                    shape_str(v.sizes), " differ in dim ", d,
+                    heads ? " (key and value heads must be equal and divide the query's)" : "");
+  }
+  at.out = q.sizes;
+  at.out.back() = v.sizes.back();
+  if (mask_name) {
+    if (const TensorType *m = a.optional_tensor(mask_name)) {
+      COIL_USER_CHECK(m->dtype == DType::Bool || is_floating(m->dtype), op, ": ", mask_name,
+                      " must be boolean or floating, got ", short_name(m->dtype));
+      Shape scores = q.sizes;
+      scores.back() = k.sizes[size_t(r - 2)];
+      bool ok = m->rank() <= r;
+      for (size_t i = 0; ok && i < m->sizes.size(); ++i) {
+        int64_t s = m->sizes[m->sizes.size() - 1 - i];
+        ok = s == 1 || s == scores[scores.size() - 1 - i];
+      }
+      COIL_USER_CHECK(ok, op, ": ", mask_name, " of shape ", shape_str(m->sizes),
+                      " does not broadcast to the scores' shape ", shape_str(scores));
+    }
+  }
+  return at;
+}
+
+/// [B, H, L, E] laid out as [B, L, H, E]: what the fused kernels write.
+TensorType heads_inner(DType dtype, const Shape &sizes, Device device) {
+  TensorType t = contiguous(dtype, sizes, device);
+  if (sizes.size() == 4) t.strides = {sizes[1] * sizes[2] * sizes[3], sizes[3], sizes[1] * sizes[3], 1};
+  return t;
+}
+
+/// The flash and cuDNN kernels write the output in the query's layout where it is dense
+/// (PyTorch's empty_like of the query), else as [B, L, H, E].
+TensorType like_query(const Attention &at) {
+  const TensorType &q = *at.q;
+  if (at.out == q.sizes && is_non_overlapping_and_dense(q.sizes, q.strides))
+    return TensorType{q.dtype, q.sizes, q.strides, q.device};
+  return heads_inner(q.dtype, at.out, q.device);
+}
+
+TensorType scalar_i64(Device device) { return contiguous(DType::I64, {}, device); }
+TensorType empty(DType dtype, Device device) { return contiguous(dtype, {0}, device); }
+
+Shape lse_shape(const Attention &at) { return Shape(at.q->sizes.begin(), at.q->sizes.end() - 1); }
+
+}  // namespace
+
+void register_attention_ops(Registry &r) {
+  r.add("scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, "
+        "float dropout_p=0., bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor",
+        [](const MetaArgs &a) {
+          Attention at = check_attention(a, "scaled_dot_product_attention", "attn_mask");
+          return std::vector<TensorType>{contiguous(at.q->dtype, at.out, at.q->device)};
+        })
+      .layout_from_backend = true;
+  r.add("_scaled_dot_product_flash_attention(Tensor query, Tensor key, Tensor value, float dropout_p=0., "
+        "bool is_causal=False, bool return_debug_mask=False, *, float? scale=None) -> (Tensor output, "
+        "Tensor logsumexp, Tensor cum_seq_q, Tensor cum_seq_k, SymInt max_q, SymInt max_k, Tensor rng_state, "
+        "Tensor unused, Tensor debug_attn_mask)",
+        [](const MetaArgs &a) {
+          Attention at = check_attention(a, "_scaled_dot_product_flash_attention", nullptr);
+          Device dev = at.q->device;
+          return std::vector<TensorType>{like_query(at), contiguous(DType::F32, lse_shape(at), dev),
+                                         empty(DType::I64, dev), empty(DType::I64, dev), scalar_i64(dev), scalar_i64(dev),
+                                         scalar_i64(dev), scalar_i64(dev), empty(at.q->dtype, dev)};
+        })
+      .layout_from_backend = true;
+  r.add("_scaled_dot_product_efficient_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_bias, "
+        "bool compute_log_sumexp, float dropout_p=0., bool is_causal=False, *, float? scale=None) -> "
+        "(Tensor output, Tensor log_sumexp, Tensor philox_seed, Tensor philox_offset)",
+        [](const MetaArgs &a) {
+          Attention at = check_attention(a, "_scaled_dot_product_efficient_attention", "attn_bias");
+          Device dev = at.q->device;
+          // The memory-efficient kernel pads logsumexp's rows to a multiple of 32.
+          Shape lse = lse_shape(at);
+          lse.back() = a.boolean("compute_log_sumexp") ? (lse.back() + 31) / 32 * 32 : 0;
+          return std::vector<TensorType>{heads_inner(at.q->dtype, at.out, dev), contiguous(DType::F32, lse, dev),
+                                         scalar_i64(dev), scalar_i64(dev)};
+        })
+      .layout_from_backend = true;
+  r.add("_scaled_dot_product_cudnn_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_bias, "
+        "bool compute_log_sumexp, float dropout_p=0., bool is_causal=False, bool return_debug_mask=False, *, "
+        "float? scale=None) -> (Tensor output, Tensor logsumexp, Tensor cum_seq_q, Tensor cum_seq_k, SymInt max_q, "
+        "SymInt max_k, Tensor philox_seed, Tensor philox_offset, Tensor debug_attn_mask)",
+        [](const MetaArgs &a) {
+          Attention at = check_attention(a, "_scaled_dot_product_cudnn_attention", "attn_bias");
+          Device dev = at.q->device;
+          Shape lse = lse_shape(at);
+          lse.push_back(1);
+          return std::vector<TensorType>{like_query(at), contiguous(DType::F32, lse, dev),
+                                         empty(DType::I64, dev), empty(DType::I64, dev), scalar_i64(dev), scalar_i64(dev),
+                                         scalar_i64(dev), scalar_i64(dev), empty(at.q->dtype, dev)};
+        })
+      .layout_from_backend = true;
+  r.add("_scaled_dot_product_flash_attention_for_cpu(Tensor query, Tensor key, Tensor value, float dropout_p=0., "
+        "bool is_causal=False, *, Tensor? attn_mask=None, float? scale=None) -> (Tensor output, Tensor logsumexp)",
+        [](const MetaArgs &a) {
+          Attention at = check_attention(a, "_scaled_dot_product_flash_attention_for_cpu", "attn_mask");
+          Device dev = at.q->device;
+          // logsumexp [B, H, L] laid out as [B, L, H].
+          Shape lse = lse_shape(at);
+          return std::vector<TensorType>{heads_inner(at.q->dtype, at.out, dev),
+                                         TensorType{DType::F32, lse,
+                                                    lse.size() == 3 ? Shape{lse[1] * lse[2], 1, lse[1]} : contiguous_strides(lse),
+                                                    dev}};
+        })
+      .layout_from_backend = true;
+}
+
+}  // namespace coil
