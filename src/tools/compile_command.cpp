@@ -102,7 +102,8 @@ int compile_cuda(const std::string &file, const std::string &out, bool explain) 
     }
   }
   int externs = 0;
-  for (const ir::Kernel &k : c.schedule.ir.kernels) externs += k.kind == ir::KernelKind::Extern;
+  for (const ir::Kernel &k : c.schedule.ir.kernels)  // attention is a Triton kernel here, no library call
+    externs += k.kind == ir::KernelKind::Extern && !codegen::is_attention(c.schedule.ir.program, k);
   std::cerr << file << ": " << gpu.kernels.size() << " Triton kernel" << (gpu.kernels.size() == 1 ? ", " : "s, ") << externs
             << " extern " << (externs == 1 ? "call" : "calls") << ", arena " << gpu.arena_bytes << " bytes, " << cubins
             << ", in " << seconds << " s -> " << out << "\n";

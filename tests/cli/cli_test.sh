@@ -115,6 +115,8 @@ expect compile-cuda-explain 0 "kernel0 (convolution) extern library: cuDNN" -- \
   "$coil" compile examples/resnet_basic_block/graph.py --device cuda --out "$tmp/cu2" --explain
 expect compile-cuda-layout 0 "kernel0  persistent: a row in one program" -- \
   "$coil" compile $sm/graph.py --device cuda --out "$tmp/cu3" --explain
+expect compile-cuda-attention 0 "kernel1  fused attention: causal, scale 0.25; grid 6x1x1" -- \
+  "$coil" compile tests/fixtures/op_sdpa_flash_cpu/graph.py --device cuda --out "$tmp/cu6" --explain
 # Only a missing Triton leaves the sources alone, and says so; a kernel Triton fails to
 # compile (here its compiler dies: a Python that has Triton for --version only, and a
 # cache of its own so that nothing is found compiled) is an error naming the kernel.

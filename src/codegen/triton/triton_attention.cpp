@@ -223,7 +223,7 @@ GpuKernel emit_attention(const ir::Program &p, const ir::Kernel &k, const Attent
   g.num_warps = plan.warps;
   g.num_stages = plan.stages;
   g.grid = {blocks_m * c.batch * c.heads, 1, 1};
-  g.attrs = {{"attention", str_cat(c.causal ? "causal, " : "", c.mask ? "masked, " : "", "scale ", num(c.scale),
+  g.attrs = {{"layout", str_cat("fused attention: ", c.causal ? "causal, " : "", c.mask ? "masked, " : "", "scale ", num(c.scale),
                                    c.group > 1 ? str_cat(", ", c.group, " query heads per key head") : "")},
              {"plan", plan.str()},
              {"grid", str_cat(g.grid[0], "x1x1")}};
