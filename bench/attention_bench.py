@@ -13,7 +13,6 @@ backend in float32 before it is timed.
 import argparse
 import os
 import re
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -28,6 +27,8 @@ sys.path.insert(0, str(REPO / "scripts"))
 import capture_fixtures as capture  # noqa: E402  (export and tensor files as the fixtures write them)
 sys.path.insert(0, str(REPO / "python" / "coil_triton"))
 import run_plan  # noqa: E402  (its safetensors reader)
+sys.path.insert(0, str(REPO / "bench"))
+from models_bench import median_ms  # noqa: E402  (CUDA-event medians, as the model benchmark times)
 
 
 class Attention(torch.nn.Module):
@@ -37,20 +38,6 @@ class Attention(torch.nn.Module):
 
     def forward(self, q, k, v):
         return F.scaled_dot_product_attention(q, k, v, is_causal=self.causal)
-
-
-def median_ms(fn, iters: int) -> float:
-    for _ in range(5):
-        fn()
-    times = []
-    for _ in range(iters):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    return statistics.median(times)
 
 
 def coil_ms(coil: str, folder: Path, iters: int) -> float:
@@ -97,7 +84,7 @@ def main() -> int:
         for name, backend in (("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION)):
             try:
                 with sdpa_kernel([backend]):
-                    times[name] = median_ms(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal), a.iters)
+                    times[name] = median_ms(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal), a.iters, "cuda")
             except RuntimeError:
                 times[name] = float("nan")
         flops = 4 * b * h * s * s * d / (2 if causal else 1)

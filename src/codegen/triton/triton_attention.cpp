@@ -103,11 +103,11 @@ GpuKernel emit_attention(const ir::Program &p, const ir::Kernel &k, const Attent
   const TensorType &out = p.buffer(n.outputs[0]).type;
   // One pointer per distinct buffer (q, k and v are often views of one qkv buffer).
   std::vector<std::pair<int, std::string>> params;
+  int inputs = 0;
   auto name_of = [&](ir::BufferId b, bool output) {
     for (const auto &[id, name] : params)
       if (id == b) return name;
-    int inputs = int(std::count_if(params.begin(), params.end(), [](const auto &x) { return x.second[0] == 'i'; }));
-    params.push_back({b, output ? "out_ptr0" : "in_ptr" + std::to_string(inputs)});
+    params.push_back({b, output ? "out_ptr0" : "in_ptr" + std::to_string(inputs++)});
     return params.back().second;
   };
   std::string qp = name_of(c.q.buffer, false), kp = name_of(c.k.buffer, false), vp = name_of(c.v.buffer, false);

@@ -85,6 +85,14 @@ TensorType empty(DType dtype, Device device) { return contiguous(dtype, {0}, dev
 
 Shape lse_shape(const Attention &at) { return Shape(at.q->sizes.begin(), at.q->sizes.end() - 1); }
 
+/// The nine outputs of the flash and cuDNN ops: the output, logsumexp of shape `lse`, the
+/// sequence offsets and lengths, the random state and the debug mask.
+std::vector<TensorType> flash_like_outputs(const Attention &at, const Shape &lse) {
+  Device dev = at.q->device;
+  return {like_query(at), contiguous(DType::F32, lse, dev), empty(DType::I64, dev), empty(DType::I64, dev),
+          scalar_i64(dev), scalar_i64(dev), scalar_i64(dev), scalar_i64(dev), empty(at.q->dtype, dev)};
+}
+
 }  // namespace
 
 void register_attention_ops(Registry &r) {
@@ -101,10 +109,7 @@ void register_attention_ops(Registry &r) {
         "Tensor unused, Tensor debug_attn_mask)",
         [](const MetaArgs &a) {
           Attention at = check_attention(a, "_scaled_dot_product_flash_attention", nullptr);
-          Device dev = at.q->device;
-          return std::vector<TensorType>{like_query(at), contiguous(DType::F32, lse_shape(at), dev),
-                                         empty(DType::I64, dev), empty(DType::I64, dev), scalar_i64(dev), scalar_i64(dev),
-                                         scalar_i64(dev), scalar_i64(dev), empty(at.q->dtype, dev)};
+          return flash_like_outputs(at, lse_shape(at));
         })
       .layout_from_backend = true;
   r.add("_scaled_dot_product_efficient_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_bias, "
@@ -126,12 +131,9 @@ void register_attention_ops(Registry &r) {
         "SymInt max_k, Tensor philox_seed, Tensor philox_offset, Tensor debug_attn_mask)",
         [](const MetaArgs &a) {
           Attention at = check_attention(a, "_scaled_dot_product_cudnn_attention", "attn_bias");
-          Device dev = at.q->device;
           Shape lse = lse_shape(at);
           lse.push_back(1);
-          return std::vector<TensorType>{like_query(at), contiguous(DType::F32, lse, dev),
-                                         empty(DType::I64, dev), empty(DType::I64, dev), scalar_i64(dev), scalar_i64(dev),
-                                         scalar_i64(dev), scalar_i64(dev), empty(at.q->dtype, dev)};
+          return flash_like_outputs(at, lse);
         })
       .layout_from_backend = true;
   r.add("_scaled_dot_product_flash_attention_for_cpu(Tensor query, Tensor key, Tensor value, float dropout_p=0., "
