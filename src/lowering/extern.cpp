@@ -181,7 +181,6 @@ std::vector<TensorRef> convolution(Lowering &l, const Node &n) {
   return {out};
 }
 
-
 // ---- attention --------------------------------------------------------------------------
 
 /// Whether a node or the graph's outputs read `v`.
@@ -221,6 +220,12 @@ LowerFn attention(const char *mask, bool gqa) {
     bool grouped = gqa && arg(n, "enable_gqa").as<bool>();
     COIL_USER_CHECK(k.sizes[1] == q.sizes[1] || grouped, "key and value have ", k.sizes[1], " heads, query ", q.sizes[1],
                     (gqa ? " (enable_gqa=True shares each key/value head among query heads)" : ""));
+    // The CPU's kernel keeps a row of query and of summed values in arrays of
+    // coil_rt::attention::kMaxHeadDim elements (coil/attention.h).
+    constexpr int64_t kCpuMaxHeadDim = 1024;
+    COIL_USER_CHECK(g.type(n.outputs[0]).device.kind != Device::Kind::CPU || std::max(q.sizes[3], v.sizes[3]) <= kCpuMaxHeadDim,
+                    "heads of ", q.sizes[3], " and ", v.sizes[3], " elements: the CPU's attention kernel takes at most ",
+                    kCpuMaxHeadDim);
     const Arg &scale_arg = arg(n, "scale");
     double scale = scale_arg.is_none() ? 1.0 / std::sqrt(double(q.sizes[3])) : number(scale_arg);
     std::vector<ir::View> operands = {view_of(q), view_of(k), view_of(v)};

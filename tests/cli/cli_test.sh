@@ -115,6 +115,15 @@ expect compile-cuda-explain 0 "kernel0 (convolution) extern library: cuDNN" -- \
   "$coil" compile examples/resnet_basic_block/graph.py --device cuda --out "$tmp/cu2" --explain
 expect compile-cuda-layout 0 "kernel0  persistent: a row in one program" -- \
   "$coil" compile $sm/graph.py --device cuda --out "$tmp/cu3" --explain
+# Heads longer than the CPU's attention kernel holds are refused, naming the node.
+cat > "$tmp/long_heads.py" <<'GRAPH'
+class GraphModule(torch.nn.Module):
+    def forward(self, q: "f32[1, 1, 4, 1100][4400, 4400, 1100, 1]cpu"):
+        out: "f32[1, 1, 4, 1100][4400, 4400, 1100, 1]cpu" = torch.ops.aten.scaled_dot_product_attention.default(q, q, q)
+        return (out,)
+GRAPH
+expect compile-attention-long-heads 1 "node 'out' (aten.scaled_dot_product_attention.default): heads of 1100 and 1100 elements: the CPU's attention kernel takes at most 1024" -- \
+  "$coil" compile "$tmp/long_heads.py" --out "$tmp/lh"
 expect compile-cuda-attention 0 "kernel1  fused attention: causal, scale 0.25; grid 6x1x1" -- \
   "$coil" compile tests/fixtures/op_sdpa_flash_cpu/graph.py --device cuda --out "$tmp/cu6" --explain
 # Only a missing Triton leaves the sources alone, and says so; a kernel Triton fails to

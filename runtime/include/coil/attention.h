@@ -71,7 +71,7 @@ struct Shape {
 template <typename Acc> Acc max_nan(Acc a, Acc b) { return a != a || a > b ? a : b; }
 
 inline constexpr int64_t kKeyBlock = 64;
-inline constexpr int64_t kMaxHeadDim = 1024;  // codegen/cpp/cpp_extern.cpp refuses longer heads
+inline constexpr int64_t kMaxHeadDim = 1024;  // lowering/extern.cpp refuses longer heads on the CPU
 
 /// `Mask` is NoMask, Bool (false drops the key) or an element type (added to the score).
 template <typename T, typename Mask>

@@ -437,8 +437,6 @@ void emit_attention(const ir::Program &p, const Node &n, const std::map<BufferId
   const ir::View &q = n.operands[0], &k = n.operands[1], &v = n.operands[2];
   const ir::View *mask = n.operands.size() > 3 ? &n.operands[3] : nullptr;
   const TensorType &out = p.buffer(n.outputs[0]).type;
-  COIL_USER_CHECK(q.sizes[3] <= 1024 && v.sizes[3] <= 1024, "attention heads of ", q.sizes[3], " and ", v.sizes[3],
-                  " elements: the CPU's attention kernel takes at most 1024");
   w.line(str_cat("static const coil_rt::attention::Shape shape = {", q.sizes[0], ", ", q.sizes[1], ", ",
                  n.attrs.at("kv_group")[0], ", ", q.sizes[2], ", ", k.sizes[2], ", ", q.sizes[3], ", ", v.sizes[3], ", ",
                  literal(n.scalars.at("scale"), DType::F64), ", ", n.attrs.at("causal")[0] ? "true" : "false", ","));
