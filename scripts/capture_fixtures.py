@@ -2215,6 +2215,37 @@ def _sdpa_cuda_ops(dev):
                 make([1, 2, 70, 32]), make([1, 2, 70, 32]), make([1, 2, 70, 32])]
 
 
+# Findings of the differential tester (tests/difftest/), each a graph coil got wrong:
+# - softmax and log_softmax of 0-d tensors (a row of one) holding infinities or NaN give NaN,
+#   as x - x does (a constant 1 and 0 were printed);
+# - fmod, remainder and floor division of infinities, NaN, denormals and quotients too large
+#   for a - trunc(a / b) * b (Triton's float % on the GPU; now libdevice's fmod), denormals
+#   as dividends (Triton flushed them in libdevice's functions);
+# - a select from the second half of a cat (a masked-off load at a negative constant index,
+#   which Triton's broadcast_to refused);
+# - zeros_like + x in f16, and a 0-d where, prod and cumsum compared, with
+#   fusion.inline_pointwise=0 (tests/cli/cli_test.sh): a constant forwarded to a later member
+#   was taken for a scalar, and a value of one pass was read in another.
+@fn_case("difftest_findings", "workload", tags=("size1",))
+def _difftest_findings(dev):
+    def fn(s0, s1, s2, s3, x, y, c, ci, h, b, i):
+        zero_d = [s0, s1, s2, s3]
+        return (torch.stack([torch.softmax(s, 0) for s in zero_d]), torch.stack([torch.log_softmax(s, 0) for s in zero_d]),
+                torch.fmod(x, y), torch.remainder(x, y), torch.floor_divide(x, y), torch.fmod(x, 0.001),
+                torch.remainder(y, 0.001), torch.floor(torch.cat([c, c])[12]), torch.cat([ci, ci])[0] / torch.cat([ci, ci]),
+                h + torch.zeros_like(h), torch.where(b, b, i) != torch.cumsum(i.prod(), 0))
+    special = torch.tensor([float("inf"), float("-inf"), float("nan"), 1e-39, -1e-39, 5.5, -7.25, 1e30, 0.0, 3.0,
+                            12345.678, -0.0])
+    # No denormal divisor: CPU eager's vectorized fmod gives NaN for one (the reference here).
+    divisors = torch.tensor([float("inf"), float("-inf"), float("nan"), 5.5, -7.25, 1e30, 0.0, 3.0, 12345.678, -0.0,
+                             0.001, -2.5])
+    x = special.repeat_interleave(12)
+    y = divisors.repeat(12)
+    s = [torch.tensor(v) for v in (float("inf"), float("-inf"), float("nan"), 1.5)]
+    return fn, [*s, x, y, make([8], bf16), make([1], i64, "nonzero"), make([17], f16), torch.tensor(False),
+                torch.tensor(3)]
+
+
 # A model added later, kept here so that no line above moved: ResNet laid out channels-last
 # (weights and input), as vision models are run for speed; every activation is NHWC.
 MODELS["resnet_tiny_channels_last"] = lambda: (

@@ -89,7 +89,9 @@ run_case() {
   log=$logs/$i.log
   start=$(date +%s%N)
   expected=$dir/expected.safetensors
-  if [[ " ${per_device_eager[*]} " == *" $(basename "$dir") "* ]]; then
+  if [[ -f $dir/expected_cuda.safetensors ]]; then
+    expected=$dir/expected_cuda.safetensors
+  elif [[ " ${per_device_eager[*]} " == *" $(basename "$dir") "* ]]; then
     expected=$logs/$i.expected.safetensors
     "$COIL_TRITON_PYTHON" "$root/scripts/cuda_eager_expected.py" "$dir" "$expected" >"$log" 2>&1
   fi

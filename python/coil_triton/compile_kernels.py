@@ -130,6 +130,10 @@ def compile_one(kernel):
         signature = ordered_signature(fn, kernel)
         attrs = {(fn.arg_names.index(a),): [["tt.divisibility", 16]] for a in kernel.get("divisibility", [])}
         options = dict(kernel.get("options", {}), num_warps=kernel["num_warps"], num_stages=kernel["num_stages"])
+        # Denormals kept, as PyTorch's CUDA kernels keep them: Triton builds libdevice's functions
+        # flushing them to zero by default (the log of a denormal -inf, the ceil of one 0). A
+        # Triton without the option ignores it.
+        options.setdefault("enable_reflect_ftz", False)
         source = ASTSource(fn=fn, signature=signature, constexprs=kernel.get("constexprs", {}), attrs=attrs)
         compiled = triton.compile(source, target=GPUTarget("cuda", kernel["capability"], 32), options=options)
         facts = launch_facts(compiled, signature, kernel, triton.__version__)

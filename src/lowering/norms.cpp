@@ -65,9 +65,13 @@ std::vector<TensorRef> softmax(Lowering &l, const Node &n, bool log) {
   const TensorType &out = l.graph().type(n.outputs[0]);
   DType c = opmath_dtype(out.dtype);
   size_t dim = x.rank() == 0 ? 0 : size_t(wrap_dim(n.args[1].as<int64_t>(), x.rank()));
+  // A 0-d input is a row of one: x - max is x - x, 0 for a finite x and NaN for an infinite
+  // or NaN one, and so are log_softmax (0 - log(exp(0))) and softmax - 1 (exp(0) / exp(0)).
   if (x.rank() == 0)
-    return {l.pointwise(out, n.name, [&](BodyBuilder &b, const std::vector<Expr> &) {
-      return b.constant(log ? 0 : 1, c);
+    return {l.pointwise(out, n.name, [&](BodyBuilder &b, const std::vector<Expr> &index) {
+      int v = load_as(b, x, index, c);
+      int shifted = b.binary(Op::Sub, v, v, c);
+      return log ? shifted : b.unary(Op::Exp, shifted, c);
     })};
   // Stats keep every dim, with dim `dim` of size 1.
   Shape stat_sizes = x.sizes;

@@ -115,6 +115,9 @@ std::optional<std::string> order_steps(const ir::Program &p, Trial &t) {
         fixed = ws;
         fixed_by = b;
       } else if (wrole == Role::Inner) {
+        // No reduction ranges: a pass is one element, and its values live only in it.
+        if (fixed >= 0 && fixed != ws)
+          return str_cat(p.buffer(b).name, " is computed in one pass and needed in another");
         fixed = ws;
         fixed_by = b;
       } else {

@@ -104,6 +104,12 @@ if "$coil" compile $fc/graph.py --out "$tmp/fc" --explain 2>&1 | grep -q "extern
     failures=$((failures + 1))
   fi
 fi
+# Findings of the differential tester that need an option: without inlining, a constant of
+# one member forwarded to a later one, and a value of one pass read in another.
+df=tests/fixtures/difftest_findings
+expect run-noinline-difftest-findings 0 "out10 b8[]: max abs error 0, max rel error 0 (rtol 0, atol 0) PASS" -- \
+  "$coil" run $df/graph.py --device cpu --inputs $df/inputs.safetensors --expect $df/expected.safetensors \
+  --set fusion.inline_pointwise=0
 # The Triton dialect: sources, host program and cubins without a GPU; the kernels under
 # Triton's interpreter; a clean error where no GPU is.
 expect compile-cuda 0 "1 Triton kernel, 0 extern calls, arena 0 bytes, 1 cubins for sm_90" -- \

@@ -151,6 +151,14 @@ std::string KernelEmitter::vector_load_expr(const Instr &i) {
   return type + "::generate([&](int l) { return " + from_storage(ptr + "[" + at + "]", t) + "; })";
 }
 
+// A constant as the vector loop spells it, known as a vector: a store forwards it to the
+// members after, which must not take it for a scalar.
+std::string KernelEmitter::vector_constant(const Instr &i) {
+  std::string v = vector_literal(i.value, i.dtype, vlanes_);
+  if (vlanes_) vector_values_.insert(v);
+  return v;
+}
+
 std::vector<bool> KernelEmitter::uniform_values(const ir::Body &body) const {
   std::vector<bool> u(body.instrs.size(), false);
   for (size_t k = 0; k < body.instrs.size(); ++k) {
@@ -330,7 +338,7 @@ std::vector<std::string> KernelEmitter::emit_body(const ir::Body &body) {
         }
       }
       vlanes_ = lanes;
-      if (i.op == Op::Constant) v[k] = vector_literal(i.value, i.dtype, vlanes_);
+      if (i.op == Op::Constant) v[k] = vector_constant(i);
       continue;  // splatted when a vector uses it
     }
     splat_operands(body, i, v);
@@ -350,7 +358,7 @@ std::vector<std::string> KernelEmitter::emit_body(const ir::Body &body) {
         }
         rhs = vlanes_ ? vector_load(i, v) : load(body, i, v);
         break;
-      case Op::Constant: v[k] = vector_literal(i.value, i.dtype, vlanes_); continue;
+      case Op::Constant: v[k] = vector_constant(i); continue;
       case Op::Index:
         rhs = vlanes_ ? cpp_cast(vector_index(i.index), DType::I64, i.dtype, vlanes_) : cpp_cast(index(i.index), DType::I64, i.dtype);
         break;

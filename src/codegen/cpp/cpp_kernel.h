@@ -91,6 +91,7 @@ class KernelEmitter {
   std::string vector_load_expr(const Instr &i);
   /// Whether each value of `body` is the same in every lane of the vector loop.
   std::vector<bool> uniform_values(const ir::Body &body) const;
+  std::string vector_constant(const Instr &i);
   /// A comparison of an index moving along the vector with a uniform integer, as lane
   /// offsets in 32 bits (a causal mask's column >= row); nothing for other comparisons.
   std::optional<std::string> lane_compare(const ir::Body &body, const Instr &i) const;

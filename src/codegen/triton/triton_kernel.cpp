@@ -5,6 +5,7 @@
 #include "codegen/triton/triton_kernel.h"
 
 #include <algorithm>
+#include <string_view>
 #include <tuple>
 #include <utility>
 
@@ -236,8 +237,11 @@ std::pair<std::string, int> TritonEmitter::index(const Expr &e, const std::funct
 
 std::string TritonEmitter::pointer(const std::string &ptr, const std::string &idx, int idx_dims, int dims) {
   if (idx_dims == dims) return ptr + " + (" + idx + ")";
-  if (idx_dims == kNone && idx.find_first_not_of("0123456789") == std::string::npos)
-    return ptr + " + tl.full(" + shape(dims) + ", " + idx + ", tl.int32)";
+  // A constant index (negative where a masked-off load of a cat or pad would read before its
+  // input: never read) is a full block; tl.broadcast_to takes a tensor, not a Python int.
+  std::string_view digits = idx.starts_with('-') ? std::string_view(idx).substr(1) : std::string_view(idx);
+  if (idx_dims == kNone && !digits.empty() && digits.find_first_not_of("0123456789") == std::string_view::npos)
+    return ptr + " + tl.full(" + shape(dims) + ", " + idx + (digits.size() > 9 ? ", tl.int64)" : ", tl.int32)");
   return ptr + " + tl.broadcast_to(" + idx + ", " + shape(dims) + ")";
 }
 

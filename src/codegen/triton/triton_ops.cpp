@@ -201,7 +201,9 @@ std::string float_binary(Op op, const std::string &a, const std::string &b, DTyp
       return "_floordiv_float(" + a + ", " + b + ")";
     case Op::TruncDiv: return libdevice("trunc", div_rn(a, b, t));
     case Op::Remainder: helpers.insert("remainder_float"); return "_remainder_float(" + a + ", " + b + ")";
-    case Op::Fmod: return a + " % " + b;  // Triton's float % is C's fmod
+    // C's fmod, exact. Not Triton's float %: on the GPU that is a - trunc(a / b) * b, off by
+    // up to b for large quotients, and a (not NaN) for an infinite a over an infinite b.
+    case Op::Fmod: return "libdevice.fmod(" + a + ", " + b + ")";
     case Op::Pow: return "libdevice.pow(" + a + ", " + b + ")";
     case Op::Maximum: return "tl.maximum(" + a + ", " + b + ", propagate_nan=tl.PropagateNan.ALL)";
     case Op::Minimum: return "tl.minimum(" + a + ", " + b + ", propagate_nan=tl.PropagateNan.ALL)";
@@ -258,6 +260,25 @@ std::string triton_index(const ir::Expr &index, const std::function<std::string(
   return sum_of_terms(index, [&](const ir::Atom &a) { return atom(a, name, ranges, helpers); });
 }
 
+// A float (f32 or f64) to int32 or int64 as the GPU's conversion (cvt.rzi) gives it: toward
+// zero, saturating; NaN to 0 from f32 to int32, else to the integer's minimum (as CUDA eager
+// gives them on an H200: op_to_copy_special's expected_cuda.safetensors). Spelled with conversions of in-range values
+// only: LLVM takes an out-of-range conversion as poison and folds it to anything where the
+// value is a constant (x * nan, the log of a padded zero), so the value is clamped first.
+static std::string saturating_to_int(const std::string &v, DType from, DType to) {
+  bool i64 = to == DType::I64;
+  // The largest value of `from` below 2^31 (2^63): what a value at or above 2^31 (2^63) clamps to
+  // before the conversion, and then the integer's maximum replaces it.
+  const char *below = i64 ? (from == DType::F64 ? "9223372036854774784.0" : "9223371487098961920.0")
+                          : (from == DType::F64 ? "2147483647.0" : "2147483520.0");
+  const char *limit = i64 ? "9223372036854775808.0" : "2147483648.0";
+  const char *max = i64 ? "9223372036854775807" : "2147483647";
+  std::string nan = !i64 && from != DType::F64 ? "0.0" : str_cat("-", limit);
+  std::string clamped = "tl.minimum(tl.maximum(tl.where(" + v + " != " + v + ", " + nan + ", " + v + "), -" + limit +
+                        "), " + below + ")";
+  return "tl.where(" + v + " >= " + limit + ", " + max + ", " + clamped + ".to(" + triton_type(to) + "))";
+}
+
 std::string triton_cast(const std::string &v, DType from, DType to) {
   if (from == to) return v;
   // bf16 and f16 values are f32 already rounded: widening them is no work.
@@ -267,14 +288,16 @@ std::string triton_cast(const std::string &v, DType from, DType to) {
     if (low_precision(to)) return rounded(v, to);  // from f32, f64 or an integer
     return "(" + v + ").to(" + triton_type(to) + ")";
   }
-  // Float to integer truncates toward zero with the GPU's conversion (saturating, NaN to
-  // 0), as CUDA's eager kernels convert: int8 and int16 through int32 and then wrapping,
+  // Float to integer truncates toward zero as the GPU's conversion does (saturating_to_int),
+  // as CUDA's eager kernels convert: int8 and int16 through int32 and then wrapping,
   // uint8 through int64 as c10's static_cast_with_inter_type does on every device (a
   // negative value wraps instead of saturating to 0). Checked against CUDA eager on an
   // H200 (scripts/cuda_eager_expected.py, op_to_copy_special). Integers wrap.
-  if (is_floating(from) && to == DType::U8) return "(" + v + ").to(tl.int64).to(tl.uint8)";
-  if (is_floating(from) && (to == DType::I8 || to == DType::I16))
-    return "(" + v + ").to(tl.int32).to(" + triton_type(to) + ")";
+  if (is_floating(from)) {
+    DType via = to == DType::I64 || to == DType::U8 ? DType::I64 : DType::I32;
+    std::string converted = saturating_to_int(v, from, via);
+    return to == via ? converted : "(" + converted + ").to(" + triton_type(to) + ")";
+  }
   return "(" + v + ").to(" + triton_type(to) + ")";
 }
 
@@ -323,7 +346,7 @@ std::string floordiv_helper(const std::string &name, const std::string &div_open
   auto div = [&](const std::string &x, const std::string &y) { return div_open + x + div_sep + y + div_close; };
   return "@triton.jit\n"
          "def " + name + "(a, b):\n"
-         "    m = a % b\n"
+         "    m = libdevice.fmod(a, b)\n"
          "    d = " + div("a - m", "b") + "\n"
          "    d = tl.where((m != 0) & ((b < 0) != (m < 0)), d - 1.0, d)\n"
          "    f = tl.floor(d)\n"
@@ -354,7 +377,7 @@ std::string triton_helpers(const std::set<std::string> &helpers) {
       {"remainder_float",
        "@triton.jit\n"
        "def _remainder_float(a, b):\n"
-       "    r = a % b\n"
+       "    r = libdevice.fmod(a, b)\n"
        "    return tl.where((r != 0) & ((r < 0) != (b < 0)), r + b, r)\n"},
       {"floordiv_float", floordiv_helper("_floordiv_float", "tl.div_rn(", ", ", ")")},
       {"floordiv_double", floordiv_helper("_floordiv_double", "((", ") / (", "))")},
