@@ -1,7 +1,8 @@
 """Writes a fixture's expected outputs as CUDA eager computes them, from the fixture's own
 inputs, for the cases whose eager results differ between devices (conversions of NaN,
-infinities and out-of-range floats to integers). The GPU check compares coil's GPU results
-with these instead of the CPU eager outputs the fixture keeps.
+infinities and out-of-range floats to integers). Kept in the fixture as
+expected_cuda.safetensors: the GPU check and Triton's interpreter test compare coil's Triton
+kernels with these instead of the CPU eager outputs.
 
     python3 scripts/cuda_eager_expected.py FIXTURE_DIR OUT.safetensors
 """

@@ -48,6 +48,7 @@ sys.path.insert(0, str(HERE))
 
 import capture_fixtures as cf  # noqa: E402
 import programs  # noqa: E402
+import torch  # noqa: E402
 
 # How each configuration runs a graph (after `coil run G --inputs I --expect E`).
 CONFIGS = {
@@ -58,9 +59,13 @@ CONFIGS = {
     "cpu-noinline": ["--device", "cpu", "--set", "fusion.inline_pointwise=0"],
     "cpu-fusion2": ["--device", "cpu", "--set", "max_fusion_size=2"],
     "triton-interp": ["--device", "cuda", "--interpret"],
+    "cuda": ["--device", "cuda"],   # --cuda only: on a GPU, against CUDA eager (expected_cuda.safetensors)
 }
 VARIANTS = ["cpu-scalar", "cpu-lanes4", "cpu-noinline", "cpu-fusion2"]
 FAILURES = ("crash", "internal_error", "timeout", "user_error", "mismatch")   # worst first
+
+# Set in each worker from --cuda: programs also get CUDA eager's outputs, and the "cuda" configuration runs.
+CUDA = False
 
 # The seed range CTest runs (`--ci`): under four minutes with two jobs on two busy cores.
 CI_SEEDS = range(0, 16)
@@ -80,7 +85,7 @@ OP_IN_ERROR = re.compile(r"unknown (?:op|overload) '([\w.]+)'|\((aten\.[\w.]+|pr
 @dataclasses.dataclass
 class Outcome:
     config: str
-    kind: str            # pass | rejected | mismatch | user_error | internal_error | crash | timeout
+    kind: str            # pass | precision | skipped | rejected | mismatch | user_error | internal_error | crash | timeout
     op: str = ""         # the op a rejection or user error names
     detail: str = ""     # the first line that says what went wrong
     seconds: float = 0.0
@@ -104,15 +109,42 @@ def write_program(prog: dict, folder: Path) -> str | None:
         shutil.rmtree(folder)
     cf.write_graph_files(folder, text, tensors, outs)
     (folder / "program.json").write_text(json.dumps(prog, indent=1) + "\n")
+    if programs.converts_float_to_int(prog, inputs):
+        # The Triton dialect converts as CUDA does: its expected outputs under Triton's interpreter.
+        with torch.no_grad():
+            gpu = programs.as_function(prog, gpu_casts=True)(*inputs)
+        cf.write_tensors(folder / "expected_gpu.safetensors", {f"out{i}": cf.host(o) for i, o in enumerate(gpu)})
+    if CUDA:
+        write_cuda_expected(prog, inputs, folder)
     return None
 
 
+def write_cuda_expected(prog: dict, inputs: list, folder: Path) -> None:
+    """expected_cuda.safetensors: the program run by CUDA eager on the same inputs. Where the
+    devices' eager results differ (a float out of an integer's range converted), coil's GPU code
+    is held to CUDA eager's. Nothing is written where CUDA eager refuses the program (an op with
+    no CUDA kernel for a dtype): the "cuda" configuration is then skipped."""
+    try:
+        with torch.no_grad(), torch.device("cuda"):
+            outs = programs.as_function(prog)(*(t.cuda() for t in inputs))
+    except (RuntimeError, IndexError, ValueError, TypeError):
+        return
+    cf.write_tensors(folder / "expected_cuda.safetensors", {f"out{i}": cf.host(o) for i, o in enumerate(outs)})
+
+
 def coil_command(coil: Path, folder: Path, config: str) -> list[str]:
+    expected = "expected.safetensors"
+    if config == "cuda":
+        expected = "expected_cuda.safetensors"
+    elif config == "triton-interp" and (folder / "expected_gpu.safetensors").exists():
+        expected = "expected_gpu.safetensors"
     return [str(coil), "run", str(folder / "graph.py"), "--inputs", str(folder / "inputs.safetensors"),
-            "--expect", str(folder / "expected.safetensors"), *CONFIGS[config]]
+            "--expect", str(folder / expected), *CONFIGS[config]]
 
 
 def run_coil(coil: Path, folder: Path, config: str, timeout: float) -> Outcome:
+    if config == "cuda" and not (folder / "expected_cuda.safetensors").exists():
+        return Outcome(config, "skipped", detail="CUDA eager does not run this program")
     t0 = time.time()
     try:
         r = subprocess.run(coil_command(coil, folder, config), capture_output=True, text=True, timeout=timeout)
@@ -147,12 +179,12 @@ def classify(config: str, rc: int, stdout: str, stderr: str) -> Outcome:
 def configs_for(batch: int, all_variants: bool) -> list[str]:
     """cpu and the Triton interpreter always; the option variants in turn, one per batch."""
     variants = VARIANTS if all_variants else [VARIANTS[batch % len(VARIANTS)]]
-    return ["cpu", *variants, "triton-interp"]
+    return ["cpu", *variants, "triton-interp", *(["cuda"] if CUDA else [])]
 
 
 def graph_kind(outcomes: list[Outcome]) -> str:
     kinds = {o.kind for o in outcomes}
-    for k in FAILURES + ("rejected",):
+    for k in FAILURES + ("rejected", "precision"):
         if k in kinds:
             return k
     return "pass"
@@ -169,6 +201,8 @@ def run_batch(progs: list[dict], folder: Path, coil: Path, config: str, timeout:
     merged = programs.merge(progs)
     if write_program(merged, folder) is not None:
         return None
+    if config == "cuda" and not (folder / "expected_cuda.safetensors").exists():
+        return None   # one of them CUDA eager refuses: each runs alone
     t0 = time.time()
     try:
         r = subprocess.run(coil_command(coil, folder, config), capture_output=True, text=True, timeout=timeout)
@@ -207,7 +241,22 @@ def test_programs(progs: list[dict], folders: list[Path], coil: Path, configs: l
             results[i].append(o)
         for i in alone:
             results[i].append(run_coil(coil, folders[i], config, timeout))
+    for i, outcomes in enumerate(results):
+        for k, o in enumerate(outcomes):
+            if o.kind == "mismatch" and precision_cast(coil, folders[i], o.config, timeout):
+                outcomes[k] = dataclasses.replace(o, kind="precision")
     return results
+
+
+def precision_cast(coil: Path, folder: Path, config: str, timeout: float) -> bool:
+    """Whether a mismatch is coil's documented precision choice: bf16 and f16 values kept in f32
+    inside a kernel, where eager rounds each op's result (the program passes with
+    emulate_precision_casts=1, which rounds as eager does)."""
+    command = coil_command(coil, folder, config) + ["--set", "emulate_precision_casts=1"]
+    try:
+        return subprocess.run(command, capture_output=True, text=True, timeout=timeout).returncode == 0
+    except subprocess.TimeoutExpired:
+        return False
 
 
 # ---------------------------------------------------------------------------------------------
@@ -324,6 +373,8 @@ def run_chunk(job: tuple) -> list[dict]:
     """Draw, export, test (and shrink) the programs of some seeds of one decomposition table."""
     seeds, batch, args = job
     cf.setup_process()
+    global CUDA
+    CUDA = args.cuda
     coil, work = Path(args.coil), Path(args.work) / f"batch{seeds[0]}"
     results, progs, folders = [], [], []
     for seed in seeds:
@@ -382,7 +433,8 @@ def chunks(seeds: range, size: int):
 def summary(results: list[dict]) -> str:
     graphs = collections.Counter(r["graph"] for r in results)
     lines = [f"{len(results)} graphs: " + ", ".join(f"{graphs[k]} {k}" for k in
-                                                   ("pass", "rejected", *FAILURES, "not_exported", "tester_error")
+                                                   ("pass", "precision", "rejected", *FAILURES, "not_exported",
+                                                    "tester_error")
                                                    if graphs[k])]
     by_config = collections.defaultdict(collections.Counter)
     rejected_by_op = collections.Counter()
@@ -473,6 +525,8 @@ def main(argv=None) -> int:
     ap.add_argument("--batch", type=int, default=8, help="programs merged into one graph for the compiled runs")
     ap.add_argument("--timeout", type=float, default=120, help="seconds one coil run may take")
     ap.add_argument("--minutes", type=float, default=0, help="stop starting seeds after this long")
+    ap.add_argument("--cuda", action="store_true", help="on a machine with a GPU: also run each program "
+                    "as coil's GPU code, against CUDA eager's outputs (the configuration \"cuda\")")
     args = ap.parse_args(argv)
     warnings.filterwarnings("ignore")   # torch's deprecation notes, while results come back from workers
     os.environ.setdefault("COIL_CACHE_DIR", str(REPO / "build-test-cache"))

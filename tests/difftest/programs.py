@@ -182,14 +182,41 @@ OPS: dict[str, Callable] = {
 # Running a program eagerly
 # ---------------------------------------------------------------------------------------------
 
-def as_function(prog: dict) -> Callable:
-    """The program as a Python function of its inputs, for eager runs and torch.export."""
+def gpu_cast(x: torch.Tensor, dtype: str) -> torch.Tensor:
+    """x.to(dtype) as CUDA eager's conversion kernel converts a float to an integer: toward
+    zero, saturating; NaN to 0 from f32 (f16, bf16) to int32, else to the minimum; int8 and
+    int16 through int32 and uint8 through int64, wrapping. (CPU eager gives INT_MIN for any
+    value out of range.)"""
+    t = DTYPES[dtype]
+    if not x.is_floating_point() or t.is_floating_point or t == torch.bool:
+        return x.to(t)
+    wide = torch.int64 if t in (torch.int64, torch.uint8) else torch.int32
+    top = 2.0 ** (torch.iinfo(wide).bits - 1)
+    nan = 0.0 if wide == torch.int32 and x.dtype != torch.float64 else -top
+    v = torch.nan_to_num(x.double(), nan=nan, posinf=top, neginf=-top)
+    # Below the top in double: 2^63 - 1024 is the largest double under 2^63.
+    converted = v.clamp(-top, top - (1024 if wide == torch.int64 else 1)).to(wide)
+    return torch.where(v >= top, torch.iinfo(wide).max, converted).to(t)
+
+
+def as_function(prog: dict, gpu_casts: bool = False) -> Callable:
+    """The program as a Python function of its inputs, for eager runs and torch.export; with
+    gpu_casts, converting floats to integers as CUDA eager does (gpu_cast)."""
     def fn(*inputs):
         env = {f"a{i}": t for i, t in enumerate(inputs)}
         for node in prog["nodes"]:
-            env[node["id"]] = OPS[node["op"]](*(env[a] for a in node["args"]), **node["p"])
+            op = gpu_cast if gpu_casts and node["op"] == "to" else OPS[node["op"]]
+            env[node["id"]] = op(*(env[a] for a in node["args"]), **node["p"])
         return tuple(env[o] for o in prog["outputs"])
     return fn
+
+
+def converts_float_to_int(prog: dict, inputs: list[torch.Tensor]) -> bool:
+    """Whether a node converts a float to an integer, where the devices' eager results differ."""
+    env = eager_values(prog, inputs) or {}
+    return any(n["op"] == "to" and env.get(n["args"][0]) is not None and env[n["args"][0]].is_floating_point()
+               and not DTYPES[n["p"]["dtype"]].is_floating_point and DTYPES[n["p"]["dtype"]] != torch.bool
+               for n in prog["nodes"])
 
 
 def eager_values(prog: dict, inputs: list[torch.Tensor]) -> dict[str, torch.Tensor] | None:
