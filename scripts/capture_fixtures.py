@@ -2246,6 +2246,37 @@ def _difftest_findings(dev):
                 torch.tensor(3)]
 
 
+@op_case("std_logsumexp_square", [A.std.dim, A.std.correction, A.logsumexp.default, A.square.default],
+         ("size1", "noncontig", "odd"))
+def _std_logsumexp_square(dev):
+    """std over dims and all (unbiased, correction 0 and 2, keepdim), logsumexp over rows,
+    columns and all dims of rows holding -inf, +inf and NaN (the max taken as 0 where it is
+    infinite) and of integers (a float result), square of floats, integers and bools."""
+    def fn(x, s, i, b):
+        return (A.std.dim(x, [1]), A.std.dim(x, [0, 1], False, True), A.std.correction(x, None, correction=0),
+                A.std.correction(x.t(), [0], correction=2, keepdim=True), A.logsumexp.default(x, [1]),
+                A.logsumexp.default(s, [1], True), A.logsumexp.default(s, [0]), A.logsumexp.default(i, [0, 1]),
+                A.square.default(x), A.square.default(i), A.square.default(b))
+    s = make([4, 5])
+    s[0, :] = float("-inf")
+    s[1, 2] = float("inf")
+    s[2, 3] = float("nan")
+    return fn, [make([6, 7]), s, make([3, 5], i64, "smallint"), make([4], torch.bool)]
+
+
+@op_case("where_scalar_masked_fill", [A.where.ScalarOther, A.where.ScalarSelf, A.masked_fill.Scalar,
+                                      A.masked_fill.Tensor], ("broadcast", "size1"))
+def _where_scalar_masked_fill(dev):
+    """where with a number for one side (promoting as eager does: an int tensor with a float
+    gives the default float), and masked_fill with a number or a 0-d tensor, of floats and ints
+    (the value converted to self's dtype), with a mask that broadcasts self."""
+    def fn(c, x, i, m, v):
+        return (A.where.ScalarOther(c, x, 2.5), A.where.ScalarSelf(c, -1, i), A.where.ScalarOther(c, i, 0.5),
+                A.masked_fill.Scalar(x, m, -7.0), A.masked_fill.Scalar(i, m, 2.7), A.masked_fill.Tensor(x, m, v),
+                A.masked_fill.Scalar(x[:1], m, float("-inf")))
+    return fn, [make([3, 4]) > 0, make([3, 4]), make([3, 4], i64), make([2, 3, 4]) > 0.5, make([])]
+
+
 # A model added later, kept here so that no line above moved: ResNet laid out channels-last
 # (weights and input), as vision models are run for speed; every activation is NHWC.
 MODELS["resnet_tiny_channels_last"] = lambda: (

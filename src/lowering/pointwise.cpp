@@ -242,6 +242,9 @@ void add_binary(std::map<std::string, LowerFn, std::less<>> &t) {
   }
   t["aten.remainder.Scalar_Tensor"] = elementwise({"self", "other"}, Compute::Result, apply(Op::Remainder));
   t["aten.pow.Tensor_Scalar"] = elementwise({"self", "exponent"}, Compute::Result, apply(Op::Pow));
+  t["aten.square.default"] = elementwise({"self"}, Compute::Result, [](BodyBuilder &b, const Operands &o, const Node &) {
+    return b.binary(Op::Mul, o.values[0], o.values[0], o.compute);
+  });
   t["aten.pow.Tensor_Tensor"] = elementwise({"self", "exponent"}, Compute::Result, apply(Op::Pow));
   t["aten.pow.Scalar"] = elementwise({"self", "exponent"}, Compute::Result, apply(Op::Pow));
   t["aten.maximum.default"] = elementwise({"self", "other"}, Compute::Result, apply(Op::Maximum));
@@ -264,7 +267,8 @@ void add_binary(std::map<std::string, LowerFn, std::less<>> &t) {
 }
 
 void add_selection(std::map<std::string, LowerFn, std::less<>> &t) {
-  t["aten.where.self"] = [](Lowering &l, const Node &n) {
+  // self and other are tensors or numbers (where.ScalarOther, where.ScalarSelf).
+  auto where = [](Lowering &l, const Node &n) {
     DType compute = compute_dtype(l, n, {"self", "other"}, Compute::Result);
     return std::vector<TensorRef>{
         l.pointwise(l.graph().type(n.outputs[0]), n.name, [&](BodyBuilder &b, const std::vector<Expr> &index) {
@@ -273,6 +277,18 @@ void add_selection(std::map<std::string, LowerFn, std::less<>> &t) {
           int y = b.cast(operand(l, b, n, "other", index), compute);
           return b.where(cond, x, y, compute);
         })};
+  };
+  t["aten.where.self"] = where;
+  t["aten.where.ScalarOther"] = where;
+  t["aten.where.ScalarSelf"] = where;
+  // masked_fill: the value converted to self's dtype where the mask is set.
+  t["aten.masked_fill.Scalar"] = t["aten.masked_fill.Tensor"] = [](Lowering &l, const Node &n) {
+    const TensorType &out = l.graph().type(n.outputs[0]);
+    return std::vector<TensorRef>{l.pointwise(out, n.name, [&](BodyBuilder &b, const std::vector<Expr> &index) {
+      int mask = b.cast(operand(l, b, n, "mask", index), DType::Bool);
+      int value = b.cast(operand(l, b, n, "value", index), out.dtype);
+      return b.where(mask, value, b.cast(operand(l, b, n, "self", index), out.dtype), out.dtype);
+    })};
   };
   auto clamp_scalars = [](BodyBuilder &b, const Operands &o, const Node &n) {
     auto bound = [&](const char *name) -> std::optional<int> {

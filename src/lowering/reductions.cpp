@@ -123,7 +123,7 @@ double correction_of(const Node &n) {
   return a.is<double>() ? a.as<double>() : double(a.as<int64_t>());
 }
 
-std::vector<TensorRef> var_mean(Lowering &l, const Node &n, bool with_mean) {
+std::vector<TensorRef> var_mean(Lowering &l, const Node &n, bool with_mean, bool root = false) {
   const TensorRef &in = self(l, n);
   Reduced red = reduced_of(in, n);
   TensorType stats = l.graph().type(n.outputs[0]);
@@ -131,11 +131,34 @@ std::vector<TensorRef> var_mean(Lowering &l, const Node &n, bool with_mean) {
   auto w = reduce(l, n, in, red, ReduceOp::Welford, stats, stats.dtype);
   double correction = correction_of(n);
   std::vector<TensorRef> out = {epilogue(l, n, 0, {w[1], w[2]}, [&](BodyBuilder &b, const std::vector<int> &v, DType c) {
-    return variance(b, v[0], v[1], correction, c);
+    int var = variance(b, v[0], v[1], correction, c);
+    return root ? b.unary(Op::Sqrt, var, c) : var;
   })};
   if (with_mean)
     out.push_back(epilogue(l, n, 1, {w[0]}, [](BodyBuilder &, const std::vector<int> &v, DType) { return v[0]; }));
   return out;
+}
+
+/// logsumexp = m + log(sum(exp(x - m))), m the row's max taken as 0 where it is infinite (as
+/// eager takes it: a row of -inf gives -inf, a row holding +inf gives +inf, NaN gives NaN).
+std::vector<TensorRef> logsumexp(Lowering &l, const Node &n) {
+  const TensorRef &in = self(l, n);
+  Reduced red = reduced_of(in, n);
+  TensorType acc = l.graph().type(n.outputs[0]);
+  DType c = acc.dtype = opmath_dtype(acc.dtype);
+  TensorRef max = reduce(l, n, in, red, ReduceOp::Max, acc, c)[0];
+  auto finite = [](BodyBuilder &b, int m, DType t) {
+    return b.where(b.unary(Op::IsInf, m, DType::Bool), b.constant(0, t), m, t);
+  };
+  TensorRef sum = l.reduction(acc, red.sizes, ReduceOp::Sum, n.name,
+                              [&](BodyBuilder &b, const std::vector<Expr> &x, const std::vector<Expr> &r) {
+                                int v = b.load(in.buffer, Lowering::offset(in, input_index(in, red, x, r)), in.dtype);
+                                int m = b.load(max.buffer, Lowering::offset(max, x), max.dtype);
+                                return b.unary(Op::Exp, b.binary(Op::Sub, b.cast(v, c), finite(b, m, c), c), c);
+                              })[0];
+  return {epilogue(l, n, 0, {max, sum}, [&](BodyBuilder &b, const std::vector<int> &v, DType t) {
+    return b.binary(Op::Add, b.unary(Op::Log, v[1], t), finite(b, v[0], t), t);
+  })};
 }
 
 /// max.dim / min.dim: (values, indices), two reductions over the same rows.
@@ -236,6 +259,9 @@ void add_reduction_lowerings(std::map<std::string, LowerFn, std::less<>> &t) {
   t["aten.var_mean.correction"] = [](Lowering &l, const Node &n) { return var_mean(l, n, true); };
   t["aten.var.dim"] = [](Lowering &l, const Node &n) { return var_mean(l, n, false); };
   t["aten.var_mean.dim"] = [](Lowering &l, const Node &n) { return var_mean(l, n, true); };
+  t["aten.std.correction"] = [](Lowering &l, const Node &n) { return var_mean(l, n, false, true); };
+  t["aten.std.dim"] = [](Lowering &l, const Node &n) { return var_mean(l, n, false, true); };
+  t["aten.logsumexp.default"] = logsumexp;
   t["aten.max.dim"] = value_and_index(ReduceOp::Max, ReduceOp::ArgMax);
   t["aten.min.dim"] = value_and_index(ReduceOp::Min, ReduceOp::ArgMin);
   t["aten.argmax.default"] = arg_reduction(ReduceOp::ArgMax);

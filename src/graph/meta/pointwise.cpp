@@ -185,6 +185,7 @@ void register_binary_ops(Registry &r) {
         checked(elementwise(Promote::Default, {"other"}, {"self"}), Accepts::NotBool, "remainder"));
   // pow turns bool results into i64: True ** 2 is 1.
   r.add("pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor", pow_tensor_scalar());
+  r.add("square(Tensor self) -> Tensor", unary(Promote::BoolToLong));
   r.add("pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor",
         elementwise(Promote::BoolToLong, {"self", "exponent"}));
   r.add("pow.Scalar(Scalar self, Tensor exponent) -> Tensor",
@@ -224,10 +225,34 @@ std::vector<TensorType> triangle(const MetaArgs &a) {
 
 void register_selection_ops(Registry &r) {
   MetaFn where = elementwise(Promote::Default, {"condition", "self", "other"}, {}, 1);
-  r.add("where.self(Tensor condition, Tensor self, Tensor other) -> Tensor", [where](const MetaArgs &a) {
-    DType cond = a.operand("condition").type.dtype;
-    COIL_USER_CHECK(cond == DType::Bool, "where expects a bool condition, got ", short_name(cond));
-    return where(a);
+  auto with_bool_condition = [](MetaFn base) {
+    return [base](const MetaArgs &a) {
+      DType cond = a.operand("condition").type.dtype;
+      COIL_USER_CHECK(cond == DType::Bool, "where expects a bool condition, got ", short_name(cond));
+      return base(a);
+    };
+  };
+  r.add("where.self(Tensor condition, Tensor self, Tensor other) -> Tensor", with_bool_condition(where));
+  r.add("where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor",
+        with_bool_condition(elementwise(Promote::Default, {"condition", "self"}, {"other"}, 1)));
+  r.add("where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor",
+        with_bool_condition(elementwise(Promote::Default, {"condition", "other"}, {"self"}, 1)));
+  // masked_fill keeps self's dtype; self and the mask broadcast together.
+  auto masked_fill = [](const MetaArgs &a) {
+    const TensorType &self = a.tensor("self"), &mask = a.operand("mask").type;
+    COIL_USER_CHECK(mask.dtype == DType::Bool, "masked_fill only supports boolean masks, but got mask with dtype ",
+                    short_name(mask.dtype));
+    Shape shape = broadcast_shapes(self.sizes, mask.sizes);
+    checked_numel(shape);
+    std::vector<const TensorType *> layout = {&self, &mask};
+    return std::vector<TensorType>{{self.dtype, shape, elementwise_output_strides(shape, layout), self.device}};
+  };
+  r.add("masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor", masked_fill);
+  r.add("masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor", [masked_fill](const MetaArgs &a) {
+    COIL_USER_CHECK(a.operand("value").type.rank() == 0,
+                    "masked_fill only supports a 0-dimensional value tensor, but got tensor with ",
+                    a.operand("value").type.rank(), " dimension(s).");
+    return masked_fill(a);
   });
   // clamp's bounds take part in type promotion: clamp(int_tensor, 0.5) is float.
   r.add("clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor", [](const MetaArgs &a) {

@@ -15,6 +15,7 @@ enum class ReduceDType {
   FloatOnly,  // floating inputs only (mean)
   Logical,    // bool, except that uint8 stays uint8 (any, all)
   Index,      // i64 positions (argmax, argmin)
+  IntToFloat, // integral and bool inputs give the default float, f32 (logsumexp)
 };
 
 DType reduction_dtype(DType in, std::optional<DType> requested, ReduceDType rule, std::string_view op) {
@@ -35,6 +36,7 @@ DType reduction_dtype(DType in, std::optional<DType> requested, ReduceDType rule
       return in;
     case ReduceDType::Logical: return in == DType::U8 ? DType::U8 : DType::Bool;
     case ReduceDType::Index: return DType::I64;
+    case ReduceDType::IntToFloat: return is_floating(in) ? in : DType::F32;
   }
   return in;
 }
@@ -245,6 +247,11 @@ void register_reduction_ops(Registry &r) {
   r.add("var.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor", variance("var", 1));
   r.add("var_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> (Tensor, Tensor)",
         variance("var_mean", 2));
+  r.add("std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor",
+        variance("std", 1));
+  r.add("std.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor", variance("std", 1));
+  r.add("logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor",
+        reduction({.op = "logsumexp", .rule = R::IntToFloat}));
 }
 
 }  // namespace coil
