@@ -2277,6 +2277,25 @@ def _where_scalar_masked_fill(dev):
     return fn, [make([3, 4]) > 0, make([3, 4]), make([3, 4], i64), make([2, 3, 4]) > 0.5, make([])]
 
 
+@op_case("pad_modes", [A.pad.default, A.reflection_pad1d.default, A.reflection_pad2d.default,
+                        A.reflection_pad3d.default, A.replication_pad1d.default, A.replication_pad2d.default,
+                        A.replication_pad3d.default], ("noncontig", "size1", "odd"))
+def _pad_modes(dev):
+    """pad in every mode (constant with and without a value and cropping, reflect, replicate,
+    circular with a crop on one side), of 1 to 3 trailing dims, of a transposed and an integer
+    input; and the core ops reflection_pad1d/2d/3d and replication_pad1d/2d/3d."""
+    def fn(x3, x4, x5, i4):
+        return (A.pad.default(x3, [2, 3]), A.pad.default(x3, [1, -2], "constant", 1.5),
+                A.pad.default(x3, [2, 3], "reflect"), A.pad.default(x4, [1, 2, 3, 1], "reflect"),
+                A.pad.default(x4.transpose(2, 3), [2, 0, 1, 4], "replicate"),
+                A.pad.default(x5, [1, 1, 2, 0, 1, 2], "replicate"), A.pad.default(x4, [1, 2, -1, 3], "circular"),
+                A.pad.default(i4, [1, 1, 1, 1], "reflect"),
+                A.reflection_pad1d.default(x3, [3, 1]), A.reflection_pad2d.default(x4, [1, 1, 2, 2]),
+                A.reflection_pad3d.default(x5, [1, 0, 1, 1, 0, 2]), A.replication_pad1d.default(x3[0], [0, 4]),
+                A.replication_pad2d.default(x4, [3, 0, 0, 3]), A.replication_pad3d.default(x5, [2, 2, 1, 1, 1, 1]))
+    return fn, [make([2, 3, 8]), make([2, 3, 5, 6]), make([1, 2, 3, 4, 5]), make([2, 2, 4, 3], i64)]
+
+
 # A model added later, kept here so that no line above moved: ResNet laid out channels-last
 # (weights and input), as vision models are run for speed; every activation is NHWC.
 MODELS["resnet_tiny_channels_last"] = lambda: (

@@ -1,7 +1,9 @@
 // Tensors made from nothing (full, zeros, arange, iota, ...) and data movement that
 // needs no data-dependent index: cat and constant_pad_nd (masked loads), flip,
-// slice_scatter and select_scatter. Empty tensors are filled with zeros so that every
-// run gives the same bytes.
+// slice_scatter and select_scatter; pad's other modes (a gather at a computed index).
+// Empty tensors are filled with zeros so that every run gives the same bytes.
+#include <algorithm>
+
 #include "graph/registry.h"
 #include "graph/strides.h"
 #include "lowering/lowering.h"
@@ -102,13 +104,14 @@ std::vector<TensorRef> cat(Lowering &l, const Node &n) {
   return {cat_parts(l, t, parts, dim, n.name)};
 }
 
-/// constant_pad_nd: pad = [last_lo, last_hi, prev_lo, prev_hi, ...]; negative pads crop.
+/// constant_pad_nd (and pad in mode constant): pad = [last_lo, last_hi, prev_lo, prev_hi, ...];
+/// negative pads crop.
 std::vector<TensorRef> constant_pad(Lowering &l, const Node &n) {
   const TensorRef &x = l.ref(arg(n, "self").as<ValueId>());
   const TensorType &t = out_type(l, n);
   std::vector<int64_t> pad;
   for (const Arg &a : arg(n, "pad").as<ArgList>()) pad.push_back(a.as<int64_t>());
-  double fill = number(arg(n, "value"));
+  double fill = arg(n, "value").is_none() ? 0 : number(arg(n, "value"));  // pad's value=None is 0
   return {l.pointwise(t, n.name, [&](BodyBuilder &b, const std::vector<Expr> &index) {
     std::vector<Expr> in = index;
     int inside = -1;
@@ -124,6 +127,47 @@ std::vector<TensorRef> constant_pad(Lowering &l, const Node &n) {
     int v = b.masked_load(x.buffer, Lowering::offset(x, in), x.dtype, inside, fill);
     return b.where(inside, v, b.constant(fill, x.dtype), x.dtype);
   })};
+}
+
+/// pad in mode reflect, replicate or circular: each padded dim reads the input at an index
+/// the body computes from the output's (a gather), pad = [last_lo, last_hi, prev_lo, ...]:
+///   reflect   j = (n-1) - |(n-1) - |i - lo||   (mirrored without repeating the edge)
+///   replicate j = min(max(i - lo, 0), n-1)
+///   circular  j = c + (i - max(lo, 0)) mod m, over the input cropped by the negative pads
+///             first (from c = max(-lo, 0), m elements), as eager crops before it wraps
+std::vector<TensorRef> mode_pad(Lowering &l, const Node &n, const std::string &mode, const std::vector<int64_t> &pad) {
+  const TensorRef &x = l.ref(arg(n, "self").as<ValueId>());
+  const TensorType &t = out_type(l, n);
+  return {l.pointwise(t, n.name, [&](BodyBuilder &b, const std::vector<Expr> &index) {
+    std::vector<Expr> in = index;
+    std::vector<int> at;
+    for (size_t k = 0; k < pad.size() / 2; ++k) {
+      size_t d = t.sizes.size() - 1 - k;
+      auto c = [&](int64_t v) { return b.constant(double(v), DType::I64); };
+      int last = c(x.sizes[d] - 1);
+      int j = b.index(index[d] - pad[2 * k], DType::I64);
+      if (mode == "reflect") {
+        j = b.unary(Op::Abs, j, DType::I64);
+        j = b.binary(Op::Sub, last, b.unary(Op::Abs, b.binary(Op::Sub, last, j, DType::I64), DType::I64), DType::I64);
+      } else if (mode == "replicate") {
+        j = b.binary(Op::Minimum, b.binary(Op::Maximum, j, c(0), DType::I64), last, DType::I64);
+      } else {
+        int64_t lo = pad[2 * k], hi = pad[2 * k + 1], start = std::max<int64_t>(-lo, 0);
+        int64_t kept = x.sizes[d] - start - std::max<int64_t>(-hi, 0);
+        j = b.index(index[d] - std::max<int64_t>(lo, 0), DType::I64);
+        j = b.binary(Op::Add, b.binary(Op::Remainder, j, c(kept), DType::I64), c(start), DType::I64);
+      }
+      in[d] = Expr(ir::indirect_var(int(at.size())));
+      at.push_back(j);
+    }
+    return b.indirect_load(x.buffer, Lowering::offset(x, in), x.dtype, at);
+  })};
+}
+
+std::vector<int64_t> ints_of(const Arg &a) {
+  std::vector<int64_t> out;
+  for (const Arg &v : a.as<ArgList>()) out.push_back(v.as<int64_t>());
+  return out;
 }
 
 std::vector<TensorRef> flip(Lowering &l, const Node &n) {
@@ -202,6 +246,19 @@ void add_creation_lowerings(std::map<std::string, LowerFn, std::less<>> &t) {
   };
   t["aten.cat.default"] = cat;
   t["aten.constant_pad_nd.default"] = constant_pad;
+  t["aten.pad.default"] = [](Lowering &l, const Node &n) {
+    const Arg &mode = arg(n, "mode");
+    if (mode.is_none() || mode.as<std::string>() == "constant") return constant_pad(l, n);
+    return mode_pad(l, n, mode.as<std::string>(), ints_of(arg(n, "pad")));
+  };
+  for (const char *d : {"1", "2", "3"}) {
+    t[str_cat("aten.reflection_pad", d, "d.default")] = [](Lowering &l, const Node &n) {
+      return mode_pad(l, n, "reflect", ints_of(arg(n, "padding")));
+    };
+    t[str_cat("aten.replication_pad", d, "d.default")] = [](Lowering &l, const Node &n) {
+      return mode_pad(l, n, "replicate", ints_of(arg(n, "padding")));
+    };
+  }
   t["aten.flip.default"] = flip;
   t["aten.slice_scatter.default"] = [](Lowering &l, const Node &n) { return scatter_into(l, n, false); };
   t["aten.select_scatter.default"] = [](Lowering &l, const Node &n) { return scatter_into(l, n, true); };

@@ -388,9 +388,72 @@ std::vector<TensorType> select_scatter(const MetaArgs &a) {
   return {self};  // clone_preserve_strides, as for slice_scatter
 }
 
+// ---- pad in the modes that read the input again: reflect, replicate, circular ----
+
+/// The padded shape for `mode`, with PyTorch's limits: reflect mirrors without the edge, so
+/// each pad must be below its dim's size; circular wraps at most once; reflect and replicate
+/// read an element of every padded dim, so none may be empty. The result is contiguous.
+std::vector<TensorType> mode_padded(const TensorType &self, const Shape &pad, const std::string &mode,
+                                    std::string_view op) {
+  COIL_USER_CHECK(mode == "reflect" || mode == "replicate" || mode == "circular",
+                  op, ": unknown padding mode '", mode, "'; expected constant, reflect, replicate or circular");
+  COIL_USER_CHECK(pad.size() % 2 == 0, op, ": the length of pad must be even, got ", pad.size());
+  int64_t padded_dims = int64_t(pad.size() / 2);
+  COIL_USER_CHECK(padded_dims <= self.rank(), op, ": pad has ", pad.size(), " values but the input has ",
+                  self.rank(), " dims; expected at most two values per dim");
+  Shape sizes = self.sizes;
+  for (int64_t i = 0; i < padded_dims; ++i) {
+    size_t dim = size_t(self.rank() - 1 - i);
+    int64_t before = pad[size_t(2 * i)], after = pad[size_t(2 * i + 1)], n = sizes[dim];
+    if (mode == "reflect")
+      COIL_USER_CHECK(before < n && after < n, op, ": padding size should be less than the corresponding input "
+                      "dimension, but got: padding (", before, ", ", after, ") at dimension ", dim, " of input ",
+                      shape_str(self.sizes));
+    if (mode == "circular")
+      COIL_USER_CHECK(before <= n && after <= n, op, ": padding value causes wrapping around more than once: ",
+                      "padding (", before, ", ", after, ") at dimension ", dim, " of input ", shape_str(self.sizes));
+    COIL_USER_CHECK(n > 0, op, ": expected a non-empty dim ", dim, " to pad, input ", shape_str(self.sizes));
+    sizes[dim] = n + before + after;
+    COIL_USER_CHECK(sizes[dim] >= 0, op, ": padding ", before, " and ", after, " of dim ", dim, " (size ", n,
+                    ") gives the negative size ", sizes[dim]);
+  }
+  checked_numel(sizes);
+  return {contiguous(self.dtype, sizes, self.device)};
+}
+
+/// pad: constant_pad_nd in mode constant, else mode_padded (which takes no value).
+std::vector<TensorType> pad(const MetaArgs &a) {
+  std::string mode = a.optional_str("mode").value_or("constant");
+  if (mode == "constant") return constant_pad_nd(a);
+  COIL_USER_CHECK(a.is_none("value"), "Padding mode \"", mode, "\" doesn't take in value argument.");
+  return mode_padded(a.tensor("self"), a.ints("pad"), mode, "pad");
+}
+
+/// reflection_pad1d/2d/3d, replication_pad1d/2d/3d: `dims` padded dims of an input with one
+/// or two dims more (a batch and channels, or channels alone).
+MetaFn fixed_pad(std::string mode, int64_t dims, std::string op) {
+  return [=](const MetaArgs &a) {
+    const TensorType &self = a.tensor("self");
+    COIL_USER_CHECK(self.rank() == dims + 1 || self.rank() == dims + 2, op, ": expected ", dims + 1, "D or ", dims + 2,
+                    "D input, got ", shape_str(self.sizes));
+    Shape padding = a.ints("padding");
+    COIL_USER_CHECK(int64_t(padding.size()) == 2 * dims, op, ": expected ", 2 * dims, " padding values, got ",
+                    padding.size());
+    return mode_padded(self, padding, mode, op);
+  };
+}
+
 }  // namespace
 
 void register_indexing_ops(Registry &r) {
+  r.add("pad(Tensor self, SymInt[] pad, str mode=\"constant\", float? value=None) -> Tensor", pad);
+  for (int64_t d = 1; d <= 3; ++d) {
+    std::string n = std::to_string(d);
+    r.add(str_cat("reflection_pad", n, "d(Tensor self, SymInt[", 2 * d, "] padding) -> Tensor"),
+          fixed_pad("reflect", d, str_cat("reflection_pad", n, "d")));
+    r.add(str_cat("replication_pad", n, "d(Tensor self, SymInt[", 2 * d, "] padding) -> Tensor"),
+          fixed_pad("replicate", d, str_cat("replication_pad", n, "d")));
+  }
   r.add("cat(Tensor[] tensors, int dim=0) -> Tensor", cat);
   r.add("constant_pad_nd(Tensor self, SymInt[] pad, Scalar value=0) -> Tensor", constant_pad_nd);
   r.add("index.Tensor(Tensor self, Tensor?[] indices) -> Tensor", index);
