@@ -2225,15 +2225,18 @@ def _sdpa_cuda_ops(dev):
 #   which Triton's broadcast_to refused);
 # - zeros_like + x in f16, and a 0-d where, prod and cumsum compared, with
 #   fusion.inline_pointwise=0 (tests/cli/cli_test.sh): a constant forwarded to a later member
-#   was taken for a scalar, and a value of one pass was read in another.
+#   was taken for a scalar, and a value of one pass was read in another;
+# - integer divisions inlined into a cat: the lanes of the other input read 0, and divided
+#   by it reported a division by zero that eager never does.
 @fn_case("difftest_findings", "workload", tags=("size1",))
 def _difftest_findings(dev):
-    def fn(s0, s1, s2, s3, x, y, c, ci, h, b, i):
+    def fn(s0, s1, s2, s3, x, y, c, ci, h, b, i, k):
         zero_d = [s0, s1, s2, s3]
         return (torch.stack([torch.softmax(s, 0) for s in zero_d]), torch.stack([torch.log_softmax(s, 0) for s in zero_d]),
                 torch.fmod(x, y), torch.remainder(x, y), torch.floor_divide(x, y), torch.fmod(x, 0.001),
                 torch.remainder(y, 0.001), torch.floor(torch.cat([c, c])[12]), torch.cat([ci, ci])[0] / torch.cat([ci, ci]),
-                h + torch.zeros_like(h), torch.where(b, b, i) != torch.cumsum(i.prod(), 0))
+                h + torch.zeros_like(h), torch.where(b, b, i) != torch.cumsum(i.prod(), 0),
+                torch.cat([torch.div(k, k, rounding_mode="trunc"), torch.remainder(k + 3, k), torch.floor_divide(7, k)]))
     special = torch.tensor([float("inf"), float("-inf"), float("nan"), 1e-39, -1e-39, 5.5, -7.25, 1e30, 0.0, 3.0,
                             12345.678, -0.0])
     # No denormal divisor: CPU eager's vectorized fmod gives NaN for one (the reference here).
@@ -2243,7 +2246,7 @@ def _difftest_findings(dev):
     y = divisors.repeat(12)
     s = [torch.tensor(v) for v in (float("inf"), float("-inf"), float("nan"), 1.5)]
     return fn, [*s, x, y, make([8], bf16), make([1], i64, "nonzero"), make([17], f16), torch.tensor(False),
-                torch.tensor(3)]
+                torch.tensor(3), make([3], i64, "nonzero")]
 
 
 @op_case("std_logsumexp_square", [A.std.dim, A.std.correction, A.logsumexp.default, A.square.default],

@@ -254,7 +254,7 @@ Body prune_dead_values(const Body &body) {
 }
 
 std::vector<int> copy_body(const Body &body, BodyBuilder &out, const std::function<Expr(const Expr &)> &reindex,
-                           const InlineLoadFn &inline_load) {
+                           const InlineLoadFn &inline_load, const DivisorFn &guard_divisor) {
   std::vector<int> map(body.instrs.size(), -1);
   for (size_t v = 0; v < body.instrs.size(); ++v) {
     Instr i = body.instrs[v];
@@ -280,9 +280,14 @@ std::vector<int> copy_body(const Body &body, BodyBuilder &out, const std::functi
       case Op::Constant: map[v] = out.constant(i.value, i.dtype); break;
       case Op::Index: map[v] = out.index(i.index, i.dtype); break;
       case Op::Where: map[v] = out.where(i.args[0], i.args[1], i.args[2], i.dtype); break;
-      default:
+      default: {
+        bool integer_division = (i.op == Op::FloorDiv || i.op == Op::TruncDiv || i.op == Op::Remainder ||
+                                 i.op == Op::Fmod) &&
+                                is_integral(out.dtype(i.args[1]), true);
+        if (integer_division && guard_divisor) i.args[1] = guard_divisor(i.args[1]);
         map[v] = op_arity(i.op) == 1 ? out.unary(i.op, i.args[0], i.dtype)
                                      : out.binary(i.op, i.args[0], i.args[1], i.dtype);
+      }
     }
   }
   return map;

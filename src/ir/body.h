@@ -120,10 +120,15 @@ Body prune_dead_values(const Body &body);
 /// already in the destination, or nothing to copy the load as it is.
 using InlineLoadFn = std::function<std::optional<int>(int value, const Instr &load)>;
 
+/// What an integer division's divisor becomes when a body is copied (may be empty): a value
+/// in the destination, given the copied divisor.
+using DivisorFn = std::function<int(int divisor)>;
+
 /// Copies `body`'s values into `out`, rewriting every load and index expression through
-/// `reindex` and offering each direct (not indirect) load to `inline_load` (may be empty).
-/// Returns the map from `body`'s values to `out`'s.
+/// `reindex`, offering each direct (not indirect) load to `inline_load` and the divisor of
+/// each integer division (floordiv, truncdiv, remainder, fmod) to `guard_divisor` (either may
+/// be empty). Returns the map from `body`'s values to `out`'s.
 std::vector<int> copy_body(const Body &body, BodyBuilder &out, const std::function<Expr(const Expr &)> &reindex,
-                           const InlineLoadFn &inline_load = {});
+                           const InlineLoadFn &inline_load = {}, const DivisorFn &guard_divisor = {});
 
 }  // namespace coil::ir

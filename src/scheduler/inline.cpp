@@ -90,7 +90,14 @@ struct Inliner {
       int m = inner.args[0] < 0 ? mask : b.binary(Op::LogicalAnd, mask, inner.args[0], DType::Bool);
       return b.masked_load(inner.buffer, inner.index, inner.dtype, m, 0);
     };
-    std::vector<int> values = ir::copy_body(producer.body, b, reindex, mask_loads);
+    // A lane the mask leaves out never divides: its masked loads read 0, and an integer
+    // division by that would report a division by zero that eager never does.
+    auto guard_divisor = [&](int d) {
+      DType t = b.dtype(d);
+      return b.where(mask, d, b.constant(1, t), t);
+    };
+    std::vector<int> values = ir::copy_body(producer.body, b, reindex, mask_loads,
+                                            mask >= 0 ? ir::DivisorFn(guard_divisor) : ir::DivisorFn());
     int result = values[size_t(producer.body.results[0])];
     const Instr &last = b.body().at(result);
     bool drop_rounding = !o.emulate_precision_casts && !producer.semantic_cast && last.op == Op::Cast &&
