@@ -104,13 +104,18 @@ std::vector<TensorRef> cat(Lowering &l, const Node &n) {
   return {cat_parts(l, t, parts, dim, n.name)};
 }
 
+std::vector<int64_t> ints_of(const Arg &a) {
+  std::vector<int64_t> out;
+  for (const Arg &v : a.as<ArgList>()) out.push_back(v.as<int64_t>());
+  return out;
+}
+
 /// constant_pad_nd (and pad in mode constant): pad = [last_lo, last_hi, prev_lo, prev_hi, ...];
 /// negative pads crop.
 std::vector<TensorRef> constant_pad(Lowering &l, const Node &n) {
   const TensorRef &x = l.ref(arg(n, "self").as<ValueId>());
   const TensorType &t = out_type(l, n);
-  std::vector<int64_t> pad;
-  for (const Arg &a : arg(n, "pad").as<ArgList>()) pad.push_back(a.as<int64_t>());
+  const std::vector<int64_t> pad = ints_of(arg(n, "pad"));
   double fill = arg(n, "value").is_none() ? 0 : number(arg(n, "value"));  // pad's value=None is 0
   return {l.pointwise(t, n.name, [&](BodyBuilder &b, const std::vector<Expr> &index) {
     std::vector<Expr> in = index;
@@ -144,30 +149,28 @@ std::vector<TensorRef> mode_pad(Lowering &l, const Node &n, const std::string &m
     for (size_t k = 0; k < pad.size() / 2; ++k) {
       size_t d = t.sizes.size() - 1 - k;
       auto c = [&](int64_t v) { return b.constant(double(v), DType::I64); };
-      int last = c(x.sizes[d] - 1);
-      int j = b.index(index[d] - pad[2 * k], DType::I64);
-      if (mode == "reflect") {
-        j = b.unary(Op::Abs, j, DType::I64);
-        j = b.binary(Op::Sub, last, b.unary(Op::Abs, b.binary(Op::Sub, last, j, DType::I64), DType::I64), DType::I64);
-      } else if (mode == "replicate") {
-        j = b.binary(Op::Minimum, b.binary(Op::Maximum, j, c(0), DType::I64), last, DType::I64);
-      } else {
-        int64_t lo = pad[2 * k], hi = pad[2 * k + 1], start = std::max<int64_t>(-lo, 0);
-        int64_t kept = x.sizes[d] - start - std::max<int64_t>(-hi, 0);
+      int64_t lo = pad[2 * k], hi = pad[2 * k + 1];
+      int j;
+      if (mode == "circular") {
+        int64_t start = std::max<int64_t>(-lo, 0), kept = x.sizes[d] - start - std::max<int64_t>(-hi, 0);
         j = b.index(index[d] - std::max<int64_t>(lo, 0), DType::I64);
         j = b.binary(Op::Add, b.binary(Op::Remainder, j, c(kept), DType::I64), c(start), DType::I64);
+      } else {
+        int last = c(x.sizes[d] - 1);
+        j = b.index(index[d] - lo, DType::I64);
+        if (mode == "reflect") {
+          j = b.unary(Op::Abs, j, DType::I64);
+          int mirrored = b.unary(Op::Abs, b.binary(Op::Sub, last, j, DType::I64), DType::I64);
+          j = b.binary(Op::Sub, last, mirrored, DType::I64);
+        } else {
+          j = b.binary(Op::Minimum, b.binary(Op::Maximum, j, c(0), DType::I64), last, DType::I64);
+        }
       }
       in[d] = Expr(ir::indirect_var(int(at.size())));
       at.push_back(j);
     }
     return b.indirect_load(x.buffer, Lowering::offset(x, in), x.dtype, at);
   })};
-}
-
-std::vector<int64_t> ints_of(const Arg &a) {
-  std::vector<int64_t> out;
-  for (const Arg &v : a.as<ArgList>()) out.push_back(v.as<int64_t>());
-  return out;
 }
 
 std::vector<TensorRef> flip(Lowering &l, const Node &n) {

@@ -108,16 +108,14 @@ std::optional<std::string> order_steps(const ir::Program &p, Trial &t) {
       if (w == writer.end()) continue;
       Role wrole = t.roles.at(w->second);
       int ws = step_of.at(w->second);
-      if (wrole == Role::Inner && !t.reduction_ranges.empty()) {
-        if (!inner) return str_cat(p.buffer(b).name, " is computed for every element of a row but read once per row");
+      if (wrole == Role::Inner) {
+        // An inner value lives only in its pass (with no reduction ranges a pass is one element).
+        bool rows = !t.reduction_ranges.empty();
+        if (rows && !inner)
+          return str_cat(p.buffer(b).name, " is computed for every element of a row but read once per row");
         if (fixed >= 0 && fixed != ws)
-          return str_cat(p.buffer(b).name, " is computed in one pass over the row and needed in another");
-        fixed = ws;
-        fixed_by = b;
-      } else if (wrole == Role::Inner) {
-        // No reduction ranges: a pass is one element, and its values live only in it.
-        if (fixed >= 0 && fixed != ws)
-          return str_cat(p.buffer(b).name, " is computed in one pass and needed in another");
+          return str_cat(p.buffer(b).name, " is computed in one pass", rows ? " over the row" : "",
+                         " and needed in another");
         fixed = ws;
         fixed_by = b;
       } else {

@@ -77,7 +77,10 @@ std::string triton_literal(double v, DType t) {
   }
   if (t == DType::Bool) return std::string("tl.full([], ") + (v != 0 ? "1" : "0") + ", tl.int1)";
   // As the reference converts: NaN is 0, out of range saturates to int64, then wraps to t.
-  long long i = std::isnan(v) ? 0 : v >= 9.2233720368547758e18 ? LLONG_MAX : v <= -9.2233720368547758e18 ? LLONG_MIN : (long long)v;
+  long long i = std::isnan(v)                 ? 0
+                : v >= 9.2233720368547758e18  ? LLONG_MAX
+                : v <= -9.2233720368547758e18 ? LLONG_MIN
+                                              : (long long)v;
   std::snprintf(buf, sizeof buf, "%lld", i);
   if (t == DType::I32 && i >= INT_MIN && i <= INT_MAX) return buf;  // a Python int is an i32
   return std::string("tl.full([], ") + buf + ", " + triton_type(t) + ")";
@@ -262,8 +265,8 @@ std::string triton_index(const ir::Expr &index, const std::function<std::string(
 
 // A float (f32 or f64) to int32 or int64 as the GPU's conversion (cvt.rzi) gives it: toward
 // zero, saturating; NaN to 0 from f32 to int32, else to the integer's minimum (as CUDA eager
-// gives them on an H200: op_to_copy_special's expected_cuda.safetensors). Spelled with conversions of in-range values
-// only: LLVM takes an out-of-range conversion as poison and folds it to anything where the
+// gives them on an H200: op_to_copy_special's expected_cuda.safetensors). Spelled with
+// conversions of in-range values only: LLVM takes an out-of-range conversion as poison and folds it to anything where the
 // value is a constant (x * nan, the log of a padded zero), so the value is clamped first.
 static std::string saturating_to_int(const std::string &v, DType from, DType to) {
   bool i64 = to == DType::I64;
@@ -307,8 +310,8 @@ std::string triton_op(Op op, DType in, DType out, const std::vector<std::string>
   switch (op) {
     case Op::Cast: return triton_cast(a, in, out);
     case Op::Where: return "tl.where(" + a + ", " + args.at(1) + ", " + args.at(2) + ")";
-    case Op::LogicalNot: return in == DType::Bool ? "(" + a + " == 0)" : "(" + a + " == 0)";
-    case Op::IsNan: return fl ? "(" + a + " != " + a + ")" : "(" + a + " != " + a + ")";
+    case Op::LogicalNot: return "(" + a + " == 0)";
+    case Op::IsNan: return "(" + a + " != " + a + ")";
     case Op::IsInf: return fl ? "(tl.abs(" + a + ") == float('inf'))" : "(" + a + " != " + a + ")";
     case Op::LogicalAnd: return "(" + truthy(a, in) + " & " + truthy(args.at(1), in) + ")";
     case Op::LogicalOr: return "(" + truthy(a, in) + " | " + truthy(args.at(1), in) + ")";
