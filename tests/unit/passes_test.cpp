@@ -452,6 +452,51 @@ TEST(PassesLayouts, GraphOutputsAndViewsKeepTheirLayouts) {
   EXPECT_EQ(log.lines[0].rfind("layout: convolution layouts kept: with channels-last outputs, ", 0), 0u) << joined(log);
 }
 
+// A convolution whose input turns channels-last in one round (a depthwise convolution after
+// ConvNeXt's downsampling one, with a contiguous input and weight) follows in the next.
+TEST(PassesLayouts, ConvolutionsAfterConvertedOnesFollow) {
+  Graph g = parse(std::string(kConvBlock) +
+                      "        c2: \"f32[2, 8, 6, 6][288, 36, 6, 1]cpu\" = torch.ops.aten.convolution.default(r, v, None, "
+                      "[1, 1], [1, 1], [1, 1], False, [0, 0], 8)\n"
+                      "        sum_1: \"f32[2, 8][8, 1]cpu\" = torch.ops.aten.sum.dim_IntList(c2, [2, 3])\n"
+                      "        return (sum_1,)\n",
+                  std::string(kConvInputs) + R"(, v: "f32[8, 1, 3, 3][9, 9, 3, 1]cpu")");
+  PassLog log;
+  Graph out = channels_last_convolutions(g, &log);
+  EXPECT_EQ(out.type(node(out, "c2").outputs[0]).strides, (Shape{288, 1, 48, 8})) << joined(log);
+  EXPECT_TRUE(logged(log, "layout: 2 convolutions write channels-last outputs (c, c2); 4 values change layout"))
+      << joined(log);
+  expect_identical(run_on_ramps(out)[0], run_on_ramps(g)[0], "sum_1");
+}
+
+// as_strided reads its input's memory by explicit strides: the pass goes on when that input's
+// elements stay where they were (the mean of an adaptive average pool, [N, C, 1, 1]), and is
+// undone when they would move.
+TEST(PassesLayouts, AsStridedInputsKeepTheirAddresses) {
+  PassLog log;
+  Graph pooled = parse(std::string(kConvBlock) +
+                           "        mean: \"f32[2, 8, 1, 1][8, 1, 1, 1]cpu\" = torch.ops.aten.mean.dim(r, [-1, -2], True)\n"
+                           "        as_strided: \"f32[2, 8, 1, 1][8, 1, 8, 8]cpu\" = "
+                           "torch.ops.aten.as_strided.default(mean, [2, 8, 1, 1], [8, 1, 8, 8])\n"
+                           "        view: \"f32[2, 8][8, 1]cpu\" = torch.ops.aten.view.default(as_strided, [2, 8])\n"
+                           "        return (view,)\n",
+                       kConvInputs);
+  Graph out = channels_last_convolutions(pooled, &log);
+  EXPECT_EQ(out.type(node(out, "c").outputs[0]).strides, (Shape{288, 1, 48, 8})) << joined(log);
+  expect_identical(run_on_ramps(out)[0], run_on_ramps(pooled)[0], "view");
+  log.lines.clear();
+  Graph strided = parse(std::string(kConvBlock) +
+                            "        as_strided: \"f32[2, 288][288, 1]cpu\" = "
+                            "torch.ops.aten.as_strided.default(r, [2, 288], [288, 1])\n"
+                            "        return (as_strided,)\n",
+                        kConvInputs);
+  out = channels_last_convolutions(strided, &log);
+  EXPECT_EQ(out.type(node(out, "c").outputs[0]).strides, (Shape{288, 36, 6, 1}));
+  EXPECT_TRUE(logged(log, "layout: convolution layouts kept: 'as_strided' reads 'r' by explicit strides, which would "
+                          "change from f32[2, 8, 6, 6][288, 36, 6, 1]cpu to f32[2, 8, 6, 6][288, 1, 48, 8]cpu"))
+      << joined(log);
+}
+
 class PassesOnCase : public testing::TestWithParam<std::filesystem::path> {};
 
 TEST_P(PassesOnCase, KeepOutputTypesAndValues) {
