@@ -137,13 +137,21 @@ TEST(CudaExternLibrary, IntegersAndMixedDtypesRunOnTheHost) {
   EXPECT_EQ(e.library(), "host loops: the product sums over no element");
 }
 
-TEST(CudaExternLibrary, ABiasIsBroadcastByCublas) {
+// A bias vector along the rows added once is cuBLASLt's bias epilogue; any other bias is
+// broadcast into the output by cuBLAS before the product adds to it.
+TEST(CudaExternLibrary, ABiasIsCublasLtsOrBroadcastByCublas) {
   Call c;  // nn.Linear: a bias per column
   BufferId bias = c.buffer(DType::F32, {4}), x = c.buffer(DType::F32, {8, 16}), w = c.buffer(DType::F32, {4, 16});
   c.node(ir::ExternOp::Addmm, {View{bias, {4}, {1}, 0}, c.whole(x), View{w, {16, 4}, {1, 16}, 0}}, DType::F32, {8, 4},
          {}, {{"alpha", 1}, {"beta", 1}});
-  EXPECT_EQ(c.library(), "cuBLAS cublasGemmStridedBatchedEx (f32, TF32 off), the bias broadcast by a GEMM with a "
-                         "vector of ones");
+  EXPECT_EQ(c.library(), "cuBLASLt cublasLtMatmul with epilogue bias (f32, TF32 off)");
+
+  Call scaled;  // the same bias scaled by beta: cuBLASLt's epilogue adds it as it is
+  bias = scaled.buffer(DType::F32, {4}), x = scaled.buffer(DType::F32, {8, 16}), w = scaled.buffer(DType::F32, {4, 16});
+  scaled.node(ir::ExternOp::Addmm, {View{bias, {4}, {1}, 0}, scaled.whole(x), View{w, {16, 4}, {1, 16}, 0}},
+              DType::F32, {8, 4}, {}, {{"alpha", 1}, {"beta", 0.5}});
+  EXPECT_EQ(scaled.library(), "cuBLAS cublasGemmStridedBatchedEx (f32, TF32 off), the bias broadcast by a GEMM with a "
+                              "vector of ones");
 
   Call zero;  // beta = 0: the bias is never read
   bias = zero.buffer(DType::F32, {4}), x = zero.buffer(DType::F32, {8, 16}), w = zero.buffer(DType::F32, {16, 4});
@@ -290,8 +298,8 @@ TEST(GpuExternPlan, LinearsTransposedWeightIsReadTransposed) {
 }
 
 TEST(GpuExternPlan, BatchStridesAndTheBiasBroadcast) {
-  Call c;  // baddbmm: a bias per column shared by the batches, added with beta 1
-  BufferId bias = c.buffer(DType::BF16, {1, 9}), a = c.buffer(DType::BF16, {3, 17, 32}), b = c.buffer(DType::BF16, {3, 32, 9});
+  Call c;  // baddbmm: a bias per column of each batch, added with beta 1 (not cuBLASLt's: a vector per batch)
+  BufferId bias = c.buffer(DType::BF16, {3, 1, 9}), a = c.buffer(DType::BF16, {3, 17, 32}), b = c.buffer(DType::BF16, {3, 32, 9});
   c.node(ir::ExternOp::Baddbmm, {c.whole(bias), c.whole(a), c.whole(b)}, DType::BF16, {3, 17, 9}, {},
          {{"alpha", 1}, {"beta", 1}});
   codegen::GpuExternPlan p = c.plan();
@@ -310,6 +318,41 @@ TEST(GpuExternPlan, BatchStridesAndTheBiasBroadcast) {
   EXPECT_EQ(copy.a.buffer, bias);
   EXPECT_EQ(copy.b.buffer, -1);  // the vector of ones
   EXPECT_EQ(p.gemm.ones, 17);
+}
+
+// A linear over a 3-d input as bmm with an expanded weight: the batches share the second
+// operand and the first's rows run on from one batch to the next, so the product is one
+// GEMM over every row. A bias per batch row runs on too; the folded product checks that.
+TEST(GpuExternPlan, BatchesSharingTheSecondOperandAreOneGemm) {
+  Call c;
+  BufferId x = c.buffer(DType::BF16, {5, 6, 16}), w = c.buffer(DType::BF16, {16, 24});
+  c.node(ir::ExternOp::Bmm, {c.whole(x), View{w, {5, 16, 24}, {0, 24, 1}, 0}}, DType::BF16, {5, 6, 24});
+  codegen::GpuExternPlan p = c.plan();
+  ASSERT_EQ(p.library, GpuExternLibrary::CublasGemm) << p.words();
+  const codegen::GemmCall &g = p.gemm.product;
+  EXPECT_EQ(std::vector<int64_t>({g.m, g.n, g.k, g.batches}), std::vector<int64_t>({24, 30, 16, 1}));
+  EXPECT_EQ(g.b.ld, 16);   // x, its 30 rows of 16
+  EXPECT_EQ(g.c.ld, 24);
+
+  Call apart;  // the first operand's batches are not one after the other: one GEMM per batch
+  x = apart.buffer(DType::BF16, {5, 8, 16}), w = apart.buffer(DType::BF16, {16, 24});
+  apart.node(ir::ExternOp::Bmm, {View{x, {5, 6, 16}, {128, 16, 1}, 0}, View{w, {5, 16, 24}, {0, 24, 1}, 0}},
+             DType::BF16, {5, 6, 24});
+  EXPECT_EQ(apart.plan().gemm.product.batches, 5);
+
+  Call seq_first;  // [L, N, E] as a transposed [N, L, E] (attention's in-projection): batches over N
+  x = seq_first.buffer(DType::BF16, {4, 9, 16}), w = seq_first.buffer(DType::BF16, {16, 24});
+  seq_first.node(ir::ExternOp::Bmm, {View{x, {9, 4, 16}, {16, 144, 1}, 0}, View{w, {9, 16, 24}, {0, 24, 1}, 0}},
+                 DType::BF16, {9, 4, 24});
+  const codegen::GemmCall &e = seq_first.plan().gemm.product;
+  EXPECT_EQ(std::vector<int64_t>({e.m, e.n, e.k, e.batches}), std::vector<int64_t>({24, 9, 16, 4}));
+  EXPECT_EQ(std::vector<int64_t>({e.b.ld, e.b.batch_stride, e.c.ld, e.c.batch_stride}),
+            std::vector<int64_t>({16, 144, 96, 24}));
+
+  Call shared;  // a different second operand per batch
+  x = shared.buffer(DType::BF16, {5, 6, 16}), w = shared.buffer(DType::BF16, {5, 16, 24});
+  shared.node(ir::ExternOp::Bmm, {shared.whole(x), shared.whole(w)}, DType::BF16, {5, 6, 24});
+  EXPECT_EQ(shared.plan().gemm.product.batches, 5);
 }
 
 TEST(GpuExternPlan, ConvolutionsOfChannelsLastTensorsRunInNhwc) {

@@ -168,6 +168,39 @@ std::string plan_product(const Program &p, const Node &n, GpuExternPlan &plan, b
   if (!s.batched || s.batches == 1) sa[0] = sb[0] = sc[0] = 0;
   for (const auto *st : {&sa, &sb})
     if (s.batches > 1 && (*st)[0] < 0) return "a batch stride is negative";
+  // Batches sharing the second operand (batch stride 0: a linear over a 3-d input, a bmm
+  // with an expanded weight) are pairs (batch, row) of the first operand and the output in
+  // either order: the batch and row dims trade places where that gives fewer, larger
+  // matrices, and where the rows run on from one matrix to the next the batches fold into
+  // them: one GEMM of batches x rows rows, not many small ones.
+  std::vector<int64_t> bias_batch;  // the bias's (batch, row) strides over the output
+  if (s.bias) {
+    std::vector<int64_t> over = bias_over(*s.bias, out.sizes);
+    if (over.size() == 3) bias_batch = {over[0], over[1]};
+  }
+  bool exchanged = false, fold = false;
+  if (s.batches > 1 && !s.vector && sb[0] == 0) {
+    auto exchange = [&] {
+      std::swap(s.rows, s.batches);
+      std::swap(sa[0], sa[1]);
+      std::swap(sc[0], sc[1]);
+      if (!bias_batch.empty()) std::swap(bias_batch[0], bias_batch[1]);
+      exchanged = !exchanged;
+    };
+    auto runs_on = [&](const std::vector<int64_t> &st) { return st.empty() || st[0] == s.rows * st[1]; };
+    auto folds = [&] { return runs_on(sa) && runs_on(sc) && runs_on(bias_batch) && fits_int(s.batches * s.rows); };
+    if (s.batches > s.rows) exchange();
+    if (!folds()) {
+      exchange();
+      if (!folds() && s.batches > s.rows) exchange();
+    }
+    fold = folds();
+    if (fold) {
+      s.rows *= s.batches;
+      s.batches = 1;
+      sa[0] = sb[0] = sc[0] = 0;
+    }
+  }
   Mat a{s.rows, s.inner, sa[1], sa[2]}, b{s.inner, s.cols, sb[1], sb[2]}, c{s.rows, s.cols, sc[1], sc[2]};
 
   // Row-major C = A @ B is column-major C^T = B^T A^T: tried first, since a row-major
@@ -196,6 +229,8 @@ std::string plan_product(const Program &p, const Node &n, GpuExternPlan &plan, b
     std::vector<int64_t> over = gp.bias_strides;
     if (s.vector) over.push_back(0);
     if (over.size() == 2) over.insert(over.begin(), 0);
+    if (exchanged) std::swap(over[0], over[1]);
+    if (fold) over[0] = 0;
     return plan_bias_copy(s, sc, over, bc->ld, gp);
   }
   auto layout = [](const Mat &m) { return str_cat("strides [", m.row_stride, ", ", m.col_stride, "]"); };
@@ -208,7 +243,7 @@ std::string plan_product(const Program &p, const Node &n, GpuExternPlan &plan, b
 // cuBLASLt with the epilogue: "" (plan.gemm, lt_* filled, the result written where the
 // epilogue stores) or why not.
 std::string plan_lt(const Program &p, const Node &n, const sched::Epilogue &e, GpuExternPlan &plan) {
-  if (std::string why = cublaslt_epilogue_problem(p, n, e); !why.empty()) return why;
+  if (std::string why = cublaslt_problem(p, n, e); !why.empty()) return why;
   if (plan.dtype == DType::F64) return "cuBLASLt's epilogues here take no f64";
   bool act_relu = false, act_gelu = false;
   std::optional<View> bias;
@@ -459,12 +494,17 @@ GpuExternPlan plan_gpu_extern(const Program &p, const Node &n, const sched::Epil
       return plan;
     }
     plan.library = GpuExternLibrary::CublasGemm;
-    if (!epilogue) return plan;
+    // A product's own bias, broadcast by cuBLAS as a GEMM with a vector of ones (a pass over
+    // the output before the product's), is cuBLASLt's bias epilogue where it can take it.
+    const TensorType &out = p.buffer(n.outputs[0]).type;
+    sched::Epilogue own{{}, View{n.outputs[0], out.sizes, out.strides, 0}};
+    if (!epilogue && plan.gemm.ones == 0) return plan;
     GpuExternPlan lt = plan;
-    if (std::string why = plan_lt(p, n, *epilogue, lt); !why.empty()) {
-      plan.epilogue_host_reason = why;
+    if (std::string why = plan_lt(p, n, epilogue ? *epilogue : own, lt); !why.empty()) {
+      if (epilogue) plan.epilogue_host_reason = why;
       return plan;
     }
+    if (!epilogue && lt.gemm.ones > 0) return plan;
     lt.library = GpuExternLibrary::CublasLt;
     lt.workspace_bytes = kLtWorkspaceBytes;
     return lt;

@@ -7,6 +7,11 @@ namespace coil::codegen {
 using sched::PostOpKind;
 
 std::string cublaslt_epilogue_problem(const ir::Program &p, const ir::Node &call, const sched::Epilogue &e) {
+  if (e.ops.empty()) return "no post-op";
+  return cublaslt_problem(p, call, e);
+}
+
+std::string cublaslt_problem(const ir::Program &p, const ir::Node &call, const sched::Epilogue &e) {
   using ir::ExternOp;
   ExternOp op = call.extern_op;
   if (op != ExternOp::Mm && op != ExternOp::Bmm && op != ExternOp::Addmm && op != ExternOp::Baddbmm)
@@ -38,7 +43,6 @@ std::string cublaslt_epilogue_problem(const ir::Program &p, const ir::Node &call
     ++i;
   }
   if (i < e.ops.size()) return str_cat("cuBLASLt runs one bias and one activation; ", sched::post_op_name(e.ops[i].kind), " follows them");
-  if (e.ops.empty()) return "no post-op";
   return "";
 }
 

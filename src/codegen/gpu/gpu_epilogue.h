@@ -23,6 +23,9 @@ namespace coil::codegen {
 /// the call has no bias of its own), then [relu | gelu_tanh], at least one of them.
 std::string cublaslt_epilogue_problem(const ir::Program &p, const ir::Node &call, const sched::Epilogue &e);
 
+/// The same, where no post-op is fine too: cuBLASLt then adds the product's own bias alone.
+std::string cublaslt_problem(const ir::Program &p, const ir::Node &call, const sched::Epilogue &e);
+
 /// `base` for the GPU: extern epilogues on, where cuBLASLt takes them.
 sched::ScheduleOptions gpu_schedule_options(sched::ScheduleOptions base);
 
