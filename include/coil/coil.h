@@ -120,7 +120,8 @@ struct CompileOptions {
   std::string trace_dir;
 };
 
-/// One kernel's time in a profiled graph (the option cpp.profile, target cpu).
+/// One kernel's time in a profiled graph (the option cpp.profile, target cpu; triton.profile,
+/// target cuda: one row per step, the GPU's time).
 struct KernelTime {
   std::string name;     // kernel0
   std::string summary;  // "pointwise over [64, 256]: add, relu"
@@ -169,8 +170,9 @@ class CompiledGraph {
   /// why); empty when nothing.
   std::vector<std::string> notes() const;
 
-  /// With the option cpp.profile (target cpu): each kernel's calls and time since the graph
-  /// was compiled or reset_profile(), in call order; empty otherwise.
+  /// With the option cpp.profile (target cpu) or triton.profile (target cuda): each kernel's
+  /// calls and time since the graph was compiled or reset_profile(), in call order; empty
+  /// otherwise.
   std::vector<KernelTime> profile() const;
   void reset_profile() const;
 

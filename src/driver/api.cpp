@@ -203,6 +203,12 @@ struct CudaGraph : HostTensorsGraph {
     std::string note = program->graphs_note();
     return note.empty() ? std::vector<std::string>{} : std::vector<std::string>{note};
   }
+  std::vector<KernelTime> profile() const override {
+    std::vector<KernelTime> out;
+    for (const StepTime &t : program->profile()) out.push_back({t.name, t.summary, t.calls, t.seconds});
+    return out;
+  }
+  void reset_profile() const override { program->reset_profile(); }
 };
 
 // The CPU library, called on the caller's memory where the layouts allow (CpuModule::Call).

@@ -16,6 +16,13 @@ std::string_view kernel_kind_name(KernelKind k) {
   return "?";
 }
 
+std::string kernel_summary(const Program &p, const Kernel &k) {
+  std::string members;
+  for (int n : k.nodes) members += (members.empty() ? "" : ", ") + p.nodes[size_t(n)].origin;
+  return std::string(kernel_kind_name(k.kind)) + " over " + shape_str(k.ranges) +
+         (k.reduction_ranges.empty() ? "" : " reducing " + shape_str(k.reduction_ranges)) + ": " + members;
+}
+
 bool ScheduledProgram::in_memory(BufferId b) const {
   const Buffer &buf = program.buffer(b);
   if (buf.kind != Buffer::Kind::Computed) return true;

@@ -56,6 +56,9 @@ struct Kernel {
   bool is_loop_nest() const { return kind == KernelKind::Pointwise || kind == KernelKind::Reduction; }
 };
 
+/// What kernel `k` computes, in one line: "reduction over [64, 1] reducing [256]: amax, sub, exp, sum".
+std::string kernel_summary(const Program &p, const Kernel &k);
+
 /// A Program whose nodes run as `kernels`, in order. Nodes that belong to no kernel were
 /// inlined into their consumers and never run.
 struct ScheduledProgram {

@@ -3,9 +3,12 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "runtime/library_loader.h"
@@ -61,6 +64,7 @@ std::string resolve_all(void *lib, Driver &d) {
   symbols.need("cuEventDestroy_v2", d.cuEventDestroy);
   if (!symbols.missing().empty()) return symbols.missing();
   symbols.want("cuFuncGetParamInfo", d.cuFuncGetParamInfo);
+  symbols.want("cuLaunchHostFunc", d.cuLaunchHostFunc);
   // Optional, all or none: CUDA graphs.
   bool graphs = symbols.want("cuStreamBeginCapture_v2", d.cuStreamBeginCapture) &&
                 symbols.want("cuStreamEndCapture", d.cuStreamEndCapture) &&
@@ -296,6 +300,35 @@ double median_ms_per_call(CUstream stream, int runs, int calls, const std::funct
   }
   std::sort(times.begin(), times.end());
   return times[times.size() / 2];
+}
+
+struct StreamGate::State {
+  std::atomic<bool> open{false};
+};
+
+StreamGate::StreamGate(CUstream stream) {
+  const Driver &d = driver();
+  if (!d.cuLaunchHostFunc) return;
+  state_ = std::make_shared<State>();
+  // The host function owns a reference of its own: the gate may be gone when it runs.
+  auto *held = new std::shared_ptr<State>(state_);
+  auto wait = [](void *data) {
+    auto *state = static_cast<std::shared_ptr<State> *>(data);
+    auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!(*state)->open.load(std::memory_order_acquire) && std::chrono::steady_clock::now() < give_up)
+      std::this_thread::yield();
+    delete state;
+  };
+  CUresult r = d.cuLaunchHostFunc(stream, wait, held);
+  if (r != CUDA_SUCCESS) {
+    delete held;
+    state_.reset();
+    check(r, "cuLaunchHostFunc", "holding the stream until its work is queued");
+  }
+}
+
+void StreamGate::release() {
+  if (state_) state_->open.store(true, std::memory_order_release);
 }
 
 Graph::Graph(CUstream stream, const std::function<void()> &record) {

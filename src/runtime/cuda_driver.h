@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -108,7 +109,8 @@ struct Driver {
   CUresult (*cuEventSynchronize)(CUevent event);
   CUresult (*cuEventElapsedTime)(float *milliseconds, CUevent start, CUevent end);
   CUresult (*cuEventDestroy)(CUevent event);
-  // Optional (driver 12.4+): null when the driver lacks it.
+  // Optional: null when the driver lacks it (cuLaunchHostFunc: 10.0+, cuFuncGetParamInfo: 12.4+).
+  CUresult (*cuLaunchHostFunc)(CUstream stream, void (*fn)(void *data), void *data);
   CUresult (*cuFuncGetParamInfo)(CUfunction function, size_t index, size_t *offset, size_t *size);
   // Optional: CUDA graphs (driver 12.0+); all null when one is missing.
   CUresult (*cuStreamBeginCapture)(CUstream stream, int mode);
@@ -260,6 +262,24 @@ class Event {
 /// the first (which warms up). The host's launches overlap the GPU's work, as in a model.
 double median_ms_per_call(CUstream stream, int runs, int calls, const std::function<void()> &launches,
                           std::string_view what);
+
+/// Holds `stream` at the point of construction until release() (or destruction): what is
+/// queued after it starts only then, all at once, so that events between the launches time
+/// the GPU's work alone, not the host's launching. A host function on the stream waits for
+/// the release (at most 10 s, after which the stream goes on). Without cuLaunchHostFunc
+/// the stream is not held.
+class StreamGate {
+ public:
+  explicit StreamGate(CUstream stream);
+  ~StreamGate() { release(); }
+  StreamGate(const StreamGate &) = delete;
+  StreamGate &operator=(const StreamGate &) = delete;
+  void release();
+
+ private:
+  struct State;
+  std::shared_ptr<State> state_;
+};
 
 /// A captured sequence of work on a stream, replayed as one launch (CUDA graphs).
 class Graph {

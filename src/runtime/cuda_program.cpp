@@ -103,6 +103,7 @@ struct CudaProgram::Workspace {
   std::unique_ptr<cuda::ExternHandles> handles;        // cuBLAS and cuDNN handles of this workspace's calls
   cuda::DeviceBuffer extern_workspace;                 // the extern steps' workspace, one at a time
   std::vector<cuda::BoundExternPtr> externs;        // per step: the prepared call on these addresses
+  std::vector<std::unique_ptr<cuda::Event>> marks;     // triton.profile: before the first step and after each
 };
 
 // A workspace taken from the pool for one call on `stream` and given back after it: the
@@ -251,6 +252,19 @@ CudaProgram::CudaProgram(const sched::Schedule &s, codegen::GpuProgram gpu, cons
   }
   stream_ = std::make_unique<cuda::Stream>(*device_);
   prepare_externs();
+  profile_ = options::get_bool("triton.profile");
+  if (profile_) {
+    std::map<std::string, const ir::Kernel *> by_name;
+    for (const ir::Kernel &k : s.ir.kernels) by_name[k.name] = &k;
+    for (size_t i = 0; i < gpu_.steps.size(); ++i) {
+      auto k = by_name.find(gpu_.steps[i].schedule_kernel);
+      std::string summary = k == by_name.end() ? std::string() : ir::kernel_summary(p, *k->second);
+      if (externs_[i]) summary = str_cat(externs_[i]->words(), ", ", summary);
+      step_summaries_.push_back(summary);
+    }
+    step_calls_.assign(gpu_.steps.size(), 0);
+    step_seconds_.assign(gpu_.steps.size(), 0);
+  }
   decide_graphs();
   free_workspaces_.push_back(make_workspace(std::move(load_handles_)));
 }
@@ -277,6 +291,10 @@ void CudaProgram::prepare_externs() {
 // Whether the steps replay as one CUDA graph (the option triton.cudagraphs), and why not.
 void CudaProgram::decide_graphs() {
   if (!options::get_bool("triton.cudagraphs")) return;
+  if (profile_) {
+    graphs_note_ = "CUDA graph off: triton.profile times each step, launched one by one";
+    return;
+  }
   if (!cuda::driver().has_graphs()) {
     graphs_note_ = "CUDA graph off: this driver has no graph functions";
     return;
@@ -500,19 +518,60 @@ void CudaProgram::upload(Workspace &w, const std::vector<const HostTensor *> &gi
   wait_for_uploads();
 }
 
+void CudaProgram::run_step(Workspace &c, CUstream stream, size_t i) const {
+  const GpuStep &st = gpu_.steps[i];
+  if (st.kind == GpuStep::Kind::Launch) {
+    const GpuKernel &k = gpu_.kernels[size_t(st.kernel)];
+    kernels_[size_t(st.kernel)]->launch(grid_of(k), c.arg_pointers[i], stream);
+  } else {
+    externs_[i]->run(*c.externs[i], stream);
+  }
+}
+
 void CudaProgram::run_steps(Workspace &c, CUstream stream, bool sync_each_step) const {
   for (size_t i = 0; i < gpu_.steps.size(); ++i) {
-    const GpuStep &st = gpu_.steps[i];
     in_context([&] {
-      if (st.kind == GpuStep::Kind::Launch) {
-        const GpuKernel &k = gpu_.kernels[size_t(st.kernel)];
-        kernels_[size_t(st.kernel)]->launch(grid_of(k), c.arg_pointers[i], stream);
-      } else {
-        externs_[i]->run(*c.externs[i], stream);
-      }
+      run_step(c, stream, i);
       if (sync_each_step) cuda::check(cuda::driver().cuStreamSynchronize(stream), "cuStreamSynchronize", "waiting for it");
     }, [&] { return step_label(i); });
   }
+}
+
+void CudaProgram::run_profiled(Workspace &w, CUstream stream) const {
+  size_t n = gpu_.steps.size();
+  while (w.marks.size() < n + 1) w.marks.push_back(std::make_unique<cuda::Event>());
+  {
+    cuda::StreamGate gate(stream);
+    w.marks[0]->record(stream);
+    for (size_t i = 0; i < n; ++i) {
+      in_context([&] { run_step(w, stream, i); }, [&] { return step_label(i); });
+      w.marks[i + 1]->record(stream);
+    }
+  }
+  w.marks[n]->synchronize(str_cat("the graph's ", n, " steps"));
+  std::lock_guard<std::mutex> lock(profile_mutex_);
+  for (size_t i = 0; i < n; ++i) {
+    step_calls_[i] += 1;
+    step_seconds_[i] += double(w.marks[i + 1]->since(*w.marks[i])) * 1e-3;
+  }
+}
+
+std::vector<StepTime> CudaProgram::profile() const {
+  std::lock_guard<std::mutex> lock(profile_mutex_);
+  std::vector<StepTime> out;
+  if (!profile_) return out;
+  for (size_t i = 0; i < gpu_.steps.size(); ++i) {
+    const GpuStep &st = gpu_.steps[i];
+    std::string name = st.kind == GpuStep::Kind::Launch ? gpu_.kernels[size_t(st.kernel)].name : st.schedule_kernel;
+    out.push_back({name, step_summaries_[i], step_calls_[i], step_seconds_[i]});
+  }
+  return out;
+}
+
+void CudaProgram::reset_profile() const {
+  std::lock_guard<std::mutex> lock(profile_mutex_);
+  std::fill(step_calls_.begin(), step_calls_.end(), 0);
+  std::fill(step_seconds_.begin(), step_seconds_.end(), 0.0);
 }
 
 std::vector<HostTensor> CudaProgram::read_outputs(const Workspace &c) const {
@@ -549,6 +608,7 @@ std::vector<HostTensor> CudaProgram::read_outputs(const Workspace &c) const {
 // calls replay it alone. A capture that fails (a step a graph cannot hold) turns graphs off
 // for the program, with the reason in graphs_note(); that call's results are in place.
 void CudaProgram::launch_all(Workspace &w, CUstream stream, bool sync_each_step) const {
+  if (profile_ && !sync_each_step) return run_profiled(w, stream);
   if (!graphs_ || sync_each_step || graphs_failed_.load()) return run_steps(w, stream, sync_each_step);
   if (!w.graph) {
     CUstream own = w.capture_stream->get();

@@ -77,6 +77,14 @@ class ExternHandles;
 class PreparedExtern;
 }  // namespace cuda
 
+/// One step's time in a profiled program (the option triton.profile).
+struct StepTime {
+  std::string name;     // kernel3, or the extern step's kernel
+  std::string summary;  // "reduction over [64, 1] reducing [256]: amax, sub, exp, sum"
+  int64_t calls = 0;
+  double seconds = 0;   // the GPU's time over every call
+};
+
 /// A caller's tensor in device memory (of the program's device): the address of its
 /// element 0 and its strides in elements (empty: contiguous). Its dtype and sizes are the
 /// graph's; the caller checks them (driver/api.cpp).
@@ -131,6 +139,15 @@ class CudaProgram {
   /// not ("CUDA graph off: ..."); empty without the option.
   std::string graphs_note() const;
 
+  /// With the option triton.profile: each step's calls and GPU time since the program was
+  /// loaded or reset_profile(), in step order; empty otherwise. Profiled calls launch their
+  /// steps one by one (no CUDA graph), hold the stream until all are queued
+  /// (cuda::StreamGate), record an event between each two, and wait for the last: a step's
+  /// time is the GPU's from the end of the step before to its own end, without the host's
+  /// launching.
+  std::vector<StepTime> profile() const;
+  void reset_profile() const;
+
   /// Whether calls replay the steps as a CUDA graph (until a capture fails).
   bool uses_graphs() const { return graphs_ && !graphs_failed_.load(); }
 
@@ -156,7 +173,9 @@ class CudaProgram {
                                       std::optional<cuda::StridedCopy> &adhoc) const;
   const cuda::StridedCopy &output_copy(size_t k, std::span<const int64_t> strides,
                                        std::optional<cuda::StridedCopy> &adhoc) const;
+  void run_step(Workspace &w, cuda::CUstream stream, size_t i) const;
   void run_steps(Workspace &w, cuda::CUstream stream, bool sync_each_step) const;
+  void run_profiled(Workspace &w, cuda::CUstream stream) const;
   void launch_all(Workspace &w, cuda::CUstream stream, bool sync_each_step) const;
   std::vector<HostTensor> read_outputs(const Workspace &w) const;
   std::string step_label(size_t step) const;
@@ -184,6 +203,12 @@ class CudaProgram {
   mutable std::mutex pool_mutex_;
   mutable std::vector<std::unique_ptr<Workspace>> free_workspaces_;
   mutable std::string graphs_note_;
+  // triton.profile: per step, what it computes, and its calls and seconds so far.
+  bool profile_ = false;
+  std::vector<std::string> step_summaries_;
+  mutable std::mutex profile_mutex_;
+  mutable std::vector<int64_t> step_calls_;
+  mutable std::vector<double> step_seconds_;
 };
 
 }  // namespace coil

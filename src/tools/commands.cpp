@@ -218,6 +218,8 @@ int run_run(const std::vector<std::string> &all_args) {
     out.push_back({outputs[i].data.data(), compiled.outputs()[i].dtype, outputs[i].sizes, {}, {}});
   if (o.target == Target::Reference && options::get_bool("cpp.profile"))
     std::cerr << "coil run: cpp.profile times compiled kernels: use --device cpu\n";
+  if (o.target != Target::Cuda && options::get_bool("triton.profile"))
+    std::cerr << "coil run: triton.profile times the steps of a GPU graph: use --device cuda\n";
   compiled.run(in, out);
   if (bench > 0) {
     compiled.reset_profile();  // steady calls only: the first one's one-time work (threads, oneDNN primitives) dominates
@@ -225,7 +227,9 @@ int run_run(const std::vector<std::string> &all_args) {
               << " calls\n";
     for (const std::string &note : compiled.notes()) std::cout << note << "\n";
   }
-  if (o.target == Target::Cpu && options::get_bool("cpp.profile")) std::cout << profile_table(compiled.profile());
+  if ((o.target == Target::Cpu && options::get_bool("cpp.profile")) ||
+      (o.target == Target::Cuda && options::get_bool("triton.profile")))
+    std::cout << profile_table(compiled.profile());
   if (auto it = p.options.find("--save"); it != p.options.end()) {
     TensorList named;
     for (size_t i = 0; i < outputs.size(); ++i) named.emplace_back(output_tensor_name(i), outputs[i]);
@@ -304,8 +308,9 @@ const std::vector<Command> &commands() {
        "  --atol A    absolute tolerance (default: likewise)\n"
        "  --save F    write the outputs as out0, out1, ...\n"
        "  --set N=V   override an option for this run (see coil config); --set cpp.profile=1 with\n"
-       "              --device cpu prints each kernel's calls and time, slowest first: of the first\n"
-       "              call, or with --bench of the calls after it\n\n"
+       "              --device cpu (triton.profile=1 with --device cuda: each step's GPU time)\n"
+       "              prints each kernel's calls and time, slowest first: of the first call, or\n"
+       "              with --bench of the calls after it\n\n"
        "exit status: 0 when every output passes, 1 otherwise.\n",
        run_run},
       {"compile", "compile a graph into kernels and write each stage's dump", kCompileHelp, run_compile},

@@ -380,6 +380,39 @@ void check_prepared_once(const std::string &mode) {
   });
 }
 
+// triton.profile (with CUDA graphs asked for, which it turns off): one row per step, each
+// counted once per call and timed, the results unchanged; reset_profile starts from zero.
+void check_profile() {
+  run_check("profile: every step timed on every call", [&] {
+    options::set_override("triton.profile", "1");
+    const std::vector<GraphCase> cases = graph_cases();
+    auto conv = std::find_if(cases.begin(), cases.end(),
+                             [](const GraphCase &gc) { return gc.name.find("NHWC") != std::string::npos; });
+    if (conv == cases.end()) return std::string("no convolution case");
+    Compiled c = compile_for_gpu(frontend::parse_graph(conv->text, "test.py"));
+    options::set_override("triton.profile", "0");
+    if (c.program->uses_graphs()) return std::string("profiled calls replay a CUDA graph");
+    TensorList inputs = make_inputs(c.c.lowered, 7);
+    std::vector<HostTensor> first = c.program->run(inputs);
+    for (int i = 0; i < 2; ++i) c.program->run(inputs);
+    std::vector<StepTime> rows = c.program->profile();
+    if (rows.size() != c.program->program().steps.size())
+      return str_cat(rows.size(), " rows for ", c.program->program().steps.size(), " steps");
+    bool has_extern = false;
+    for (const StepTime &r : rows) {
+      if (r.calls != 3) return str_cat(r.name, " counted ", r.calls, " calls, not 3");
+      if (!(r.seconds > 0 && r.seconds < 1)) return str_cat(r.name, " took ", r.seconds, " s over 3 calls");
+      if (r.summary.empty()) return str_cat(r.name, " says nothing of what it computes");
+      has_extern = has_extern || r.summary.find("convolution") != std::string::npos;
+    }
+    if (!has_extern) return std::string("no row for the convolution");
+    c.program->reset_profile();
+    for (const StepTime &r : c.program->profile())
+      if (r.calls != 0 || r.seconds != 0) return str_cat(r.name, " kept its count after reset_profile");
+    return compare_with_reference(c.c, first, inputs);
+  });
+}
+
 int run(int argc, char **argv) {
   if (!cuda::available()) {
     report("cuda driver", false, cuda::unavailable_reason());
@@ -404,6 +437,7 @@ int run(int argc, char **argv) {
   });
   check_graph_cases("graphs+autotune: ");
   check_prepared_once("graphs+autotune: ");
+  check_profile();
   options::clear_overrides();
   std::vector<std::filesystem::path> dirs;
   for (int i = 1; i < argc; ++i) dirs.emplace_back(argv[i]);

@@ -86,6 +86,7 @@ TEST_F(Options, Defaults) {
   EXPECT_EQ(get_string("cpp.compiler"), "c++");
   EXPECT_FALSE(get_bool("triton.autotune"));
   EXPECT_FALSE(get_bool("triton.cudagraphs"));
+  EXPECT_FALSE(get_bool("triton.profile"));
   EXPECT_EQ(get_string("triton.python"), "");
   for (const Option &o : all()) {
     EXPECT_EQ(current(o.name), std::make_pair(o.default_value, Source::Default)) << o.name;
@@ -96,7 +97,7 @@ TEST_F(Options, Defaults) {
 }
 
 TEST_F(Options, SortedByName) {
-  ASSERT_EQ(all().size(), 22u);
+  ASSERT_EQ(all().size(), 23u);
   for (size_t i = 1; i < all().size(); ++i) EXPECT_LT(all()[i - 1].name, all()[i].name);
 }
 
@@ -492,6 +493,7 @@ std::vector<Row> rows(const std::string &scratch) {
       {"cpp.plan", "kernel0.lanes=4", "the generated C++", cpu_source},
       {"triton.autotune", "1", "the launch configs of Triton kernels", nullptr, "tests/gpu/program_test.cpp (graphs+autotune)"},
       {"triton.cudagraphs", "1", "launches replayed as one CUDA graph", nullptr, "tests/gpu/program_test.cpp (graphs+autotune)"},
+      {"triton.profile", "1", "each step's GPU time", nullptr, "tests/gpu/program_test.cpp (profile)"},
       {"triton.python", "/no/such/python", "the Python that compiles Triton kernels", [] { return triton_python(); }},
   };
 }

@@ -41,7 +41,7 @@ std::string generate_cpp(const sched::Schedule &s, const std::vector<CppKernelPl
   std::vector<std::pair<std::string, std::vector<BufferId>>> calls;
   for (size_t i = 0; i < s.ir.kernels.size(); ++i) {
     const Kernel &k = s.ir.kernels[i];
-    w.line("// " + k.name + ": " + kernel_summary(p, k));
+    w.line("// " + k.name + ": " + ir::kernel_summary(p, k));
     KernelEmitter e(p, k, plans[i], st, w);
     e.emit();
     w.line("");

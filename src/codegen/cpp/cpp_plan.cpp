@@ -479,7 +479,7 @@ std::string plans_str(const std::vector<CppKernelPlan> &plans, const sched::Sche
       << "# a field: --set cpp.plan=kernel0.lanes=8,kernel1.strategy=rows_on_threads\n";
   for (size_t i = 0; i < plans.size(); ++i) {
     const CppKernelPlan &plan = plans[i];
-    out << plan.kernel << "  " << kernel_summary(p, s.ir.kernels[i]) << "\n";
+    out << plan.kernel << "  " << ir::kernel_summary(p, s.ir.kernels[i]) << "\n";
     out << "  strategy   " << strategy_name(plan.strategy) << "\n";
     if (plan.strategy == CppStrategy::Extern) out << "  library    " << plan.library << "\n";
     if (!plan.vector_var.empty() && plan.strategy != CppStrategy::LanesOverKeptDim)

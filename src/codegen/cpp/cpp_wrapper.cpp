@@ -36,13 +36,6 @@ Storage place_buffers(const sched::Schedule &s) {
   return st;
 }
 
-std::string kernel_summary(const ir::Program &p, const ir::Kernel &k) {
-  std::string members;
-  for (int n : k.nodes) members += (members.empty() ? "" : ", ") + p.nodes[size_t(n)].origin;
-  return std::string(ir::kernel_kind_name(k.kind)) + " over " + shape_str(k.ranges) +
-         (k.reduction_ranges.empty() ? "" : " reducing " + shape_str(k.reduction_ranges)) + ": " + members;
-}
-
 namespace {
 
 std::string shape_array(const Shape &s) {
@@ -118,7 +111,7 @@ void emit_kernel_times(const sched::Schedule &s, const std::vector<std::string> 
   for (const std::string &name : names) {
     auto it = by_name.find(name);
     COIL_ASSERT(it != by_name.end(), "the wrapper calls ", name, ", which is no kernel of the schedule");
-    w.line("  {" + c_string(name) + ", " + c_string(kernel_summary(s.ir.program, *it->second)) + "},");
+    w.line("  {" + c_string(name) + ", " + c_string(ir::kernel_summary(s.ir.program, *it->second)) + "},");
   }
   w.line("};");
   w.line("");

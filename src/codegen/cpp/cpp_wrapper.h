@@ -26,9 +26,6 @@ struct Storage {
 /// Inputs from the caller, outputs the caller owns, intermediates in the arena.
 Storage place_buffers(const sched::Schedule &s);
 
-/// What kernel `k` computes, in one line: "reduction over [64, 1] reducing [256]: amax, sub, exp, sum".
-std::string kernel_summary(const ir::Program &p, const ir::Kernel &k);
-
 /// Descriptors, the arena pool and the C entry points, calling each kernel with the
 /// buffers of `calls` in order. With `profile` (the option cpp.profile) each call is
 /// timed and coil_profile reports the times (coil/artifact.h).

@@ -227,7 +227,7 @@ GpuKernel emit_attention(const ir::Program &p, const ir::Kernel &k, const Attent
                                    c.group > 1 ? str_cat(", ", c.group, " query heads per key head") : "")},
              {"plan", plan.str()},
              {"grid", str_cat(g.grid[0], "x1x1")}};
-  std::string head = "# " + kernel_summary(p, k) + "\n";
+  std::string head = "# " + ir::kernel_summary(p, k) + "\n";
   for (const auto &[key, value] : g.attrs) head += "# " + key + ": " + value + "\n";
   std::string prelude = "import triton\nimport triton.language as tl\n";
   if (bf16 || c.causal)

@@ -90,7 +90,7 @@ void TritonEmitter::end(const std::vector<std::pair<int, std::string>> &params, 
   attrs["num_warps"] = std::to_string(num_warps);
   attrs["grid"] = std::to_string(grid[0]) + "x" + std::to_string(grid[1]) + "x" + std::to_string(grid[2]);
   g.attrs = attrs;
-  std::string head = "# " + kernel_summary(p_, k_) + "\n";
+  std::string head = "# " + ir::kernel_summary(p_, k_) + "\n";
   for (const auto &[key, value] : attrs) head += "# " + key + ": " + value + "\n";
   g.source = head + "import triton\nimport triton.language as tl\nfrom triton.language.extra.cuda import libdevice\n" +
              triton_helpers(helpers_) + "\n\n@triton.jit\ndef " + kernel_name_ + "(" + sig + "):\n" + w_.str();
