@@ -145,10 +145,17 @@ std::vector<TensorRef> batch_norm(Lowering &l, const Node &n) {
   auto channel = [](const TensorRef &p, const std::vector<Expr> &index, BodyBuilder &b, DType t) {
     return b.cast(b.load(p.buffer, Lowering::offset(p, {index[1]}), p.dtype), t);
   };
+  // 1/sqrt(var + eps) once per channel, as eager computes invstd apart: a value of its own
+  // that the inliner keeps (scheduler/inline.cpp), not a square root and a division per element.
+  Shape channels = {x.sizes.size() > 1 ? x.sizes[1] : 1};
+  TensorRef invstd = l.pointwise(TensorType{c, channels, contiguous_strides(channels), out.device}, n.name + " invstd",
+                                 [&](BodyBuilder &b, const std::vector<Expr> &index) {
+                                   int v = b.binary(Op::Add, channel(var, {Expr(0), index[0]}, b, c), b.constant(eps, c), c);
+                                   return b.unary(Op::Rsqrt, v, c);
+                                 });
   TensorRef y = l.pointwise(out, n.name, [&](BodyBuilder &b, const std::vector<Expr> &index) {
     int v = b.binary(Op::Sub, load_as(b, x, index, c), channel(mean, index, b, c), c);
-    int inv = b.unary(Op::Rsqrt, b.binary(Op::Add, channel(var, index, b, c), b.constant(eps, c), c), c);
-    v = b.binary(Op::Mul, v, inv, c);
+    v = b.binary(Op::Mul, v, channel(invstd, index, b, c), c);
     if (weight) v = b.binary(Op::Mul, v, channel(*weight, index, b, c), c);
     if (bias) v = b.binary(Op::Add, v, channel(*bias, index, b, c), c);
     return v;

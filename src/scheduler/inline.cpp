@@ -31,12 +31,6 @@ using ir::Op;
 
 bool is_low_precision(DType t) { return t == DType::BF16 || t == DType::F16; }
 
-int count_loads(const ir::Body &body) {
-  std::set<std::pair<BufferId, size_t>> loads;
-  for (const Instr &i : body.instrs)
-    if (i.op == Op::Load) loads.insert({i.buffer, i.index.hash()});
-  return int(loads.size());
-}
 
 bool has_indirect_load(const ir::Body &body) {
   return std::any_of(body.instrs.begin(), body.instrs.end(), [](const Instr &i) { return !i.indirect.empty(); });
@@ -115,6 +109,37 @@ struct Inliner {
 // chain of n ops costs O(n) to schedule and no kernel body grows without bound.
 constexpr size_t kMaxInlinedBody = 256;
 
+// Whether an op costs more than a few instructions on either dialect: a square root, a
+// division, a transcendental (each a libdevice or libm call).
+bool costly(Op op) {
+  switch (op) {
+    case Op::Load: case Op::Constant: case Op::Index: case Op::Cast: case Op::Neg: case Op::Abs:
+    case Op::Floor: case Op::Ceil: case Op::Round: case Op::Trunc: case Op::Sign: case Op::LogicalNot:
+    case Op::BitwiseNot: case Op::IsNan: case Op::IsInf: case Op::Add: case Op::Sub: case Op::Mul:
+    case Op::Maximum: case Op::Minimum: case Op::Copysign: case Op::Fmax: case Op::Fmin: case Op::Eq:
+    case Op::Ne: case Op::Lt: case Op::Le: case Op::Gt: case Op::Ge: case Op::LogicalAnd: case Op::LogicalOr:
+    case Op::LogicalXor: case Op::BitwiseAnd: case Op::BitwiseOr: case Op::BitwiseXor: case Op::Where:
+      return false;
+    default: return true;
+  }
+}
+
+// A producer this many times smaller than a consumer reading it (a per-channel value read
+// at every element, batch norm's 1/sqrt(var + eps)) keeps its buffer when it computes a
+// costly op: recomputed, the op would run once per element of the consumer.
+constexpr int64_t kBroadcastFactor = 16;
+
+// The distinct loads of `n` that stream memory: of buffers not kBroadcastFactor times
+// smaller than `n` (a per-channel weight read at every element stays in cache).
+int count_streaming_loads(const ir::Program &p, const Node &n) {
+  int64_t numel = checked_numel(n.ranges);
+  std::set<std::pair<BufferId, size_t>> loads;
+  for (const Instr &i : n.body.instrs)
+    if (i.op == Op::Load && p.buffer(i.buffer).type.numel() * kBroadcastFactor > numel)
+      loads.insert({i.buffer, i.index.hash()});
+  return int(loads.size());
+}
+
 // Why `n` must keep its buffer, or nothing when it may be recomputed in its consumers.
 bool may_inline(const ir::Program &p, const Node &n, const std::vector<int> &consumers, const ScheduleOptions &o) {
   if (n.kind != NodeKind::Pointwise || n.outputs.size() != 1 || !n.output_index.empty()) return false;
@@ -122,10 +147,13 @@ bool may_inline(const ir::Program &p, const Node &n, const std::vector<int> &con
   if (std::find(p.outputs.begin(), p.outputs.end(), out) != p.outputs.end()) return false;
   const TensorType &t = p.buffer(out).type;
   if (!is_non_overlapping_and_dense(t.sizes, t.strides) || consumers.empty()) return false;
+  bool has_costly = std::any_of(n.body.instrs.begin(), n.body.instrs.end(), [](const Instr &i) { return costly(i.op); });
   int uses = 0;
   for (int c : consumers) {
     const Node &cn = p.nodes[size_t(c)];
     if (cn.kind == NodeKind::Extern) return false;
+    if (has_costly && checked_numel(n.ranges) * kBroadcastFactor <= checked_numel(cn.ranges) * checked_numel(cn.reduction_ranges))
+      return false;
     for (const ir::View &v : cn.operands)
       if (v.buffer == out) return false;
     for (const Instr &i : cn.body.instrs) {
@@ -137,7 +165,7 @@ bool may_inline(const ir::Program &p, const Node &n, const std::vector<int> &con
   }
   if (n.body.instrs.size() > kMaxInlinedBody) return false;
   if (uses == 1) return true;
-  return int64_t(count_loads(n.body)) * (uses - 1) <= o.max_inline_reads && n.body.instrs.size() <= 64;
+  return int64_t(count_streaming_loads(p, n)) * (uses - 1) <= o.max_inline_reads && n.body.instrs.size() <= 64;
 }
 
 // The nodes after each node that read its output, in order. Inlining a producer into a

@@ -51,7 +51,8 @@ std::vector<Entry> registered_entries() {
       bool_option("fusion.horizontal", true, "fuse independent kernels of one iteration space that share reads"),
       bool_option("fusion.inline_pointwise", true,
                   "recompute cheap pointwise producers inside consumers instead of storing them"),
-      int_option("fusion.max_inline_reads", 8, 0, "most distinct loads a recomputed producer may add to a consumer"),
+      int_option("fusion.max_inline_reads", 8, 0, "most distinct loads a recomputed producer may add to a consumer (loads of tensors 16 times smaller "
+                  "than the producer, read from cache, not counted)"),
       bool_option("fusion.memory_order_loops", true,
                   "pointwise and reduction loops in their output's memory order (channels-last, transposed), not its logical one"),
       bool_option("layout.channels_last_convolutions", true,

@@ -66,7 +66,7 @@ done
 expect compile-stats 0 '"kernels": 1' -- cat "$tmp/sm/stats.json"
 expect compile-explain 0 "kernel0  reduction over [64, 1] reducing [256]" -- "$coil" compile examples/softmax_lastdim/graph.py --out "$tmp/sm2" --explain
 expect compile-explain-apart 0 "an extern call (convolution) runs in a library" -- "$coil" compile examples/resnet_basic_block/graph.py --out "$tmp/rn" --explain
-expect compile-explain-library 0 "kernel0 (convolution) extern library: " -- "$coil" compile examples/resnet_basic_block/graph.py --out "$tmp/rn2" --explain
+expect compile-explain-library 0 "kernel1 (convolution) extern library: " -- "$coil" compile examples/resnet_basic_block/graph.py --out "$tmp/rn2" --explain
 expect compile-set 0 "2 kernels" -- "$coil" compile examples/softmax_lastdim/graph.py --out "$tmp/sm3" --set max_fusion_size=2
 expect compile-no-out 1 "coil: error: coil compile: --out DIR is required" -- "$coil" compile examples/sum_all/graph.py
 expect compile-device 1 "unknown device 'tpu'" -- "$coil" compile examples/sum_all/graph.py --out "$tmp/x" --device tpu

@@ -190,8 +190,8 @@ TEST(SchedulerReject, ExternEpilogueLimits) {
       << explain(twice);
   Schedule computed = run(kIn, R"(
         mm: "f32[64, 16][16, 1]cpu" = torch.ops.aten.mm.default(a, b)
-        rsqrt: "f32[16][1]cpu" = torch.ops.aten.rsqrt.default(v)
-        mul: "f32[64, 16][16, 1]cpu" = torch.ops.aten.mul.Tensor(mm, rsqrt)
+        neg: "f32[16][1]cpu" = torch.ops.aten.neg.default(v)
+        mul: "f32[64, 16][16, 1]cpu" = torch.ops.aten.mul.Tensor(mm, neg)
         return (mul,)
 )");
   EXPECT_TRUE(rejected_with(computed, "mul takes the other operand of mul from a computation, not from memory"))
@@ -336,6 +336,27 @@ TEST(SchedulerInline, ProducerReadManyTimesIsStored) {
 )";
   EXPECT_EQ(run(kAB, body, o).inlined.size(), 0u);
   EXPECT_EQ(run(kAB, body).inlined.size(), 1u);
+}
+
+// A costly value of a smaller space read at every element of a larger one (batch norm's
+// 1/sqrt(var + eps) per channel) keeps its buffer; a cheap one is recomputed, and so is a
+// costly one read at as many points as it has.
+TEST(SchedulerInline, CostlyBroadcastValueIsStored) {
+  std::string inputs = R"(x: "f32[64, 16][16, 1]cpu", v: "f32[16][1]cpu")";
+  auto inlined = [&](const char *op, const char *shape) {
+    return run(inputs, str_cat("\n        y: \"f32", shape, "[1]cpu\" = torch.ops.aten.", op,
+                               ".default(v)\n        mul: \"f32[64, 16][16, 1]cpu\" = torch.ops.aten.mul.Tensor(x, y)\n"
+                               "        return (mul,)\n"))
+        .inlined.size();
+  };
+  EXPECT_EQ(inlined("rsqrt", "[16]"), 0u);
+  EXPECT_EQ(inlined("neg", "[16]"), 1u);
+  Schedule same = run(R"(x: "f32[16][1]cpu", v: "f32[16][1]cpu")", R"(
+        y: "f32[16][1]cpu" = torch.ops.aten.rsqrt.default(v)
+        mul: "f32[16][1]cpu" = torch.ops.aten.mul.Tensor(x, y)
+        return (mul,)
+)");
+  EXPECT_EQ(same.inlined.size(), 1u);
 }
 
 TEST(SchedulerDce, UnusedNodesAndEmptyOutputsGo) {
