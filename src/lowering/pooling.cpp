@@ -1,6 +1,6 @@
-// Pooling as reductions over each output's window, with masked loads where a window
-// reaches into padding; adaptive pooling reduces over the largest window and masks the
-// rest. Group norm is here too: a Welford reduction per (batch, group).
+// Pooling as reductions over each output's window (unrolled into a pointwise body when the
+// window is small), with masked loads where a window reaches into padding; adaptive pooling
+// reduces over the largest window and masks the rest. Group norm is here too: a Welford reduction per (batch, group).
 #include <array>
 #include <cmath>
 #include <functional>
@@ -72,26 +72,29 @@ using WindowBody = std::function<int(BodyBuilder &, const std::vector<Expr> &out
 using WindowTotal = std::function<int(BodyBuilder &, const std::vector<Expr> &out)>;
 
 /// Windows of at most this many elements are unrolled into the pointwise body that
-/// uses their sum: no reduction loop, and the pooling fuses like an elementwise op.
+/// uses their sum (or maximum): no reduction loop, and the pooling fuses like an
+/// elementwise op.
 constexpr int64_t kUnrolledWindow = 25;
 
-/// The sum over each output's window of `body`, as a function the output's pointwise
-/// body calls: unrolled for small windows, else a Reduction node whose result it loads.
-WindowTotal window_sum(Lowering &l, const TensorType &sum_type, const Shape &window, const std::string &origin,
-                       const WindowBody &body) {
+/// The sum (`op` Sum) or maximum (Max, NaN winning as in max_pool2d) over each output's
+/// window of `body`, as a function the output's pointwise body calls: unrolled for small
+/// windows, else a Reduction node whose result it loads.
+WindowTotal window_fold(Lowering &l, const TensorType &type, const Shape &window, ReduceOp op, const std::string &origin,
+                        const WindowBody &body) {
   int64_t size = window.empty() ? 1 : window[0] * window[1];
   if (size > kUnrolledWindow || size == 0) {
-    TensorRef sum = l.reduction(sum_type, window, ReduceOp::Sum, origin, body)[0];
-    return [sum](BodyBuilder &b, const std::vector<Expr> &o) {
-      return b.load(sum.buffer, Lowering::offset(sum, o), sum.dtype);
+    TensorRef total = l.reduction(type, window, op, origin, body)[0];
+    return [total](BodyBuilder &b, const std::vector<Expr> &o) {
+      return b.load(total.buffer, Lowering::offset(total, o), total.dtype);
     };
   }
-  return [window, body, dtype = sum_type.dtype](BodyBuilder &b, const std::vector<Expr> &o) {
+  Op combine = op == ReduceOp::Max ? Op::Maximum : Op::Add;
+  return [window, body, combine, dtype = type.dtype](BodyBuilder &b, const std::vector<Expr> &o) {
     int total = -1;
     for (int64_t i = 0; i < window[0]; ++i)
       for (int64_t j = 0; j < window[1]; ++j) {
         int v = body(b, o, {Expr(i), Expr(j)});
-        total = total < 0 ? v : b.binary(Op::Add, total, v, dtype);
+        total = total < 0 ? v : b.binary(combine, total, v, dtype);
       }
     return total;
   };
@@ -106,7 +109,8 @@ std::vector<TensorRef> max_pool(Lowering &l, const Node &n, bool with_indices) {
     return load_window(b, x, o, pos, -INFINITY, x.dtype);
   };
   Shape reduced = {w.kernel[0], w.kernel[1]};
-  TensorRef values = l.reduction(out, reduced, ReduceOp::Max, n.name, body)[0];
+  WindowTotal maximum = window_fold(l, out, reduced, ReduceOp::Max, n.name, body);
+  TensorRef values = l.pointwise(out, n.name, [&](BodyBuilder &b, const std::vector<Expr> &o) { return maximum(b, o); });
   if (!with_indices) return {values};
   TensorType pos_type = l.graph().type(n.outputs[1]);
   TensorRef position = l.reduction(pos_type, reduced, ReduceOp::ArgMax, n.name + " argmax", body)[0];
@@ -135,7 +139,7 @@ std::vector<TensorRef> avg_pool(Lowering &l, const Node &n) {
   const TensorType &out = l.graph().type(n.outputs[0]);
   DType c = opmath_dtype(out.dtype);
   TensorType sum_type{c, out.sizes, contiguous_strides(out.sizes), out.device};
-  WindowTotal sum = window_sum(l, sum_type, {w.kernel[0], w.kernel[1]}, n.name + " sum",
+  WindowTotal sum = window_fold(l, sum_type, {w.kernel[0], w.kernel[1]}, ReduceOp::Sum, n.name + " sum",
                                [&x, w, c](BodyBuilder &b, const std::vector<Expr> &o, const std::vector<Expr> &r) {
                                  return load_window(b, x, o, window_pos(w, o[o.size() - 2], o[o.size() - 1], r[0], r[1]),
                                                     0, c);
@@ -176,7 +180,7 @@ std::vector<TensorRef> adaptive_avg_pool(Lowering &l, const Node &n) {
   Shape reduced;
   for (size_t k = 0; k < 2; ++k) reduced.push_back(outs[k] == 0 ? 0 : (in[k] + outs[k] - 1) / outs[k] + 1);
   TensorType sum_type{c, out.sizes, contiguous_strides(out.sizes), out.device};
-  WindowTotal sum = window_sum(l, sum_type, reduced, n.name + " sum",
+  WindowTotal sum = window_fold(l, sum_type, reduced, ReduceOp::Sum, n.name + " sum",
                               [&x, bounds, rank, c](BodyBuilder &b, const std::vector<Expr> &o, const std::vector<Expr> &r) {
                                 std::vector<Expr> index(o.begin(), o.end() - 2);
                                 int ok = -1;
