@@ -231,6 +231,9 @@ void DeviceBuffer::upload(const void *host, size_t bytes, size_t offset) {
   if (bytes == 0) return;
   device_->make_current();
   check(driver().cuMemcpyHtoD(ptr_ + offset, host, bytes), "cuMemcpyHtoD", str_cat("copying ", bytes, " bytes"));
+  // From pageable memory the copy may return before its DMA ends, and work on a stream that
+  // does not wait for the legacy one could read the buffer half written: wait for it here.
+  check(driver().cuStreamSynchronize(nullptr), "cuStreamSynchronize", str_cat("copying ", bytes, " bytes"));
 }
 
 void DeviceBuffer::download(void *host, size_t bytes, size_t offset) const {
