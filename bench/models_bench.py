@@ -48,6 +48,7 @@ import run_plan  # noqa: E402  (its safetensors reader, where the safetensors pa
 
 
 sys.path.insert(0, str(REPO / "bench"))
+import gpu_bench  # noqa: E402  (the commit, as every benchmark states it)
 from model_zoo import MODELS, build  # noqa: E402  (the suite, shared with tests/python/test_models.py)
 
 DEFAULT_MODELS = "resnet50,gpt2_b1,gpt2_b8"
@@ -178,8 +179,8 @@ def main() -> int:
     p.add_argument("--out", default="")
     p.add_argument("--keep", default="", help="keep each model's exported graph and tensors in this folder")
     a = p.parse_args()
-    commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True).stdout.strip() or "unknown"
+    head, dirty = gpu_bench.commit()
+    commit = head + (" with uncommitted changes" if dirty else "")
     machine = torch.cuda.get_device_name() if a.device == "cuda" else platform.processor() or platform.machine()
     dtype = {"bf16": torch.bfloat16, "f32": torch.float32}.get(a.dtype) or (
         torch.bfloat16 if a.device == "cuda" else torch.float32)
