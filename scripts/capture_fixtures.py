@@ -2299,6 +2299,44 @@ def _pad_modes(dev):
     return fn, [make([2, 3, 8]), make([2, 3, 5, 6]), make([1, 2, 3, 4, 5]), make([2, 2, 4, 3], i64)]
 
 
+@op_case("upsample_scatter_add", [A.upsample_nearest2d.vec, A.upsample_bilinear2d.vec, A.scatter_add.default],
+         ("noncontig", "size1", "odd"))
+def _upsample_scatter_add(dev):
+    """upsample_nearest2d and upsample_bilinear2d (align_corners or not) up and down, to an
+    output size or by scale factors (given ones used as 1/scale, as eager does), of a
+    contiguous and a channels-last input and one row; scatter_add along each dim with
+    repeated indices."""
+    def fn(x, xc, s, i0, i1, src):
+        return (A.upsample_nearest2d.vec(x, [10, 7], None), A.upsample_nearest2d.vec(x, None, [2.0, 1.5]),
+                A.upsample_nearest2d.vec(xc, [3, 4], None), A.upsample_nearest2d.vec(x, None, [0.7, 2.3]),
+                A.upsample_bilinear2d.vec(x, [9, 13], False, None), A.upsample_bilinear2d.vec(x, [9, 13], True, None),
+                A.upsample_bilinear2d.vec(x, None, False, [1.7, 0.6]), A.upsample_bilinear2d.vec(xc, [1, 7], True, None),
+                A.upsample_bilinear2d.vec(xc, [2, 2], False, None),
+                A.scatter_add.default(s, 0, i0, src), A.scatter_add.default(s, 1, i1, src[:, :3]))
+    xc = make([2, 3, 5, 6]).to(memory_format=torch.channels_last)
+    i0 = torch.tensor([[0, 1, 2, 0], [3, 3, 1, 1], [0, 0, 0, 2]])
+    i1 = torch.tensor([[0, 0, 4], [1, 2, 1], [4, 4, 4]])
+    return fn, [make([2, 3, 5, 6]), xc, make([4, 5]), i0, i1, make([3, 4])]
+
+
+@op_case("pool3d", [A.max_pool3d_with_indices.default, A.avg_pool3d.default, A._adaptive_avg_pool3d.default],
+         ("noncontig", "size1", "odd"))
+def _pool3d(dev):
+    """3-d pooling: max with indices (padding, dilation, ceil mode), average (count_include_pad
+    off, a divisor override, ceil mode), adaptive average to larger and smaller sizes, of a
+    batched, an unbatched and a channels-last input."""
+    def fn(x, u, xc):
+        m, i = A.max_pool3d_with_indices.default(x, [2, 3, 3], [2, 2, 1], [1, 1, 0], [1, 1, 2], True)
+        m2, i2 = A.max_pool3d_with_indices.default(u, [3], [2])
+        return (m, i, m2, i2, A.max_pool3d_with_indices.default(xc, [2, 2, 2])[0],
+                A.avg_pool3d.default(x, [3, 2, 3], [2, 2, 2], [1, 1, 1], True, False),
+                A.avg_pool3d.default(u, [2, 2, 2], [], [0, 1, 1], False, True, 5), A.avg_pool3d.default(xc, [3]),
+                A._adaptive_avg_pool3d.default(x, [3, 5, 2]), A._adaptive_avg_pool3d.default(u, [1, 1, 1]),
+                A._adaptive_avg_pool3d.default(xc, [2, 3, 4]))
+    xc = make([2, 3, 4, 5, 6], dom="distinct").to(memory_format=torch.channels_last_3d)
+    return fn, [make([2, 3, 5, 6, 7], dom="distinct"), make([3, 5, 6, 7], dom="distinct"), xc]
+
+
 # A model added later, kept here so that no line above moved: ResNet laid out channels-last
 # (weights and input), as vision models are run for speed; every activation is NHWC.
 MODELS["resnet_tiny_channels_last"] = lambda: (

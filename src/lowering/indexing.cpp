@@ -147,14 +147,15 @@ TensorRef scatter_node(Lowering &l, const Node &n, const TensorRef &init, const 
   return result;
 }
 
-// scatter(self, dim, index, src|value): out[x with dim = index[x]] = src[x] | value
-std::vector<TensorRef> scatter(Lowering &l, const Node &n, bool from_src) {
+// scatter(self, dim, index, src|value): out[x with dim = index[x]] = src[x] | value;
+// scatter_add (`accumulate`): out[...] += src[x].
+std::vector<TensorRef> scatter(Lowering &l, const Node &n, bool from_src, bool accumulate = false) {
   const TensorRef &self = tensor(l, n, "self"), &index = tensor(l, n, "index");
   const TensorType &out = l.graph().type(n.outputs[0]);
   size_t dim = self.rank() == 0 ? 0 : size_t(wrap_dim(arg(n, "dim").as<int64_t>(), self.rank()));
   TensorRef dense{-1, out.dtype, out.sizes, out.strides, 0};
   return {scatter_node(
-      l, n, self, index.sizes, false,
+      l, n, self, index.sizes, accumulate,
       [&](BodyBuilder &b, const std::vector<Expr> &x) {
         int value = from_src ? Lowering::load_broadcast(b, tensor(l, n, "src"), x)
                              : b.constant(number(arg(n, "value")), out.dtype);
@@ -225,6 +226,7 @@ void add_indexing_lowerings(std::map<std::string, LowerFn, std::less<>> &t) {
   t["aten.index.Tensor"] = advanced_index;
   t["aten.scatter.src"] = [](Lowering &l, const Node &n) { return scatter(l, n, true); };
   t["aten.scatter.value"] = [](Lowering &l, const Node &n) { return scatter(l, n, false); };
+  t["aten.scatter_add.default"] = [](Lowering &l, const Node &n) { return scatter(l, n, true, true); };
   t["aten.index_put.default"] = index_put;
 }
 

@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 #include <functional>
+#include <optional>
 
 #include "graph/registry.h"
 #include "lowering/lowering.h"
@@ -16,53 +17,59 @@ using ir::Expr;
 using ir::Op;
 using ir::ReduceOp;
 
-/// A pooling parameter as two values: [] gives `fallback`, one value is repeated.
-std::array<int64_t, 2> pair(const Node &n, const char *name, std::array<int64_t, 2> fallback) {
+/// A pooling parameter as one value per spatial dim: [] gives `fallback`, one value is
+/// repeated.
+std::vector<int64_t> per_dim(const Node &n, const char *name, size_t dims, std::vector<int64_t> fallback) {
   std::vector<int64_t> v;
   for (const Arg &a : arg(n, name).as<ArgList>()) v.push_back(a.as<int64_t>());
   if (v.empty()) return fallback;
-  if (v.size() == 1) return {v[0], v[0]};
-  return {v[0], v[1]};
+  if (v.size() == 1) return std::vector<int64_t>(dims, v[0]);
+  return v;
 }
 
+/// The window of a 2-d or 3-d pooling: one value per spatial dim.
 struct Window {
-  std::array<int64_t, 2> kernel, stride, padding, dilation;
+  std::vector<int64_t> kernel, stride, padding, dilation;
+  size_t dims() const { return kernel.size(); }
 };
 
-Window window_of(const Node &n) {
+Window window_of(const Node &n, size_t dims) {
   Window w;
-  w.kernel = pair(n, "kernel_size", {1, 1});
-  w.stride = pair(n, "stride", w.kernel);
-  w.padding = pair(n, "padding", {0, 0});
+  w.kernel = per_dim(n, "kernel_size", dims, std::vector<int64_t>(dims, 1));
+  w.stride = per_dim(n, "stride", dims, w.kernel);
+  w.padding = per_dim(n, "padding", dims, std::vector<int64_t>(dims, 0));
   int d = n.op->schema.find_arg("dilation");
-  w.dilation = d >= 0 ? pair(n, "dilation", {1, 1}) : std::array<int64_t, 2>{1, 1};
+  w.dilation = d >= 0 ? per_dim(n, "dilation", dims, std::vector<int64_t>(dims, 1)) : std::vector<int64_t>(dims, 1);
   return w;
 }
 
-/// The input position (h, w) that window element (r0, r1) of output (oh, ow) reads.
-std::array<Expr, 2> window_pos(const Window &w, const Expr &oh, const Expr &ow, const Expr &r0, const Expr &r1) {
-  return {oh * w.stride[0] - w.padding[0] + r0 * w.dilation[0], ow * w.stride[1] - w.padding[1] + r1 * w.dilation[1]};
+/// The input position that window element `r` of output `o` (its trailing spatial dims) reads.
+std::vector<Expr> window_pos(const Window &w, const std::vector<Expr> &o, const std::vector<Expr> &r) {
+  std::vector<Expr> pos;
+  size_t lead = o.size() - w.dims();
+  for (size_t k = 0; k < w.dims(); ++k)
+    pos.push_back(o[lead + k] * w.stride[k] - w.padding[k] + r[k] * w.dilation[k]);
+  return pos;
 }
 
-/// 0 <= pos < size for both spatial positions.
-int inside(BodyBuilder &b, const std::array<Expr, 2> &pos, const TensorRef &x) {
+/// 0 <= pos < size for every spatial position.
+int inside(BodyBuilder &b, const std::vector<Expr> &pos, const TensorRef &x) {
   int ok = -1;
-  for (size_t k = 0; k < 2; ++k) {
+  for (size_t k = 0; k < pos.size(); ++k) {
     int p = b.index(pos[k], DType::I64);
+    int64_t size = x.sizes[x.sizes.size() - pos.size() + k];
     int in = b.binary(Op::LogicalAnd, b.binary(Op::Ge, p, b.constant(0, DType::I64), DType::Bool),
-                      b.binary(Op::Lt, p, b.constant(double(x.sizes[x.sizes.size() - 2 + k]), DType::I64), DType::Bool),
-                      DType::Bool);
+                      b.binary(Op::Lt, p, b.constant(double(size), DType::I64), DType::Bool), DType::Bool);
     ok = ok < 0 ? in : b.binary(Op::LogicalAnd, ok, in, DType::Bool);
   }
   return ok;
 }
 
 /// Loads x at the leading output dims and spatial `pos`, `fill` outside the input.
-int load_window(BodyBuilder &b, const TensorRef &x, const std::vector<Expr> &out, const std::array<Expr, 2> &pos,
+int load_window(BodyBuilder &b, const TensorRef &x, const std::vector<Expr> &out, const std::vector<Expr> &pos,
                 double fill, DType as) {
-  std::vector<Expr> index(out.begin(), out.end() - 2);
-  index.push_back(pos[0]);
-  index.push_back(pos[1]);
+  std::vector<Expr> index(out.begin(), out.end() - long(pos.size()));
+  index.insert(index.end(), pos.begin(), pos.end());
   int ok = inside(b, pos, x);
   int v = b.cast(b.masked_load(x.buffer, Lowering::offset(x, index), x.dtype, ok, fill), as);
   return b.where(ok, v, b.constant(fill, as), as);
@@ -81,7 +88,8 @@ constexpr int64_t kUnrolledWindow = 25;
 /// windows, else a Reduction node whose result it loads.
 WindowTotal window_fold(Lowering &l, const TensorType &type, const Shape &window, ReduceOp op, const std::string &origin,
                         const WindowBody &body) {
-  int64_t size = window.empty() ? 1 : window[0] * window[1];
+  int64_t size = 1;
+  for (int64_t k : window) size *= k;
   if (size > kUnrolledWindow || size == 0) {
     TensorRef total = l.reduction(type, window, op, origin, body)[0];
     return [total](BodyBuilder &b, const std::vector<Expr> &o) {
@@ -89,60 +97,66 @@ WindowTotal window_fold(Lowering &l, const TensorType &type, const Shape &window
     };
   }
   Op combine = op == ReduceOp::Max ? Op::Maximum : Op::Add;
-  return [window, body, combine, dtype = type.dtype](BodyBuilder &b, const std::vector<Expr> &o) {
+  return [window, body, combine, size, dtype = type.dtype](BodyBuilder &b, const std::vector<Expr> &o) {
     int total = -1;
-    for (int64_t i = 0; i < window[0]; ++i)
-      for (int64_t j = 0; j < window[1]; ++j) {
-        int v = body(b, o, {Expr(i), Expr(j)});
-        total = total < 0 ? v : b.binary(combine, total, v, dtype);
-      }
+    for (int64_t flat = 0; flat < size; ++flat) {  // row-major over the window's dims
+      std::vector<Expr> r(window.size(), Expr(0));
+      for (size_t k = window.size(), rest = size_t(flat); k-- > 0; rest /= size_t(window[k]))
+        r[k] = Expr(int64_t(rest % size_t(window[k])));
+      int v = body(b, o, r);
+      total = total < 0 ? v : b.binary(combine, total, v, dtype);
+    }
     return total;
   };
 }
 
-std::vector<TensorRef> max_pool(Lowering &l, const Node &n, bool with_indices) {
+std::vector<TensorRef> max_pool(Lowering &l, const Node &n, size_t dims, bool with_indices) {
   const TensorRef &x = l.ref(arg(n, "self").as<ValueId>());
-  Window w = window_of(n);
+  Window w = window_of(n, dims);
   const TensorType &out = l.graph().type(n.outputs[0]);
   auto body = [&](BodyBuilder &b, const std::vector<Expr> &o, const std::vector<Expr> &r) {
-    auto pos = window_pos(w, o[o.size() - 2], o[o.size() - 1], r[0], r[1]);
-    return load_window(b, x, o, pos, -INFINITY, x.dtype);
+    return load_window(b, x, o, window_pos(w, o, r), -INFINITY, x.dtype);
   };
-  Shape reduced = {w.kernel[0], w.kernel[1]};
+  Shape reduced = w.kernel;
   WindowTotal maximum = window_fold(l, out, reduced, ReduceOp::Max, n.name, body);
   TensorRef values = l.pointwise(out, n.name, [&](BodyBuilder &b, const std::vector<Expr> &o) { return maximum(b, o); });
   if (!with_indices) return {values};
   TensorType pos_type = l.graph().type(n.outputs[1]);
   TensorRef position = l.reduction(pos_type, reduced, ReduceOp::ArgMax, n.name + " argmax", body)[0];
-  // The index of the maximum within its input plane: h * W + w.
-  int64_t width = x.sizes.back();
+  // The index of the maximum within its input plane (volume): row-major over the spatial
+  // dims, h * W + w in 2-d. The argmax counts row-major over the window's dims.
   TensorRef indices = l.pointwise(pos_type, n.name + " indices", [&](BodyBuilder &b, const std::vector<Expr> &o) {
     int p = b.load(position.buffer, Lowering::offset(position, o), DType::I64);
-    int kh = b.binary(Op::FloorDiv, p, b.constant(double(w.kernel[1]), DType::I64), DType::I64);
-    int kw = b.binary(Op::Remainder, p, b.constant(double(w.kernel[1]), DType::I64), DType::I64);
-    auto start = window_pos(w, o[o.size() - 2], o[o.size() - 1], Expr(0), Expr(0));
-    auto along = [&](int k, int idx) {
-      int scaled = b.binary(Op::Mul, k, b.constant(double(w.dilation[size_t(idx)]), DType::I64), DType::I64);
-      return b.binary(Op::Add, b.index(start[size_t(idx)], DType::I64), scaled, DType::I64);
-    };
-    int h = along(kh, 0), wpos = along(kw, 1);
-    return b.binary(Op::Add, b.binary(Op::Mul, h, b.constant(double(width), DType::I64), DType::I64), wpos, DType::I64);
+    auto c = [&](int64_t v) { return b.constant(double(v), DType::I64); };
+    std::vector<Expr> zeros(dims, Expr(0));
+    std::vector<Expr> start = window_pos(w, o, zeros);
+    std::vector<int> along(dims);
+    for (size_t k = dims; k-- > 0;) {
+      int step = b.binary(Op::Remainder, p, c(w.kernel[k]), DType::I64);
+      p = b.binary(Op::FloorDiv, p, c(w.kernel[k]), DType::I64);
+      along[k] = b.binary(Op::Add, b.index(start[k], DType::I64), b.binary(Op::Mul, step, c(w.dilation[k]), DType::I64),
+                          DType::I64);
+    }
+    int flat = along[0];
+    for (size_t k = 1; k < dims; ++k)
+      flat = b.binary(Op::Add, b.binary(Op::Mul, flat, c(x.sizes[x.sizes.size() - dims + k]), DType::I64), along[k],
+                      DType::I64);
+    return flat;
   });
   return {values, indices};
 }
 
-// avg_pool2d divides by the window clipped to the padded input (count_include_pad) or
-// to the input itself, unless divisor_override says otherwise.
-std::vector<TensorRef> avg_pool(Lowering &l, const Node &n) {
+// avg_pool2d and avg_pool3d divide by the window clipped to the padded input
+// (count_include_pad) or to the input itself, unless divisor_override says otherwise.
+std::vector<TensorRef> avg_pool(Lowering &l, const Node &n, size_t dims) {
   const TensorRef &x = l.ref(arg(n, "self").as<ValueId>());
-  Window w = window_of(n);
+  Window w = window_of(n, dims);
   const TensorType &out = l.graph().type(n.outputs[0]);
   DType c = opmath_dtype(out.dtype);
   TensorType sum_type{c, out.sizes, contiguous_strides(out.sizes), out.device};
-  WindowTotal sum = window_fold(l, sum_type, {w.kernel[0], w.kernel[1]}, ReduceOp::Sum, n.name + " sum",
+  WindowTotal sum = window_fold(l, sum_type, w.kernel, ReduceOp::Sum, n.name + " sum",
                                [&x, w, c](BodyBuilder &b, const std::vector<Expr> &o, const std::vector<Expr> &r) {
-                                 return load_window(b, x, o, window_pos(w, o[o.size() - 2], o[o.size() - 1], r[0], r[1]),
-                                                    0, c);
+                                 return load_window(b, x, o, window_pos(w, o, r), 0, c);
                                });
   bool include_pad = arg(n, "count_include_pad").as<bool>();
   const Arg &override_arg = arg(n, "divisor_override");
@@ -150,9 +164,9 @@ std::vector<TensorRef> avg_pool(Lowering &l, const Node &n) {
     int total = sum(b, o);
     if (!override_arg.is_none()) return b.binary(Op::TrueDiv, total, b.constant(double(override_arg.as<int64_t>()), c), c);
     Expr count = 1;
-    for (size_t k = 0; k < 2; ++k) {
-      int64_t size = x.sizes[x.sizes.size() - 2 + k];
-      Expr start = o[o.size() - 2 + k] * w.stride[k] - w.padding[k];
+    for (size_t k = 0; k < dims; ++k) {
+      int64_t size = x.sizes[x.sizes.size() - dims + k];
+      Expr start = o[o.size() - dims + k] * w.stride[k] - w.padding[k];
       Expr end = ir::min(start + w.kernel[k], Expr(size + w.padding[k]));
       if (!include_pad) {
         start = ir::max(start, Expr(0));
@@ -164,40 +178,41 @@ std::vector<TensorRef> avg_pool(Lowering &l, const Node &n) {
   })};
 }
 
-// Adaptive average pooling: output o of a dim of input size I and output size O
-// averages [floor(o*I/O), ceil((o+1)*I/O)).
-std::vector<TensorRef> adaptive_avg_pool(Lowering &l, const Node &n) {
+// Adaptive average pooling (2-d and 3-d): output o of a dim of input size I and output
+// size O averages [floor(o*I/O), ceil((o+1)*I/O)).
+std::vector<TensorRef> adaptive_avg_pool(Lowering &l, const Node &n, size_t dims) {
   const TensorRef &x = l.ref(arg(n, "self").as<ValueId>());
   const TensorType &out = l.graph().type(n.outputs[0]);
   DType c = opmath_dtype(out.dtype);
   size_t rank = x.sizes.size();
-  std::array<int64_t, 2> in = {x.sizes[rank - 2], x.sizes[rank - 1]}, outs = {out.sizes[rank - 2], out.sizes[rank - 1]};
-  auto bounds = [&](const Expr &o, size_t k) {
+  Shape in(x.sizes.end() - long(dims), x.sizes.end()), outs(out.sizes.end() - long(dims), out.sizes.end());
+  auto bounds = [in, outs](const Expr &o, size_t k) {
     Expr start = ir::floor_div(o * in[k], outs[k]);
     Expr end = ir::floor_div((o + 1) * in[k] + outs[k] - 1, outs[k]);
     return std::pair{start, end};
   };
   Shape reduced;
-  for (size_t k = 0; k < 2; ++k) reduced.push_back(outs[k] == 0 ? 0 : (in[k] + outs[k] - 1) / outs[k] + 1);
+  for (size_t k = 0; k < dims; ++k) reduced.push_back(outs[k] == 0 ? 0 : (in[k] + outs[k] - 1) / outs[k] + 1);
   TensorType sum_type{c, out.sizes, contiguous_strides(out.sizes), out.device};
-  WindowTotal sum = window_fold(l, sum_type, reduced, ReduceOp::Sum, n.name + " sum",
-                              [&x, bounds, rank, c](BodyBuilder &b, const std::vector<Expr> &o, const std::vector<Expr> &r) {
-                                std::vector<Expr> index(o.begin(), o.end() - 2);
-                                int ok = -1;
-                                for (size_t k = 0; k < 2; ++k) {
-                                  auto [start, end] = bounds(o[rank - 2 + k], k);
-                                  index.push_back(start + r[k]);
-                                  int p = b.index(start + r[k], DType::I64);
-                                  int in_window = b.binary(Op::Lt, p, b.index(end, DType::I64), DType::Bool);
-                                  ok = ok < 0 ? in_window : b.binary(Op::LogicalAnd, ok, in_window, DType::Bool);
-                                }
-                                int v = b.cast(b.masked_load(x.buffer, Lowering::offset(x, index), x.dtype, ok, 0), c);
-                                return b.where(ok, v, b.constant(0, c), c);
-                              });
+  WindowTotal sum = window_fold(
+      l, sum_type, reduced, ReduceOp::Sum, n.name + " sum",
+      [&x, bounds, rank, dims, c](BodyBuilder &b, const std::vector<Expr> &o, const std::vector<Expr> &r) {
+        std::vector<Expr> index(o.begin(), o.end() - long(dims));
+        int ok = -1;
+        for (size_t k = 0; k < dims; ++k) {
+          auto [start, end] = bounds(o[rank - dims + k], k);
+          index.push_back(start + r[k]);
+          int p = b.index(start + r[k], DType::I64);
+          int in_window = b.binary(Op::Lt, p, b.index(end, DType::I64), DType::Bool);
+          ok = ok < 0 ? in_window : b.binary(Op::LogicalAnd, ok, in_window, DType::Bool);
+        }
+        int v = b.cast(b.masked_load(x.buffer, Lowering::offset(x, index), x.dtype, ok, 0), c);
+        return b.where(ok, v, b.constant(0, c), c);
+      });
   return {l.pointwise(out, n.name, [&](BodyBuilder &b, const std::vector<Expr> &o) {
     Expr count = 1;
-    for (size_t k = 0; k < 2; ++k) {
-      auto [start, end] = bounds(o[rank - 2 + k], k);
+    for (size_t k = 0; k < dims; ++k) {
+      auto [start, end] = bounds(o[rank - dims + k], k);
       count = count * (end - start);
     }
     return b.binary(Op::TrueDiv, sum(b, o), b.index(count, c), c);
@@ -232,36 +247,121 @@ std::vector<TensorRef> group_norm(Lowering &l, const Node &n) {
   auto stat_at = [&](BodyBuilder &b, const TensorRef &s, const Expr &nb, const Expr &g) {
     return b.load(s.buffer, Lowering::offset(s, {nb, g}), c);
   };
-  auto rstd_at = [&](BodyBuilder &b, const Expr &nb, const Expr &g) {
-    int var = b.binary(Op::TrueDiv, stat_at(b, w[1], nb, g), stat_at(b, w[2], nb, g), c);
+  // rstd once per (n, g), a value of its own that y reads (the inliner keeps it: a square
+  // root and a division per group, not per element).
+  TensorRef mean = l.pointwise(l.graph().type(n.outputs[1]), n.name + " mean",
+                               [&](BodyBuilder &b, const std::vector<Expr> &o) { return stat_at(b, w[0], o[0], o[1]); });
+  TensorRef rstd_c = l.pointwise(stat, n.name + " rstd", [&](BodyBuilder &b, const std::vector<Expr> &o) {
+    int var = b.binary(Op::TrueDiv, stat_at(b, w[1], o[0], o[1]), stat_at(b, w[2], o[0], o[1]), c);
     return b.unary(Op::Rsqrt, b.binary(Op::Add, var, b.constant(eps, c), c), c);
-  };
+  });
+  TensorRef rstd = l.pointwise(l.graph().type(n.outputs[2]), n.name + " rstd",
+                               [&](BodyBuilder &b, const std::vector<Expr> &o) { return stat_at(b, rstd_c, o[0], o[1]); });
   TensorRef y = l.pointwise(out, n.name, [&](BodyBuilder &b, const std::vector<Expr> &index) {
     Expr g = ir::floor_div(index[1], per_group);
     int v = b.binary(Op::Sub, b.cast(b.load(x.buffer, Lowering::offset(x, index), x.dtype), c),
                      stat_at(b, w[0], index[0], g), c);
-    v = b.binary(Op::Mul, v, rstd_at(b, index[0], g), c);
+    v = b.binary(Op::Mul, v, stat_at(b, rstd_c, index[0], g), c);
     auto channel = [&](const TensorRef &p) { return b.cast(b.load(p.buffer, Lowering::offset(p, {index[1]}), p.dtype), c); };
     if (weight) v = b.binary(Op::Mul, v, channel(*weight), c);
     if (bias) v = b.binary(Op::Add, v, channel(*bias), c);
     return v;
   });
-  TensorRef mean = l.pointwise(l.graph().type(n.outputs[1]), n.name + " mean",
-                               [&](BodyBuilder &b, const std::vector<Expr> &o) { return stat_at(b, w[0], o[0], o[1]); });
-  TensorRef rstd = l.pointwise(l.graph().type(n.outputs[2]), n.name + " rstd",
-                               [&](BodyBuilder &b, const std::vector<Expr> &o) { return rstd_at(b, o[0], o[1]); });
   return {y, mean, rstd};
 }
 
 }  // namespace
 
+/// The scale from output to input positions of upsampling, as c10's
+/// compute_scales_value and area_pixel_compute_scale give it in `t` (f32, or f64 for f64):
+/// 1 / scale_factor when one is given, else in / out; with align_corners,
+/// (in - 1) / (out - 1) (0 for one output).
+double upsample_scale(int64_t in, int64_t out, std::optional<double> factor, bool align_corners, DType t) {
+  auto as_t = [t](double v) { return t == DType::F64 ? v : double(float(v)); };
+  if (align_corners) return out > 1 ? as_t(as_t(double(in - 1)) / as_t(double(out - 1))) : 0.0;
+  if (factor && *factor > 0) return as_t(1.0 / *factor);
+  return as_t(as_t(double(in)) / as_t(double(out)));
+}
+
+std::optional<double> scale_factor(const Node &n, size_t d) {
+  const Arg &a = arg(n, "scale_factors");
+  if (a.is_none()) return std::nullopt;
+  return number(a.as<ArgList>()[d]);
+}
+
+/// upsample_nearest2d: out[.., h, w] = x[.., min(floor(h * scale_h), H - 1), ...], the
+/// product in f32 as eager computes it (nearest_neighbor_compute_source_index).
+std::vector<TensorRef> upsample_nearest(Lowering &l, const Node &n) {
+  const TensorRef &x = l.ref(arg(n, "input").as<ValueId>());
+  const TensorType &out = l.graph().type(n.outputs[0]);
+  return {l.pointwise(out, n.name, [&](BodyBuilder &b, const std::vector<Expr> &o) {
+    std::vector<Expr> in = o;
+    std::vector<int> at;
+    for (size_t d = 2; d < 4; ++d) {
+      double scale = upsample_scale(x.sizes[d], out.sizes[d], scale_factor(n, d - 2), false, DType::F32);
+      int pos = b.cast(b.index(o[d], DType::I64), DType::F32);
+      pos = b.unary(Op::Floor, b.binary(Op::Mul, pos, b.constant(scale, DType::F32), DType::F32), DType::F32);
+      pos = b.binary(Op::Minimum, b.cast(pos, DType::I64), b.constant(double(x.sizes[d] - 1), DType::I64), DType::I64);
+      in[d] = Expr(ir::indirect_var(int(at.size())));
+      at.push_back(pos);
+    }
+    return b.indirect_load(x.buffer, Lowering::offset(x, in), x.dtype, at);
+  })};
+}
+
+/// upsample_bilinear2d, as eager's CUDA kernel computes it in the op math type: the source
+/// position s = scale * h (align_corners) or max(scale * (h + 0.5) - 0.5, 0), its rows
+/// h0 = int(s) and h0 + 1 (h0 at the last row), weights 1 - (s - h0) and s - h0; the same
+/// along w; out = l0h (l0w x[h0, w0] + l1w x[h0, w1]) + l1h (l0w x[h1, w0] + l1w x[h1, w1]).
+std::vector<TensorRef> upsample_bilinear(Lowering &l, const Node &n) {
+  const TensorRef &x = l.ref(arg(n, "input").as<ValueId>());
+  const TensorType &out = l.graph().type(n.outputs[0]);
+  bool align = arg(n, "align_corners").as<bool>();
+  DType c = opmath_dtype(out.dtype);
+  return {l.pointwise(out, n.name, [&](BodyBuilder &b, const std::vector<Expr> &o) {
+    std::array<std::array<int, 2>, 2> rows, weights;  // per spatial dim: the two positions and weights
+    for (size_t d = 0; d < 2; ++d) {
+      int64_t size = x.sizes[d + 2];
+      double scale = upsample_scale(size, out.sizes[d + 2], scale_factor(n, d), align, c);
+      int s = b.cast(b.index(o[d + 2], DType::I64), c);
+      if (align) {
+        s = b.binary(Op::Mul, b.constant(scale, c), s, c);
+      } else {
+        s = b.binary(Op::Mul, b.constant(scale, c), b.binary(Op::Add, s, b.constant(0.5, c), c), c);
+        s = b.binary(Op::Maximum, b.binary(Op::Sub, s, b.constant(0.5, c), c), b.constant(0, c), c);
+      }
+      int first = b.cast(s, DType::I64);
+      int step = b.where(b.binary(Op::Lt, first, b.constant(double(size - 1), DType::I64), DType::Bool),
+                         b.constant(1, DType::I64), b.constant(0, DType::I64), DType::I64);
+      rows[d] = {first, b.binary(Op::Add, first, step, DType::I64)};
+      int lambda = b.binary(Op::Sub, s, b.cast(first, c), c);
+      weights[d] = {b.binary(Op::Sub, b.constant(1, c), lambda, c), lambda};
+    }
+    auto at = [&](int i, int j) {
+      std::vector<Expr> in = o;
+      in[2] = Expr(ir::indirect_var(0));
+      in[3] = Expr(ir::indirect_var(1));
+      return b.cast(b.indirect_load(x.buffer, Lowering::offset(x, in), x.dtype, {rows[0][size_t(i)], rows[1][size_t(j)]}), c);
+    };
+    auto row = [&](int i) {
+      return b.binary(Op::Add, b.binary(Op::Mul, weights[1][0], at(i, 0), c), b.binary(Op::Mul, weights[1][1], at(i, 1), c), c);
+    };
+    return b.binary(Op::Add, b.binary(Op::Mul, weights[0][0], row(0), c), b.binary(Op::Mul, weights[0][1], row(1), c), c);
+  })};
+}
+
 void add_pooling_lowerings(std::map<std::string, LowerFn, std::less<>> &t) {
-  t["aten.max_pool2d_with_indices.default"] = [](Lowering &l, const Node &n) { return max_pool(l, n, true); };
-  t["aten.max_pool2d.default"] = [](Lowering &l, const Node &n) { return max_pool(l, n, false); };
-  t["aten.avg_pool2d.default"] = avg_pool;
-  t["aten._adaptive_avg_pool2d.default"] = adaptive_avg_pool;
-  t["aten.adaptive_avg_pool2d.default"] = adaptive_avg_pool;
+  t["aten.max_pool2d_with_indices.default"] = [](Lowering &l, const Node &n) { return max_pool(l, n, 2, true); };
+  t["aten.max_pool2d.default"] = [](Lowering &l, const Node &n) { return max_pool(l, n, 2, false); };
+  t["aten.max_pool3d_with_indices.default"] = [](Lowering &l, const Node &n) { return max_pool(l, n, 3, true); };
+  t["aten.avg_pool2d.default"] = [](Lowering &l, const Node &n) { return avg_pool(l, n, 2); };
+  t["aten.avg_pool3d.default"] = [](Lowering &l, const Node &n) { return avg_pool(l, n, 3); };
+  t["aten._adaptive_avg_pool2d.default"] = [](Lowering &l, const Node &n) { return adaptive_avg_pool(l, n, 2); };
+  t["aten.adaptive_avg_pool2d.default"] = [](Lowering &l, const Node &n) { return adaptive_avg_pool(l, n, 2); };
+  t["aten._adaptive_avg_pool3d.default"] = [](Lowering &l, const Node &n) { return adaptive_avg_pool(l, n, 3); };
   t["aten.native_group_norm.default"] = group_norm;
+  t["aten.upsample_nearest2d.vec"] = upsample_nearest;
+  t["aten.upsample_bilinear2d.vec"] = upsample_bilinear;
 }
 
 }  // namespace coil::lowering

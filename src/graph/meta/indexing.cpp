@@ -461,6 +461,7 @@ void register_indexing_ops(Registry &r) {
   r.add("index_select(Tensor self, int dim, Tensor index) -> Tensor", index_select);
   r.add("gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor", gather);
   r.add("scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor", scatter(true));
+  r.add("scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor", scatter(true));
   r.add("scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor", scatter(false));
   r.add("embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, "
         "bool sparse=False) -> Tensor",

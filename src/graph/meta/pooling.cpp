@@ -1,45 +1,46 @@
-// 2-d pooling over (C, H, W) or (N, C, H, W) inputs: output sizes from PyTorch's
-// pooling_output_shape, the output in the input's memory format.
+// 2-d and 3-d pooling over (C, [D,] H, W) or (N, C, [D,] H, W) inputs, and 2-d upsampling:
+// output sizes from PyTorch's pooling_output_shape, the output in the input's memory format.
+#include <algorithm>
+#include <cmath>
 #include <limits>
+#include <optional>
 
 #include "graph/meta/common.h"
 
 namespace coil {
 namespace {
 
-/// A (height, width) pair of a pooling parameter.
-struct Pair {
-  int64_t h = 0, w = 0;
-};
+const char *count_words(size_t dims) { return dims == 2 ? "two ints" : "three ints"; }
 
-/// kernel_size, padding and dilation hold one value for both dims or one per dim; an
-/// empty stride means the kernel size.
-Pair unpack(std::string_view op, std::string_view name, const Shape &v, std::optional<Pair> if_empty = {}) {
+/// kernel_size, padding and dilation hold one value for every spatial dim or one per dim;
+/// an empty stride means the kernel size.
+Shape unpack(std::string_view op, std::string_view name, const Shape &v, size_t dims,
+             std::optional<Shape> if_empty = {}) {
   if (v.empty() && if_empty) return *if_empty;
-  COIL_USER_CHECK(v.size() == 1 || v.size() == 2, op, ": ", name, " must be one int or two ints",
+  COIL_USER_CHECK(v.size() == 1 || v.size() == dims, op, ": ", name, " must be one int or ", count_words(dims),
                   if_empty ? " (or empty)" : "", ", got ", shape_str(v));
-  return {v[0], v.back()};
+  return v.size() == 1 ? Shape(dims, v[0]) : v;
 }
-
-std::string pair_str(Pair p) { return str_cat("[", p.h, ", ", p.w, "]"); }
 
 /// The output takes the input's suggested memory format, as c10 suggests it:
 /// channels-last whenever the strides read that way, even when they also read as
 /// contiguous (a channels-last [N, C, 1, 1] input gives a channels-last output), where
 /// coil's suggest_memory_format says contiguous.
 Shape output_strides(const TensorType &x, const Shape &sizes) {
-  bool cl = x.rank() == 4 && is_channels_last(x.sizes, x.strides);
+  bool cl = (x.rank() == 4 || x.rank() == 5) && is_channels_last(x.sizes, x.strides);
   return cl ? channels_last_strides(sizes) : contiguous_strides(sizes);
 }
 
-/// Pooling reads (C, H, W) planes: the batch dim may be empty, the others not.
-void check_input(std::string_view op, const TensorType &x) {
-  COIL_USER_CHECK(x.rank() == 3 || x.rank() == 4, op,
-                  " expects a 3-d (C, H, W) or 4-d (N, C, H, W) input, got shape ", shape_str(x.sizes));
+/// Pooling reads (C, spatial...) planes: the batch dim may be empty, the others not.
+void check_input(std::string_view op, const TensorType &x, size_t dims) {
+  const char *layout = dims == 2 ? "(C, H, W)" : "(C, D, H, W)";
+  const char *batched = dims == 2 ? "(N, C, H, W)" : "(N, C, D, H, W)";
+  COIL_USER_CHECK(x.rank() == int64_t(dims) + 1 || x.rank() == int64_t(dims) + 2, op, " expects a ", dims + 1,
+                  "-d ", layout, " or ", dims + 2, "-d ", batched, " input, got shape ", shape_str(x.sizes));
   bool empty_plane = false;
-  for (int64_t d = x.rank() - 3; d < x.rank(); ++d) empty_plane = empty_plane || x.sizes[size_t(d)] == 0;
-  COIL_USER_CHECK(!empty_plane, op, " expects non-empty C, H and W dims (only the batch dim may be 0), got shape ",
-                  shape_str(x.sizes));
+  for (int64_t d = x.rank() - int64_t(dims) - 1; d < x.rank(); ++d) empty_plane = empty_plane || x.sizes[size_t(d)] == 0;
+  COIL_USER_CHECK(!empty_plane, op, " expects non-empty ", dims == 2 ? "C, H and W" : "C, D, H and W",
+                  " dims (only the batch dim may be 0), got shape ", shape_str(x.sizes));
 }
 
 /// pooling_output_shape: windows of the dilated kernel every `stride` over the padded
@@ -59,88 +60,128 @@ int64_t pooled_size(int64_t in, int64_t kernel, int64_t pad, int64_t stride, int
 }
 
 struct Window {
-  Pair kernel, stride, padding, dilation;
+  Shape kernel, stride, padding, dilation;
   bool ceil_mode = false;
 };
 
-/// The checks of PyTorch's pool2d_shape_check, then the output's sizes.
+bool all(const Shape &v, bool (*ok)(int64_t)) { return std::all_of(v.begin(), v.end(), ok); }
+
+/// The checks of PyTorch's pool2d_shape_check (pool3d_shape_check), then the output's sizes.
 Shape pooled_shape(std::string_view op, const TensorType &x, const Window &w) {
-  check_input(op, x);
-  COIL_USER_CHECK(w.kernel.h > 0 && w.kernel.w > 0, op, ": kernel_size must be positive, got ", pair_str(w.kernel));
-  COIL_USER_CHECK(w.stride.h > 0 && w.stride.w > 0, op, ": stride must be positive, got ", pair_str(w.stride));
-  COIL_USER_CHECK(w.dilation.h > 0 && w.dilation.w > 0, op, ": dilation must be positive, got ",
-                  pair_str(w.dilation));
-  COIL_USER_CHECK(w.padding.h >= 0 && w.padding.w >= 0, op, ": padding must be non-negative, got ",
-                  pair_str(w.padding));
-  COIL_USER_CHECK(w.padding.h <= w.kernel.h / 2 && w.padding.w <= w.kernel.w / 2, op, ": padding ",
-                  pair_str(w.padding), " must be at most half of kernel_size ", pair_str(w.kernel));
-  size_t h = size_t(x.rank() - 2);
-  int64_t out_h = pooled_size(x.sizes[h], w.kernel.h, w.padding.h, w.stride.h, w.dilation.h, w.ceil_mode);
-  int64_t out_w = pooled_size(x.sizes[h + 1], w.kernel.w, w.padding.w, w.stride.w, w.dilation.w, w.ceil_mode);
-  COIL_USER_CHECK(out_h >= 1 && out_w >= 1, op, ": input of shape ", shape_str(x.sizes), " is too small for ",
-                  "kernel_size ", pair_str(w.kernel), ", stride ", pair_str(w.stride), ", padding ",
-                  pair_str(w.padding), " and dilation ", pair_str(w.dilation), ": the output would be ", out_h,
-                  "x", out_w);
-  Shape out(x.sizes.begin(), x.sizes.end() - 2);
-  out.push_back(out_h);
-  out.push_back(out_w);
+  size_t dims = w.kernel.size();
+  check_input(op, x, dims);
+  auto positive = [](int64_t v) { return v > 0; };
+  COIL_USER_CHECK(all(w.kernel, positive), op, ": kernel_size must be positive, got ", shape_str(w.kernel));
+  COIL_USER_CHECK(all(w.stride, positive), op, ": stride must be positive, got ", shape_str(w.stride));
+  COIL_USER_CHECK(all(w.dilation, positive), op, ": dilation must be positive, got ", shape_str(w.dilation));
+  COIL_USER_CHECK(all(w.padding, [](int64_t v) { return v >= 0; }), op, ": padding must be non-negative, got ",
+                  shape_str(w.padding));
+  for (size_t k = 0; k < dims; ++k)
+    COIL_USER_CHECK(w.padding[k] <= w.kernel[k] / 2, op, ": padding ", shape_str(w.padding),
+                    " must be at most half of kernel_size ", shape_str(w.kernel));
+  Shape out(x.sizes.begin(), x.sizes.end() - long(dims));
+  std::string pooled;
+  bool empty = false;
+  for (size_t k = 0; k < dims; ++k) {
+    int64_t size = pooled_size(x.sizes[x.sizes.size() - dims + k], w.kernel[k], w.padding[k], w.stride[k],
+                               w.dilation[k], w.ceil_mode);
+    out.push_back(size);
+    pooled += str_cat(k ? "x" : "", size);
+    empty = empty || size < 1;
+  }
+  COIL_USER_CHECK(!empty, op, ": input of shape ", shape_str(x.sizes), " is too small for ", "kernel_size ",
+                  shape_str(w.kernel), ", stride ", shape_str(w.stride), ", padding ", shape_str(w.padding),
+                  " and dilation ", shape_str(w.dilation), ": the output would be ", pooled);
   checked_numel(out);
   return out;
 }
 
-Window window(std::string_view op, const MetaArgs &a, bool has_dilation, bool ceil_mode) {
+Window window(std::string_view op, const MetaArgs &a, size_t dims, bool has_dilation, bool ceil_mode) {
   Window w;
-  w.kernel = unpack(op, "kernel_size", a.ints("kernel_size"));
-  w.stride = unpack(op, "stride", a.ints("stride"), w.kernel);
-  w.padding = unpack(op, "padding", a.ints("padding"));
-  w.dilation = has_dilation ? unpack(op, "dilation", a.ints("dilation")) : Pair{1, 1};
+  w.kernel = unpack(op, "kernel_size", a.ints("kernel_size"), dims);
+  w.stride = unpack(op, "stride", a.ints("stride"), dims, w.kernel);
+  w.padding = unpack(op, "padding", a.ints("padding"), dims);
+  w.dilation = has_dilation ? unpack(op, "dilation", a.ints("dilation"), dims) : Shape(dims, 1);
   w.ceil_mode = ceil_mode;
   return w;
 }
 
-/// max_pool2d_with_indices: (values, i64 indices), both in the input's memory format.
-std::vector<TensorType> max_pool2d_with_indices(const MetaArgs &a) {
+/// max_pool2d_with_indices and max_pool3d_with_indices: (values, i64 indices), both in
+/// the input's memory format.
+std::vector<TensorType> max_pool_with_indices(const MetaArgs &a, size_t dims) {
   const TensorType &x = a.tensor("self");
-  Shape sizes = pooled_shape("max_pool2d", x, window("max_pool2d", a, true, a.boolean("ceil_mode")));
+  std::string op = str_cat("max_pool", dims, "d");
+  Shape sizes = pooled_shape(op, x, window(op, a, dims, true, a.boolean("ceil_mode")));
   // The CPU kernels take every dtype but bool, the CUDA ones floating point only.
   bool cpu = x.device.kind == Device::Kind::CPU;
-  COIL_USER_CHECK(is_floating(x.dtype) || (cpu && x.dtype != DType::Bool), "max_pool2d needs ",
+  COIL_USER_CHECK(is_floating(x.dtype) || (cpu && x.dtype != DType::Bool), op, " needs ",
                   cpu ? "a non-bool input on CPU" : "a floating point input on CUDA", ", got ", short_name(x.dtype));
   Shape strides = output_strides(x, sizes);
   return {TensorType{x.dtype, sizes, strides, x.device}, TensorType{DType::I64, sizes, strides, x.device}};
 }
 
-/// max_pool2d: the values alone.
-std::vector<TensorType> max_pool2d(const MetaArgs &a) { return {max_pool2d_with_indices(a)[0]}; }
-
-/// avg_pool2d: floating inputs, and i64 on CPU.
-std::vector<TensorType> avg_pool2d(const MetaArgs &a) {
+/// avg_pool2d and avg_pool3d: floating inputs, and i64 on CPU.
+std::vector<TensorType> avg_pool(const MetaArgs &a, size_t dims) {
   const TensorType &x = a.tensor("self");
-  Shape sizes = pooled_shape("avg_pool2d", x, window("avg_pool2d", a, false, a.boolean("ceil_mode")));
+  std::string op = str_cat("avg_pool", dims, "d");
+  Shape sizes = pooled_shape(op, x, window(op, a, dims, false, a.boolean("ceil_mode")));
   auto divisor = a.optional_integer("divisor_override");
-  COIL_USER_CHECK(!divisor || *divisor != 0, "avg_pool2d: divisor_override must not be zero");
+  COIL_USER_CHECK(!divisor || *divisor != 0, op, ": divisor_override must not be zero");
   bool cpu_long = x.dtype == DType::I64 && x.device.kind == Device::Kind::CPU;
-  COIL_USER_CHECK(is_floating(x.dtype) || cpu_long, "avg_pool2d needs a floating point input (or i64 on CPU), got ",
+  COIL_USER_CHECK(is_floating(x.dtype) || cpu_long, op, " needs a floating point input (or i64 on CPU), got ",
                   short_name(x.dtype), " on ", x.device.str());
   return {TensorType{x.dtype, sizes, output_strides(x, sizes), x.device}};
 }
 
-/// _adaptive_avg_pool2d: the trailing (H, W) become output_size; floating inputs only.
-std::vector<TensorType> adaptive_avg_pool2d(const MetaArgs &a) {
+/// _adaptive_avg_pool2d and _adaptive_avg_pool3d: the trailing spatial dims become
+/// output_size; floating inputs only.
+std::vector<TensorType> adaptive_avg_pool(const MetaArgs &a, size_t dims) {
   const TensorType &x = a.tensor("self");
+  std::string op = str_cat("adaptive_avg_pool", dims, "d");
   Shape size = a.ints("output_size");
-  COIL_USER_CHECK(size.size() == 2, "adaptive_avg_pool2d: output_size must have 2 values, got ", shape_str(size));
-  COIL_USER_CHECK(size[0] >= 0 && size[1] >= 0, "adaptive_avg_pool2d: output_size must be non-negative, got ",
+  COIL_USER_CHECK(size.size() == dims, op, ": output_size must have ", dims, " values, got ", shape_str(size));
+  COIL_USER_CHECK(all(size, [](int64_t v) { return v >= 0; }), op, ": output_size must be non-negative, got ",
                   shape_str(size));
-  COIL_USER_CHECK(x.rank() == 3 || x.rank() == 4, "adaptive_avg_pool2d expects a 3-d (C, H, W) or 4-d "
-                  "(N, C, H, W) input, got shape ", shape_str(x.sizes));
-  size_t h = size_t(x.rank() - 2);
-  COIL_USER_CHECK(x.sizes[h] > 0 && x.sizes[h + 1] > 0, "adaptive_avg_pool2d expects non-empty H and W dims, "
-                  "got shape ", shape_str(x.sizes));
-  COIL_USER_CHECK(is_floating(x.dtype), "adaptive_avg_pool2d needs a floating point input, got ",
-                  short_name(x.dtype));
-  Shape sizes(x.sizes.begin(), x.sizes.end() - 2);
+  const char *layout = dims == 2 ? "(C, H, W)" : "(C, D, H, W)";
+  const char *batched = dims == 2 ? "(N, C, H, W)" : "(N, C, D, H, W)";
+  COIL_USER_CHECK(x.rank() == int64_t(dims) + 1 || x.rank() == int64_t(dims) + 2, op, " expects a ", dims + 1,
+                  "-d ", layout, " or ", dims + 2, "-d ", batched, " input, got shape ", shape_str(x.sizes));
+  bool empty = false;
+  for (size_t k = 0; k < dims; ++k) empty = empty || x.sizes[x.sizes.size() - dims + k] == 0;
+  COIL_USER_CHECK(!empty, op, " expects non-empty ", dims == 2 ? "H and W" : "D, H and W", " dims, got shape ",
+                  shape_str(x.sizes));
+  COIL_USER_CHECK(is_floating(x.dtype), op, " needs a floating point input, got ", short_name(x.dtype));
+  Shape sizes(x.sizes.begin(), x.sizes.end() - long(dims));
   sizes.insert(sizes.end(), size.begin(), size.end());
+  checked_numel(sizes);
+  return {TensorType{x.dtype, sizes, output_strides(x, sizes), x.device}};
+}
+
+/// upsample_nearest2d.vec and upsample_bilinear2d.vec: an (N, C, H, W) input to the
+/// output_size given, or to floor(size * scale) per spatial dim, in the input's memory format.
+std::vector<TensorType> upsample2d(const MetaArgs &a, std::string_view op) {
+  const TensorType &x = a.tensor("input");
+  COIL_USER_CHECK(x.rank() == 4, op, " expects a 4-d (N, C, H, W) input, got shape ", shape_str(x.sizes));
+  Shape size;
+  if (auto given = a.optional_ints("output_size")) {
+    COIL_USER_CHECK(a.is_none("scale_factors"), op, ": give output_size or scale_factors, not both");
+    size = *given;
+  } else {
+    COIL_USER_CHECK(!a.is_none("scale_factors"), op, ": give output_size or scale_factors");
+    const ArgList &scales = a.arg("scale_factors").as<ArgList>();
+    COIL_USER_CHECK(scales.size() == 2, op, ": scale_factors must have 2 values, got ", scales.size());
+    for (size_t d = 0; d < 2; ++d) {
+      const Arg &f = scales[d];
+      double scale = f.is<double>() ? f.as<double>() : double(f.as<int64_t>());
+      COIL_USER_CHECK(scale > 0, op, ": scale_factors must be positive, got ", scale);
+      size.push_back(int64_t(std::floor(double(x.sizes[d + 2]) * scale)));
+    }
+  }
+  COIL_USER_CHECK(size.size() == 2 && size[0] > 0 && size[1] > 0, op,
+                  ": output_size must be two positive sizes, got ", shape_str(size));
+  COIL_USER_CHECK(x.sizes[2] > 0 && x.sizes[3] > 0, op, " expects non-empty H and W dims, got shape ",
+                  shape_str(x.sizes));
+  Shape sizes = {x.sizes[0], x.sizes[1], size[0], size[1]};
   checked_numel(sizes);
   return {TensorType{x.dtype, sizes, output_strides(x, sizes), x.device}};
 }
@@ -148,20 +189,31 @@ std::vector<TensorType> adaptive_avg_pool2d(const MetaArgs &a) {
 }  // namespace
 
 void register_pooling_ops(Registry &r) {
-  // kernel_size, stride, padding and dilation take one or two values (stride also []
-  // for "the kernel size"), and graphs print them as given: `avg_pool2d(x, [3])`.
-  // `unpack` checks the length.
-  const char *window_args = "int[2] kernel_size, int[2] stride=[], int[2] padding=0";
-  r.add(str_cat("max_pool2d_with_indices(Tensor self, ", window_args,
-                ", int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)"),
-        max_pool2d_with_indices);
-  r.add(str_cat("max_pool2d(Tensor self, ", window_args, ", int[2] dilation=1, bool ceil_mode=False) -> Tensor"),
-        max_pool2d);
-  r.add(str_cat("avg_pool2d(Tensor self, ", window_args,
-                ", bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor"),
-        avg_pool2d);
-  r.add("_adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor", adaptive_avg_pool2d);
-  r.add("adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor", adaptive_avg_pool2d);
+  // kernel_size, stride, padding and dilation take one value or one per spatial dim
+  // (stride also [] for "the kernel size"), and graphs print them as given:
+  // `avg_pool2d(x, [3])`. `unpack` checks the length.
+  for (size_t dims : {size_t(2), size_t(3)}) {
+    std::string window_args = str_cat("int[", dims, "] kernel_size, int[", dims, "] stride=[], int[", dims,
+                                      "] padding=0");
+    std::string dilation = str_cat(", int[", dims, "] dilation=1, bool ceil_mode=False");
+    r.add(str_cat("max_pool", dims, "d_with_indices(Tensor self, ", window_args, dilation, ") -> (Tensor, Tensor)"),
+          [dims](const MetaArgs &a) { return max_pool_with_indices(a, dims); });
+    r.add(str_cat("avg_pool", dims, "d(Tensor self, ", window_args,
+                  ", bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor"),
+          [dims](const MetaArgs &a) { return avg_pool(a, dims); });
+    r.add(str_cat("_adaptive_avg_pool", dims, "d(Tensor self, SymInt[", dims, "] output_size) -> Tensor"),
+          [dims](const MetaArgs &a) { return adaptive_avg_pool(a, dims); });
+  }
+  r.add("max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, "
+        "bool ceil_mode=False) -> Tensor",
+        [](const MetaArgs &a) { return std::vector<TensorType>{max_pool_with_indices(a, 2)[0]}; });
+  r.add("adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor",
+        [](const MetaArgs &a) { return adaptive_avg_pool(a, 2); });
+  r.add("upsample_nearest2d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor",
+        [](const MetaArgs &a) { return upsample2d(a, "upsample_nearest2d"); });
+  r.add("upsample_bilinear2d.vec(Tensor input, SymInt[]? output_size, bool align_corners, "
+        "float[]? scale_factors) -> Tensor",
+        [](const MetaArgs &a) { return upsample2d(a, "upsample_bilinear2d"); });
 }
 
 }  // namespace coil
