@@ -2337,6 +2337,28 @@ def _pool3d(dev):
     return fn, [make([2, 3, 5, 6, 7], dom="distinct"), make([3, 5, 6, 7], dom="distinct"), xc]
 
 
+@op_case("scatter_reduce", [A.scatter_reduce.two], ("noncontig", "odd"))
+def _scatter_reduce(dev):
+    """scatter_reduce with every reduce, with and without self, along each dim, with
+    repeated indices and positions no index reaches; a NaN among the amax/amin values; an
+    integer mean (floor division) and prod."""
+    def fn(s, i0, src, sn, i1, srcn, si, srci):
+        outs = []
+        for reduce in ("sum", "prod", "mean", "amax", "amin"):
+            for include in (True, False):
+                outs.append(A.scatter_reduce.two(s, 0, i0, src, reduce, include_self=include))
+        outs += [A.scatter_reduce.two(sn, 1, i1, srcn, "amax"), A.scatter_reduce.two(sn, 1, i1, srcn, "amin"),
+                 A.scatter_reduce.two(si, 0, i0, srci, "mean", include_self=False),
+                 A.scatter_reduce.two(si, 0, i0, srci, "prod"), A.scatter_reduce.two(si.t(), 1, i0.t(), srci.t(), "amin")]
+        return tuple(outs)
+    i0 = torch.tensor([[0, 1, 2, 0], [3, 3, 1, 1], [0, 0, 0, 2]])
+    i1 = torch.tensor([[0, 0, 4], [1, 2, 1], [4, 4, 4]])
+    srcn = make([3, 3])
+    srcn[1, 1] = float("nan")
+    return fn, [make([4, 5]), i0, make([3, 4], dom="near1"), make([4, 5]), i1, srcn, make([4, 4], i64, "smallint"),
+                make([3, 4], i64, "powbase")]
+
+
 # A model added later, kept here so that no line above moved: ResNet laid out channels-last
 # (weights and input), as vision models are run for speed; every activation is NHWC.
 MODELS["resnet_tiny_channels_last"] = lambda: (

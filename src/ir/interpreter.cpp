@@ -546,7 +546,7 @@ void Interpreter::run_scatter(const Node &n) {
     COIL_USER_CHECK(offset >= 0 && offset < int64_t(s.elems.size()), "a scatter index is out of range for ", out.name);
     Scalar value = cast(v[size_t(n.body.results[0])], n.body.at(n.body.results[0]).dtype, s.dtype);
     Scalar &dst = s.elems[size_t(offset)];
-    dst = n.accumulate ? round_to(apply_op(Op::Add, s.dtype, s.dtype, dst, value), s.dtype) : value;
+    dst = n.accumulate ? round_to(apply_op(n.combine, s.dtype, s.dtype, dst, value), s.dtype) : value;
   });
 }
 

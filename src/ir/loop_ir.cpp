@@ -119,7 +119,7 @@ std::string kind_name(const Node &n) {
     case NodeKind::Reduction: return "reduction " + std::string(reduce_op_name(n.reduce_op));
     case NodeKind::Scan: return "scan " + std::string(reduce_op_name(n.reduce_op)) + " over dim " + std::to_string(n.scan_dim);
     case NodeKind::Extern: return "extern " + std::string(extern_op_name(n.extern_op));
-    case NodeKind::Scatter: return n.accumulate ? "scatter add" : "scatter";
+    case NodeKind::Scatter: return n.accumulate ? "scatter " + std::string(op_name(n.combine)) : "scatter";
   }
   return "?";
 }

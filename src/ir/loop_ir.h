@@ -9,7 +9,8 @@
 //     (Sum: cumsum, Prod: cumprod);
 //   - Extern: a library call (matmul, convolution) on whole buffers;
 //   - Scatter: the output starts as a copy of operands[0]; then for every point x of
-//     `ranges`, body result 0 is written (or added, `accumulate`) at `scatter_index`,
+//     `ranges`, body result 0 is written (or combined by `combine`: added, multiplied,
+//     max, min; `accumulate`) at `scatter_index`,
 //     whose indirect vars stand for body results 1, 2, ... (scatter, index_put).
 // Loop variables are numbered per node: x0..x{n-1} for `ranges`, then r0..r{m-1} for
 // `reduction_ranges` (VarIds n..n+m-1). Loads address buffers by element offset, so
@@ -61,7 +62,8 @@ struct Node {
   ReduceOp reduce_op = ReduceOp::Sum;
   int scan_dim = -1;
   Expr scatter_index;              // Scatter: the element offset written
-  bool accumulate = false;         // Scatter: add instead of overwrite
+  bool accumulate = false;         // Scatter: combine with the value there instead of overwriting
+  Op combine = Op::Add;            // Scatter with accumulate: Add, Mul, Maximum or Minimum
   Body body;                       // Pointwise/Scan: results[k] goes to outputs[k];
                                    // Reduction: results are the values reduced
   std::vector<BufferId> outputs;   // Welford: mean, m2, count

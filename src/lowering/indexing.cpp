@@ -1,5 +1,8 @@
 // Data-dependent reads: gather, index_select, embedding and advanced indexing load an
 // index tensor first and read the source at the index it holds (an indirect load).
+#include <map>
+#include <optional>
+
 #include "graph/registry.h"
 #include "graph/strides.h"
 #include "lowering/lowering.h"
@@ -125,7 +128,8 @@ std::vector<TensorRef> advanced_index(Lowering &l, const Node &n) {
 using ScatterFn = std::function<std::pair<int, std::vector<int>>(BodyBuilder &, const std::vector<Expr> &x)>;
 
 TensorRef scatter_node(Lowering &l, const Node &n, const TensorRef &init, const Shape &ranges, bool accumulate,
-                       const ScatterFn &fn, const std::function<Expr(const std::vector<Expr> &x)> &offset) {
+                       const ScatterFn &fn, const std::function<Expr(const std::vector<Expr> &x)> &offset,
+                       Op combine = Op::Add) {
   const TensorType &out = l.graph().type(n.outputs[0]);
   TensorRef result = l.new_buffer(out);
   ir::Node node;
@@ -133,6 +137,7 @@ TensorRef scatter_node(Lowering &l, const Node &n, const TensorRef &init, const 
   node.origin = n.name;
   node.ranges = ranges;
   node.accumulate = accumulate;
+  node.combine = combine;
   node.operands = {ir::View{init.buffer, init.sizes, init.strides, init.offset}};
   std::vector<Expr> x;
   for (size_t d = 0; d < ranges.size(); ++d) x.push_back(Expr(node.x(int(d))));
@@ -148,17 +153,25 @@ TensorRef scatter_node(Lowering &l, const Node &n, const TensorRef &init, const 
 }
 
 // scatter(self, dim, index, src|value): out[x with dim = index[x]] = src[x] | value;
-// scatter_add (`accumulate`): out[...] += src[x].
-std::vector<TensorRef> scatter(Lowering &l, const Node &n, bool from_src, bool accumulate = false) {
+// with `combine` (scatter_add, scatter_reduce): out[...] = combine(out[...], src[x]). The
+// writes go onto `init` (self unless given); `value` replaces the graph's value argument.
+struct ScatterWrites {
+  bool from_src = true;
+  std::optional<Op> combine;
+  const TensorRef *init = nullptr;
+  std::optional<double> value;
+};
+
+TensorRef scatter_with(Lowering &l, const Node &n, const ScatterWrites &w) {
   const TensorRef &self = tensor(l, n, "self"), &index = tensor(l, n, "index");
   const TensorType &out = l.graph().type(n.outputs[0]);
   size_t dim = self.rank() == 0 ? 0 : size_t(wrap_dim(arg(n, "dim").as<int64_t>(), self.rank()));
   TensorRef dense{-1, out.dtype, out.sizes, out.strides, 0};
-  return {scatter_node(
-      l, n, self, index.sizes, accumulate,
+  return scatter_node(
+      l, n, w.init ? *w.init : self, index.sizes, w.combine.has_value(),
       [&](BodyBuilder &b, const std::vector<Expr> &x) {
-        int value = from_src ? Lowering::load_broadcast(b, tensor(l, n, "src"), x)
-                             : b.constant(number(arg(n, "value")), out.dtype);
+        int value = w.from_src ? Lowering::load_broadcast(b, tensor(l, n, "src"), x)
+                               : b.constant(w.value ? *w.value : number(arg(n, "value")), out.dtype);
         if (index.rank() == 0) return std::pair{value, std::vector<int>{}};
         return std::pair{value, std::vector<int>{load_index(b, index, x, std::nullopt)}};
       },
@@ -166,7 +179,46 @@ std::vector<TensorRef> scatter(Lowering &l, const Node &n, bool from_src, bool a
         std::vector<Expr> at = x;
         if (index.rank() > 0) at[dim] = Expr(ir::indirect_var(0));
         return Lowering::offset(dense, at);
-      })};
+      },
+      w.combine.value_or(Op::Add));
+}
+
+// scatter_reduce.two(self, dim, index, src, reduce, include_self): every src element
+// combined into the element scatter would write, by sum, prod, amax or amin, starting from
+// self's value or (include_self false) from the scattered values alone: from 0 (1 for
+// prod), or for amax and amin from one of them, written first. mean divides the sum by the
+// count of values combined (self's among them when included), positions with none keeping
+// self, as eager does (by floor division for integers).
+std::vector<TensorRef> scatter_reduce(Lowering &l, const Node &n) {
+  std::string reduce = arg(n, "reduce").as<std::string>();
+  const Arg &include_arg = arg(n, "include_self");
+  bool include_self = include_arg.is_none() || include_arg.as<bool>();
+  const TensorType &out = l.graph().type(n.outputs[0]);
+  const std::map<std::string, Op> ops = {{"sum", Op::Add}, {"mean", Op::Add}, {"prod", Op::Mul},
+                                         {"amax", Op::Maximum}, {"amin", Op::Minimum}};
+  auto op = ops.find(reduce);
+  COIL_USER_CHECK(op != ops.end(), n.name, ": scatter_reduce's reduce must be sum, prod, mean, amax or amin, got '",
+                  reduce, "'");
+  bool extremum = op->second == Op::Maximum || op->second == Op::Minimum;
+  std::optional<TensorRef> start;
+  if (!include_self && extremum) {
+    start = scatter_with(l, n, {});  // one of the values at each position they reach
+  } else if (!include_self) {
+    start = scatter_with(l, n, {false, std::nullopt, nullptr, op->second == Op::Mul ? 1.0 : 0.0});
+  }
+  TensorRef combined = scatter_with(l, n, {true, op->second, start ? &*start : nullptr, std::nullopt});
+  if (reduce != "mean") return {combined};
+  TensorRef zero_or_one = l.pointwise(out, n.name + " count", [&](BodyBuilder &b, const std::vector<Expr> &) {
+    return b.constant(include_self ? 1 : 0, out.dtype);
+  });
+  TensorRef counts = scatter_with(l, n, {false, Op::Add, &zero_or_one, 1.0});
+  return {l.pointwise(out, n.name, [&](BodyBuilder &b, const std::vector<Expr> &x) {
+    int sum = b.load(combined.buffer, Lowering::offset(combined, x), out.dtype);
+    int count = b.load(counts.buffer, Lowering::offset(counts, x), out.dtype);
+    int none = b.binary(Op::Eq, count, b.constant(0, out.dtype), DType::Bool);
+    count = b.where(none, b.constant(1, out.dtype), count, out.dtype);
+    return b.binary(is_floating(out.dtype) ? Op::TrueDiv : Op::FloorDiv, sum, count, out.dtype);
+  })};
 }
 
 bool is_mask(Lowering &l, const Arg &a) {
@@ -224,9 +276,14 @@ void add_indexing_lowerings(std::map<std::string, LowerFn, std::less<>> &t) {
   t["aten.gather.default"] = gather;
   t["aten.embedding.default"] = embedding;
   t["aten.index.Tensor"] = advanced_index;
-  t["aten.scatter.src"] = [](Lowering &l, const Node &n) { return scatter(l, n, true); };
-  t["aten.scatter.value"] = [](Lowering &l, const Node &n) { return scatter(l, n, false); };
-  t["aten.scatter_add.default"] = [](Lowering &l, const Node &n) { return scatter(l, n, true, true); };
+  t["aten.scatter.src"] = [](Lowering &l, const Node &n) { return std::vector{scatter_with(l, n, {})}; };
+  t["aten.scatter.value"] = [](Lowering &l, const Node &n) {
+    return std::vector{scatter_with(l, n, {false, std::nullopt, nullptr, std::nullopt})};
+  };
+  t["aten.scatter_add.default"] = [](Lowering &l, const Node &n) {
+    return std::vector{scatter_with(l, n, {true, Op::Add, nullptr, std::nullopt})};
+  };
+  t["aten.scatter_reduce.two"] = scatter_reduce;
   t["aten.index_put.default"] = index_put;
 }
 

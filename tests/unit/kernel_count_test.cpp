@@ -18,13 +18,23 @@ namespace {
 
 // Cases where Inductor hands an op to an ATen kernel it does not count while coil
 // generates one, each with the reason.
-const std::map<std::string, std::string> kInductorFallbacks = {
+// Cases where Inductor calls ATen's kernel instead of generating one: a reason, and how many
+// more kernels than Inductor's generated ones coil may make.
+struct Fallback {
+  std::string reason;
+  int extra = 1;
+};
+const std::map<std::string, Fallback> kInductorFallbacks = {
     {"op_adaptive_avg_pool2d",
-     "Inductor runs the 7x7-window average (over 25 elements) as an ATen fallback kernel; coil reduces it in a "
-     "generated kernel"},
+     {"Inductor runs the 7x7-window average (over 25 elements) as an ATen fallback kernel; coil reduces it in a "
+      "generated kernel"}},
     {"op_pow_int_negative",
-     "Inductor hands pow of an integer tensor to a tensor exponent (which may be negative) to ATen's pow; coil "
-     "computes it in a generated kernel"},
+     {"Inductor hands pow of an integer tensor to a tensor exponent (which may be negative) to ATen's pow; coil "
+      "computes it in a generated kernel"}},
+    {"op_scatter_reduce",
+     {"Inductor runs the 15 scatter_reduce calls through ATen's kernel on the CPU; coil generates each: a scatter, "
+      "one more for include_self=False, and for mean the counts' start, their scatter and the division",
+      23}},
 };
 
 class KernelCount : public testing::TestWithParam<std::filesystem::path> {};
@@ -42,8 +52,8 @@ TEST_P(KernelCount, AtMostInductors) {
   std::string name = dir.filename().string();
   std::cout << name << ": coil " << kernels << " kernels, Inductor " << inductor << " (" << key << ")\n";
   if (auto it = kInductorFallbacks.find(name); it != kInductorFallbacks.end()) {
-    // Still bounded: one kernel more per fallback at most.
-    EXPECT_LE(kernels, inductor + 1) << it->second;
+    // Still bounded: by the kernels the fallbacks stand for.
+    EXPECT_LE(kernels, inductor + it->second.extra) << it->second.reason;
     return;
   }
   EXPECT_LE(kernels, inductor) << "coil makes " << kernels << " kernels where Inductor makes " << inductor << "\n"

@@ -191,7 +191,7 @@ void KernelEmitter::emit_scatter() {
   DType vt = n.body.at(n.body.results[0]).dtype;
   std::string value = def(value_type(ot.dtype), cpp_cast(v[size_t(n.body.results[0])], vt, ot.dtype));
   std::string current = from_storage(names_.at(out) + "[" + o + "]", ot.dtype);
-  std::string written = n.accumulate ? cpp_op(Op::Add, ot.dtype, ot.dtype, {current, value}) : value;
+  std::string written = n.accumulate ? cpp_op(n.combine, ot.dtype, ot.dtype, {current, value}) : value;
   w_.line(names_.at(out) + "[" + o + "] = " + to_storage(written, ot.dtype) + ";");
   pop();
   if (opened == 0) w_.close();

@@ -173,17 +173,49 @@ void TritonEmitter::emit_scatter() {
   std::string stored = value.name;
   if (ot.dtype == DType::BF16) stored = "(" + stored + ").to(tl.bfloat16)";
   if (ot.dtype == DType::F16) stored = "(" + stored + ").to(tl.float16)";
-  bool atomic = n.accumulate && (ot.dtype == DType::F32 || ot.dtype == DType::F64 || ot.dtype == DType::I32 ||
-                                 ot.dtype == DType::I64 || ot.dtype == DType::F16 || ot.dtype == DType::BF16);
-  if (n.accumulate && !atomic) {
+  // Atomics: an add of every float and 32/64-bit int, a max or min of 32/64-bit ints.
+  bool wide_int = ot.dtype == DType::I32 || ot.dtype == DType::I64;
+  bool extremum = n.combine == Op::Maximum || n.combine == Op::Minimum;
+  bool atomic = n.accumulate && ((n.combine == Op::Add && (wide_int || is_floating(ot.dtype))) || (extremum && wide_int));
+  // A product, or a float max or min (NaN kept as torch.maximum keeps it, which an atomic
+  // max of the bits would not), by compare-and-swap of the element's bits, retried until
+  // every lane's swap found the value it combined with.
+  bool wide = ot.dtype == DType::F32 || ot.dtype == DType::F64 || wide_int;
+  bool swapped = n.accumulate && !atomic && n.combine != Op::Add && wide;
+  COIL_USER_CHECK(!n.accumulate || atomic || swapped || n.combine == Op::Add, k_.name, ": a scatter combining by ",
+                  ir::op_name(n.combine), " of ", short_name(ot.dtype),
+                  " needs a 32- or 64-bit element on the GPU (an atomic compare-and-swap)");
+  if (n.accumulate && !atomic && !swapped) {
     // No atomic add of this dtype: the writes happen in a single program (grid of one).
     COIL_USER_CHECK(writes <= l.block0, k_.name, ": an accumulating scatter of ", short_name(ot.dtype),
                     " with more than ", l.block0, " writes is not supported on the GPU");
     std::string cur = "tl.load(" + ptr + (m.empty() ? "" : ", " + m) + ")";
     stored = triton_op(Op::Add, ot.dtype, ot.dtype, {cur, value.name}, helpers_);
   }
-  if (atomic) w_.line("tl.atomic_add(" + ptr + ", " + stored + (m.empty() ? "" : ", " + m) + ")");
-  else w_.line("tl.store(" + ptr + ", " + stored + (m.empty() ? "" : ", " + m) + ")");
+  if (swapped) {
+    // Lanes outside the mask, and lanes done, swap an element's bits for themselves: a no-op.
+    std::string bits = ot.dtype == DType::F64 || ot.dtype == DType::I64 ? "tl.int64" : "tl.int32";
+    std::string as_bits = "tl.pointer_type(" + bits + ")";
+    std::string todo = m.empty() ? "tl.full(" + stored + ".shape, 1, tl.int1)" : "(" + m + ")";
+    w_.line("cas_ptr = tl.where(" + todo + ", " + ptr + ", " + names_.at(out) + ").to(" + as_bits + ")");
+    w_.line("cas_todo = " + todo);
+    w_.line("cas_seen = tl.load(cas_ptr, cas_todo)");
+    w_.line("while tl.max(cas_todo.to(tl.int32), 0) > 0:");
+    w_.indent();
+    std::string current = is_floating(ot.dtype) ? "cas_seen.to(" + triton_type(ot.dtype) + ", bitcast=True)" : "cas_seen";
+    std::string combined = triton_op(n.combine, ot.dtype, ot.dtype, {current, stored}, helpers_);
+    if (is_floating(ot.dtype)) combined = "(" + combined + ").to(" + bits + ", bitcast=True)";
+    w_.line("cas_want = tl.where(cas_todo, " + combined + ", cas_seen)");
+    w_.line("cas_found = tl.atomic_cas(cas_ptr, cas_seen, cas_want)");
+    w_.line("cas_todo = cas_todo & (cas_found != cas_seen)");
+    w_.line("cas_seen = cas_found");
+    w_.dedent();
+  } else if (atomic) {
+    std::string fn = n.combine == Op::Add ? "tl.atomic_add" : n.combine == Op::Maximum ? "tl.atomic_max" : "tl.atomic_min";
+    w_.line(fn + "(" + ptr + ", " + stored + (m.empty() ? "" : ", " + m) + ")");
+  } else {
+    w_.line("tl.store(" + ptr + ", " + stored + (m.empty() ? "" : ", " + m) + ")");
+  }
   // The write kernel reads the body's buffers and writes out (never the initial tensor).
   std::vector<std::pair<int, std::string>> write_params;
   for (const auto &pr : params) {
@@ -193,7 +225,8 @@ void TritonEmitter::emit_scatter() {
     if (body_reads || pr.first == out) write_params.push_back(pr);
   }
   end(write_params, int(std::clamp<int64_t>(l.block0 / 256, 1, 4)), {std::max<int64_t>(ceil_div(writes, l.block0), 1), 1, 1},
-      {{"layout", std::string(atomic ? "atomic adds" : "stores") + " at indices read from data, in blocks of XBLOCK"}});
+      {{"layout", std::string(atomic ? "atomic " + std::string(ir::op_name(n.combine)) + "s" : "stores") +
+                       " at indices read from data, in blocks of XBLOCK"}});
 }
 
 }  // namespace coil::codegen::detail

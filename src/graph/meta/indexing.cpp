@@ -462,6 +462,15 @@ void register_indexing_ops(Registry &r) {
   r.add("gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor", gather);
   r.add("scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor", scatter(true));
   r.add("scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor", scatter(true));
+  r.add("scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) "
+        "-> Tensor",
+        [](const MetaArgs &a) {
+          std::string reduce = a.optional_str("reduce").value_or("");
+          COIL_USER_CHECK(reduce == "sum" || reduce == "prod" || reduce == "mean" || reduce == "amax" ||
+                              reduce == "amin",
+                          "scatter_reduce: reduce must be sum, prod, mean, amax or amin, got '", reduce, "'");
+          return scatter(true)(a);
+        });
   r.add("scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor", scatter(false));
   r.add("embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, "
         "bool sparse=False) -> Tensor",
