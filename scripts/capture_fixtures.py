@@ -2359,6 +2359,29 @@ def _scatter_reduce(dev):
                 make([3, 4], i64, "powbase")]
 
 
+@op_case("scatter_narrow", [A.scatter_add.default, A.scatter_reduce.two], ("odd",))
+def _scatter_narrow(dev):
+    """Scatters into 8- and 16-bit elements, with many writes to one position (on the GPU
+    a compare-and-swap of the 32-bit word holding the element): int8 and uint8 sums that
+    wrap, int16 products and maxima, bool sums, bf16 and f16 maxima with a NaN, minima and
+    products of values near one; an f16 sum of positive values (a sum that cancels would
+    compare eager's rounding after every write with coil's)."""
+    def fn(a8, u8_, s16, b, h, bh, i, src8, srcu8, src16, srcb, srch, srcbh, srcp):
+        return (A.scatter_add.default(a8, 0, i, src8), A.scatter_add.default(u8_, 0, i, srcu8),
+                A.scatter_reduce.two(s16, 0, i, src16, "prod"), A.scatter_reduce.two(s16, 0, i, src16, "amax"),
+                A.scatter_add.default(b, 0, i, srcb), A.scatter_reduce.two(h, 0, i, srch, "amax"),
+                A.scatter_reduce.two(bh, 0, i, srcbh, "amin", include_self=False),
+                A.scatter_reduce.two(bh, 0, i, srcbh, "prod"), A.scatter_reduce.two(h, 0, i, srcp, "sum"))
+    # 3 of 67 rows receive every write: each column of them sees about 20 at once.
+    i = torch.randint(0, 3, [61, 5])
+    srch = make([61, 5], f16)
+    srch[7, 2] = float("nan")
+    return fn, [make([67, 5], i8, "wide"), make([67, 5], u8, "wide"), make([67, 5], i16, "smallint"),
+                make([67, 5], b8), make([67, 5], f16), make([67, 5], bf16, "near1"), i, make([61, 5], i8, "wide"),
+                make([61, 5], u8, "wide"), make([61, 5], i16, "near1"), make([61, 5], b8), srch,
+                make([61, 5], bf16, "near1"), make([61, 5], f16, "pos")]
+
+
 # A model added later, kept here so that no line above moved: ResNet laid out channels-last
 # (weights and input), as vision models are run for speed; every activation is NHWC.
 MODELS["resnet_tiny_channels_last"] = lambda: (

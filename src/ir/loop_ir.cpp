@@ -105,6 +105,12 @@ int64_t max_reduction_size(const Program &p, BufferId b) {
     for (int64_t s : n.reduction_ranges) size *= s;
     if (n.kind == NodeKind::Scan) size = n.ranges[size_t(n.scan_dim)];
     if (n.kind == NodeKind::Extern && n.attrs.count("reduction_size")) size = n.attrs.at("reduction_size")[0];
+    if (n.kind == NodeKind::Scatter && n.accumulate) {
+      // One element combines at most the writes whose loop vars its offset does not name.
+      std::vector<VarId> named = vars_of(n.scatter_index);
+      for (size_t d = 0; d < n.ranges.size(); ++d)
+        if (std::find(named.begin(), named.end(), VarId{int(d)}) == named.end()) size *= n.ranges[d];
+    }
     largest = std::max(largest, size);
     for (BufferId r : n.reads()) work.push_back(r);
   }

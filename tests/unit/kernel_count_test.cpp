@@ -35,6 +35,10 @@ const std::map<std::string, Fallback> kInductorFallbacks = {
      {"Inductor runs the 15 scatter_reduce calls through ATen's kernel on the CPU; coil generates each: a scatter, "
       "one more for include_self=False, and for mean the counts' start, their scatter and the division",
       23}},
+    {"op_scatter_narrow",
+     {"Inductor copies the initial tensors in 6 kernels and runs all 9 scatters through ATen's kernel on the CPU; "
+      "coil generates each scatter with its copy, and one more for include_self=False",
+      3}},
 };
 
 class KernelCount : public testing::TestWithParam<std::filesystem::path> {};

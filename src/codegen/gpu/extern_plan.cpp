@@ -189,10 +189,11 @@ std::string plan_product(const Program &p, const Node &n, GpuExternPlan &plan, b
     };
     auto runs_on = [&](const std::vector<int64_t> &st) { return st.empty() || st[0] == s.rows * st[1]; };
     auto folds = [&] { return runs_on(sa) && runs_on(sc) && runs_on(bias_batch) && fits_int(s.batches * s.rows); };
+    // The order with more rows first, the other if only it folds.
     if (s.batches > s.rows) exchange();
     if (!folds()) {
       exchange();
-      if (!folds() && s.batches > s.rows) exchange();
+      if (!folds()) exchange();
     }
     fold = folds();
     if (fold) {

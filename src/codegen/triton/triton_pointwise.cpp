@@ -177,35 +177,49 @@ void TritonEmitter::emit_scatter() {
   bool wide_int = ot.dtype == DType::I32 || ot.dtype == DType::I64;
   bool extremum = n.combine == Op::Maximum || n.combine == Op::Minimum;
   bool atomic = n.accumulate && ((n.combine == Op::Add && (wide_int || is_floating(ot.dtype))) || (extremum && wide_int));
-  // A product, or a float max or min (NaN kept as torch.maximum keeps it, which an atomic
-  // max of the bits would not), by compare-and-swap of the element's bits, retried until
-  // every lane's swap found the value it combined with.
-  bool wide = ot.dtype == DType::F32 || ot.dtype == DType::F64 || wide_int;
-  bool swapped = n.accumulate && !atomic && n.combine != Op::Add && wide;
-  COIL_USER_CHECK(!n.accumulate || atomic || swapped || n.combine == Op::Add, k_.name, ": a scatter combining by ",
-                  ir::op_name(n.combine), " of ", short_name(ot.dtype),
-                  " needs a 32- or 64-bit element on the GPU (an atomic compare-and-swap)");
-  if (n.accumulate && !atomic && !swapped) {
-    // No atomic add of this dtype: the writes happen in a single program (grid of one).
-    COIL_USER_CHECK(writes <= l.block0, k_.name, ": an accumulating scatter of ", short_name(ot.dtype),
-                    " with more than ", l.block0, " writes is not supported on the GPU");
-    std::string cur = "tl.load(" + ptr + (m.empty() ? "" : ", " + m) + ")";
-    stored = triton_op(Op::Add, ot.dtype, ot.dtype, {cur, value.name}, helpers_);
-  }
-  if (swapped) {
-    // Lanes outside the mask, and lanes done, swap an element's bits for themselves: a no-op.
-    std::string bits = ot.dtype == DType::F64 || ot.dtype == DType::I64 ? "tl.int64" : "tl.int32";
-    std::string as_bits = "tl.pointer_type(" + bits + ")";
+  // Every other combine (a product; a float max or min, NaN kept as torch.maximum keeps
+  // it, which an atomic max of the bits would not; any combine of 8- and 16-bit elements)
+  // by compare-and-swap of the element's bits, retried until every lane's swap found the
+  // value it combined with. An element narrower than 32 bits is swapped within the aligned
+  // 32-bit word that holds it, the other bytes of the word kept.
+  if (n.accumulate && !atomic) {
+    int64_t bytes = itemsize(ot.dtype);
+    bool narrow = bytes < 4;
+    std::string word = bytes == 8 ? "tl.int64" : "tl.int32";
     std::string todo = m.empty() ? "tl.full(" + stored + ".shape, 1, tl.int1)" : "(" + m + ")";
-    w_.line("cas_ptr = tl.where(" + todo + ", " + ptr + ", " + names_.at(out) + ").to(" + as_bits + ")");
+    std::string lane_ptr = "tl.where(" + todo + ", " + ptr + ", " + names_.at(out) + ")";
     w_.line("cas_todo = " + todo);
+    if (narrow) {
+      w_.line("cas_addr = " + lane_ptr + ".to(tl.int64)");
+      w_.line("cas_ptr = (cas_addr & -4).to(tl.pointer_type(tl.int32))");
+      w_.line("cas_shift = ((cas_addr & 3) * 8).to(tl.int32)");
+    } else {
+      w_.line("cas_ptr = " + lane_ptr + ".to(tl.pointer_type(" + word + "))");
+    }
     w_.line("cas_seen = tl.load(cas_ptr, cas_todo)");
     w_.line("while tl.max(cas_todo.to(tl.int32), 0) > 0:");
     w_.indent();
-    std::string current = is_floating(ot.dtype) ? "cas_seen.to(" + triton_type(ot.dtype) + ", bitcast=True)" : "cas_seen";
-    std::string combined = triton_op(n.combine, ot.dtype, ot.dtype, {current, stored}, helpers_);
-    if (is_floating(ot.dtype)) combined = "(" + combined + ").to(" + bits + ", bitcast=True)";
-    w_.line("cas_want = tl.where(cas_todo, " + combined + ", cas_seen)");
+    // The element's current value from the word's bits, combined in the kernel's compute
+    // type with the value (as the other scatters compute), and back to the element's bits.
+    std::string bits = narrow ? str_cat("((cas_seen >> cas_shift) & ", (int64_t(1) << (8 * bytes)) - 1, ")") : "cas_seen";
+    std::string same_width = bytes == 1 ? "tl.int8" : bytes == 2 ? "tl.int16" : word;
+    std::string storage = ot.dtype == DType::F16 ? "tl.float16" : ot.dtype == DType::BF16 ? "tl.bfloat16" : triton_type(ot.dtype);
+    std::string current = ot.dtype == DType::Bool     ? bits + " != 0"
+                          : is_floating(ot.dtype) ? bits + ".to(" + same_width + ").to(" + storage + ", bitcast=True).to(" +
+                                                        triton_type(ot.dtype) + ")"
+                                                  : bits + ".to(" + storage + ")";
+    w_.line("cas_cur = " + current);
+    std::string combined = triton_op(n.combine, ot.dtype, ot.dtype, {"cas_cur", value.name}, helpers_);
+    std::string new_bits = is_floating(ot.dtype)
+                               ? "(" + combined + ").to(" + storage + ").to(" + same_width + ", bitcast=True)"
+                               : "(" + combined + ")";
+    if (narrow) {
+      std::string mask_bits = str_cat((int64_t(1) << (8 * bytes)) - 1);
+      w_.line("cas_bits = (" + new_bits + ".to(tl.int32) & " + mask_bits + ") << cas_shift");
+      w_.line("cas_want = tl.where(cas_todo, (cas_seen & ~(" + mask_bits + " << cas_shift)) | cas_bits, cas_seen)");
+    } else {
+      w_.line("cas_want = tl.where(cas_todo, " + new_bits + ".to(" + word + "), cas_seen)");
+    }
     w_.line("cas_found = tl.atomic_cas(cas_ptr, cas_seen, cas_want)");
     w_.line("cas_todo = cas_todo & (cas_found != cas_seen)");
     w_.line("cas_seen = cas_found");
@@ -225,7 +239,9 @@ void TritonEmitter::emit_scatter() {
     if (body_reads || pr.first == out) write_params.push_back(pr);
   }
   end(write_params, int(std::clamp<int64_t>(l.block0 / 256, 1, 4)), {std::max<int64_t>(ceil_div(writes, l.block0), 1), 1, 1},
-      {{"layout", std::string(atomic ? "atomic " + std::string(ir::op_name(n.combine)) + "s" : "stores") +
+      {{"layout", std::string(atomic    ? "atomic " + std::string(ir::op_name(n.combine)) + "s"
+                              : n.accumulate ? "compare-and-swaps of " + std::string(ir::op_name(n.combine)) + "s"
+                                             : "stores") +
                        " at indices read from data, in blocks of XBLOCK"}});
 }
 

@@ -31,12 +31,17 @@ Shape output_strides(const TensorType &x, const Shape &sizes) {
   return cl ? channels_last_strides(sizes) : contiguous_strides(sizes);
 }
 
-/// Pooling reads (C, spatial...) planes: the batch dim may be empty, the others not.
-void check_input(std::string_view op, const TensorType &x, size_t dims) {
+/// Pooling reads (C, spatial...) planes, with or without a batch dim in front.
+void check_rank(std::string_view op, const TensorType &x, size_t dims) {
   const char *layout = dims == 2 ? "(C, H, W)" : "(C, D, H, W)";
   const char *batched = dims == 2 ? "(N, C, H, W)" : "(N, C, D, H, W)";
   COIL_USER_CHECK(x.rank() == int64_t(dims) + 1 || x.rank() == int64_t(dims) + 2, op, " expects a ", dims + 1,
                   "-d ", layout, " or ", dims + 2, "-d ", batched, " input, got shape ", shape_str(x.sizes));
+}
+
+/// The batch dim may be empty, the others not.
+void check_input(std::string_view op, const TensorType &x, size_t dims) {
+  check_rank(op, x, dims);
   bool empty_plane = false;
   for (int64_t d = x.rank() - int64_t(dims) - 1; d < x.rank(); ++d) empty_plane = empty_plane || x.sizes[size_t(d)] == 0;
   COIL_USER_CHECK(!empty_plane, op, " expects non-empty ", dims == 2 ? "C, H and W" : "C, D, H and W",
@@ -142,10 +147,7 @@ std::vector<TensorType> adaptive_avg_pool(const MetaArgs &a, size_t dims) {
   COIL_USER_CHECK(size.size() == dims, op, ": output_size must have ", dims, " values, got ", shape_str(size));
   COIL_USER_CHECK(all(size, [](int64_t v) { return v >= 0; }), op, ": output_size must be non-negative, got ",
                   shape_str(size));
-  const char *layout = dims == 2 ? "(C, H, W)" : "(C, D, H, W)";
-  const char *batched = dims == 2 ? "(N, C, H, W)" : "(N, C, D, H, W)";
-  COIL_USER_CHECK(x.rank() == int64_t(dims) + 1 || x.rank() == int64_t(dims) + 2, op, " expects a ", dims + 1,
-                  "-d ", layout, " or ", dims + 2, "-d ", batched, " input, got shape ", shape_str(x.sizes));
+  check_rank(op, x, dims);
   bool empty = false;
   for (size_t k = 0; k < dims; ++k) empty = empty || x.sizes[x.sizes.size() - dims + k] == 0;
   COIL_USER_CHECK(!empty, op, " expects non-empty ", dims == 2 ? "H and W" : "D, H and W", " dims, got shape ",
