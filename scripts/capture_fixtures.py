@@ -2382,6 +2382,29 @@ def _scatter_narrow(dev):
                 make([61, 5], bf16, "near1"), make([61, 5], f16, "pos")]
 
 
+@op_case("sort_topk", [A.sort.default, A.sort.stable, A.topk.default], ("noncontig", "odd", "size1"))
+def _sort_topk(dev):
+    """sort ascending and descending along each dim, of a transposed input, stable sorts of
+    rows with NaN and infinities (NaN last ascending, first descending) and of ties (eager's
+    default sort orders ties its own way: those rows are sorted stably), of
+    integers, bools and bf16; topk largest and smallest along each dim, k of 0 and of the
+    whole row, of a row with one NaN and infinities; a 0-d tensor."""
+    def fn(x, sp, ties, ints, bools, h, s, sp1):
+        xt = x.t()
+        outs = [*A.sort.default(x), *A.sort.default(x, 0, True), *A.sort.default(xt, 1),
+                *A.sort.stable(sp, stable=True), *A.sort.stable(sp, stable=True, descending=True),
+                *A.sort.stable(ties, stable=True), *A.sort.stable(ties, stable=True, dim=0, descending=True),
+                *A.sort.default(ints, 1, True), *A.sort.stable(bools, stable=True), *A.sort.default(h),
+                *A.topk.default(x, 3), *A.topk.default(x, 2, 0, False), *A.topk.default(xt, 6, 1),
+                *A.topk.default(sp1, 4), *A.topk.default(sp1, 3, largest=False), *A.topk.default(x, 0), *A.topk.default(h, 5, -1, False),
+                *A.sort.default(s), *A.topk.default(s, 1)]
+        return tuple(outs)
+    sp1 = make([3, 29], dom="distinct")
+    sp1[0, 5], sp1[1, 3], sp1[1, 8], sp1[2, 0] = float("nan"), float("inf"), float("-inf"), float("nan")
+    return fn, [make([6, 37], dom="distinct"), make([3, 29], dom="special"), make([5, 33], dom="smallint"),
+                make([4, 9], i32, "distinct"), make([3, 17], b8), make([4, 23], bf16, "distinct"), make([], f32), sp1]
+
+
 # A model added later, kept here so that no line above moved: ResNet laid out channels-last
 # (weights and input), as vision models are run for speed; every activation is NHWC.
 MODELS["resnet_tiny_channels_last"] = lambda: (

@@ -26,10 +26,32 @@ def unsupported(node: torch.fx.Node, native: set[str]) -> str | None:
         name = str(target)
         if name not in native:
             return f"coil does not compile {name}"
-        return None
+        return _too_long_to_sort(node, name)
     if isinstance(target, torch._ops.HigherOrderOperator):
         return f"the higher-order op {target.name()} is not compiled by coil"
     return f"{getattr(target, '__name__', target)} is not an ATen op"
+
+
+_SORTS = {"aten.sort.default", "aten.sort.stable", "aten.topk.default"}
+
+
+def _too_long_to_sort(node: torch.fx.Node, name: str) -> str | None:
+    """Why coil leaves a sort or topk to eager: a row longer than coil sorts (its rank count
+    is quadratic in the row; the C++ lowering refuses the same rows)."""
+    if name not in _SORTS:
+        return None
+    from coil import _C
+
+    x = node.args[0].meta.get("val") if isinstance(node.args[0], torch.fx.Node) else None
+    if x is None or x.dim() == 0:
+        return None
+    dim = node.kwargs.get("dim", -1)
+    if name != "aten.sort.stable" and len(node.args) > (2 if name == "aten.topk.default" else 1):
+        dim = node.args[2 if name == "aten.topk.default" else 1]
+    length = x.shape[dim]
+    if isinstance(length, torch.SymInt) or length > _C.MAX_SORT_LENGTH:
+        return f"a row of {length} elements: coil sorts rows of at most {_C.MAX_SORT_LENGTH}"
+    return None
 
 
 class _Support(OperatorSupportBase):

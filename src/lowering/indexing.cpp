@@ -3,6 +3,7 @@
 #include <map>
 #include <optional>
 
+#include "coil/coil.h"
 #include "graph/registry.h"
 #include "graph/strides.h"
 #include "lowering/lowering.h"
@@ -127,14 +128,13 @@ std::vector<TensorRef> advanced_index(Lowering &l, const Node &n) {
 /// returned after it.
 using ScatterFn = std::function<std::pair<int, std::vector<int>>(BodyBuilder &, const std::vector<Expr> &x)>;
 
-TensorRef scatter_node(Lowering &l, const Node &n, const TensorRef &init, const Shape &ranges, bool accumulate,
-                       const ScatterFn &fn, const std::function<Expr(const std::vector<Expr> &x)> &offset,
-                       Op combine = Op::Add) {
-  const TensorType &out = l.graph().type(n.outputs[0]);
+TensorRef scatter_node(Lowering &l, const std::string &origin, const TensorType &out, const TensorRef &init,
+                       const Shape &ranges, bool accumulate, const ScatterFn &fn,
+                       const std::function<Expr(const std::vector<Expr> &x)> &offset, Op combine = Op::Add) {
   TensorRef result = l.new_buffer(out);
   ir::Node node;
   node.kind = ir::NodeKind::Scatter;
-  node.origin = n.name;
+  node.origin = origin;
   node.ranges = ranges;
   node.accumulate = accumulate;
   node.combine = combine;
@@ -168,7 +168,7 @@ TensorRef scatter_with(Lowering &l, const Node &n, const ScatterWrites &w) {
   size_t dim = self.rank() == 0 ? 0 : size_t(wrap_dim(arg(n, "dim").as<int64_t>(), self.rank()));
   TensorRef dense{-1, out.dtype, out.sizes, out.strides, 0};
   return scatter_node(
-      l, n, w.init ? *w.init : self, index.sizes, w.combine.has_value(),
+      l, n.name, out, w.init ? *w.init : self, index.sizes, w.combine.has_value(),
       [&](BodyBuilder &b, const std::vector<Expr> &x) {
         int value = w.from_src ? Lowering::load_broadcast(b, tensor(l, n, "src"), x)
                                : b.constant(w.value ? *w.value : number(arg(n, "value")), out.dtype);
@@ -262,11 +262,92 @@ std::vector<TensorRef> index_put(Lowering &l, const Node &n) {
   AdvancedIndex ai(l, self, list);
   TensorRef dense{-1, out.dtype, out.sizes, out.strides, 0};
   return {scatter_node(
-      l, n, self, ai.result_shape(), arg(n, "accumulate").as<bool>(),
+      l, n.name, out, self, ai.result_shape(), arg(n, "accumulate").as<bool>(),
       [&](BodyBuilder &b, const std::vector<Expr> &x) {
         return std::pair{Lowering::load_broadcast(b, values, x), ai.load_indices(b, x)};
       },
       [&](const std::vector<Expr> &x) { return Lowering::offset(dense, ai.source_index(x)); })};
+}
+
+// sort, topk: an element's rank along `dim` is the number of elements that come before
+// it: smaller ones (larger when descending), NaN after every number (before, descending),
+// as eager orders them, and equal ones at earlier positions, so the order is stable (what
+// an unstable sort allows too). Each element and its position are then scattered to their
+// rank. The count is a reduction of len * len comparisons per row, in parallel over every
+// element; right for the rows sorts and top-k usually see (hundreds to a few thousands),
+// quadratic for long ones, which are refused (kMaxSortLength). topk sorts the row and
+// keeps the first k.
+std::vector<TensorRef> sort_by_rank(Lowering &l, const Node &n, int64_t dim_arg, bool descending,
+                                    std::optional<int64_t> keep) {
+  const TensorRef &self = tensor(l, n, "self");
+  const TensorType &values_type = l.graph().type(n.outputs[0]), &indices_type = l.graph().type(n.outputs[1]);
+  if (self.rank() == 0) {
+    return {l.pointwise(values_type, n.name, [&](BodyBuilder &b, const std::vector<Expr> &x) {
+              return Lowering::load_broadcast(b, self, x);
+            }),
+            l.pointwise(indices_type, n.name + " positions",
+                        [&](BodyBuilder &b, const std::vector<Expr> &) { return b.constant(0, DType::I64); })};
+  }
+  size_t dim = size_t(wrap_dim(dim_arg, self.rank()));
+  int64_t len = self.sizes[dim];
+  COIL_USER_CHECK(len <= kMaxSortLength, n.name, ": ", n.target(), " along a dim of ", len,
+                  " elements: coil sorts rows of at most ", kMaxSortLength,
+                  " (each element's rank is counted against its whole row)");
+  Device device = values_type.device;
+  TensorType rank_type{DType::I64, self.sizes, contiguous_strides(self.sizes), device};
+  bool floating = is_floating(self.dtype);
+  DType compared = self.dtype == DType::Bool ? DType::U8 : self.dtype;
+  TensorRef rank = l.reduction(rank_type, {len}, ir::ReduceOp::Sum, n.name + " rank",
+                               [&](BodyBuilder &b, const std::vector<Expr> &x, const std::vector<Expr> &r) {
+                                 std::vector<Expr> at = x;
+                                 at[dim] = r[0];
+                                 int mine = b.cast(Lowering::load_broadcast(b, self, x), compared);
+                                 int other = b.cast(Lowering::load_broadcast(b, self, at), compared);
+                                 int before = b.binary(descending ? Op::Gt : Op::Lt, other, mine, DType::Bool);
+                                 int equal = b.binary(Op::Eq, other, mine, DType::Bool);
+                                 if (floating) {
+                                   int nan_other = b.unary(Op::IsNan, other, DType::Bool);
+                                   int nan_mine = b.unary(Op::IsNan, mine, DType::Bool);
+                                   int first = descending ? nan_other : nan_mine, second = descending ? nan_mine : nan_other;
+                                   int nan_first = b.binary(Op::LogicalAnd, first, b.unary(Op::LogicalNot, second, DType::Bool),
+                                                            DType::Bool);
+                                   before = b.binary(Op::LogicalOr, before, nan_first, DType::Bool);
+                                   equal = b.binary(Op::LogicalOr, equal,
+                                                    b.binary(Op::LogicalAnd, nan_other, nan_mine, DType::Bool), DType::Bool);
+                                 }
+                                 int earlier = b.binary(Op::Lt, b.index(r[0], DType::I64), b.index(x[dim], DType::I64),
+                                                        DType::Bool);
+                                 int counted = b.binary(Op::LogicalOr, before,
+                                                        b.binary(Op::LogicalAnd, equal, earlier, DType::Bool), DType::Bool);
+                                 return b.cast(counted, DType::I64);
+                               })[0];
+  // The sorted row, full length (topk's keeps the first k of it).
+  TensorType sorted_values = keep ? TensorType{self.dtype, self.sizes, contiguous_strides(self.sizes), device} : values_type;
+  TensorType sorted_indices = keep ? rank_type : indices_type;
+  auto scatter_to_rank = [&](const TensorType &type, const TensorRef &init, const std::string &origin, bool positions) {
+    TensorRef dense{-1, type.dtype, type.sizes, type.strides, 0};
+    return scatter_node(
+        l, origin, type, init, self.sizes, false,
+        [&](BodyBuilder &b, const std::vector<Expr> &x) {
+          int value = positions ? b.index(x[dim], DType::I64) : Lowering::load_broadcast(b, self, x);
+          return std::pair{value, std::vector<int>{Lowering::load_broadcast(b, rank, x)}};
+        },
+        [&](const std::vector<Expr> &x) {
+          std::vector<Expr> at = x;
+          at[dim] = Expr(ir::indirect_var(0));
+          return Lowering::offset(dense, at);
+        });
+  };
+  // Every element is written: the initial copies (self, the ranks) are only the scatter's start.
+  TensorRef values = scatter_to_rank(sorted_values, self, n.name, false);
+  TensorRef indices = scatter_to_rank(sorted_indices, rank, n.name + " positions", true);
+  if (!keep) return {values, indices};
+  auto first_k = [&](const TensorType &type, const TensorRef &sorted, const std::string &origin) {
+    return l.pointwise(type, origin, [&](BodyBuilder &b, const std::vector<Expr> &x) {
+      return b.load(sorted.buffer, Lowering::offset(sorted, x), type.dtype);
+    });
+  };
+  return {first_k(values_type, values, n.name), first_k(indices_type, indices, n.name + " positions")};
 }
 
 }  // namespace
@@ -285,6 +366,15 @@ void add_indexing_lowerings(std::map<std::string, LowerFn, std::less<>> &t) {
   };
   t["aten.scatter_reduce.two"] = scatter_reduce;
   t["aten.index_put.default"] = index_put;
+  t["aten.sort.default"] = [](Lowering &l, const Node &n) {
+    return sort_by_rank(l, n, arg(n, "dim").as<int64_t>(), arg(n, "descending").as<bool>(), std::nullopt);
+  };
+  t["aten.sort.stable"] = [](Lowering &l, const Node &n) {
+    return sort_by_rank(l, n, arg(n, "dim").as<int64_t>(), arg(n, "descending").as<bool>(), std::nullopt);
+  };
+  t["aten.topk.default"] = [](Lowering &l, const Node &n) {
+    return sort_by_rank(l, n, arg(n, "dim").as<int64_t>(), arg(n, "largest").as<bool>(), arg(n, "k").as<int64_t>());
+  };
 }
 
 }  // namespace coil::lowering

@@ -72,6 +72,7 @@ NB_MODULE(_C, m) {
           "and the call returns without waiting for it.");
 
   m.def("supported_ops", &coil::supported_ops, "The ops coil compiles natively: aten.add.Tensor, ...");
+  m.attr("MAX_SORT_LENGTH") = coil::kMaxSortLength;
   m.def("check_options", &coil::check_options, nb::arg("options"),
         "Raises CoilError naming the first unknown or malformed option.");
   m.def(

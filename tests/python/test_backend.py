@@ -201,6 +201,37 @@ class Backend(unittest.TestCase):
         self.assertIn("ops compiled by coil for cpu", text)
         self.assertIn("eager PyTorch: twice (coil_test.twice.default)", text)
 
+    def test_sorts_of_long_rows_run_in_eager_and_short_ones_in_coil(self):
+        from coil import _C, backend
+
+        def f(x, long):
+            values, indices = torch.sort(x * 2, descending=True)
+            top, where = torch.topk(long + 1, 3)
+            return values + 1, indices, top * 2, where
+
+        x = torch.randn(4, 50)
+        long = torch.randn(2, _C.MAX_SORT_LENGTH + 1)
+        torch._dynamo.reset()
+        before = backend.counters.copy()
+        with no_fallback(), self.assertLogs("coil", level=logging.WARNING) as logs:
+            got = torch.compile(f, backend="coil")(x, long)
+        for ours, theirs in zip(got, f(x, long)):
+            torch.testing.assert_close(ours, theirs)
+        self.assertTrue(any(f"a row of {_C.MAX_SORT_LENGTH + 1} elements" in line for line in logs.output), logs.output)
+        counted = backend.counters - before
+        # Eager: the topk and its two getitems; coil: the sort with `long + 1`, then `top * 2`.
+        self.assertEqual((counted["graphs_partitioned"], counted["parts_compiled"], counted["ops_eager"]), (1, 2, 3),
+                         counted)
+        # The command line refuses the same row, naming the node.
+        class TopTwo(torch.nn.Module):
+            def forward(self, a):
+                return torch.topk(a, 2)
+
+        text = torch.export.export(TopTwo(), (long,)).graph_module.print_readable(
+            print_output=False, include_stride=True, include_device=True)
+        with self.assertRaisesRegex(_C.CoilError, f"topk.*coil sorts rows of at most {_C.MAX_SORT_LENGTH}"):
+            _C.compile(text, "cpu", [], "", "graph.py")
+
     def test_a_second_batch_size_is_counted_not_hidden(self):
         # Dynamo recompiles with symbolic sizes once it sees a second batch size; coil does
         # not compile symbolic sizes yet, so that graph runs in eager, logged and counted.

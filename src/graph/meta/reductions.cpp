@@ -150,6 +150,28 @@ MetaFn scan(std::string op) {
   };
 }
 
+/// sort and sort.stable: values and their i64 positions, shaped and laid out as
+/// empty_like(self) (a dense input's strides kept).
+std::vector<TensorType> sort(const MetaArgs &a) {
+  const TensorType &self = a.tensor("self");
+  wrap_dim(a.integer("dim"), self.rank());
+  Shape strides = preserve_format_strides(self);
+  return {TensorType{self.dtype, self.sizes, strides, self.device},
+          TensorType{DType::I64, self.sizes, strides, self.device}};
+}
+
+/// topk: the k largest (or smallest) values along dim and their i64 positions,
+/// contiguous.
+std::vector<TensorType> topk(const MetaArgs &a) {
+  const TensorType &self = a.tensor("self");
+  int64_t dim = wrap_dim(a.integer("dim"), self.rank()), k = a.integer("k");
+  int64_t size = self.rank() == 0 ? 1 : self.sizes[size_t(dim)];
+  COIL_USER_CHECK(k >= 0 && k <= size, "topk: k must be in [0, ", size, "] (the size of dim ", dim, "), got ", k);
+  Shape sizes = self.sizes;
+  if (self.rank() > 0) sizes[size_t(dim)] = k;
+  return {contiguous(self.dtype, sizes, self.device), contiguous(DType::I64, sizes, self.device)};
+}
+
 /// The name PyTorch gives a norm's order in its messages: inf, -inf, 2, 0.5.
 std::string ord_name(double ord) {
   if (std::isinf(ord)) return ord > 0 ? "inf" : "-inf";
@@ -232,6 +254,13 @@ void register_reduction_ops(Registry &r) {
           reduction({.op = op, .rule = R::Logical, .empty_list_is_none = true}));
   }
 
+  r.add("sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)", sort);
+  r.add("sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, "
+        "Tensor indices)",
+        sort);
+  r.add("topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, "
+        "Tensor indices)",
+        topk);
   r.add("cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor", scan("cumsum"));
   r.add("cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor", scan("cumprod"));
   r.add("linalg_vector_norm(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, "
