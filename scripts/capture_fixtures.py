@@ -2405,6 +2405,28 @@ def _sort_topk(dev):
                 make([4, 9], i32, "distinct"), make([3, 17], b8), make([4, 23], bf16, "distinct"), make([], f32), sp1]
 
 
+@op_case("batch_norm_training", [A._native_batch_norm_legit_functional.default, A._native_batch_norm_legit.no_stats],
+         ("noncontig", "odd"))
+def _batch_norm_training(dev):
+    """Batch norm as training graphs hold it: the functional form (the batch's statistics,
+    the running ones moved by momentum, the variance unbiased) of a contiguous, a
+    channels-last and a 3-d input, without weight and bias, in evaluation mode; no_stats in
+    training, of a bf16 input too (no bias: an output near zero after adding one compares
+    eager's bf16 rounding of the difference). (The in-place form is exported as a mutation of its
+    inputs, which a graph of coil's does not hold; for a bf16 input to the functional form,
+    or f32 parameters for a bf16 input, PyTorch's meta function and its CPU kernel disagree
+    on the statistics' dtypes.)"""
+    def fn(x, xc, x3, w, b, rm, rv, h, wh):
+        return (*A._native_batch_norm_legit_functional.default(x, w, b, rm, rv, True, 0.1, 1e-5),
+                *A._native_batch_norm_legit_functional.default(xc, None, None, rm, rv, True, 0.3, 1e-3),
+                *A._native_batch_norm_legit_functional.default(x3, w, b, rm, rv, False, 0.1, 1e-5),
+                *A._native_batch_norm_legit.no_stats(x3, w, None, True, 0.1, 1e-5),
+                *A._native_batch_norm_legit.no_stats(h, wh, None, True, 0.1, 1e-5))
+    xc = make([2, 5, 4, 3]).to(memory_format=torch.channels_last)
+    return fn, [make([3, 5, 6, 7]), xc, make([4, 5, 9]), make([5]), make([5]), make([5]), make([5], dom="pos"),
+                make([3, 5, 4, 4], bf16), make([5], bf16)]
+
+
 # A model added later, kept here so that no line above moved: ResNet laid out channels-last
 # (weights and input), as vision models are run for speed; every activation is NHWC.
 MODELS["resnet_tiny_channels_last"] = lambda: (

@@ -133,26 +133,54 @@ std::vector<TensorRef> layer_norm(Lowering &l, const Node &n, bool with_stats) {
   return {y, mean, rstd};
 }
 
-// Inference batch norm over dim 1: (x - running_mean) * rsqrt(running_var + eps) * w + b.
-std::vector<TensorRef> batch_norm(Lowering &l, const Node &n) {
+// Batch norm over dim 1: (x - mean) * invstd * weight + bias, per channel. In inference
+// the running statistics, invstd = rsqrt(running_var + eps); in training the batch's, by
+// Welford over every dim but 1. The functional form also returns the running statistics
+// moved towards the batch's by momentum (the variance unbiased, as eager updates it).
+std::vector<TensorRef> batch_norm(Lowering &l, const Node &n, std::optional<bool> fixed_training, bool functional) {
+  auto named = [&](const char *name) -> const Arg & { return n.args[size_t(n.op->schema.find_arg(name))]; };
   const TensorRef &x = tensor_arg(l, n, "input");
   auto weight = optional_tensor(l, n, "weight"), bias = optional_tensor(l, n, "bias");
-  const TensorRef &mean = tensor_arg(l, n, "running_mean");
-  const TensorRef &var = tensor_arg(l, n, "running_var");
-  double eps = n.args[6].as<double>();
+  bool running = n.op->schema.find_arg("running_mean") >= 0;
+  std::optional<TensorRef> running_mean, running_var;
+  if (running) running_mean = tensor_arg(l, n, "running_mean"), running_var = tensor_arg(l, n, "running_var");
+  bool training = fixed_training ? *fixed_training : named("training").as<bool>();
+  double eps = named("eps").as<double>();
   const TensorType &out = l.graph().type(n.outputs[0]);
   DType c = opmath_dtype(out.dtype);
   auto channel = [](const TensorRef &p, const std::vector<Expr> &index, BodyBuilder &b, DType t) {
     return b.cast(b.load(p.buffer, Lowering::offset(p, {index[1]}), p.dtype), t);
   };
+  Shape channels = {x.sizes[1]};
+  TensorType per_channel{c, channels, contiguous_strides(channels), out.device};
+  auto at_channel = [](const std::vector<Expr> &index) { return std::vector<Expr>{Expr(0), index[0]}; };
+  // The mean and variance normalized with, per channel, in c.
+  TensorRef mean, var;
+  int64_t count = 1;
+  if (training) {
+    Shape reduced;
+    for (size_t d = 0; d < x.sizes.size(); ++d)
+      if (d != 1) reduced.push_back(x.sizes[d]), count *= x.sizes[d];
+    auto w = l.reduction(per_channel, reduced, ReduceOp::Welford, n.name + " stats",
+                         [&](BodyBuilder &b, const std::vector<Expr> &xs, const std::vector<Expr> &r) {
+                           std::vector<Expr> index = r;
+                           index.insert(index.begin() + 1, xs[0]);
+                           return load_as(b, x, index, c);
+                         });
+    mean = w[0];
+    var = l.pointwise(per_channel, n.name + " var", [&](BodyBuilder &b, const std::vector<Expr> &index) {
+      return b.binary(Op::TrueDiv, load_stat(b, w[1], index), load_stat(b, w[2], index), c);
+    });
+  } else {
+    mean = *running_mean;
+    var = *running_var;
+  }
   // 1/sqrt(var + eps) once per channel, as eager computes invstd apart: a value of its own
   // that the inliner keeps (scheduler/inline.cpp), not a square root and a division per element.
-  Shape channels = {x.sizes.size() > 1 ? x.sizes[1] : 1};
-  TensorRef invstd = l.pointwise(TensorType{c, channels, contiguous_strides(channels), out.device}, n.name + " invstd",
-                                 [&](BodyBuilder &b, const std::vector<Expr> &index) {
-                                   int v = b.binary(Op::Add, channel(var, {Expr(0), index[0]}, b, c), b.constant(eps, c), c);
-                                   return b.unary(Op::Rsqrt, v, c);
-                                 });
+  TensorRef invstd = l.pointwise(per_channel, n.name + " invstd", [&](BodyBuilder &b, const std::vector<Expr> &index) {
+    int v = b.binary(Op::Add, channel(var, at_channel(index), b, c), b.constant(eps, c), c);
+    return b.unary(Op::Rsqrt, v, c);
+  });
   TensorRef y = l.pointwise(out, n.name, [&](BodyBuilder &b, const std::vector<Expr> &index) {
     int v = b.binary(Op::Sub, load_as(b, x, index, c), channel(mean, index, b, c), c);
     v = b.binary(Op::Mul, v, channel(invstd, index, b, c), c);
@@ -160,11 +188,33 @@ std::vector<TensorRef> batch_norm(Lowering &l, const Node &n) {
     if (bias) v = b.binary(Op::Add, v, channel(*bias, index, b, c), c);
     return v;
   });
-  // The saved statistics are empty in inference.
+  // The saved statistics: mean and invstd, or empty (inference on the CPU).
   std::vector<TensorRef> outs = {y};
-  for (size_t i = 1; i < 3; ++i)
-    outs.push_back(l.pointwise(l.graph().type(n.outputs[i]), n.name + " (empty)",
-                               [&](BodyBuilder &b, const std::vector<Expr> &) { return b.constant(0, c); }));
+  for (size_t i = 1; i < 3; ++i) {
+    const TensorType &type = l.graph().type(n.outputs[i]);
+    const TensorRef &stat = i == 1 ? mean : invstd;
+    outs.push_back(l.pointwise(type, n.name + (i == 1 ? " save_mean" : " save_invstd"),
+                               [&](BodyBuilder &b, const std::vector<Expr> &index) {
+                                 return checked_numel(type.sizes) == 0 ? b.constant(0, type.dtype)
+                                                                       : channel(stat, at_channel(index), b, type.dtype);
+                               }));
+  }
+  if (!functional) return outs;
+  double momentum = named("momentum").as<double>();
+  double unbiased = double(count) / double(count - 1);  // inf for one value: 0 * inf, NaN, as eager's 0 / 0
+  for (size_t i = 3; i < 5; ++i) {
+    const TensorType &type = l.graph().type(n.outputs[i]);
+    const TensorRef &old = i == 3 ? *running_mean : *running_var;
+    outs.push_back(l.pointwise(type, n.name + (i == 3 ? " running_mean" : " running_var"),
+                               [&](BodyBuilder &b, const std::vector<Expr> &index) {
+                                 int before = channel(old, at_channel(index), b, c);
+                                 if (!training) return before;
+                                 int batch = channel(i == 3 ? mean : var, at_channel(index), b, c);
+                                 if (i == 4) batch = b.binary(Op::Mul, batch, b.constant(unbiased, c), c);
+                                 int kept = b.binary(Op::Mul, before, b.constant(1 - momentum, c), c);
+                                 return b.binary(Op::Add, kept, b.binary(Op::Mul, batch, b.constant(momentum, c), c), c);
+                               }));
+  }
   return outs;
 }
 
@@ -178,7 +228,15 @@ void add_norm_lowerings(std::map<std::string, LowerFn, std::less<>> &t) {
   t["aten.native_layer_norm.default"] = [](Lowering &l, const Node &n) { return layer_norm(l, n, true); };
   // layer_norm as torch.export keeps it: native_layer_norm's normalized output alone.
   t["aten.layer_norm.default"] = [](Lowering &l, const Node &n) { return layer_norm(l, n, false); };
-  t["aten._native_batch_norm_legit_no_training.default"] = batch_norm;
+  t["aten._native_batch_norm_legit_no_training.default"] = [](Lowering &l, const Node &n) {
+    return batch_norm(l, n, false, false);
+  };
+  t["aten._native_batch_norm_legit.no_stats"] = [](Lowering &l, const Node &n) {
+    return batch_norm(l, n, std::nullopt, false);
+  };
+  t["aten._native_batch_norm_legit_functional.default"] = [](Lowering &l, const Node &n) {
+    return batch_norm(l, n, std::nullopt, true);
+  };
 }
 
 }  // namespace coil::lowering

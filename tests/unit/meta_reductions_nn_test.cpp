@@ -260,9 +260,29 @@ TEST(MetaNorms, BatchNormKeepsTheInputLayout) {
   EXPECT_EQ(meta(bn, {"f16[2, 3, 4]cuda:0", "f32[3]cuda:0", "None", "f32[3]cuda:0", "f32[3]cuda:0"}, args),
             (Types{"f16[2, 3, 4][12, 4, 1]cuda:0", "f32[3][1]cuda:0", "f32[3][1]cuda:0"}));
   EXPECT_EQ(error(bn, {"f64[2, 3]", "f32[3]", "None", "f64[3]", "f64[3]"}, args),
-            "batch_norm: weight is f32 but the input is f64 on cpu; parameters must have the input's dtype");
+            "_native_batch_norm_legit_no_training: weight is f32 but the input is f64 on cpu; parameters must have "
+            "the input's dtype");
   EXPECT_EQ(error(bn, {"f32[3]", "None", "None", "f32[3]", "f32[3]"}, args),
-            "batch_norm needs an input of rank >= 2, got [3]");
+            "_native_batch_norm_legit_no_training needs an input of rank >= 2, got [3]");
+}
+
+TEST(MetaNorms, TrainingBatchNormSavesTheBatchStatistics) {
+  const std::string functional = "aten._native_batch_norm_legit_functional.default";
+  const std::string no_stats = "aten._native_batch_norm_legit.no_stats";
+  std::vector<Arg> training = {Arg(true), Arg(0.1), Arg(1e-5)}, evaluation = {Arg(false), Arg(0.1), Arg(1e-5)};
+  // Per channel, on the CPU in the input's dtype; the running statistics moved towards the
+  // batch's come back in the dtype the kernel computes in, as PyTorch's meta function says.
+  EXPECT_EQ(meta(functional, {"bf16[2, 3, 4]", "None", "None", "bf16[3]", "bf16[3]"}, training),
+            (Types{"bf16[2, 3, 4][12, 4, 1]cpu", "bf16[3][1]cpu", "bf16[3][1]cpu", "f32[3][1]cpu", "f32[3][1]cpu"}));
+  // In evaluation mode the running statistics come back as they were.
+  EXPECT_EQ(meta(functional, {"bf16[2, 3, 4]", "None", "None", "bf16[3]", "bf16[3]"}, evaluation),
+            (Types{"bf16[2, 3, 4][12, 4, 1]cpu", "bf16[0][1]cpu", "bf16[0][1]cpu", "bf16[3][1]cpu", "bf16[3][1]cpu"}));
+  EXPECT_EQ(meta(no_stats, {"f16[2, 3]cuda:0", "None", "None"}, training),
+            (Types{"f16[2, 3][3, 1]cuda:0", "f32[3][1]cuda:0", "f32[3][1]cuda:0"}));
+  EXPECT_EQ(error(no_stats, {"f32[2, 3]", "None", "None"}, evaluation),
+            "_native_batch_norm_legit in evaluation mode needs running_mean and running_var");
+  EXPECT_EQ(error(no_stats, {"f32[0, 3]", "None", "None"}, training),
+            "_native_batch_norm_legit in training mode needs at least one value per channel, got shape [0, 3]");
 }
 
 TEST(MetaNorms, SoftmaxHalfToFloatIsCudaAndF16Only) {

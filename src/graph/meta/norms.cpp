@@ -148,28 +148,56 @@ std::vector<TensorType> group_norm(const MetaArgs &a) {
   return {out, stats, stats};
 }
 
-/// _native_batch_norm_legit_no_training: (out, save_mean, save_invstd). The output is
-/// computed elementwise from the input, so it keeps the input's layout. In inference
-/// the saved statistics are empty on CPU; on CUDA they are the running mean and the
-/// inverse std, per channel, in the dtype the kernel computes in.
-std::vector<TensorType> batch_norm_inference(const MetaArgs &a) {
+/// The batch norms over dim 1: (out, save_mean, save_invstd), and for the functional form
+/// the updated running_mean and running_var after them. The output is computed elementwise
+/// from the input, so it keeps the input's layout. In training the saved statistics are
+/// the batch's mean and 1/sqrt(var + eps) per channel: on CUDA in the dtype the kernel
+/// computes in; on the CPU in the input's dtype, as PyTorch's meta function says (its CPU
+/// kernel returns f32 for a bf16 input with f32 parameters; graphs carry the meta's dtype).
+/// In inference they are empty on the CPU, and on CUDA the running mean and the inverse
+/// std, in the dtype the kernel computes in. `training`: the op's own argument
+/// unless the op fixes it.
+std::vector<TensorType> batch_norm(const MetaArgs &a, std::string_view op, std::optional<bool> fixed_training,
+                                   bool functional) {
   const TensorType &x = a.tensor("input");
-  check_floating(x, "batch_norm");
-  COIL_USER_CHECK(x.rank() >= 2, "batch_norm needs an input of rank >= 2, got ", shape_str(x.sizes));
+  check_floating(x, op);
+  COIL_USER_CHECK(x.rank() >= 2, op, " needs an input of rank >= 2, got ", shape_str(x.sizes));
+  bool training = fixed_training.value_or(a.schema().find_arg("training") >= 0 && a.boolean("training"));
+  bool running = a.schema().find_arg("running_mean") >= 0;
+  COIL_USER_CHECK(running || training, op, " in evaluation mode needs running_mean and running_var");
   Shape channels = {x.sizes[1]};
   Params params;
-  for (const char *name : {"weight", "bias", "running_mean", "running_var"}) {
+  std::vector<const char *> names = {"weight", "bias"};
+  if (running) names.insert(names.end(), {"running_mean", "running_var"});
+  for (const char *name : names) {
     const TensorType *p = a.optional_tensor(name);
-    COIL_USER_CHECK(!p || p->sizes == channels, name, " has shape ", p ? shape_str(p->sizes) : "",
+    COIL_USER_CHECK(!p || p->sizes == channels, op, ": ", name, " has shape ", p ? shape_str(p->sizes) : "",
                     ", expected ", shape_str(channels));
     params.emplace_back(name, p);
   }
-  check_param_dtypes(x, params, true, "batch_norm");
+  check_param_dtypes(x, params, true, op);
+  if (training) {
+    int64_t per_channel = 1;
+    for (int64_t d = 0; d < x.rank(); ++d)
+      if (d != 1) per_channel *= x.sizes[size_t(d)];
+    COIL_USER_CHECK(per_channel > 0, op, " in training mode needs at least one value per channel, got shape ",
+                    shape_str(x.sizes));
+  }
   const TensorType *layout[] = {&x};
   TensorType out{x.dtype, x.sizes, elementwise_output_strides(x.sizes, layout), x.device};
-  TensorType stats = cpu(x) ? contiguous(x.dtype, {0}, x.device)
-                            : contiguous(opmath_dtype(x.dtype), channels, x.device);
-  return {out, stats, stats};
+  DType stat_dtype = cpu(x) ? x.dtype : opmath_dtype(x.dtype);
+  TensorType stats = cpu(x) && !training ? contiguous(x.dtype, {0}, x.device) : contiguous(stat_dtype, channels, x.device);
+  std::vector<TensorType> outs = {out, stats, stats};
+  if (functional) {
+    // In training, the batch's statistic (in the dtype the kernel computes in) blended with
+    // the running one, promoted as PyTorch's meta function promotes them (f32 for bf16
+    // statistics; its CPU kernel returns bf16).
+    for (const char *name : {"running_mean", "running_var"}) {
+      DType t = a.tensor(name).dtype;
+      outs.push_back(contiguous(training ? promote_types(opmath_dtype(x.dtype), t) : t, channels, x.device));
+    }
+  }
+  return outs;
 }
 
 }  // namespace
@@ -190,7 +218,16 @@ void register_norm_ops(Registry &r) {
         group_norm);
   r.add("_native_batch_norm_legit_no_training(Tensor input, Tensor? weight, Tensor? bias, "
         "Tensor running_mean, Tensor running_var, float momentum, float eps) -> (Tensor, Tensor, Tensor)",
-        batch_norm_inference);
+        [](const MetaArgs &a) { return batch_norm(a, "_native_batch_norm_legit_no_training", false, false); });
+  // _native_batch_norm_legit.default updates its running statistics in place: graphs that
+  // coil compiles are functional, and hold _native_batch_norm_legit_functional instead.
+  r.add("_native_batch_norm_legit.no_stats(Tensor input, Tensor? weight, Tensor? bias, bool training, "
+        "float momentum, float eps) -> (Tensor, Tensor, Tensor)",
+        [](const MetaArgs &a) { return batch_norm(a, "_native_batch_norm_legit", std::nullopt, false); });
+  r.add("_native_batch_norm_legit_functional(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean, "
+        "Tensor running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor, "
+        "Tensor running_mean_out, Tensor running_var_out)",
+        [](const MetaArgs &a) { return batch_norm(a, "_native_batch_norm_legit_functional", std::nullopt, true); });
 }
 
 }  // namespace coil
