@@ -45,9 +45,9 @@ def _too_long_to_sort(node: torch.fx.Node, name: str) -> str | None:
     x = node.args[0].meta.get("val") if isinstance(node.args[0], torch.fx.Node) else None
     if x is None or x.dim() == 0:
         return None
-    dim = node.kwargs.get("dim", -1)
-    if name != "aten.sort.stable" and len(node.args) > (2 if name == "aten.topk.default" else 1):
-        dim = node.args[2 if name == "aten.topk.default" else 1]
+    schema = node.target._schema.arguments
+    at = next(i for i, a in enumerate(schema) if a.name == "dim")
+    dim = node.kwargs.get("dim", node.args[at] if at < len(node.args) else schema[at].default_value)
     length = x.shape[dim]
     if isinstance(length, torch.SymInt) or length > _C.MAX_SORT_LENGTH:
         return f"a row of {length} elements: coil sorts rows of at most {_C.MAX_SORT_LENGTH}"

@@ -366,12 +366,10 @@ void add_indexing_lowerings(std::map<std::string, LowerFn, std::less<>> &t) {
   };
   t["aten.scatter_reduce.two"] = scatter_reduce;
   t["aten.index_put.default"] = index_put;
-  t["aten.sort.default"] = [](Lowering &l, const Node &n) {
-    return sort_by_rank(l, n, arg(n, "dim").as<int64_t>(), arg(n, "descending").as<bool>(), std::nullopt);
-  };
-  t["aten.sort.stable"] = [](Lowering &l, const Node &n) {
-    return sort_by_rank(l, n, arg(n, "dim").as<int64_t>(), arg(n, "descending").as<bool>(), std::nullopt);
-  };
+  for (const char *op : {"aten.sort.default", "aten.sort.stable"})
+    t[op] = [](Lowering &l, const Node &n) {
+      return sort_by_rank(l, n, arg(n, "dim").as<int64_t>(), arg(n, "descending").as<bool>(), std::nullopt);
+    };
   t["aten.topk.default"] = [](Lowering &l, const Node &n) {
     return sort_by_rank(l, n, arg(n, "dim").as<int64_t>(), arg(n, "largest").as<bool>(), arg(n, "k").as<int64_t>());
   };

@@ -138,14 +138,12 @@ std::vector<TensorRef> layer_norm(Lowering &l, const Node &n, bool with_stats) {
 // Welford over every dim but 1. The functional form also returns the running statistics
 // moved towards the batch's by momentum (the variance unbiased, as eager updates it).
 std::vector<TensorRef> batch_norm(Lowering &l, const Node &n, std::optional<bool> fixed_training, bool functional) {
-  auto named = [&](const char *name) -> const Arg & { return n.args[size_t(n.op->schema.find_arg(name))]; };
   const TensorRef &x = tensor_arg(l, n, "input");
   auto weight = optional_tensor(l, n, "weight"), bias = optional_tensor(l, n, "bias");
-  bool running = n.op->schema.find_arg("running_mean") >= 0;
   std::optional<TensorRef> running_mean, running_var;
-  if (running) running_mean = tensor_arg(l, n, "running_mean"), running_var = tensor_arg(l, n, "running_var");
-  bool training = fixed_training ? *fixed_training : named("training").as<bool>();
-  double eps = named("eps").as<double>();
+  if (n.op->schema.find_arg("running_mean") >= 0) running_mean = tensor_arg(l, n, "running_mean"), running_var = tensor_arg(l, n, "running_var");
+  bool training = fixed_training ? *fixed_training : arg(n, "training").as<bool>();
+  double eps = arg(n, "eps").as<double>();
   const TensorType &out = l.graph().type(n.outputs[0]);
   DType c = opmath_dtype(out.dtype);
   auto channel = [](const TensorRef &p, const std::vector<Expr> &index, BodyBuilder &b, DType t) {
@@ -200,7 +198,7 @@ std::vector<TensorRef> batch_norm(Lowering &l, const Node &n, std::optional<bool
                                }));
   }
   if (!functional) return outs;
-  double momentum = named("momentum").as<double>();
+  double momentum = arg(n, "momentum").as<double>();
   double unbiased = double(count) / double(count - 1);  // inf for one value: 0 * inf, NaN, as eager's 0 / 0
   for (size_t i = 3; i < 5; ++i) {
     const TensorType &type = l.graph().type(n.outputs[i]);

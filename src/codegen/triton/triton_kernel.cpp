@@ -365,8 +365,7 @@ void TritonEmitter::store(const Node &n, BufferId out, const Value &v, DType fro
   if (v.literal && from == t) stored = "tl.full(" + shape(pdims) + ", " + v.name + ", " + triton_type(t) + ")";
   // The unrounded value, when the store rounds to the very dtype the value was rounded to.
   if (auto r = rounded_from_.find(value.name); r != rounded_from_.end() && r->second.second == t) stored = r->second.first;
-  if (t == DType::BF16) stored = "(" + stored + ").to(tl.bfloat16)";
-  if (t == DType::F16) stored = "(" + stored + ").to(tl.float16)";
+  stored = as_storage(stored, t);
   std::string m = mask(pdims);
   w_.line("tl.store(" + pointer(names_.at(out), idx, dims, pdims) + ", " + stored + (m.empty() ? "" : ", " + m) + ")");
 }

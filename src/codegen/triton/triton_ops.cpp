@@ -28,6 +28,16 @@ std::string triton_type(DType t) {
   return "?";
 }
 
+std::string triton_storage_type(DType t) {
+  if (t == DType::F16) return "tl.float16";
+  if (t == DType::BF16) return "tl.bfloat16";
+  return triton_type(t);
+}
+
+std::string as_storage(const std::string &v, DType t) {
+  return t == DType::F16 || t == DType::BF16 ? "(" + v + ").to(" + triton_storage_type(t) + ")" : v;
+}
+
 std::string triton_pointer_type(DType t) {
   switch (t) {
     case DType::F64: return "*fp64";

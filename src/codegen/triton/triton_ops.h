@@ -17,6 +17,10 @@ namespace coil::codegen {
 
 /// The type a value of `t` has in a kernel: tl.float32 for f32, bf16 and f16.
 std::string triton_type(DType t);
+/// The element type in memory: triton_type but for f16 and bf16, which compute as f32.
+std::string triton_storage_type(DType t);
+/// `v` (of triton_type(t)) as stored: f16 and bf16 rounded to their own type.
+std::string as_storage(const std::string &v, DType t);
 /// The type of a pointer to a buffer of `t`: "*fp32", "*bf16", "*i1", ...
 std::string triton_pointer_type(DType t);
 /// A literal of dtype `t` as a Python expression of that Triton type.

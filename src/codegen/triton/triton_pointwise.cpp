@@ -148,8 +148,7 @@ void TritonEmitter::emit_scatter() {
     std::string value = "tl.load(" + names_.at(init.buffer) + " + (" + src + ")" + m + ")";
     if (it == DType::BF16 || it == DType::F16) value += ".to(tl.float32)";
     value = triton_cast(value, it, ot.dtype);
-    if (ot.dtype == DType::BF16) value = "(" + value + ").to(tl.bfloat16)";
-    if (ot.dtype == DType::F16) value = "(" + value + ").to(tl.float16)";
+    value = as_storage(value, ot.dtype);
     w_.line("tl.store(" + names_.at(out) + " + (" + dst + "), " + value + m + ")");
     std::vector<std::pair<int, std::string>> copy = {{init.buffer, names_.at(init.buffer)}, {out, names_.at(out)}};
     if (init.buffer == out) copy.pop_back();
@@ -170,9 +169,7 @@ void TritonEmitter::emit_scatter() {
   Value value = def(triton_cast(v[size_t(n.body.results[0])].name, vt, ot.dtype), v[size_t(n.body.results[0])].dims);
   int pdims = dims | value.dims | kA0;
   std::string ptr = pointer(names_.at(out), at, dims, pdims), m = mask(pdims);
-  std::string stored = value.name;
-  if (ot.dtype == DType::BF16) stored = "(" + stored + ").to(tl.bfloat16)";
-  if (ot.dtype == DType::F16) stored = "(" + stored + ").to(tl.float16)";
+  std::string stored = as_storage(value.name, ot.dtype);
   // Atomics: an add of every float and 32/64-bit int, a max or min of 32/64-bit ints.
   bool wide_int = ot.dtype == DType::I32 || ot.dtype == DType::I64;
   bool extremum = n.combine == Op::Maximum || n.combine == Op::Minimum;
@@ -203,7 +200,7 @@ void TritonEmitter::emit_scatter() {
     // type with the value (as the other scatters compute), and back to the element's bits.
     std::string bits = narrow ? str_cat("((cas_seen >> cas_shift) & ", (int64_t(1) << (8 * bytes)) - 1, ")") : "cas_seen";
     std::string same_width = bytes == 1 ? "tl.int8" : bytes == 2 ? "tl.int16" : word;
-    std::string storage = ot.dtype == DType::F16 ? "tl.float16" : ot.dtype == DType::BF16 ? "tl.bfloat16" : triton_type(ot.dtype);
+    std::string storage = triton_storage_type(ot.dtype);
     std::string current = ot.dtype == DType::Bool     ? bits + " != 0"
                           : is_floating(ot.dtype) ? bits + ".to(" + same_width + ").to(" + storage + ", bitcast=True).to(" +
                                                         triton_type(ot.dtype) + ")"
