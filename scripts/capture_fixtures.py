@@ -8,7 +8,8 @@ Every fixture is a folder tests/fixtures/<case>/ holding
                         file paths in `# File:` comments are made relative, so that the text does
                         not depend on where the checkout or the virtual environment lives
   inputs.safetensors    one tensor per placeholder, by placeholder name (parameters, buffers and
-                        lifted constants included), contiguous
+                        lifted constants included), contiguous; a graph that draws random numbers
+                        also gets coil's random state, `coil.random_state` (seed 0, offset 0)
   expected.safetensors  out0, out1, ... in the graph's return order, from eager PyTorch
   meta.json             what the case is and what Inductor made of it (see README.md there)
 
@@ -2427,6 +2428,80 @@ def _batch_norm_training(dev):
                 make([3, 5, 4, 4], bf16), make([5], bf16)]
 
 
+@op_case("random", [A.rand.default, A.randn.default, A.rand_like.default, A.randn_like.default, A.randint.default,
+                     A.randint.low, A.randperm.default, A.bernoulli.default, A.bernoulli.p, A.native_dropout.default],
+         ("odd", "noncontig", "size0", "size1"))
+def _random(dev):
+    """Random ops, each through a function of its draws that does not depend on them: rand
+    in [0, 1) (f32, f64, bf16, of strided and empty tensors), randn finite, randint in its
+    range, randperm sorted back to arange, bernoulli of probabilities 0 and 1, dropout with
+    p = 0, p = 1, not training, and of an empty tensor (its mask left out: eager gives an
+    empty mask the input's dtype, PyTorch's meta bool). The numbers themselves are checked
+    by tests/unit/random_test.cpp."""
+    def unit(r):
+        return torch.logical_and(r >= 0, r < 1)
+
+    def fn(x, xt, p01, pd, x0, xh):
+        kw = dict(device=x.device)
+        return (unit(A.rand.default([5, 7], **kw)), unit(A.rand.default([1, 9], dtype=torch.float64, **kw)),
+                unit(A.rand.default([6, 4], dtype=torch.bfloat16, **kw)), unit(A.rand.default([0, 3], **kw)),
+                torch.isfinite(A.randn.default([6, 5], **kw)), torch.isfinite(A.randn.default([3], dtype=torch.float64, **kw)),
+                unit(A.rand_like.default(xt.t())), torch.isfinite(A.randn_like.default(x, dtype=torch.bfloat16)),
+                (A.randint.low(-3, 4, [4, 6], **kw) + 3).div(7, rounding_mode="floor"),
+                A.randint.default(5, [7], dtype=torch.int32, **kw).div(5, rounding_mode="floor"),
+                A.randperm.default(10, **kw).sort().values, A.randperm.default(1, **kw), A.randperm.default(0, **kw),
+                A.randperm.default(6, dtype=torch.int32, **kw).sort().values,
+                A.bernoulli.default(p01), A.bernoulli.default(pd), A.bernoulli.p(x, 0.0), A.bernoulli.p(xt.t(), 1.0),
+                *A.native_dropout.default(x, 0.0, True), *A.native_dropout.default(x, 1.0, True),
+                *A.native_dropout.default(xt.t(), 0.5, False), A.native_dropout.default(x0, 0.3, True)[0],
+                *A.native_dropout.default(xh, 0.0, True))
+    p01 = (torch.rand(5, 6) < 0.5).float()
+    return fn, [make([5, 6]), make([6, 5]), p01, p01.double(), make([0, 4]), make([3, 4], bf16)]
+
+
+@op_case("backward_ops", [A.native_layer_norm_backward.default, A.native_group_norm_backward.default,
+                           A.max_pool2d_with_indices_backward.default, A.avg_pool2d_backward.default,
+                           A._adaptive_avg_pool2d_backward.default, A.embedding_dense_backward.default],
+         ("odd", "noncontig", "size1"))
+def _backward_ops(dev):
+    """The backward ops of the norms, poolings and embedding, on statistics and indices their
+    forward ops computed in the same graph (bf16 statistics as inputs): layer norm over one
+    and two dims, with and without parameters, in bf16, not every output asked; group norm with a weight; max pool's
+    gradient scattered to its argmax (channels-last too); avg pool with padding counted or
+    not, ceil mode and a divisor; adaptive avg pool shrinking and growing; embedding with a
+    padding index and scaled by frequency."""
+    def fn(x, dy, w, b, xh, dyh, wh, mean3, rstd3, xg, dyg, wg, xp, dyp, xs, dys, dya, idx, dye):
+        _, mean, rstd = A.native_layer_norm.default(x, [6], w, b, 1e-5)
+        ln = A.native_layer_norm_backward.default(dy, x, [6], mean, rstd, w, b, [True, True, True])
+        _, mean2, rstd2 = A.native_layer_norm.default(x, [5, 6], None, None, 1e-5)
+        ln2 = A.native_layer_norm_backward.default(dy, x, [5, 6], mean2, rstd2, None, None, [True, False, False])[0]
+        ln3 = A.native_layer_norm_backward.default(dyh, xh, [8], mean3, rstd3, wh, None, [True, True, False])[:2]
+        _, gmean, grstd = A.native_group_norm.default(xg, wg, None, 2, 6, 12, 3, 1e-5)
+        gn = A.native_group_norm_backward.default(dyg, xg, gmean, grstd, wg, 2, 6, 12, 3, [True, True, True])
+        _, ind = A.max_pool2d_with_indices.default(xp, [3, 3], [2, 2], [1, 1])
+        mp = A.max_pool2d_with_indices_backward.default(dyp, xp, [3, 3], [2, 2], [1, 1], [1, 1], False, ind)
+        xcl = xp.contiguous(memory_format=torch.channels_last)
+        _, indcl = A.max_pool2d_with_indices.default(xcl, [2, 2], [2, 2])
+        mpcl = A.max_pool2d_with_indices_backward.default(dyp[:, :, :4, :4], xcl, [2, 2], [2, 2], [0, 0], [1, 1], False, indcl)
+        ap = A.avg_pool2d_backward.default(dyp, xp, [3, 3], [2, 2], [1, 1], False, True, None)
+        ap2 = A.avg_pool2d_backward.default(dyp, xp, [3, 3], [2, 2], [1, 1], False, False, None)
+        ap3 = A.avg_pool2d_backward.default(dyp, xp, [2, 2], [2, 2], [0, 0], True, False, None)
+        ap4 = A.avg_pool2d_backward.default(dyp.transpose(2, 3), xp, [3, 3], [2, 2], [1, 1], False, True, 5)
+        ad = A._adaptive_avg_pool2d_backward.default(dya, xp)
+        ad2 = A._adaptive_avg_pool2d_backward.default(dys, xs)
+        emb = A.embedding_dense_backward.default(dye, idx, 10, -1, False)
+        emb2 = A.embedding_dense_backward.default(dye, idx, 10, 2, True)
+        return (*ln, ln2, *ln3, *gn, mp, mpcl, ap, ap2, ap3, ap4, ad, ad2, emb, emb2)
+    idx = torch.randint(0, 10, (4, 5))
+    idx[0, :3] = 2  # the padding index, and a row seen often
+    # bf16 statistics as inputs: computed in the graph, fusion would read them unrounded.
+    xh = make([4, 8], bf16)
+    _, mean3, rstd3 = A.native_layer_norm.default(xh, [8], None, None, 1e-5)
+    return fn, [make([3, 5, 6]), make([3, 5, 6]), make([6]), make([6]), xh, make([4, 8], bf16),
+                make([8], bf16), mean3, rstd3, make([2, 6, 3, 4]), make([2, 6, 3, 4]), make([6]), make([2, 3, 9, 9], dom="distinct"),
+                make([2, 3, 5, 5]), make([1, 2, 3, 3]), make([1, 2, 5, 7]), make([2, 3, 4, 3]), idx, make([4, 5, 8])]
+
+
 # A model added later, kept here so that no line above moved: ResNet laid out channels-last
 # (weights and input), as vision models are run for speed; every activation is NHWC.
 MODELS["resnet_tiny_channels_last"] = lambda: (
@@ -2646,11 +2721,18 @@ def meta_json(meta: dict) -> bytes:
     return (json.dumps(meta, indent=1) + "\n").encode()
 
 
+# The ops that draw random numbers: coil's compiled graph takes its random state as an input.
+RANDOM_OP = re.compile(r"torch\.ops\.aten\.(rand|randn|rand_like|randn_like|randint|randperm|bernoulli|native_dropout)\.")
+
+
 def write_graph_files(folder: Path, text: str, inputs: dict[str, torch.Tensor], outs: list[torch.Tensor]) -> None:
     """graph.py, inputs.safetensors (by placeholder name) and expected.safetensors (out0, out1, ...)."""
     folder.mkdir(parents=True, exist_ok=True)
     write_if_changed(folder / "graph.py", text.encode())
-    write_tensors(folder / "inputs.safetensors", {k: host(v) for k, v in inputs.items()})
+    tensors = {k: host(v) for k, v in inputs.items()}
+    if RANDOM_OP.search(text):
+        tensors["coil.random_state"] = torch.zeros(2, dtype=torch.int64)
+    write_tensors(folder / "inputs.safetensors", tensors)
     write_tensors(folder / "expected.safetensors", {f"out{i}": host(o) for i, o in enumerate(outs)})
 
 

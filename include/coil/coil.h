@@ -108,6 +108,14 @@ struct TensorInfo {
   /// Outputs: the most elements one reduction on the way to it combines (1: none); tests
   /// scale their tolerance with it.
   int64_t reduced_elements = 1;
+  /// The last input of a graph that draws random numbers (rand, randn, randint, randperm,
+  /// bernoulli, dropout): its random state, i64[2], named "coil.random_state", which the
+  /// caller gives each call in the call's memory. Word 0 is the seed (the generator's
+  /// key), word 1 the offset of its counters; the graph's numbers are a function of the
+  /// two, the same on every target. Give each call new values, say two random words
+  /// drawn from the caller's own generator (the torch.compile backend draws them from
+  /// PyTorch's, so torch.manual_seed reproduces a run).
+  bool random_state = false;
 };
 
 struct CompileOptions {

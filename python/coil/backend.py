@@ -174,15 +174,19 @@ def compile_whole(gm: torch.fx.GraphModule, example_inputs, options: list[tuple[
     except _C.CoilError as e:
         return _eager(gm, str(e))
     log.info("coil: compiled a graph of %d nodes for %s", len(gm.graph.nodes), device)
-    outputs = [(_DTYPES[code], tuple(sizes), tuple(strides)) for _, code, sizes, strides, _ in compiled.outputs]
+    outputs = [(_DTYPES[code], tuple(sizes), tuple(strides)) for _, code, sizes, strides, *_ in compiled.outputs]
     target = torch.device("cuda", 0) if device == "cuda" else torch.device("cpu")
     # The graph's constants (`_tensor_constant0 = self._tensor_constant0`, a tensor the traced
     # code made) are inputs of the compiled graph after the placeholders, by name. They are
     # moved to the target at the first call (here the compile runs under fake tensors).
     attrs = {n.name: n.target for n in gm.graph.nodes if n.op == "get_attr"}
     placeholders = sum(n.op == "placeholder" for n in gm.graph.nodes)
+    # A graph that draws random numbers takes its random state last (seed, offset): two
+    # words drawn from PyTorch's generator of the target device at each call, so that
+    # torch.manual_seed reproduces a run and every call draws new numbers.
+    random = bool(compiled.inputs) and compiled.inputs[-1][5]
     constants = []
-    for info in compiled.inputs[placeholders:]:
+    for info in compiled.inputs[placeholders:len(compiled.inputs) - random]:
         value = gm
         for part in attrs[info[0]].split("."):
             value = getattr(value, part)
@@ -193,7 +197,9 @@ def compile_whole(gm: torch.fx.GraphModule, example_inputs, options: list[tuple[
         if len(moved) != len(constants):
             moved[:] = [c.detach().to(target) for c in constants]
         # get_device(): -1 for host memory, else the CUDA device's index, as coil._C takes it.
-        ins = [(t.data_ptr(), _CODES[t.dtype], tuple(t.shape), t.stride(), t.get_device()) for t in (*args, *moved)]
+        state = (torch.randint(0, 2**62, (2,), dtype=torch.int64, device=target),) if random else ()
+        ins = [(t.data_ptr(), _CODES[t.dtype], tuple(t.shape), t.stride(), t.get_device())
+               for t in (*args, *moved, *state)]
         outs = [torch.empty_strided(sizes, strides, dtype=dtype, device=target) for dtype, sizes, strides in outputs]
         refs = [(o.data_ptr(), _CODES[o.dtype], tuple(o.shape), o.stride(), o.get_device()) for o in outs]
         stream = torch.cuda.current_stream(target).cuda_stream if target.type == "cuda" else 0

@@ -276,7 +276,10 @@ std::shared_ptr<CompiledGraph::Impl> build(Graph g, const CompileOptions &o) {
   }
   impl->target = o.target;
   const ir::Program &p = c.schedule.ir.program;
-  for (ir::BufferId b : p.inputs) impl->inputs.push_back(info_of(p, p.buffer(b).name, whole(p, b)));
+  for (ir::BufferId b : p.inputs) {
+    impl->inputs.push_back(info_of(p, p.buffer(b).name, whole(p, b)));
+    impl->inputs.back().random_state = p.buffer(b).name == lowering::kRandomStateName;
+  }
   for (size_t i = 0; i < p.outputs.size(); ++i) {
     ir::View v = i < p.output_views.size() ? p.output_views[i] : whole(p, p.outputs[i]);
     impl->outputs.push_back(info_of(p, output_tensor_name(i), v));

@@ -122,6 +122,7 @@ class SchemaReader {
     if (word == "False") return Arg(false);
     if (auto mf = memory_format_from_name(word)) return Arg(*mf);
     if (word == "Mean") return Arg(int64_t(1));  // at::Reduction::Mean
+    if (auto d = dtype_from_torch_name(word)) return Arg(*d);  // dtype=long
     COIL_ASSERT(false, "unknown default '", word, "' in schema ", s_);
   }
 

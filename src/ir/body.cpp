@@ -37,7 +37,8 @@ constexpr OpInfo kOps[] = {
     {Op::Remainder, "remainder", 2}, {Op::Fmod, "fmod", 2},         {Op::Pow, "pow", 2},
     {Op::Maximum, "maximum", 2},   {Op::Minimum, "minimum", 2},     {Op::Atan2, "atan2", 2},
     {Op::Copysign, "copysign", 2}, {Op::Fmax, "fmax", 2},           {Op::Fmin, "fmin", 2},
-    {Op::Hypot, "hypot", 2},
+    {Op::Hypot, "hypot", 2},       {Op::Rand, "rand", 2},           {Op::Randn, "randn", 2},
+    {Op::RandBits, "randbits", 2},
     {Op::Eq, "eq", 2},             {Op::Ne, "ne", 2},               {Op::Lt, "lt", 2},
     {Op::Le, "le", 2},             {Op::Gt, "gt", 2},               {Op::Ge, "ge", 2},
     {Op::LogicalAnd, "logical_and", 2}, {Op::LogicalOr, "logical_or", 2},
@@ -65,6 +66,7 @@ std::string_view op_name(Op op) { return info(op).name; }
 int op_arity(Op op) { return info(op).arity; }
 
 bool is_logical(Op op) { return op == Op::LogicalAnd || op == Op::LogicalOr || op == Op::LogicalXor; }
+bool is_random(Op op) { return op == Op::Rand || op == Op::Randn || op == Op::RandBits; }
 
 size_t Instr::hash() const {
   size_t h = mix(size_t(op), size_t(dtype));

@@ -39,6 +39,10 @@ enum class Op : uint8_t {
   // Binary.
   Add, Sub, Mul, TrueDiv, FloorDiv, TruncDiv, Remainder, Fmod, Pow, Maximum, Minimum, Atan2,
   Copysign, Fmax, Fmin, Hypot,  // fmax/fmin: a NaN operand gives the other one
+  // Random numbers: operands (seed, counter), both i64; Philox4x32-10 of the counter under
+  // the seed (coil/philox.h). Rand: uniform in [0, 1); Randn: standard normal (f32 or f64);
+  // RandBits: a uniform i64 in [0, 2^63).
+  Rand, Randn, RandBits,
   Eq, Ne, Lt, Le, Gt, Ge, LogicalAnd, LogicalOr, LogicalXor, BitwiseAnd, BitwiseOr, BitwiseXor,
   // Ternary.
   Where,
@@ -51,6 +55,8 @@ int op_arity(Op op);
 /// LogicalAnd, LogicalOr, LogicalXor: each operand is tested for truth (x != 0) by its own
 /// dtype, whatever the other's (logical_or of an f32 and an i64).
 bool is_logical(Op op);
+/// Rand, Randn, RandBits: a value drawn from the generator, a pure function of its operands.
+bool is_random(Op op);
 
 /// Loads whose index depends on loaded values (gather, embedding, indexing) name those
 /// values through index variables of their own: in the index of such a load,

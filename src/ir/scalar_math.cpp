@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "coil/philox.h"
 #include "io/host_tensor.h"
 #include "support/error.h"
 
@@ -294,6 +295,14 @@ Scalar apply_op(Op op, DType in, DType out, Scalar a, Scalar b, Scalar c) {
   bool fl = is_floating(in);
   Scalar r;
   if (op == Op::Cast) return cast(a, in, out);
+  if (op == Op::Rand) return Scalar::of(out == DType::F64 ? coil_rt::philox_uniform<double>(a.i, b.i)
+                                                          : coil_rt::philox_uniform<float>(a.i, b.i), out);
+  if (op == Op::Randn) return Scalar::of(out == DType::F64 ? coil_rt::philox_normal<double>(a.i, b.i)
+                                                           : coil_rt::philox_normal<float>(a.i, b.i), out);
+  if (op == Op::RandBits) {
+    r.i = coil_rt::philox_bits(a.i, b.i);
+    return round_to(r, out);
+  }
   if (op == Op::Where) return a.i ? b : c;
   if (op == Op::LogicalNot || (op == Op::BitwiseNot && in == DType::Bool)) return Scalar::of(!a.truthy(in), out);
   if (op == Op::IsNan) return Scalar::of(fl && std::isnan(a.f), out);

@@ -123,35 +123,6 @@ std::vector<TensorRef> advanced_index(Lowering &l, const Node &n) {
   })};
 }
 
-/// A Scatter node: a copy of `init`, then at every point x of `ranges` the value
-/// `fn` emits is stored at `offset(x)`, whose indirect vars are the index values `fn`
-/// returned after it.
-using ScatterFn = std::function<std::pair<int, std::vector<int>>(BodyBuilder &, const std::vector<Expr> &x)>;
-
-TensorRef scatter_node(Lowering &l, const std::string &origin, const TensorType &out, const TensorRef &init,
-                       const Shape &ranges, bool accumulate, const ScatterFn &fn,
-                       const std::function<Expr(const std::vector<Expr> &x)> &offset, Op combine = Op::Add) {
-  TensorRef result = l.new_buffer(out);
-  ir::Node node;
-  node.kind = ir::NodeKind::Scatter;
-  node.origin = origin;
-  node.ranges = ranges;
-  node.accumulate = accumulate;
-  node.combine = combine;
-  node.operands = {ir::View{init.buffer, init.sizes, init.strides, init.offset}};
-  std::vector<Expr> x;
-  for (size_t d = 0; d < ranges.size(); ++d) x.push_back(Expr(node.x(int(d))));
-  BodyBuilder b;
-  auto [value, indices] = fn(b, x);
-  b.add_result(b.cast(value, out.dtype));
-  for (int i : indices) b.add_result(i);
-  node.body = b.finish();
-  node.scatter_index = offset(x);
-  node.outputs = {result.buffer};
-  l.program().nodes.push_back(std::move(node));
-  return result;
-}
-
 // scatter(self, dim, index, src|value): out[x with dim = index[x]] = src[x] | value;
 // with `combine` (scatter_add, scatter_reduce): out[...] = combine(out[...], src[x]). The
 // writes go onto `init` (self unless given); `value` replaces the graph's value argument.
@@ -167,8 +138,8 @@ TensorRef scatter_with(Lowering &l, const Node &n, const ScatterWrites &w) {
   const TensorType &out = l.graph().type(n.outputs[0]);
   size_t dim = self.rank() == 0 ? 0 : size_t(wrap_dim(arg(n, "dim").as<int64_t>(), self.rank()));
   TensorRef dense{-1, out.dtype, out.sizes, out.strides, 0};
-  return scatter_node(
-      l, n.name, out, w.init ? *w.init : self, index.sizes, w.combine.has_value(),
+  return l.scatter(
+      n.name, out, w.init ? *w.init : self, index.sizes, w.combine.has_value(),
       [&](BodyBuilder &b, const std::vector<Expr> &x) {
         int value = w.from_src ? Lowering::load_broadcast(b, tensor(l, n, "src"), x)
                                : b.constant(w.value ? *w.value : number(arg(n, "value")), out.dtype);
@@ -261,8 +232,8 @@ std::vector<TensorRef> index_put(Lowering &l, const Node &n) {
   const TensorType &out = l.graph().type(n.outputs[0]);
   AdvancedIndex ai(l, self, list);
   TensorRef dense{-1, out.dtype, out.sizes, out.strides, 0};
-  return {scatter_node(
-      l, n.name, out, self, ai.result_shape(), arg(n, "accumulate").as<bool>(),
+  return {l.scatter(
+      n.name, out, self, ai.result_shape(), arg(n, "accumulate").as<bool>(),
       [&](BodyBuilder &b, const std::vector<Expr> &x) {
         return std::pair{Lowering::load_broadcast(b, values, x), ai.load_indices(b, x)};
       },
@@ -277,27 +248,26 @@ std::vector<TensorRef> index_put(Lowering &l, const Node &n) {
 // element; right for the rows sorts and top-k usually see (hundreds to a few thousands),
 // quadratic for long ones, which are refused (kMaxSortLength). topk sorts the row and
 // keeps the first k.
-std::vector<TensorRef> sort_by_rank(Lowering &l, const Node &n, int64_t dim_arg, bool descending,
-                                    std::optional<int64_t> keep) {
-  const TensorRef &self = tensor(l, n, "self");
-  const TensorType &values_type = l.graph().type(n.outputs[0]), &indices_type = l.graph().type(n.outputs[1]);
+std::vector<TensorRef> sort_by_rank(Lowering &l, const std::string &origin, const TensorRef &self, int64_t dim_arg,
+                                    bool descending, std::optional<int64_t> keep, const TensorType &values_type,
+                                    const TensorType &indices_type) {
   if (self.rank() == 0) {
-    return {l.pointwise(values_type, n.name, [&](BodyBuilder &b, const std::vector<Expr> &x) {
+    return {l.pointwise(values_type, origin, [&](BodyBuilder &b, const std::vector<Expr> &x) {
               return Lowering::load_broadcast(b, self, x);
             }),
-            l.pointwise(indices_type, n.name + " positions",
+            l.pointwise(indices_type, origin + " positions",
                         [&](BodyBuilder &b, const std::vector<Expr> &) { return b.constant(0, DType::I64); })};
   }
   size_t dim = size_t(wrap_dim(dim_arg, self.rank()));
   int64_t len = self.sizes[dim];
-  COIL_USER_CHECK(len <= kMaxSortLength, n.name, ": ", n.target(), " along a dim of ", len,
+  COIL_USER_CHECK(len <= kMaxSortLength, "sorting along a dim of ", len,
                   " elements: coil sorts rows of at most ", kMaxSortLength,
                   " (each element's rank is counted against its whole row)");
   Device device = values_type.device;
   TensorType rank_type{DType::I64, self.sizes, contiguous_strides(self.sizes), device};
   bool floating = is_floating(self.dtype);
   DType compared = self.dtype == DType::Bool ? DType::U8 : self.dtype;
-  TensorRef rank = l.reduction(rank_type, {len}, ir::ReduceOp::Sum, n.name + " rank",
+  TensorRef rank = l.reduction(rank_type, {len}, ir::ReduceOp::Sum, origin + " rank",
                                [&](BodyBuilder &b, const std::vector<Expr> &x, const std::vector<Expr> &r) {
                                  std::vector<Expr> at = x;
                                  at[dim] = r[0];
@@ -326,8 +296,8 @@ std::vector<TensorRef> sort_by_rank(Lowering &l, const Node &n, int64_t dim_arg,
   TensorType sorted_indices = keep ? rank_type : indices_type;
   auto scatter_to_rank = [&](const TensorType &type, const TensorRef &init, const std::string &origin, bool positions) {
     TensorRef dense{-1, type.dtype, type.sizes, type.strides, 0};
-    return scatter_node(
-        l, origin, type, init, self.sizes, false,
+    return l.scatter(
+        origin, type, init, self.sizes, false,
         [&](BodyBuilder &b, const std::vector<Expr> &x) {
           int value = positions ? b.index(x[dim], DType::I64) : Lowering::load_broadcast(b, self, x);
           return std::pair{value, std::vector<int>{Lowering::load_broadcast(b, rank, x)}};
@@ -339,15 +309,74 @@ std::vector<TensorRef> sort_by_rank(Lowering &l, const Node &n, int64_t dim_arg,
         });
   };
   // Every element is written: the initial copies (self, the ranks) are only the scatter's start.
-  TensorRef values = scatter_to_rank(sorted_values, self, n.name, false);
-  TensorRef indices = scatter_to_rank(sorted_indices, rank, n.name + " positions", true);
+  TensorRef values = scatter_to_rank(sorted_values, self, origin, false);
+  TensorRef indices = scatter_to_rank(sorted_indices, rank, origin + " positions", true);
   if (!keep) return {values, indices};
   auto first_k = [&](const TensorType &type, const TensorRef &sorted, const std::string &origin) {
     return l.pointwise(type, origin, [&](BodyBuilder &b, const std::vector<Expr> &x) {
       return b.load(sorted.buffer, Lowering::offset(sorted, x), type.dtype);
     });
   };
-  return {first_k(values_type, values, n.name), first_k(indices_type, indices, n.name + " positions")};
+  return {first_k(values_type, values, origin), first_k(indices_type, indices, origin + " positions")};
+}
+
+// embedding_dense_backward(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq):
+// each index's gradient row added into row `index` of a [num_weights, D] gradient (a
+// scatter-add in opmath, then the gradient's dtype), rows of padding_idx left at zero;
+// scale_grad_by_freq divides each row's contributions by how often its index occurs.
+std::vector<TensorRef> embedding_backward(Lowering &l, const Node &n) {
+  const TensorRef &dy = tensor(l, n, "grad_output"), &indices = tensor(l, n, "indices");
+  const TensorType &out = l.graph().type(n.outputs[0]);
+  int64_t padding = arg(n, "padding_idx").as<int64_t>();
+  bool by_freq = arg(n, "scale_grad_by_freq").as<bool>();
+  DType c = opmath_dtype(out.dtype);
+  Shape positions = indices.sizes;  // grad_output is indices' shape then D
+  auto zeros = [&](const TensorType &t, const std::string &origin) {
+    return l.pointwise(t, origin, [&](BodyBuilder &b, const std::vector<Expr> &) { return b.constant(0, t.dtype); });
+  };
+  std::optional<TensorRef> counts;
+  if (by_freq) {
+    TensorType count_type{DType::I64, {out.sizes[0]}, {1}, out.device};
+    TensorRef dense{-1, DType::I64, count_type.sizes, count_type.strides, 0};
+    counts = l.scatter(
+        n.name + " counts", count_type, zeros(count_type, n.name + " zeros"), positions, true,
+        [&](BodyBuilder &b, const std::vector<Expr> &x) {
+          return std::pair{b.constant(1, DType::I64), std::vector<int>{load_index(b, indices, x, std::nullopt)}};
+        },
+        [&](const std::vector<Expr> &) { return Lowering::offset(dense, {Expr(ir::indirect_var(0))}); });
+  }
+  TensorType acc{c, out.sizes, contiguous_strides(out.sizes), out.device};
+  TensorRef dense{-1, c, acc.sizes, acc.strides, 0};
+  Shape ranges = positions;
+  ranges.push_back(out.sizes[1]);
+  TensorRef sum = l.scatter(
+      n.name, acc, zeros(acc, n.name + " zeros"), ranges, true,
+      [&](BodyBuilder &b, const std::vector<Expr> &x) {
+        std::vector<Expr> at(x.begin(), x.end() - 1);
+        int row = load_index(b, indices, at, std::nullopt);
+        int g = b.cast(Lowering::load_broadcast(b, dy, x), c);
+        if (counts) g = b.binary(Op::TrueDiv, g, b.cast(read_at(b, *counts, {Expr(0)}, 0, row), c), c);
+        int padded = b.binary(Op::Eq, row, b.constant(double(padding), DType::I64), DType::Bool);
+        return std::pair{b.where(padded, b.constant(0, c), g, c), std::vector<int>{row}};
+      },
+      [&](const std::vector<Expr> &x) { return Lowering::offset(dense, {Expr(ir::indirect_var(0)), x.back()}); });
+  return {l.pointwise(out, n.name, [&](BodyBuilder &b, const std::vector<Expr> &x) {
+    return b.load(sum.buffer, Lowering::offset(sum, x), c);
+  })};
+}
+
+// randperm(n): the positions of n random keys in sorted order (a draw of 63 random bits
+// each; equal keys, rare, keep their order), so every permutation is equally likely up to
+// those ties.
+std::vector<TensorRef> randperm(Lowering &l, const Node &n) {
+  const TensorType &out = l.graph().type(n.outputs[0]);
+  int64_t count = out.sizes[0];
+  TensorType keys_type{DType::I64, {count}, {1}, out.device};
+  int64_t first = l.reserve_draws(count, out.device);
+  TensorRef keys = l.pointwise(keys_type, n.name + " keys", [&](BodyBuilder &b, const std::vector<Expr> &x) {
+    return l.draw(b, Op::RandBits, DType::I64, first, x[0]);
+  });
+  return {sort_by_rank(l, n.name, keys, 0, false, std::nullopt, keys_type, out)[1]};
 }
 
 }  // namespace
@@ -356,6 +385,7 @@ void add_indexing_lowerings(std::map<std::string, LowerFn, std::less<>> &t) {
   t["aten.index_select.default"] = index_select;
   t["aten.gather.default"] = gather;
   t["aten.embedding.default"] = embedding;
+  t["aten.embedding_dense_backward.default"] = embedding_backward;
   t["aten.index.Tensor"] = advanced_index;
   t["aten.scatter.src"] = [](Lowering &l, const Node &n) { return std::vector{scatter_with(l, n, {})}; };
   t["aten.scatter.value"] = [](Lowering &l, const Node &n) {
@@ -368,10 +398,13 @@ void add_indexing_lowerings(std::map<std::string, LowerFn, std::less<>> &t) {
   t["aten.index_put.default"] = index_put;
   for (const char *op : {"aten.sort.default", "aten.sort.stable"})
     t[op] = [](Lowering &l, const Node &n) {
-      return sort_by_rank(l, n, arg(n, "dim").as<int64_t>(), arg(n, "descending").as<bool>(), std::nullopt);
+      return sort_by_rank(l, n.name, tensor(l, n, "self"), arg(n, "dim").as<int64_t>(), arg(n, "descending").as<bool>(),
+                          std::nullopt, l.graph().type(n.outputs[0]), l.graph().type(n.outputs[1]));
     };
+  t["aten.randperm.default"] = randperm;
   t["aten.topk.default"] = [](Lowering &l, const Node &n) {
-    return sort_by_rank(l, n, arg(n, "dim").as<int64_t>(), arg(n, "largest").as<bool>(), arg(n, "k").as<int64_t>());
+    return sort_by_rank(l, n.name, tensor(l, n, "self"), arg(n, "dim").as<int64_t>(), arg(n, "largest").as<bool>(),
+                        arg(n, "k").as<int64_t>(), l.graph().type(n.outputs[0]), l.graph().type(n.outputs[1]));
   };
 }
 

@@ -45,6 +45,50 @@ std::vector<Expr> vars(int first, size_t n) {
 
 }  // namespace
 
+TensorRef Lowering::scatter(const std::string &origin, const TensorType &out, const TensorRef &init, const Shape &ranges,
+                            bool accumulate, const ScatterFn &fn,
+                            const std::function<Expr(const std::vector<Expr> &x)> &offset, ir::Op combine) {
+  TensorRef result = new_buffer(out);
+  ir::Node node;
+  node.kind = ir::NodeKind::Scatter;
+  node.origin = origin;
+  node.ranges = ranges;
+  node.accumulate = accumulate;
+  node.combine = combine;
+  node.operands = {ir::View{init.buffer, init.sizes, init.strides, init.offset}};
+  ir::BodyBuilder b;
+  auto [value, indices] = fn(b, vars(0, ranges.size()));
+  b.add_result(b.cast(value, out.dtype));
+  for (int i : indices) b.add_result(i);
+  node.body = b.finish();
+  node.scatter_index = offset(vars(0, ranges.size()));
+  node.outputs = {result.buffer};
+  p_.nodes.push_back(std::move(node));
+  return result;
+}
+
+int64_t Lowering::reserve_draws(int64_t count, const Device &device) {
+  if (random_state_ < 0) {
+    ir::Buffer b;
+    b.name = kRandomStateName;
+    b.kind = ir::Buffer::Kind::Input;
+    b.type = TensorType{DType::I64, {2}, {1}, device};
+    random_state_ = p_.add_buffer(b);
+    p_.inputs.push_back(random_state_);
+  }
+  int64_t first = draws_;
+  draws_ += count;
+  return first;
+}
+
+int Lowering::draw(ir::BodyBuilder &b, ir::Op op, DType dtype, int64_t first, const Expr &linear) {
+  COIL_ASSERT(random_state_ >= 0, "a draw before its counters were reserved");
+  int seed = b.load(random_state_, Expr(0), DType::I64);
+  int offset = b.load(random_state_, Expr(1), DType::I64);
+  int counter = b.binary(ir::Op::Add, offset, b.index(linear + first, DType::I64), DType::I64);
+  return b.binary(op, seed, counter, dtype);
+}
+
 TensorRef Lowering::pointwise(const TensorType &type, const std::string &origin, const BodyFn &fn) {
   TensorRef out = new_buffer(type);
   ir::Node n;
@@ -104,6 +148,7 @@ const std::map<std::string, LowerFn, std::less<>> &lowerings() {
     add_creation_lowerings(t);
     add_pooling_lowerings(t);
     add_indexing_lowerings(t);
+    add_random_lowerings(t);
     return t;
   }();
   return table;

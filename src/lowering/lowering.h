@@ -15,6 +15,10 @@
 
 namespace coil::lowering {
 
+/// The name of the random state's input buffer (not a Python identifier, so that no graph
+/// input can have it).
+inline constexpr const char *kRandomStateName = "coil.random_state";
+
 /// Lowers `g`. Throws UserError naming the node for an op that has no lowering yet.
 ir::Program lower(const Graph &g);
 
@@ -53,6 +57,24 @@ class Lowering {
 
   using BodyFn = std::function<int(ir::BodyBuilder &, const std::vector<ir::Expr> &index)>;
 
+  /// A Scatter node: a copy of `init`, then at every point x of `ranges` the value `fn`
+  /// emits (cast to out.dtype) is stored at `offset(x)` (or combined there by `combine` when
+  /// `accumulate`), whose indirect vars are the index values `fn` returned after it.
+  using ScatterFn = std::function<std::pair<int, std::vector<int>>(ir::BodyBuilder &, const std::vector<ir::Expr> &x)>;
+  TensorRef scatter(const std::string &origin, const TensorType &out, const TensorRef &init, const Shape &ranges,
+                    bool accumulate, const ScatterFn &fn, const std::function<ir::Expr(const std::vector<ir::Expr> &x)> &offset,
+                    ir::Op combine = ir::Op::Add);
+
+  /// Random ops draw from the call's random state: an i64[2] input buffer (seed, then the
+  /// offset of its first counter) the caller gives each call, made at the first random op
+  /// (kRandomStateName; include/coil/coil.h). Each op reserves counters of its own, one per
+  /// number it draws, after the previous op's: `reserve_draws` returns its first.
+  int64_t reserve_draws(int64_t count, const Device &device);
+  /// A number drawn by `op` (Rand, Randn, RandBits), of dtype F32 or F64 (I64 for
+  /// RandBits), at counter offset + `first` + `linear`: the same counter gives the same
+  /// number wherever the value is computed, so fusion may recompute it.
+  int draw(ir::BodyBuilder &b, ir::Op op, DType dtype, int64_t first, const ir::Expr &linear);
+
   /// A Pointwise node computing `type` (sizes, dtype, strides of the graph value):
   /// `fn` emits the value at each index; the result is cast to type.dtype.
   TensorRef pointwise(const TensorType &type, const std::string &origin, const BodyFn &fn);
@@ -68,6 +90,8 @@ class Lowering {
  private:
   const Graph &g_;
   ir::Program p_;
+  ir::BufferId random_state_ = -1;
+  int64_t draws_ = 0;
   std::map<int, TensorRef> refs_;
 };
 
@@ -90,5 +114,6 @@ void add_extern_lowerings(std::map<std::string, LowerFn, std::less<>> &t);
 void add_creation_lowerings(std::map<std::string, LowerFn, std::less<>> &t);
 void add_pooling_lowerings(std::map<std::string, LowerFn, std::less<>> &t);
 void add_indexing_lowerings(std::map<std::string, LowerFn, std::less<>> &t);
+void add_random_lowerings(std::map<std::string, LowerFn, std::less<>> &t);
 
 }  // namespace coil::lowering

@@ -216,6 +216,76 @@ std::vector<TensorRef> batch_norm(Lowering &l, const Node &n, std::optional<bool
   return outs;
 }
 
+// An output of a backward op that output_mask leaves out: its type filled with zeros, a
+// node nothing reads (the graph takes no getitem of it), which dead-code elimination drops.
+TensorRef not_asked(Lowering &l, const Node &n, size_t i) {
+  return l.pointwise(l.graph().type(n.outputs[i]), n.name + " (not asked)",
+                     [&](BodyBuilder &b, const std::vector<Expr> &) { return b.constant(0, DType::F32); });
+}
+
+bool asked(const Node &n, size_t i) { return arg(n, "output_mask").as<ArgList>().at(i).as<bool>(); }
+
+// native_layer_norm_backward: with x^ = (x - mean) * rstd and g = grad_out * weight over
+// rows of N elements, grad_input = rstd / N * (N g - sum(g) - x^ sum(g x^)); grad_weight and
+// grad_bias sum grad_out x^ and grad_out over the leading dims, in opmath.
+std::vector<TensorRef> layer_norm_backward(Lowering &l, const Node &n) {
+  const TensorRef &dy = tensor_arg(l, n, "grad_out"), &x = tensor_arg(l, n, "input");
+  const TensorRef &mean = tensor_arg(l, n, "mean"), &rstd = tensor_arg(l, n, "rstd");
+  auto weight = optional_tensor(l, n, "weight");
+  const TensorType &dx_type = l.graph().type(n.outputs[0]);
+  DType c = opmath_dtype(x.dtype);
+  size_t axis = x.sizes.size() - arg(n, "normalized_shape").as<ArgList>().size();
+  RowStats s = row_stats(x, axis, c, dx_type.device);
+  int64_t count = 1;
+  for (int64_t d : s.reduced) count *= d;
+  auto xhat = [&](BodyBuilder &b, const std::vector<Expr> &index) {
+    int centered = b.binary(Op::Sub, load_as(b, x, index, c), load_as(b, mean, index, c), c);
+    return b.binary(Op::Mul, centered, load_as(b, rstd, index, c), c);
+  };
+  auto g = [&](BodyBuilder &b, const std::vector<Expr> &index) {
+    int v = load_as(b, dy, index, c);
+    return weight ? b.binary(Op::Mul, v, load_as(b, *weight, index, c), c) : v;
+  };
+  std::vector<TensorRef> outs;
+  if (asked(n, 0)) {
+    TensorRef sum_g = l.reduction(s.type, s.reduced, ReduceOp::Sum, n.name + " sum",
+                                  [&](BodyBuilder &b, const std::vector<Expr> &xs, const std::vector<Expr> &r) {
+                                    return g(b, row_index(s, xs, r));
+                                  })[0];
+    TensorRef sum_gx = l.reduction(s.type, s.reduced, ReduceOp::Sum, n.name + " sum x",
+                                   [&](BodyBuilder &b, const std::vector<Expr> &xs, const std::vector<Expr> &r) {
+                                     auto index = row_index(s, xs, r);
+                                     return b.binary(Op::Mul, g(b, index), xhat(b, index), c);
+                                   })[0];
+    outs.push_back(l.pointwise(dx_type, n.name, [&](BodyBuilder &b, const std::vector<Expr> &index) {
+      int v = b.binary(Op::Mul, g(b, index), b.constant(double(count), c), c);
+      v = b.binary(Op::Sub, v, load_stat(b, sum_g, index), c);
+      v = b.binary(Op::Sub, v, b.binary(Op::Mul, xhat(b, index), load_stat(b, sum_gx, index), c), c);
+      return b.binary(Op::Mul, v, b.binary(Op::TrueDiv, load_as(b, rstd, index, c), b.constant(double(count), c), c), c);
+    }));
+  } else {
+    outs.push_back(not_asked(l, n, 0));
+  }
+  // grad_weight, grad_bias: over the leading dims, for each element of the normalized shape.
+  Shape leading(x.sizes.begin(), x.sizes.begin() + long(axis));
+  bool whole = leading.empty();  // every dim normalized: one row, a reduction over one element
+  if (whole) leading = {1};
+  for (size_t i = 1; i < 3; ++i) {
+    if (!asked(n, i)) {
+      outs.push_back(not_asked(l, n, i));
+      continue;
+    }
+    outs.push_back(l.reduction(l.graph().type(n.outputs[i]), leading, ReduceOp::Sum, n.name + (i == 1 ? " weight" : " bias"),
+                               [&](BodyBuilder &b, const std::vector<Expr> &xs, const std::vector<Expr> &r) {
+                                 std::vector<Expr> index = whole ? std::vector<Expr>{} : r;
+                                 index.insert(index.end(), xs.begin(), xs.end());
+                                 int v = load_as(b, dy, index, c);
+                                 return i == 1 ? b.binary(Op::Mul, v, xhat(b, index), c) : v;
+                               })[0]);
+  }
+  return outs;
+}
+
 }  // namespace
 
 void add_norm_lowerings(std::map<std::string, LowerFn, std::less<>> &t) {
@@ -235,6 +305,7 @@ void add_norm_lowerings(std::map<std::string, LowerFn, std::less<>> &t) {
   t["aten._native_batch_norm_legit_functional.default"] = [](Lowering &l, const Node &n) {
     return batch_norm(l, n, std::nullopt, true);
   };
+  t["aten.native_layer_norm_backward.default"] = layer_norm_backward;
 }
 
 }  // namespace coil::lowering

@@ -155,6 +155,11 @@ void add_unary(std::map<std::string, LowerFn, std::less<>> &t) {
   for (auto [target, op] : {std::pair{"aten.logical_not.default", Op::LogicalNot},
                             std::pair{"aten.isnan.default", Op::IsNan}, std::pair{"aten.isinf.default", Op::IsInf}})
     t[target] = elementwise({"self"}, Compute::Promoted, predicate(op));
+  t["aten.isfinite.default"] = elementwise({"self"}, Compute::Promoted, [](BodyBuilder &b, const Operands &o, const Node &) {
+    if (!is_floating(o.compute)) return b.constant(1, DType::Bool);
+    int nan = b.unary(Op::IsNan, o.values[0], DType::Bool), inf = b.unary(Op::IsInf, o.values[0], DType::Bool);
+    return b.unary(Op::LogicalNot, b.binary(Op::LogicalOr, nan, inf, DType::Bool), DType::Bool);
+  });
 
   // round(x, decimals=d) = round(x * 10^d) / 10^d, or for d < 0 round(x / 10^-d) * 10^-d
   t["aten.round.decimals"] = elementwise({"self"}, Compute::Result, [](BodyBuilder &b, const Operands &o, const Node &n) {

@@ -270,6 +270,206 @@ std::vector<TensorRef> group_norm(Lowering &l, const Node &n) {
   return {y, mean, rstd};
 }
 
+// native_group_norm_backward: per (n, group) of D elements, with x^ = (x - mean) * rstd and
+// g = grad_out * weight[c], grad_input = rstd / D * (D g - sum(g) - x^ sum(g x^)); grad_weight
+// and grad_bias sum grad_out x^ and grad_out per channel over the batch and positions.
+std::vector<TensorRef> group_norm_backward(Lowering &l, const Node &n) {
+  const TensorRef &dy = l.ref(arg(n, "grad_out").as<ValueId>()), &x = l.ref(arg(n, "input").as<ValueId>());
+  const TensorRef &mean = l.ref(arg(n, "mean").as<ValueId>()), &rstd = l.ref(arg(n, "rstd").as<ValueId>());
+  const Arg &weight_arg = arg(n, "weight");
+  std::optional<TensorRef> weight;
+  if (!weight_arg.is_none()) weight = l.ref(weight_arg.as<ValueId>());
+  int64_t groups = arg(n, "group").as<int64_t>();
+  const ArgList &mask = arg(n, "output_mask").as<ArgList>();
+  DType c = opmath_dtype(x.dtype);
+  int64_t batch = x.sizes[0], channels = x.sizes[1], per_group = channels / groups;
+  Shape spatial(x.sizes.begin() + 2, x.sizes.end());
+  int64_t count = per_group;
+  for (int64_t d : spatial) count *= d;
+  Device device = l.graph().type(n.outputs[0]).device;
+  auto load = [&](BodyBuilder &b, const TensorRef &t, const std::vector<Expr> &index) {
+    return b.cast(b.load(t.buffer, Lowering::offset(t, index), t.dtype), c);
+  };
+  // The element of x at (n, c, spatial...) and its group's statistics.
+  auto xhat = [&](BodyBuilder &b, const std::vector<Expr> &index) {
+    std::vector<Expr> stat = {index[0], ir::floor_div(index[1], per_group)};
+    int centered = b.binary(Op::Sub, load(b, x, index), load(b, mean, stat), c);
+    return b.binary(Op::Mul, centered, load(b, rstd, stat), c);
+  };
+  auto g = [&](BodyBuilder &b, const std::vector<Expr> &index) {
+    int v = load(b, dy, index);
+    return weight ? b.binary(Op::Mul, v, load(b, *weight, {index[1]}), c) : v;
+  };
+  auto zeros = [&](size_t i) {
+    return l.pointwise(l.graph().type(n.outputs[i]), n.name + " (not asked)",
+                       [&](BodyBuilder &b, const std::vector<Expr> &) { return b.constant(0, DType::F32); });
+  };
+  std::vector<TensorRef> outs;
+  if (mask[0].as<bool>()) {
+    TensorType stat{c, {batch, groups}, contiguous_strides({batch, groups}), device};
+    Shape reduced = {per_group};
+    reduced.insert(reduced.end(), spatial.begin(), spatial.end());
+    auto group_sum = [&](const std::string &origin, bool times_xhat) {
+      return l.reduction(stat, reduced, ReduceOp::Sum, origin,
+                         [&, times_xhat](BodyBuilder &b, const std::vector<Expr> &o, const std::vector<Expr> &r) {
+                           std::vector<Expr> index = {o[0], o[1] * per_group + r[0]};
+                           index.insert(index.end(), r.begin() + 1, r.end());
+                           int v = g(b, index);
+                           return times_xhat ? b.binary(Op::Mul, v, xhat(b, index), c) : v;
+                         })[0];
+    };
+    TensorRef sum_g = group_sum(n.name + " sum", false), sum_gx = group_sum(n.name + " sum x", true);
+    outs.push_back(l.pointwise(l.graph().type(n.outputs[0]), n.name, [&](BodyBuilder &b, const std::vector<Expr> &index) {
+      std::vector<Expr> stat_at = {index[0], ir::floor_div(index[1], per_group)};
+      int v = b.binary(Op::Mul, g(b, index), b.constant(double(count), c), c);
+      v = b.binary(Op::Sub, v, load(b, sum_g, stat_at), c);
+      v = b.binary(Op::Sub, v, b.binary(Op::Mul, xhat(b, index), load(b, sum_gx, stat_at), c), c);
+      return b.binary(Op::Mul, v, b.binary(Op::TrueDiv, load(b, rstd, stat_at), b.constant(double(count), c), c), c);
+    }));
+  } else {
+    outs.push_back(zeros(0));
+  }
+  Shape reduced = {batch};
+  reduced.insert(reduced.end(), spatial.begin(), spatial.end());
+  for (size_t i = 1; i < 3; ++i) {
+    if (!mask[i].as<bool>()) {
+      outs.push_back(zeros(i));
+      continue;
+    }
+    outs.push_back(l.reduction(l.graph().type(n.outputs[i]), reduced, ReduceOp::Sum, n.name + (i == 1 ? " weight" : " bias"),
+                               [&](BodyBuilder &b, const std::vector<Expr> &o, const std::vector<Expr> &r) {
+                                 std::vector<Expr> index = {r[0], o[0]};
+                                 index.insert(index.end(), r.begin() + 1, r.end());
+                                 int v = load(b, dy, index);
+                                 return i == 1 ? b.binary(Op::Mul, v, xhat(b, index), c) : v;
+                               })[0]);
+  }
+  return outs;
+}
+
+// max_pool2d_with_indices_backward: each output's gradient added at the input position its
+// index names within its (n, c) plane (a scatter-add in opmath, then the input's dtype).
+std::vector<TensorRef> max_pool_backward(Lowering &l, const Node &n) {
+  const TensorRef &dy = l.ref(arg(n, "grad_output").as<ValueId>()), &indices = l.ref(arg(n, "indices").as<ValueId>());
+  const TensorType &out = l.graph().type(n.outputs[0]);
+  DType c = opmath_dtype(out.dtype);
+  size_t lead = out.sizes.size() - 2;
+  Shape planes(out.sizes.begin(), out.sizes.begin() + long(lead));
+  Shape flat = planes;
+  flat.push_back(out.sizes[lead] * out.sizes[lead + 1]);
+  TensorType acc{c, flat, contiguous_strides(flat), out.device};
+  TensorRef zero = l.pointwise(acc, n.name + " zeros", [&](BodyBuilder &b, const std::vector<Expr> &) {
+    return b.constant(0, c);
+  });
+  TensorRef dense{-1, c, flat, acc.strides, 0};
+  TensorRef sum = l.scatter(
+      n.name, acc, zero, dy.sizes, true,
+      [&](BodyBuilder &b, const std::vector<Expr> &o) {
+        int at = b.cast(Lowering::load_broadcast(b, indices, o), DType::I64);
+        return std::pair{b.cast(Lowering::load_broadcast(b, dy, o), c), std::vector<int>{at}};
+      },
+      [&](const std::vector<Expr> &o) {
+        std::vector<Expr> at(o.begin(), o.begin() + long(lead));
+        at.push_back(Expr(ir::indirect_var(0)));
+        return Lowering::offset(dense, at);
+      });
+  return {l.pointwise(out, n.name, [&](BodyBuilder &b, const std::vector<Expr> &x) {
+    std::vector<Expr> at(x.begin(), x.begin() + long(lead));
+    at.push_back(x[lead] * out.sizes[lead + 1] + x[lead + 1]);
+    return b.load(sum.buffer, Lowering::offset(sum, at), c);
+  })};
+}
+
+// avg_pool2d_backward: input position p gets the gradient of every output whose window
+// covers it, divided by that window's divisor (the forward's): along each dim, outputs
+// o with o * s - pad <= p < o * s - pad + k, at most ceil(k / s) of them, from
+// floor((p + pad) / s) down.
+std::vector<TensorRef> avg_pool_backward(Lowering &l, const Node &n) {
+  const TensorRef &dy = l.ref(arg(n, "grad_output").as<ValueId>()), &x = l.ref(arg(n, "self").as<ValueId>());
+  Window w = window_of(n, 2);
+  const TensorType &out = l.graph().type(n.outputs[0]);
+  DType c = opmath_dtype(out.dtype);
+  bool include_pad = arg(n, "count_include_pad").as<bool>();
+  const Arg &override_arg = arg(n, "divisor_override");
+  size_t lead = out.sizes.size() - 2;
+  Shape reach;
+  for (size_t k = 0; k < 2; ++k) reach.push_back((w.kernel[k] + w.stride[k] - 1) / w.stride[k]);
+  TensorType sum_type{c, out.sizes, contiguous_strides(out.sizes), out.device};
+  WindowTotal sum = window_fold(l, sum_type, reach, ReduceOp::Sum, n.name + " sum",
+                                [&](BodyBuilder &b, const std::vector<Expr> &p, const std::vector<Expr> &r) {
+    std::vector<Expr> at(p.begin(), p.begin() + long(lead));
+    int ok = -1, count = -1;
+    auto i64 = [&](int64_t v) { return b.constant(double(v), DType::I64); };
+    for (size_t k = 0; k < 2; ++k) {
+      int64_t size = x.sizes[lead + k], outs = dy.sizes[lead + k];
+      Expr o = ir::floor_div(p[lead + k] + w.padding[k], w.stride[k]) - r[k];
+      at.push_back(o);
+      int oi = b.index(o, DType::I64);
+      int valid = b.binary(Op::LogicalAnd, b.binary(Op::Ge, oi, i64(0), DType::Bool), b.binary(Op::Lt, oi, i64(outs), DType::Bool),
+                           DType::Bool);
+      // The window starts at or before p; whether it reaches p: p < start + kernel.
+      int reaches = b.binary(Op::Lt, b.index(p[lead + k] + w.padding[k] - o * w.stride[k], DType::I64), i64(w.kernel[k]),
+                             DType::Bool);
+      valid = b.binary(Op::LogicalAnd, valid, reaches, DType::Bool);
+      ok = ok < 0 ? valid : b.binary(Op::LogicalAnd, ok, valid, DType::Bool);
+      // The forward's divisor along this dim, in integers: the window clipped to the padded
+      // input, or (count_include_pad false) to the input.
+      int start = b.binary(Op::Sub, b.binary(Op::Mul, oi, i64(w.stride[k]), DType::I64), i64(w.padding[k]), DType::I64);
+      int end = b.binary(Op::Minimum, b.binary(Op::Add, start, i64(w.kernel[k]), DType::I64), i64(size + w.padding[k]),
+                         DType::I64);
+      if (!include_pad) {
+        start = b.binary(Op::Maximum, start, i64(0), DType::I64);
+        end = b.binary(Op::Minimum, end, i64(size), DType::I64);
+      }
+      int along = b.binary(Op::Sub, end, start, DType::I64);
+      count = count < 0 ? along : b.binary(Op::Mul, count, along, DType::I64);
+    }
+    int g = b.cast(b.masked_load(dy.buffer, Lowering::offset(dy, at), dy.dtype, ok, 0), c);
+    int divisor = override_arg.is_none() ? b.cast(count, c) : b.constant(double(override_arg.as<int64_t>()), c);
+    return b.where(ok, b.binary(Op::TrueDiv, g, divisor, c), b.constant(0, c), c);
+  });
+  return {l.pointwise(out, n.name, [&](BodyBuilder &b, const std::vector<Expr> &p) { return sum(b, p); })};
+}
+
+// _adaptive_avg_pool2d_backward: input position p gets grad / area of every output whose
+// window [floor(o I / O), ceil((o + 1) I / O)) covers it: along each dim the outputs from
+// floor(p O / I) to ceil((p + 1) O / I) - 1, at most ceil(O / I) + 1 of them.
+std::vector<TensorRef> adaptive_avg_pool_backward(Lowering &l, const Node &n) {
+  const TensorRef &dy = l.ref(arg(n, "grad_output").as<ValueId>());
+  const TensorType &out = l.graph().type(n.outputs[0]);
+  DType c = opmath_dtype(out.dtype);
+  size_t lead = out.sizes.size() - 2;
+  Shape in(out.sizes.begin() + long(lead), out.sizes.end()), outs(dy.sizes.begin() + long(lead), dy.sizes.end());
+  Shape reach;
+  for (size_t k = 0; k < 2; ++k) reach.push_back(in[k] == 0 ? 0 : (outs[k] + in[k] - 1) / in[k] + 1);
+  TensorType sum_type{c, out.sizes, contiguous_strides(out.sizes), out.device};
+  WindowTotal sum = window_fold(l, sum_type, reach, ReduceOp::Sum, n.name + " sum",
+                                [&](BodyBuilder &b, const std::vector<Expr> &p, const std::vector<Expr> &r) {
+    std::vector<Expr> at(p.begin(), p.begin() + long(lead));
+    int ok = -1, area = -1;
+    auto i64 = [&](int64_t v) { return b.constant(double(v), DType::I64); };
+    for (size_t k = 0; k < 2; ++k) {
+      Expr o = ir::floor_div(p[lead + k] * outs[k], in[k]) + r[k];
+      at.push_back(o);
+      Expr last = ir::floor_div((p[lead + k] + 1) * outs[k] + in[k] - 1, in[k]);  // one past the last output
+      int oi = b.index(o, DType::I64);
+      int valid = b.binary(Op::Lt, oi, b.index(ir::min(last, Expr(outs[k])), DType::I64), DType::Bool);
+      ok = ok < 0 ? valid : b.binary(Op::LogicalAnd, ok, valid, DType::Bool);
+      // Output o's window [floor(o I / O), ceil((o + 1) I / O)), in integers.
+      int start = b.binary(Op::FloorDiv, b.binary(Op::Mul, oi, i64(in[k]), DType::I64), i64(outs[k]), DType::I64);
+      int end = b.binary(Op::FloorDiv, b.binary(Op::Add, b.binary(Op::Mul, oi, i64(in[k]), DType::I64), i64(in[k] + outs[k] - 1), DType::I64),
+                         i64(outs[k]), DType::I64);
+      int along = b.binary(Op::Sub, end, start, DType::I64);
+      area = area < 0 ? along : b.binary(Op::Mul, area, along, DType::I64);
+    }
+    int g = b.cast(b.masked_load(dy.buffer, Lowering::offset(dy, at), dy.dtype, ok, 0), c);
+    // Outside the outputs the area may be 0: divided only where valid.
+    int safe = b.where(ok, area, i64(1), DType::I64);
+    return b.where(ok, b.binary(Op::TrueDiv, g, b.cast(safe, c), c), b.constant(0, c), c);
+  });
+  return {l.pointwise(out, n.name, [&](BodyBuilder &b, const std::vector<Expr> &p) { return sum(b, p); })};
+}
+
 }  // namespace
 
 /// The scale from output to input positions of upsampling, as c10's
@@ -360,6 +560,10 @@ void add_pooling_lowerings(std::map<std::string, LowerFn, std::less<>> &t) {
   t["aten.adaptive_avg_pool2d.default"] = [](Lowering &l, const Node &n) { return adaptive_avg_pool(l, n, 2); };
   t["aten._adaptive_avg_pool3d.default"] = [](Lowering &l, const Node &n) { return adaptive_avg_pool(l, n, 3); };
   t["aten.native_group_norm.default"] = group_norm;
+  t["aten.native_group_norm_backward.default"] = group_norm_backward;
+  t["aten.max_pool2d_with_indices_backward.default"] = max_pool_backward;
+  t["aten.avg_pool2d_backward.default"] = avg_pool_backward;
+  t["aten._adaptive_avg_pool2d_backward.default"] = adaptive_avg_pool_backward;
   t["aten.upsample_nearest2d.vec"] = upsample_nearest;
   t["aten.upsample_bilinear2d.vec"] = upsample_bilinear;
 }

@@ -1,6 +1,8 @@
 #include "tools/commands.h"
 
 #include <algorithm>
+#include <charconv>
+#include <cstring>
 #include <cstdio>
 #include <iostream>
 #include <map>
@@ -132,6 +134,17 @@ double number_option(const ParsedArgs &p, const std::string &name, double fallba
   throw UserError(str_cat("coil run: ", name, " expects a non-negative number, got '", it->second, "'"));
 }
 
+// --seed: any 64-bit integer, as PyTorch's seeds are.
+int64_t seed_option(const ParsedArgs &p) {
+  auto it = p.options.find("--seed");
+  if (it == p.options.end()) return 0;
+  const std::string &v = it->second;
+  int64_t seed = 0;
+  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), seed);
+  if (ec == std::errc() && end == v.data() + v.size()) return seed;
+  throw UserError(str_cat("coil run: --seed expects a 64-bit integer, got '", v, "'"));
+}
+
 // The most calls --bench times: its timings are kept to take their median.
 constexpr int kMaxBenchCalls = 1'000'000;
 
@@ -183,7 +196,8 @@ int run_run(const std::vector<std::string> &all_args) {
   std::vector<std::string> args;
   bool interpret = false;
   for (const std::string &a : all_args) (a == "--interpret" ? interpret = true : (args.push_back(a), false));
-  ParsedArgs p = parse_args("run", args, {"--device", "--inputs", "--expect", "--rtol", "--atol", "--save", "--bench"});
+  ParsedArgs p =
+      parse_args("run", args, {"--device", "--inputs", "--expect", "--rtol", "--atol", "--save", "--bench", "--seed"});
   std::string file = one_file("run", p);
   std::string device = p.options.count("--device") ? p.options["--device"] : "ref";
   if (device != "ref" && device != "cpu" && device != "cuda")
@@ -207,6 +221,16 @@ int run_run(const std::vector<std::string> &all_args) {
   o.target = interpret ? Target::CudaInterpreter : parse_target(device);
   CompiledGraph compiled = compile_parsed(std::move(g), o);
   std::vector<TensorRef> in, out;
+  // A graph that draws random numbers takes its state from --inputs, or seed --seed at offset 0.
+  if (!compiled.inputs().empty() && compiled.inputs().back().random_state &&
+      !find_tensor(inputs, compiled.inputs().back().name)) {
+    HostTensor state = HostTensor::zeros(DType::I64, {2});
+    int64_t seed = seed_option(p);
+    std::memcpy(state.data.data(), &seed, sizeof seed);
+    inputs.emplace_back(compiled.inputs().back().name, std::move(state));
+  } else if (p.options.count("--seed")) {
+    throw UserError("coil run: --seed is for graphs that draw random numbers (or whose --inputs lacks their state)");
+  }
   for (const TensorInfo &t : compiled.inputs()) {
     HostTensor *h = const_cast<HostTensor *>(find_tensor(inputs, t.name));
     COIL_ASSERT(h, "input ", t.name, " passed the check but is missing");
@@ -307,6 +331,8 @@ const std::vector<Command> &commands() {
        "  --rtol R    relative tolerance (default: by dtype, scaled by sqrt(n) for reductions over n)\n"
        "  --atol A    absolute tolerance (default: likewise)\n"
        "  --save F    write the outputs as out0, out1, ...\n"
+       "  --seed S    the seed of a graph that draws random numbers (default 0), unless --inputs\n"
+       "              holds its state (coil.random_state: seed, offset)\n"
        "  --set N=V   override an option for this run (see coil config); --set cpp.profile=1 with\n"
        "              --device cpu (triton.profile=1 with --device cuda: each step's GPU time)\n"
        "              prints each kernel's calls and time, slowest first: of the first call, or\n"

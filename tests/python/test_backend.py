@@ -64,6 +64,38 @@ def compare_fn_with_eager(fn, *inputs, **compile_kwargs):
     return got
 
 
+def check_random_ops(test, device):
+    """dropout in training mode, rand_like and randn through coil on `device`: the numbers
+    have their distributions, every call draws new ones, and torch.manual_seed reproduces
+    a run (coil draws its state from PyTorch's generator)."""
+    def fn(x):
+        return torch.nn.functional.dropout(x, 0.5, training=True), torch.rand_like(x), torch.randn(64, 64, device=x.device)
+
+    x = torch.ones(64, 64, device=device)
+    with no_fallback(), compiled_graphs() as compiled, torch.no_grad():
+        torch._dynamo.reset()
+        f = torch.compile(fn, backend="coil")
+        torch.manual_seed(5)
+        first = f(x)
+        second = f(x)
+        torch.manual_seed(5)
+        again = f(x)
+    test.assertEqual(len(compiled), 1)
+    test.assertIsNotNone(compiled[0], "the graph fell back to eager")
+    for a, b in zip(first, again):
+        test.assertTrue(torch.equal(a, b), "torch.manual_seed reproduces the numbers")
+    for a, b in zip(first, second):
+        test.assertFalse(torch.equal(a, b), "each call draws new numbers")
+    dropped, uniform, normal = (t.double().cpu() for t in first)
+    n = dropped.numel()
+    test.assertTrue(torch.all((dropped == 0) | (dropped == 2)))  # kept elements scaled by 1 / (1 - p)
+    test.assertLess(abs((dropped == 2).double().mean().item() - 0.5), 5 * (0.25 / n) ** 0.5)
+    test.assertTrue(torch.all((uniform >= 0) & (uniform < 1)))
+    test.assertLess(abs(uniform.mean().item() - 0.5), 5 * (1 / 12 / n) ** 0.5)
+    test.assertLess(abs(normal.mean().item()), 5 / n ** 0.5)
+    test.assertLess(abs(normal.var().item() - 1), 5 * (2 / n) ** 0.5)
+
+
 class no_fallback:
     """COIL_FALLBACK=error for the block: a graph coil does not compile fails the test."""
 
@@ -127,6 +159,9 @@ class Backend(unittest.TestCase):
         self.assertIsNotNone(compiled[0], "the graph fell back to eager")
         self.assertEqual(compiled[0].target, "cpu")
         self.assertIn("kernel0", compiled[0].plans)
+
+    def test_random_ops_draw_from_pytorchs_generator(self):
+        check_random_ops(self, "cpu")
 
     def test_tensors_the_traced_code_makes_are_passed_as_constants(self):
         def fn(x):
@@ -342,6 +377,9 @@ class Cuda(unittest.TestCase):
         with no_fallback():
             compare_fn_with_eager(lambda a: (a * 2).softmax(-1), x)
             compare_fn_with_eager(lambda a: a.to(torch.bfloat16).relu() * 3, self.randn(32, 48))
+
+    def test_random_ops_draw_from_pytorchs_generator(self):
+        check_random_ops(self, self.device)
 
     def test_cuda_graphs(self):
         inputs = [(self.randn(64, 96), self.randn(96, 48)) for _ in range(3)]

@@ -118,6 +118,27 @@ TEST(MetaCreation, ZerosOnesEmptyAndScalarTensor) {
   EXPECT_EQ(meta("aten.scalar_tensor.default", {}, {f(1.5)}, {{"dtype", Arg(DType::F64)}}), Types{"f64[][]cpu"});
 }
 
+TEST(MetaCreation, RandomTensors) {
+  EXPECT_EQ(meta("aten.rand.default", {}, {ints({2, 3})}), Types{"f32[2, 3][3, 1]cpu"});
+  EXPECT_EQ(meta("aten.randn.default", {}, {ints({4})}, {{"dtype", Arg(DType::BF16)}}), Types{"bf16[4][1]cpu"});
+  EXPECT_EQ(meta_error("aten.rand.default", {}, {ints({2})}, {{"dtype", Arg(DType::I64)}}),
+            "random floats need a floating dtype, got i64");
+  // randint and randperm: int64 unless told (the schema's dtype=long).
+  EXPECT_EQ(meta("aten.randint.low", {}, {i(-2), i(5), ints({3, 2})}), Types{"i64[3, 2][2, 1]cpu"});
+  EXPECT_EQ(meta("aten.randint.default", {}, {i(5), ints({3})}, {{"dtype", Arg(DType::I32)}}), Types{"i32[3][1]cpu"});
+  EXPECT_EQ(meta_error("aten.randint.low", {}, {i(5), i(5), ints({3})}), "randint: expected low < high, got low 5 and high 5");
+  EXPECT_EQ(meta("aten.randperm.default", {}, {i(7)}), Types{"i64[7][1]cpu"});
+  // rand_like keeps self's layout; bernoulli is contiguous whatever self's.
+  EXPECT_EQ(meta("aten.rand_like.default", {"f32[3, 4][1, 3]cpu"}), Types{"f32[3, 4][1, 3]cpu"});
+  EXPECT_EQ(meta("aten.bernoulli.p", {"f32[3, 4][1, 3]cpu"}, {f(0.5)}), Types{"f32[3, 4][4, 1]cpu"});
+  EXPECT_EQ(meta_error("aten.bernoulli.p", {"f32[3]"}, {f(1.5)}), "bernoulli: expected 0 <= p <= 1, got 1.5");
+  // native_dropout: the output and a bool mask, both in the input's layout.
+  EXPECT_EQ(meta("aten.native_dropout.default", {"bf16[3, 4][1, 3]cpu"}, {f(0.1), Arg(true)}),
+            (Types{"bf16[3, 4][1, 3]cpu", "b8[3, 4][1, 3]cpu"}));
+  EXPECT_EQ(meta_error("aten.native_dropout.default", {"f32[3]"}, {f(-0.5), Arg(true)}),
+            "dropout probability has to be between 0 and 1, but got -0.5");
+}
+
 TEST(MetaCreation, EmptyInAMemoryFormat) {
   Kwargs cl = {{"memory_format", Arg(MemoryFormat::ChannelsLast)}};
   EXPECT_EQ(meta("aten.empty.memory_format", {}, {ints({2, 3, 4, 5})}, cl), Types{"f32[2, 3, 4, 5][60, 1, 15, 3]cpu"});

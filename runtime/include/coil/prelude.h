@@ -16,6 +16,8 @@
 #include <type_traits>
 
 #include <omp.h>
+
+#include "coil/philox.h"  // NOLINT: random numbers (rand, randn, dropout), in namespace coil_rt
 #if defined(__linux__)
 #include <sys/mman.h>
 #include <unistd.h>

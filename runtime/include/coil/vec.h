@@ -496,4 +496,60 @@ template <int N> inline void store_f16(uint16_t *p, Vec<float, N> x) {
   for (int l = 0; l < N; ++l) p[l] = f32_to_f16(x[l]);
 }
 
+// ---- random numbers: Philox of N counters at once (coil/philox.h) ------------------------
+
+/// The four words of Philox4x32-10 for each lane's (seed, counter), in 64-bit lanes whose
+/// low halves hold them: each round's 32x32->64 products are one vector multiply.
+template <int N> struct PhiloxLanes {
+  using U = typename Vec<uint64_t, N>::V;
+  U w[4];
+};
+template <int N> inline PhiloxLanes<N> philox(Vec<int64_t, N> seed, Vec<int64_t, N> counter) {
+  using U = typename Vec<uint64_t, N>::V;
+  const U low = U{} + 0xffffffffu;
+  U s = (U)seed.v, c = (U)counter.v;
+  U c0 = c & low, c1 = c >> 32, c2 = U{}, c3 = U{}, k0 = s & low, k1 = s >> 32;
+  for (int round = 0; round < 10; ++round) {
+    U p0 = c0 * (U{} + 0xD2511F53u), p1 = c2 * (U{} + 0xCD9E8D57u);
+    U n0 = (p1 >> 32) ^ c1 ^ k0, n2 = (p0 >> 32) ^ c3 ^ k1;
+    c1 = p1 & low;
+    c3 = p0 & low;
+    c0 = n0;
+    c2 = n2;
+    k0 = (k0 + 0x9E3779B9u) & low;
+    k1 = (k1 + 0xBB67AE85u) & low;
+  }
+  return {{c0, c1, c2, c3}};
+}
+template <typename T, int N> inline Vec<T, N> philox_unit(typename Vec<uint64_t, N>::V hi, typename Vec<uint64_t, N>::V lo) {
+  if constexpr (sizeof(T) == 8)
+    return Vec<double, N>::of(__builtin_convertvector((hi << 21) | (lo >> 11), typename Vec<double, N>::V) * 0x1p-53);
+  else
+    return Vec<float, N>::of(__builtin_convertvector(hi >> 8, typename Vec<float, N>::V) * 0x1p-24f);
+}
+template <typename T, int N> inline Vec<T, N> philox_uniform(Vec<int64_t, N> seed, Vec<int64_t, N> counter) {
+  PhiloxLanes<N> r = philox(seed, counter);
+  return philox_unit<T, N>(r.w[0], r.w[1]);
+}
+template <typename T, int N> inline Vec<T, N> philox_normal(Vec<int64_t, N> seed, Vec<int64_t, N> counter) {
+  PhiloxLanes<N> r = philox(seed, counter);
+  Vec<T, N> u1 = Vec<T, N>(T(1)) - philox_unit<T, N>(r.w[0], r.w[1]);
+  Vec<T, N> u2 = sizeof(T) == 8 ? philox_unit<T, N>(r.w[2], r.w[3]) : philox_unit<T, N>(r.w[1], r.w[0]);
+  return sqrt(Vec<T, N>(T(-2)) * log(u1)) * cos(Vec<T, N>(sizeof(T) == 8 ? T(6.283185307179586) : T(6.2831855f)) * u2);
+}
+template <int N> inline Vec<int64_t, N> philox_bits(Vec<int64_t, N> seed, Vec<int64_t, N> counter) {
+  PhiloxLanes<N> r = philox(seed, counter);
+  return Vec<int64_t, N>::of((typename Vec<int64_t, N>::V)(((r.w[0] << 32) | r.w[1]) >> 1));
+}
+// A seed the same in every lane (a load of the call's state) meets a vector of counters.
+template <typename T, int N> inline Vec<T, N> philox_uniform(int64_t seed, Vec<int64_t, N> counter) {
+  return philox_uniform<T, N>(Vec<int64_t, N>(seed), counter);
+}
+template <typename T, int N> inline Vec<T, N> philox_normal(int64_t seed, Vec<int64_t, N> counter) {
+  return philox_normal<T, N>(Vec<int64_t, N>(seed), counter);
+}
+template <int N> inline Vec<int64_t, N> philox_bits(int64_t seed, Vec<int64_t, N> counter) {
+  return philox_bits<N>(Vec<int64_t, N>(seed), counter);
+}
+
 }  // namespace coil_rt

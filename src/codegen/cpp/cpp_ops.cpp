@@ -264,6 +264,9 @@ std::string cpp_op(Op op, DType in, DType out, const std::vector<std::string> &a
     case Op::LogicalAnd: return truthy(a, in, lanes) + " && " + truthy(args.at(1), in, lanes);
     case Op::LogicalOr: return truthy(a, in, lanes) + " || " + truthy(args.at(1), in, lanes);
     case Op::LogicalXor: return truthy(a, in, lanes) + " != " + truthy(args.at(1), in, lanes);
+    case Op::Rand: return "coil_rt::philox_uniform<" + value_type(out) + ">(" + a + ", " + args.at(1) + ")";
+    case Op::Randn: return "coil_rt::philox_normal<" + value_type(out) + ">(" + a + ", " + args.at(1) + ")";
+    case Op::RandBits: return "coil_rt::philox_bits(" + a + ", " + args.at(1) + ")";
     default: break;
   }
   if (op == Op::BitwiseNot && in == DType::Bool) return "!" + a;

@@ -326,6 +326,15 @@ std::string triton_op(Op op, DType in, DType out, const std::vector<std::string>
     case Op::LogicalAnd: return "(" + truthy(a, in) + " & " + truthy(args.at(1), in) + ")";
     case Op::LogicalOr: return "(" + truthy(a, in) + " | " + truthy(args.at(1), in) + ")";
     case Op::LogicalXor: return "(" + truthy(a, in) + " != " + truthy(args.at(1), in) + ")";
+    case Op::Rand:
+    case Op::Randn:
+    case Op::RandBits: {
+      std::string name = op == Op::RandBits ? "randbits"
+                         : str_cat(op == Op::Rand ? "rand" : "randn", out == DType::F64 ? "_f64" : "_f32");
+      helpers.insert("philox");
+      helpers.insert(name);
+      return "_" + name + "(" + a + ", " + args.at(1) + ")";
+    }
     default: break;
   }
   if (op == Op::BitwiseNot && in == DType::Bool) return "(" + a + " == 0)";
@@ -403,6 +412,64 @@ std::string triton_helpers(const std::set<std::string> &helpers) {
        "@triton.jit\n"
        "def _fmin_float(a, b):\n"
        "    return tl.where(a != a, b, tl.where(b != b, a, tl.where(b < a, b, a)))\n"},
+      // coil/philox.h's generator, word for word: Philox4x32-10 of the counter (lo, hi, 0, 0)
+      // under the key (seed's lo, hi), then the same maps to numbers.
+      {"philox",
+       "@triton.jit\n"
+       "def _philox(seed, counter):\n"
+       "    seed = seed.to(tl.int64)\n"
+       "    counter = counter.to(tl.int64)\n"
+       "    c0 = counter.to(tl.uint32)\n"
+       "    c1 = (counter >> 32).to(tl.uint32)\n"
+       "    c2 = c0 * 0\n"
+       "    c3 = c0 * 0\n"
+       "    k0 = seed.to(tl.uint32) + c2\n"
+       "    k1 = (seed >> 32).to(tl.uint32) + c2\n"
+       "    for _ in tl.static_range(10):\n"
+       "        h0 = tl.umulhi(c0, 0xD2511F53)\n"
+       "        l0 = c0 * 0xD2511F53\n"
+       "        h1 = tl.umulhi(c2, 0xCD9E8D57)\n"
+       "        l1 = c2 * 0xCD9E8D57\n"
+       "        c0, c1, c2, c3 = h1 ^ c1 ^ k0, l1, h0 ^ c3 ^ k1, l0\n"
+       "        k0 = k0 + 0x9E3779B9\n"
+       "        k1 = k1 + 0xBB67AE85\n"
+       "    return c0, c1, c2, c3\n"
+       "\n\n"
+       "@triton.jit\n"
+       "def _unit_f32(w):\n"
+       "    return (w >> 8).to(tl.float32) * 5.9604644775390625e-08\n"
+       "\n\n"
+       "@triton.jit\n"
+       "def _unit_f64(hi, lo):\n"
+       "    bits = (hi.to(tl.uint64) << 21) | (lo >> 11).to(tl.uint64)\n"
+       "    return bits.to(tl.float64) * 1.1102230246251565e-16\n"},
+      {"rand_f32",
+       "@triton.jit\n"
+       "def _rand_f32(seed, counter):\n"
+       "    w0, w1, w2, w3 = _philox(seed, counter)\n"
+       "    return _unit_f32(w0)\n"},
+      {"rand_f64",
+       "@triton.jit\n"
+       "def _rand_f64(seed, counter):\n"
+       "    w0, w1, w2, w3 = _philox(seed, counter)\n"
+       "    return _unit_f64(w0, w1)\n"},
+      {"randn_f32",
+       "@triton.jit\n"
+       "def _randn_f32(seed, counter):\n"
+       "    w0, w1, w2, w3 = _philox(seed, counter)\n"
+       "    u1 = 1.0 - _unit_f32(w0)\n"
+       "    return tl.sqrt(-2.0 * tl.log(u1)) * tl.cos(6.2831855 * _unit_f32(w1))\n"},
+      {"randn_f64",
+       "@triton.jit\n"
+       "def _randn_f64(seed, counter):\n"
+       "    w0, w1, w2, w3 = _philox(seed, counter)\n"
+       "    u1 = 1.0 - _unit_f64(w0, w1)\n"
+       "    return tl.sqrt(-2.0 * tl.log(u1)) * tl.cos(6.283185307179586 * _unit_f64(w2, w3))\n"},
+      {"randbits",
+       "@triton.jit\n"
+       "def _randbits(seed, counter):\n"
+       "    w0, w1, w2, w3 = _philox(seed, counter)\n"
+       "    return (((w0.to(tl.uint64) << 32) | w1.to(tl.uint64)) >> 1).to(tl.int64)\n"},
       {"sign_float",
        "@triton.jit\n"
        "def _sign_float(x):\n"

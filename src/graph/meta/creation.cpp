@@ -212,6 +212,63 @@ std::vector<TensorType> iota(const MetaArgs &a) {
   return {fresh(Options{dtype, resolved(*a.optional_device("device"))}, {a.integer("length")})};
 }
 
+// ---- random tensors -------------------------------------------------------------------
+
+/// rand, randn: floating dtypes only, as eager checks.
+std::vector<TensorType> random_floats(const MetaArgs &a) {
+  Options o = options(a, kDefaultFloat, Device{});
+  COIL_USER_CHECK(is_floating(o.dtype), "random floats need a floating dtype, got ", short_name(o.dtype));
+  return {fresh(o, a.ints("size"))};
+}
+
+/// rand_like, randn_like: `like`, floating.
+std::vector<TensorType> random_floats_like(const MetaArgs &a) {
+  std::vector<TensorType> out = like(a);
+  COIL_USER_CHECK(is_floating(out[0].dtype), "random floats need a floating dtype, got ", short_name(out[0].dtype));
+  return out;
+}
+
+/// randint, randint.low: integers in [low, high), int64 unless told.
+std::vector<TensorType> randint(const MetaArgs &a) {
+  int64_t low = a.schema().find_arg("low") >= 0 ? a.integer("low") : 0, high = a.integer("high");
+  COIL_USER_CHECK(low < high, "randint: expected low < high, got low ", low, " and high ", high);
+  Options o = options(a, DType::I64, Device{});
+  COIL_USER_CHECK(o.dtype != DType::Bool || high <= 2, "randint: bool values need high <= 2, got ", high);
+  return {fresh(o, a.ints("size"))};
+}
+
+std::vector<TensorType> randperm(const MetaArgs &a) {
+  int64_t n = a.integer("n");
+  COIL_USER_CHECK(n >= 0, "randperm: n must be non-negative, got ", n);
+  Options o = options(a, DType::I64, Device{});
+  COIL_USER_CHECK(o.dtype != DType::Bool && o.dtype != DType::F16 && o.dtype != DType::BF16,
+                  "randperm: dtype ", short_name(o.dtype), " is not supported");
+  return {fresh(o, {n})};
+}
+
+/// bernoulli: self's type, contiguous whatever self's layout (eager's legacy contiguous
+/// format), floating.
+std::vector<TensorType> bernoulli(const MetaArgs &a) {
+  const TensorType &self = a.tensor("self");
+  COIL_USER_CHECK(is_floating(self.dtype), "bernoulli: expected a floating tensor, got ", short_name(self.dtype));
+  if (a.schema().find_arg("p") >= 0) {
+    double p = a.floating("p");
+    COIL_USER_CHECK(p >= 0 && p <= 1, "bernoulli: expected 0 <= p <= 1, got ", p);
+  }
+  return {TensorType{self.dtype, self.sizes, contiguous_strides(self.sizes), self.device}};
+}
+
+/// native_dropout: the output like the input and the mask of bools kept, both in the
+/// input's layout.
+std::vector<TensorType> native_dropout(const MetaArgs &a) {
+  const TensorType &input = a.tensor("input");
+  double p = a.floating("p");
+  COIL_USER_CHECK(p >= 0 && p <= 1, "dropout probability has to be between 0 and 1, but got ", p);
+  Shape strides = dense_order_strides(input);
+  return {TensorType{input.dtype, input.sizes, strides, input.device},
+          TensorType{DType::Bool, input.sizes, strides, input.device}};
+}
+
 // The keyword-only options every factory takes, as native_functions.yaml spells them.
 constexpr const char *kOptions =
     "ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None";
@@ -241,6 +298,25 @@ void register_creation_ops(Registry &r) {
   r.add(str_cat("full_like(Tensor self, Scalar fill_value, *, ", kOptions,
                 ", MemoryFormat? memory_format=None) -> Tensor"),
         like);
+
+  // Random tensors: drawn by coil's generator (src/lowering/random.cpp).
+  r.add(str_cat("rand(SymInt[] size, *, ", kOptions, ") -> Tensor"), random_floats);
+  r.add(str_cat("randn(SymInt[] size, *, ", kOptions, ") -> Tensor"), random_floats);
+  for (const char *name : {"rand_like", "randn_like"})
+    r.add(str_cat(name, "(Tensor self, *, ", kOptions, ", MemoryFormat? memory_format=None) -> Tensor"),
+          random_floats_like);
+  r.add(str_cat("randint(SymInt high, SymInt[] size, *, ScalarType? dtype=long, Layout? layout=None, "
+                "Device? device=None, bool? pin_memory=None) -> Tensor"),
+        randint);
+  r.add(str_cat("randint.low(SymInt low, SymInt high, SymInt[] size, *, ScalarType? dtype=long, Layout? layout=None, "
+                "Device? device=None, bool? pin_memory=None) -> Tensor"),
+        randint);
+  r.add("randperm(SymInt n, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, "
+        "bool? pin_memory=None) -> Tensor",
+        randperm);
+  r.add("bernoulli(Tensor self, *, Generator? generator=None) -> Tensor", bernoulli);
+  r.add("bernoulli.p(Tensor self, float p=0.5, *, Generator? generator=None) -> Tensor", bernoulli);
+  r.add("native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)", native_dropout);
 
   for (const char *name : {"new_zeros", "new_ones", "new_empty"})
     r.add(str_cat(name, "(Tensor self, SymInt[] size, *, ", kOptions, ") -> Tensor"), new_sized);

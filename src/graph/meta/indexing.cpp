@@ -339,6 +339,18 @@ std::vector<TensorType> embedding(const MetaArgs &a) {
   return {contiguous(weight.dtype, sizes, weight.device)};
 }
 
+/// embedding_dense_backward: [num_weights, D] in grad_output's dtype.
+std::vector<TensorType> embedding_backward(const MetaArgs &a) {
+  const TensorType &dy = a.tensor("grad_output"), &indices = a.tensor("indices");
+  check_index_dtype("embedding_dense_backward", indices);
+  int64_t rows = a.integer("num_weights");
+  COIL_USER_CHECK(rows >= 0 && dy.rank() == indices.rank() + 1 &&
+                      Shape(dy.sizes.begin(), dy.sizes.end() - 1) == indices.sizes,
+                  "embedding_dense_backward: grad_output of shape ", shape_str(dy.sizes), " does not fit indices of shape ",
+                  shape_str(indices.sizes), " (expected their shape and one more dim)");
+  return {contiguous(dy.dtype, {rows, dy.sizes.back()}, dy.device)};
+}
+
 std::vector<TensorType> flip(const MetaArgs &a) {
   const TensorType &self = a.tensor("self");
   meta::reduced_dims(a.ints("dims"), self.rank());  // validates: in range, no repeats
@@ -475,6 +487,9 @@ void register_indexing_ops(Registry &r) {
   r.add("embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, "
         "bool sparse=False) -> Tensor",
         embedding);
+  r.add("embedding_dense_backward(Tensor grad_output, Tensor indices, SymInt num_weights, SymInt padding_idx, "
+        "bool scale_grad_by_freq) -> Tensor",
+        embedding_backward);
   r.add("flip(Tensor self, int[] dims) -> Tensor", flip);
   r.add("slice_scatter(Tensor self, Tensor src, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) "
         "-> Tensor",

@@ -200,6 +200,46 @@ std::vector<TensorType> batch_norm(const MetaArgs &a, std::string_view op, std::
   return outs;
 }
 
+/// The gradients of a backward op's parameter: its type when given, else `sizes` in the
+/// input's dtype (an output output_mask leaves out).
+TensorType param_grad(const TensorType *p, const TensorType &x, const Shape &sizes) {
+  return p ? contiguous(p->dtype, p->sizes, p->device) : contiguous(x.dtype, sizes, x.device);
+}
+
+/// native_layer_norm_backward: (grad_input like the input, contiguous; grad_weight and
+/// grad_bias like the parameters).
+std::vector<TensorType> layer_norm_backward(const MetaArgs &a) {
+  const TensorType &x = a.tensor("input"), &dy = a.tensor("grad_out");
+  check_floating(x, "layer_norm_backward");
+  COIL_USER_CHECK(dy.sizes == x.sizes, "layer_norm_backward: grad_out has shape ", shape_str(dy.sizes),
+                  ", the input ", shape_str(x.sizes));
+  Shape normalized = a.ints("normalized_shape");
+  COIL_USER_CHECK(!normalized.empty() && int64_t(normalized.size()) <= x.rank() &&
+                      Shape(x.sizes.end() - long(normalized.size()), x.sizes.end()) == normalized,
+                  "layer_norm_backward: normalized_shape ", shape_str(normalized), " does not match the trailing dims of ",
+                  shape_str(x.sizes));
+  const TensorType *weight = a.optional_tensor("weight"), *bias = a.optional_tensor("bias");
+  return {contiguous(x.dtype, x.sizes, x.device), param_grad(weight, x, normalized),
+          param_grad(bias ? bias : weight, x, normalized)};
+}
+
+/// native_group_norm_backward: (grad_input in the input's layout as the forward's output,
+/// grad_weight and grad_bias of [C]).
+std::vector<TensorType> group_norm_backward(const MetaArgs &a) {
+  const TensorType &x = a.tensor("input"), &dy = a.tensor("grad_out");
+  check_floating(x, "group_norm_backward");
+  COIL_USER_CHECK(x.rank() >= 2 && dy.sizes == x.sizes, "group_norm_backward: grad_out has shape ", shape_str(dy.sizes),
+                  ", the input ", shape_str(x.sizes));
+  int64_t c = a.integer("C"), group = a.integer("group");
+  COIL_USER_CHECK(group > 0 && c % group == 0 && x.sizes[1] == c, "group_norm_backward: ", c,
+                  " channels in ", group, " groups do not fit an input of shape ", shape_str(x.sizes));
+  const TensorType *weight = a.optional_tensor("weight");
+  check_group_norm_param(weight, "weight", c, x);
+  MemoryFormat format = cpu(x) ? suggested_format(x) : MemoryFormat::Contiguous;
+  TensorType grad{x.dtype, x.sizes, strides_for_format(x.sizes, format), x.device};
+  return {grad, param_grad(weight, x, {c}), param_grad(weight, x, {c})};
+}
+
 }  // namespace
 
 void register_norm_ops(Registry &r) {
@@ -213,6 +253,12 @@ void register_norm_ops(Registry &r) {
   r.add("native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, "
         "float eps) -> (Tensor, Tensor, Tensor)",
         layer_norm);
+  r.add("native_layer_norm_backward(Tensor grad_out, Tensor input, SymInt[] normalized_shape, Tensor mean, "
+        "Tensor rstd, Tensor? weight, Tensor? bias, bool[3] output_mask) -> (Tensor, Tensor, Tensor)",
+        layer_norm_backward);
+  r.add("native_group_norm_backward(Tensor grad_out, Tensor input, Tensor mean, Tensor rstd, Tensor? weight, "
+        "SymInt N, SymInt C, SymInt HxW, int group, bool[3] output_mask) -> (Tensor, Tensor, Tensor)",
+        group_norm_backward);
   r.add("native_group_norm(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW, "
         "int group, float eps) -> (Tensor, Tensor, Tensor)",
         group_norm);

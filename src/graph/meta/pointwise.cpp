@@ -162,6 +162,7 @@ void register_unary_ops(Registry &r) {
   r.add("bitwise_not(Tensor self) -> Tensor", unary(Promote::Default, Accepts::Integral, "bitwise_not"));
   r.add("isnan(Tensor self) -> Tensor", unary(Promote::AlwaysBool));
   r.add("isinf(Tensor self) -> Tensor", unary(Promote::AlwaysBool));
+  r.add("isfinite(Tensor self) -> Tensor", unary(Promote::AlwaysBool));
 }
 
 void register_binary_ops(Registry &r) {

@@ -188,6 +188,16 @@ std::vector<TensorType> upsample2d(const MetaArgs &a, std::string_view op) {
   return {TensorType{x.dtype, sizes, output_strides(x, sizes), x.device}};
 }
 
+/// The pooling backward ops: the gradient of `self`, of its type and memory format.
+std::vector<TensorType> pool_backward(const MetaArgs &a, std::string_view op) {
+  const TensorType &x = a.tensor("self"), &dy = a.tensor("grad_output");
+  check_rank(op, x, 2);
+  COIL_USER_CHECK(dy.rank() == x.rank() && Shape(dy.sizes.begin(), dy.sizes.end() - 2) == Shape(x.sizes.begin(), x.sizes.end() - 2),
+                  op, ": grad_output of shape ", shape_str(dy.sizes), " does not fit the input of shape ", shape_str(x.sizes));
+  COIL_USER_CHECK(is_floating(x.dtype), op, " needs a floating point input, got ", short_name(x.dtype));
+  return {TensorType{x.dtype, x.sizes, output_strides(x, x.sizes), x.device}};
+}
+
 }  // namespace
 
 void register_pooling_ops(Registry &r) {
@@ -209,6 +219,14 @@ void register_pooling_ops(Registry &r) {
   r.add("max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, "
         "bool ceil_mode=False) -> Tensor",
         [](const MetaArgs &a) { return std::vector<TensorType>{max_pool_with_indices(a, 2)[0]}; });
+  r.add("max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, "
+        "int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor",
+        [](const MetaArgs &a) { return pool_backward(a, "max_pool2d_with_indices_backward"); });
+  r.add("avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, "
+        "bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor",
+        [](const MetaArgs &a) { return pool_backward(a, "avg_pool2d_backward"); });
+  r.add("_adaptive_avg_pool2d_backward(Tensor grad_output, Tensor self) -> Tensor",
+        [](const MetaArgs &a) { return pool_backward(a, "_adaptive_avg_pool2d_backward"); });
   r.add("adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor",
         [](const MetaArgs &a) { return adaptive_avg_pool(a, 2); });
   r.add("upsample_nearest2d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor",

@@ -1,0 +1,206 @@
+// Random ops (rand, randn, randint, randperm, bernoulli, native_dropout) through the public
+// API: the generator is Philox4x32-10 (checked against the published test vector), each
+// target draws the same numbers from the same state (bit for bit where no libm function is
+// involved), the numbers have the distributions they should (bounds of five standard
+// errors), and the state does what include/coil/coil.h says. Never compared with eager's
+// numbers, which come from another generator.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <set>
+
+#include "coil/coil.h"
+#include "coil/philox.h"
+
+namespace coil {
+namespace {
+
+const char *kGraph = R"(class GraphModule(torch.nn.Module):
+    def forward(self, x: "f32[64, 128][128, 1]cpu", p: "f32[4][1]cpu"):
+        rand: "f32[64, 128][128, 1]cpu" = torch.ops.aten.rand.default([64, 128], device = device(type='cpu'), pin_memory = False)
+        randn: "f64[64, 128][128, 1]cpu" = torch.ops.aten.randn.default([64, 128], dtype = torch.float64, device = device(type='cpu'), pin_memory = False)
+        native_dropout = torch.ops.aten.native_dropout.default(x, 0.3, True)
+        getitem: "f32[64, 128][128, 1]cpu" = native_dropout[0]
+        getitem_1: "b8[64, 128][128, 1]cpu" = native_dropout[1];  native_dropout = None
+        bernoulli: "f32[64, 128][128, 1]cpu" = torch.ops.aten.bernoulli.p(x, 0.25)
+        bernoulli_1: "f32[4][1]cpu" = torch.ops.aten.bernoulli.default(p)
+        randint: "i64[64, 128][128, 1]cpu" = torch.ops.aten.randint.low(3, 8, [64, 128], device = device(type='cpu'), pin_memory = False)
+        randperm: "i64[1000][1]cpu" = torch.ops.aten.randperm.default(1000, device = device(type='cpu'), pin_memory = False)
+        rand_1: "bf16[64, 128][128, 1]cpu" = torch.ops.aten.rand.default([64, 128], dtype = torch.bfloat16, device = device(type='cpu'), pin_memory = False)
+        mul: "bf16[64, 128][128, 1]cpu" = torch.ops.aten.mul.Tensor(rand_1, 2)
+        randn_like: "f32[64, 128][128, 1]cpu" = torch.ops.aten.randn_like.default(x, pin_memory = False)
+        return (rand, randn, getitem, getitem_1, bernoulli, bernoulli_1, randint, randperm, rand_1, mul, randn_like)
+)";
+enum Out { kRand, kRandn, kDropout, kMask, kBernoulli, kBernoulliOfP, kRandint, kRandperm, kRandBf16, kTwiceBf16, kRandnLike };
+
+// Every output of one run, as doubles.
+using Outputs = std::vector<std::vector<double>>;
+
+double element(const std::byte *p, ScalarType t) {
+  switch (t) {
+    case ScalarType::Float64: return *reinterpret_cast<const double *>(p);
+    case ScalarType::Float32: return *reinterpret_cast<const float *>(p);
+    case ScalarType::BFloat16: {
+      uint32_t bits = uint32_t(*reinterpret_cast<const uint16_t *>(p)) << 16;
+      float f;
+      std::memcpy(&f, &bits, sizeof f);
+      return f;
+    }
+    case ScalarType::Int64: return double(*reinterpret_cast<const int64_t *>(p));
+    case ScalarType::Bool: return double(*reinterpret_cast<const bool *>(p));
+    default: ADD_FAILURE() << "no test conversion for " << scalar_type_name(t); return 0;
+  }
+}
+
+int64_t numel(const std::vector<int64_t> &sizes) {
+  return std::accumulate(sizes.begin(), sizes.end(), int64_t(1), std::multiplies<>());
+}
+
+Outputs run(const CompiledGraph &g, int64_t seed, int64_t offset) {
+  std::vector<float> x(64 * 128, 1.0f), p = {0, 1, 1, 0};
+  int64_t state[2] = {seed, offset};
+  std::vector<TensorRef> in = {{x.data(), ScalarType::Float32, {64, 128}},
+                               {p.data(), ScalarType::Float32, {4}},
+                               {state, ScalarType::Int64, {2}}};
+  std::vector<std::vector<std::byte>> storage;
+  std::vector<TensorRef> out;
+  for (const TensorInfo &t : g.outputs()) storage.emplace_back(size_t(numel(t.sizes) * element_size(t.dtype)));
+  for (size_t i = 0; i < storage.size(); ++i)
+    out.push_back({storage[i].data(), g.outputs()[i].dtype, g.outputs()[i].sizes});
+  g.run(in, out);
+  Outputs values;
+  for (size_t i = 0; i < storage.size(); ++i) {
+    ScalarType t = g.outputs()[i].dtype;
+    values.emplace_back();
+    for (int64_t k = 0; k < numel(g.outputs()[i].sizes); ++k)
+      values.back().push_back(element(storage[i].data() + k * element_size(t), t));
+  }
+  return values;
+}
+
+const CompiledGraph &compiled(Target target) {
+  static std::map<Target, CompiledGraph> graphs;
+  auto it = graphs.find(target);
+  if (it == graphs.end()) it = graphs.emplace(target, compile(kGraph, {target, {}, ""}, "random.py")).first;
+  return it->second;
+}
+
+double mean(const std::vector<double> &v) { return std::accumulate(v.begin(), v.end(), 0.0) / double(v.size()); }
+double variance(const std::vector<double> &v) {
+  double m = mean(v), s = 0;
+  for (double x : v) s += (x - m) * (x - m);
+  return s / double(v.size() - 1);
+}
+double fraction(const std::vector<double> &v, const std::function<bool(double)> &f) {
+  return double(std::count_if(v.begin(), v.end(), f)) / double(v.size());
+}
+// Five standard errors of a proportion q over n draws.
+double five_sigma(double q, size_t n) { return 5 * std::sqrt(q * (1 - q) / double(n)); }
+
+TEST(Random, PhiloxMatchesThePublishedTestVector) {
+  // Random123's known answer for Philox4x32-10 with counter and key all zero.
+  coil_rt::Philox4 r = coil_rt::philox(0, 0);
+  EXPECT_EQ(r.w[0], 0x6627e8d5u);
+  EXPECT_EQ(r.w[1], 0xe169c58du);
+  EXPECT_EQ(r.w[2], 0xbc57ac4cu);
+  EXPECT_EQ(r.w[3], 0x9b00dbd8u);
+}
+
+TEST(Random, TheStateIsTheLastInput) {
+  const CompiledGraph &g = compiled(Target::Reference);
+  ASSERT_EQ(g.inputs().size(), 3u);
+  EXPECT_FALSE(g.inputs()[0].random_state);
+  const TensorInfo &state = g.inputs().back();
+  EXPECT_TRUE(state.random_state);
+  EXPECT_EQ(state.name, "coil.random_state");
+  EXPECT_EQ(state.dtype, ScalarType::Int64);
+  EXPECT_EQ(state.sizes, (std::vector<int64_t>{2}));
+}
+
+TEST(Random, DistributionsAreTheirOwn) {
+  Outputs o = run(compiled(Target::Cpu), 1234, 0);
+  const std::vector<double> &u = o[kRand];
+  size_t n = u.size();
+  EXPECT_GE(*std::min_element(u.begin(), u.end()), 0.0);
+  EXPECT_LT(*std::max_element(u.begin(), u.end()), 1.0);
+  EXPECT_NEAR(mean(u), 0.5, 5 * std::sqrt(1.0 / 12 / double(n)));
+  EXPECT_NEAR(variance(u), 1.0 / 12, 0.005);
+  // Sixteen equal bins: a chi-square of 15 degrees of freedom beyond 50 has p < 1e-5.
+  std::vector<double> bins(16, 0);
+  for (double x : u) bins[size_t(x * 16)] += 1;
+  double chi2 = 0, want = double(n) / 16;
+  for (double b : bins) chi2 += (b - want) * (b - want) / want;
+  EXPECT_LT(chi2, 50.0);
+
+  for (Out k : {kRandn, kRandnLike}) {
+    const std::vector<double> &z = o[k];
+    EXPECT_NEAR(mean(z), 0.0, 5 / std::sqrt(double(z.size()))) << k;
+    EXPECT_NEAR(variance(z), 1.0, 5 * std::sqrt(2.0 / double(z.size()))) << k;
+    EXPECT_NEAR(fraction(z, [](double v) { return std::fabs(v) < 1; }), 0.6827, five_sigma(0.6827, z.size())) << k;
+  }
+
+  // dropout(p=0.3) of ones: 1 / 0.7 where kept (the mask), 0 elsewhere.
+  const std::vector<double> &d = o[kDropout], &mask = o[kMask];
+  EXPECT_NEAR(mean(mask), 0.7, five_sigma(0.7, mask.size()));
+  for (size_t i = 0; i < d.size(); ++i) {
+    ASSERT_EQ(d[i], mask[i] ? double(1.0f * float(1 / 0.7)) : 0.0) << i;
+  }
+  const std::vector<double> &b = o[kBernoulli];
+  EXPECT_TRUE(std::all_of(b.begin(), b.end(), [](double v) { return v == 0 || v == 1; }));
+  EXPECT_NEAR(mean(b), 0.25, five_sigma(0.25, b.size()));
+  EXPECT_EQ(o[kBernoulliOfP], (std::vector<double>{0, 1, 1, 0}));  // probabilities 0 and 1
+
+  const std::vector<double> &r = o[kRandint];
+  for (int v = 3; v < 8; ++v)
+    EXPECT_NEAR(fraction(r, [v](double x) { return x == v; }), 0.2, five_sigma(0.2, r.size())) << v;
+  EXPECT_TRUE(std::all_of(r.begin(), r.end(), [](double v) { return v >= 3 && v < 8; }));
+
+  std::vector<double> perm = o[kRandperm];
+  EXPECT_NE(perm[0] + perm[1] + perm[2], 0 + 1 + 2);  // not the identity
+  std::sort(perm.begin(), perm.end());
+  for (size_t i = 0; i < perm.size(); ++i) ASSERT_EQ(perm[i], double(i));
+
+  // bf16 numbers stay below 1: multiples of 2^-8.
+  for (size_t i = 0; i < o[kRandBf16].size(); ++i) {
+    double v = o[kRandBf16][i];
+    ASSERT_TRUE(v >= 0 && v < 1 && v * 256 == std::floor(v * 256)) << v;
+    ASSERT_EQ(o[kTwiceBf16][i], 2 * v) << "the number a consumer sees is the number stored";
+  }
+  // Two ops draw independent numbers.
+  double m1 = mean(o[kRand]), m2 = mean(o[kRandnLike]), cov = 0;
+  for (size_t i = 0; i < n; ++i) cov += (o[kRand][i] - m1) * (o[kRandnLike][i] - m2);
+  double corr = cov / double(n) / std::sqrt(variance(o[kRand]) * variance(o[kRandnLike]));
+  EXPECT_LT(std::fabs(corr), 5 / std::sqrt(double(n)));
+}
+
+TEST(Random, EveryTargetDrawsTheSameNumbers) {
+  Outputs ref = run(compiled(Target::Reference), 77, 5);
+  for (Target t : {Target::Cpu, Target::CudaInterpreter}) {
+    Outputs got = run(compiled(t), 77, 5);
+    for (size_t k = 0; k < ref.size(); ++k) {
+      bool libm = k == kRandn || k == kRandnLike;  // log, cos and sqrt may differ in the last bit
+      for (size_t i = 0; i < ref[k].size(); ++i) {
+        if (libm) {
+          ASSERT_NEAR(got[k][i], ref[k][i], 1e-5 * (1 + std::fabs(ref[k][i]))) << target_name(t) << " out" << k << "[" << i << "]";
+        } else {
+          ASSERT_EQ(got[k][i], ref[k][i]) << target_name(t) << " out" << k << "[" << i << "]";
+        }
+      }
+    }
+  }
+}
+
+TEST(Random, TheStateChoosesTheNumbers) {
+  const CompiledGraph &g = compiled(Target::Cpu);
+  Outputs a = run(g, 42, 0), again = run(g, 42, 0), other = run(g, 43, 0), shifted = run(g, 42, 1);
+  EXPECT_EQ(a, again);
+  EXPECT_LT(fraction(a[kRand], [&, i = size_t(0)](double v) mutable { return v == other[kRand][i++]; }), 0.01);
+  // The offset counts draws: one more shifts the first op's numbers by one element.
+  for (size_t i = 0; i + 1 < a[kRand].size(); ++i) ASSERT_EQ(shifted[kRand][i], a[kRand][i + 1]) << i;
+}
+
+}  // namespace
+}  // namespace coil
