@@ -6,6 +6,7 @@
 
 #include "frontend/lexer.h"
 #include "support/python_repr.h"
+#include "graph/core_aten.h"
 #include "graph/registry.h"
 #include "graph/strides.h"
 #include "support/files.h"
@@ -384,7 +385,9 @@ class Parser {
 
   std::string unknown_op(const std::string &ns, const std::string &name, const std::string &target) {
     auto overloads = Registry::get().overloads_of(ns, name);
-    if (!name.empty() && name.back() == '_')
+    if (auto why = refusal(target)) return str_cat("'", target, "' is not supported: ", *why);
+    bool dunder = name.size() > 4 && name.substr(0, 2) == "__" && name.substr(name.size() - 2) == "__";  // __and__
+    if (!name.empty() && name.back() == '_' && !dunder)
       return str_cat("'", target, "' writes into its input; coil compiles functional graphs only "
                      "(export with torch.export(...).run_decompositions() to remove mutation)");
     if (overloads.empty()) return str_cat("unknown op '", target, "': coil does not support ", ns, ".", name, " yet");

@@ -346,7 +346,8 @@ const std::vector<Command> &commands() {
        "usage: coil coverage DIR...\n\n"
        "Reads DIR/<case>/graph.py for every case and prints a markdown table with one row per\n"
        "registered op: the dtypes it is used with, whether a size-0 or size-1 dim, a\n"
-       "non-contiguous input or a broadcast input occurs, and the number of graphs using it.\n\n"
+       "non-contiguous input or a broadcast input occurs, and the number of graphs using it; then\n"
+       "one row per op of the Core ATen opset: native, extern, refused (and why) or missing.\n\n"
        "exit status: 1 when a registered op appears in no graph (each is named on stderr).\n",
        run_coverage},
   };

@@ -2,10 +2,13 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <set>
 
 #include "frontend/parser.h"
+#include "graph/core_aten.h"
 #include "graph/registry.h"
 #include "graph/strides.h"
+#include "lowering/lowering.h"
 
 namespace coil::tools {
 namespace {
@@ -93,7 +96,49 @@ std::string coverage_table(const Coverage &coverage) {
                    mark(c.size1), " | ", mark(c.noncontiguous), " | ", mark(c.broadcast), " | ", c.graphs.size(),
                    " |\n");
   }
+  return out + core_aten_table(coverage);
+}
+
+namespace {
+
+// The ops lowered to library calls: the extern family's table (lowering/extern.cpp).
+std::set<std::string, std::less<>> extern_ops() {
+  std::map<std::string, lowering::LowerFn, std::less<>> table;
+  lowering::add_extern_lowerings(table);
+  std::set<std::string, std::less<>> out;
+  for (const auto &[name, fn] : table) out.insert(name);
   return out;
+}
+
+}  // namespace
+
+std::string core_aten_table(const Coverage &coverage) {
+  const auto &lowered = lowering::lowerings();
+  auto externs = extern_ops();
+  std::string rows;
+  int native = 0, library = 0, refused = 0, missing = 0;
+  for (std::string_view op : core_aten_ops()) {
+    auto it = coverage.find(std::string(op));
+    size_t graphs = it == coverage.end() ? 0 : it->second.graphs.size();
+    std::string status;
+    if (lowered.count(op)) {
+      bool is_extern = externs.count(op) > 0;
+      status = is_extern ? "extern" : "native";
+      ++(is_extern ? library : native);
+    } else if (auto why = refusal(op)) {
+      status = "refused: " + *why;
+      ++refused;
+    } else {
+      status = "**missing**";
+      ++missing;
+    }
+    rows += str_cat("| ", op, " | ", status, " | ", graphs, " |\n");
+  }
+  return str_cat("\n## The Core ATen opset\n\n"
+                 "Every op PyTorch tags `core` (src/graph/core_aten_ops.inc): lowered natively, lowered to a library\n"
+                 "call (extern), refused with the reason, or missing; and how many fixture graphs use it. ",
+                 core_aten_ops().size(), " ops: ", native, " native, ", library, " extern, ", refused, " refused, ",
+                 missing, " missing.\n\n| op | coil | graphs |\n|---|---|---|\n", rows);
 }
 
 std::vector<std::string> uncovered_ops(const Coverage &coverage) {

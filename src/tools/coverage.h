@@ -27,8 +27,13 @@ void add_coverage(const Graph &g, const std::string &graph_name, Coverage &cover
 /// Parses every `graph.py` under the given directories (one level: DIR/<case>/graph.py).
 Coverage coverage_of(const std::vector<std::string> &dirs);
 
-/// The markdown table, one row per registered op (ops with no fixture included).
+/// The markdown table, one row per registered op (ops with no fixture included), then
+/// core_aten_table.
 std::string coverage_table(const Coverage &coverage);
+
+/// One row per op of the Core ATen opset: native, extern, refused (and why) or missing,
+/// and the number of graphs using it.
+std::string core_aten_table(const Coverage &coverage);
 
 /// Registered ops that no graph uses.
 std::vector<std::string> uncovered_ops(const Coverage &coverage);

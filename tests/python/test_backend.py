@@ -163,6 +163,11 @@ class Backend(unittest.TestCase):
     def test_random_ops_draw_from_pytorchs_generator(self):
         check_random_ops(self, "cpu")
 
+    def test_the_core_aten_list_is_the_installed_torchs(self):
+        script = os.path.join(os.path.dirname(__file__), "..", "..", "scripts", "core_aten_ops.py")
+        result = subprocess.run([sys.executable, script, "--check"], capture_output=True, text=True)
+        self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+
     def test_tensors_the_traced_code_makes_are_passed_as_constants(self):
         def fn(x):
             return x * torch.tensor(3.0) + torch.tensor([1.0, 2.0, 3.0, 4.0])

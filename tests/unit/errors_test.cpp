@@ -113,6 +113,15 @@ const BadGraph kCases[] = {
     {"CopyIntoBuffer", "        a = torch.ops.aten.copy_.default(y, y)\n        return (a,)\n",
      "bad.py:3:13: error: 'aten.copy_.default' writes into its input; coil compiles functional graphs only "
      "(export with torch.export(...).run_decompositions() to remove mutation)"},
+    {"DataDependentSize", "        a = torch.ops.aten.nonzero.default(x)\n        return (a,)\n",
+     "bad.py:3:13: error: 'aten.nonzero.default' is not supported: its output's size depends on its input's values; "
+     "coil compiles graphs whose sizes are known when they are compiled (data-dependent sizes wait for unbacked size "
+     "symbols)"},
+    {"OutVariant", "        a = torch.ops.aten.atan2.out(x, y, out = x)\n        return (a,)\n",
+     "bad.py:3:13: error: 'aten.atan2.out' is not supported: it writes into its out= argument; coil compiles "
+     "functional graphs, where run_decompositions() gives the op without out="},
+    {"DunderIsNotInPlace", "        a = torch.ops.aten.__and__.Tensor(x, y)\n        return (a,)\n",
+     "bad.py:3:13: error: unknown op 'aten.__and__.Tensor': coil does not support aten.__and__ yet"},
     {"SymbolicSize", "        a: \"f32[s0, 256]\" = torch.ops.aten.relu.default(x)\n        return (a,)\n",
      "bad.py:3:17: error: symbolic size 's0' is not supported: coil compiles static shapes"},
     {"UnknownDtype", "        a: \"q32[64, 256]\" = torch.ops.aten.relu.default(x)\n        return (a,)\n",

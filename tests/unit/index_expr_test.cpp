@@ -800,5 +800,29 @@ TEST(RandomIndexExpr, AccessStridesAreSteps) {
   }
 }
 
+// Products of window bounds clipped by min and max, as pooling divisors are written, keep
+// their value through simplification.
+TEST(IndexExprSimplify, ProductsOfClippedWindowBoundsKeepTheirValue) {
+  // avg pool backward, ceil mode, kernel 2, stride 2, no padding, size 9, not counting padding.
+  auto count_of = [](const Expr &p, const Expr &r) {
+    Expr o = floor_div(p, 2) - r;
+    Expr start = max(o * 2, Expr(0));
+    Expr end = min(min(o * 2 + 2, Expr(9)), Expr(9));
+    return end - start;
+  };
+  Expr count = Expr(1) * count_of(x, Expr(0));
+  count = count * count_of(y, Expr(0));
+  for (int64_t px = 0; px < 9; ++px)
+    for (int64_t py = 0; py < 9; ++py) {
+      auto along = [](int64_t p) {
+        int64_t o = p / 2, s = std::max<int64_t>(o * 2, 0), e = std::min<int64_t>(o * 2 + 2, 9);
+        return e - s;
+      };
+      ASSERT_EQ(eval(count, {px, py}), along(px) * along(py)) << px << " " << py << ": " << str(count);
+      ASSERT_EQ(eval(simplify(count, Ranges{{kX, 9}, {kY, 9}}), {px, py}), along(px) * along(py))
+          << px << " " << py << ": " << str(simplify(count, Ranges{{kX, 9}, {kY, 9}}));
+    }
+}
+
 }  // namespace
 }  // namespace coil::ir

@@ -1,0 +1,23 @@
+// The Core ATen opset (the ops PyTorch tags `core` in native_functions.yaml: what
+// torch.export's core decompositions leave) and the ATen ops coil refuses on purpose, each
+// with its reason. `coil coverage` reports every core op as native, extern, refused or
+// missing; the parser's error for a refused op gives the reason. Tests:
+// tests/unit/frontend_test.cpp (the messages), tests/unit/fixtures_test.cpp (the table).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace coil {
+
+/// The Core ATen opset, sorted: "aten._adaptive_avg_pool2d.default", ... (generated from
+/// torch by scripts/core_aten_ops.py into core_aten_ops.inc).
+const std::vector<std::string_view> &core_aten_ops();
+
+/// Why coil does not compile `target` ("aten.nonzero.default") and will not by adding a
+/// lowering alone, or nothing when it does not refuse the op.
+std::optional<std::string> refusal(std::string_view target);
+
+}  // namespace coil
