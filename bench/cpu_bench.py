@@ -53,7 +53,25 @@ def workloads():
         "sum_dim0": (lambda x: x.sum(0), lambda: [torch.randn(R, C)], R * C * 4),
         "transpose_add": (lambda x, y: x + y.t(), lambda: [torch.randn(R, C), torch.randn(C, R)], 3 * R * C * 4),
         "var_mean_lastdim": (lambda x: torch.var_mean(x, -1), lambda: [torch.randn(R, C)], R * C * 4),
+        # Dropout in training as a transformer's residual applies it: random, checked by RANDOM.
+        "dropout_residual": (lambda x, y: x + torch.nn.functional.dropout(y, 0.1, training=True),
+                             lambda: [torch.randn(R, C), torch.randn(R, C)], 3 * R * C * 4),
     }
+
+
+def check_dropout_residual(outputs, inputs):
+    """x + dropout(y, 0.1): x where y was dropped, x + y / 0.9 elsewhere, kept at a rate of 0.9
+    (five standard errors)."""
+    (out,), (x, y) = outputs, [t.to(outputs[0].device) for t in inputs]
+    kept = out != x
+    assert torch.allclose(out[kept], (x + y / 0.9)[kept], rtol=1e-4, atol=1e-4), "kept elements are not x + y / 0.9"
+    rate, n = kept.double().mean().item(), kept.numel()
+    assert abs(rate - 0.9) < 5 * (0.09 / n) ** 0.5, f"keep rate {rate:.5f}, expected 0.9"
+
+
+# Workloads whose outputs are random: each checked by its function of (outputs, inputs), never
+# against eager's numbers, which come from another generator.
+RANDOM = {"dropout_residual": check_dropout_residual}
 
 
 def model_blocks():
@@ -108,10 +126,15 @@ class CoilGraph:
         self.lib.coil_run.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_void_p)]
         self.n_out = self.lib.coil_num_outputs()
         self.descs = [self.lib.coil_output(i).contents for i in range(self.n_out)]
+        # A graph that draws random numbers takes its state (seed, offset) as its last input.
+        n_in = self.lib.coil_num_inputs()
+        self.random = n_in > 0 and self.lib.coil_input(n_in - 1).contents.name == b"coil.random_state"
+        self.state = torch.tensor([12345, 0], dtype=torch.int64)
         for d in self.descs:
             assert d.kind == 0, "the benchmark expects outputs coil writes"
 
     def bind(self, inputs):
+        inputs = [*inputs, self.state] if self.random else inputs
         self.in_ptrs = (ctypes.c_void_p * len(inputs))(*[t.data_ptr() for t in inputs])
         self.kept = self.fresh_outputs()
         self.kept_ptrs = (ctypes.c_void_p * max(self.n_out, 1))(*[s.data_ptr() for s in self.kept])
@@ -254,6 +277,9 @@ def main():
         want = f(*inputs)
         want = list(want) if isinstance(want, (tuple, list)) else [want]
         got = g()
+        if name in RANDOM:
+            RANDOM[name](got, inputs)
+            want = []
         for w, o in zip(want, got):
             tol = 1e-2 if w.dtype == torch.bfloat16 or min_bytes is None else 1e-3
             assert torch.allclose(o.float(), w.float(), rtol=tol, atol=tol * 10), f"{name}: coil's output differs from eager"

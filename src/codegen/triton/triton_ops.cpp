@@ -387,14 +387,16 @@ std::string triton_helpers(const std::set<std::string> &helpers) {
       {"floordiv_int",
        "@triton.jit\n"
        "def _floordiv_int(a, b):\n"
-       "    # Python's a // b from Triton's truncating one\n"
+       "    # Python's a // b from Triton's truncating one. The remainder comes from the\n"
+       "    # quotient: with a // b and a % b both, sm_90 code gave wrong quotients (Triton 3.6)\n"
        "    q = a // b\n"
-       "    return tl.where((a % b != 0) & ((a < 0) != (b < 0)), q - 1, q)\n"},
+       "    r = a - q * b\n"
+       "    return tl.where((r != 0) & ((r < 0) != (b < 0)), q - 1, q)\n"},
       {"remainder_int",
        "@triton.jit\n"
        "def _remainder_int(a, b):\n"
-       "    # Python's a % b: the sign of b\n"
-       "    r = a % b\n"
+       "    # Python's a % b: the sign of b (the remainder from the quotient, as _floordiv_int)\n"
+       "    r = a - (a // b) * b\n"
        "    return tl.where((r != 0) & ((r < 0) != (b < 0)), r + b, r)\n"},
       {"remainder_float",
        "@triton.jit\n"
