@@ -2502,6 +2502,44 @@ def _backward_ops(dev):
                 make([2, 3, 5, 5]), make([1, 2, 3, 3]), make([1, 2, 5, 7]), make([2, 3, 4, 3]), idx, make([4, 5, 8])]
 
 
+@op_case("scatter_fold_distances", [A.masked_scatter.default, A.col2im.default, A._cdist_forward.default,
+                                     A._pdist_forward.default], ("odd", "noncontig", "broadcast", "size0"))
+def _scatter_fold_distances(dev):
+    """masked_scatter with a full, a broadcast and a transposed mask, in bf16; col2im batched
+    and not, with padding, dilation and strides; cdist of every p (0, 1, 2, 3, inf) and with
+    batch dims broadcast; pdist of several p and of one row (no pairs)."""
+    inf = float("inf")
+
+    def fn(x, m, src, mb, xh, srch, cols, cols2, a, b, a3, b3, pts, one):
+        return (A.masked_scatter.default(x, m, src), A.masked_scatter.default(x, mb, src.view(5, 6)),
+                A.masked_scatter.default(x.t(), m.t(), src), A.masked_scatter.default(xh, m, srch),
+                A.col2im.default(cols, [5, 6], [2, 3], [1, 1], [0, 1], [1, 2]),
+                A.col2im.default(cols2, [4, 4], [2, 2], [2, 1], [1, 0], [2, 2]),
+                *[A._cdist_forward.default(a, b, p, None) for p in (2.0, 1.0, 0.0, inf, 3.0)],
+                A._cdist_forward.default(a3, b3, 2.0, None), A._cdist_forward.default(a.t().t(), b[::2], 1.0, None),
+                *[A._pdist_forward.default(pts, p) for p in (2.0, 1.0, inf, 0.5)], A._pdist_forward.default(one, 2.0))
+    m = torch.rand(4, 6) < 0.6
+    return fn, [make([4, 6]), m, make([30]), torch.tensor([True, False, True, True, False, True]), make([4, 6], bf16),
+                make([30], bf16), make([2, 12, 12]), make([12, 4]), make([7, 5]), make([6, 5]), make([2, 1, 4, 5]),
+                make([3, 6, 5]), make([7, 4]), make([1, 4])]
+
+
+@op_case("grid_sampler", [A.grid_sampler_2d.default], ("odd", "noncontig"))
+def _grid_sampler(dev):
+    """grid_sampler_2d in every interpolation (bilinear, nearest, bicubic), padding (zeros,
+    border, reflection) and align_corners, at grid points reaching past the edges; in f64, on
+    a transposed input, and on a grid that is a strided view."""
+    def fn(x, g, xd, gd):
+        outs = [A.grid_sampler_2d.default(x, g, mode, pad, align)
+                for mode in (0, 1, 2) for pad in (0, 1, 2) for align in (False, True)]
+        outs.append(A.grid_sampler_2d.default(xd, gd, 0, 2, False))
+        outs.append(A.grid_sampler_2d.default(xd, gd, 2, 0, True))
+        outs.append(A.grid_sampler_2d.default(x.transpose(2, 3), g[:, ::2], 0, 0, False))
+        return tuple(outs)
+    g = torch.rand(2, 4, 6, 2) * 2.6 - 1.3
+    return fn, [make([2, 3, 5, 7]), g, make([1, 2, 4, 3], f64), (torch.rand(1, 3, 5, 2) * 2.6 - 1.3).double()]
+
+
 # A model added later, kept here so that no line above moved: ResNet laid out channels-last
 # (weights and input), as vision models are run for speed; every activation is NHWC.
 MODELS["resnet_tiny_channels_last"] = lambda: (

@@ -365,6 +365,45 @@ std::vector<TensorRef> embedding_backward(Lowering &l, const Node &n) {
   })};
 }
 
+// masked_scatter(self, mask, source): self where the mask (broadcast to self) is false; the
+// k-th true element in row-major order takes source's k-th element (in its row-major order).
+// k is an inclusive prefix count of the mask over the flattened elements (a Scan), minus one.
+std::vector<TensorRef> masked_scatter(Lowering &l, const Node &n) {
+  const TensorRef &self = tensor(l, n, "self"), &mask = tensor(l, n, "mask"), &source = tensor(l, n, "source");
+  const TensorType &out = l.graph().type(n.outputs[0]);
+  int64_t count = checked_numel(out.sizes), available = checked_numel(source.sizes);
+  // The flat position f of self's element, and back.
+  auto unflatten = [](const Expr &flat, const Shape &sizes) {
+    std::vector<Expr> index(sizes.size());
+    Expr rest = flat;
+    for (size_t d = sizes.size(); d-- > 0;) {
+      index[d] = sizes[d] == 1 ? Expr(0) : ir::mod(rest, sizes[d]);
+      rest = ir::floor_div(rest, std::max<int64_t>(sizes[d], 1));
+    }
+    return index;
+  };
+  TensorType prefix_type{DType::I64, {count}, {1}, out.device};
+  TensorRef prefix = l.scan(prefix_type, 0, ir::ReduceOp::Sum, n.name + " prefix",
+                            [&](BodyBuilder &b, const std::vector<Expr> &x) {
+                              return b.cast(Lowering::load_broadcast(b, mask, unflatten(x[0], out.sizes)), DType::I64);
+                            });
+  Shape contiguous = contiguous_strides(out.sizes);
+  return {l.pointwise(out, n.name, [&](BodyBuilder &b, const std::vector<Expr> &x) {
+    int selected = b.cast(Lowering::load_broadcast(b, mask, x), DType::Bool);
+    int old = Lowering::load_broadcast(b, self, x);
+    if (available == 0) return old;
+    Expr flat = ir::offset_of(x, contiguous);
+    int k = b.binary(Op::Sub, b.load(prefix.buffer, flat, DType::I64), b.constant(1, DType::I64), DType::I64);
+    // Within source whatever the mask (eager refuses a mask with more true elements than
+    // source has; coil reads source's last one there).
+    k = b.binary(Op::Minimum, b.binary(Op::Maximum, k, b.constant(0, DType::I64), DType::I64),
+                 b.constant(double(available - 1), DType::I64), DType::I64);
+    std::vector<Expr> at = unflatten(Expr(ir::indirect_var(0)), source.sizes);
+    int taken = b.indirect_load(source.buffer, Lowering::offset(source, at), source.dtype, {k});
+    return b.where(selected, taken, old, out.dtype);
+  })};
+}
+
 // randperm(n): the positions of n random keys in sorted order (a draw of 63 random bits
 // each; equal keys, rare, keep their order), so every permutation is equally likely up to
 // those ties.
@@ -402,6 +441,7 @@ void add_indexing_lowerings(std::map<std::string, LowerFn, std::less<>> &t) {
                           std::nullopt, l.graph().type(n.outputs[0]), l.graph().type(n.outputs[1]));
     };
   t["aten.randperm.default"] = randperm;
+  t["aten.masked_scatter.default"] = masked_scatter;
   t["aten.topk.default"] = [](Lowering &l, const Node &n) {
     return sort_by_rank(l, n.name, tensor(l, n, "self"), arg(n, "dim").as<int64_t>(), arg(n, "largest").as<bool>(),
                         arg(n, "k").as<int64_t>(), l.graph().type(n.outputs[0]), l.graph().type(n.outputs[1]));

@@ -45,6 +45,22 @@ std::vector<Expr> vars(int first, size_t n) {
 
 }  // namespace
 
+TensorRef Lowering::scan(const TensorType &out, int dim, ir::ReduceOp op, const std::string &origin, const BodyFn &fn) {
+  TensorRef result = new_buffer(out);
+  ir::Node node;
+  node.kind = ir::NodeKind::Scan;
+  node.origin = origin;
+  node.ranges = out.sizes;
+  node.reduce_op = op;
+  node.scan_dim = dim;
+  ir::BodyBuilder b;
+  b.add_result(fn(b, vars(0, out.sizes.size())));
+  node.body = b.finish();
+  node.outputs = {result.buffer};
+  p_.nodes.push_back(std::move(node));
+  return result;
+}
+
 TensorRef Lowering::scatter(const std::string &origin, const TensorType &out, const TensorRef &init, const Shape &ranges,
                             bool accumulate, const ScatterFn &fn,
                             const std::function<Expr(const std::vector<Expr> &x)> &offset, ir::Op combine) {

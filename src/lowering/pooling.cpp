@@ -470,6 +470,45 @@ std::vector<TensorRef> adaptive_avg_pool_backward(Lowering &l, const Node &n) {
   return {l.pointwise(out, n.name, [&](BodyBuilder &b, const std::vector<Expr> &p) { return sum(b, p); })};
 }
 
+// col2im (fold): the sum, at each output position, of the columns whose patches cover it.
+// Patch element (ki, kj) of block (by, bx) lands at (by*sh - ph + ki*dh, bx*sw - pw + kj*dw),
+// so output (y, x) reads, for each (ki, kj), block ((y + ph - ki*dh) / sh, ...) when that
+// divides exactly and falls among the blocks.
+std::vector<TensorRef> col2im(Lowering &l, const Node &n) {
+  const TensorRef &cols = l.ref(arg(n, "self").as<ValueId>());
+  const TensorType &out = l.graph().type(n.outputs[0]);
+  auto pair = [&](const char *name) { return per_dim(n, name, 2, {1, 1}); };
+  std::vector<int64_t> kernel = pair("kernel_size"), dilation = pair("dilation"), padding = per_dim(n, "padding", 2, {0, 0}),
+                       stride = pair("stride");
+  size_t lead = out.sizes.size() - 3;  // 1 with a batch dim
+  std::vector<int64_t> blocks(2);
+  for (size_t k = 0; k < 2; ++k)
+    blocks[k] = (out.sizes[lead + 1 + k] + 2 * padding[k] - dilation[k] * (kernel[k] - 1) - 1) / stride[k] + 1;
+  DType c = opmath_dtype(out.dtype);
+  TensorType sum_type{c, out.sizes, contiguous_strides(out.sizes), out.device};
+  WindowTotal sum = window_fold(l, sum_type, {kernel[0], kernel[1]}, ReduceOp::Sum, n.name + " sum",
+                                [&](BodyBuilder &b, const std::vector<Expr> &o, const std::vector<Expr> &r) {
+    std::vector<Expr> at(o.begin(), o.begin() + long(lead));
+    at.push_back(o[lead] * (kernel[0] * kernel[1]) + r[0] * kernel[1] + r[1]);
+    auto i64 = [&](int64_t v) { return b.constant(double(v), DType::I64); };
+    int ok = -1;
+    Expr block = 0;
+    for (size_t k = 0; k < 2; ++k) {
+      Expr shifted = o[lead + 1 + k] + padding[k] - r[k] * dilation[k];
+      Expr q = ir::floor_div(shifted, stride[k]);
+      int v = b.binary(Op::LogicalAnd, b.binary(Op::Ge, b.index(shifted, DType::I64), i64(0), DType::Bool),
+                       b.binary(Op::Eq, b.index(ir::mod(shifted, stride[k]), DType::I64), i64(0), DType::Bool), DType::Bool);
+      v = b.binary(Op::LogicalAnd, v, b.binary(Op::Lt, b.index(q, DType::I64), i64(blocks[k]), DType::Bool), DType::Bool);
+      ok = ok < 0 ? v : b.binary(Op::LogicalAnd, ok, v, DType::Bool);
+      block = k == 0 ? q * blocks[1] : block + q;
+    }
+    at.push_back(block);
+    int value = b.cast(b.masked_load(cols.buffer, Lowering::offset(cols, at), cols.dtype, ok, 0), c);
+    return b.where(ok, value, b.constant(0, c), c);
+  });
+  return {l.pointwise(out, n.name, [&](BodyBuilder &b, const std::vector<Expr> &o) { return sum(b, o); })};
+}
+
 }  // namespace
 
 /// The scale from output to input positions of upsampling, as c10's
@@ -550,6 +589,137 @@ std::vector<TensorRef> upsample_bilinear(Lowering &l, const Node &n) {
   })};
 }
 
+namespace {
+
+// grid_sampler_2d(input [N, C, H, W], grid [N, Ho, Wo, 2], interpolation, padding,
+// align_corners), as ATen's GridSampler.h computes it, in opmath: grid (x, y) in [-1, 1]
+// unnormalized to pixels (align_corners: -1 and 1 are the corner pixels' centers, else their
+// outer edges); padding 0 reads zeros outside, 1 (border) clips the coordinate, 2
+// (reflection) reflects it about the edges, then clips; interpolation 0 bilinear (the four
+// neighbours), 1 nearest (rounding half to even), 2 bicubic (16 neighbours, A = -0.75, each
+// tap's coordinate padded on its own).
+class GridSampler {
+ public:
+  GridSampler(BodyBuilder &b, const TensorRef &input, int64_t padding, bool align, DType c)
+      : b_(b), input_(input), padding_(padding), align_(align), c_(c) {}
+
+  int constant(double v) { return b_.constant(v, c_); }
+  int bin(Op op, int x, int y) { return b_.binary(op, x, y, c_); }
+
+  /// The pixel coordinate of normalized `coord` along a dim of `size`.
+  int unnormalize(int coord, int64_t size) {
+    int one = constant(1);
+    if (align_) return bin(Op::Mul, bin(Op::TrueDiv, bin(Op::Add, coord, one), constant(2)), constant(double(size - 1)));
+    return bin(Op::TrueDiv, bin(Op::Sub, bin(Op::Mul, bin(Op::Add, coord, one), constant(double(size))), one), constant(2));
+  }
+  int clip(int coord, int64_t size) {
+    return bin(Op::Minimum, constant(double(size - 1)), bin(Op::Maximum, coord, constant(0)));
+  }
+  /// Reflected into [low / 2, high / 2] (in halves of a pixel).
+  int reflect(int coord, int64_t twice_low, int64_t twice_high) {
+    if (twice_low == twice_high) return constant(0);
+    double low = double(twice_low) / 2, span = double(twice_high - twice_low) / 2;
+    int in = b_.unary(Op::Abs, bin(Op::Sub, coord, constant(low)), c_);
+    int extra = bin(Op::Fmod, in, constant(span));
+    int flips = b_.unary(Op::Floor, bin(Op::TrueDiv, in, constant(span)), c_);
+    int even = b_.binary(Op::Eq, bin(Op::Fmod, flips, constant(2)), constant(0), DType::Bool);
+    return b_.where(even, bin(Op::Add, extra, constant(low)), bin(Op::Add, bin(Op::Sub, constant(span), extra), constant(low)),
+                    c_);
+  }
+  /// A pixel coordinate after the padding mode.
+  int padded(int coord, int64_t size) {
+    if (padding_ == 1) return clip(coord, size);
+    if (padding_ == 2) {
+      coord = align_ ? reflect(coord, 0, 2 * (size - 1)) : reflect(coord, -1, 2 * size - 1);
+      return clip(coord, size);
+    }
+    return coord;
+  }
+  /// input[n, c, y, x] for integral float coordinates, 0 outside the input.
+  int at(const std::vector<Expr> &o, int y, int x) {
+    int64_t h = input_.sizes[2], w = input_.sizes[3];
+    auto inside = [&](int v, int64_t size) {
+      return b_.binary(Op::LogicalAnd, b_.binary(Op::Ge, v, constant(0), DType::Bool),
+                       b_.binary(Op::Le, v, constant(double(size - 1)), DType::Bool), DType::Bool);
+    };
+    int ok = b_.binary(Op::LogicalAnd, inside(y, h), inside(x, w), DType::Bool);
+    // Read at the coordinate clipped into the input (NaN reads pixel 0), kept only inside.
+    auto index = [&](int v, int64_t size) {
+      int safe = b_.where(inside(v, size), v, constant(0), c_);
+      return b_.cast(safe, DType::I64);
+    };
+    std::vector<Expr> in = {o[0], o[1], Expr(ir::indirect_var(0)), Expr(ir::indirect_var(1))};
+    int v = b_.cast(b_.indirect_load(input_.buffer, Lowering::offset(input_, in), input_.dtype, {index(y, h), index(x, w)}), c_);
+    return b_.where(ok, v, constant(0), c_);
+  }
+
+ private:
+  BodyBuilder &b_;
+  const TensorRef &input_;
+  int64_t padding_;
+  bool align_;
+  DType c_;
+};
+
+std::vector<TensorRef> grid_sampler(Lowering &l, const Node &n) {
+  const TensorRef &input = l.ref(arg(n, "input").as<ValueId>()), &grid = l.ref(arg(n, "grid").as<ValueId>());
+  const TensorType &out = l.graph().type(n.outputs[0]);
+  int64_t mode = arg(n, "interpolation_mode").as<int64_t>(), padding = arg(n, "padding_mode").as<int64_t>();
+  bool align = arg(n, "align_corners").as<bool>();
+  DType c = opmath_dtype(out.dtype);
+  int64_t h = input.sizes[2], w = input.sizes[3];
+  return {l.pointwise(out, n.name, [&](BodyBuilder &b, const std::vector<Expr> &o) {
+    GridSampler s(b, input, padding, align, c);
+    auto coord = [&](int64_t k) {
+      return b.cast(b.load(grid.buffer, Lowering::offset(grid, {o[0], o[2], o[3], Expr(k)}), grid.dtype), c);
+    };
+    int gx = coord(0), gy = coord(1);
+    if (mode == 2) {  // bicubic: coordinates unnormalized, each tap padded
+      int x = s.unnormalize(gx, w), y = s.unnormalize(gy, h);
+      int x0 = b.unary(Op::Floor, x, c), y0 = b.unary(Op::Floor, y, c);
+      auto coefficients = [&](int t) {
+        double a = -0.75;
+        auto near = [&](int v) {  // ((A + 2) v - (A + 3)) v v + 1
+          int p = s.bin(Op::Sub, s.bin(Op::Mul, s.constant(a + 2), v), s.constant(a + 3));
+          return s.bin(Op::Add, s.bin(Op::Mul, s.bin(Op::Mul, p, v), v), s.constant(1));
+        };
+        auto far = [&](int v) {  // ((A v - 5A) v + 8A) v - 4A
+          int p = s.bin(Op::Sub, s.bin(Op::Mul, s.constant(a), v), s.constant(5 * a));
+          p = s.bin(Op::Add, s.bin(Op::Mul, p, v), s.constant(8 * a));
+          return s.bin(Op::Sub, s.bin(Op::Mul, p, v), s.constant(4 * a));
+        };
+        return std::array<int, 4>{far(s.bin(Op::Add, t, s.constant(1))), near(t), near(s.bin(Op::Sub, s.constant(1), t)),
+                                  far(s.bin(Op::Sub, s.constant(2), t))};
+      };
+      auto cx = coefficients(s.bin(Op::Sub, x, x0)), cy = coefficients(s.bin(Op::Sub, y, y0));
+      int total = -1;
+      for (int j = 0; j < 4; ++j) {
+        int row = -1;
+        int yj = s.padded(s.bin(Op::Add, y0, s.constant(j - 1)), h);
+        for (int i = 0; i < 4; ++i) {
+          int xi = s.padded(s.bin(Op::Add, x0, s.constant(i - 1)), w);
+          int term = s.bin(Op::Mul, s.at(o, yj, xi), cx[size_t(i)]);
+          row = row < 0 ? term : s.bin(Op::Add, row, term);
+        }
+        int term = s.bin(Op::Mul, row, cy[size_t(j)]);
+        total = total < 0 ? term : s.bin(Op::Add, total, term);
+      }
+      return total;
+    }
+    int x = s.padded(s.unnormalize(gx, w), w), y = s.padded(s.unnormalize(gy, h), h);
+    if (mode == 1) return s.at(o, b.unary(Op::Round, y, c), b.unary(Op::Round, x, c));
+    int x0 = b.unary(Op::Floor, x, c), y0 = b.unary(Op::Floor, y, c);
+    int x1 = s.bin(Op::Add, x0, s.constant(1)), y1 = s.bin(Op::Add, y0, s.constant(1));
+    int east = s.bin(Op::Sub, x, x0), west = s.bin(Op::Sub, x1, x), south = s.bin(Op::Sub, y, y0), north = s.bin(Op::Sub, y1, y);
+    int v = s.bin(Op::Mul, s.at(o, y0, x0), s.bin(Op::Mul, west, north));
+    v = s.bin(Op::Add, v, s.bin(Op::Mul, s.at(o, y0, x1), s.bin(Op::Mul, east, north)));
+    v = s.bin(Op::Add, v, s.bin(Op::Mul, s.at(o, y1, x0), s.bin(Op::Mul, west, south)));
+    return s.bin(Op::Add, v, s.bin(Op::Mul, s.at(o, y1, x1), s.bin(Op::Mul, east, south)));
+  })};
+}
+
+}  // namespace
+
 void add_pooling_lowerings(std::map<std::string, LowerFn, std::less<>> &t) {
   t["aten.max_pool2d_with_indices.default"] = [](Lowering &l, const Node &n) { return max_pool(l, n, 2, true); };
   t["aten.max_pool2d.default"] = [](Lowering &l, const Node &n) { return max_pool(l, n, 2, false); };
@@ -565,6 +735,8 @@ void add_pooling_lowerings(std::map<std::string, LowerFn, std::less<>> &t) {
   t["aten.avg_pool2d_backward.default"] = avg_pool_backward;
   t["aten._adaptive_avg_pool2d_backward.default"] = adaptive_avg_pool_backward;
   t["aten.upsample_nearest2d.vec"] = upsample_nearest;
+  t["aten.col2im.default"] = col2im;
+  t["aten.grid_sampler_2d.default"] = grid_sampler;
   t["aten.upsample_bilinear2d.vec"] = upsample_bilinear;
 }
 

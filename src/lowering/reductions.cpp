@@ -180,35 +180,106 @@ LowerFn arg_reduction(ReduceOp op) {
   };
 }
 
-/// linalg_vector_norm over the reduced dims, in the result's dtype (f16 and bf16 in f32):
-///   inf: amax |x|    -inf: amin |x|    0: sum (x != 0)    1: sum |x|
-///   2: sqrt(sum x * x)    p: sum(|x|^p)^(1/p)
+/// A p-norm (linalg_vector_norm, cdist, pdist) of values v, in dtype c:
+///   inf: max |v|    -inf: min |v|    0: sum (v != 0)    1: sum |v|
+///   2: sqrt(sum v * v)    p: sum(|v|^p)^(1/p)
 /// NaN propagates through every order, as in eager (amax/amin propagate it too).
+struct PNorm {
+  double ord;
+  ReduceOp op() const { return std::isinf(ord) ? (ord > 0 ? ReduceOp::Max : ReduceOp::Min) : ReduceOp::Sum; }
+  bool root() const { return ord != 0 && ord != 1 && !std::isinf(ord); }
+  /// What the reduction combines for one value.
+  int term(BodyBuilder &b, int v, DType c) const {
+    if (ord == 0) return b.cast(b.binary(Op::Ne, v, b.constant(0, c), DType::Bool), c);
+    if (ord == 2) return b.binary(Op::Mul, v, v, c);
+    int magnitude = b.unary(Op::Abs, v, c);
+    if (ord == 1 || std::isinf(ord)) return magnitude;
+    return b.binary(Op::Pow, magnitude, b.constant(ord, c), c);
+  }
+  /// The norm from the combined terms.
+  int finish(BodyBuilder &b, int total, DType c) const {
+    if (!root()) return total;
+    if (ord == 2) return b.unary(Op::Sqrt, total, c);
+    return b.binary(Op::Pow, total, b.constant(1.0 / ord, c), c);
+  }
+};
+
+/// linalg_vector_norm over the reduced dims, in the result's dtype (f16 and bf16 in f32).
 std::vector<TensorRef> vector_norm(Lowering &l, const Node &n) {
   const TensorRef &in = self(l, n);
   Reduced red = reduced_of(in, n);
   const TensorType &out = l.graph().type(n.outputs[0]);
-  double ord = number(arg(n, "ord"));
+  PNorm norm{number(arg(n, "ord"))};
   TensorType acc = out;
   acc.dtype = opmath_dtype(out.dtype);
-  ReduceOp op = std::isinf(ord) ? (ord > 0 ? ReduceOp::Max : ReduceOp::Min) : ReduceOp::Sum;
-  auto parts = l.reduction(acc, red.sizes, op, n.name,
+  auto parts = l.reduction(acc, red.sizes, norm.op(), n.name,
                            [&](BodyBuilder &b, const std::vector<Expr> &x, const std::vector<Expr> &r) {
                              DType c = acc.dtype;
                              int v = b.load(in.buffer, Lowering::offset(in, input_index(in, red, x, r)), in.dtype);
-                             v = b.cast(b.cast(v, out.dtype), c);
-                             if (ord == 0) return b.cast(b.binary(Op::Ne, v, b.constant(0, c), DType::Bool), c);
-                             if (ord == 2) return b.binary(Op::Mul, v, v, c);
-                             int magnitude = b.unary(Op::Abs, v, c);
-                             if (ord == 1 || std::isinf(ord)) return magnitude;
-                             return b.binary(Op::Pow, magnitude, b.constant(ord, c), c);
+                             return norm.term(b, b.cast(b.cast(v, out.dtype), c), c);
                            });
-  bool root = ord != 0 && ord != 1 && !std::isinf(ord);
-  if (!root && acc.dtype == out.dtype) return parts;
-  return {epilogue(l, n, 0, parts, [&](BodyBuilder &b, const std::vector<int> &v, DType c) {
-    if (!root) return v[0];
-    if (ord == 2) return b.unary(Op::Sqrt, v[0], c);
-    return b.binary(Op::Pow, v[0], b.constant(1.0 / ord, c), c);
+  if (!norm.root() && acc.dtype == out.dtype) return parts;
+  return {epilogue(l, n, 0, parts, [&](BodyBuilder &b, const std::vector<int> &v, DType c) { return norm.finish(b, v[0], c); })};
+}
+
+/// _cdist_forward(x1 [B.., P, M], x2 [B.., R, M], p): the p-norm distance of every row of x1
+/// to every row of x2, batch dims broadcast, computed directly (eager's matrix-product form
+/// for p = 2 trades accuracy for speed on large inputs; compute_mode is not followed).
+std::vector<TensorRef> cdist(Lowering &l, const Node &n) {
+  const TensorRef &x1 = l.ref(arg(n, "x1").as<ValueId>()), &x2 = l.ref(arg(n, "x2").as<ValueId>());
+  const TensorType &out = l.graph().type(n.outputs[0]);
+  PNorm norm{number(arg(n, "p"))};
+  DType c = opmath_dtype(out.dtype);
+  TensorType acc{c, out.sizes, contiguous_strides(out.sizes), out.device};
+  size_t batch = out.sizes.size() - 2;
+  TensorRef total = l.reduction(acc, {x1.sizes.back()}, norm.op(), n.name + " terms",
+                                [&](BodyBuilder &b, const std::vector<Expr> &x, const std::vector<Expr> &r) {
+                                  std::vector<Expr> at1(x.begin(), x.begin() + long(batch)), at2 = at1;
+                                  at1.insert(at1.end(), {x[batch], r[0]});
+                                  at2.insert(at2.end(), {x[batch + 1], r[0]});
+                                  int a = b.cast(Lowering::load_broadcast(b, x1, at1), c);
+                                  int d = b.binary(Op::Sub, a, b.cast(Lowering::load_broadcast(b, x2, at2), c), c);
+                                  return norm.term(b, d, c);
+                                })[0];
+  return {l.pointwise(out, n.name, [&](BodyBuilder &b, const std::vector<Expr> &x) {
+    return norm.finish(b, b.load(total.buffer, Lowering::offset(total, x), c), c);
+  })};
+}
+
+/// _pdist_forward(x [N, M], p): the distances of rows i < j, pair k in row-major order. Row
+/// i's pairs start at s(i) = i (2N - i - 1) / 2, so the pair's row is the number of rows
+/// i >= 1 with s(i) <= k (a reduction over the rows), and j = k - s(i) + i + 1.
+std::vector<TensorRef> pdist(Lowering &l, const Node &n) {
+  const TensorRef &x = self(l, n);
+  const TensorType &out = l.graph().type(n.outputs[0]);
+  PNorm norm{number(arg(n, "p"))};
+  DType c = opmath_dtype(out.dtype);
+  int64_t rows = x.sizes[0], pairs = out.sizes[0];
+  auto i64 = [](BodyBuilder &b, int64_t v) { return b.constant(double(v), DType::I64); };
+  auto start = [&](BodyBuilder &b, int i) {  // s(i), in integers
+    int twice = b.binary(Op::Mul, i, b.binary(Op::Sub, i64(b, 2 * rows - 1), i, DType::I64), DType::I64);
+    return b.binary(Op::FloorDiv, twice, i64(b, 2), DType::I64);
+  };
+  TensorType row_type{DType::I64, {pairs}, {1}, out.device};
+  TensorRef row = l.reduction(row_type, {std::max<int64_t>(rows - 1, 0)}, ReduceOp::Sum, n.name + " rows",
+                              [&](BodyBuilder &b, const std::vector<Expr> &k, const std::vector<Expr> &r) {
+                                int i = b.index(r[0] + 1, DType::I64);
+                                return b.cast(b.binary(Op::Le, start(b, i), b.index(k[0], DType::I64), DType::Bool),
+                                              DType::I64);
+                              })[0];
+  TensorType acc{c, out.sizes, {1}, out.device};
+  TensorRef total = l.reduction(acc, {x.sizes[1]}, norm.op(), n.name + " terms",
+                                [&](BodyBuilder &b, const std::vector<Expr> &k, const std::vector<Expr> &r) {
+                                  int i = b.load(row.buffer, k[0], DType::I64);
+                                  int j = b.binary(Op::Add, b.binary(Op::Sub, b.index(k[0], DType::I64), start(b, i), DType::I64),
+                                                   b.binary(Op::Add, i, i64(b, 1), DType::I64), DType::I64);
+                                  std::vector<Expr> at = {Expr(ir::indirect_var(0)), r[0]};
+                                  int a = b.cast(b.indirect_load(x.buffer, Lowering::offset(x, at), x.dtype, {i}), c);
+                                  int other = b.cast(b.indirect_load(x.buffer, Lowering::offset(x, at), x.dtype, {j}), c);
+                                  return norm.term(b, b.binary(Op::Sub, a, other, c), c);
+                                })[0];
+  return {l.pointwise(out, n.name, [&](BodyBuilder &b, const std::vector<Expr> &k) {
+    return norm.finish(b, b.load(total.buffer, k[0], c), c);
   })};
 }
 
@@ -221,21 +292,10 @@ std::vector<TensorRef> scan(Lowering &l, const Node &n, ReduceOp op) {
     return {l.pointwise(out, n.name, [&](BodyBuilder &b, const std::vector<Expr> &index) {
       return Lowering::load_broadcast(b, in, index);
     })};
-  TensorRef result = l.new_buffer(out);
-  ir::Node node;
-  node.kind = ir::NodeKind::Scan;
-  node.origin = n.name;
-  node.ranges = out.sizes;
-  node.reduce_op = op;
-  node.scan_dim = int(wrap_dim(arg(n, "dim").as<int64_t>(), in.rank()));
-  BodyBuilder b;
-  std::vector<Expr> index;
-  for (size_t d = 0; d < out.sizes.size(); ++d) index.push_back(Expr(node.x(int(d))));
-  b.add_result(b.cast(b.load(in.buffer, Lowering::offset(in, index), in.dtype), opmath_dtype(out.dtype)));
-  node.body = b.finish();
-  node.outputs = {result.buffer};
-  l.program().nodes.push_back(std::move(node));
-  return {result};
+  int dim = int(wrap_dim(arg(n, "dim").as<int64_t>(), in.rank()));
+  return {l.scan(out, dim, op, n.name, [&](BodyBuilder &b, const std::vector<Expr> &index) {
+    return b.cast(b.load(in.buffer, Lowering::offset(in, index), in.dtype), opmath_dtype(out.dtype));
+  })};
 }
 
 }  // namespace
@@ -269,6 +329,8 @@ void add_reduction_lowerings(std::map<std::string, LowerFn, std::less<>> &t) {
   t["aten.cumsum.default"] = [](Lowering &l, const Node &n) { return scan(l, n, ReduceOp::Sum); };
   t["aten.cumprod.default"] = [](Lowering &l, const Node &n) { return scan(l, n, ReduceOp::Prod); };
   t["aten.linalg_vector_norm.default"] = vector_norm;
+  t["aten._cdist_forward.default"] = cdist;
+  t["aten._pdist_forward.default"] = pdist;
 }
 
 }  // namespace coil::lowering

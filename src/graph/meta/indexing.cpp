@@ -339,6 +339,18 @@ std::vector<TensorType> embedding(const MetaArgs &a) {
   return {contiguous(weight.dtype, sizes, weight.device)};
 }
 
+/// masked_scatter: self's type, contiguous (eager clones self contiguous); a bool mask that broadcasts to self, a source of
+/// self's dtype.
+std::vector<TensorType> masked_scatter(const MetaArgs &a) {
+  const TensorType &self = a.tensor("self"), &mask = a.tensor("mask"), &source = a.tensor("source");
+  COIL_USER_CHECK(mask.dtype == DType::Bool, "masked_scatter: expected a bool mask, got ", short_name(mask.dtype));
+  COIL_USER_CHECK(source.dtype == self.dtype, "masked_scatter: expected source of self's dtype ", short_name(self.dtype),
+                  ", got ", short_name(source.dtype));
+  COIL_USER_CHECK(broadcast_shapes(self.sizes, mask.sizes) == self.sizes, "masked_scatter: a mask of shape ",
+                  shape_str(mask.sizes), " does not broadcast to self's shape ", shape_str(self.sizes));
+  return {meta::contiguous(self.dtype, self.sizes, self.device)};
+}
+
 /// embedding_dense_backward: [num_weights, D] in grad_output's dtype.
 std::vector<TensorType> embedding_backward(const MetaArgs &a) {
   const TensorType &dy = a.tensor("grad_output"), &indices = a.tensor("indices");
@@ -487,6 +499,7 @@ void register_indexing_ops(Registry &r) {
   r.add("embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, "
         "bool sparse=False) -> Tensor",
         embedding);
+  r.add("masked_scatter(Tensor self, Tensor mask, Tensor source) -> Tensor", masked_scatter);
   r.add("embedding_dense_backward(Tensor grad_output, Tensor indices, SymInt num_weights, SymInt padding_idx, "
         "bool scale_grad_by_freq) -> Tensor",
         embedding_backward);

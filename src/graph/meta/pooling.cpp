@@ -198,6 +198,53 @@ std::vector<TensorType> pool_backward(const MetaArgs &a, std::string_view op) {
   return {TensorType{x.dtype, x.sizes, output_strides(x, x.sizes), x.device}};
 }
 
+/// col2im: columns [N, C*kh*kw, L] (or [C*kh*kw, L]) folded into [N, C, H, W], L being the
+/// number of blocks the window takes over output_size.
+std::vector<TensorType> col2im(const MetaArgs &a) {
+  const TensorType &x = a.tensor("self");
+  Shape size = a.ints("output_size"), kernel = a.ints("kernel_size"), dilation = a.ints("dilation"),
+        padding = a.ints("padding"), stride = a.ints("stride");
+  for (const auto &[name, v] : {std::pair{"output_size", size}, std::pair{"kernel_size", kernel},
+                                std::pair{"dilation", dilation}, std::pair{"padding", padding}, std::pair{"stride", stride}})
+    COIL_USER_CHECK(v.size() == 2, "col2im: ", name, " must have 2 values, got ", shape_str(v));
+  COIL_USER_CHECK(kernel[0] > 0 && kernel[1] > 0 && dilation[0] > 0 && dilation[1] > 0 && stride[0] > 0 && stride[1] > 0 &&
+                      padding[0] >= 0 && padding[1] >= 0,
+                  "col2im: kernel_size, dilation and stride must be positive and padding non-negative");
+  COIL_USER_CHECK(x.rank() == 2 || x.rank() == 3, "col2im: expected a 2-d or 3-d input, got shape ", shape_str(x.sizes));
+  int64_t per = kernel[0] * kernel[1], channels_in = x.sizes[size_t(x.rank() - 2)];
+  COIL_USER_CHECK(channels_in % per == 0, "col2im: dim ", x.rank() - 2, " of the input (", channels_in,
+                  ") must be divisible by the kernel's ", per, " elements");
+  int64_t blocks = 1;
+  for (size_t k = 0; k < 2; ++k) {
+    int64_t b = (size[k] + 2 * padding[k] - dilation[k] * (kernel[k] - 1) - 1) / stride[k] + 1;
+    COIL_USER_CHECK(b > 0, "col2im: output_size ", shape_str(size), " leaves no block for the kernel");
+    blocks *= b;
+  }
+  COIL_USER_CHECK(x.sizes.back() == blocks, "col2im: the input has ", x.sizes.back(), " blocks, output_size ",
+                  shape_str(size), " takes ", blocks);
+  Shape sizes(x.sizes.begin(), x.sizes.end() - 2);
+  sizes.insert(sizes.end(), {channels_in / per, size[0], size[1]});
+  return {meta::contiguous(x.dtype, sizes, x.device)};
+}
+
+/// grid_sampler_2d: input [N, C, H, W] sampled at grid [N, Ho, Wo, 2] gives [N, C, Ho, Wo].
+std::vector<TensorType> grid_sampler(const MetaArgs &a) {
+  const TensorType &x = a.tensor("input"), &grid = a.tensor("grid");
+  COIL_USER_CHECK(x.rank() == 4 && grid.rank() == 4 && grid.sizes[3] == 2 && grid.sizes[0] == x.sizes[0],
+                  "grid_sampler_2d: expected input [N, C, H, W] and grid [N, H_out, W_out, 2], got ", shape_str(x.sizes),
+                  " and ", shape_str(grid.sizes));
+  COIL_USER_CHECK(is_floating(x.dtype) && grid.dtype == x.dtype, "grid_sampler_2d: expected input and grid of one "
+                  "floating dtype, got ", short_name(x.dtype), " and ", short_name(grid.dtype));
+  int64_t mode = a.integer("interpolation_mode"), padding = a.integer("padding_mode");
+  COIL_USER_CHECK(mode >= 0 && mode <= 2, "grid_sampler_2d: interpolation_mode ", mode, " is not 0 (bilinear), 1 (nearest) "
+                  "or 2 (bicubic)");
+  COIL_USER_CHECK(padding >= 0 && padding <= 2, "grid_sampler_2d: padding_mode ", padding, " is not 0 (zeros), 1 (border) "
+                  "or 2 (reflection)");
+  COIL_USER_CHECK(x.sizes[2] > 0 && x.sizes[3] > 0, "grid_sampler_2d: expected non-empty H and W, got shape ",
+                  shape_str(x.sizes));
+  return {meta::contiguous(x.dtype, {x.sizes[0], x.sizes[1], grid.sizes[1], grid.sizes[2]}, x.device)};
+}
+
 }  // namespace
 
 void register_pooling_ops(Registry &r) {
@@ -225,6 +272,12 @@ void register_pooling_ops(Registry &r) {
   r.add("avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, "
         "bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor",
         [](const MetaArgs &a) { return pool_backward(a, "avg_pool2d_backward"); });
+  r.add("grid_sampler_2d(Tensor input, Tensor grid, int interpolation_mode, int padding_mode, bool align_corners) "
+        "-> Tensor",
+        grid_sampler);
+  r.add("col2im(Tensor self, SymInt[2] output_size, int[2] kernel_size, int[2] dilation, int[2] padding, "
+        "int[2] stride) -> Tensor",
+        col2im);
   r.add("_adaptive_avg_pool2d_backward(Tensor grad_output, Tensor self) -> Tensor",
         [](const MetaArgs &a) { return pool_backward(a, "_adaptive_avg_pool2d_backward"); });
   r.add("adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor",

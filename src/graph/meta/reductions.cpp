@@ -180,6 +180,33 @@ std::string ord_name(double ord) {
   return s.str();
 }
 
+/// _cdist_forward: x1 [B.., P, M] and x2 [B.., R, M] give [broadcast B.., P, R].
+std::vector<TensorType> cdist(const MetaArgs &a) {
+  const TensorType &x1 = a.tensor("x1"), &x2 = a.tensor("x2");
+  COIL_USER_CHECK(x1.rank() >= 2 && x2.rank() >= 2, "cdist only supports at least 2D tensors, got: ", x1.rank(), "D and ",
+                  x2.rank(), "D");
+  COIL_USER_CHECK(x1.sizes.back() == x2.sizes.back(), "X1 and X2 must have the same number of columns. X1: ",
+                  x1.sizes.back(), " X2: ", x2.sizes.back());
+  COIL_USER_CHECK(is_floating(x1.dtype) && x2.dtype == x1.dtype, "cdist only supports floating-point dtypes of one kind, got ",
+                  short_name(x1.dtype), " and ", short_name(x2.dtype));
+  double p = a.floating("p");
+  COIL_USER_CHECK(p >= 0, "cdist only supports non-negative p values, got ", p);
+  Shape batch = broadcast_shapes(Shape(x1.sizes.begin(), x1.sizes.end() - 2), Shape(x2.sizes.begin(), x2.sizes.end() - 2));
+  batch.insert(batch.end(), {x1.sizes[size_t(x1.rank() - 2)], x2.sizes[size_t(x2.rank() - 2)]});
+  return {meta::contiguous(x1.dtype, batch, x1.device)};
+}
+
+/// _pdist_forward: x [N, M] gives the N (N - 1) / 2 distances of its rows.
+std::vector<TensorType> pdist(const MetaArgs &a) {
+  const TensorType &x = a.tensor("self");
+  COIL_USER_CHECK(x.rank() == 2, "pdist only supports 2D tensors, got: ", x.rank(), "D");
+  COIL_USER_CHECK(is_floating(x.dtype), "pdist only supports floating-point dtypes, got ", short_name(x.dtype));
+  double p = a.floating("p");
+  COIL_USER_CHECK(p >= 0, "pdist only supports non-negative p values, got ", p);
+  int64_t n = x.sizes[0];
+  return {meta::contiguous(x.dtype, {n <= 1 ? 0 : n * (n - 1) / 2}, x.device)};
+}
+
 /// linalg_vector_norm: floating inputs only; a requested dtype must hold the input without
 /// narrowing and is the result's; the orders whose reduction has no identity for an empty
 /// slice (inf, -inf, negative) refuse one.
@@ -263,6 +290,8 @@ void register_reduction_ops(Registry &r) {
         topk);
   r.add("cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor", scan("cumsum"));
   r.add("cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor", scan("cumprod"));
+  r.add("_cdist_forward(Tensor x1, Tensor x2, float p, int? compute_mode) -> Tensor", cdist);
+  r.add("_pdist_forward(Tensor self, float p=2) -> Tensor", pdist);
   r.add("linalg_vector_norm(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, "
         "ScalarType? dtype=None) -> Tensor",
         vector_norm);
