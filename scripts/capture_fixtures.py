@@ -2540,6 +2540,24 @@ def _grid_sampler(dev):
     return fn, [make([2, 3, 5, 7]), g, make([1, 2, 4, 3], f64), (torch.rand(1, 3, 5, 2) * 2.6 - 1.3).double()]
 
 
+@op_case("convolution_backward", [A.convolution_backward.default], ("odd", "noncontig"))
+def _convolution_backward(dev):
+    """convolution_backward of 2-d convolutions with strides, padding, dilation and groups (an
+    output row the stride dropped included), of a channels-last input, of a 1-d convolution,
+    and with only some outputs asked for."""
+    cb = A.convolution_backward.default
+
+    def fn(dy, x, w, dy2, x2, w2, dy3, x3, w3):
+        xcl = x.contiguous(memory_format=torch.channels_last)
+        return (*cb(dy, x, w, [6], [2, 1], [1, 1], [1, 2], False, [0, 0], 2, [True, True, True]),
+                *cb(dy, xcl, w, [6], [2, 1], [1, 1], [1, 2], False, [0, 0], 2, [True, True, True]),
+                *[t for t in cb(dy2, x2, w2, [4], [1, 1], [0, 0], [1, 1], False, [0, 0], 1, [True, False, True])
+                  if t is not None],
+                *cb(dy3, x3, w3, [5], [2], [1], [1], False, [0], 1, [True, True, True]))
+    return fn, [make([2, 6, 4, 4]), make([2, 4, 7, 6]), make([6, 2, 3, 3]), make([1, 4, 4, 4]), make([1, 3, 5, 5]),
+                make([4, 3, 2, 2]), make([2, 5, 5]), make([2, 3, 9]), make([5, 3, 3])]
+
+
 # A model added later, kept here so that no line above moved: ResNet laid out channels-last
 # (weights and input), as vision models are run for speed; every activation is NHWC.
 MODELS["resnet_tiny_channels_last"] = lambda: (

@@ -181,6 +181,96 @@ std::vector<TensorRef> convolution(Lowering &l, const Node &n) {
   return {out};
 }
 
+/// convolution_backward of a convolution (not a transposed one): grad_input is the
+/// transposed convolution of grad_output by the weight (a library call, output_padding
+/// making up the rows the forward's stride dropped); grad_weight, for each weight element,
+/// the sum over the batch and output positions of grad_output times the input element it
+/// met (a reduction, masked where the window reached into padding); grad_bias, grad_output
+/// summed over all dims but the channels. Outputs output_mask leaves out are dead fills.
+std::vector<TensorRef> convolution_backward(Lowering &l, const Node &n) {
+  const TensorRef &dy = l.ref(arg(n, "grad_output").as<ValueId>()), &x = l.ref(arg(n, "input").as<ValueId>());
+  const TensorRef &w = l.ref(arg(n, "weight").as<ValueId>());
+  COIL_USER_CHECK(!arg(n, "transposed").as<bool>(), "the backward of a transposed convolution is not supported yet");
+  size_t spatial = w.sizes.size() - 2;
+  auto param = [&](const char *name) {
+    std::vector<int64_t> v;
+    for (const Arg &a : arg(n, name).as<ArgList>()) v.push_back(a.as<int64_t>());
+    if (v.size() == 1) v.assign(spatial, v[0]);
+    return v;
+  };
+  std::vector<int64_t> stride = param("stride"), padding = param("padding"), dilation = param("dilation");
+  int64_t groups = arg(n, "groups").as<int64_t>();
+  const ArgList &mask = arg(n, "output_mask").as<ArgList>();
+  auto unused = [&](size_t i) {
+    return l.pointwise(l.graph().type(n.outputs[i]), n.name + " (not asked)",
+                       [&](ir::BodyBuilder &b, const std::vector<ir::Expr> &) { return b.constant(0, DType::F32); });
+  };
+  std::vector<TensorRef> outs;
+  if (mask[0].as<bool>()) {
+    int64_t window = w.sizes[0] / groups;
+    std::vector<int64_t> output_padding;
+    for (size_t k = 0; k < spatial; ++k) {
+      window *= w.sizes[k + 2];
+      int64_t reached = (dy.sizes[k + 2] - 1) * stride[k] - 2 * padding[k] + dilation[k] * (w.sizes[k + 2] - 1) + 1;
+      output_padding.push_back(x.sizes[k + 2] - reached);
+    }
+    outs.push_back(extern_node(l, n.name + " grad_input", ir::ExternOp::Convolution, {view_of(dy), view_of(w), ir::View{}},
+                               l.graph().type(n.outputs[0]), window));
+    ir::Node &node = l.program().nodes.back();
+    node.attrs["stride"] = stride;
+    node.attrs["padding"] = padding;
+    node.attrs["dilation"] = dilation;
+    node.attrs["output_padding"] = output_padding;
+    node.attrs["groups"] = {groups};
+    node.attrs["transposed"] = {1};
+  } else {
+    outs.push_back(unused(0));
+  }
+  DType c = opmath_dtype(dy.dtype);
+  using ir::Expr;
+  if (mask[1].as<bool>()) {
+    Shape reduced = {dy.sizes[0]};
+    reduced.insert(reduced.end(), dy.sizes.begin() + 2, dy.sizes.end());
+    int64_t per_group_in = w.sizes[1], per_group_out = w.sizes[0] / groups;
+    outs.push_back(l.reduction(l.graph().type(n.outputs[1]), reduced, ir::ReduceOp::Sum, n.name + " grad_weight",
+                               [&](ir::BodyBuilder &b, const std::vector<Expr> &o, const std::vector<Expr> &r) {
+                                 // o: (out channel, in channel within the group, kernel position...);
+                                 // r: (batch, output position...).
+                                 std::vector<Expr> at_dy = {r[0], o[0]}, at_x = {r[0], ir::floor_div(o[0], per_group_out) * per_group_in + o[1]};
+                                 int ok = -1;
+                                 for (size_t k = 0; k < spatial; ++k) {
+                                   at_dy.push_back(r[k + 1]);
+                                   Expr pos = r[k + 1] * stride[k] - padding[k] + o[k + 2] * dilation[k];
+                                   at_x.push_back(pos);
+                                   int p = b.index(pos, DType::I64);
+                                   int in = b.binary(ir::Op::LogicalAnd,
+                                                     b.binary(ir::Op::Ge, p, b.constant(0, DType::I64), DType::Bool),
+                                                     b.binary(ir::Op::Lt, p, b.constant(double(x.sizes[k + 2]), DType::I64), DType::Bool),
+                                                     DType::Bool);
+                                   ok = ok < 0 ? in : b.binary(ir::Op::LogicalAnd, ok, in, DType::Bool);
+                                 }
+                                 int g = b.cast(b.load(dy.buffer, Lowering::offset(dy, at_dy), dy.dtype), c);
+                                 int v = b.cast(b.masked_load(x.buffer, Lowering::offset(x, at_x), x.dtype, ok, 0), c);
+                                 return b.where(ok, b.binary(ir::Op::Mul, g, v, c), b.constant(0, c), c);
+                               })[0]);
+  } else {
+    outs.push_back(unused(1));
+  }
+  if (mask[2].as<bool>()) {
+    Shape reduced = {dy.sizes[0]};
+    reduced.insert(reduced.end(), dy.sizes.begin() + 2, dy.sizes.end());
+    outs.push_back(l.reduction(l.graph().type(n.outputs[2]), reduced, ir::ReduceOp::Sum, n.name + " grad_bias",
+                               [&](ir::BodyBuilder &b, const std::vector<Expr> &o, const std::vector<Expr> &r) {
+                                 std::vector<Expr> at = {r[0], o[0]};
+                                 at.insert(at.end(), r.begin() + 1, r.end());
+                                 return b.cast(b.load(dy.buffer, Lowering::offset(dy, at), dy.dtype), c);
+                               })[0]);
+  } else {
+    outs.push_back(unused(2));
+  }
+  return outs;
+}
+
 // ---- attention --------------------------------------------------------------------------
 
 /// Whether a node or the graph's outputs read `v`.
@@ -264,6 +354,7 @@ void add_extern_lowerings(std::map<std::string, LowerFn, std::less<>> &t) {
   t["aten.baddbmm.default"] = product(ir::ExternOp::Baddbmm, {"self", "batch1", "batch2"}, "batch1");
   t["aten.addmv.default"] = product(ir::ExternOp::Addmv, {"self", "mat", "vec"}, "mat");
   t["aten.convolution.default"] = convolution;
+  t["aten.convolution_backward.default"] = convolution_backward;
   t["aten.matmul.default"] = lower_matmul;
   t["aten.linear.default"] = lower_linear;
   t["aten.scaled_dot_product_attention.default"] = attention("attn_mask", true);

@@ -39,6 +39,10 @@ const std::map<std::string, Fallback> kInductorFallbacks = {
      {"Inductor copies the initial tensors in 6 kernels and runs all 9 scatters through ATen's kernel on the CPU; "
       "coil generates each scatter with its copy, and one more for include_self=False",
       3}},
+    {"op_convolution_backward",
+     {"Inductor runs the 4 convolution_backward calls through ATen's kernels; coil calls the library for "
+      "grad_input (a transposed convolution) and generates grad_weight and grad_bias as reductions",
+      4}},
     {"op_scatter_fold_distances",
      {"Inductor runs the 7 cdists and 5 pdists through ATen's kernels; coil generates them: three cdist "
       "reductions over differing row counts, and pdist's count of each pair's row before the distances",

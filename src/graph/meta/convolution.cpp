@@ -59,9 +59,33 @@ std::vector<TensorType> convolution(const MetaArgs &a) {
   return {TensorType{x.dtype, out, strides, x.device}};
 }
 
+/// convolution_backward: grad_input of the input's type (in the input's memory format),
+/// grad_weight of the weight's, grad_bias [C_out] (of bias_sizes) in grad_output's dtype.
+std::vector<TensorType> convolution_backward(const MetaArgs &a) {
+  const TensorType &dy = a.tensor("grad_output"), &x = a.tensor("input"), &w = a.tensor("weight");
+  COIL_USER_CHECK(x.rank() >= 3 && x.rank() == w.rank() && dy.rank() == x.rank(), "convolution_backward expects "
+                  "grad_output, input and weight of one rank >= 3, got ", shape_str(dy.sizes), ", ", shape_str(x.sizes),
+                  " and ", shape_str(w.sizes));
+  COIL_USER_CHECK(x.dtype == w.dtype && dy.dtype == x.dtype, "convolution_backward expects one dtype, got ",
+                  short_name(dy.dtype), ", ", short_name(x.dtype), " and ", short_name(w.dtype));
+  COIL_USER_CHECK(dy.sizes[0] == x.sizes[0] && dy.sizes[1] == w.sizes[0], "convolution_backward: grad_output of shape ",
+                  shape_str(dy.sizes), " does not fit input ", shape_str(x.sizes), " and weight ", shape_str(w.sizes));
+  bool cl = suggest_memory_format(x.sizes, x.strides) == MemoryFormat::ChannelsLast && x.rank() == 4;
+  TensorType grad_input{x.dtype, x.sizes, cl ? channels_last_strides(x.sizes) : contiguous_strides(x.sizes), x.device};
+  bool wcl = suggest_memory_format(w.sizes, w.strides) == MemoryFormat::ChannelsLast && w.rank() == 4;
+  TensorType grad_weight{w.dtype, w.sizes, wcl ? channels_last_strides(w.sizes) : contiguous_strides(w.sizes), w.device};
+  Shape bias = a.optional_ints("bias_sizes").value_or(Shape{w.sizes[0]});
+  return {grad_input, grad_weight, meta::contiguous(dy.dtype, bias, dy.device)};
+}
+
 }  // namespace
 
 void register_convolution_ops(Registry &r) {
+  r.add("convolution_backward(Tensor grad_output, Tensor input, Tensor weight, SymInt[]? bias_sizes, SymInt[] stride, "
+        "SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, "
+        "bool[3] output_mask) -> (Tensor, Tensor, Tensor)",
+        convolution_backward)
+      .layout_from_backend = true;
   r.add("convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, "
         "SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor",
         convolution)
