@@ -2558,6 +2558,25 @@ def _convolution_backward(dev):
                 make([4, 3, 2, 2]), make([2, 5, 5]), make([2, 3, 9]), make([5, 3, 3])]
 
 
+@op_case("embedding_bag", [A._embedding_bag.default], ("odd", "size0"))
+def _embedding_bag(dev):
+    """_embedding_bag in sum, mean and max mode, with per-sample weights, include_last_offset,
+    a padding index, an empty bag, int32 indices and offsets, and f64; the bags (and mean's
+    offset2bag), not the outputs only the backward reads."""
+    eb = A._embedding_bag.default
+
+    def fn(w, idx, off, psw, idx32, off32, wd, off_last):
+        return (eb(w, idx, off)[0], *eb(w, idx, off, False, 1)[:2], eb(w, idx, off, False, 2)[0],
+                eb(w, idx, off, False, 0, False, psw)[0], eb(w, idx32, off32, False, 1)[0],
+                eb(w, idx, off, False, 0, False, None, False, 3)[0], eb(w, idx, off, False, 1, False, None, False, 3)[0],
+                eb(wd, idx, off, False, 2)[0], eb(w, idx, off_last, False, 1, False, None, True)[0])
+    idx = torch.randint(0, 10, (12,))
+    idx[[1, 6]] = 3  # the padding index in two bags
+    off = torch.tensor([0, 3, 3, 7, 9])  # bag 1 is empty
+    return fn, [make([10, 5]), idx, off, make([12]), idx.int(), off.int(), make([10, 5], f64),
+                torch.tensor([0, 3, 3, 7, 9, 12])]
+
+
 # A model added later, kept here so that no line above moved: ResNet laid out channels-last
 # (weights and input), as vision models are run for speed; every activation is NHWC.
 MODELS["resnet_tiny_channels_last"] = lambda: (

@@ -1,5 +1,6 @@
 // Data-dependent reads: gather, index_select, embedding and advanced indexing load an
 // index tensor first and read the source at the index it holds (an indirect load).
+#include <cmath>
 #include <map>
 #include <optional>
 
@@ -404,6 +405,119 @@ std::vector<TensorRef> masked_scatter(Lowering &l, const Node &n) {
   })};
 }
 
+// _embedding_bag(weight, indices, offsets, scale_grad_by_freq, mode, sparse,
+// per_sample_weights, include_last_offset, padding_idx): bag b holds indices
+// [offsets[b], offsets[b + 1]) (the last to the end, unless include_last_offset makes the
+// last offset that end). Each index's bag is the count of bags after the first that start at
+// or before it (a reduction over the offsets); its weight row (times its per-sample weight)
+// is then added (sum, mean) or maxed (max) into its bag's row, a scatter; padding_idx rows
+// are skipped. mean divides by the bag's count of indices, and an empty bag is zeros.
+// Outputs: the bags; offset2bag (each index's bag, where the meta gives it a size);
+// bag_size (each bag's count of indices); max_indices (max mode: the index of the row that
+// gave each maximum, the last of equal ones; else zeros).
+std::vector<TensorRef> embedding_bag(Lowering &l, const Node &n) {
+  const TensorRef &weight = tensor(l, n, "weight"), &indices = tensor(l, n, "indices"), &offsets = tensor(l, n, "offsets");
+  int64_t mode = arg(n, "mode").as<int64_t>(), padding = arg(n, "padding_idx").as<int64_t>();
+  const Arg &psw_arg = arg(n, "per_sample_weights");
+  std::optional<TensorRef> psw;
+  if (!psw_arg.is_none()) psw = l.ref(psw_arg.as<ValueId>());
+  const TensorType &out = l.graph().type(n.outputs[0]);
+  int64_t bags = out.sizes[0], dim = out.sizes[1], count = indices.sizes[0];
+  Device device = out.device;
+  DType c = opmath_dtype(out.dtype);
+  auto i64 = [](BodyBuilder &b, double v) { return b.constant(v, DType::I64); };
+  auto index_at = [&](BodyBuilder &b, const Expr &i) { return load_index(b, indices, {i}, std::nullopt); };
+  // Each index's bag.
+  TensorType bag_type{DType::I64, {count}, {1}, device};
+  TensorRef bag = l.reduction(bag_type, {std::max<int64_t>(bags - 1, 1)}, ir::ReduceOp::Sum, n.name + " bags",
+                              [&](BodyBuilder &b, const std::vector<Expr> &i, const std::vector<Expr> &r) {
+                                if (bags <= 1) return i64(b, 0);
+                                int start = load_index(b, offsets, {r[0] + 1}, std::nullopt);
+                                return b.cast(b.binary(Op::Le, start, b.index(i[0], DType::I64), DType::Bool), DType::I64);
+                              })[0];
+  auto zeros = [&](const TensorType &t, const std::string &origin, double v = 0) {
+    return l.pointwise(t, origin, [&](BodyBuilder &b, const std::vector<Expr> &) { return b.constant(v, t.dtype); });
+  };
+  auto skipped = [&](BodyBuilder &b, int row) { return b.binary(Op::Eq, row, i64(b, double(padding)), DType::Bool); };
+  // Each bag's count of indices (padding_idx's not counted).
+  TensorType size_type{DType::I64, {bags}, {1}, device};
+  TensorRef dense_sizes{-1, DType::I64, {bags}, {1}, 0};
+  TensorRef sizes = l.scatter(
+      n.name + " sizes", size_type, zeros(size_type, n.name + " zeros"), {count}, true,
+      [&](BodyBuilder &b, const std::vector<Expr> &i) {
+        int row = index_at(b, i[0]);
+        int one = b.where(skipped(b, row), i64(b, 0), i64(b, 1), DType::I64);
+        return std::pair{one, std::vector<int>{b.load(bag.buffer, i[0], DType::I64)}};
+      },
+      [&](const std::vector<Expr> &) { return Lowering::offset(dense_sizes, {Expr(ir::indirect_var(0))}); });
+  // The bags' rows, combined in opmath.
+  bool max = mode == 2;
+  TensorType acc{c, out.sizes, contiguous_strides(out.sizes), device};
+  TensorRef dense{-1, c, acc.sizes, acc.strides, 0};
+  auto row_value = [&](BodyBuilder &b, const std::vector<Expr> &x, int row) {
+    std::vector<Expr> at = {Expr(ir::indirect_var(0)), x[1]};
+    int v = b.cast(b.indirect_load(weight.buffer, Lowering::offset(weight, at), weight.dtype, {row}), c);
+    if (psw) v = b.binary(Op::Mul, v, b.cast(Lowering::load_broadcast(b, *psw, {x[0]}), c), c);
+    return v;
+  };
+  TensorRef combined = l.scatter(
+      n.name + " combine", acc, zeros(acc, n.name + " start", max ? -INFINITY : 0), {count, dim}, true,
+      [&](BodyBuilder &b, const std::vector<Expr> &x) {
+        int row = index_at(b, x[0]);
+        int v = b.where(skipped(b, row), b.constant(max ? -INFINITY : 0, c), row_value(b, x, row), c);
+        return std::pair{v, std::vector<int>{b.load(bag.buffer, x[0], DType::I64)}};
+      },
+      [&](const std::vector<Expr> &x) { return Lowering::offset(dense, {Expr(ir::indirect_var(0)), x[1]}); },
+      max ? Op::Maximum : Op::Add);
+  TensorRef result = l.pointwise(out, n.name, [&](BodyBuilder &b, const std::vector<Expr> &x) {
+    int v = b.load(combined.buffer, Lowering::offset(combined, x), c);
+    int size = b.load(sizes.buffer, x[0], DType::I64);
+    int empty = b.binary(Op::Eq, size, i64(b, 0), DType::Bool);
+    if (mode == 1) v = b.binary(Op::TrueDiv, v, b.cast(b.where(empty, i64(b, 1), size, DType::I64), c), c);
+    return b.where(empty, b.constant(0, c), v, c);
+  });
+  std::vector<TensorRef> outs = {result};
+  const TensorType &offset2bag = l.graph().type(n.outputs[1]);
+  outs.push_back(offset2bag.sizes[0] == count ? l.pointwise(offset2bag, n.name + " offset2bag",
+                                                            [&](BodyBuilder &b, const std::vector<Expr> &i) {
+                                                              return b.load(bag.buffer, i[0], DType::I64);
+                                                            })
+                                              : zeros(offset2bag, n.name + " offset2bag"));
+  const TensorType &bag_size = l.graph().type(n.outputs[2]);
+  // bag_size has a slot per offset on CUDA (one more than the bags with include_last_offset).
+  outs.push_back(l.pointwise(bag_size, n.name + " bag_size", [&](BodyBuilder &b, const std::vector<Expr> &x) {
+    if (bags == 0) return i64(b, 0);
+    int inside = b.binary(Op::Lt, b.index(x[0], DType::I64), i64(b, double(bags)), DType::Bool);
+    int v = b.masked_load(sizes.buffer, x[0], DType::I64, inside, 0);
+    return b.where(inside, v, i64(b, 0), DType::I64);
+  }));
+  const TensorType &max_type = l.graph().type(n.outputs[3]);
+  if (!max) {
+    outs.push_back(zeros(max_type, n.name + " max_indices"));
+    return outs;
+  }
+  // Which row gave each maximum: the largest index whose row equals it (a scatter of maxima).
+  TensorType which_type{DType::I64, out.sizes, contiguous_strides(out.sizes), device};
+  TensorRef which_dense{-1, DType::I64, which_type.sizes, which_type.strides, 0};
+  TensorRef which = l.scatter(
+      n.name + " max_indices", which_type, zeros(which_type, n.name + " none", -1), {count, dim}, true,
+      [&](BodyBuilder &b, const std::vector<Expr> &x) {
+        int row = index_at(b, x[0]);
+        int at_bag = b.load(bag.buffer, x[0], DType::I64);
+        int best = b.indirect_load(combined.buffer, Lowering::offset(combined, {Expr(ir::indirect_var(0)), x[1]}), c, {at_bag});
+        int hit = b.binary(Op::LogicalAnd, b.binary(Op::Eq, row_value(b, x, row), best, DType::Bool),
+                           b.unary(Op::LogicalNot, skipped(b, row), DType::Bool), DType::Bool);
+        return std::pair{b.where(hit, row, i64(b, -1), DType::I64), std::vector<int>{at_bag}};
+      },
+      [&](const std::vector<Expr> &x) { return Lowering::offset(which_dense, {Expr(ir::indirect_var(0)), x[1]}); },
+      Op::Maximum);
+  outs.push_back(l.pointwise(max_type, n.name + " max_indices", [&](BodyBuilder &b, const std::vector<Expr> &x) {
+    int v = b.load(which.buffer, Lowering::offset(which, x), DType::I64);
+    return b.binary(Op::Maximum, v, i64(b, 0), DType::I64);
+  }));
+  return outs;
+}
+
 // randperm(n): the positions of n random keys in sorted order (a draw of 63 random bits
 // each; equal keys, rare, keep their order), so every permutation is equally likely up to
 // those ties.
@@ -442,6 +556,7 @@ void add_indexing_lowerings(std::map<std::string, LowerFn, std::less<>> &t) {
     };
   t["aten.randperm.default"] = randperm;
   t["aten.masked_scatter.default"] = masked_scatter;
+  t["aten._embedding_bag.default"] = embedding_bag;
   t["aten.topk.default"] = [](Lowering &l, const Node &n) {
     return sort_by_rank(l, n.name, tensor(l, n, "self"), arg(n, "dim").as<int64_t>(), arg(n, "largest").as<bool>(),
                         arg(n, "k").as<int64_t>(), l.graph().type(n.outputs[0]), l.graph().type(n.outputs[1]));

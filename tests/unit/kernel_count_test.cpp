@@ -43,6 +43,11 @@ const std::map<std::string, Fallback> kInductorFallbacks = {
      {"Inductor runs the 4 convolution_backward calls through ATen's kernels; coil calls the library for "
       "grad_input (a transposed convolution) and generates grad_weight and grad_bias as reductions",
       4}},
+    {"op_embedding_bag",
+     {"Inductor runs all 9 embedding_bag calls through ATen's kernel; coil generates each: the bags' counts and "
+      "rows as two scatters (a scatter runs alone), the row's start and the mean or empty-bag epilogue, after one "
+      "reduction finding every call's bag of each index",
+      30}},
     {"op_scatter_fold_distances",
      {"Inductor runs the 7 cdists and 5 pdists through ATen's kernels; coil generates them: three cdist "
       "reductions over differing row counts, and pdist's count of each pair's row before the distances",

@@ -351,6 +351,41 @@ std::vector<TensorType> masked_scatter(const MetaArgs &a) {
   return {meta::contiguous(self.dtype, self.sizes, self.device)};
 }
 
+/// _embedding_bag: (output [bags, D] of weight's dtype, offset2bag, bag_size, max_indices)
+/// with the sizes PyTorch's meta function gives them by device, mode and fast path.
+std::vector<TensorType> embedding_bag(const MetaArgs &a) {
+  const TensorType &weight = a.tensor("weight"), &indices = a.tensor("indices"), &offsets = a.tensor("offsets");
+  check_index_dtype("embedding_bag", indices);
+  check_index_dtype("embedding_bag", offsets);
+  COIL_USER_CHECK(is_floating(weight.dtype) && weight.rank() == 2, "embedding_bag: expected a 2-d floating weight, got ",
+                  short_name(weight.dtype), shape_str(weight.sizes));
+  COIL_USER_CHECK(indices.rank() == 1 && offsets.rank() == 1, "embedding_bag: expected 1-d indices and offsets, got ",
+                  shape_str(indices.sizes), " and ", shape_str(offsets.sizes));
+  int64_t mode = a.integer("mode"), padding = a.integer("padding_idx");
+  COIL_USER_CHECK(mode >= 0 && mode <= 2, "embedding_bag: mode ", mode, " is not 0 (sum), 1 (mean) or 2 (max)");
+  int64_t bags = offsets.sizes[0];
+  if (a.boolean("include_last_offset")) {
+    COIL_USER_CHECK(bags >= 1, "include_last_offset: numBags should be at least 1");
+    --bags;
+  }
+  const TensorType *psw = a.optional_tensor("per_sample_weights");
+  if (psw)
+    COIL_USER_CHECK(mode == 0 && psw->rank() == 1 && psw->sizes[0] == indices.sizes[0],
+                    "embedding_bag: per_sample_weights must be 1-d with one weight per index, mode='sum' only");
+  int64_t d = weight.sizes[1];
+  TensorType out = meta::contiguous(weight.dtype, {bags, d}, weight.device);
+  if (weight.device.kind != Device::Kind::CPU) {
+    return {out, meta::contiguous(indices.dtype, {indices.sizes[0]}, weight.device),
+            meta::contiguous(indices.dtype, offsets.sizes, weight.device),
+            meta::contiguous(indices.dtype, mode == 2 ? Shape{bags, d} : Shape{0}, weight.device)};
+  }
+  bool fast = (weight.dtype == DType::F32 || weight.dtype == DType::F16) && weight.strides[1] == 1 && padding < 0 &&
+              (!psw || psw->strides[0] == 1);
+  int64_t per_index = mode != 0 || !fast ? indices.sizes[0] : 0;
+  return {out, meta::contiguous(offsets.dtype, {per_index}, weight.device), meta::contiguous(offsets.dtype, {bags}, weight.device),
+          meta::contiguous(offsets.dtype, mode == 2 ? Shape{bags, d} : Shape{bags}, weight.device)};
+}
+
 /// embedding_dense_backward: [num_weights, D] in grad_output's dtype.
 std::vector<TensorType> embedding_backward(const MetaArgs &a) {
   const TensorType &dy = a.tensor("grad_output"), &indices = a.tensor("indices");
@@ -500,6 +535,10 @@ void register_indexing_ops(Registry &r) {
         "bool sparse=False) -> Tensor",
         embedding);
   r.add("masked_scatter(Tensor self, Tensor mask, Tensor source) -> Tensor", masked_scatter);
+  r.add("_embedding_bag(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq=False, int mode=0, "
+        "bool sparse=False, Tensor? per_sample_weights=None, bool include_last_offset=False, int padding_idx=-1) "
+        "-> (Tensor, Tensor, Tensor, Tensor)",
+        embedding_bag);
   r.add("embedding_dense_backward(Tensor grad_output, Tensor indices, SymInt num_weights, SymInt padding_idx, "
         "bool scale_grad_by_freq) -> Tensor",
         embedding_backward);
