@@ -332,15 +332,12 @@ std::vector<TensorRef> embedding_backward(Lowering &l, const Node &n) {
   bool by_freq = arg(n, "scale_grad_by_freq").as<bool>();
   DType c = opmath_dtype(out.dtype);
   Shape positions = indices.sizes;  // grad_output is indices' shape then D
-  auto zeros = [&](const TensorType &t, const std::string &origin) {
-    return l.pointwise(t, origin, [&](BodyBuilder &b, const std::vector<Expr> &) { return b.constant(0, t.dtype); });
-  };
   std::optional<TensorRef> counts;
   if (by_freq) {
     TensorType count_type{DType::I64, {out.sizes[0]}, {1}, out.device};
     TensorRef dense{-1, DType::I64, count_type.sizes, count_type.strides, 0};
     counts = l.scatter(
-        n.name + " counts", count_type, zeros(count_type, n.name + " zeros"), positions, true,
+        n.name + " counts", count_type, l.fill(count_type, n.name + " zeros"), positions, true,
         [&](BodyBuilder &b, const std::vector<Expr> &x) {
           return std::pair{b.constant(1, DType::I64), std::vector<int>{load_index(b, indices, x, std::nullopt)}};
         },
@@ -351,7 +348,7 @@ std::vector<TensorRef> embedding_backward(Lowering &l, const Node &n) {
   Shape ranges = positions;
   ranges.push_back(out.sizes[1]);
   TensorRef sum = l.scatter(
-      n.name, acc, zeros(acc, n.name + " zeros"), ranges, true,
+      n.name, acc, l.fill(acc, n.name + " zeros"), ranges, true,
       [&](BodyBuilder &b, const std::vector<Expr> &x) {
         std::vector<Expr> at(x.begin(), x.end() - 1);
         int row = load_index(b, indices, at, std::nullopt);
@@ -435,15 +432,12 @@ std::vector<TensorRef> embedding_bag(Lowering &l, const Node &n) {
                                 int start = load_index(b, offsets, {r[0] + 1}, std::nullopt);
                                 return b.cast(b.binary(Op::Le, start, b.index(i[0], DType::I64), DType::Bool), DType::I64);
                               })[0];
-  auto zeros = [&](const TensorType &t, const std::string &origin, double v = 0) {
-    return l.pointwise(t, origin, [&](BodyBuilder &b, const std::vector<Expr> &) { return b.constant(v, t.dtype); });
-  };
   auto skipped = [&](BodyBuilder &b, int row) { return b.binary(Op::Eq, row, i64(b, double(padding)), DType::Bool); };
   // Each bag's count of indices (padding_idx's not counted).
   TensorType size_type{DType::I64, {bags}, {1}, device};
   TensorRef dense_sizes{-1, DType::I64, {bags}, {1}, 0};
   TensorRef sizes = l.scatter(
-      n.name + " sizes", size_type, zeros(size_type, n.name + " zeros"), {count}, true,
+      n.name + " sizes", size_type, l.fill(size_type, n.name + " zeros"), {count}, true,
       [&](BodyBuilder &b, const std::vector<Expr> &i) {
         int row = index_at(b, i[0]);
         int one = b.where(skipped(b, row), i64(b, 0), i64(b, 1), DType::I64);
@@ -461,7 +455,7 @@ std::vector<TensorRef> embedding_bag(Lowering &l, const Node &n) {
     return v;
   };
   TensorRef combined = l.scatter(
-      n.name + " combine", acc, zeros(acc, n.name + " start", max ? -INFINITY : 0), {count, dim}, true,
+      n.name + " combine", acc, l.fill(acc, n.name + " start", max ? -INFINITY : 0), {count, dim}, true,
       [&](BodyBuilder &b, const std::vector<Expr> &x) {
         int row = index_at(b, x[0]);
         int v = b.where(skipped(b, row), b.constant(max ? -INFINITY : 0, c), row_value(b, x, row), c);
@@ -482,7 +476,7 @@ std::vector<TensorRef> embedding_bag(Lowering &l, const Node &n) {
                                                             [&](BodyBuilder &b, const std::vector<Expr> &i) {
                                                               return b.load(bag.buffer, i[0], DType::I64);
                                                             })
-                                              : zeros(offset2bag, n.name + " offset2bag"));
+                                              : l.fill(offset2bag, n.name + " offset2bag"));
   const TensorType &bag_size = l.graph().type(n.outputs[2]);
   // bag_size has a slot per offset on CUDA (one more than the bags with include_last_offset).
   outs.push_back(l.pointwise(bag_size, n.name + " bag_size", [&](BodyBuilder &b, const std::vector<Expr> &x) {
@@ -493,14 +487,14 @@ std::vector<TensorRef> embedding_bag(Lowering &l, const Node &n) {
   }));
   const TensorType &max_type = l.graph().type(n.outputs[3]);
   if (!max) {
-    outs.push_back(zeros(max_type, n.name + " max_indices"));
+    outs.push_back(l.fill(max_type, n.name + " max_indices"));
     return outs;
   }
   // Which row gave each maximum: the largest index whose row equals it (a scatter of maxima).
   TensorType which_type{DType::I64, out.sizes, contiguous_strides(out.sizes), device};
   TensorRef which_dense{-1, DType::I64, which_type.sizes, which_type.strides, 0};
   TensorRef which = l.scatter(
-      n.name + " max_indices", which_type, zeros(which_type, n.name + " none", -1), {count, dim}, true,
+      n.name + " max_indices", which_type, l.fill(which_type, n.name + " none", -1), {count, dim}, true,
       [&](BodyBuilder &b, const std::vector<Expr> &x) {
         int row = index_at(b, x[0]);
         int at_bag = b.load(bag.buffer, x[0], DType::I64);

@@ -119,6 +119,10 @@ TensorRef Lowering::pointwise(const TensorType &type, const std::string &origin,
   return out;
 }
 
+TensorRef Lowering::fill(const TensorType &type, const std::string &origin, double value) {
+  return pointwise(type, origin, [&](ir::BodyBuilder &b, const std::vector<Expr> &) { return b.constant(value, type.dtype); });
+}
+
 std::vector<TensorRef> Lowering::reduction(
     const TensorType &out, const Shape &reduced, ir::ReduceOp op, const std::string &origin,
     const std::function<int(ir::BodyBuilder &, const std::vector<Expr> &, const std::vector<Expr> &)> &fn) {

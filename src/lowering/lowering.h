@@ -83,6 +83,10 @@ class Lowering {
   /// `fn` emits the value at each index; the result is cast to type.dtype.
   TensorRef pointwise(const TensorType &type, const std::string &origin, const BodyFn &fn);
 
+  /// A Pointwise node filling `type` with `value` (zeros to start a scatter from, and the
+  /// outputs a backward op's output_mask leaves out).
+  TensorRef fill(const TensorType &type, const std::string &origin, double value = 0);
+
   /// A Reduction node: `out` is the result's type, `reduced` the sizes of the reduced
   /// dims; `fn` gets the output index and the reduction index and emits the value to
   /// combine. Welford returns (mean, m2, count) buffers.

@@ -216,16 +216,10 @@ std::vector<TensorRef> batch_norm(Lowering &l, const Node &n, std::optional<bool
   return outs;
 }
 
-// An output of a backward op that output_mask leaves out: its type filled with zeros, a
-// node nothing reads (the graph takes no getitem of it), which dead-code elimination drops.
-TensorRef not_asked(Lowering &l, const Node &n, size_t i) {
-  return l.pointwise(l.graph().type(n.outputs[i]), n.name + " (not asked)",
-                     [&](BodyBuilder &b, const std::vector<Expr> &) { return b.constant(0, DType::F32); });
-}
-
 bool asked(const Node &n, size_t i) { return arg(n, "output_mask").as<ArgList>().at(i).as<bool>(); }
 
-// native_layer_norm_backward: with x^ = (x - mean) * rstd and g = grad_out * weight over
+// native_layer_norm_backward (as every backward op here: an output output_mask leaves out
+// is a fill no getitem reads, which dead-code elimination drops): with x^ = (x - mean) * rstd and g = grad_out * weight over
 // rows of N elements, grad_input = rstd / N * (N g - sum(g) - x^ sum(g x^)); grad_weight and
 // grad_bias sum grad_out x^ and grad_out over the leading dims, in opmath.
 std::vector<TensorRef> layer_norm_backward(Lowering &l, const Node &n) {
@@ -264,7 +258,7 @@ std::vector<TensorRef> layer_norm_backward(Lowering &l, const Node &n) {
       return b.binary(Op::Mul, v, b.binary(Op::TrueDiv, load_as(b, rstd, index, c), b.constant(double(count), c), c), c);
     }));
   } else {
-    outs.push_back(not_asked(l, n, 0));
+    outs.push_back(l.fill(l.graph().type(n.outputs[0]), n.name + " (not asked)"));
   }
   // grad_weight, grad_bias: over the leading dims, for each element of the normalized shape.
   Shape leading(x.sizes.begin(), x.sizes.begin() + long(axis));
@@ -272,7 +266,7 @@ std::vector<TensorRef> layer_norm_backward(Lowering &l, const Node &n) {
   if (whole) leading = {1};
   for (size_t i = 1; i < 3; ++i) {
     if (!asked(n, i)) {
-      outs.push_back(not_asked(l, n, i));
+      outs.push_back(l.fill(l.graph().type(n.outputs[i]), n.name + " (not asked)"));
       continue;
     }
     outs.push_back(l.reduction(l.graph().type(n.outputs[i]), leading, ReduceOp::Sum, n.name + (i == 1 ? " weight" : " bias"),

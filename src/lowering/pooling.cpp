@@ -300,10 +300,6 @@ std::vector<TensorRef> group_norm_backward(Lowering &l, const Node &n) {
     int v = load(b, dy, index);
     return weight ? b.binary(Op::Mul, v, load(b, *weight, {index[1]}), c) : v;
   };
-  auto zeros = [&](size_t i) {
-    return l.pointwise(l.graph().type(n.outputs[i]), n.name + " (not asked)",
-                       [&](BodyBuilder &b, const std::vector<Expr> &) { return b.constant(0, DType::F32); });
-  };
   std::vector<TensorRef> outs;
   if (mask[0].as<bool>()) {
     TensorType stat{c, {batch, groups}, contiguous_strides({batch, groups}), device};
@@ -327,13 +323,13 @@ std::vector<TensorRef> group_norm_backward(Lowering &l, const Node &n) {
       return b.binary(Op::Mul, v, b.binary(Op::TrueDiv, load(b, rstd, stat_at), b.constant(double(count), c), c), c);
     }));
   } else {
-    outs.push_back(zeros(0));
+    outs.push_back(l.fill(l.graph().type(n.outputs[0]), n.name + " (not asked)"));
   }
   Shape reduced = {batch};
   reduced.insert(reduced.end(), spatial.begin(), spatial.end());
   for (size_t i = 1; i < 3; ++i) {
     if (!mask[i].as<bool>()) {
-      outs.push_back(zeros(i));
+      outs.push_back(l.fill(l.graph().type(n.outputs[i]), n.name + " (not asked)"));
       continue;
     }
     outs.push_back(l.reduction(l.graph().type(n.outputs[i]), reduced, ReduceOp::Sum, n.name + (i == 1 ? " weight" : " bias"),
@@ -358,9 +354,7 @@ std::vector<TensorRef> max_pool_backward(Lowering &l, const Node &n) {
   Shape flat = planes;
   flat.push_back(out.sizes[lead] * out.sizes[lead + 1]);
   TensorType acc{c, flat, contiguous_strides(flat), out.device};
-  TensorRef zero = l.pointwise(acc, n.name + " zeros", [&](BodyBuilder &b, const std::vector<Expr> &) {
-    return b.constant(0, c);
-  });
+  TensorRef zero = l.fill(acc, n.name + " zeros");
   TensorRef dense{-1, c, flat, acc.strides, 0};
   TensorRef sum = l.scatter(
       n.name, acc, zero, dy.sizes, true,

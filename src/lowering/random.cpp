@@ -89,8 +89,7 @@ std::vector<TensorRef> native_dropout(Lowering &l, const Node &n) {
     return {l.pointwise(out, n.name, [&](BodyBuilder &b, const std::vector<Expr> &x) {
               return Lowering::load_broadcast(b, input, x);
             }),
-            l.pointwise(mask_type, n.name + " mask",
-                        [&](BodyBuilder &b, const std::vector<Expr> &) { return b.constant(1, DType::Bool); })};
+            l.fill(mask_type, n.name + " mask", 1)};
   }
   int64_t first = l.reserve_draws(checked_numel(out.sizes), out.device);
   TensorType drawn{DType::F32, out.sizes, out.strides, out.device};
