@@ -2577,6 +2577,25 @@ def _embedding_bag(dev):
                 torch.tensor([0, 3, 3, 7, 9, 12])]
 
 
+@op_case("overloads_of_sweep", [A.upsample_bilinear2d.default, A.upsample_nearest2d.default, A.scatter.reduce,
+                                 A.scatter.value_reduce, A.addmv.default], ("odd",), decomp="none")
+def _overloads_of_sweep(dev):
+    """The overloads the OpInfo sweep brought in: upsampling to an output size with and
+    without per-dim scales (channels-last too), scatter with reduce 'add' and 'multiply' from
+    a tensor and from a value, and addmv of integers with fractional factors (truncated)."""
+    def fn(x, xcl, s, idx, src, m, v, mi, vi, si):
+        return (A.upsample_bilinear2d.default(x, [7, 9], False), A.upsample_bilinear2d.default(x, [10, 5], True),
+                A.upsample_bilinear2d.default(xcl, [8, 8], False, 1.7, 1.4),
+                A.upsample_nearest2d.default(x, [7, 9]), A.upsample_nearest2d.default(xcl, [9, 4], 2.1, 0.9),
+                A.scatter.reduce(s, 0, idx, src, reduce="add"), A.scatter.reduce(s, 1, idx, src, reduce="multiply"),
+                A.scatter.value_reduce(s, 0, idx, 1.5, reduce="multiply"),
+                A.addmv.default(si, mi, vi, beta=0.2, alpha=1.6), A.addmv.default(s[0], m, v, beta=0.5, alpha=2.0))
+    x = make([2, 3, 5, 6])
+    return fn, [x, x.contiguous(memory_format=torch.channels_last), make([4, 5], dom="near1"),
+                torch.randint(0, 4, (3, 5)), make([3, 5], dom="near1"), make([5, 6]), make([6]),
+                torch.randint(-5, 5, (4, 6)), torch.randint(-5, 5, (6,)), torch.randint(-5, 5, (4,))]
+
+
 # A model added later, kept here so that no line above moved: ResNet laid out channels-last
 # (weights and input), as vision models are run for speed; every activation is NHWC.
 MODELS["resnet_tiny_channels_last"] = lambda: (

@@ -34,15 +34,16 @@ coil_install_packages() {
 # change the two together.
 # nanobind and scikit-build-core build coil's own package (pyproject.toml). torchvision (the
 # release of torch's) and transformers build the model suite (bench/model_zoo.py) that
-# tests/python/test_models.py runs at tiny sizes.
+# tests/python/test_models.py runs at tiny sizes. expecttest is what PyTorch's OpInfo
+# database (scripts/opinfo_sweep.py) imports.
 COIL_PYTHON_PACKAGES=(torch==2.11.0 triton==3.6.0 numpy nanobind scikit-build-core torchvision==0.26.0
-                      transformers==5.24.0)
+                      transformers==5.24.0 expecttest)
 
 # coil_setup_python: creates .venv when missing and installs the packages, unless the
 # .venv there already imports every one of them (then it is left alone).
 coil_setup_python() {
   local venv="$COIL_ROOT/.venv"
-  if [[ -x "$venv/bin/python" ]] && "$venv/bin/python" -c "import triton, torch, nanobind, scikit_build_core, torchvision, transformers" 2>/dev/null; then
+  if [[ -x "$venv/bin/python" ]] && "$venv/bin/python" -c "import triton, torch, nanobind, scikit_build_core, torchvision, transformers, expecttest" 2>/dev/null; then
     return 0
   fi
   echo "== setting up $venv: ${COIL_PYTHON_PACKAGES[*]}"

@@ -198,6 +198,16 @@ CompiledGraph compile(std::string_view graph_text, const CompileOptions &o, std:
 /// The same for the graph in file `path`.
 CompiledGraph compile_file(const std::string &path, const CompileOptions &o);
 
+/// How close an output must be to a reference to pass coil's tests: torch.testing's
+/// assert_close defaults by dtype (f32 1.3e-6 / 1e-5, f16 1e-3 / 1e-5, bf16 1.6e-2 / 1e-5,
+/// f64 1e-7 / 1e-7, integers and bools exact), both scaled by sqrt(n) for an output of a
+/// reduction over n elements (TensorInfo::reduced_elements). `coil run --expect` uses it.
+struct Tolerance {
+  double rtol = 0;
+  double atol = 0;
+};
+Tolerance tolerance(ScalarType t, int64_t reduced_elements = 1);
+
 /// The ops coil compiles natively ("aten.add.Tensor", ...), sorted: what a front end need
 /// not decompose.
 std::vector<std::string> supported_ops();

@@ -77,13 +77,27 @@ def options_of(options: dict | None, mode: str | None) -> list[tuple[str, str]]:
     return pairs
 
 
+# Ops outside the core ATen set whose PyTorch decompositions (torch._decomp) come out in ops
+# coil compiles: taken beside the core ones, as Inductor takes its own extra table.
+EXTRA_DECOMPOSITIONS = (
+    "as_strided_copy", "dist", "ldexp", "narrow_copy", "native_batch_norm", "permute_copy", "tril_indices",
+    "triu_indices", "unbind_copy", "upsample_bicubic2d", "upsample_trilinear3d", "view_copy",
+)
+
+
 @functools.cache
 def decompositions() -> dict:
-    """PyTorch's core ATen decompositions, less the ops coil compiles as they are."""
-    from torch._decomp import core_aten_decompositions
+    """PyTorch's core ATen decompositions and EXTRA_DECOMPOSITIONS, less the ops coil compiles
+    as they are."""
+    from torch._decomp import core_aten_decompositions, decomposition_table
 
     native = set(_C.supported_ops())
-    return {op: fn for op, fn in core_aten_decompositions().items() if str(op) not in native}
+    table = dict(core_aten_decompositions())
+    extra = set(EXTRA_DECOMPOSITIONS)
+    table.update({op: fn for op, fn in decomposition_table.items()
+                  if isinstance(op, torch._ops.OpOverload) and op.namespace == "aten"
+                  and op.overloadpacket.__name__ in extra and op not in table})
+    return {op: fn for op, fn in table.items() if str(op) not in native}
 
 
 def _trace_dir(options: list[tuple[str, str]]) -> tuple[str, list[tuple[str, str]]]:

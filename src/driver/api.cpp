@@ -16,6 +16,7 @@
 #include "codegen/gpu/gpu_epilogue.h"
 #include "driver/compile.h"
 #include "frontend/parser.h"
+#include "io/compare.h"
 #include "io/graph_tensors.h"
 #include "ir/interpreter.h"
 #include "lowering/lowering.h"
@@ -360,6 +361,10 @@ CompiledGraph compile(std::string_view graph_text, const CompileOptions &o, std:
     options::ScopedOverrides scope(o.options);
     return CompiledGraph(build(frontend::parse_graph(graph_text, std::string(file_name)), o));
   });
+}
+
+Tolerance tolerance(ScalarType t, int64_t reduced_elements) {
+  return publicly([&] { return default_tolerance(internal_dtype(t), reduced_elements); });
 }
 
 std::vector<std::string> supported_ops() {

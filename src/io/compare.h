@@ -4,16 +4,13 @@
 
 #include <string>
 
+#include "coil/coil.h"
 #include "io/host_tensor.h"
 
 namespace coil {
 
-struct Tolerance {
-  double rtol = 0;
-  double atol = 0;
-};
-
-/// assert_close's defaults by dtype (f32 1.3e-6/1e-5, f16 1e-3/1e-5, bf16 1.6e-2/1e-5,
+/// coil::tolerance (include/coil/coil.h) on internal dtypes: assert_close's defaults by dtype
+/// (f32 1.3e-6/1e-5, f16 1e-3/1e-5, bf16 1.6e-2/1e-5,
 /// f64 1e-7/1e-7, integers and bools exact), both scaled by sqrt(n) for an output of a
 /// reduction over n elements (`reduction_size`, 1 for none).
 Tolerance default_tolerance(DType t, int64_t reduction_size = 1);

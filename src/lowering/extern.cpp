@@ -42,9 +42,14 @@ TensorRef extern_call(Lowering &l, const Node &n, ir::ExternOp op, const std::ve
     const Arg &a = arg(n, name);
     views.push_back(a.is_none() ? ir::View{} : view_of(l.ref(a.as<ValueId>())));
   }
+  // The factors in the result's type, as eager converts them: truncated for integers.
+  DType out = l.graph().type(n.outputs[0]).dtype;
   std::map<std::string, double> scalars;
   for (const char *name : {"beta", "alpha"})
-    if (n.op->schema.find_arg(name) >= 0) scalars[name] = number(arg(n, name));
+    if (n.op->schema.find_arg(name) >= 0) {
+      double v = number(arg(n, name));
+      scalars[name] = out == DType::Bool ? double(v != 0) : is_integral(out) ? std::trunc(v) : v;
+    }
   return extern_node(l, n.name, op, std::move(views), l.graph().type(n.outputs[0]), reduction_size, scalars);
 }
 

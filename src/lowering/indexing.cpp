@@ -542,6 +542,15 @@ void add_indexing_lowerings(std::map<std::string, LowerFn, std::less<>> &t) {
     return std::vector{scatter_with(l, n, {true, Op::Add, nullptr, std::nullopt})};
   };
   t["aten.scatter_reduce.two"] = scatter_reduce;
+  // scatter.reduce and scatter.value_reduce: reduce 'add' or 'multiply' onto self.
+  for (const char *op : {"aten.scatter.reduce", "aten.scatter.value_reduce"})
+    t[op] = [](Lowering &l, const Node &n) {
+      std::string reduce = arg(n, "reduce").as<std::string>();
+      COIL_USER_CHECK(reduce == "add" || reduce == "multiply", n.name,
+                      ": scatter's reduce must be 'add' or 'multiply', got '", reduce, "'");
+      bool src = n.op->schema.find_arg("src") >= 0;
+      return std::vector{scatter_with(l, n, {src, reduce == "add" ? Op::Add : Op::Mul, nullptr, std::nullopt})};
+    };
   t["aten.index_put.default"] = index_put;
   for (const char *op : {"aten.sort.default", "aten.sort.stable"})
     t[op] = [](Lowering &l, const Node &n) {

@@ -516,16 +516,24 @@ double upsample_scale(int64_t in, int64_t out, std::optional<double> factor, boo
   return as_t(as_t(double(in)) / as_t(double(out)));
 }
 
+/// The scale factor of spatial dim `d` an upsampling node was given: scale_factors[d] (.vec)
+/// or scales_h / scales_w (.default), if any.
 std::optional<double> scale_factor(const Node &n, size_t d) {
-  const Arg &a = arg(n, "scale_factors");
+  bool vec = n.op->schema.find_arg("scale_factors") >= 0;
+  const Arg &a = vec ? arg(n, "scale_factors") : arg(n, d == 0 ? "scales_h" : "scales_w");
   if (a.is_none()) return std::nullopt;
-  return number(a.as<ArgList>()[d]);
+  return vec ? number(a.as<ArgList>()[d]) : number(a);
+}
+
+/// The input of an upsampling node (`input` of .vec, `self` of .default).
+const TensorRef &upsample_input(Lowering &l, const Node &n) {
+  return l.ref(arg(n, n.op->schema.find_arg("scale_factors") >= 0 ? "input" : "self").as<ValueId>());
 }
 
 /// upsample_nearest2d: out[.., h, w] = x[.., min(floor(h * scale_h), H - 1), ...], the
 /// product in f32 as eager computes it (nearest_neighbor_compute_source_index).
 std::vector<TensorRef> upsample_nearest(Lowering &l, const Node &n) {
-  const TensorRef &x = l.ref(arg(n, "input").as<ValueId>());
+  const TensorRef &x = upsample_input(l, n);
   const TensorType &out = l.graph().type(n.outputs[0]);
   return {l.pointwise(out, n.name, [&](BodyBuilder &b, const std::vector<Expr> &o) {
     std::vector<Expr> in = o;
@@ -547,7 +555,7 @@ std::vector<TensorRef> upsample_nearest(Lowering &l, const Node &n) {
 /// h0 = int(s) and h0 + 1 (h0 at the last row), weights 1 - (s - h0) and s - h0; the same
 /// along w; out = l0h (l0w x[h0, w0] + l1w x[h0, w1]) + l1h (l0w x[h1, w0] + l1w x[h1, w1]).
 std::vector<TensorRef> upsample_bilinear(Lowering &l, const Node &n) {
-  const TensorRef &x = l.ref(arg(n, "input").as<ValueId>());
+  const TensorRef &x = upsample_input(l, n);
   const TensorType &out = l.graph().type(n.outputs[0]);
   bool align = arg(n, "align_corners").as<bool>();
   DType c = opmath_dtype(out.dtype);
@@ -732,6 +740,8 @@ void add_pooling_lowerings(std::map<std::string, LowerFn, std::less<>> &t) {
   t["aten.col2im.default"] = col2im;
   t["aten.grid_sampler_2d.default"] = grid_sampler;
   t["aten.upsample_bilinear2d.vec"] = upsample_bilinear;
+  t["aten.upsample_nearest2d.default"] = upsample_nearest;
+  t["aten.upsample_bilinear2d.default"] = upsample_bilinear;
 }
 
 }  // namespace coil::lowering

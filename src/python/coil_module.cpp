@@ -73,6 +73,14 @@ NB_MODULE(_C, m) {
 
   m.def("supported_ops", &coil::supported_ops, "The ops coil compiles natively: aten.add.Tensor, ...");
   m.attr("MAX_SORT_LENGTH") = coil::kMaxSortLength;
+  m.def(
+      "tolerance",
+      [](int dtype, int64_t reduced_elements) {
+        coil::Tolerance t = coil::tolerance(coil::ScalarType(dtype), reduced_elements);
+        return std::make_pair(t.rtol, t.atol);
+      },
+      nb::arg("dtype"), nb::arg("reduced_elements") = 1,
+      "(rtol, atol) an output of dtype code `dtype` is compared with: by dtype, scaled by sqrt(n) for a reduction over n.");
   m.def("check_options", &coil::check_options, nb::arg("options"),
         "Raises CoilError naming the first unknown or malformed option.");
   m.def(

@@ -531,6 +531,17 @@ void register_indexing_ops(Registry &r) {
           return scatter(true)(a);
         });
   r.add("scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor", scatter(false));
+  auto add_or_multiply = [](bool has_src) {
+    return [=](const MetaArgs &a) {
+      std::string reduce = a.optional_str("reduce").value_or("");
+      COIL_USER_CHECK(reduce == "add" || reduce == "multiply", "scatter: reduce must be 'add' or 'multiply', got '",
+                      reduce, "'");
+      return scatter(has_src)(a);
+    };
+  };
+  r.add("scatter.reduce(Tensor self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor", add_or_multiply(true));
+  r.add("scatter.value_reduce(Tensor self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor",
+        add_or_multiply(false));
   r.add("embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, "
         "bool sparse=False) -> Tensor",
         embedding);

@@ -159,13 +159,17 @@ std::vector<TensorType> adaptive_avg_pool(const MetaArgs &a, size_t dims) {
   return {TensorType{x.dtype, sizes, output_strides(x, sizes), x.device}};
 }
 
-/// upsample_nearest2d.vec and upsample_bilinear2d.vec: an (N, C, H, W) input to the
-/// output_size given, or to floor(size * scale) per spatial dim, in the input's memory format.
+/// upsample_nearest2d and upsample_bilinear2d (.vec; .default with output_size and per-dim
+/// scales): an (N, C, H, W) input to the output_size given, or to floor(size * scale) per
+/// spatial dim, in the input's memory format.
 std::vector<TensorType> upsample2d(const MetaArgs &a, std::string_view op) {
-  const TensorType &x = a.tensor("input");
+  bool vec = a.schema().find_arg("scale_factors") >= 0;
+  const TensorType &x = a.tensor(vec ? "input" : "self");
   COIL_USER_CHECK(x.rank() == 4, op, " expects a 4-d (N, C, H, W) input, got shape ", shape_str(x.sizes));
   Shape size;
-  if (auto given = a.optional_ints("output_size")) {
+  if (!vec) {
+    size = a.ints("output_size");
+  } else if (auto given = a.optional_ints("output_size")) {
     COIL_USER_CHECK(a.is_none("scale_factors"), op, ": give output_size or scale_factors, not both");
     size = *given;
   } else {
@@ -286,6 +290,11 @@ void register_pooling_ops(Registry &r) {
         [](const MetaArgs &a) { return upsample2d(a, "upsample_nearest2d"); });
   r.add("upsample_bilinear2d.vec(Tensor input, SymInt[]? output_size, bool align_corners, "
         "float[]? scale_factors) -> Tensor",
+        [](const MetaArgs &a) { return upsample2d(a, "upsample_bilinear2d"); });
+  r.add("upsample_nearest2d(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None) -> Tensor",
+        [](const MetaArgs &a) { return upsample2d(a, "upsample_nearest2d"); });
+  r.add("upsample_bilinear2d(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, "
+        "float? scales_w=None) -> Tensor",
         [](const MetaArgs &a) { return upsample2d(a, "upsample_bilinear2d"); });
 }
 
