@@ -6,7 +6,8 @@ to an aten graph with coil's decomposition table (the one the torch.compile back
 PyTorch's core ATen decompositions less the ops coil compiles natively), printed as PyTorch
 prints graphs, compiled by coil itself for each target (never through torch.compile, so a
 sample passes only when coil compiled every op of it) and run; each output is compared with
-eager's at coil's tolerance (coil._C.tolerance: by dtype, scaled by sqrt(n) for reductions).
+eager's (on the same device: CPU eager for ref and cpu, CUDA eager for cuda) at coil's
+tolerance (coil._C.tolerance: by dtype, scaled by sqrt(n) for reductions).
 
 A sample is one of
   pass      every output within tolerance on every target;
@@ -29,10 +30,12 @@ Exit status: 1 when any sample is wrong (a refusal is not a failure: it names th
 from __future__ import annotations
 
 import argparse
+import collections
 import itertools
 import json
 import multiprocessing
 import os
+import re
 import sys
 import time
 import warnings
@@ -98,16 +101,16 @@ def as_function(op, leaves, spec, positions):
 
 def trace(fn, inputs):
     """fn as a functional aten graph with coil's decomposition table, as AOTAutograd gives the
-    torch.compile backend: decomposed, then mutations and views made functional (the
-    decompositions' own among them), an op that writes into its inputs applied to copies of
-    them inside the graph."""
+    torch.compile backend: decomposed, then mutations made functional (the decompositions'
+    own among them; views stay views), an op that writes into its inputs applied to copies
+    of them inside the graph."""
     from torch.func import functionalize
 
     table = backend.decompositions()
 
     def functional(f):
         decomposed = make_fx(f, decomposition_table=table)(*inputs)
-        return make_fx(functionalize(decomposed, remove="mutations_and_views"), decomposition_table=table)(*inputs)
+        return make_fx(functionalize(decomposed, remove="mutations"), decomposition_table=table)(*inputs)
     gm = functional(fn)
     if any(n.target is torch.ops.aten.copy_.default for n in gm.graph.nodes):  # it writes an input
         gm = functional(lambda *ts: fn(*[t.clone() for t in ts]))
@@ -235,14 +238,23 @@ def check_sample(op, sample, targets, inductor):
         raise Skip(f"the trace failed: {type(e).__name__}")
     outcome, detail = "pass", ""
     for target in targets:
+        graph = gm
+        if target == "cuda":  # traced on the device: a graph's sizes can differ by device (saved batch-norm stats)
+            try:
+                graph = trace(fn, [own_storage(t, copy=True).cuda() for t in inputs])
+            except Exception as e:  # noqa: BLE001
+                raise Skip(f"the trace on CUDA failed: {type(e).__name__}")
         try:
-            got, reduced = run_coil(gm, inputs, target)
+            got, reduced = run_coil(graph, inputs, target)
         except _C.CoilError as e:
             outcome, detail = "refused", str(e).splitlines()[0]
             break
+        expected = want
+        if target == "cuda" and op.name not in UNINITIALIZED:  # eager on the same device: its libraries round as coil's
+            expected = [w.cpu() for w in flat_outputs(fn(*[own_storage(t, copy=True).cuda() for t in inputs]))]
         if op.name in UNINITIALIZED:
             got = [torch.zeros_like(g) for g in got]
-        problem = compare(got, want, reduced, fn, inputs, op.name)
+        problem = compare(got, expected, reduced, fn, inputs, op.name)
         if problem:
             outcome, detail = "wrong", f"{target}, {problem}"
             break
@@ -322,8 +334,14 @@ def main() -> int:
             with open(path) as f:
                 part = json.load(f)
             rows += [tuple(r) for r in part["rows"]]
-            meta = meta or part["meta"]
-            meta["seconds"] = max(meta["seconds"], part["meta"]["seconds"])
+            if meta is None:
+                meta = dict(part["meta"], seconds=0)
+                words = meta["command"].split()
+                for flag in ("--shard", "--json"):  # the sweep the shards make up
+                    if flag in words:
+                        del words[words.index(flag):words.index(flag) + 2]
+                meta["command"] = " ".join(words) + f" (as {len(args.report)} shards)"
+            meta["seconds"] += part["meta"]["seconds"]
         return finish(sorted(rows), meta, args.out)
     names = set(SUBSET if args.subset else (args.ops.split(",") if args.ops else []))
     dtypes = [DTYPES[d] for d in args.dtypes.split(",")]
@@ -336,7 +354,8 @@ def main() -> int:
     start, rows = time.time(), []
     meta = {"command": " ".join(["scripts/opinfo_sweep.py"] + sys.argv[1:]), "torch": torch.__version__,
             "seconds": 0, "samples": args.samples, "inductor": args.inductor,
-            "dtypes": args.dtypes, "targets": args.targets}
+            "dtypes": args.dtypes, "targets": args.targets,
+            "machine": f"{os.cpu_count()} CPU cores" + (f", {torch.cuda.get_device_name()}" if "cuda" in targets else "")}
     with multiprocessing.get_context("spawn").Pool(max(1, args.jobs), initializer=_worker_init,
                                                    maxtasksperchild=20) as pool:
         for row in pool.imap_unordered(sweep_op, jobs):
@@ -369,10 +388,11 @@ def report(rows, meta) -> str:
     lines = [
         "# OpInfo conformance",
         "",
-        f"Generated by `{meta['command']}` with torch {meta['torch']} in {meta['seconds']:.0f} s; do not edit.",
+        f"Generated by `{meta['command']}` with torch {meta['torch']} in {meta['seconds']:.0f} s"
+        f"{' on ' + meta['machine'] if meta.get('machine') else ''}; do not edit.",
         f"Each op of PyTorch's `op_db`: its first {meta['samples']} samples per dtype ({meta['dtypes']}), traced"
         " with coil's decomposition table and compiled by coil itself for each target"
-        f" ({meta['targets']}), against eager at coil's tolerance (half precision: eager, or eager in float64"
+        f" ({meta['targets']}), against eager on the same device at coil's tolerance (half precision: eager, or eager in float64"
         " rounded to the dtype). Refused: coil does not compile an op of the sample, and says why."
         + (" Inductor: `torch.compile` on the CPU on the same samples, with its ATen fallbacks, compared the"
            " same way." if meta["inductor"] else ""),
@@ -391,6 +411,15 @@ def report(rows, meta) -> str:
         ind = f"{c['inductor_pass']}/{c['inductor_run']}" if c["inductor_run"] else "-"
         lines.append(f"| {name} | {' '.join(tested) or '-'} | {n} | {c['pass']} | {c['wrong']} | {c['refused']} | "
                      f"{c['skipped']} | {ind} | {first.replace('|', '/')[:160]} |")
+    reasons = collections.defaultdict(list)
+    for _, name, c, first, _ in rows:
+        if c["refused"] and (m := re.search(r"error: (?:unknown op '([^']*)'|(?:node '[^']*' \()?'?([a-z_.]+\.[a-zA-Z_]+)'?)",
+                                            first)):
+            reasons[m.group(1) or m.group(2)].append(name)
+    lines += ["", "## Refusals by the op refused first", "",
+              "| op coil refused | OpInfo entries |", "|---|---|"]
+    for what, names in sorted(reasons.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+        lines.append(f"| {what} | {', '.join(names)} |")
     return "\n".join(lines) + "\n"
 
 
