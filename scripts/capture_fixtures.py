@@ -2596,6 +2596,25 @@ def _overloads_of_sweep(dev):
                 torch.randint(-5, 5, (4, 6)), torch.randint(-5, 5, (6,)), torch.randint(-5, 5, (4,))]
 
 
+@op_case("signbit_angle_diagonal_scatter", [A.signbit.default, A.angle.default, A.diagonal_scatter.default,
+                                             torch.ops.prims.convert_element_type.default], ("odd", "noncontig"),
+         decomp="none")
+def _signbit_angle_diagonal_scatter(dev):
+    """signbit of -0.0, nan, -nan, +-inf, integers and bf16; angle of reals with nan and
+    of integers; diagonal_scatter above and below the diagonal, with dims swapped, on a 3-d
+    tensor and on int64; prims.convert_element_type to f16 and to i32."""
+    def fn(x, xb, i, s, d0, d1, d2, d3, si, s3, di):
+        return (A.signbit.default(x), A.signbit.default(xb), A.signbit.default(i), A.angle.default(x),
+                A.angle.default(i), A.diagonal_scatter.default(s, d0), A.diagonal_scatter.default(s, d1, 2),
+                A.diagonal_scatter.default(s, d2, -1, 1, 0), A.diagonal_scatter.default(s3, d3, 1, 2, 1),
+                A.diagonal_scatter.default(si, di),
+                torch.ops.prims.convert_element_type.default(x, f16), torch.ops.prims.convert_element_type.default(s, torch.int32))
+    x = make([40], dom="special")
+    x[:4] = torch.tensor([-0.0, 0.0, float("nan"), -float("nan")])
+    return fn, [x, x.to(torch.bfloat16), torch.randint(-5, 5, (9,)), make([4, 6]), make([4]), make([4]),
+                make([4]), make([3, 3]), torch.randint(-5, 5, (4, 6)), make([3, 4, 6]), torch.randint(-5, 5, (4,))]
+
+
 # A model added later, kept here so that no line above moved: ResNet laid out channels-last
 # (weights and input), as vision models are run for speed; every activation is NHWC.
 MODELS["resnet_tiny_channels_last"] = lambda: (

@@ -1,6 +1,6 @@
 // Tensors made from nothing (full, zeros, arange, iota, ...) and data movement that
 // needs no data-dependent index: cat and constant_pad_nd (masked loads), flip,
-// slice_scatter and select_scatter; pad's other modes (a gather at a computed index).
+// slice_scatter, select_scatter and diagonal_scatter; pad's other modes (a gather at a computed index).
 // Empty tensors are filled with zeros so that every run gives the same bytes.
 #include <algorithm>
 
@@ -226,6 +226,26 @@ std::vector<TensorRef> scatter_into(Lowering &l, const Node &n, bool select) {
   })};
 }
 
+/// diagonal_scatter: self everywhere, src[.., k] on the diagonal (x[dim2] - x[dim1] ==
+/// offset), k its position along the diagonal.
+std::vector<TensorRef> diagonal_scatter(Lowering &l, const Node &n) {
+  const TensorRef &self = l.ref(arg(n, "self").as<ValueId>());
+  const TensorRef &src = l.ref(arg(n, "src").as<ValueId>());
+  const TensorType &t = out_type(l, n);
+  size_t d1 = size_t(wrap_dim(arg(n, "dim1").as<int64_t>(), t.rank())), d2 = size_t(wrap_dim(arg(n, "dim2").as<int64_t>(), t.rank()));
+  int64_t offset = arg(n, "offset").as<int64_t>();
+  return {l.pointwise(t, n.name, [&](BodyBuilder &b, const std::vector<Expr> &index) {
+    int on = b.binary(Op::Eq, b.index(index[d2] - index[d1], DType::I64), b.constant(double(offset), DType::I64), DType::Bool);
+    std::vector<Expr> src_index;
+    for (size_t d = 0; d < index.size(); ++d)
+      if (d != d1 && d != d2) src_index.push_back(index[d]);
+    src_index.push_back(offset >= 0 ? index[d1] : index[d2]);
+    int from_src = b.cast(b.masked_load(src.buffer, Lowering::offset(src, src_index), src.dtype, on, 0), t.dtype);
+    int from_self = b.cast(b.load(self.buffer, Lowering::offset(self, index), self.dtype), t.dtype);
+    return b.where(on, from_src, from_self, t.dtype);
+  })};
+}
+
 }  // namespace
 
 void add_creation_lowerings(std::map<std::string, LowerFn, std::less<>> &t) {
@@ -265,6 +285,7 @@ void add_creation_lowerings(std::map<std::string, LowerFn, std::less<>> &t) {
   t["aten.flip.default"] = flip;
   t["aten.slice_scatter.default"] = [](Lowering &l, const Node &n) { return scatter_into(l, n, false); };
   t["aten.select_scatter.default"] = [](Lowering &l, const Node &n) { return scatter_into(l, n, true); };
+  t["aten.diagonal_scatter.default"] = diagonal_scatter;
 }
 
 }  // namespace coil::lowering

@@ -161,6 +161,21 @@ void add_unary(std::map<std::string, LowerFn, std::less<>> &t) {
     return b.unary(Op::LogicalNot, b.binary(Op::LogicalOr, nan, inf, DType::Bool), DType::Bool);
   });
 
+  // signbit(x): the sign bit, -0.0 and -nan included: copysign(1, x) < 0.
+  t["aten.signbit.default"] = elementwise({"self"}, Compute::Promoted, [](BodyBuilder &b, const Operands &o, const Node &) {
+    DType c = o.compute;
+    if (c == DType::Bool) return b.constant(0, DType::Bool);
+    if (!is_floating(c)) return b.binary(Op::Lt, o.values[0], b.constant(0, c), DType::Bool);
+    return b.binary(Op::Lt, b.binary(Op::Copysign, b.constant(1, c), o.values[0], c), b.constant(0, c), DType::Bool);
+  });
+  // angle of a real x: pi for x < 0, else 0; nan stays nan.
+  t["aten.angle.default"] = elementwise({"self"}, Compute::Result, [](BodyBuilder &b, const Operands &o, const Node &) {
+    DType c = o.compute;
+    int x = o.values[0];
+    int angle = b.where(b.binary(Op::Lt, x, b.constant(0, c), DType::Bool), b.constant(M_PI, c), b.constant(0, c), c);
+    return b.where(b.unary(Op::IsNan, x, DType::Bool), x, angle, c);
+  });
+
   // round(x, decimals=d) = round(x * 10^d) / 10^d, or for d < 0 round(x / 10^-d) * 10^-d
   t["aten.round.decimals"] = elementwise({"self"}, Compute::Result, [](BodyBuilder &b, const Operands &o, const Node &n) {
     int64_t d = n.args[1].as<int64_t>();
@@ -349,6 +364,7 @@ void add_copies(std::map<std::string, LowerFn, std::less<>> &t) {
   for (const char *target : {"aten._to_copy.default", "aten.clone.default", "aten.lift_fresh_copy.default"})
     t[target] = copy_of("self");
   t["aten.copy.default"] = copy_of("src");
+  t["prims.convert_element_type.default"] = copy_of("a");
   t["aten.fill.Scalar"] = [](Lowering &l, const Node &n) {
     double v = scalar_arg(n, "value");
     const TensorType &out = l.graph().type(n.outputs[0]);

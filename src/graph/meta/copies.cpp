@@ -55,6 +55,13 @@ void register_copy_ops(Registry &r) {
         "bool? pin_memory=None, bool non_blocking=False, MemoryFormat? memory_format=None) -> Tensor",
         to_copy);
   r.add("clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor", clone);
+  // prims.convert_element_type (what some of PyTorch's decompositions leave): the dtype
+  // changed, dense layouts kept.
+  r.add("prims::convert_element_type(Tensor a, ScalarType dtype) -> Tensor", [](const MetaArgs &a) {
+    const TensorType &x = a.tensor("a");
+    return std::vector<TensorType>{
+        {*a.optional_dtype("dtype"), x.sizes, empty_like_strides(x, MemoryFormat::Preserve), x.device}};
+  });
   // lift_fresh_copy keeps a dense layout and lays anything else out in the suggested
   // memory format (eager's clone), not in the input's dim order.
   r.add("lift_fresh_copy(Tensor self) -> Tensor", [](const MetaArgs &a) {

@@ -163,6 +163,8 @@ void register_unary_ops(Registry &r) {
   r.add("isnan(Tensor self) -> Tensor", unary(Promote::AlwaysBool));
   r.add("isinf(Tensor self) -> Tensor", unary(Promote::AlwaysBool));
   r.add("isfinite(Tensor self) -> Tensor", unary(Promote::AlwaysBool));
+  r.add("signbit(Tensor self) -> Tensor", unary(Promote::AlwaysBool));
+  r.add("angle(Tensor self) -> Tensor", unary(Promote::IntToFloat));
 }
 
 void register_binary_ops(Registry &r) {
