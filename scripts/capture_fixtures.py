@@ -2615,6 +2615,30 @@ def _signbit_angle_diagonal_scatter(dev):
                 make([4]), make([3, 3]), torch.randint(-5, 5, (4, 6)), make([3, 4, 6]), torch.randint(-5, 5, (4,))]
 
 
+@op_case("addbmm_bucketize_searchsorted", [A.addbmm.default, A.bucketize.Tensor, A.searchsorted.Tensor],
+         ("odd", "size0", "noncontig"), decomp="none")
+def _addbmm_bucketize_searchsorted(dev):
+    """addbmm with factors, a row bias, a transposed batch, an empty batch and integers with a
+    fractional beta; bucketize of values on, between and beyond the boundaries, with NaN,
+    right and out_int32; searchsorted over rows of a 2-d sequence, side='right', and int64."""
+    def fn(s, b1, b2, row, b1t, e1, e2, si, i1, i2, v, bounds, seq, vals, iseq, ivals):
+        return (A.addbmm.default(s, b1, b2), A.addbmm.default(row, b1, b2, beta=0.5, alpha=-2.0),
+                A.addbmm.default(s, b1t.transpose(1, 2), b2), A.addbmm.default(s, e1, e2, beta=3.0),
+                A.addbmm.default(si, i1, i2, beta=0.7, alpha=2),
+                A.bucketize.Tensor(v, bounds), A.bucketize.Tensor(v, bounds, right=True),
+                A.bucketize.Tensor(v, bounds, out_int32=True),
+                A.searchsorted.Tensor(seq, vals), A.searchsorted.Tensor(seq, vals, side="right"),
+                A.searchsorted.Tensor(iseq, ivals, right=True))
+    bounds = torch.tensor([-1.0, -0.5, 0.0, 0.0, 0.5, 2.0])
+    v = torch.cat([bounds, make([20]), torch.tensor([float("nan"), -5.0, 5.0])])
+    seq = make([3, 7]).sort(-1).values
+    vals = torch.cat([seq[:, :3], make([3, 4])], 1)
+    iseq = torch.randint(-5, 5, (2, 6)).sort(-1).values
+    return fn, [make([3, 5]), make([4, 3, 6]), make([4, 6, 5]), make([5]), make([4, 6, 3]), make([0, 3, 2]),
+                make([0, 2, 5]), torch.randint(-5, 5, (2, 3)), torch.randint(-5, 5, (3, 2, 4)),
+                torch.randint(-5, 5, (3, 4, 3)), v, bounds, seq, vals, iseq, torch.randint(-6, 6, (2, 5))]
+
+
 # A model added later, kept here so that no line above moved: ResNet laid out channels-last
 # (weights and input), as vision models are run for speed; every activation is NHWC.
 MODELS["resnet_tiny_channels_last"] = lambda: (

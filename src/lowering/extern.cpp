@@ -34,6 +34,19 @@ TensorRef extern_node(Lowering &l, const std::string &origin, ir::ExternOp op, s
   return result;
 }
 
+/// A product's beta and alpha (those the node's op has) in the result's type, as eager
+/// converts them: truncated for integers, tested for truth for bool.
+std::map<std::string, double> factors(Lowering &l, const Node &n) {
+  DType out = l.graph().type(n.outputs[0]).dtype;
+  std::map<std::string, double> scalars;
+  for (const char *name : {"beta", "alpha"})
+    if (n.op->schema.find_arg(name) >= 0) {
+      double v = number(arg(n, name));
+      scalars[name] = out == DType::Bool ? double(v != 0) : is_integral(out) ? std::trunc(v) : v;
+    }
+  return scalars;
+}
+
 /// An Extern node over the named tensor arguments (absent optional ones kept as -1).
 TensorRef extern_call(Lowering &l, const Node &n, ir::ExternOp op, const std::vector<const char *> &operands,
                       int64_t reduction_size) {
@@ -42,15 +55,7 @@ TensorRef extern_call(Lowering &l, const Node &n, ir::ExternOp op, const std::ve
     const Arg &a = arg(n, name);
     views.push_back(a.is_none() ? ir::View{} : view_of(l.ref(a.as<ValueId>())));
   }
-  // The factors in the result's type, as eager converts them: truncated for integers.
-  DType out = l.graph().type(n.outputs[0]).dtype;
-  std::map<std::string, double> scalars;
-  for (const char *name : {"beta", "alpha"})
-    if (n.op->schema.find_arg(name) >= 0) {
-      double v = number(arg(n, name));
-      scalars[name] = out == DType::Bool ? double(v != 0) : is_integral(out) ? std::trunc(v) : v;
-    }
-  return extern_node(l, n.name, op, std::move(views), l.graph().type(n.outputs[0]), reduction_size, scalars);
+  return extern_node(l, n.name, op, std::move(views), l.graph().type(n.outputs[0]), reduction_size, factors(l, n));
 }
 
 // ---- matmul and linear ------------------------------------------------------------------
@@ -127,6 +132,20 @@ TensorRef matmul(Lowering &l, const std::string &origin, const TensorRef &a, con
   };
   TensorRef x = batched(lhs, n, k), y = batched(rhs, k, m);
   return result(extern_node(l, origin, ExternOp::Bmm, {view_of(x), view_of(y)}, typed({count, n, m}), k));
+}
+
+/// addbmm(self, batch1 [b, n, k], batch2 [b, k, m]) = beta * self + alpha * sum over the
+/// batch of batch1[i] @ batch2[i]: one addmm of batch1 laid out as [n, b * k] (the batch's
+/// rows side by side) by batch2 seen as [b * k, m].
+std::vector<TensorRef> addbmm(Lowering &l, const Node &n) {
+  const TensorRef &self = l.ref(arg(n, "self").as<ValueId>());
+  const TensorRef &x = l.ref(arg(n, "batch1").as<ValueId>()), &y = l.ref(arg(n, "batch2").as<ValueId>());
+  int64_t batch = x.sizes[0], rows = x.sizes[1], k = x.sizes[2], cols = y.sizes[2];
+  TensorRef side_by_side{x.buffer, x.dtype, {rows, batch, k}, {x.strides[1], x.strides[0], x.strides[2]}, x.offset};
+  TensorRef lhs = reshaped(l, n.name, side_by_side, {rows, batch * k});
+  TensorRef rhs = reshaped(l, n.name, y, {batch * k, cols});
+  return {extern_node(l, n.name, ir::ExternOp::Addmm, {view_of(self), view_of(lhs), view_of(rhs)},
+                      l.graph().type(n.outputs[0]), batch * k, factors(l, n))};
 }
 
 std::vector<TensorRef> lower_matmul(Lowering &l, const Node &n) {
@@ -355,6 +374,7 @@ void add_extern_lowerings(std::map<std::string, LowerFn, std::less<>> &t) {
   t["aten.addmm.default"] = product(ir::ExternOp::Addmm, {"self", "mat1", "mat2"}, "mat1");
   t["aten.baddbmm.default"] = product(ir::ExternOp::Baddbmm, {"self", "batch1", "batch2"}, "batch1");
   t["aten.addmv.default"] = product(ir::ExternOp::Addmv, {"self", "mat", "vec"}, "mat");
+  t["aten.addbmm.default"] = addbmm;
   t["aten.convolution.default"] = convolution;
   t["aten.convolution_backward.default"] = convolution_backward;
   t["aten.matmul.default"] = lower_matmul;

@@ -52,6 +52,11 @@ const std::map<std::string, Fallback> kInductorFallbacks = {
      {"Inductor runs the 7 cdists and 5 pdists through ATen's kernels; coil generates them: three cdist "
       "reductions over differing row counts, and pdist's count of each pair's row before the distances",
       3}},
+    {"op_addbmm_bucketize_searchsorted",
+     {"Inductor runs the 5 addbmms and 6 bucketize/searchsorted calls through ATen's kernels; coil lays batch1's "
+      "matrices side by side for one library product (a copy where the strides allow no view) and counts the "
+      "boundaries below each value in three reductions",
+      5}},
     {"op_sort_topk",
      {"Inductor runs all 20 sorts and top-ks through ATen's kernels; coil generates each: the ranks' count, the "
       "scatters of values and positions to their ranks, and for topk the first k of each",

@@ -466,6 +466,22 @@ std::vector<TensorType> diagonal_scatter(const MetaArgs &a) {
   return {self};  // clone_preserve_strides, as for slice_scatter
 }
 
+/// bucketize / searchsorted: self's sizes, i64 (i32 with out_int32), contiguous; the
+/// boundaries 1-d, or (searchsorted) one row per leading index of self.
+std::vector<TensorType> search_sorted(const MetaArgs &a, const char *boundaries_name) {
+  const TensorType &self = a.tensor("self"), &bounds = a.tensor(boundaries_name);
+  std::string_view op = a.schema().name;
+  COIL_USER_CHECK(bounds.rank() >= 1, op, ": ", boundaries_name, " must have at least one dim");
+  if (bounds.rank() > 1) {
+    Shape lead(bounds.sizes.begin(), bounds.sizes.end() - 1), self_lead(self.sizes.begin(), self.sizes.end() - (self.rank() ? 1 : 0));
+    COIL_USER_CHECK(self.rank() == bounds.rank() && lead == self_lead, op, ": ", boundaries_name, " of shape ",
+                    shape_str(bounds.sizes), " and self of shape ", shape_str(self.sizes),
+                    " must agree in every dim but the last");
+  }
+  COIL_USER_CHECK(self.dtype != DType::Bool && bounds.dtype != DType::Bool, op, " does not take bool tensors");
+  return {contiguous(a.boolean("out_int32") ? DType::I32 : DType::I64, self.sizes, self.device)};
+}
+
 // ---- pad in the modes that read the input again: reflect, replicate, circular ----
 
 /// The padded shape for `mode`, with PyTorch's limits: reflect mirrors without the edge, so
@@ -577,6 +593,11 @@ void register_indexing_ops(Registry &r) {
         "-> Tensor",
         slice_scatter);
   r.add("select_scatter(Tensor self, Tensor src, int dim, SymInt index) -> Tensor", select_scatter);
+  r.add("bucketize.Tensor(Tensor self, Tensor boundaries, *, bool out_int32=False, bool right=False) -> Tensor",
+        [](const MetaArgs &a) { return search_sorted(a, "boundaries"); });
+  r.add("searchsorted.Tensor(Tensor sorted_sequence, Tensor self, *, bool out_int32=False, bool right=False, "
+        "str? side=None, Tensor? sorter=None) -> Tensor",
+        [](const MetaArgs &a) { return search_sorted(a, "sorted_sequence"); });
   r.add("diagonal_scatter(Tensor self, Tensor src, int offset=0, int dim1=0, int dim2=1) -> Tensor", diagonal_scatter);
 }
 

@@ -167,6 +167,12 @@ void register_matmul_ops(Registry &r) {
         add_product("baddbmm", "batch1", "batch2", bmm_shape));
   r.add("addmv(Tensor self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1) -> Tensor",
         add_product("addmv", "mat", "vec", mv_shape));
+  // addbmm: the batch's products summed, [b, n, k] @ [b, k, m] -> [n, m].
+  r.add("addbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor",
+        add_product("addbmm", "batch1", "batch2", [](std::string_view op, const Named &a, const Named &b) {
+          Shape shape = bmm_shape(op, a, b);
+          return Shape(shape.begin() + 1, shape.end());
+        }));
 }
 
 }  // namespace coil
