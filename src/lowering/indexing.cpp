@@ -526,25 +526,23 @@ std::vector<TensorRef> randperm(Lowering &l, const Node &n) {
   return {sort_by_rank(l, n.name, keys, 0, false, std::nullopt, keys_type, out)[1]};
 }
 
-}  // namespace
-
 // bucketize(self, boundaries) and searchsorted(sorted_sequence, self): the position of each
 // value among sorted boundaries (1-d, or one row per leading index of self), counted as
 // eager's binary search finds it: the boundaries with !(b >= v) (right: !(b > v)), so a NaN
 // value lands after every boundary.
-std::vector<TensorRef> search_sorted(Lowering &l, const Node &n, const char *values_name, const char *boundaries_name) {
-  const TensorRef &values = tensor(l, n, values_name), &bounds = tensor(l, n, boundaries_name);
+std::vector<TensorRef> search_sorted(Lowering &l, const Node &n, const char *boundaries_name) {
+  const TensorRef &values = tensor(l, n, "self"), &bounds = tensor(l, n, boundaries_name);
   bool right = arg(n, "right").as<bool>();
   if (n.op->schema.find_arg("side") >= 0 && !arg(n, "side").is_none()) right = arg(n, "side").as<std::string>() == "right";
   COIL_USER_CHECK(n.op->schema.find_arg("sorter") < 0 || arg(n, "sorter").is_none(), n.name,
                   ": searchsorted with a sorter is not supported yet");
   const TensorType &out = l.graph().type(n.outputs[0]);
-  int64_t len = bounds.rank() == 0 ? 1 : bounds.sizes.back();
+  int64_t len = bounds.sizes.back();  // the meta function checked a dim is there
   DType c = promote_types(values.dtype, bounds.dtype);
   return {l.reduction(out, {len}, ir::ReduceOp::Sum, n.name,
                      [&](BodyBuilder &b, const std::vector<Expr> &x, const std::vector<Expr> &r) {
                        std::vector<Expr> at(x.begin(), x.end() - (bounds.rank() > 1 ? 1 : long(x.size())));
-                       if (bounds.rank() > 0) at.push_back(r[0]);
+                       at.push_back(r[0]);
                        int v = b.cast(Lowering::load_broadcast(b, values, x), c);
                        int bound = b.cast(b.load(bounds.buffer, Lowering::offset(bounds, at), bounds.dtype), c);
                        int past = b.binary(right ? Op::Gt : Op::Ge, bound, v, DType::Bool);
@@ -553,10 +551,12 @@ std::vector<TensorRef> search_sorted(Lowering &l, const Node &n, const char *val
                      })[0]};
 }
 
+}  // namespace
+
 void add_indexing_lowerings(std::map<std::string, LowerFn, std::less<>> &t) {
-  t["aten.bucketize.Tensor"] = [](Lowering &l, const Node &n) { return search_sorted(l, n, "self", "boundaries"); };
+  t["aten.bucketize.Tensor"] = [](Lowering &l, const Node &n) { return search_sorted(l, n, "boundaries"); };
   t["aten.searchsorted.Tensor"] = [](Lowering &l, const Node &n) {
-    return search_sorted(l, n, "self", "sorted_sequence");
+    return search_sorted(l, n, "sorted_sequence");
   };
   t["aten.index_select.default"] = index_select;
   t["aten.gather.default"] = gather;

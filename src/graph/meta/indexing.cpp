@@ -452,15 +452,8 @@ std::vector<TensorType> select_scatter(const MetaArgs &a) {
 std::vector<TensorType> diagonal_scatter(const MetaArgs &a) {
   const TensorType &self = a.tensor("self");
   const TensorType &src = a.tensor("src");
-  COIL_USER_CHECK(self.rank() >= 2, "diagonal_scatter: self must have at least 2 dims, got shape ", shape_str(self.sizes));
-  int64_t d1 = wrap_dim(a.integer("dim1"), self.rank()), d2 = wrap_dim(a.integer("dim2"), self.rank());
-  COIL_USER_CHECK(d1 != d2, "diagonal_scatter: dim1 and dim2 must differ, both are ", d1);
-  int64_t offset = a.integer("offset"), n1 = self.sizes[size_t(d1)], n2 = self.sizes[size_t(d2)];
-  int64_t length = std::max<int64_t>(0, offset >= 0 ? std::min(n1, n2 - offset) : std::min(n1 + offset, n2));
-  Shape diagonal;
-  for (int64_t d = 0; d < self.rank(); ++d)
-    if (d != d1 && d != d2) diagonal.push_back(self.sizes[size_t(d)]);
-  diagonal.push_back(length);
+  Shape diagonal =
+      diagonal_view(self.sizes, self.strides, a.integer("offset"), a.integer("dim1"), a.integer("dim2")).sizes;
   COIL_USER_CHECK(src.sizes == diagonal, "diagonal_scatter: src has size ", shape_str(src.sizes),
                   " but the diagonal of self has size ", shape_str(diagonal), "; expected them equal");
   return {self};  // clone_preserve_strides, as for slice_scatter
