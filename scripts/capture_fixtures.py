@@ -2459,6 +2459,38 @@ def _random(dev):
     return fn, [make([5, 6]), make([6, 5]), p01, p01.double(), make([0, 4]), make([3, 4], bf16)]
 
 
+@op_case("random_distributions", [A.uniform.default, A.normal.Tensor_float, A.normal.float_Tensor, A.normal.Tensor_Tensor,
+                                   A.normal.float_float, A.normal_functional.default, A.log_normal.default,
+                                   A.exponential.default, A.cauchy.default, A.geometric.default,
+                                   A.randint_like.default, A.randint_like.low_dtype,
+                                   A.rrelu_with_noise_functional.default],
+         ("odd", "noncontig", "size0", "size1", "broadcast"))
+def _random_distributions(dev):
+    """The distributions of the in-place samplers (Tensor.uniform_, normal_, log_normal_,
+    exponential_, cauchy_, geometric_, random_), normal's tensor forms and rrelu's noise, each
+    through a function of its draws that does not depend on them: in range, finite, integral,
+    positive; normal with std 0 is its mean; rrelu of non-negative numbers is the identity
+    with noise 1, and out of training leaky_relu. Their numbers are checked by
+    tests/unit/random_test.cpp."""
+    def fn(x, xt, xb, m, s, x0, xi):
+        u = A.uniform.default(xt.t(), -2.0, 3.0)
+        g = A.geometric.default(xi, 0.25)
+        r = A.randint_like.low_dtype(x, -2, 3)
+        pos = x.abs()
+        rr, noise = A.rrelu_with_noise_functional.default(pos, torch.zeros_like(pos), 0.1, 0.3, True)
+        ev, noise_ev = A.rrelu_with_noise_functional.default(x, xt.t(), 0.1, 0.3, False)
+        return (torch.logical_and(u >= -2, u < 3), A.normal.Tensor_float(m, 0.0), A.normal.float_Tensor(1.5, s * 0),
+                A.normal.Tensor_Tensor(m, s * 0), torch.isfinite(A.normal.Tensor_Tensor(m.double(), s.abs())),
+                torch.isfinite(A.normal.float_float(0.0, 2.0, [3, 1, 4], device=x.device)),
+                torch.isfinite(A.normal_functional.default(xb, 1.0, 3.0)), A.log_normal.default(x, 0.0, 1.0) > 0,
+                A.exponential.default(x0, 3.0), A.exponential.default(xb, 3.0) >= 0,
+                torch.isfinite(A.cauchy.default(x, 0.0, 1.0)), torch.logical_and(g >= 1, g == g.floor()),
+                A.randint_like.default(xi, 1), torch.logical_and(r >= -2, r < 3), rr, noise, ev, noise_ev,
+                A.geometric.default(x, 0.5) >= 1)
+    return fn, [make([5, 6]), make([6, 5]), make([1, 7], bf16), make([4, 1]), make([3, 1, 5]), make([0, 3]),
+                torch.randint(0, 5, (2, 9))]
+
+
 @op_case("backward_ops", [A.native_layer_norm_backward.default, A.native_group_norm_backward.default,
                            A.max_pool2d_with_indices_backward.default, A.avg_pool2d_backward.default,
                            A._adaptive_avg_pool2d_backward.default, A.embedding_dense_backward.default],
@@ -2859,7 +2891,9 @@ def meta_json(meta: dict) -> bytes:
 
 
 # The ops that draw random numbers: coil's compiled graph takes its random state as an input.
-RANDOM_OP = re.compile(r"torch\.ops\.aten\.(rand|randn|rand_like|randn_like|randint|randperm|bernoulli|native_dropout)\.")
+RANDOM_OP = re.compile(r"torch\.ops\.aten\.(rand|randn|rand_like|randn_like|randint|randint_like|randperm|bernoulli|"
+                       r"native_dropout|uniform|normal|normal_functional|log_normal|exponential|cauchy|geometric|"
+                       r"rrelu_with_noise_functional)\.")
 
 
 def write_graph_files(folder: Path, text: str, inputs: dict[str, torch.Tensor], outs: list[torch.Tensor]) -> None:

@@ -1,4 +1,6 @@
-// Random ops (rand, randn, randint, randperm, bernoulli, native_dropout) through the public
+// Random ops (rand, randn, randint, randperm, bernoulli, native_dropout, the distributions of
+// Tensor.uniform_, normal_, log_normal_, exponential_, cauchy_, geometric_, and rrelu's
+// noise) through the public
 // API: the generator is Philox4x32-10 (checked against the published test vector), each
 // target draws the same numbers from the same state (bit for bit where no libm function is
 // involved), the numbers have the distributions they should (bounds of five standard
@@ -59,12 +61,10 @@ int64_t numel(const std::vector<int64_t> &sizes) {
   return std::accumulate(sizes.begin(), sizes.end(), int64_t(1), std::multiplies<>());
 }
 
-Outputs run(const CompiledGraph &g, int64_t seed, int64_t offset) {
-  std::vector<float> x(64 * 128, 1.0f), p = {0, 1, 1, 0};
+// The outputs of `g` given `in` and the random state (seed, offset).
+Outputs run(const CompiledGraph &g, std::vector<TensorRef> in, int64_t seed, int64_t offset) {
   int64_t state[2] = {seed, offset};
-  std::vector<TensorRef> in = {{x.data(), ScalarType::Float32, {64, 128}},
-                               {p.data(), ScalarType::Float32, {4}},
-                               {state, ScalarType::Int64, {2}}};
+  in.push_back({state, ScalarType::Int64, {2}});
   std::vector<std::vector<std::byte>> storage;
   std::vector<TensorRef> out;
   for (const TensorInfo &t : g.outputs()) storage.emplace_back(size_t(numel(t.sizes) * element_size(t.dtype)));
@@ -81,10 +81,15 @@ Outputs run(const CompiledGraph &g, int64_t seed, int64_t offset) {
   return values;
 }
 
-const CompiledGraph &compiled(Target target) {
-  static std::map<Target, CompiledGraph> graphs;
-  auto it = graphs.find(target);
-  if (it == graphs.end()) it = graphs.emplace(target, compile(kGraph, {target, {}, ""}, "random.py")).first;
+Outputs run(const CompiledGraph &g, int64_t seed, int64_t offset) {
+  std::vector<float> x(64 * 128, 1.0f), p = {0, 1, 1, 0};
+  return run(g, {{x.data(), ScalarType::Float32, {64, 128}}, {p.data(), ScalarType::Float32, {4}}}, seed, offset);
+}
+
+const CompiledGraph &compiled(Target target, const char *graph = kGraph) {
+  static std::map<std::pair<Target, const char *>, CompiledGraph> graphs;
+  auto it = graphs.find({target, graph});
+  if (it == graphs.end()) it = graphs.emplace(std::pair{target, graph}, compile(graph, {target, {}, ""}, "random.py")).first;
   return it->second;
 }
 
@@ -176,6 +181,80 @@ TEST(Random, DistributionsAreTheirOwn) {
   EXPECT_LT(std::fabs(corr), 5 / std::sqrt(double(n)));
 }
 
+// The distributions: x is ones, neg is minus ones, std2 is twos.
+const char *kDistributions = R"(class GraphModule(torch.nn.Module):
+    def forward(self, x: "f32[64, 128][128, 1]cpu", neg: "f32[64, 128][128, 1]cpu", std2: "f32[128][1]cpu"):
+        uniform: "f32[64, 128][128, 1]cpu" = torch.ops.aten.uniform.default(x, -2.0, 3.0)
+        normal: "f32[64, 128][128, 1]cpu" = torch.ops.aten.normal.Tensor_Tensor(x, std2)
+        normal_1: "f64[64, 128][128, 1]cpu" = torch.ops.aten.normal.float_float(3.0, 0.5, [64, 128], dtype = torch.float64, device = device(type='cpu'), pin_memory = False)
+        normal_functional: "f32[64, 128][128, 1]cpu" = torch.ops.aten.normal_functional.default(x, -1.0)
+        log_normal: "f32[64, 128][128, 1]cpu" = torch.ops.aten.log_normal.default(x, 0.0, 0.5)
+        exponential: "f32[64, 128][128, 1]cpu" = torch.ops.aten.exponential.default(x, 2.0)
+        cauchy: "f32[64, 128][128, 1]cpu" = torch.ops.aten.cauchy.default(x, 1.0, 2.0)
+        geometric: "f32[64, 128][128, 1]cpu" = torch.ops.aten.geometric.default(x, 0.3)
+        randint_like: "f32[64, 128][128, 1]cpu" = torch.ops.aten.randint_like.low_dtype(x, -3, 2, pin_memory = False)
+        rrelu_with_noise_functional = torch.ops.aten.rrelu_with_noise_functional.default(neg, x, 0.125, 0.3333333333333333, True)
+        getitem: "f32[64, 128][128, 1]cpu" = rrelu_with_noise_functional[0]
+        getitem_1: "f32[64, 128][128, 1]cpu" = rrelu_with_noise_functional[1];  rrelu_with_noise_functional = None
+        return (uniform, normal, normal_1, normal_functional, log_normal, exponential, cauchy, geometric, randint_like, getitem, getitem_1)
+)";
+enum Dist { kUniform, kNormalTT, kNormalFF, kNormalFunctional, kLogNormal, kExponential, kCauchy, kGeometric,
+            kRandintLike, kRrelu, kRreluNoise };
+
+Outputs run_distributions(Target t, int64_t seed) {
+  std::vector<float> x(64 * 128, 1.0f), neg(64 * 128, -1.0f), std2(128, 2.0f);
+  return run(compiled(t, kDistributions),
+             {{x.data(), ScalarType::Float32, {64, 128}}, {neg.data(), ScalarType::Float32, {64, 128}},
+              {std2.data(), ScalarType::Float32, {128}}},
+             seed, 0);
+}
+
+// The mean and variance of `v` are m and var within five standard errors (the variance's
+// from the fourth moment `kurtosis` times var^2).
+void expect_moments(const std::vector<double> &v, double m, double var, double kurtosis, const char *what) {
+  double n = double(v.size());
+  EXPECT_NEAR(mean(v), m, 5 * std::sqrt(var / n)) << what;
+  EXPECT_NEAR(variance(v), var, 5 * var * std::sqrt((kurtosis - 1) / n)) << what;
+}
+
+TEST(Random, DistributionsOfTheInPlaceSamplers) {
+  Outputs o = run_distributions(Target::Cpu, 99);
+  const std::vector<double> &u = o[kUniform];
+  EXPECT_TRUE(std::all_of(u.begin(), u.end(), [](double v) { return v >= -2 && v < 3; }));
+  expect_moments(u, 0.5, 25.0 / 12, 1.8, "uniform(-2, 3)");
+  expect_moments(o[kNormalTT], 1, 4, 3, "normal(mean=ones, std=twos)");
+  expect_moments(o[kNormalFF], 3, 0.25, 3, "normal(3, 0.5)");
+  expect_moments(o[kNormalFunctional], -1, 1, 3, "normal_(-1, 1)");
+  std::vector<double> logs;
+  for (double v : o[kLogNormal]) logs.push_back(std::log(v));
+  expect_moments(logs, 0, 0.25, 3, "log of log_normal(0, 0.5)");
+  const std::vector<double> &e = o[kExponential];
+  EXPECT_TRUE(std::all_of(e.begin(), e.end(), [](double v) { return v >= 0 && std::isfinite(v); }));
+  expect_moments(e, 0.5, 0.25, 9, "exponential(2)");
+  EXPECT_NEAR(fraction(e, [](double v) { return v > 1; }), std::exp(-2.0), five_sigma(std::exp(-2.0), e.size()));
+  // Cauchy(1, 2): half below the median, half within a scale of it.
+  const std::vector<double> &c = o[kCauchy];
+  EXPECT_NEAR(fraction(c, [](double v) { return v < 1; }), 0.5, five_sigma(0.5, c.size()));
+  EXPECT_NEAR(fraction(c, [](double v) { return std::fabs(v - 1) < 2; }), 0.5, five_sigma(0.5, c.size()));
+  // Geometric(0.3): trials to the first success, 1 with probability p.
+  const std::vector<double> &g = o[kGeometric];
+  EXPECT_TRUE(std::all_of(g.begin(), g.end(), [](double v) { return v >= 1 && v == std::floor(v); }));
+  EXPECT_NEAR(fraction(g, [](double v) { return v == 1; }), 0.3, five_sigma(0.3, g.size()));
+  EXPECT_NEAR(mean(g), 1 / 0.3, 5 * std::sqrt(0.7 / 0.09 / double(g.size())));
+  const std::vector<double> &r = o[kRandintLike];
+  for (int v = -3; v < 2; ++v)
+    EXPECT_NEAR(fraction(r, [v](double x) { return x == v; }), 0.2, five_sigma(0.2, r.size())) << v;
+  // rrelu in training of minus ones: each scaled by its noise, uniform in [1/8, 1/3).
+  const std::vector<double> &noise = o[kRreluNoise];
+  for (size_t i = 0; i < noise.size(); ++i) {
+    ASSERT_TRUE(noise[i] >= 0.125 && noise[i] < 1.0 / 3) << noise[i];
+    ASSERT_EQ(o[kRrelu][i], -noise[i]) << i;
+  }
+  expect_moments(noise, (0.125 + 1.0 / 3) / 2, std::pow(1.0 / 3 - 0.125, 2) / 12, 1.8, "rrelu noise");
+  // Each op draws its own numbers.
+  EXPECT_NE(o[kUniform][0], o[kExponential][0]);
+}
+
 TEST(Random, EveryTargetDrawsTheSameNumbers) {
   Outputs ref = run(compiled(Target::Reference), 77, 5);
   for (Target t : {Target::Cpu, Target::CudaInterpreter}) {
@@ -190,6 +269,15 @@ TEST(Random, EveryTargetDrawsTheSameNumbers) {
         }
       }
     }
+  }
+  // The distributions go through log, exp and tan: within float rounding on every target.
+  Outputs dist = run_distributions(Target::Reference, 5);
+  for (Target t : {Target::Cpu, Target::CudaInterpreter}) {
+    Outputs got = run_distributions(t, 5);
+    for (size_t k = 0; k < dist.size(); ++k)
+      for (size_t i = 0; i < dist[k].size(); ++i)
+        ASSERT_NEAR(got[k][i], dist[k][i], 1e-5 * (1 + std::fabs(dist[k][i])))
+            << target_name(t) << " distribution " << k << "[" << i << "]";
   }
 }
 

@@ -258,6 +258,91 @@ std::vector<TensorType> bernoulli(const MetaArgs &a) {
   return {TensorType{self.dtype, self.sizes, contiguous_strides(self.sizes), self.device}};
 }
 
+/// uniform, normal_functional, exponential, cauchy, log_normal: floating numbers of self's
+/// dtype, shape and dense layout, drawn with the distribution's parameters checked as eager
+/// checks them; geometric's numbers may be integers.
+MetaFn distribution_like_self(bool floating_only) {
+  return [=](const MetaArgs &a) {
+    const TensorType &self = a.tensor("self");
+    const std::string &name = a.schema().name;
+    COIL_USER_CHECK(!floating_only || is_floating(self.dtype), name,
+                    ": expected a floating tensor, got ", short_name(self.dtype));
+    auto positive = [&](const char *param) {
+      double v = a.floating(param);
+      COIL_USER_CHECK(v > 0, name, " expects ", param, " > 0.0, but found ", param, "=", v);
+    };
+    if (name == "uniform") {
+      double from = a.floating("from"), to = a.floating("to");
+      COIL_USER_CHECK(from <= to, "uniform expects to return a [from, to) range, but found from=", from, " > to=", to);
+    } else if (name == "normal_functional") {
+      COIL_USER_CHECK(a.floating("std") >= 0, "normal expects std >= 0.0, but found std ", a.floating("std"));
+    } else if (name == "exponential") {
+      positive("lambd");
+    } else if (name == "cauchy") {
+      positive("sigma");
+    } else if (name == "log_normal") {
+      positive("std");
+    } else if (name == "geometric") {
+      double p = a.floating("p");
+      COIL_USER_CHECK(p > 0 && p < 1, "geometric expects p to be in (0, 1), but got p=", p);
+    }
+    return std::vector<TensorType>{TensorType{self.dtype, self.sizes, dense_order_strides(self), self.device}};
+  };
+}
+
+/// normal with a tensor mean or std: PyTorch's reference, std * samples + mean, where the
+/// samples are contiguous of the broadcast shape: the elementwise layout of those two ops,
+/// and the promoted dtype of mean and std. normal.float_float: `size`, floating.
+std::vector<TensorType> normal(const MetaArgs &a) {
+  if (a.schema().find_arg("size") >= 0) {
+    COIL_USER_CHECK(a.floating("std") >= 0, "normal expects std >= 0.0, but found std ", a.floating("std"));
+    Options o = options(a, kDefaultFloat, Device{});
+    COIL_USER_CHECK(is_floating(o.dtype), "normal: expected a floating dtype, got ", short_name(o.dtype));
+    return {fresh(o, a.ints("size"))};
+  }
+  if (!a.arg("std").is<ValueId>())
+    COIL_USER_CHECK(a.floating("std") >= 0, "normal expects std >= 0.0, but found std ", a.floating("std"));
+  const TensorType *mean = a.arg("mean").is<ValueId>() ? &a.tensor("mean") : nullptr;
+  const TensorType *std = a.arg("std").is<ValueId>() ? &a.tensor("std") : nullptr;
+  const TensorType &first = mean ? *mean : *std;
+  Shape sizes = mean && std ? broadcast_shapes(mean->sizes, std->sizes) : first.sizes;
+  std::vector<PromotionOperand> promo;
+  for (const TensorType *t : {mean, std}) {
+    if (t) COIL_USER_CHECK(is_floating(t->dtype), "normal expects floating-point tensors, got ", short_name(t->dtype));
+    promo.push_back(t ? PromotionOperand{t->dtype, t->rank(), false} : PromotionOperand{DType::F64, 0, true});
+  }
+  TensorType samples = contiguous(first.dtype, sizes, first.device);
+  TensorType scaled{samples.dtype, sizes, samples.strides, samples.device};
+  if (std) {
+    std::vector<const TensorType *> mul = {std, &samples};
+    scaled.strides = elementwise_output_strides(sizes, mul);
+  }
+  TensorType out{result_type(promo), sizes, scaled.strides, first.device};
+  if (mean) {
+    std::vector<const TensorType *> add = {&scaled, mean};
+    out.strides = elementwise_output_strides(sizes, add);
+  }
+  return {out};
+}
+
+/// randint_like: integers in [low, high) like self, of self's dtype unless told.
+std::vector<TensorType> randint_like(const MetaArgs &a) {
+  int64_t low = a.schema().find_arg("low") >= 0 ? a.integer("low") : 0, high = a.integer("high");
+  COIL_USER_CHECK(low < high, "randint_like: expected low < high, got low ", low, " and high ", high);
+  return like(a);
+}
+
+/// rrelu_with_noise_functional: the output like self, and the noise like noise.
+std::vector<TensorType> rrelu_with_noise(const MetaArgs &a) {
+  const TensorType &self = a.tensor("self"), &noise = a.tensor("noise");
+  COIL_USER_CHECK(is_floating(self.dtype), "rrelu: expected a floating tensor, got ", short_name(self.dtype));
+  COIL_USER_CHECK(self.sizes == noise.sizes || !a.boolean("training"),
+                  "rrelu: noise must have self's shape in training, got ", shape_str(noise.sizes), " and ",
+                  shape_str(self.sizes));
+  return {TensorType{self.dtype, self.sizes, dense_order_strides(self), self.device},
+          TensorType{noise.dtype, noise.sizes, dense_order_strides(noise), noise.device}};
+}
+
 /// native_dropout: the output like the input and the mask of bools kept, both in the
 /// input's layout.
 std::vector<TensorType> native_dropout(const MetaArgs &a) {
@@ -317,6 +402,31 @@ void register_creation_ops(Registry &r) {
   r.add("bernoulli(Tensor self, *, Generator? generator=None) -> Tensor", bernoulli);
   r.add("bernoulli.p(Tensor self, float p=0.5, *, Generator? generator=None) -> Tensor", bernoulli);
   r.add("native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)", native_dropout);
+  r.add("uniform(Tensor self, float from=0., float to=1., *, Generator? generator=None) -> Tensor",
+        distribution_like_self(true));
+  r.add("normal_functional(Tensor self, float mean=0., float std=1., *, Generator? generator=None) -> Tensor",
+        distribution_like_self(true));
+  r.add("exponential(Tensor self, float lambd=1., *, Generator? generator=None) -> Tensor",
+        distribution_like_self(true));
+  r.add("cauchy(Tensor self, float median=0., float sigma=1., *, Generator? generator=None) -> Tensor",
+        distribution_like_self(true));
+  r.add("log_normal(Tensor self, float mean=1., float std=2., *, Generator? generator=None) -> Tensor",
+        distribution_like_self(true));
+  r.add("geometric(Tensor self, float p, *, Generator? generator=None) -> Tensor", distribution_like_self(false));
+  r.add("normal.Tensor_float(Tensor mean, float std=1., *, Generator? generator=None) -> Tensor", normal);
+  r.add("normal.float_Tensor(float mean, Tensor std, *, Generator? generator=None) -> Tensor", normal);
+  r.add("normal.Tensor_Tensor(Tensor mean, Tensor std, *, Generator? generator=None) -> Tensor", normal);
+  r.add(str_cat("normal.float_float(float mean, float std, SymInt[] size, *, Generator? generator=None, ", kOptions,
+                ") -> Tensor"),
+        normal);
+  r.add(str_cat("randint_like(Tensor self, SymInt high, *, ", kOptions, ", MemoryFormat? memory_format=None) -> Tensor"),
+        randint_like);
+  r.add(str_cat("randint_like.low_dtype(Tensor self, SymInt low, SymInt high, *, ", kOptions,
+                ", MemoryFormat? memory_format=None) -> Tensor"),
+        randint_like);
+  r.add("rrelu_with_noise_functional(Tensor self, Tensor noise, Scalar lower=0.125, "
+        "Scalar upper=0.33333333333333331, bool training=False, Generator? generator=None) -> (Tensor, Tensor noise_out)",
+        rrelu_with_noise);
 
   for (const char *name : {"new_zeros", "new_ones", "new_empty"})
     r.add(str_cat(name, "(Tensor self, SymInt[] size, *, ", kOptions, ") -> Tensor"), new_sized);
