@@ -2647,6 +2647,30 @@ def _signbit_angle_diagonal_scatter(dev):
                 make([4]), make([3, 3]), torch.randint(-5, 5, (4, 6)), make([3, 4, 6]), torch.randint(-5, 5, (4,))]
 
 
+@op_case("special_gamma", [A.lgamma.default, A.digamma.default, A.polygamma.default,
+                            A.special_spherical_bessel_j0.default], ("odd", "noncontig", "size0"), decomp="none")
+def _special_gamma(dev):
+    """lgamma, digamma, polygamma (n = 0 to 4) and the spherical Bessel j0 over positive and
+    negative numbers, the poles (0, -0, negative integers), the infinities, NaN, tiny and huge
+    values: f32 and bf16 where eager's float math is exact enough, f64 across the negatives
+    (eager's float32 trigamma loses digits there; at the negative integers, poles, eager's
+    trigamma is a large finite number, coil's inf, so its negatives are not integers), int64
+    and bool."""
+    def fn(x, xn, xb, i, b, e):
+        out = [A.special_spherical_bessel_j0.default(t) for t in (x, xn, i, b)]
+        for t in (x, xn, xb, i, b, e):
+            out += [A.lgamma.default(t), A.digamma.default(t)]
+        for n in range(5):
+            out += [A.polygamma.default(n, x), A.polygamma.default(n, xn if n != 1 else xn[3:])]
+        return tuple(out)
+    x = torch.cat([torch.rand(30) * 20 + 0.01, torch.tensor([0.0, -0.0, 1.0, 2.0, 0.5, 1e-30, 1e30, float("inf"),
+                                                             float("nan"), 1.4616321])])
+    xn = torch.cat([torch.tensor([-1.0, -2.0, -7.0], dtype=torch.float64), torch.rand(32, dtype=torch.float64) * -30,
+                    torch.tensor([-0.5, -1e-300, -float("inf"), 3.25], dtype=torch.float64)])
+    return fn, [x, xn.reshape(3, 13).t(), x.to(torch.bfloat16), torch.randint(-6, 30, (12,)),
+                torch.tensor([True, False]), make([0, 3])]
+
+
 @op_case("addbmm_bucketize_searchsorted", [A.addbmm.default, A.bucketize.Tensor, A.searchsorted.Tensor],
          ("odd", "size0", "noncontig"), decomp="none")
 def _addbmm_bucketize_searchsorted(dev):

@@ -161,13 +161,18 @@ def mismatch(got, want, reduced):
     return None
 
 
+# The dtypes whose samples may match eager computed in float64 instead of eager.
+NARROW_FLOATS = (torch.float16, torch.bfloat16, torch.float32)
+
+
 def upcast_reference(fn, inputs, want):
     """Eager's outputs computed from the inputs in float64 and rounded to eager's dtypes: the
     reference for a half-precision sample (as Inductor's own tests use), where eager's
-    arithmetic in the narrow type is less exact than coil's in float32. None when the op does
-    not run in float64."""
+    arithmetic in the narrow type is less exact than coil's in float32, and for a float32
+    one, where eager's float32 special functions are less exact than coil's in float64
+    (trigamma of negative numbers). None when the op does not run in float64."""
     try:
-        wide = flat_outputs(fn(*[t.double() if t.dtype in (torch.float16, torch.bfloat16) else t for t in inputs]))
+        wide = flat_outputs(fn(*[t.double() if t.dtype in NARROW_FLOATS else t for t in inputs]))
     except Exception:  # noqa: BLE001
         return None
     if len(wide) != len(want):
@@ -200,8 +205,8 @@ def selects_values(inputs, values, indices):
 
 
 def compare(got, want, reduced, fn, inputs, op_name=""):
-    """None when every output matches eager (or, for half precision, eager computed in float64
-    and rounded; for the indices of equal values, any that select the values), else what
+    """None when every output matches eager (or, for float32 and half precision, eager computed
+    in float64 and rounded; for the indices of equal values, any that select the values), else what
     differs."""
     if len(got) != len(want):
         return f"{len(got)} outputs for eager's {len(want)}"
@@ -215,7 +220,7 @@ def compare(got, want, reduced, fn, inputs, op_name=""):
     bad = next(((i, m) for i, (g, w, r) in enumerate(zip(got, want, reduced)) if (m := differs(i, g, w, r))), None)
     if bad is None:
         return None
-    if any(w.dtype in (torch.float16, torch.bfloat16) for w in want):
+    if any(w.dtype in NARROW_FLOATS for w in want):
         wide = upcast_reference(fn, inputs, want)
         if wide is not None and all(mismatch(g, w, r) is None for g, w, r in zip(got, wide, reduced)):
             return None
@@ -392,7 +397,7 @@ def report(rows, meta) -> str:
         f"{' on ' + meta['machine'] if meta.get('machine') else ''}; do not edit.",
         f"Each op of PyTorch's `op_db`: its first {meta['samples']} samples per dtype ({meta['dtypes']}), traced"
         " with coil's decomposition table and compiled by coil itself for each target"
-        f" ({meta['targets']}), against eager on the same device at coil's tolerance (half precision: eager, or eager in float64"
+        f" ({meta['targets']}), against eager on the same device at coil's tolerance (float32 and half precision: eager, or eager in float64"
         " rounded to the dtype). Refused: coil does not compile an op of the sample, and says why."
         + (" Inductor: `torch.compile` on the CPU on the same samples, with its ATen fallbacks, compared the"
            " same way." if meta["inductor"] else ""),

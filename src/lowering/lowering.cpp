@@ -169,6 +169,7 @@ const std::map<std::string, LowerFn, std::less<>> &lowerings() {
     add_pooling_lowerings(t);
     add_indexing_lowerings(t);
     add_random_lowerings(t);
+    add_special_lowerings(t);
     return t;
   }();
   return table;

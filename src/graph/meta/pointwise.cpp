@@ -133,12 +133,20 @@ MetaFn div_mode(bool scalar_other) {
   };
 }
 
+/// polygamma(n, self): as the other math that turns integers into floats, for n >= 0.
+std::vector<TensorType> polygamma(const MetaArgs &a) {
+  COIL_USER_CHECK(a.integer("n") >= 0, "polygamma(n, x) does not support negative n, got n=", a.integer("n"));
+  return unary(Promote::IntToFloat)(a);
+}
+
 void register_unary_ops(Registry &r) {
   // Math that turns integers into the default float.
   for (const char *name : {"exp", "exp2", "expm1", "log", "log1p", "log2", "sqrt", "rsqrt", "reciprocal",
                            "sin", "cos", "tan", "tanh", "sigmoid", "erf", "acos", "asin", "atan", "acosh",
-                           "asinh", "atanh", "cosh", "sinh", "log10"})
+                           "asinh", "atanh", "cosh", "sinh", "log10", "lgamma", "digamma",
+                           "special_spherical_bessel_j0"})
     r.add(str_cat(name, "(Tensor self) -> Tensor"), unary(Promote::IntToFloat));
+  r.add("polygamma(int n, Tensor self) -> Tensor", polygamma);
   r.add("abs(Tensor self) -> Tensor", unary(Promote::Default, Accepts::NotBool, "abs"));
   r.add("neg(Tensor self) -> Tensor", unary(Promote::Default, Accepts::NotBool, "neg"));
   r.add("sign(Tensor self) -> Tensor", unary(Promote::Default));

@@ -1,0 +1,212 @@
+// Special functions (lgamma, digamma, polygamma, the spherical Bessel j0) as compositions of
+// the body's elementary ops, not as ops of their own: written once here, they run the same on
+// the reference interpreter, in C++ (vectorized with the rest of the kernel) and in Triton.
+// Each computes in f64 whatever the tensor's dtype and rounds once at the end, so an f32
+// result is the correctly rounded value up to the last bit or two.
+//
+//   lgamma     Lanczos' approximation (g = 7, 9 terms, relative error below 1e-15) for
+//              x >= 1/2; the reflection formula below, with sin(pi x) from x's distance to
+//              the nearest integer (exact), so that large negative x keeps its accuracy.
+//   digamma    the recurrence up to x + 10, then the asymptotic series (8 terms); the
+//              reflection formula with cot(pi x) below 1/2.
+//   polygamma  n >= 1: (-1)^(n+1) n! zeta(n + 1, x), the Hurwitz zeta by 16 terms of its sum
+//              and the Euler-Maclaurin tail; below 0 the reflection formula, whose n-th
+//              derivative of cot(pi x) is a polynomial in cot(pi x) worked out when lowering.
+#include <cmath>
+#include <limits>
+
+#include "graph/registry.h"
+#include "lowering/lowering.h"
+
+namespace coil::lowering {
+namespace {
+
+using ir::BodyBuilder;
+using ir::Expr;
+using ir::Op;
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+/// f64 arithmetic on a body, spelled as formulas.
+struct F64 {
+  BodyBuilder &b;
+  static constexpr DType t = DType::F64;
+
+  int c(double v) const { return b.constant(v, t); }
+  int add(int x, int y) const { return b.binary(Op::Add, x, y, t); }
+  int sub(int x, int y) const { return b.binary(Op::Sub, x, y, t); }
+  int mul(int x, int y) const { return b.binary(Op::Mul, x, y, t); }
+  int div(int x, int y) const { return b.binary(Op::TrueDiv, x, y, t); }
+  int fn(Op op, int x) const { return b.unary(op, x, t); }
+  int is(Op predicate, int x) const { return b.unary(predicate, x, DType::Bool); }  // IsInf, IsNan
+  int lt(int x, int y) const { return b.binary(Op::Lt, x, y, DType::Bool); }
+  int eq(int x, int y) const { return b.binary(Op::Eq, x, y, DType::Bool); }
+  int both(int p, int q) const { return b.binary(Op::LogicalAnd, p, q, DType::Bool); }
+  int where(int cond, int x, int y) const { return b.where(cond, x, y, t); }
+  /// The sum of c[i] x^i.
+  int polynomial(const std::vector<double> &coeffs, int x) const {
+    int acc = c(coeffs.back());
+    for (size_t i = coeffs.size() - 1; i-- > 0;) acc = add(mul(acc, x), c(coeffs[i]));
+    return acc;
+  }
+  /// x minus its nearest integer, exactly: sin(pi x) and tan(pi x) of it keep their accuracy
+  /// for large x.
+  int fraction(int x) const { return sub(x, fn(Op::Round, x)); }
+  /// 1 / x^s for an integer s >= 1, by products.
+  int inverse_power(int x, int s) const {
+    int p = x;
+    for (int i = 1; i < s; ++i) p = mul(p, x);
+    return div(c(1), p);
+  }
+  int is_nonpositive_integer(int x) const {
+    return both(b.binary(Op::Le, x, c(0), DType::Bool), eq(x, fn(Op::Floor, x)));
+  }
+};
+
+/// ln Gamma(y) for y >= 1/2: Lanczos' approximation with g = 7 and 9 terms.
+int lgamma_right(const F64 &f, int y) {
+  static const double kCoeffs[] = {0.99999999999980993,     676.5203681218851,     -1259.1392167224028,
+                                   771.32342877765313,      -176.61502916214059,   12.507343278686905,
+                                   -0.13857109526572012,    9.9843695780195716e-6, 1.5056327351493116e-7};
+  int z = f.sub(y, f.c(1));
+  int sum = f.c(kCoeffs[0]);
+  for (int i = 1; i < 9; ++i) sum = f.add(sum, f.div(f.c(kCoeffs[i]), f.add(z, f.c(i))));
+  int t = f.add(z, f.c(7.5));
+  int power = f.sub(f.mul(f.add(z, f.c(0.5)), f.fn(Op::Log, t)), t);
+  return f.add(f.add(f.c(0.5 * std::log(2 * M_PI)), power), f.fn(Op::Log, sum));
+}
+
+/// ln |Gamma(x)|: inf at the poles (0 and the negative integers) and at both infinities.
+int lgamma(const F64 &f, int x) {
+  int left = f.lt(x, f.c(0.5));
+  int right = lgamma_right(f, f.where(left, f.sub(f.c(1), x), x));
+  // Gamma(x) Gamma(1 - x) = pi / sin(pi x).
+  int sine = f.fn(Op::Abs, f.fn(Op::Sin, f.mul(f.c(M_PI), f.fraction(x))));
+  int reflected = f.sub(f.fn(Op::Log, f.div(f.c(M_PI), sine)), right);
+  return f.where(f.is(Op::IsInf, x), f.c(kInf), f.where(left, reflected, right));
+}
+
+/// pi cot(pi x), from x's distance to the nearest integer.
+int pi_cot_pi(const F64 &f, int x) { return f.div(f.c(M_PI), f.fn(Op::Tan, f.mul(f.c(M_PI), f.fraction(x)))); }
+
+/// digamma(y) for y >= 1/2: psi(y) = psi(y + 10) - sum 1/(y + k), and psi(z) for z >= 10
+/// by its asymptotic series, ln z - 1/(2z) - sum B_2k / (2k z^2k).
+int digamma_right(const F64 &f, int y) {
+  int sum = f.c(0);
+  for (int k = 0; k < 10; ++k) sum = f.add(sum, f.div(f.c(1), f.add(y, f.c(k))));
+  int z = f.add(y, f.c(10));
+  int w = f.div(f.c(1), f.mul(z, z));
+  // B_2k / 2k for k = 1..8, in powers of w = 1/z^2.
+  int series = f.mul(w, f.polynomial({1.0 / 12, -1.0 / 120, 1.0 / 252, -1.0 / 240, 1.0 / 132, -691.0 / 32760,
+                                      1.0 / 12, -3617.0 / 8160},
+                                     w));
+  int asymptotic = f.sub(f.sub(f.fn(Op::Log, z), f.div(f.c(0.5), z)), series);
+  return f.sub(asymptotic, sum);
+}
+
+/// digamma(x): -inf at +0, inf at -0 (as eager), NaN at the negative integers.
+int digamma(const F64 &f, int x) {
+  int left = f.lt(x, f.c(0.5));
+  int right = digamma_right(f, f.where(left, f.sub(f.c(1), x), x));
+  // psi(1 - x) - psi(x) = pi cot(pi x).
+  int reflected = f.sub(right, pi_cot_pi(f, x));
+  int zero = f.where(f.lt(f.div(f.c(1), x), f.c(0)), f.c(kInf), f.c(-kInf));
+  int value = f.where(left, reflected, right);
+  value = f.where(f.both(f.lt(x, f.c(0)), f.eq(x, f.fn(Op::Floor, x))), f.c(kNaN), value);
+  return f.where(f.eq(x, f.c(0)), zero, value);
+}
+
+/// The Hurwitz zeta function zeta(s, q) for an integer s >= 2 and q > 0: 16 terms of its sum,
+/// then the Euler-Maclaurin formula at w = q + 16 with 8 Bernoulli terms.
+int hurwitz_zeta(const F64 &f, int s, int q) {
+  constexpr int kTerms = 16;
+  int sum = f.c(0);
+  for (int k = 0; k < kTerms; ++k) sum = f.add(sum, f.inverse_power(f.add(q, f.c(k)), s));
+  int w = f.add(q, f.c(kTerms));
+  int w_s = f.inverse_power(w, s);
+  int tail = f.add(f.div(f.mul(w_s, w), f.c(s - 1)), f.mul(w_s, f.c(0.5)));
+  // B_2j / (2j)! s (s+1) ... (s + 2j - 2) w^(-s-2j+1), in powers of 1/w^2 times w_s / w.
+  static const double kBernoulli[] = {1.0 / 6, -1.0 / 30, 1.0 / 42, -1.0 / 30, 5.0 / 66, -691.0 / 2730, 7.0 / 6,
+                                      -3617.0 / 510};
+  std::vector<double> coeffs;
+  double rising = 1, factorial = 1;
+  for (int j = 1; j <= 8; ++j) {
+    rising *= j == 1 ? s : double(s + 2 * j - 3) * double(s + 2 * j - 2);
+    factorial *= double(2 * j - 1) * double(2 * j);
+    coeffs.push_back(kBernoulli[j - 1] / factorial * rising);
+  }
+  int inv_w = f.div(f.c(1), w);
+  int series = f.mul(f.mul(w_s, inv_w), f.polynomial(coeffs, f.mul(inv_w, inv_w)));
+  return f.add(f.add(sum, tail), series);
+}
+
+/// The polynomial P_n with d^n/dx^n cot(pi x) = pi^n P_n(cot(pi x)): P_0(c) = c,
+/// P_(k+1)(c) = -(1 + c^2) P_k'(c).
+std::vector<double> cot_derivative(int n) {
+  std::vector<double> p = {0, 1};
+  for (int k = 0; k < n; ++k) {
+    std::vector<double> d(p.size() > 1 ? p.size() - 1 : 1, 0), next(d.size() + 2, 0);
+    for (size_t i = 1; i < p.size(); ++i) d[i - 1] = double(i) * p[i];
+    for (size_t i = 0; i < d.size(); ++i) {
+      next[i] -= d[i];
+      next[i + 2] -= d[i];
+    }
+    p = next;
+  }
+  return p;
+}
+
+/// polygamma(n, x) for n >= 1: psi^(n)(x) = (-1)^(n+1) n! zeta(n + 1, x) for x > 0; below,
+/// psi^(n)(x) = (-1)^n psi^(n)(1 - x) - pi^(n+1) P_n(cot(pi x)). At the poles (0 and the
+/// negative integers) the sign eager gives: inf for odd n, -inf for even n; at the
+/// infinities what eager gives too (trigamma: 0 at inf, NaN at -inf; beyond: NaN at inf and
+/// the poles' infinity at -inf).
+int polygamma(const F64 &f, int n, int x) {
+  double factorial = 1;
+  for (int k = 2; k <= n; ++k) factorial *= k;
+  double sign = n % 2 ? 1 : -1;
+  int left = f.lt(x, f.c(0));
+  int q = f.where(left, f.sub(f.c(1), x), x);
+  int right = f.mul(f.c(sign * factorial), hurwitz_zeta(f, n + 1, q));
+  int cot = f.div(f.c(1), f.fn(Op::Tan, f.mul(f.c(M_PI), f.fraction(x))));
+  int derivative = f.mul(f.c(std::pow(M_PI, n + 1)), f.polynomial(cot_derivative(n), cot));
+  int reflected = f.sub(f.mul(f.c(n % 2 ? -1 : 1), right), derivative);
+  int value = f.where(left, reflected, right);
+  value = f.where(f.is_nonpositive_integer(x), f.c(sign * kInf), value);
+  if (n == 1) return f.where(f.eq(x, f.c(kInf)), f.c(0), f.where(f.eq(x, f.c(-kInf)), f.c(kNaN), value));
+  return f.where(f.eq(x, f.c(-kInf)), f.c(sign * kInf), value);
+}
+
+/// The spherical Bessel function j0(x) = sin(x) / x: 1 at 0, 0 at the infinities.
+int spherical_bessel_j0(const F64 &f, int x) {
+  int value = f.div(f.fn(Op::Sin, x), x);
+  return f.where(f.eq(x, f.c(0)), f.c(1), f.where(f.is(Op::IsInf, x), f.c(0), value));
+}
+
+/// A special function of `self`, elementwise, in f64.
+LowerFn special(std::function<int(const F64 &, int x, const Node &n)> fn) {
+  return [=](Lowering &l, const Node &n) {
+    const TensorRef &self = l.ref(arg(n, "self").as<ValueId>());
+    const TensorType &out = l.graph().type(n.outputs[0]);
+    return std::vector{l.pointwise(out, n.name, [&](BodyBuilder &b, const std::vector<Expr> &index) {
+      F64 f{b};
+      return b.cast(fn(f, b.cast(Lowering::load_broadcast(b, self, index), DType::F64), n), out.dtype);
+    })};
+  };
+}
+
+}  // namespace
+
+void add_special_lowerings(std::map<std::string, LowerFn, std::less<>> &t) {
+  t["aten.lgamma.default"] = special([](const F64 &f, int x, const Node &) { return lgamma(f, x); });
+  t["aten.digamma.default"] = special([](const F64 &f, int x, const Node &) { return digamma(f, x); });
+  t["aten.polygamma.default"] = special([](const F64 &f, int x, const Node &n) {
+    int64_t order = arg(n, "n").as<int64_t>();
+    return order == 0 ? digamma(f, x) : polygamma(f, int(order), x);
+  });
+  t["aten.special_spherical_bessel_j0.default"] =
+      special([](const F64 &f, int x, const Node &) { return spherical_bessel_j0(f, x); });
+}
+
+}  // namespace coil::lowering
