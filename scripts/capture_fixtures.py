@@ -2671,6 +2671,39 @@ def _special_gamma(dev):
                 torch.tensor([True, False]), make([0, 3])]
 
 
+@op_case("special_erf", [A.erfc.default, A.special_erfcx.default, A.special_log_ndtr.default, A.erfinv.default,
+                          A.special_ndtri.default], ("odd", "noncontig", "size0"), decomp="none")
+def _special_erf(dev):
+    """erfc, erfcx and log_ndtr from -40 to 40 (erfc's underflow, erfcx's overflow, log_ndtr's
+    far left tail) with infinities, NaN and -0; erfinv and ndtri across
+    (-1, 1) and (0, 1), up to their ends (1 - 2^-53, denormal probabilities) and beyond them,
+    in f64, f32, bf16, int64 and bool."""
+    def fn(x, xd, y, yd, p, pd, i, b, e):
+        out = []
+        for t in (x, xd, i, b, e):
+            # eager's f32 erfcx loses digits in exp(x^2) below -2: the f32 one stays above.
+            wide = t.dtype == torch.float64 or t.dtype == torch.bool
+            out += [A.erfc.default(t), A.special_erfcx.default(t if wide else t.clamp_min(-2)),
+                    A.special_log_ndtr.default(t)]
+        for t in (y, yd, i, b, e):
+            out += [A.erfinv.default(t)]
+        for t in (p, pd, i, b):
+            out += [A.special_ndtri.default(t)]
+        return tuple(out)
+    edges = [0.0, -0.0, float("inf"), -float("inf"), float("nan")]
+    x = torch.cat([torch.rand(40) * 18 - 9, torch.tensor(edges + [0.5, -0.5, 4.0, 26.0, 27.5, 38.0, -38.0])])
+    xd = torch.cat([torch.rand(40, dtype=torch.float64) * 80 - 40, torch.tensor(edges + [26.5, 27.2, -27.0],
+                                                                                    dtype=torch.float64)])
+    y = torch.cat([torch.rand(40) * 2 - 1, torch.tensor(edges + [1.0, -1.0, 0.9, -0.9, 0.95, 1.5, 0.9999999])])
+    yd = torch.cat([torch.rand(30, dtype=torch.float64) * 2 - 1,
+                    torch.tensor(edges + [1.0, -1.0, 1 - 2.0 ** -53, -(1 - 2.0 ** -53), 0.90000001, 0.5], dtype=torch.float64)])
+    p = torch.cat([torch.rand(40), torch.tensor(edges + [1.0, 0.05, 0.95, 1e-30, 1.0 - 2.0 ** -24, -0.5, 2.0])])
+    pd = torch.cat([torch.rand(30, dtype=torch.float64), torch.tensor(edges + [1e-300, 5e-324, 1 - 2.0 ** -53, 0.05, 0.95],
+                                                                       dtype=torch.float64)])
+    return fn, [x, xd.reshape(8, 6).t(), y, yd, p, pd, torch.randint(-3, 4, (8,)), torch.tensor([True, False]),
+                make([0, 2])]
+
+
 @op_case("addbmm_bucketize_searchsorted", [A.addbmm.default, A.bucketize.Tensor, A.searchsorted.Tensor],
          ("odd", "size0", "noncontig"), decomp="none")
 def _addbmm_bucketize_searchsorted(dev):

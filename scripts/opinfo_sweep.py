@@ -55,7 +55,8 @@ SUBSET = ["abs", "add", "mul", "div", "where", "clamp", "sigmoid", "tanh", "exp"
           "index_select", "gather", "scatter_add", "index_put", "masked_fill", "cat", "stack", "flip", "roll",
           "narrow", "transpose", "permute", "expand", "repeat", "diagonal", "sort", "topk", "argmax",
           "nn.functional.embedding", "nn.functional.max_pool2d", "nn.functional.avg_pool2d",
-          "nn.functional.grid_sample", "cdist", "linalg.vector_norm", "addmm", "bmm", "matmul"]
+          "nn.functional.grid_sample", "cdist", "linalg.vector_norm", "addmm", "bmm", "matmul", "lgamma",
+          "erfinv"]
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16, "float64": torch.float64,
           "int64": torch.int64, "int32": torch.int32, "bool": torch.bool}

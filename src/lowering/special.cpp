@@ -1,4 +1,5 @@
-// Special functions (lgamma, digamma, polygamma, the spherical Bessel j0) as compositions of
+// Special functions (lgamma, digamma, polygamma, erfc, erfcx, erfinv, ndtri, log_ndtr, the
+// spherical Bessel j0) as compositions of
 // the body's elementary ops, not as ops of their own: written once here, they run the same on
 // the reference interpreter, in C++ (vectorized with the rest of the kernel) and in Triton.
 // Each computes in f64 whatever the tensor's dtype and rounds once at the end, so an f32
@@ -12,6 +13,11 @@
 //   polygamma  n >= 1: (-1)^(n+1) n! zeta(n + 1, x), the Hurwitz zeta by 16 terms of its sum
 //              and the Euler-Maclaurin tail; below 0 the reflection formula, whose n-th
 //              derivative of cot(pi x) is a polynomial in cot(pi x) worked out when lowering.
+//   erfcx      a Chebyshev series in (x - 4) / (x + 4) for x >= 0; erfc, log_ndtr from it.
+//   erfinv     a Chebyshev series in y^2 for |y| <= 0.9, and in 1 / sqrt(-ln(1 - |y|))
+//              beyond; ndtri from the same two.
+// The Chebyshev series come from scripts/special_tables.py (special_tables.inc), which
+// checks each to 1e-15 against mpmath.
 #include <cmath>
 #include <limits>
 
@@ -24,6 +30,8 @@ namespace {
 using ir::BodyBuilder;
 using ir::Expr;
 using ir::Op;
+
+#include "lowering/special_tables.inc"
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
@@ -184,6 +192,92 @@ int spherical_bessel_j0(const F64 &f, int x) {
   return f.where(f.eq(x, f.c(0)), f.c(1), f.where(f.is(Op::IsInf, x), f.c(0), value));
 }
 
+/// The series sum' c_k T_k(t) (c_0 halved), by Clenshaw's recurrence.
+template <size_t N>
+int chebyshev(const F64 &f, const double (&c)[N], int t) {
+  int b1 = f.c(0), b2 = f.c(0), two_t = f.add(t, t);
+  for (size_t k = N - 1; k >= 1; --k) {
+    int b0 = f.add(f.sub(f.mul(two_t, b1), b2), f.c(c[k]));
+    b2 = b1;
+    b1 = b0;
+  }
+  return f.add(f.sub(f.mul(t, b1), b2), f.c(c[0]));
+}
+
+/// erfcx(a) = exp(a^2) erfc(a) for a >= 0 (0 at infinity).
+int erfcx_nonnegative(const F64 &f, int a) {
+  int shifted = f.add(a, f.c(4));
+  int value = f.div(chebyshev(f, kErfcx, f.div(f.sub(a, f.c(4)), shifted)), shifted);
+  return f.where(f.eq(a, f.c(kInf)), f.c(0), value);
+}
+
+/// exp(-a^2) for a >= 0, with a^2 split as h^2 + (a - h)(a + h), h = a to 1/16: h^2 is exact,
+/// so the rounding of a^2 (up to 27^2 ulps where erfc has not underflowed) is not lost.
+int exp_minus_square(const F64 &f, int a) {
+  int h = f.div(f.fn(Op::Floor, f.mul(a, f.c(16))), f.c(16));
+  int rest = f.mul(f.sub(a, h), f.add(a, h));
+  return f.mul(f.fn(Op::Exp, f.fn(Op::Neg, f.mul(h, h))), f.fn(Op::Exp, f.fn(Op::Neg, rest)));
+}
+
+/// erfc(a) for a >= 0.
+int erfc_nonnegative(const F64 &f, int a) {
+  return f.where(f.eq(a, f.c(kInf)), f.c(0), f.mul(exp_minus_square(f, a), erfcx_nonnegative(f, a)));
+}
+
+/// erfc(x) = 2 - erfc(-x) below 0.
+int erfc(const F64 &f, int x) {
+  int e = erfc_nonnegative(f, f.fn(Op::Abs, x));
+  return f.where(f.lt(x, f.c(0)), f.sub(f.c(2), e), e);
+}
+
+/// erfcx(x) = 2 exp(x^2) - erfcx(-x) below 0.
+int erfcx(const F64 &f, int x) {
+  int e = erfcx_nonnegative(f, f.fn(Op::Abs, x));
+  int negative = f.sub(f.mul(f.c(2), f.fn(Op::Exp, f.mul(x, x))), e);
+  return f.where(f.lt(x, f.c(0)), negative, e);
+}
+
+/// log(ndtr(x)), ndtr(x) = erfc(-x / sqrt 2) / 2: log1p(-erfc(x / sqrt 2) / 2) from -1 up,
+/// below log(erfcx(-x / sqrt 2) / 2) - x^2 / 2, which keeps its digits down to -inf.
+int log_ndtr(const F64 &f, int x) {
+  int z = f.mul(x, f.c(M_SQRT1_2));
+  int upper = f.fn(Op::Log1p, f.mul(f.c(-0.5), erfc(f, z)));
+  int lower = f.sub(f.fn(Op::Log, f.mul(f.c(0.5), erfcx_nonnegative(f, f.fn(Op::Neg, z)))),
+                    f.mul(f.c(0.5), f.mul(x, x)));
+  return f.where(f.lt(x, f.c(-1)), lower, upper);
+}
+
+/// erfinv(y) for |y| <= 0.9.
+int erfinv_central(const F64 &f, int y) {
+  return f.mul(y, chebyshev(f, kErfinvCentral, f.sub(f.div(f.mul(y, y), f.c(0.405)), f.c(1))));
+}
+
+/// erfc^-1(q) for 0 <= q <= 0.1 (inf at 0, NaN below).
+int erfcinv_tail(const F64 &f, int q) {
+  int u = f.fn(Op::Rsqrt, f.fn(Op::Neg, f.fn(Op::Log, q)));
+  double lo = kErfcinvTailU[0], hi = kErfcinvTailU[1];
+  int t = f.sub(f.mul(f.sub(u, f.c(lo)), f.c(2 / (hi - lo))), f.c(1));
+  return f.div(chebyshev(f, kErfcinvTail, t), u);
+}
+
+/// erfinv(y): +-inf at +-1, NaN beyond.
+int erfinv(const F64 &f, int y) {
+  int a = f.fn(Op::Abs, y);
+  int tail = f.b.binary(Op::Copysign, erfcinv_tail(f, f.sub(f.c(1), a)), y, F64::t);
+  return f.where(f.b.binary(Op::Le, a, f.c(0.9), DType::Bool), erfinv_central(f, y), tail);
+}
+
+/// ndtri(p) = -sqrt 2 erfc^-1(2p), erfc^-1 from its tails at both ends (q <= 0.1 and
+/// 2 - q <= 0.1) and from erfinv(1 - q) between.
+int ndtri(const F64 &f, int p) {
+  int q = f.mul(p, f.c(2));
+  int low = erfcinv_tail(f, q), high = f.fn(Op::Neg, erfcinv_tail(f, f.sub(f.c(2), q)));
+  int middle = erfinv_central(f, f.sub(f.c(1), q));
+  int value = f.where(f.b.binary(Op::Le, q, f.c(0.1), DType::Bool), low,
+                      f.where(f.b.binary(Op::Ge, q, f.c(1.9), DType::Bool), high, middle));
+  return f.mul(f.c(-M_SQRT2), value);
+}
+
 /// A special function of `self`, elementwise, in f64.
 LowerFn special(std::function<int(const F64 &, int x, const Node &n)> fn) {
   return [=](Lowering &l, const Node &n) {
@@ -205,6 +299,11 @@ void add_special_lowerings(std::map<std::string, LowerFn, std::less<>> &t) {
     int64_t order = arg(n, "n").as<int64_t>();
     return order == 0 ? digamma(f, x) : polygamma(f, int(order), x);
   });
+  t["aten.erfc.default"] = special([](const F64 &f, int x, const Node &) { return erfc(f, x); });
+  t["aten.special_erfcx.default"] = special([](const F64 &f, int x, const Node &) { return erfcx(f, x); });
+  t["aten.special_log_ndtr.default"] = special([](const F64 &f, int x, const Node &) { return log_ndtr(f, x); });
+  t["aten.erfinv.default"] = special([](const F64 &f, int x, const Node &) { return erfinv(f, x); });
+  t["aten.special_ndtri.default"] = special([](const F64 &f, int x, const Node &) { return ndtri(f, x); });
   t["aten.special_spherical_bessel_j0.default"] =
       special([](const F64 &f, int x, const Node &) { return spherical_bessel_j0(f, x); });
 }

@@ -144,6 +144,7 @@ void register_unary_ops(Registry &r) {
   for (const char *name : {"exp", "exp2", "expm1", "log", "log1p", "log2", "sqrt", "rsqrt", "reciprocal",
                            "sin", "cos", "tan", "tanh", "sigmoid", "erf", "acos", "asin", "atan", "acosh",
                            "asinh", "atanh", "cosh", "sinh", "log10", "lgamma", "digamma",
+                           "erfc", "erfinv", "special_erfcx", "special_log_ndtr", "special_ndtri",
                            "special_spherical_bessel_j0"})
     r.add(str_cat(name, "(Tensor self) -> Tensor"), unary(Promote::IntToFloat));
   r.add("polygamma(int n, Tensor self) -> Tensor", polygamma);
