@@ -2704,6 +2704,35 @@ def _special_erf(dev):
                 make([0, 2])]
 
 
+@op_case("special_bessel", [A.i0.default, A.special_i0e.default, A.special_i1.default, A.special_i1e.default,
+                             A.special_modified_bessel_i0.default, A.special_modified_bessel_i1.default,
+                             A.special_modified_bessel_k0.default, A.special_modified_bessel_k1.default,
+                             A.special_scaled_modified_bessel_k0.default, A.special_scaled_modified_bessel_k1.default,
+                             A.special_bessel_j0.default, A.special_bessel_j1.default, A.special_bessel_y0.default,
+                             A.special_bessel_y1.default], ("odd", "noncontig", "size0"), decomp="none")
+def _special_bessel(dev):
+    """The Bessel functions across both sides of their series' seams (2 and 8), from tiny to
+    large arguments (I up to 709 in f64, past which eager overflows in exp(x) before dividing
+    while coil does not; K's underflow), negative numbers (I odd and even, J odd and even, K
+    and Y NaN), 0, -0, the infinities and NaN; f32 up to 30 where eager's float math keeps
+    its digits, f64 to 800, bf16, int64 and bool."""
+    fns = [A.i0.default, A.special_i0e.default, A.special_i1.default, A.special_i1e.default,
+           A.special_modified_bessel_i0.default, A.special_modified_bessel_i1.default,
+           A.special_modified_bessel_k0.default, A.special_modified_bessel_k1.default,
+           A.special_scaled_modified_bessel_k0.default, A.special_scaled_modified_bessel_k1.default,
+           A.special_bessel_j0.default, A.special_bessel_j1.default, A.special_bessel_y0.default,
+           A.special_bessel_y1.default]
+
+    def fn(x, xd, xb, i, b, e):  # eager has bf16 for i0, i0e, i1 and i1e only
+        return tuple(g(t) for k, g in enumerate(fns) for t in ((x, xd, xb, i, b, e) if k < 4 else (x, xd, i, b, e)))
+    edges = [0.0, -0.0, float("inf"), -float("inf"), float("nan"), 2.0, 8.0, 1e-20]
+    x = torch.cat([torch.rand(30) * 24 - 4, torch.tensor(edges + [1.99999, 2.00001, 7.99999, 8.00001, 30.0, -30.0])])
+    xd = torch.cat([torch.rand(20, dtype=torch.float64) * 100 - 20, torch.rand(8, dtype=torch.float64) * 800,
+                    torch.tensor(edges + [700.0, 709.0, -705.0, 1e-300, 1e5, 3.0], dtype=torch.float64)])
+    return fn, [x, xd.reshape(3, 14).t(), (torch.rand(12) * 16 - 4).to(torch.bfloat16), torch.randint(-5, 20, (9,)),
+                torch.tensor([True, False]), make([0, 3])]
+
+
 @op_case("addbmm_bucketize_searchsorted", [A.addbmm.default, A.bucketize.Tensor, A.searchsorted.Tensor],
          ("odd", "size0", "noncontig"), decomp="none")
 def _addbmm_bucketize_searchsorted(dev):

@@ -1,5 +1,6 @@
 // Special functions (lgamma, digamma, polygamma, erfc, erfcx, erfinv, ndtri, log_ndtr, the
-// spherical Bessel j0) as compositions of
+// Bessel functions I0, I1, K0, K1, J0, J1, Y0, Y1 and their scaled forms, the spherical
+// Bessel j0) as compositions of
 // the body's elementary ops, not as ops of their own: written once here, they run the same on
 // the reference interpreter, in C++ (vectorized with the rest of the kernel) and in Triton.
 // Each computes in f64 whatever the tensor's dtype and rounds once at the end, so an f32
@@ -16,6 +17,9 @@
 //   erfcx      a Chebyshev series in (x - 4) / (x + 4) for x >= 0; erfc, log_ndtr from it.
 //   erfinv     a Chebyshev series in y^2 for |y| <= 0.9, and in 1 / sqrt(-ln(1 - |y|))
 //              beyond; ndtri from the same two.
+//   Bessel     Chebyshev series on [0, 8] (I, J, Y) or [0, 2] (K) of what is left when the
+//              logarithm of Y and K is taken out, and in 1/x beyond of the exponentially
+//              scaled I and K and of the modulus-phase pair (P, Q) of J and Y.
 // The Chebyshev series come from scripts/special_tables.py (special_tables.inc), which
 // checks each to 1e-15 against mpmath.
 #include <cmath>
@@ -278,6 +282,81 @@ int ndtri(const F64 &f, int p) {
   return f.mul(f.c(-M_SQRT2), value);
 }
 
+/// t = a / (hi / 2) - 1 for a in [0, hi].
+int linear_in(const F64 &f, int a, double hi) { return f.sub(f.mul(a, f.c(2 / hi)), f.c(1)); }
+/// t = 2 a^2 / hi^2 - 1 for a in [0, hi].
+int square_in(const F64 &f, int a, double hi) { return f.sub(f.mul(f.mul(a, a), f.c(2 / (hi * hi))), f.c(1)); }
+/// t = 2 lo / a - 1 for a >= lo.
+int inverse_in(const F64 &f, int a, double lo) { return f.sub(f.div(f.c(2 * lo), a), f.c(1)); }
+int at_most(const F64 &f, int a, double bound) { return f.b.binary(Op::Le, a, f.c(bound), DType::Bool); }
+
+/// exp(-|x|) I_order(|x|) (order 0 or 1; odd I1 takes x's sign after).
+int scaled_bessel_i(const F64 &f, int order, int a) {
+  int small = order == 0 ? chebyshev(f, kI0Small, linear_in(f, a, 8)) : f.mul(a, chebyshev(f, kI1Small, linear_in(f, a, 8)));
+  int large = f.div(order == 0 ? chebyshev(f, kI0Large, inverse_in(f, a, 8)) : chebyshev(f, kI1Large, inverse_in(f, a, 8)),
+                    f.fn(Op::Sqrt, a));
+  return f.where(at_most(f, a, 8), small, large);
+}
+
+/// I0(x), I1(x), or scaled by exp(-|x|) (i0e, i1e). Unscaled, exp(|x|) is applied in two
+/// halves so that the result overflows only where I does.
+int bessel_i(const F64 &f, int order, bool scaled, int x) {
+  int a = f.fn(Op::Abs, x);
+  int value = scaled_bessel_i(f, order, a);
+  if (!scaled) {
+    int half = f.fn(Op::Exp, f.mul(a, f.c(0.5)));
+    value = f.mul(f.mul(value, half), half);
+  }
+  return order == 0 ? value : f.where(f.lt(x, f.c(0)), f.fn(Op::Neg, value), value);
+}
+
+/// K0(x), K1(x) for x >= 0 (NaN below), or scaled by exp(x): inf at 0.
+int bessel_k(const F64 &f, int order, bool scaled, int x) {
+  int log_half = f.fn(Op::Log, f.mul(x, f.c(0.5)));
+  int i_small = f.mul(bessel_i(f, order, true, x), f.fn(Op::Exp, x));  // I(x) for x <= 2
+  int small = order == 0 ? f.sub(chebyshev(f, kK0Small, square_in(f, x, 2)), f.mul(log_half, i_small))
+                         : f.add(f.div(chebyshev(f, kK1Small, square_in(f, x, 2)), x), f.mul(log_half, i_small));
+  if (scaled) small = f.mul(small, f.fn(Op::Exp, x));
+  int large = f.div(order == 0 ? chebyshev(f, kK0Large, inverse_in(f, x, 2)) : chebyshev(f, kK1Large, inverse_in(f, x, 2)),
+                    f.fn(Op::Sqrt, x));
+  if (!scaled) large = f.mul(large, f.fn(Op::Exp, f.fn(Op::Neg, x)));
+  int value = f.where(at_most(f, x, 2), small, large);
+  return f.where(f.eq(x, f.c(0)), f.c(kInf), value);
+}
+
+/// J0, J1 (first kind) and Y0, Y1 (second kind): series on [0, 8]; beyond, from (P, Q) with
+/// cos and sin of x - (2 order + 1) pi / 4 spelled through cos x and sin x (no rounding of
+/// pi / 4 added to a large x). J1 odd, J0 even, Y NaN below 0 and -inf at 0.
+int bessel_jy(const F64 &f, int order, bool second_kind, int x) {
+  int a = second_kind ? x : f.fn(Op::Abs, x);
+  int t = square_in(f, a, 8);
+  int small;
+  if (!second_kind) {
+    small = order == 0 ? chebyshev(f, kJ0Small, t) : f.mul(a, chebyshev(f, kJ1Small, t));
+  } else {
+    int log = f.mul(f.c(2 / M_PI), f.fn(Op::Log, a));
+    if (order == 0) {
+      small = f.add(chebyshev(f, kY0Small, t), f.mul(log, chebyshev(f, kJ0Small, t)));
+    } else {
+      int j1 = f.mul(a, chebyshev(f, kJ1Small, t));
+      small = f.add(f.mul(a, chebyshev(f, kY1Small, t)),
+                    f.sub(f.mul(log, j1), f.div(f.c(2 / M_PI), a)));
+    }
+  }
+  int u = inverse_in(f, a, 8);
+  int p = chebyshev(f, order == 0 ? kP0 : kP1, u), q = f.div(chebyshev(f, order == 0 ? kQ0 : kQ1, u), a);
+  int cos_x = f.fn(Op::Cos, a), sin_x = f.fn(Op::Sin, a);
+  // order 0: c = x - pi/4; order 1: c = x - 3 pi/4; each times sqrt 2.
+  int cos_c = order == 0 ? f.add(cos_x, sin_x) : f.sub(sin_x, cos_x);
+  int sin_c = order == 0 ? f.sub(sin_x, cos_x) : f.fn(Op::Neg, f.add(sin_x, cos_x));
+  int amplitude = f.fn(Op::Sqrt, f.div(f.c(1 / M_PI), a));  // sqrt(2 / (pi a)) / sqrt 2
+  int large = second_kind ? f.mul(amplitude, f.add(f.mul(p, sin_c), f.mul(q, cos_c)))
+                          : f.mul(amplitude, f.sub(f.mul(p, cos_c), f.mul(q, sin_c)));
+  int value = f.where(at_most(f, a, 8), small, large);
+  if (second_kind) return f.where(f.eq(a, f.c(0)), f.c(-kInf), value);
+  return order == 1 ? f.where(f.lt(x, f.c(0)), f.fn(Op::Neg, value), value) : value;
+}
+
 /// A special function of `self`, elementwise, in f64.
 LowerFn special(std::function<int(const F64 &, int x, const Node &n)> fn) {
   return [=](Lowering &l, const Node &n) {
@@ -304,6 +383,24 @@ void add_special_lowerings(std::map<std::string, LowerFn, std::less<>> &t) {
   t["aten.special_log_ndtr.default"] = special([](const F64 &f, int x, const Node &) { return log_ndtr(f, x); });
   t["aten.erfinv.default"] = special([](const F64 &f, int x, const Node &) { return erfinv(f, x); });
   t["aten.special_ndtri.default"] = special([](const F64 &f, int x, const Node &) { return ndtri(f, x); });
+  using Fn = std::function<int(const F64 &, int)>;
+  std::vector<std::pair<const char *, Fn>> bessel = {
+      {"aten.i0.default", [](const F64 &f, int x) { return bessel_i(f, 0, false, x); }},
+      {"aten.special_modified_bessel_i0.default", [](const F64 &f, int x) { return bessel_i(f, 0, false, x); }},
+      {"aten.special_i0e.default", [](const F64 &f, int x) { return bessel_i(f, 0, true, x); }},
+      {"aten.special_i1.default", [](const F64 &f, int x) { return bessel_i(f, 1, false, x); }},
+      {"aten.special_modified_bessel_i1.default", [](const F64 &f, int x) { return bessel_i(f, 1, false, x); }},
+      {"aten.special_i1e.default", [](const F64 &f, int x) { return bessel_i(f, 1, true, x); }},
+      {"aten.special_modified_bessel_k0.default", [](const F64 &f, int x) { return bessel_k(f, 0, false, x); }},
+      {"aten.special_modified_bessel_k1.default", [](const F64 &f, int x) { return bessel_k(f, 1, false, x); }},
+      {"aten.special_scaled_modified_bessel_k0.default", [](const F64 &f, int x) { return bessel_k(f, 0, true, x); }},
+      {"aten.special_scaled_modified_bessel_k1.default", [](const F64 &f, int x) { return bessel_k(f, 1, true, x); }},
+      {"aten.special_bessel_j0.default", [](const F64 &f, int x) { return bessel_jy(f, 0, false, x); }},
+      {"aten.special_bessel_j1.default", [](const F64 &f, int x) { return bessel_jy(f, 1, false, x); }},
+      {"aten.special_bessel_y0.default", [](const F64 &f, int x) { return bessel_jy(f, 0, true, x); }},
+      {"aten.special_bessel_y1.default", [](const F64 &f, int x) { return bessel_jy(f, 1, true, x); }},
+  };
+  for (auto &[name, fn] : bessel) t[name] = special([fn](const F64 &f, int x, const Node &) { return fn(f, x); });
   t["aten.special_spherical_bessel_j0.default"] =
       special([](const F64 &f, int x, const Node &) { return spherical_bessel_j0(f, x); });
 }

@@ -145,7 +145,11 @@ void register_unary_ops(Registry &r) {
                            "sin", "cos", "tan", "tanh", "sigmoid", "erf", "acos", "asin", "atan", "acosh",
                            "asinh", "atanh", "cosh", "sinh", "log10", "lgamma", "digamma",
                            "erfc", "erfinv", "special_erfcx", "special_log_ndtr", "special_ndtri",
-                           "special_spherical_bessel_j0"})
+                           "special_spherical_bessel_j0", "i0", "special_i0e", "special_i1", "special_i1e",
+                           "special_modified_bessel_i0", "special_modified_bessel_i1", "special_modified_bessel_k0",
+                           "special_modified_bessel_k1", "special_scaled_modified_bessel_k0",
+                           "special_scaled_modified_bessel_k1", "special_bessel_j0", "special_bessel_j1",
+                           "special_bessel_y0", "special_bessel_y1"})
     r.add(str_cat(name, "(Tensor self) -> Tensor"), unary(Promote::IntToFloat));
   r.add("polygamma(int n, Tensor self) -> Tensor", polygamma);
   r.add("abs(Tensor self) -> Tensor", unary(Promote::Default, Accepts::NotBool, "abs"));
