@@ -2733,6 +2733,43 @@ def _special_bessel(dev):
                 torch.tensor([True, False]), make([0, 3])]
 
 
+@op_case("gcd_lcm_shifts", [A.gcd.default, A.lcm.default, A.bitwise_left_shift.Tensor,
+                             A.bitwise_left_shift.Tensor_Scalar, A.bitwise_left_shift.Scalar_Tensor,
+                             A.bitwise_right_shift.Tensor, A.bitwise_right_shift.Tensor_Scalar,
+                             A.bitwise_right_shift.Scalar_Tensor], ("odd", "noncontig", "broadcast"), decomp="none")
+def _gcd_lcm_shifts(dev):
+    """gcd and lcm of signed numbers, zeros and consecutive Fibonacci numbers (Euclid's
+    longest runs) in i64, i32, i16 and u8; shifts by 0 to 70 and by negative amounts of
+    positive and negative numbers (the sign's -1 past the width), into the sign bit, with a
+    number on either side, in i64, i32, i8 and u8, mixed dtypes promoting."""
+    def fn(a, b, f, g, a32, b32, a16, b16, a8, b8, x, s, x32, s8, xi8, xu8):
+        return (A.gcd.default(a, b), A.lcm.default(a, b), A.gcd.default(f, g), A.lcm.default(f, g),
+                A.gcd.default(a32, b32), A.lcm.default(a32, b32), A.gcd.default(a16, b16), A.gcd.default(a8, b8),
+                A.lcm.default(a16, b16), A.gcd.default(a, b32),
+                A.bitwise_left_shift.Tensor(x, s), A.bitwise_right_shift.Tensor(x, s),
+                A.bitwise_left_shift.Tensor(x32, s8), A.bitwise_right_shift.Tensor(x32, s8),
+                A.bitwise_left_shift.Tensor(xi8, s8), A.bitwise_right_shift.Tensor(xi8, s8),
+                A.bitwise_left_shift.Tensor(xu8, s8), A.bitwise_right_shift.Tensor(xu8, s8),
+                A.bitwise_left_shift.Tensor_Scalar(x, 3), A.bitwise_right_shift.Tensor_Scalar(x32, 40),
+                A.bitwise_left_shift.Scalar_Tensor(5, s), A.bitwise_right_shift.Scalar_Tensor(-1000, s8),
+                A.bitwise_left_shift.Tensor(x[:4].reshape(4, 1), s[:5]))
+    i64, i32, i16, u8, i8 = torch.int64, torch.int32, torch.int16, torch.uint8, torch.int8
+    a = torch.tensor([12, -18, 0, 0, 7, -9223372036854775807, 1 << 40, 35, 1, -6])
+    b = torch.tensor([18, 12, 0, 5, -3, 3, 1 << 20, -49, 1, 0])
+    fib = [1, 1]
+    while len(fib) < 92:
+        fib.append(fib[-1] + fib[-2])
+    f, g = torch.tensor(fib[1:91]), torch.tensor(fib[2:92])
+    s = torch.tensor([0, 1, 5, 62, 63, 64, 70, -1, -64, 3])
+    x = torch.tensor([5, -5, 3, 1, -1, 7, -7, 9, -12, 1 << 61])
+    return fn, [a, b, f, g, (a % 1000).to(i32), (b % 1000).to(i32), torch.tensor([600, -48, 0, 233], dtype=i16),
+                torch.tensor([144, 36, 0, -377], dtype=i16), torch.tensor([200, 0, 255, 89], dtype=u8),
+                torch.tensor([150, 7, 0, 144], dtype=u8), x, s, torch.tensor([5, -5, 1 << 30, -(1 << 31), 77, -77, 3, 0, 1, -1], dtype=i32),
+                torch.tensor([0, 1, 7, 8, 31, 32, 33, -1, 40, 2], dtype=i8),
+                torch.tensor([5, -5, 127, -128, 64, -1, 3, 0, 1, -2], dtype=i8),
+                torch.tensor([5, 250, 127, 128, 64, 255, 3, 0, 1, 2], dtype=u8)]
+
+
 @op_case("addbmm_bucketize_searchsorted", [A.addbmm.default, A.bucketize.Tensor, A.searchsorted.Tensor],
          ("odd", "size0", "noncontig"), decomp="none")
 def _addbmm_bucketize_searchsorted(dev):

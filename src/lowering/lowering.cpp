@@ -170,6 +170,7 @@ const std::map<std::string, LowerFn, std::less<>> &lowerings() {
     add_indexing_lowerings(t);
     add_random_lowerings(t);
     add_special_lowerings(t);
+    add_integer_lowerings(t);
     return t;
   }();
   return table;

@@ -124,5 +124,6 @@ void add_pooling_lowerings(std::map<std::string, LowerFn, std::less<>> &t);
 void add_indexing_lowerings(std::map<std::string, LowerFn, std::less<>> &t);
 void add_random_lowerings(std::map<std::string, LowerFn, std::less<>> &t);
 void add_special_lowerings(std::map<std::string, LowerFn, std::less<>> &t);
+void add_integer_lowerings(std::map<std::string, LowerFn, std::less<>> &t);
 
 }  // namespace coil::lowering

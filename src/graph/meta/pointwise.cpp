@@ -223,6 +223,16 @@ void register_binary_ops(Registry &r) {
   }
   for (const char *name : {"logical_and", "logical_or", "logical_xor"})
     r.add(str_cat(name, "(Tensor self, Tensor other) -> Tensor"), binary(Promote::AlwaysBool));
+  for (const char *name : {"gcd", "lcm"})
+    r.add(str_cat(name, "(Tensor self, Tensor other) -> Tensor"), binary(Promote::Default, Accepts::Integral, name));
+  for (const char *name : {"bitwise_left_shift", "bitwise_right_shift"}) {
+    r.add(str_cat(name, ".Tensor(Tensor self, Tensor other) -> Tensor"),
+          binary(Promote::Default, Accepts::Integral, name));
+    r.add(str_cat(name, ".Tensor_Scalar(Tensor self, Scalar other) -> Tensor"),
+          binary_scalar(Promote::Default, Accepts::Integral, name));
+    r.add(str_cat(name, ".Scalar_Tensor(Scalar self, Tensor other) -> Tensor"),
+          checked(elementwise(Promote::Default, {"other"}, {"self"}), Accepts::Integral, name));
+  }
   for (const char *name : {"bitwise_and", "bitwise_or", "bitwise_xor"}) {
     r.add(str_cat(name, ".Tensor(Tensor self, Tensor other) -> Tensor"),
           binary(Promote::Default, Accepts::Integral, name));
