@@ -2770,6 +2770,26 @@ def _gcd_lcm_shifts(dev):
                 torch.tensor([5, 250, 127, 128, 64, 255, 3, 0, 1, 2], dtype=u8)]
 
 
+@op_case("index_reduce", [A.index_reduce.default], ("odd", "noncontig", "size1"), decomp="none")
+def _index_reduce(dev):
+    """index_reduce with each reduce (prod, mean, amax, amin), with and without self, along
+    dims 0, 1 and -1, repeated indices and slices no index reaches, a transposed source,
+    integers with negative means (eager's division rounds down), bf16, and 0-d tensors."""
+    def fn(x, src, idx, src1, idx1, xi, srci, x0, s0, i0, xb, srcb):
+        out = []
+        for reduce in ("prod", "mean", "amax", "amin"):
+            for include in (True, False):
+                out.append(A.index_reduce.default(x, 0, idx, src, reduce, include_self=include))
+            out.append(A.index_reduce.default(x, -1, idx1, src1.t(), reduce))
+            out.append(A.index_reduce.default(xi, 1, idx1, srci, reduce, include_self=False))
+            out.append(A.index_reduce.default(xb, 0, idx, srcb, reduce))
+        out.append(A.index_reduce.default(x0, 0, i0, s0, "mean"))
+        return tuple(out)
+    return fn, [make([5, 4]), make([7, 4]), torch.tensor([0, 2, 0, 4, 2, 2, 0]), make([3, 5]),
+                torch.tensor([3, 1, 3]), torch.randint(-9, 9, (5, 4)), torch.randint(-9, 9, (5, 3)),
+                make([]), make([]), torch.tensor(0), make([5, 4], bf16), make([7, 4], bf16)]
+
+
 @op_case("addbmm_bucketize_searchsorted", [A.addbmm.default, A.bucketize.Tensor, A.searchsorted.Tensor],
          ("odd", "size0", "noncontig"), decomp="none")
 def _addbmm_bucketize_searchsorted(dev):

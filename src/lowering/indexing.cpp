@@ -134,56 +134,69 @@ struct ScatterWrites {
   std::optional<double> value;
 };
 
-TensorRef scatter_with(Lowering &l, const Node &n, const ScatterWrites &w) {
-  const TensorRef &self = tensor(l, n, "self"), &index = tensor(l, n, "index");
-  const TensorType &out = l.graph().type(n.outputs[0]);
+/// What a scatter writes: into self, along dim, src's elements (absent for scatter.value),
+/// each at its place in index.
+struct ScatterOperands {
+  TensorRef self, index;
+  std::optional<TensorRef> src;
+  size_t dim;
+};
+
+ScatterOperands scatter_operands(Lowering &l, const Node &n) {
+  const TensorRef &self = tensor(l, n, "self");
   size_t dim = self.rank() == 0 ? 0 : size_t(wrap_dim(arg(n, "dim").as<int64_t>(), self.rank()));
+  int src = n.op->schema.find_arg("src");
+  return {self, tensor(l, n, "index"), src >= 0 ? std::optional(tensor(l, n, "src")) : std::nullopt, dim};
+}
+
+TensorRef scatter_with(Lowering &l, const Node &n, const ScatterOperands &s, const ScatterWrites &w) {
+  const TensorRef &index = s.index;
+  const TensorType &out = l.graph().type(n.outputs[0]);
   TensorRef dense{-1, out.dtype, out.sizes, out.strides, 0};
   return l.scatter(
-      n.name, out, w.init ? *w.init : self, index.sizes, w.combine.has_value(),
+      n.name, out, w.init ? *w.init : s.self, index.sizes, w.combine.has_value(),
       [&](BodyBuilder &b, const std::vector<Expr> &x) {
-        int value = w.from_src ? Lowering::load_broadcast(b, tensor(l, n, "src"), x)
+        int value = w.from_src ? Lowering::load_broadcast(b, *s.src, x)
                                : b.constant(w.value ? *w.value : number(arg(n, "value")), out.dtype);
         if (index.rank() == 0) return std::pair{value, std::vector<int>{}};
         return std::pair{value, std::vector<int>{load_index(b, index, x, std::nullopt)}};
       },
       [&](const std::vector<Expr> &x) {
         std::vector<Expr> at = x;
-        if (index.rank() > 0) at[dim] = Expr(ir::indirect_var(0));
+        if (index.rank() > 0) at[s.dim] = Expr(ir::indirect_var(0));
         return Lowering::offset(dense, at);
       },
       w.combine.value_or(Op::Add));
 }
 
-// scatter_reduce.two(self, dim, index, src, reduce, include_self): every src element
-// combined into the element scatter would write, by sum, prod, amax or amin, starting from
-// self's value or (include_self false) from the scattered values alone: from 0 (1 for
-// prod), or for amax and amin from one of them, written first. mean divides the sum by the
-// count of values combined (self's among them when included), positions with none keeping
-// self, as eager does (by floor division for integers).
-std::vector<TensorRef> scatter_reduce(Lowering &l, const Node &n) {
-  std::string reduce = arg(n, "reduce").as<std::string>();
-  const Arg &include_arg = arg(n, "include_self");
-  bool include_self = include_arg.is_none() || include_arg.as<bool>();
+TensorRef scatter_with(Lowering &l, const Node &n, const ScatterWrites &w) {
+  return scatter_with(l, n, scatter_operands(l, n), w);
+}
+
+// Every src element combined into the element scatter would write, by sum, prod, amax or
+// amin, starting from self's value or (include_self false) from the scattered values alone:
+// from 0 (1 for prod), or for amax and amin from one of them, written first. mean divides
+// the sum by the count of values combined (self's among them when included), positions with
+// none keeping self, as eager does (by floor division for integers).
+std::vector<TensorRef> scatter_reduced(Lowering &l, const Node &n, const ScatterOperands &s, const std::string &reduce,
+                                       bool include_self) {
   const TensorType &out = l.graph().type(n.outputs[0]);
   const std::map<std::string, Op> ops = {{"sum", Op::Add}, {"mean", Op::Add}, {"prod", Op::Mul},
                                          {"amax", Op::Maximum}, {"amin", Op::Minimum}};
-  auto op = ops.find(reduce);
-  COIL_USER_CHECK(op != ops.end(), n.name, ": scatter_reduce's reduce must be sum, prod, mean, amax or amin, got '",
-                  reduce, "'");
-  bool extremum = op->second == Op::Maximum || op->second == Op::Minimum;
+  Op op = ops.at(reduce);
+  bool extremum = op == Op::Maximum || op == Op::Minimum;
   std::optional<TensorRef> start;
   if (!include_self && extremum) {
-    start = scatter_with(l, n, {});  // one of the values at each position they reach
+    start = scatter_with(l, n, s, {});  // one of the values at each position they reach
   } else if (!include_self) {
-    start = scatter_with(l, n, {false, std::nullopt, nullptr, op->second == Op::Mul ? 1.0 : 0.0});
+    start = scatter_with(l, n, s, {false, std::nullopt, nullptr, op == Op::Mul ? 1.0 : 0.0});
   }
-  TensorRef combined = scatter_with(l, n, {true, op->second, start ? &*start : nullptr, std::nullopt});
+  TensorRef combined = scatter_with(l, n, s, {true, op, start ? &*start : nullptr, std::nullopt});
   if (reduce != "mean") return {combined};
   TensorRef zero_or_one = l.pointwise(out, n.name + " count", [&](BodyBuilder &b, const std::vector<Expr> &) {
     return b.constant(include_self ? 1 : 0, out.dtype);
   });
-  TensorRef counts = scatter_with(l, n, {false, Op::Add, &zero_or_one, 1.0});
+  TensorRef counts = scatter_with(l, n, s, {false, Op::Add, &zero_or_one, 1.0});
   return {l.pointwise(out, n.name, [&](BodyBuilder &b, const std::vector<Expr> &x) {
     int sum = b.load(combined.buffer, Lowering::offset(combined, x), out.dtype);
     int count = b.load(counts.buffer, Lowering::offset(counts, x), out.dtype);
@@ -191,6 +204,27 @@ std::vector<TensorRef> scatter_reduce(Lowering &l, const Node &n) {
     count = b.where(none, b.constant(1, out.dtype), count, out.dtype);
     return b.binary(is_floating(out.dtype) ? Op::TrueDiv : Op::FloorDiv, sum, count, out.dtype);
   })};
+}
+
+bool include_self(const Node &n) {
+  const Arg &a = arg(n, "include_self");
+  return a.is_none() || a.as<bool>();
+}
+
+// scatter_reduce.two(self, dim, index, src, reduce, include_self).
+std::vector<TensorRef> scatter_reduce(Lowering &l, const Node &n) {
+  return scatter_reduced(l, n, scatter_operands(l, n), arg(n, "reduce").as<std::string>(), include_self(n));
+}
+
+// index_reduce(self, dim, index, source, reduce, include_self): source's slice j along dim
+// reduced into self's slice index[j]: scatter_reduce with index[j] broadcast over source's
+// other dims (a view of stride 0).
+std::vector<TensorRef> index_reduce(Lowering &l, const Node &n) {
+  const TensorRef &self = tensor(l, n, "self"), &index = tensor(l, n, "index"), &source = tensor(l, n, "source");
+  size_t dim = self.rank() == 0 ? 0 : size_t(wrap_dim(arg(n, "dim").as<int64_t>(), self.rank()));
+  TensorRef spread{index.buffer, index.dtype, source.sizes, Shape(source.sizes.size(), 0), index.offset};
+  if (source.rank() > 0) spread.strides[dim] = index.rank() > 0 ? index.strides[0] : 0;
+  return scatter_reduced(l, n, {self, spread, source, dim}, arg(n, "reduce").as<std::string>(), include_self(n));
 }
 
 bool is_mask(Lowering &l, const Arg &a) {
@@ -571,6 +605,7 @@ void add_indexing_lowerings(std::map<std::string, LowerFn, std::less<>> &t) {
     return std::vector{scatter_with(l, n, {true, Op::Add, nullptr, std::nullopt})};
   };
   t["aten.scatter_reduce.two"] = scatter_reduce;
+  t["aten.index_reduce.default"] = index_reduce;
   // scatter.reduce and scatter.value_reduce: reduce 'add' or 'multiply' onto self.
   for (const char *op : {"aten.scatter.reduce", "aten.scatter.value_reduce"})
     t[op] = [](Lowering &l, const Node &n) {

@@ -57,6 +57,11 @@ const std::map<std::string, Fallback> kInductorFallbacks = {
       "matrices side by side for one library product (a copy where the strides allow no view) and counts the "
       "boundaries below each value in three reductions",
       5}},
+    {"op_index_reduce",
+     {"Inductor runs all 17 index_reduce calls through ATen's kernel on the CPU; coil generates each as scatter_reduce "
+      "does: the scatter, one more for include_self=False, and for mean the counts' start, their scatter and the "
+      "division",
+      24}},
     {"op_sort_topk",
      {"Inductor runs all 20 sorts and top-ks through ATen's kernels; coil generates each: the ranks' count, the "
       "scatters of values and positions to their ranks, and for topk the first k of each",

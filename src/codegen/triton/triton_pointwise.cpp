@@ -170,12 +170,14 @@ void TritonEmitter::emit_scatter() {
   int pdims = dims | value.dims | kA0;
   std::string ptr = pointer(names_.at(out), at, dims, pdims), m = mask(pdims);
   std::string stored = as_storage(value.name, ot.dtype);
-  // Atomics: an add of every float and 32/64-bit int, a max or min of 32/64-bit ints.
+  // Atomics: an add of 32/64-bit floats and ints, a max or min of 32/64-bit ints.
   bool wide_int = ot.dtype == DType::I32 || ot.dtype == DType::I64;
+  bool wide_float = ot.dtype == DType::F32 || ot.dtype == DType::F64;
   bool extremum = n.combine == Op::Maximum || n.combine == Op::Minimum;
-  bool atomic = n.accumulate && ((n.combine == Op::Add && (wide_int || is_floating(ot.dtype))) || (extremum && wide_int));
+  bool atomic = n.accumulate && ((n.combine == Op::Add && (wide_int || wide_float)) || (extremum && wide_int));
   // Every other combine (a product; a float max or min, NaN kept as torch.maximum keeps
-  // it, which an atomic max of the bits would not; any combine of 8- and 16-bit elements)
+  // it, which an atomic max of the bits would not; any combine of 8- and 16-bit elements,
+  // bf16 and f16 adds among them, which Triton's interpreter has no atomics for)
   // by compare-and-swap of the element's bits, retried until every lane's swap found the
   // value it combined with. An element narrower than 32 bits is swapped within the aligned
   // 32-bit word that holds it, the other bytes of the word kept.

@@ -329,6 +329,27 @@ MetaFn scatter(bool has_src) {
   };
 }
 
+/// index_reduce: source's slices along dim reduced into self's at index: index 1-d with one
+/// entry per slice, source shaped as self but along dim; self's dtype, contiguous.
+std::vector<TensorType> index_reduce(const MetaArgs &a) {
+  const TensorType &self = a.tensor("self"), &index = a.tensor("index"), &source = a.tensor("source");
+  std::string reduce = a.optional_str("reduce").value_or("");
+  COIL_USER_CHECK(reduce == "prod" || reduce == "mean" || reduce == "amax" || reduce == "amin",
+                  "index_reduce: reduce must be prod, mean, amax or amin, got '", reduce, "'");
+  int64_t dim = wrap_dim(a.integer("dim"), self.rank());
+  COIL_USER_CHECK(index.rank() <= 1, "index_reduce: index must be 0-d or 1-d, got ", index.rank(), "-d");
+  check_index_dtype("index_reduce", index);
+  COIL_USER_CHECK(source.dtype == self.dtype, "index_reduce: source has dtype ", short_name(source.dtype),
+                  " but self has ", short_name(self.dtype), "; expected the same dtype");
+  COIL_USER_CHECK(rank_or_one(source) == rank_or_one(self), "index_reduce: source and self need the same rank, got ",
+                  source.rank(), " and ", self.rank());
+  for (int64_t d = 0; d < source.rank(); ++d)
+    COIL_USER_CHECK(d == dim ? source.sizes[size_t(d)] == index.numel() : source.sizes[size_t(d)] == self.sizes[size_t(d)],
+                    "index_reduce: source's size ", source.sizes[size_t(d)], " in dim ", d, " should be ",
+                    d == dim ? index.numel() : self.sizes[size_t(d)]);
+  return {contiguous(self.dtype, self.sizes, self.device)};
+}
+
 std::vector<TensorType> embedding(const MetaArgs &a) {
   const TensorType &weight = a.tensor("weight");
   const TensorType &indices = a.tensor("indices");
@@ -546,6 +567,9 @@ void register_indexing_ops(Registry &r) {
   r.add("index.Tensor(Tensor self, Tensor?[] indices) -> Tensor", index);
   r.add("index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor", index_put);
   r.add("index_select(Tensor self, int dim, Tensor index) -> Tensor", index_select);
+  r.add("index_reduce(Tensor self, int dim, Tensor index, Tensor source, str reduce, *, bool include_self=True) "
+        "-> Tensor",
+        index_reduce);
   r.add("gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor", gather);
   r.add("scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor", scatter(true));
   r.add("scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor", scatter(true));
