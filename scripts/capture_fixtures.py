@@ -2647,6 +2647,12 @@ def _signbit_angle_diagonal_scatter(dev):
                 make([4]), make([3, 3]), torch.randint(-5, 5, (4, 6)), make([3, 4, 6]), torch.randint(-5, 5, (4,))]
 
 
+POLYNOMIALS = ["chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v", "chebyshev_polynomial_w",
+               "shifted_chebyshev_polynomial_t", "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
+               "shifted_chebyshev_polynomial_w", "hermite_polynomial_h", "hermite_polynomial_he", "laguerre_polynomial_l",
+               "legendre_polynomial_p"]
+
+
 @op_case("special_gamma", [A.lgamma.default, A.digamma.default, A.polygamma.default,
                             A.special_spherical_bessel_j0.default], ("odd", "noncontig", "size0"), decomp="none")
 def _special_gamma(dev):
@@ -2788,6 +2794,30 @@ def _index_reduce(dev):
     return fn, [make([5, 4]), make([7, 4]), torch.tensor([0, 2, 0, 4, 2, 2, 0]), make([3, 5]),
                 torch.tensor([3, 1, 3]), torch.randint(-9, 9, (5, 4)), torch.randint(-9, 9, (5, 3)),
                 make([]), make([]), torch.tensor(0), make([5, 4], bf16), make([7, 4], bf16)]
+
+
+@op_case("orthogonal_polynomials", [getattr(A, f"special_{name}").default for name in POLYNOMIALS]
+         + [A.special_chebyshev_polynomial_t.x_scalar, A.special_hermite_polynomial_h.n_scalar],
+         ("odd", "noncontig", "broadcast", "size0"), decomp="none")
+def _orthogonal_polynomials(dev):
+    """Each orthogonal polynomial (Chebyshev T, U, V, W and their shifted forms, Hermite H
+    and He, Laguerre, Legendre) of x across and beyond [-1, 1] (the ends, 0, 1/2 where the
+    shifted kinds reach theirs) by degrees -1 to 40 broadcast against it (the closed forms
+    past 6, odd and even), a fractional, NaN and infinite degree, in f64 and f32; integer
+    operands; x or n a number."""
+    def fn(x, n, xf, nf, xi, ni, e):
+        out = []
+        for name in POLYNOMIALS:
+            g = getattr(A, f"special_{name}").default
+            out += [g(x, n), g(xf, nf), g(xi, ni), g(e, ni[:1])]
+        return tuple(out) + (A.special_chebyshev_polynomial_t.x_scalar(0.3, n),
+                             A.special_hermite_polynomial_h.n_scalar(xf, 5))
+    x = torch.tensor([-1.5, -1.0, -0.999, -0.5, 0.0, 0.3, 0.5, 0.9, 1.0, 1.2], dtype=torch.float64).reshape(10, 1)
+    n = torch.tensor([-1.0, 0.0, 1.0, 2.0, 5.0, 7.0, 8.0, 9.0, 20.0, 3.7, float("nan"), float("inf")],
+                     dtype=torch.float64)
+    xf = torch.tensor([-1.0, -0.7, 0.0, 0.25, 0.5, 1.0, 0.8, -0.2], dtype=torch.float32)
+    nf = torch.tensor([0.0, 3.0, 7.0, 12.0, 2.0, 9.0, 1.0, -2.0], dtype=torch.float32)
+    return fn, [x, n, xf, nf, torch.tensor([0, 1, -1, 2]), torch.tensor([3, 4, 0, 2]), make([0], torch.float64)]
 
 
 @op_case("addbmm_bucketize_searchsorted", [A.addbmm.default, A.bucketize.Tensor, A.searchsorted.Tensor],

@@ -37,7 +37,9 @@ constexpr OpInfo kOps[] = {
     {Op::Remainder, "remainder", 2}, {Op::Fmod, "fmod", 2},         {Op::Pow, "pow", 2},
     {Op::Maximum, "maximum", 2},   {Op::Minimum, "minimum", 2},     {Op::Atan2, "atan2", 2},
     {Op::Copysign, "copysign", 2}, {Op::Fmax, "fmax", 2},           {Op::Fmin, "fmin", 2},
-    {Op::Hypot, "hypot", 2},       {Op::Rand, "rand", 2},           {Op::Randn, "randn", 2},
+    {Op::Hypot, "hypot", 2},       {Op::ChebyshevT, "chebyshev_t", 2}, {Op::ChebyshevU, "chebyshev_u", 2},
+    {Op::ChebyshevV, "chebyshev_v", 2}, {Op::ChebyshevW, "chebyshev_w", 2}, {Op::HermiteH, "hermite_h", 2},
+    {Op::HermiteHe, "hermite_he", 2}, {Op::LaguerreL, "laguerre_l", 2}, {Op::LegendreP, "legendre_p", 2},       {Op::Rand, "rand", 2},           {Op::Randn, "randn", 2},
     {Op::RandBits, "randbits", 2},
     {Op::Eq, "eq", 2},             {Op::Ne, "ne", 2},               {Op::Lt, "lt", 2},
     {Op::Le, "le", 2},             {Op::Gt, "gt", 2},               {Op::Ge, "ge", 2},
@@ -67,6 +69,8 @@ int op_arity(Op op) { return info(op).arity; }
 
 bool is_logical(Op op) { return op == Op::LogicalAnd || op == Op::LogicalOr || op == Op::LogicalXor; }
 bool is_random(Op op) { return op == Op::Rand || op == Op::Randn || op == Op::RandBits; }
+bool is_polynomial(Op op) { return op >= Op::ChebyshevT && op <= Op::LegendreP; }
+int polynomial_family(Op op) { return int(op) - int(Op::ChebyshevT); }
 
 size_t Instr::hash() const {
   size_t h = mix(size_t(op), size_t(dtype));

@@ -39,6 +39,9 @@ enum class Op : uint8_t {
   // Binary.
   Add, Sub, Mul, TrueDiv, FloorDiv, TruncDiv, Remainder, Fmod, Pow, Maximum, Minimum, Atan2,
   Copysign, Fmax, Fmin, Hypot,  // fmax/fmin: a NaN operand gives the other one
+  // Orthogonal polynomials P_n(x), operands (x, n) of one floating dtype, n a whole number:
+  // the recurrences of coil/polynomials.h, in its order.
+  ChebyshevT, ChebyshevU, ChebyshevV, ChebyshevW, HermiteH, HermiteHe, LaguerreL, LegendreP,
   // Random numbers: operands (seed, counter), both i64; Philox4x32-10 of the counter under
   // the seed (coil/philox.h). Rand: uniform in [0, 1); Randn: standard normal (f32 or f64);
   // RandBits: a uniform i64 in [0, 2^63).
@@ -57,6 +60,10 @@ int op_arity(Op op);
 bool is_logical(Op op);
 /// Rand, Randn, RandBits: a value drawn from the generator, a pure function of its operands.
 bool is_random(Op op);
+/// ChebyshevT .. LegendreP: an orthogonal polynomial, `polynomial_family` its row in
+/// coil/polynomials.h's table.
+bool is_polynomial(Op op);
+int polynomial_family(Op op);
 
 /// Loads whose index depends on loaded values (gather, embedding, indexing) name those
 /// values through index variables of their own: in the index of such a load,

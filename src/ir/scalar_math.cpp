@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "coil/philox.h"
+#include "coil/polynomials.h"
 #include "io/host_tensor.h"
 #include "support/error.h"
 
@@ -205,6 +206,10 @@ double binary_float(Op op, double a, double b) {
     case Op::Fmax: return nan_skip_max(a, b);
     case Op::Fmin: return nan_skip_min(a, b);
     case Op::Hypot: return std::hypot(a, b);
+    default: break;
+  }
+  if (is_polynomial(op)) return coil_rt::polynomial(coil_rt::Polynomial(polynomial_family(op)), a, b);
+  switch (op) {
     default: break;
   }
   COIL_ASSERT(false, op_name(op), " is not a floating binary op");

@@ -357,6 +357,60 @@ int bessel_jy(const F64 &f, int order, bool second_kind, int x) {
   return order == 1 ? f.where(f.lt(x, f.c(0)), f.fn(Op::Neg, value), value) : value;
 }
 
+/// P_n(y) of an orthogonal polynomial op, with what eager does around its recurrence: 0 for
+/// n < 0 (and for a non-finite n, which eager's conversion to an integer makes negative).
+/// The Chebyshev kinds: their values at y = +-1, and for n > 6 inside (-1, 1) their closed
+/// forms in theta = acos y (T: cos(n theta); U: sin((n+1) theta) / sin theta; V, W: the same
+/// with n + 1/2 over cos and sin of theta/2); the recurrence elsewhere.
+int orthogonal_polynomial(const F64 &f, Op op, int y, int n_value) {
+  int degree = f.where(f.is(Op::IsInf, n_value), f.c(-1),
+                       f.where(f.is(Op::IsNan, n_value), f.c(-1), f.fn(Op::Trunc, n_value)));
+  int value = f.b.binary(op, y, f.where(f.lt(degree, f.c(0)), f.c(0), degree), F64::t);
+  if (op >= Op::ChebyshevT && op <= Op::ChebyshevW) {
+    int odd = f.eq(f.b.binary(Op::Fmod, degree, f.c(2), F64::t), f.c(1));
+    int sign = f.where(odd, f.c(-1), f.c(1));
+    int twice_plus_one = f.add(f.add(degree, degree), f.c(1)), plus_one = f.add(degree, f.c(1));
+    int at_one = op == Op::ChebyshevU ? plus_one : op == Op::ChebyshevW ? twice_plus_one : f.c(1);
+    int at_minus_one = f.mul(sign, op == Op::ChebyshevU ? plus_one : op == Op::ChebyshevV ? twice_plus_one : f.c(1));
+    int theta = f.fn(Op::Acos, y);
+    int half = f.add(degree, f.c(0.5));
+    int closed = op == Op::ChebyshevT ? f.fn(Op::Cos, f.mul(degree, theta))
+                 : op == Op::ChebyshevU
+                     ? f.div(f.fn(Op::Sin, f.mul(plus_one, theta)), f.fn(Op::Sin, theta))
+                 : op == Op::ChebyshevV
+                     ? f.div(f.fn(Op::Cos, f.mul(half, theta)), f.fn(Op::Cos, f.mul(f.c(0.5), theta)))
+                     : f.div(f.fn(Op::Sin, f.mul(half, theta)), f.fn(Op::Sin, f.mul(f.c(0.5), theta)));
+    int inside = f.both(f.lt(f.fn(Op::Abs, y), f.c(1)), f.lt(f.c(6), degree));
+    value = f.where(inside, closed, value);
+    value = f.where(f.eq(y, f.c(1)), at_one, f.where(f.eq(y, f.c(-1)), at_minus_one, value));
+  }
+  if (op == Op::LegendreP) {
+    int odd = f.eq(f.b.binary(Op::Fmod, degree, f.c(2), F64::t), f.c(1));
+    value = f.where(f.eq(y, f.c(1)), f.c(1), f.where(f.eq(y, f.c(-1)), f.where(odd, f.c(-1), f.c(1)), value));
+  }
+  return f.where(f.lt(degree, f.c(0)), f.c(0), value);
+}
+
+/// A polynomial op of x and n (tensors or numbers, converted to the result's dtype first as
+/// eager converts them), in f64; the shifted Chebyshev kinds of 2x - 1.
+LowerFn polynomial(Op op, bool shifted) {
+  return [=](Lowering &l, const Node &n) {
+    const TensorType &out = l.graph().type(n.outputs[0]);
+    auto operand = [&](BodyBuilder &b, const char *name, const std::vector<Expr> &index) {
+      const Arg &a = arg(n, name);
+      int v = a.is<ValueId>() ? Lowering::load_broadcast(b, l.ref(a.as<ValueId>()), index)
+                              : b.constant(number(a), DType::F64);
+      return b.cast(b.cast(v, out.dtype), DType::F64);
+    };
+    return std::vector{l.pointwise(out, n.name, [&](BodyBuilder &b, const std::vector<Expr> &index) {
+      F64 f{b};
+      int x = operand(b, "x", index);
+      if (shifted) x = f.sub(f.add(x, x), f.c(1));
+      return b.cast(orthogonal_polynomial(f, op, x, operand(b, "n", index)), out.dtype);
+    })};
+  };
+}
+
 /// A special function of `self`, elementwise, in f64.
 LowerFn special(std::function<int(const F64 &, int x, const Node &n)> fn) {
   return [=](Lowering &l, const Node &n) {
@@ -401,6 +455,18 @@ void add_special_lowerings(std::map<std::string, LowerFn, std::less<>> &t) {
       {"aten.special_bessel_y1.default", [](const F64 &f, int x) { return bessel_jy(f, 1, true, x); }},
   };
   for (auto &[name, fn] : bessel) t[name] = special([fn](const F64 &f, int x, const Node &) { return fn(f, x); });
+  const std::pair<const char *, Op> polynomials[] = {
+      {"chebyshev_polynomial_t", Op::ChebyshevT}, {"chebyshev_polynomial_u", Op::ChebyshevU},
+      {"chebyshev_polynomial_v", Op::ChebyshevV}, {"chebyshev_polynomial_w", Op::ChebyshevW},
+      {"hermite_polynomial_h", Op::HermiteH},     {"hermite_polynomial_he", Op::HermiteHe},
+      {"laguerre_polynomial_l", Op::LaguerreL},   {"legendre_polynomial_p", Op::LegendreP}};
+  for (auto [name, op] : polynomials) {
+    for (bool shifted : {false, true}) {
+      if (shifted && op > Op::ChebyshevW) continue;
+      for (const char *overload : {"default", "x_scalar", "n_scalar"})
+        t[str_cat("aten.special_", shifted ? "shifted_" : "", name, ".", overload)] = polynomial(op, shifted);
+    }
+  }
   t["aten.special_spherical_bessel_j0.default"] =
       special([](const F64 &f, int x, const Node &) { return spherical_bessel_j0(f, x); });
 }

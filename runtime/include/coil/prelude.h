@@ -18,6 +18,7 @@
 #include <omp.h>
 
 #include "coil/philox.h"  // NOLINT: random numbers (rand, randn, dropout), in namespace coil_rt
+#include "coil/polynomials.h"  // NOLINT: orthogonal polynomials, in namespace coil_rt
 #if defined(__linux__)
 #include <sys/mman.h>
 #include <unistd.h>

@@ -386,6 +386,11 @@ COIL_VEC_MATH(atanh) COIL_VEC_MATH(cosh) COIL_VEC_MATH(sinh) COIL_VEC_MATH(log10
 #undef COIL_VEC_MATH
 #undef COIL_VEC_MATH2
 
+/// An orthogonal polynomial lane by lane (its loop runs each lane's own degree).
+template <typename T, int N> inline Vec<T, N> polynomial(Polynomial family, Vec<T, N> x, Vec<T, N> n) {
+  return lanewise<T>(x, n, [family](T a, T b) { return polynomial(family, a, b); });
+}
+
 template <int N> inline bool any_lane(Vec<bool, N> m) {
   bool r = false;
   for (int l = 0; l < N; ++l) r = r || m.v[l];

@@ -168,6 +168,8 @@ std::string float_binary(Op op, const std::string &a, const std::string &b, int 
     case Op::Hypot: return "coil_rt::hypot(" + a + ", " + b + ")";
     default: break;
   }
+  if (ir::is_polynomial(op))
+    return "coil_rt::polynomial(coil_rt::Polynomial(" + std::to_string(ir::polynomial_family(op)) + "), " + a + ", " + b + ")";
   COIL_ASSERT(false, ir::op_name(op), " is not a floating binary op");
 }
 

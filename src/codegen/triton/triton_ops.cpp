@@ -6,6 +6,7 @@
 #include <map>
 
 #include "codegen/common/access.h"
+#include "coil/polynomials.h"
 #include "support/error.h"
 
 namespace coil::codegen {
@@ -226,6 +227,14 @@ std::string float_binary(Op op, const std::string &a, const std::string &b, DTyp
     case Op::Fmin: helpers.insert("fmin_float"); return "_fmin_float(" + a + ", " + b + ")";
     case Op::Hypot: return "libdevice.hypot(" + a + ", " + b + ")";
     default: break;
+  }
+  if (ir::is_polynomial(op)) {
+    // coil/polynomials.h's recurrence, its row of coefficients spelled at the call.
+    helpers.insert("polynomial");
+    const coil_rt::Recurrence &r = coil_rt::kRecurrences[ir::polynomial_family(op)];
+    std::string call = "_polynomial(" + a + ", " + b;
+    for (double c : {r.p1, r.p0, r.a1, r.a0, r.b1, r.b0, r.c1, r.c0, r.d1, r.d0}) call += ", " + triton_literal(c, t);
+    return call + ")";
   }
   COIL_ASSERT(false, ir::op_name(op), " is not a floating binary op");
 }
@@ -472,6 +481,22 @@ std::string triton_helpers(const std::set<std::string> &helpers) {
        "def _randbits(seed, counter):\n"
        "    w0, w1, w2, w3 = _philox(seed, counter)\n"
        "    return (((w0.to(tl.uint64) << 32) | w1.to(tl.uint64)) >> 1).to(tl.int64)\n"},
+      // coil/polynomials.h's loop, to the block's largest degree (masked lanes load 0), each
+      // lane keeping its own P_n once k reaches n.
+      {"polynomial",
+       "@triton.jit\n"
+       "def _polynomial(x, n, p1, p0, a1, a0, b1, b0, c1, c0, d1, d0):\n"
+       "    p = x * 0.0 + 1.0\n"
+       "    q = p1 * x + p0\n"
+       "    top = tl.max(tl.where(n == n, n, 0.0))\n"
+       "    k = top * 0.0 + 1.0\n"
+       "    while k < top:\n"
+       "        r = (((a1 * k + a0) * x + (b1 * k + b0)) * q - (c1 * k + c0) * p) / (d1 * k + d0)\n"
+       "        live = k < n\n"
+       "        p = tl.where(live, q, p)\n"
+       "        q = tl.where(live, r, q)\n"
+       "        k += 1.0\n"
+       "    return tl.where(n >= 1, q, 1.0)\n"},
       {"sign_float",
        "@triton.jit\n"
        "def _sign_float(x):\n"

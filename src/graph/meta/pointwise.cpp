@@ -152,6 +152,17 @@ void register_unary_ops(Registry &r) {
                            "special_bessel_y0", "special_bessel_y1"})
     r.add(str_cat(name, "(Tensor self) -> Tensor"), unary(Promote::IntToFloat));
   r.add("polygamma(int n, Tensor self) -> Tensor", polygamma);
+  // The orthogonal polynomials P_n(x): float results of x and n promoted together.
+  for (const char *name : {"chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v",
+                           "chebyshev_polynomial_w", "shifted_chebyshev_polynomial_t", "shifted_chebyshev_polynomial_u",
+                           "shifted_chebyshev_polynomial_v", "shifted_chebyshev_polynomial_w", "hermite_polynomial_h",
+                           "hermite_polynomial_he", "laguerre_polynomial_l", "legendre_polynomial_p"}) {
+    r.add(str_cat("special_", name, "(Tensor x, Tensor n) -> Tensor"), checked(elementwise(Promote::IntToFloat, {"x", "n"}), Accepts::Any, name));
+    r.add(str_cat("special_", name, ".x_scalar(Scalar x, Tensor n) -> Tensor"),
+          checked(elementwise(Promote::IntToFloat, {"n"}, {"x"}), Accepts::Any, name));
+    r.add(str_cat("special_", name, ".n_scalar(Tensor x, Scalar n) -> Tensor"),
+          checked(elementwise(Promote::IntToFloat, {"x"}, {"n"}), Accepts::Any, name));
+  }
   r.add("abs(Tensor self) -> Tensor", unary(Promote::Default, Accepts::NotBool, "abs"));
   r.add("neg(Tensor self) -> Tensor", unary(Promote::Default, Accepts::NotBool, "neg"));
   r.add("sign(Tensor self) -> Tensor", unary(Promote::Default));
