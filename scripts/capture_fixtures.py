@@ -2796,8 +2796,8 @@ def _index_reduce(dev):
                 make([]), make([]), torch.tensor(0), make([5, 4], bf16), make([7, 4], bf16)]
 
 
-@op_case("orthogonal_polynomials", [getattr(A, f"special_{name}").default for name in POLYNOMIALS]
-         + [A.special_chebyshev_polynomial_t.x_scalar, A.special_hermite_polynomial_h.n_scalar],
+@op_case("orthogonal_polynomials", [getattr(getattr(A, f"special_{name}"), o) for name in POLYNOMIALS
+                                    for o in ("default", "x_scalar", "n_scalar")],
          ("odd", "noncontig", "broadcast", "size0"), decomp="none")
 def _orthogonal_polynomials(dev):
     """Each orthogonal polynomial (Chebyshev T, U, V, W and their shifted forms, Hermite H
@@ -2808,10 +2808,10 @@ def _orthogonal_polynomials(dev):
     def fn(x, n, xf, nf, xi, ni, e):
         out = []
         for name in POLYNOMIALS:
-            g = getattr(A, f"special_{name}").default
-            out += [g(x, n), g(xf, nf), g(xi, ni), g(e, ni[:1])]
-        return tuple(out) + (A.special_chebyshev_polynomial_t.x_scalar(0.3, n),
-                             A.special_hermite_polynomial_h.n_scalar(xf, 5))
+            g = getattr(A, f"special_{name}")
+            out += [g.default(x, n), g.default(xf, nf), g.default(xi, ni), g.default(e, ni[:1]), g.x_scalar(0.3, n),
+                    g.n_scalar(xf, 5)]
+        return tuple(out)
     x = torch.tensor([-1.5, -1.0, -0.999, -0.5, 0.0, 0.3, 0.5, 0.9, 1.0, 1.2], dtype=torch.float64).reshape(10, 1)
     n = torch.tensor([-1.0, 0.0, 1.0, 2.0, 5.0, 7.0, 8.0, 9.0, 20.0, 3.7, float("nan"), float("inf")],
                      dtype=torch.float64)
