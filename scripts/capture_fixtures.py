@@ -2609,6 +2609,19 @@ def _embedding_bag(dev):
                 torch.tensor([0, 3, 3, 7, 9, 12])]
 
 
+@op_case("embedding_bag_forward_only", [A._embedding_bag_forward_only.default], ("odd", "size0"))
+def _embedding_bag_forward_only(dev):
+    """_embedding_bag_forward_only in sum, mean and max mode with include_last_offset and a
+    padding index: the bags and their sizes (one per offset on the CPU)."""
+    eb = A._embedding_bag_forward_only.default
+
+    def fn(w, idx, off, off_last):
+        return (eb(w, idx, off)[0], *eb(w, idx, off, False, 1)[:3], eb(w, idx, off, False, 2)[0],
+                eb(w, idx, off_last, False, 0, False, None, True, 3)[0])
+    return fn, [make([10, 5]), torch.randint(0, 10, (12,)), torch.tensor([0, 3, 3, 7, 9]),
+                torch.tensor([0, 3, 3, 7, 9, 12])]
+
+
 @op_case("overloads_of_sweep", [A.upsample_bilinear2d.default, A.upsample_nearest2d.default, A.scatter.reduce,
                                  A.scatter.value_reduce, A.addmv.default], ("odd",), decomp="none")
 def _overloads_of_sweep(dev):

@@ -624,6 +624,7 @@ void add_indexing_lowerings(std::map<std::string, LowerFn, std::less<>> &t) {
   t["aten.randperm.default"] = randperm;
   t["aten.masked_scatter.default"] = masked_scatter;
   t["aten._embedding_bag.default"] = embedding_bag;
+  t["aten._embedding_bag_forward_only.default"] = embedding_bag;
   t["aten.topk.default"] = [](Lowering &l, const Node &n) {
     return sort_by_rank(l, n.name, tensor(l, n, "self"), arg(n, "dim").as<int64_t>(), arg(n, "largest").as<bool>(),
                         arg(n, "k").as<int64_t>(), l.graph().type(n.outputs[0]), l.graph().type(n.outputs[1]));

@@ -48,6 +48,10 @@ const std::map<std::string, Fallback> kInductorFallbacks = {
       "rows as two scatters (a scatter runs alone), the row's start and the mean or empty-bag epilogue, after one "
       "reduction finding every call's bag of each index",
       30}},
+    {"op_embedding_bag_forward_only",
+     {"Inductor runs the 4 _embedding_bag_forward_only calls through ATen's kernel; coil generates each as "
+      "_embedding_bag: the bags' counts and rows, their reductions, mean's offset2bag and the bag sizes",
+      16}},
     {"op_scatter_fold_distances",
      {"Inductor runs the 7 cdists and 5 pdists through ATen's kernels; coil generates them: three cdist "
       "reductions over differing row counts, and pdist's count of each pair's row before the distances",

@@ -403,7 +403,9 @@ std::vector<TensorType> embedding_bag(const MetaArgs &a) {
   bool fast = (weight.dtype == DType::F32 || weight.dtype == DType::F16) && weight.strides[1] == 1 && padding < 0 &&
               (!psw || psw->strides[0] == 1);
   int64_t per_index = mode != 0 || !fast ? indices.sizes[0] : 0;
-  return {out, meta::contiguous(offsets.dtype, {per_index}, weight.device), meta::contiguous(offsets.dtype, {bags}, weight.device),
+  // _embedding_bag_forward_only's bag_size has one entry per offset on the CPU.
+  Shape bag_sizes = a.schema().name == "_embedding_bag_forward_only" ? offsets.sizes : Shape{bags};
+  return {out, meta::contiguous(offsets.dtype, {per_index}, weight.device), meta::contiguous(offsets.dtype, bag_sizes, weight.device),
           meta::contiguous(offsets.dtype, mode == 2 ? Shape{bags, d} : Shape{bags}, weight.device)};
 }
 
@@ -598,10 +600,12 @@ void register_indexing_ops(Registry &r) {
         "bool sparse=False) -> Tensor",
         embedding);
   r.add("masked_scatter(Tensor self, Tensor mask, Tensor source) -> Tensor", masked_scatter);
-  r.add("_embedding_bag(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq=False, int mode=0, "
-        "bool sparse=False, Tensor? per_sample_weights=None, bool include_last_offset=False, int padding_idx=-1) "
-        "-> (Tensor, Tensor, Tensor, Tensor)",
-        embedding_bag);
+  // _embedding_bag_forward_only: the same outputs, where no backward will read the last three.
+  for (const char *name : {"_embedding_bag", "_embedding_bag_forward_only"})
+    r.add(str_cat(name, "(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq=False, int mode=0, "
+                  "bool sparse=False, Tensor? per_sample_weights=None, bool include_last_offset=False, "
+                  "int padding_idx=-1) -> (Tensor, Tensor, Tensor, Tensor)"),
+          embedding_bag);
   r.add("embedding_dense_backward(Tensor grad_output, Tensor indices, SymInt num_weights, SymInt padding_idx, "
         "bool scale_grad_by_freq) -> Tensor",
         embedding_backward);
