@@ -2622,6 +2622,32 @@ def _embedding_bag_forward_only(dev):
                 torch.tensor([0, 3, 3, 7, 9, 12])]
 
 
+@op_case("kthvalue_median_mode", [A.kthvalue.default, A.median.default, A.median.dim, A.nanmedian.default,
+                                   A.nanmedian.dim, A.mode.default], ("odd", "noncontig", "size1"))
+def _kthvalue_median_mode(dev):
+    """kthvalue at both ends and between, along dims 0 and -1, keepdim; median and nanmedian of
+    rows with and without NaN (all NaN too), of every element, of even and odd lengths; mode
+    with ties between values (the smallest wins, at its last position) and among NaNs; in
+    f32, bf16, i64, and bool for mode; 0-d inputs. Indices only where the values are unique
+    or eager's choice among equal ones is what coil's stable order gives."""
+    def fn(x, xn, xi, xb, xt, z, bo):
+        return (*A.kthvalue.default(x, 1), *A.kthvalue.default(x, 7), *A.kthvalue.default(x, 3, 0, True),
+                A.kthvalue.default(xi, 2, 0)[0], A.kthvalue.default(xb, 4)[0], A.kthvalue.default(xt.t(), 2, -1)[0],
+                A.median.default(x), A.median.default(xn), A.median.default(xi), *A.median.dim(x, 1),
+                A.median.dim(xn, 1)[0], A.median.dim(xi, 0, True)[0], A.median.dim(xb, 1)[0],
+                A.nanmedian.default(xn), A.nanmedian.default(x), *A.nanmedian.dim(x, -1), A.nanmedian.dim(xn, 1)[0],
+                A.nanmedian.dim(xn, 0, True)[0], A.mode.default(xi)[0], *A.mode.default(xt, 0), A.mode.default(xn)[0],
+                A.mode.default(bo, 1)[0], *A.kthvalue.default(z, 1), A.median.default(z), *A.mode.default(z))
+    x = make([5, 7])
+    xn = make([4, 6])
+    xn[0, 2] = float("nan")
+    xn[2, :] = float("nan")
+    xn[3, 1] = xn[3, 4] = float("nan")
+    xi = torch.tensor([[2, 2, 1, 1, 3, 3, 3, 0, 0, 0], [5, 5, 1, 1, 2, 9, 7, 7, 7, 5], [4, 4, 4, 4, 4, 4, 4, 4, 4, 4]])
+    xt = torch.tensor([[1.5, 2.0, 1.5, 2.0], [0.0, 0.0, 3.0, 3.0], [7.0, 7.0, 7.0, 1.0]]).t().contiguous()
+    return fn, [x, xn, xi, make([3, 8], bf16), xt, make([]), torch.tensor([[True, False, True], [False, False, True]])]
+
+
 @op_case("overloads_of_sweep", [A.upsample_bilinear2d.default, A.upsample_nearest2d.default, A.scatter.reduce,
                                  A.scatter.value_reduce, A.addmv.default], ("odd",), decomp="none")
 def _overloads_of_sweep(dev):

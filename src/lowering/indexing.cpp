@@ -16,7 +16,6 @@ using ir::BodyBuilder;
 using ir::Expr;
 using ir::Op;
 
-const TensorRef &tensor(Lowering &l, const Node &n, const char *name) { return l.ref(arg(n, name).as<ValueId>()); }
 
 /// An index value as i64; negative indices count from the end of a dim of `size`
 /// (advanced indexing allows them).
@@ -34,7 +33,7 @@ int read_at(BodyBuilder &b, const TensorRef &src, std::vector<Expr> index, size_
 }
 
 std::vector<TensorRef> index_select(Lowering &l, const Node &n) {
-  const TensorRef &self = tensor(l, n, "self"), &index = tensor(l, n, "index");
+  const TensorRef &self = tensor_arg(l, n, "self"), &index = tensor_arg(l, n, "index");
   size_t dim = self.rank() == 0 ? 0 : size_t(wrap_dim(arg(n, "dim").as<int64_t>(), self.rank()));
   return {l.pointwise(l.graph().type(n.outputs[0]), n.name, [&](BodyBuilder &b, const std::vector<Expr> &x) {
     if (self.rank() == 0) return b.load(self.buffer, Expr(self.offset), self.dtype);
@@ -44,7 +43,7 @@ std::vector<TensorRef> index_select(Lowering &l, const Node &n) {
 }
 
 std::vector<TensorRef> gather(Lowering &l, const Node &n) {
-  const TensorRef &self = tensor(l, n, "self"), &index = tensor(l, n, "index");
+  const TensorRef &self = tensor_arg(l, n, "self"), &index = tensor_arg(l, n, "index");
   size_t dim = self.rank() == 0 ? 0 : size_t(wrap_dim(arg(n, "dim").as<int64_t>(), self.rank()));
   return {l.pointwise(l.graph().type(n.outputs[0]), n.name, [&](BodyBuilder &b, const std::vector<Expr> &x) {
     if (self.rank() == 0) return b.load(self.buffer, Expr(self.offset), self.dtype);
@@ -54,7 +53,7 @@ std::vector<TensorRef> gather(Lowering &l, const Node &n) {
 
 // embedding(weight, indices)[i..., j] = weight[indices[i...], j]
 std::vector<TensorRef> embedding(Lowering &l, const Node &n) {
-  const TensorRef &weight = tensor(l, n, "weight"), &indices = tensor(l, n, "indices");
+  const TensorRef &weight = tensor_arg(l, n, "weight"), &indices = tensor_arg(l, n, "indices");
   return {l.pointwise(l.graph().type(n.outputs[0]), n.name, [&](BodyBuilder &b, const std::vector<Expr> &x) {
     std::vector<Expr> at(x.begin(), x.end() - 1);
     int row = load_index(b, indices, at, std::nullopt);
@@ -117,7 +116,7 @@ struct AdvancedIndex {
 };
 
 std::vector<TensorRef> advanced_index(Lowering &l, const Node &n) {
-  const TensorRef &self = tensor(l, n, "self");
+  const TensorRef &self = tensor_arg(l, n, "self");
   AdvancedIndex ai(l, self, arg(n, "indices").as<ArgList>());
   return {l.pointwise(l.graph().type(n.outputs[0]), n.name, [&](BodyBuilder &b, const std::vector<Expr> &x) {
     return b.indirect_load(self.buffer, Lowering::offset(self, ai.source_index(x)), self.dtype, ai.load_indices(b, x));
@@ -143,10 +142,10 @@ struct ScatterOperands {
 };
 
 ScatterOperands scatter_operands(Lowering &l, const Node &n) {
-  const TensorRef &self = tensor(l, n, "self");
+  const TensorRef &self = tensor_arg(l, n, "self");
   size_t dim = self.rank() == 0 ? 0 : size_t(wrap_dim(arg(n, "dim").as<int64_t>(), self.rank()));
   int src = n.op->schema.find_arg("src");
-  return {self, tensor(l, n, "index"), src >= 0 ? std::optional(tensor(l, n, "src")) : std::nullopt, dim};
+  return {self, tensor_arg(l, n, "index"), src >= 0 ? std::optional(tensor_arg(l, n, "src")) : std::nullopt, dim};
 }
 
 TensorRef scatter_with(Lowering &l, const Node &n, const ScatterOperands &s, const ScatterWrites &w) {
@@ -220,7 +219,7 @@ std::vector<TensorRef> scatter_reduce(Lowering &l, const Node &n) {
 // reduced into self's slice index[j]: scatter_reduce with index[j] broadcast over source's
 // other dims (a view of stride 0).
 std::vector<TensorRef> index_reduce(Lowering &l, const Node &n) {
-  const TensorRef &self = tensor(l, n, "self"), &index = tensor(l, n, "index"), &source = tensor(l, n, "source");
+  const TensorRef &self = tensor_arg(l, n, "self"), &index = tensor_arg(l, n, "index"), &source = tensor_arg(l, n, "source");
   size_t dim = self.rank() == 0 ? 0 : size_t(wrap_dim(arg(n, "dim").as<int64_t>(), self.rank()));
   TensorRef spread{index.buffer, index.dtype, source.sizes, Shape(source.sizes.size(), 0), index.offset};
   if (source.rank() > 0) spread.strides[dim] = index.rank() > 0 ? index.strides[0] : 0;
@@ -236,7 +235,7 @@ bool is_mask(Lowering &l, const Arg &a) {
 // selected position: where(mask, values, self). A mask whose values differ per selected
 // element needs the positions of the true elements, which depend on the data.
 std::vector<TensorRef> masked_put(Lowering &l, const Node &n, const ArgList &list) {
-  const TensorRef &self = tensor(l, n, "self"), &values = tensor(l, n, "values");
+  const TensorRef &self = tensor_arg(l, n, "self"), &values = tensor_arg(l, n, "values");
   size_t first = 0;
   while (list[first].is_none()) ++first;
   const TensorRef &mask = l.ref(list[first].as<ValueId>());
@@ -260,7 +259,7 @@ std::vector<TensorRef> masked_put(Lowering &l, const Node &n, const ArgList &lis
 // index_put(self, indices, values): self with self[indices] = values (or += values);
 // the written positions are those advanced indexing would read.
 std::vector<TensorRef> index_put(Lowering &l, const Node &n) {
-  const TensorRef &self = tensor(l, n, "self"), &values = tensor(l, n, "values");
+  const TensorRef &self = tensor_arg(l, n, "self"), &values = tensor_arg(l, n, "values");
   const ArgList &list = arg(n, "indices").as<ArgList>();
   for (const Arg &a : list)
     if (is_mask(l, a)) return masked_put(l, n, list);
@@ -275,92 +274,12 @@ std::vector<TensorRef> index_put(Lowering &l, const Node &n) {
       [&](const std::vector<Expr> &x) { return Lowering::offset(dense, ai.source_index(x)); })};
 }
 
-// sort, topk: an element's rank along `dim` is the number of elements that come before
-// it: smaller ones (larger when descending), NaN after every number (before, descending),
-// as eager orders them, and equal ones at earlier positions, so the order is stable (what
-// an unstable sort allows too). Each element and its position are then scattered to their
-// rank. The count is a reduction of len * len comparisons per row, in parallel over every
-// element; right for the rows sorts and top-k usually see (hundreds to a few thousands),
-// quadratic for long ones, which are refused (kMaxSortLength). topk sorts the row and
-// keeps the first k.
-std::vector<TensorRef> sort_by_rank(Lowering &l, const std::string &origin, const TensorRef &self, int64_t dim_arg,
-                                    bool descending, std::optional<int64_t> keep, const TensorType &values_type,
-                                    const TensorType &indices_type) {
-  if (self.rank() == 0) {
-    return {l.pointwise(values_type, origin, [&](BodyBuilder &b, const std::vector<Expr> &x) {
-              return Lowering::load_broadcast(b, self, x);
-            }),
-            l.pointwise(indices_type, origin + " positions",
-                        [&](BodyBuilder &b, const std::vector<Expr> &) { return b.constant(0, DType::I64); })};
-  }
-  size_t dim = size_t(wrap_dim(dim_arg, self.rank()));
-  int64_t len = self.sizes[dim];
-  COIL_USER_CHECK(len <= kMaxSortLength, "sorting along a dim of ", len,
-                  " elements: coil sorts rows of at most ", kMaxSortLength,
-                  " (each element's rank is counted against its whole row)");
-  Device device = values_type.device;
-  TensorType rank_type{DType::I64, self.sizes, contiguous_strides(self.sizes), device};
-  bool floating = is_floating(self.dtype);
-  DType compared = self.dtype == DType::Bool ? DType::U8 : self.dtype;
-  TensorRef rank = l.reduction(rank_type, {len}, ir::ReduceOp::Sum, origin + " rank",
-                               [&](BodyBuilder &b, const std::vector<Expr> &x, const std::vector<Expr> &r) {
-                                 std::vector<Expr> at = x;
-                                 at[dim] = r[0];
-                                 int mine = b.cast(Lowering::load_broadcast(b, self, x), compared);
-                                 int other = b.cast(Lowering::load_broadcast(b, self, at), compared);
-                                 int before = b.binary(descending ? Op::Gt : Op::Lt, other, mine, DType::Bool);
-                                 int equal = b.binary(Op::Eq, other, mine, DType::Bool);
-                                 if (floating) {
-                                   int nan_other = b.unary(Op::IsNan, other, DType::Bool);
-                                   int nan_mine = b.unary(Op::IsNan, mine, DType::Bool);
-                                   int first = descending ? nan_other : nan_mine, second = descending ? nan_mine : nan_other;
-                                   int nan_first = b.binary(Op::LogicalAnd, first, b.unary(Op::LogicalNot, second, DType::Bool),
-                                                            DType::Bool);
-                                   before = b.binary(Op::LogicalOr, before, nan_first, DType::Bool);
-                                   equal = b.binary(Op::LogicalOr, equal,
-                                                    b.binary(Op::LogicalAnd, nan_other, nan_mine, DType::Bool), DType::Bool);
-                                 }
-                                 int earlier = b.binary(Op::Lt, b.index(r[0], DType::I64), b.index(x[dim], DType::I64),
-                                                        DType::Bool);
-                                 int counted = b.binary(Op::LogicalOr, before,
-                                                        b.binary(Op::LogicalAnd, equal, earlier, DType::Bool), DType::Bool);
-                                 return b.cast(counted, DType::I64);
-                               })[0];
-  // The sorted row, full length (topk's keeps the first k of it).
-  TensorType sorted_values = keep ? TensorType{self.dtype, self.sizes, contiguous_strides(self.sizes), device} : values_type;
-  TensorType sorted_indices = keep ? rank_type : indices_type;
-  auto scatter_to_rank = [&](const TensorType &type, const TensorRef &init, const std::string &origin, bool positions) {
-    TensorRef dense{-1, type.dtype, type.sizes, type.strides, 0};
-    return l.scatter(
-        origin, type, init, self.sizes, false,
-        [&](BodyBuilder &b, const std::vector<Expr> &x) {
-          int value = positions ? b.index(x[dim], DType::I64) : Lowering::load_broadcast(b, self, x);
-          return std::pair{value, std::vector<int>{Lowering::load_broadcast(b, rank, x)}};
-        },
-        [&](const std::vector<Expr> &x) {
-          std::vector<Expr> at = x;
-          at[dim] = Expr(ir::indirect_var(0));
-          return Lowering::offset(dense, at);
-        });
-  };
-  // Every element is written: the initial copies (self, the ranks) are only the scatter's start.
-  TensorRef values = scatter_to_rank(sorted_values, self, origin, false);
-  TensorRef indices = scatter_to_rank(sorted_indices, rank, origin + " positions", true);
-  if (!keep) return {values, indices};
-  auto first_k = [&](const TensorType &type, const TensorRef &sorted, const std::string &origin) {
-    return l.pointwise(type, origin, [&](BodyBuilder &b, const std::vector<Expr> &x) {
-      return b.load(sorted.buffer, Lowering::offset(sorted, x), type.dtype);
-    });
-  };
-  return {first_k(values_type, values, origin), first_k(indices_type, indices, origin + " positions")};
-}
-
 // embedding_dense_backward(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq):
 // each index's gradient row added into row `index` of a [num_weights, D] gradient (a
 // scatter-add in opmath, then the gradient's dtype), rows of padding_idx left at zero;
 // scale_grad_by_freq divides each row's contributions by how often its index occurs.
 std::vector<TensorRef> embedding_backward(Lowering &l, const Node &n) {
-  const TensorRef &dy = tensor(l, n, "grad_output"), &indices = tensor(l, n, "indices");
+  const TensorRef &dy = tensor_arg(l, n, "grad_output"), &indices = tensor_arg(l, n, "indices");
   const TensorType &out = l.graph().type(n.outputs[0]);
   int64_t padding = arg(n, "padding_idx").as<int64_t>();
   bool by_freq = arg(n, "scale_grad_by_freq").as<bool>();
@@ -401,7 +320,7 @@ std::vector<TensorRef> embedding_backward(Lowering &l, const Node &n) {
 // k-th true element in row-major order takes source's k-th element (in its row-major order).
 // k is an inclusive prefix count of the mask over the flattened elements (a Scan), minus one.
 std::vector<TensorRef> masked_scatter(Lowering &l, const Node &n) {
-  const TensorRef &self = tensor(l, n, "self"), &mask = tensor(l, n, "mask"), &source = tensor(l, n, "source");
+  const TensorRef &self = tensor_arg(l, n, "self"), &mask = tensor_arg(l, n, "mask"), &source = tensor_arg(l, n, "source");
   const TensorType &out = l.graph().type(n.outputs[0]);
   int64_t count = checked_numel(out.sizes), available = checked_numel(source.sizes);
   // The flat position f of self's element, and back.
@@ -447,7 +366,7 @@ std::vector<TensorRef> masked_scatter(Lowering &l, const Node &n) {
 // bag_size (each bag's count of indices); max_indices (max mode: the index of the row that
 // gave each maximum, the last of equal ones; else zeros).
 std::vector<TensorRef> embedding_bag(Lowering &l, const Node &n) {
-  const TensorRef &weight = tensor(l, n, "weight"), &indices = tensor(l, n, "indices"), &offsets = tensor(l, n, "offsets");
+  const TensorRef &weight = tensor_arg(l, n, "weight"), &indices = tensor_arg(l, n, "indices"), &offsets = tensor_arg(l, n, "offsets");
   int64_t mode = arg(n, "mode").as<int64_t>(), padding = arg(n, "padding_idx").as<int64_t>();
   const Arg &psw_arg = arg(n, "per_sample_weights");
   std::optional<TensorRef> psw;
@@ -546,52 +465,9 @@ std::vector<TensorRef> embedding_bag(Lowering &l, const Node &n) {
   return outs;
 }
 
-// randperm(n): the positions of n random keys in sorted order (a draw of 63 random bits
-// each; equal keys, rare, keep their order), so every permutation is equally likely up to
-// those ties.
-std::vector<TensorRef> randperm(Lowering &l, const Node &n) {
-  const TensorType &out = l.graph().type(n.outputs[0]);
-  int64_t count = out.sizes[0];
-  TensorType keys_type{DType::I64, {count}, {1}, out.device};
-  int64_t first = l.reserve_draws(count, out.device);
-  TensorRef keys = l.pointwise(keys_type, n.name + " keys", [&](BodyBuilder &b, const std::vector<Expr> &x) {
-    return l.draw(b, Op::RandBits, DType::I64, first, x[0]);
-  });
-  return {sort_by_rank(l, n.name, keys, 0, false, std::nullopt, keys_type, out)[1]};
-}
-
-// bucketize(self, boundaries) and searchsorted(sorted_sequence, self): the position of each
-// value among sorted boundaries (1-d, or one row per leading index of self), counted as
-// eager's binary search finds it: the boundaries with !(b >= v) (right: !(b > v)), so a NaN
-// value lands after every boundary.
-std::vector<TensorRef> search_sorted(Lowering &l, const Node &n, const char *boundaries_name) {
-  const TensorRef &values = tensor(l, n, "self"), &bounds = tensor(l, n, boundaries_name);
-  bool right = arg(n, "right").as<bool>();
-  if (n.op->schema.find_arg("side") >= 0 && !arg(n, "side").is_none()) right = arg(n, "side").as<std::string>() == "right";
-  COIL_USER_CHECK(n.op->schema.find_arg("sorter") < 0 || arg(n, "sorter").is_none(), n.name,
-                  ": searchsorted with a sorter is not supported yet");
-  const TensorType &out = l.graph().type(n.outputs[0]);
-  int64_t len = bounds.sizes.back();  // the meta function checked a dim is there
-  DType c = promote_types(values.dtype, bounds.dtype);
-  return {l.reduction(out, {len}, ir::ReduceOp::Sum, n.name,
-                     [&](BodyBuilder &b, const std::vector<Expr> &x, const std::vector<Expr> &r) {
-                       std::vector<Expr> at(x.begin(), x.end() - (bounds.rank() > 1 ? 1 : long(x.size())));
-                       at.push_back(r[0]);
-                       int v = b.cast(Lowering::load_broadcast(b, values, x), c);
-                       int bound = b.cast(b.load(bounds.buffer, Lowering::offset(bounds, at), bounds.dtype), c);
-                       int past = b.binary(right ? Op::Gt : Op::Ge, bound, v, DType::Bool);
-                       int counted = b.unary(Op::LogicalNot, past, DType::Bool);
-                       return b.cast(counted, out.dtype);
-                     })[0]};
-}
-
 }  // namespace
 
 void add_indexing_lowerings(std::map<std::string, LowerFn, std::less<>> &t) {
-  t["aten.bucketize.Tensor"] = [](Lowering &l, const Node &n) { return search_sorted(l, n, "boundaries"); };
-  t["aten.searchsorted.Tensor"] = [](Lowering &l, const Node &n) {
-    return search_sorted(l, n, "sorted_sequence");
-  };
   t["aten.index_select.default"] = index_select;
   t["aten.gather.default"] = gather;
   t["aten.embedding.default"] = embedding;
@@ -616,19 +492,9 @@ void add_indexing_lowerings(std::map<std::string, LowerFn, std::less<>> &t) {
       return std::vector{scatter_with(l, n, {src, reduce == "add" ? Op::Add : Op::Mul, nullptr, std::nullopt})};
     };
   t["aten.index_put.default"] = index_put;
-  for (const char *op : {"aten.sort.default", "aten.sort.stable"})
-    t[op] = [](Lowering &l, const Node &n) {
-      return sort_by_rank(l, n.name, tensor(l, n, "self"), arg(n, "dim").as<int64_t>(), arg(n, "descending").as<bool>(),
-                          std::nullopt, l.graph().type(n.outputs[0]), l.graph().type(n.outputs[1]));
-    };
-  t["aten.randperm.default"] = randperm;
   t["aten.masked_scatter.default"] = masked_scatter;
   t["aten._embedding_bag.default"] = embedding_bag;
   t["aten._embedding_bag_forward_only.default"] = embedding_bag;
-  t["aten.topk.default"] = [](Lowering &l, const Node &n) {
-    return sort_by_rank(l, n.name, tensor(l, n, "self"), arg(n, "dim").as<int64_t>(), arg(n, "largest").as<bool>(),
-                        arg(n, "k").as<int64_t>(), l.graph().type(n.outputs[0]), l.graph().type(n.outputs[1]));
-  };
 }
 
 }  // namespace coil::lowering

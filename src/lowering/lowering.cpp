@@ -157,6 +157,8 @@ double number(const Arg &a) {
   return double(a.as<int64_t>());
 }
 
+const TensorRef &tensor_arg(Lowering &l, const Node &n, const char *name) { return l.ref(arg(n, name).as<ValueId>()); }
+
 const std::map<std::string, LowerFn, std::less<>> &lowerings() {
   static const auto table = [] {
     std::map<std::string, LowerFn, std::less<>> t;
@@ -171,6 +173,7 @@ const std::map<std::string, LowerFn, std::less<>> &lowerings() {
     add_random_lowerings(t);
     add_special_lowerings(t);
     add_integer_lowerings(t);
+    add_sorting_lowerings(t);
     return t;
   }();
   return table;

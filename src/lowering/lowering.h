@@ -107,6 +107,8 @@ class Lowering {
 const Arg &arg(const Node &n, std::string_view name);
 /// A Python number argument (int, float or bool) as a double.
 double number(const Arg &a);
+/// The tensor a node's argument `name` names, as lowered so far.
+const TensorRef &tensor_arg(Lowering &l, const Node &n, const char *name);
 
 using LowerFn = std::function<std::vector<TensorRef>(Lowering &, const Node &)>;
 
@@ -125,5 +127,6 @@ void add_indexing_lowerings(std::map<std::string, LowerFn, std::less<>> &t);
 void add_random_lowerings(std::map<std::string, LowerFn, std::less<>> &t);
 void add_special_lowerings(std::map<std::string, LowerFn, std::less<>> &t);
 void add_integer_lowerings(std::map<std::string, LowerFn, std::less<>> &t);
+void add_sorting_lowerings(std::map<std::string, LowerFn, std::less<>> &t);
 
 }  // namespace coil::lowering

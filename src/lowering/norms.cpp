@@ -14,10 +14,6 @@ using ir::Expr;
 using ir::Op;
 using ir::ReduceOp;
 
-const TensorRef &tensor_arg(Lowering &l, const Node &n, const char *name) {
-  return l.ref(n.args[size_t(n.op->schema.find_arg(name))].as<ValueId>());
-}
-
 std::optional<TensorRef> optional_tensor(Lowering &l, const Node &n, const char *name) {
   const Arg &a = n.args[size_t(n.op->schema.find_arg(name))];
   if (a.is_none()) return std::nullopt;

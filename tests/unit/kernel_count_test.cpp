@@ -66,6 +66,11 @@ const std::map<std::string, Fallback> kInductorFallbacks = {
       "does: the scatter, one more for include_self=False, and for mean the counts' start, their scatter and the "
       "division",
       24}},
+    {"op_kthvalue_median_mode",
+     {"Inductor runs all 26 kthvalue, median, nanmedian and mode calls through ATen's kernels; coil generates each: "
+      "a sort's rank count and scatters and the pick of one position (nanmedian counts its NaNs first), or for mode "
+      "the counts of equals and their reductions",
+      47}},
     {"op_sort_topk",
      {"Inductor runs all 20 sorts and top-ks through ATen's kernels; coil generates each: the ranks' count, the "
       "scatters of values and positions to their ranks, and for topk the first k of each",

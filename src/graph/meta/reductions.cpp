@@ -160,6 +160,16 @@ std::vector<TensorType> sort(const MetaArgs &a) {
           TensorType{DType::I64, self.sizes, strides, self.device}};
 }
 
+/// kthvalue: the k-th smallest along dim (k in [1, size]) and its position, as max.dim.
+std::vector<TensorType> kthvalue(const MetaArgs &a) {
+  const TensorType &self = a.tensor("self");
+  int64_t dim = wrap_dim(a.integer("dim"), self.rank()), k = a.integer("k");
+  int64_t size = self.rank() == 0 ? 1 : self.sizes[size_t(dim)];
+  COIL_USER_CHECK(k >= 1 && k <= size, "kthvalue(): selected number k out of range for dimension ", dim, ": k = ", k,
+                  ", size ", size);
+  return values_and_indices("kthvalue")(a);
+}
+
 /// topk: the k largest (or smallest) values along dim and their i64 positions,
 /// contiguous.
 std::vector<TensorType> topk(const MetaArgs &a) {
@@ -285,6 +295,15 @@ void register_reduction_ops(Registry &r) {
   r.add("sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, "
         "Tensor indices)",
         sort);
+  r.add("kthvalue(Tensor self, SymInt k, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)",
+        kthvalue);
+  for (const char *op : {"median", "nanmedian"}) {
+    r.add(str_cat(op, "(Tensor self) -> Tensor"),
+          reduction({.op = op, .rule = R::Keep, .dim = DimArg::None, .needs_nonempty = true}));
+    r.add(str_cat(op, ".dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)"),
+          values_and_indices(op));
+  }
+  r.add("mode(Tensor self, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)", values_and_indices("mode"));
   r.add("topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, "
         "Tensor indices)",
         topk);
