@@ -2648,6 +2648,24 @@ def _kthvalue_median_mode(dev):
     return fn, [x, xn, xi, make([3, 8], bf16), xt, make([]), torch.tensor([[True, False, True], [False, False, True]])]
 
 
+@op_case("cummax_cummin", [A.cummax.default, A.cummin.default], ("odd", "noncontig", "size0", "size1"))
+def _cummax_cummin(dev):
+    """cummax and cummin along each dim, with ties (the last position wins), NaNs (kept from
+    the first on, the position of the latest), rows longer than a Triton block (2500), f32,
+    bf16, i64 with the extremes of i64, bool, 0-d and empty tensors."""
+    def fn(x, xn, xl, xb, xi, bo, z, e):
+        out = []
+        for t, dims in ((x, (0, 1, -1)), (xn, (1,)), (xl, (0,)), (xb, (1,)), (xi, (1,)), (bo, (0,)), (z, (0,)), (e, (1,))):
+            for d in dims:
+                out += [*A.cummax.default(t, d), *A.cummin.default(t, d)]
+        return tuple(out)
+    xn = torch.tensor([[1.0, 3.0, 3.0, 2.0, float("nan"), 5.0, float("nan"), 0.0], [4.0, 4.0, 1.0, 1.0, 0.5, 7.0, 7.0, -1.0]])
+    xi = torch.tensor([[0, -9223372036854775807 - 1, 5, 5, 9223372036854775807, 3], [2, 2, 2, -1, -1, 8]])
+    xl = torch.randint(-50, 50, (2500,)).float()
+    return fn, [make([5, 7]), xn, xl, make([3, 9], bf16), xi, torch.tensor([False, True, False, True]), make([]),
+                make([2, 0])]
+
+
 @op_case("overloads_of_sweep", [A.upsample_bilinear2d.default, A.upsample_nearest2d.default, A.scatter.reduce,
                                  A.scatter.value_reduce, A.addmv.default], ("odd",), decomp="none")
 def _overloads_of_sweep(dev):

@@ -406,24 +406,36 @@ void Interpreter::run_kernel(const Kernel &k) {
   for (BufferId b : k.internal) storage_[size_t(b)].stamps.clear();
 }
 
-// An inclusive prefix sum or product along scan_dim, accumulated in double or int64
-// (integers wrap).
+// An inclusive prefix sum, product, maximum or minimum along scan_dim, accumulated in
+// double or int64 (integers wrap; a NaN stays once seen).
 void Interpreter::run_scan(const Node &n) {
   Shape outer = n.ranges;
   int64_t len = outer[size_t(n.scan_dim)];
   outer[size_t(n.scan_dim)] = 1;
   std::vector<int64_t> point(size_t(n.num_vars()), 0);
   DType in = n.body.at(n.body.results[0]).dtype;
-  bool prod = n.reduce_op == ReduceOp::Prod;
-  COIL_ASSERT(prod || n.reduce_op == ReduceOp::Sum, "a scan sums or multiplies");
+  ReduceOp op = n.reduce_op;
+  COIL_ASSERT(op == ReduceOp::Sum || op == ReduceOp::Prod || op == ReduceOp::Max || op == ReduceOp::Min,
+              "a scan sums, multiplies, or takes the maximum or minimum");
+  bool prod = op == ReduceOp::Prod, max = op == ReduceOp::Max;
   for_each_point(outer, point, 0, [&] {
     Scalar acc{};
     acc.f = prod ? 1 : 0;
     acc.i = prod ? 1 : 0;
+    if (op == ReduceOp::Max || op == ReduceOp::Min) {
+      acc.f = max ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity();
+      acc.i = max ? std::numeric_limits<int64_t>::min() : std::numeric_limits<int64_t>::max();
+    }
     for (int64_t k = 0; k < len; ++k) {
       point[size_t(n.scan_dim)] = k;
       Scalar x = eval(n.body, point)[size_t(n.body.results[0])];
-      if (is_floating(in)) {
+      if (op == ReduceOp::Max || op == ReduceOp::Min) {
+        if (is_floating(in)) {
+          if (!std::isnan(acc.f) && (std::isnan(x.f) || (max ? x.f > acc.f : x.f < acc.f))) acc.f = x.f;
+        } else {
+          acc.i = max ? std::max(acc.i, x.i) : std::min(acc.i, x.i);
+        }
+      } else if (is_floating(in)) {
         acc.f = prod ? acc.f * x.f : acc.f + x.f;
       } else {
         acc.i = int64_t(prod ? uint64_t(acc.i) * uint64_t(x.i) : uint64_t(acc.i) + uint64_t(x.i));

@@ -298,6 +298,31 @@ std::vector<TensorRef> scan(Lowering &l, const Node &n, ReduceOp op) {
   })};
 }
 
+/// cummax, cummin: the running extremum (a Max or Min scan; a NaN stays once seen) and, as
+/// eager, the position of its last occurrence (of the last NaN after one): a Max scan of
+/// the positions whose element reaches the running extremum of its own prefix.
+std::vector<TensorRef> running_extremum(Lowering &l, const Node &n, bool max) {
+  const TensorRef &in = self(l, n);
+  const TensorType &out = l.graph().type(n.outputs[0]), &positions = l.graph().type(n.outputs[1]);
+  if (in.rank() == 0)
+    return {l.pointwise(out, n.name, [&](BodyBuilder &b, const std::vector<Expr> &x) { return Lowering::load_broadcast(b, in, x); }),
+            l.fill(positions, n.name + " indices")};
+  int dim = int(wrap_dim(arg(n, "dim").as<int64_t>(), in.rank()));
+  DType c = opmath_dtype(out.dtype);
+  ReduceOp op = max ? ReduceOp::Max : ReduceOp::Min;
+  TensorRef values = l.scan(out, dim, op, n.name, [&](BodyBuilder &b, const std::vector<Expr> &x) {
+    return b.cast(b.load(in.buffer, Lowering::offset(in, x), in.dtype), c);
+  });
+  TensorRef indices = l.scan(positions, dim, ReduceOp::Max, n.name + " indices", [&](BodyBuilder &b, const std::vector<Expr> &x) {
+    int v = b.cast(b.load(in.buffer, Lowering::offset(in, x), in.dtype), c);
+    int running = b.cast(b.load(values.buffer, Lowering::offset(values, x), out.dtype), c);
+    int reaches = b.binary(max ? Op::Ge : Op::Le, v, running, DType::Bool);
+    if (is_floating(c)) reaches = b.binary(Op::LogicalOr, reaches, b.unary(Op::IsNan, v, DType::Bool), DType::Bool);
+    return b.where(reaches, b.index(x[size_t(dim)], DType::I64), b.constant(-1, DType::I64), DType::I64);
+  });
+  return {values, indices};
+}
+
 }  // namespace
 
 void add_reduction_lowerings(std::map<std::string, LowerFn, std::less<>> &t) {
@@ -327,6 +352,8 @@ void add_reduction_lowerings(std::map<std::string, LowerFn, std::less<>> &t) {
   t["aten.argmax.default"] = arg_reduction(ReduceOp::ArgMax);
   t["aten.argmin.default"] = arg_reduction(ReduceOp::ArgMin);
   t["aten.cumsum.default"] = [](Lowering &l, const Node &n) { return scan(l, n, ReduceOp::Sum); };
+  t["aten.cummax.default"] = [](Lowering &l, const Node &n) { return running_extremum(l, n, true); };
+  t["aten.cummin.default"] = [](Lowering &l, const Node &n) { return running_extremum(l, n, false); };
   t["aten.cumprod.default"] = [](Lowering &l, const Node &n) { return scan(l, n, ReduceOp::Prod); };
   t["aten.linalg_vector_norm.default"] = vector_norm;
   t["aten._cdist_forward.default"] = cdist;

@@ -48,6 +48,10 @@ const std::map<std::string, Fallback> kInductorFallbacks = {
       "rows as two scatters (a scatter runs alone), the row's start and the mean or empty-bag epilogue, after one "
       "reduction finding every call's bag of each index",
       30}},
+    {"op_cummax_cummin",
+     {"Inductor runs the cummax and cummin calls through ATen's kernels on the CPU; coil generates each as two scans, "
+      "the running extremum and then its positions, fused with the other scans of the same rows",
+      11}},
     {"op_embedding_bag_forward_only",
      {"Inductor runs the 4 _embedding_bag_forward_only calls through ATen's kernel; coil generates each as "
       "_embedding_bag: the bags' counts and rows, their reductions, mean's offset2bag and the bag sizes",

@@ -125,9 +125,14 @@ void KernelEmitter::emit_scan() {
   std::vector<std::string> accs;
   for (int n : k_.nodes) {
     DType in = p_.nodes[size_t(n)].body.at(p_.nodes[size_t(n)].body.results[0]).dtype;
-    bool prod = p_.nodes[size_t(n)].reduce_op == ir::ReduceOp::Prod;
+    ir::ReduceOp op = p_.nodes[size_t(n)].reduce_op;
+    bool floating = is_floating(in);
+    std::string init = op == ir::ReduceOp::Prod ? "1"
+                       : op == ir::ReduceOp::Max ? (floating ? "-INFINITY" : "INT64_MIN")
+                       : op == ir::ReduceOp::Min ? (floating ? "INFINITY" : "INT64_MAX")
+                                                 : "0";
     accs.push_back("scan" + std::to_string(accs.size()));
-    w_.line((is_floating(in) ? std::string("double ") : "int64_t ") + accs.back() + (prod ? " = 1;" : " = 0;"));
+    w_.line((floating ? std::string("double ") : "int64_t ") + accs.back() + " = " + init + ";");
   }
   std::string x = var(VarId{dim});
   w_.open("for (int64_t " + x + " = 0; " + x + " < " + std::to_string(rows[size_t(dim)]) + "; ++" + x + ")");
@@ -138,11 +143,19 @@ void KernelEmitter::emit_scan() {
     DType in = n.body.at(n.body.results[0]).dtype;
     const std::string &value = v[size_t(n.body.results[0])];
     bool prod = n.reduce_op == ir::ReduceOp::Prod;
-    std::string wrapping = prod ? "coil_rt::mul_w<int64_t>(" : "coil_rt::add_w<int64_t>(";
-    w_.line(accs[m] + " = " +
-            (is_floating(in) ? accs[m] + (prod ? " * " : " + ") + "double(" + value + ")"
-                             : wrapping + accs[m] + ", int64_t(" + value + "))") +
-            ";");
+    if (n.reduce_op == ir::ReduceOp::Max || n.reduce_op == ir::ReduceOp::Min) {
+      // A NaN, once seen, stays (max_nan / min_nan); integers by std::max / std::min.
+      bool max = n.reduce_op == ir::ReduceOp::Max;
+      std::string fn = is_floating(in) ? (max ? "coil_rt::max_nan(" : "coil_rt::min_nan(")
+                                       : (max ? "std::max<int64_t>(" : "std::min<int64_t>(");
+      w_.line(accs[m] + " = " + fn + accs[m] + ", " + (is_floating(in) ? "double(" : "int64_t(") + value + "));");
+    } else {
+      std::string wrapping = prod ? "coil_rt::mul_w<int64_t>(" : "coil_rt::add_w<int64_t>(";
+      w_.line(accs[m] + " = " +
+              (is_floating(in) ? accs[m] + (prod ? " * " : " + ") + "double(" + value + ")"
+                               : wrapping + accs[m] + ", int64_t(" + value + "))") +
+              ";");
+    }
     store(n, n.outputs[0], cpp_cast(accs[m], is_floating(in) ? DType::F64 : DType::I64, in), in);
   }
   pop();

@@ -531,6 +531,15 @@ std::string triton_helpers(const std::set<std::string> &helpers) {
        "@triton.jit\n"
        "def _prod(a, b):\n"
        "    return a * b\n"},
+      // A maximum (minimum) that keeps a NaN of either operand: the combine of a running one.
+      {"max_nan",
+       "@triton.jit\n"
+       "def _max_nan(a, b):\n"
+       "    return tl.where(a != a, a, tl.where((b != b) | (b > a), b, a))\n"},
+      {"min_nan",
+       "@triton.jit\n"
+       "def _min_nan(a, b):\n"
+       "    return tl.where(a != a, a, tl.where((b != b) | (b < a), b, a))\n"},
       {"argmax_pick",
        "@triton.jit\n"
        "def _argmax_pick(a, ia, b, ib):\n"

@@ -309,6 +309,14 @@ void register_reduction_ops(Registry &r) {
         topk);
   r.add("cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor", scan("cumsum"));
   r.add("cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor", scan("cumprod"));
+  // cummax, cummin: the running extremum in self's dtype and its i64 positions, contiguous.
+  for (const char *op : {"cummax", "cummin"})
+    r.add(str_cat(op, "(Tensor self, int dim) -> (Tensor values, Tensor indices)"), [](const MetaArgs &a) {
+      const TensorType &self = a.tensor("self");
+      wrap_dim(a.integer("dim"), self.rank());
+      return std::vector<TensorType>{contiguous(self.dtype, self.sizes, self.device),
+                                     contiguous(DType::I64, self.sizes, self.device)};
+    });
   r.add("_cdist_forward(Tensor x1, Tensor x2, float p, int? compute_mode) -> Tensor", cdist);
   r.add("_pdist_forward(Tensor self, float p=2) -> Tensor", pdist);
   r.add("linalg_vector_norm(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, "
