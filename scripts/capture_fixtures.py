@@ -2666,6 +2666,27 @@ def _cummax_cummin(dev):
                 make([2, 0])]
 
 
+@op_case("adaptive_max_pool", [A.adaptive_max_pool2d.default, A.adaptive_max_pool3d.default],
+         ("odd", "noncontig", "size1"))
+def _adaptive_max_pool(dev):
+    """adaptive_max_pool2d and 3d shrinking (overlapping windows of uneven size), keeping and
+    growing the size, one output, windows over 25 elements (a reduction, not unrolled), a
+    channels-last input, 3-d (unbatched) input, NaNs (they win), bf16; values and their
+    positions in the plane (volume)."""
+    def fn(x, xl, xcl, xu, xn, xb, v):
+        return (*A.adaptive_max_pool2d.default(x, [3, 4]), *A.adaptive_max_pool2d.default(x, [7, 9]),
+                *A.adaptive_max_pool2d.default(x, [10, 12]), *A.adaptive_max_pool2d.default(x, [1, 1]),
+                *A.adaptive_max_pool2d.default(xl, [2, 3]), *A.adaptive_max_pool2d.default(xcl, [3, 5]),
+                *A.adaptive_max_pool2d.default(xu, [2, 2]), *A.adaptive_max_pool2d.default(xn, [2, 3]),
+                A.adaptive_max_pool2d.default(xb, [3, 3])[0], *A.adaptive_max_pool3d.default(v, [2, 3, 2]),
+                *A.adaptive_max_pool3d.default(v, [4, 5, 6]))
+    xn = make([1, 2, 6, 6])
+    xn[0, 0, 1, 1] = float("nan")
+    xn[0, 1, 5, 0] = float("nan")
+    return fn, [make([2, 3, 7, 9]), make([1, 2, 20, 30]), make([2, 4, 6, 10]).to(memory_format=torch.channels_last),
+                make([3, 5, 5]), xn, make([1, 2, 8, 8], bf16), make([1, 2, 4, 5, 6])]
+
+
 @op_case("overloads_of_sweep", [A.upsample_bilinear2d.default, A.upsample_nearest2d.default, A.scatter.reduce,
                                  A.scatter.value_reduce, A.addmv.default], ("odd",), decomp="none")
 def _overloads_of_sweep(dev):

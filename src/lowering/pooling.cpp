@@ -178,45 +178,86 @@ std::vector<TensorRef> avg_pool(Lowering &l, const Node &n, size_t dims) {
   })};
 }
 
-// Adaptive average pooling (2-d and 3-d): output o of a dim of input size I and output
-// size O averages [floor(o*I/O), ceil((o+1)*I/O)).
+// Adaptive pooling (2-d and 3-d): output o of a dim of input size I and output size O
+// covers [floor(o*I/O), ceil((o+1)*I/O)), each window walked in a box of the largest
+// window's size with the part past its end masked.
+struct AdaptiveWindows {
+  Shape in, outs, box;
+  size_t rank, dims;
+
+  AdaptiveWindows(const TensorRef &x, const TensorType &out, size_t dims)
+      : in(x.sizes.end() - long(dims), x.sizes.end()), outs(out.sizes.end() - long(dims), out.sizes.end()),
+        rank(x.sizes.size()), dims(dims) {
+    for (size_t k = 0; k < dims; ++k) box.push_back(outs[k] == 0 ? 0 : (in[k] + outs[k] - 1) / outs[k] + 1);
+  }
+  std::pair<Expr, Expr> bounds(const Expr &o, size_t k) const {
+    return {ir::floor_div(o * in[k], outs[k]), ir::floor_div((o + 1) * in[k] + outs[k] - 1, outs[k])};
+  }
+  /// x at output o's window position r, `fill` past the window's end, in `as`.
+  int load(BodyBuilder &b, const TensorRef &x, const std::vector<Expr> &o, const std::vector<Expr> &r, double fill,
+           DType as) const {
+    std::vector<Expr> index(o.begin(), o.end() - long(dims));
+    int ok = -1;
+    for (size_t k = 0; k < dims; ++k) {
+      auto [start, end] = bounds(o[rank - dims + k], k);
+      index.push_back(start + r[k]);
+      int in_window = b.binary(Op::Lt, b.index(start + r[k], DType::I64), b.index(end, DType::I64), DType::Bool);
+      ok = ok < 0 ? in_window : b.binary(Op::LogicalAnd, ok, in_window, DType::Bool);
+    }
+    int v = b.cast(b.masked_load(x.buffer, Lowering::offset(x, index), x.dtype, ok, fill), as);
+    return b.where(ok, v, b.constant(fill, as), as);
+  }
+};
+
+// Adaptive average pooling: each window's mean.
 std::vector<TensorRef> adaptive_avg_pool(Lowering &l, const Node &n, size_t dims) {
   const TensorRef &x = l.ref(arg(n, "self").as<ValueId>());
   const TensorType &out = l.graph().type(n.outputs[0]);
   DType c = opmath_dtype(out.dtype);
-  size_t rank = x.sizes.size();
-  Shape in(x.sizes.end() - long(dims), x.sizes.end()), outs(out.sizes.end() - long(dims), out.sizes.end());
-  auto bounds = [in, outs](const Expr &o, size_t k) {
-    Expr start = ir::floor_div(o * in[k], outs[k]);
-    Expr end = ir::floor_div((o + 1) * in[k] + outs[k] - 1, outs[k]);
-    return std::pair{start, end};
-  };
-  Shape reduced;
-  for (size_t k = 0; k < dims; ++k) reduced.push_back(outs[k] == 0 ? 0 : (in[k] + outs[k] - 1) / outs[k] + 1);
+  AdaptiveWindows w(x, out, dims);
   TensorType sum_type{c, out.sizes, contiguous_strides(out.sizes), out.device};
-  WindowTotal sum = window_fold(
-      l, sum_type, reduced, ReduceOp::Sum, n.name + " sum",
-      [&x, bounds, rank, dims, c](BodyBuilder &b, const std::vector<Expr> &o, const std::vector<Expr> &r) {
-        std::vector<Expr> index(o.begin(), o.end() - long(dims));
-        int ok = -1;
-        for (size_t k = 0; k < dims; ++k) {
-          auto [start, end] = bounds(o[rank - dims + k], k);
-          index.push_back(start + r[k]);
-          int p = b.index(start + r[k], DType::I64);
-          int in_window = b.binary(Op::Lt, p, b.index(end, DType::I64), DType::Bool);
-          ok = ok < 0 ? in_window : b.binary(Op::LogicalAnd, ok, in_window, DType::Bool);
-        }
-        int v = b.cast(b.masked_load(x.buffer, Lowering::offset(x, index), x.dtype, ok, 0), c);
-        return b.where(ok, v, b.constant(0, c), c);
-      });
+  WindowTotal sum = window_fold(l, sum_type, w.box, ReduceOp::Sum, n.name + " sum",
+                                [&x, &w, c](BodyBuilder &b, const std::vector<Expr> &o, const std::vector<Expr> &r) {
+                                  return w.load(b, x, o, r, 0, c);
+                                });
   return {l.pointwise(out, n.name, [&](BodyBuilder &b, const std::vector<Expr> &o) {
     Expr count = 1;
     for (size_t k = 0; k < dims; ++k) {
-      auto [start, end] = bounds(o[rank - dims + k], k);
+      auto [start, end] = w.bounds(o[w.rank - dims + k], k);
       count = count * (end - start);
     }
     return b.binary(Op::TrueDiv, sum(b, o), b.index(count, c), c);
   })};
+}
+
+// Adaptive max pooling: each window's maximum (NaN winning, as max_pool2d) and where it is
+// in its input plane (volume), row-major over the spatial dims: the argmax within the box,
+// moved by the window's start.
+std::vector<TensorRef> adaptive_max_pool(Lowering &l, const Node &n, size_t dims) {
+  const TensorRef &x = l.ref(arg(n, "self").as<ValueId>());
+  const TensorType &out = l.graph().type(n.outputs[0]), &pos_type = l.graph().type(n.outputs[1]);
+  AdaptiveWindows w(x, out, dims);
+  auto body = [&](BodyBuilder &b, const std::vector<Expr> &o, const std::vector<Expr> &r) {
+    return w.load(b, x, o, r, -INFINITY, x.dtype);
+  };
+  WindowTotal maximum = window_fold(l, out, w.box, ReduceOp::Max, n.name, body);
+  TensorRef values = l.pointwise(out, n.name, [&](BodyBuilder &b, const std::vector<Expr> &o) { return maximum(b, o); });
+  TensorRef position = l.reduction(pos_type, w.box, ReduceOp::ArgMax, n.name + " argmax", body)[0];
+  TensorRef indices = l.pointwise(pos_type, n.name + " indices", [&](BodyBuilder &b, const std::vector<Expr> &o) {
+    int p = b.load(position.buffer, Lowering::offset(position, o), DType::I64);
+    auto c = [&](int64_t v) { return b.constant(double(v), DType::I64); };
+    std::vector<int> along(dims);
+    for (size_t k = dims; k-- > 0;) {
+      int step = b.binary(Op::Remainder, p, c(w.box[k]), DType::I64);
+      p = b.binary(Op::FloorDiv, p, c(w.box[k]), DType::I64);
+      along[k] = b.binary(Op::Add, b.index(w.bounds(o[w.rank - dims + k], k).first, DType::I64), step, DType::I64);
+    }
+    int flat = along[0];
+    for (size_t k = 1; k < dims; ++k)
+      flat = b.binary(Op::Add, b.binary(Op::Mul, flat, c(w.in[k]), DType::I64), along[k], DType::I64);
+    return flat;
+  });
+  return {values, indices};
 }
 
 // native_group_norm: per (n, g), Welford over the group's channels and spatial
@@ -731,6 +772,8 @@ void add_pooling_lowerings(std::map<std::string, LowerFn, std::less<>> &t) {
   t["aten._adaptive_avg_pool2d.default"] = [](Lowering &l, const Node &n) { return adaptive_avg_pool(l, n, 2); };
   t["aten.adaptive_avg_pool2d.default"] = [](Lowering &l, const Node &n) { return adaptive_avg_pool(l, n, 2); };
   t["aten._adaptive_avg_pool3d.default"] = [](Lowering &l, const Node &n) { return adaptive_avg_pool(l, n, 3); };
+  t["aten.adaptive_max_pool2d.default"] = [](Lowering &l, const Node &n) { return adaptive_max_pool(l, n, 2); };
+  t["aten.adaptive_max_pool3d.default"] = [](Lowering &l, const Node &n) { return adaptive_max_pool(l, n, 3); };
   t["aten.native_group_norm.default"] = group_norm;
   t["aten.native_group_norm_backward.default"] = group_norm_backward;
   t["aten.max_pool2d_with_indices_backward.default"] = max_pool_backward;

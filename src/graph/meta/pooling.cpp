@@ -139,10 +139,11 @@ std::vector<TensorType> avg_pool(const MetaArgs &a, size_t dims) {
 }
 
 /// _adaptive_avg_pool2d and _adaptive_avg_pool3d: the trailing spatial dims become
-/// output_size; floating inputs only.
-std::vector<TensorType> adaptive_avg_pool(const MetaArgs &a, size_t dims) {
+/// output_size; floating inputs only. adaptive_max_pool2d and 3d: the same, and the i64
+/// positions of the maxima laid out alike.
+std::vector<TensorType> adaptive_pool(const MetaArgs &a, size_t dims, bool max) {
   const TensorType &x = a.tensor("self");
-  std::string op = str_cat("adaptive_avg_pool", dims, "d");
+  std::string op = str_cat(max ? "adaptive_max_pool" : "adaptive_avg_pool", dims, "d");
   Shape size = a.ints("output_size");
   COIL_USER_CHECK(size.size() == dims, op, ": output_size must have ", dims, " values, got ", shape_str(size));
   COIL_USER_CHECK(all(size, [](int64_t v) { return v >= 0; }), op, ": output_size must be non-negative, got ",
@@ -156,8 +157,12 @@ std::vector<TensorType> adaptive_avg_pool(const MetaArgs &a, size_t dims) {
   Shape sizes(x.sizes.begin(), x.sizes.end() - long(dims));
   sizes.insert(sizes.end(), size.begin(), size.end());
   checked_numel(sizes);
-  return {TensorType{x.dtype, sizes, output_strides(x, sizes), x.device}};
+  TensorType values{x.dtype, sizes, output_strides(x, sizes), x.device};
+  if (!max) return {values};
+  return {values, TensorType{DType::I64, sizes, values.strides, x.device}};
 }
+
+std::vector<TensorType> adaptive_avg_pool(const MetaArgs &a, size_t dims) { return adaptive_pool(a, dims, false); }
 
 /// upsample_nearest2d and upsample_bilinear2d (.vec; .default with output_size and per-dim
 /// scales): an (N, C, H, W) input to the output_size given, or to floor(size * scale) per
@@ -286,6 +291,9 @@ void register_pooling_ops(Registry &r) {
         [](const MetaArgs &a) { return pool_backward(a, "_adaptive_avg_pool2d_backward"); });
   r.add("adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor",
         [](const MetaArgs &a) { return adaptive_avg_pool(a, 2); });
+  for (size_t dims : {2, 3})
+    r.add(str_cat("adaptive_max_pool", dims, "d(Tensor self, int[", dims, "] output_size) -> (Tensor, Tensor)"),
+          [dims](const MetaArgs &a) { return adaptive_pool(a, dims, true); });
   r.add("upsample_nearest2d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor",
         [](const MetaArgs &a) { return upsample2d(a, "upsample_nearest2d"); });
   r.add("upsample_bilinear2d.vec(Tensor input, SymInt[]? output_size, bool align_corners, "
