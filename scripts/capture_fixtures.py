@@ -2687,6 +2687,32 @@ def _adaptive_max_pool(dev):
                 make([3, 5, 5]), xn, make([1, 2, 8, 8], bf16), make([1, 2, 4, 5, 6])]
 
 
+@op_case("nonzero_static_put_histc", [A.nonzero_static.default, A.put.default, A.histc.default,
+                                       A.as_strided_scatter.default], ("odd", "noncontig", "size0"), decomp="none")
+def _nonzero_static_put_histc(dev):
+    """nonzero_static with room for fewer, as many and more rows than nonzero elements, of a
+    transposed, a bool, a 0-d and an empty input; put with negative positions (repeated ones
+    only accumulating: which write wins is unspecified), into a transposed tensor; histc over
+    a given range (elements outside, on the edges), over the data's range, over data of one
+    value, in bf16; as_strided_scatter onto a transposed tensor at an offset."""
+    def fn(x, xt, bo, z, e, s, idx, src, h, hb, same, small):
+        return (A.nonzero_static.default(x, size=3), A.nonzero_static.default(x, size=40, fill_value=-7),
+                A.nonzero_static.default(xt.t(), size=9), A.nonzero_static.default(bo, size=4),
+                A.nonzero_static.default(z, size=2), A.nonzero_static.default(e, size=3),
+                A.put.default(s, idx[:3], src[:3]), A.put.default(s, idx, src, True), A.put.default(xt.t(), idx[:3], src[:3]),
+                A.histc.default(h, 7, -1.0, 1.0), A.histc.default(h, 5), A.histc.default(hb, 4, -2.0, 2.0),
+                A.histc.default(same, 3), A.histc.default(h, 1, 0.0, 0.5),
+                A.as_strided_scatter.default(xt.t(), small, [2, 2], [1, 2], 1),
+                A.as_strided_scatter.default(s, small, [2, 2], [3, 1], 0))
+    x = make([5, 6])
+    x[x.abs() < 0.8] = 0
+    xt = torch.tensor([[0.0, 1.0, 0.0, 2.0], [3.0, 0.0, 0.0, 4.0], [0.0, 0.0, 5.0, 0.0]]).t().contiguous()
+    h = torch.cat([torch.rand(50) * 3 - 1.5, torch.tensor([-1.0, 1.0, 0.0, 0.25, 2.0, -2.0])])
+    return fn, [x, xt, torch.tensor([[True, False], [False, True]]), torch.tensor(2.5), make([0, 3]), make([4, 3]),
+                torch.tensor([0, -1, 5, 5, 11, -12]), make([6]), h, h.to(torch.bfloat16), torch.full((6,), 3.5),
+                make([2, 2])]
+
+
 @op_case("overloads_of_sweep", [A.upsample_bilinear2d.default, A.upsample_nearest2d.default, A.scatter.reduce,
                                  A.scatter.value_reduce, A.addmv.default], ("odd",), decomp="none")
 def _overloads_of_sweep(dev):

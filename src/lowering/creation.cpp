@@ -104,11 +104,6 @@ std::vector<TensorRef> cat(Lowering &l, const Node &n) {
   return {cat_parts(l, t, parts, dim, n.name)};
 }
 
-std::vector<int64_t> ints_of(const Arg &a) {
-  std::vector<int64_t> out;
-  for (const Arg &v : a.as<ArgList>()) out.push_back(v.as<int64_t>());
-  return out;
-}
 
 /// constant_pad_nd (and pad in mode constant): pad = [last_lo, last_hi, prev_lo, prev_hi, ...];
 /// negative pads crop.

@@ -195,8 +195,7 @@ std::vector<TensorRef> convolution(Lowering &l, const Node &n) {
   ir::Node &node = l.program().nodes.back();
   size_t spatial = w.sizes.size() - 2;
   for (const char *name : {"stride", "padding", "dilation", "output_padding"}) {
-    std::vector<int64_t> v;
-    for (const Arg &a : arg(n, name).as<ArgList>()) v.push_back(a.as<int64_t>());
+    std::vector<int64_t> v = ints_of(arg(n, name));
     if (v.size() == 1) v.assign(spatial, v[0]);
     node.attrs[name] = v;
   }
@@ -217,8 +216,7 @@ std::vector<TensorRef> convolution_backward(Lowering &l, const Node &n) {
   COIL_USER_CHECK(!arg(n, "transposed").as<bool>(), "the backward of a transposed convolution is not supported yet");
   size_t spatial = w.sizes.size() - 2;
   auto param = [&](const char *name) {
-    std::vector<int64_t> v;
-    for (const Arg &a : arg(n, name).as<ArgList>()) v.push_back(a.as<int64_t>());
+    std::vector<int64_t> v = ints_of(arg(n, name));
     if (v.size() == 1) v.assign(spatial, v[0]);
     return v;
   };

@@ -465,6 +465,142 @@ std::vector<TensorRef> embedding_bag(Lowering &l, const Node &n) {
   return outs;
 }
 
+// nonzero_static(self, size, fill_value): the coordinates of self's first `size` nonzero
+// elements in row-major order, rows past them fill_value. Each nonzero element's row is the
+// count of nonzero elements up to it (a scan over the flat input); it writes its coordinates
+// there, or into a spare row past `size` that the output leaves out.
+std::vector<TensorRef> nonzero_static(Lowering &l, const Node &n) {
+  const TensorRef &self = tensor_arg(l, n, "self");
+  const TensorType &out = l.graph().type(n.outputs[0]);
+  int64_t size = out.sizes[0], rank = self.rank(), numel = checked_numel(self.sizes);
+  double fill = double(arg(n, "fill_value").as<int64_t>());
+  if (numel == 0 || rank == 0 || size == 0) {
+    // A 0-d input gives [size, 0]; nothing nonzero leaves every row filled.
+    return {l.fill(out, n.name, fill)};
+  }
+  auto nonzero = [&](BodyBuilder &b, const Expr &flat) {
+    int v = Lowering::load_broadcast(b, self, unravel(flat, self.sizes));
+    return b.binary(Op::Ne, v, b.constant(0, self.dtype), DType::Bool);
+  };
+  TensorType count_type{DType::I64, {numel}, {1}, out.device};
+  TensorRef counts = l.scan(count_type, 0, ir::ReduceOp::Sum, n.name + " counts", [&](BodyBuilder &b, const std::vector<Expr> &x) {
+    return b.cast(nonzero(b, x[0]), DType::I64);
+  });
+  TensorType spare{DType::I64, {size + 1, rank}, contiguous_strides({size + 1, rank}), out.device};
+  TensorRef rows = l.scatter(
+      n.name + " rows", spare, l.fill(spare, n.name + " fill", fill), {numel, rank}, false,
+      [&](BodyBuilder &b, const std::vector<Expr> &x) {
+        int row = b.binary(Op::Sub, b.load(counts.buffer, x[0], DType::I64), b.constant(1, DType::I64), DType::I64);
+        int kept = b.binary(Op::LogicalAnd, nonzero(b, x[0]), b.binary(Op::Lt, row, b.constant(double(size), DType::I64), DType::Bool),
+                            DType::Bool);
+        row = b.where(kept, row, b.constant(double(size), DType::I64), DType::I64);
+        // Coordinate x[1] of the element: a choice among the unravelled coordinates.
+        std::vector<Expr> coords = unravel(x[0], self.sizes);
+        int coord = b.index(coords[0], DType::I64);
+        for (int64_t d = 1; d < rank; ++d) {
+          int here = b.binary(Op::Eq, b.index(x[1], DType::I64), b.constant(double(d), DType::I64), DType::Bool);
+          coord = b.where(here, b.index(coords[size_t(d)], DType::I64), coord, DType::I64);
+        }
+        return std::pair{coord, std::vector<int>{row}};
+      },
+      [&](const std::vector<Expr> &x) { return Expr(ir::indirect_var(0)) * rank + x[1]; });
+  return {l.pointwise(out, n.name, [&](BodyBuilder &b, const std::vector<Expr> &x) {
+    return b.load(rows.buffer, x[0] * rank + x[1], DType::I64);
+  })};
+}
+
+// put(self, index, source, accumulate): self with the elements at the row-major positions
+// `index` (negative from the end) set to (or increased by) source's, both read in row-major
+// order.
+std::vector<TensorRef> put(Lowering &l, const Node &n) {
+  const TensorRef &self = tensor_arg(l, n, "self"), &index = tensor_arg(l, n, "index"), &source = tensor_arg(l, n, "source");
+  const TensorType &out = l.graph().type(n.outputs[0]);
+  int64_t count = checked_numel(index.sizes), numel = checked_numel(self.sizes);
+  size_t rank = self.sizes.size();
+  TensorRef dense{-1, out.dtype, out.sizes, out.strides, 0};
+  return {l.scatter(
+      n.name, out, self, {count}, arg(n, "accumulate").as<bool>(),
+      [&](BodyBuilder &b, const std::vector<Expr> &x) {
+        int at = load_index(b, index, unravel(x[0], index.sizes), numel);
+        std::vector<int> coords(rank);
+        for (size_t d = rank; d-- > 0;) {
+          int size = b.constant(double(self.sizes[d]), DType::I64);
+          coords[d] = b.binary(Op::Remainder, at, size, DType::I64);
+          at = b.binary(Op::FloorDiv, at, size, DType::I64);
+        }
+        return std::pair{Lowering::load_broadcast(b, source, unravel(x[0], source.sizes)), coords};
+      },
+      [&](const std::vector<Expr> &) {
+        std::vector<Expr> at;
+        for (size_t d = 0; d < rank; ++d) at.push_back(Expr(ir::indirect_var(int(d))));
+        return Lowering::offset(dense, at);
+      })};
+}
+
+// histc(self, bins, min, max): counts of self's elements in `bins` equal bins over
+// [min, max] (the data's own range when min == max, widened by 1 each way when that is one
+// number), the last bin closed; elements outside (and NaN) are not counted. A scatter-add of
+// ones (of zeros, for the elements left out).
+std::vector<TensorRef> histc(Lowering &l, const Node &n) {
+  const TensorRef &self = tensor_arg(l, n, "self");
+  const TensorType &out = l.graph().type(n.outputs[0]);
+  int64_t bins = arg(n, "bins").as<int64_t>(), numel = checked_numel(self.sizes);
+  double lo = number(arg(n, "min")), hi = number(arg(n, "max"));
+  DType c = opmath_dtype(out.dtype);
+  TensorType bound{c, {}, {}, out.device};
+  Shape all = {numel};
+  auto element = [&](BodyBuilder &b, const Expr &flat) {
+    return b.cast(Lowering::load_broadcast(b, self, unravel(flat, self.sizes)), c);
+  };
+  std::optional<TensorRef> data_lo, data_hi;
+  if (lo == hi && numel > 0) {
+    data_lo = l.reduction(bound, all, ir::ReduceOp::Min, n.name + " min",
+                          [&](BodyBuilder &b, const std::vector<Expr> &, const std::vector<Expr> &r) { return element(b, r[0]); })[0];
+    data_hi = l.reduction(bound, all, ir::ReduceOp::Max, n.name + " max",
+                          [&](BodyBuilder &b, const std::vector<Expr> &, const std::vector<Expr> &r) { return element(b, r[0]); })[0];
+  }
+  TensorRef dense{-1, out.dtype, out.sizes, out.strides, 0};
+  return {l.scatter(
+      n.name, out, l.fill(out, n.name + " zeros"), {numel}, true,
+      [&](BodyBuilder &b, const std::vector<Expr> &x) {
+        int left = data_lo ? b.load(data_lo->buffer, Expr(0), c) : b.constant(lo, c);
+        int right = data_hi ? b.load(data_hi->buffer, Expr(0), c) : b.constant(hi, c);
+        if (data_lo) {
+          int same = b.binary(Op::Eq, left, right, DType::Bool);
+          left = b.where(same, b.binary(Op::Sub, left, b.constant(1, c), c), left, c);
+          right = b.where(same, b.binary(Op::Add, right, b.constant(1, c), c), right, c);
+        }
+        int v = element(b, x[0]);
+        int inside = b.binary(Op::LogicalAnd, b.binary(Op::Ge, v, left, DType::Bool), b.binary(Op::Le, v, right, DType::Bool),
+                              DType::Bool);
+        int scaled = b.binary(Op::Mul, b.binary(Op::TrueDiv, b.binary(Op::Sub, v, left, c), b.binary(Op::Sub, right, left, c), c),
+                              b.constant(double(bins), c), c);
+        int bin = b.binary(Op::Minimum, b.cast(b.unary(Op::Floor, scaled, c), DType::I64), b.constant(double(bins - 1), DType::I64),
+                           DType::I64);
+        bin = b.where(inside, bin, b.constant(0, DType::I64), DType::I64);
+        return std::pair{b.where(inside, b.constant(1, c), b.constant(0, c), c), std::vector<int>{bin}};
+      },
+      [&](const std::vector<Expr> &) { return Lowering::offset(dense, {Expr(ir::indirect_var(0))}); })};
+}
+
+// as_strided_scatter(self, src, size, stride, storage_offset): a copy of self (its layout
+// kept) whose storage, seen through as_strided(size, stride, storage_offset), takes src.
+std::vector<TensorRef> as_strided_scatter(Lowering &l, const Node &n) {
+  const TensorRef &self = tensor_arg(l, n, "self"), &src = tensor_arg(l, n, "src");
+  const TensorType &out = l.graph().type(n.outputs[0]);
+  Shape size = ints_of(arg(n, "size")), stride = ints_of(arg(n, "stride"));
+  const Arg &offset_arg = arg(n, "storage_offset");
+  int64_t offset = offset_arg.is_none() ? 0 : offset_arg.as<int64_t>();
+  return {l.scatter(
+      n.name, out, self, size, false,
+      [&](BodyBuilder &b, const std::vector<Expr> &x) { return std::pair{Lowering::load_broadcast(b, src, x), std::vector<int>{}}; },
+      [&](const std::vector<Expr> &x) {
+        Expr at = offset;
+        for (size_t d = 0; d < x.size(); ++d) at = at + x[d] * stride[d];
+        return at;
+      })};
+}
+
 }  // namespace
 
 void add_indexing_lowerings(std::map<std::string, LowerFn, std::less<>> &t) {
@@ -482,6 +618,10 @@ void add_indexing_lowerings(std::map<std::string, LowerFn, std::less<>> &t) {
   };
   t["aten.scatter_reduce.two"] = scatter_reduce;
   t["aten.index_reduce.default"] = index_reduce;
+  t["aten.nonzero_static.default"] = nonzero_static;
+  t["aten.put.default"] = put;
+  t["aten.histc.default"] = histc;
+  t["aten.as_strided_scatter.default"] = as_strided_scatter;
   // scatter.reduce and scatter.value_reduce: reduce 'add' or 'multiply' onto self.
   for (const char *op : {"aten.scatter.reduce", "aten.scatter.value_reduce"})
     t[op] = [](Lowering &l, const Node &n) {

@@ -159,6 +159,23 @@ double number(const Arg &a) {
 
 const TensorRef &tensor_arg(Lowering &l, const Node &n, const char *name) { return l.ref(arg(n, name).as<ValueId>()); }
 
+std::vector<int64_t> ints_of(const Arg &a) {
+  std::vector<int64_t> out;
+  for (const Arg &v : a.as<ArgList>()) out.push_back(v.as<int64_t>());
+  return out;
+}
+
+std::vector<Expr> unravel(const Expr &flat, const Shape &sizes) {
+  std::vector<Expr> at;
+  int64_t stride = 1;
+  for (int64_t size : sizes) stride *= size;
+  for (int64_t size : sizes) {
+    stride = size == 0 ? 1 : stride / size;
+    at.push_back(ir::mod(ir::floor_div(flat, std::max<int64_t>(stride, 1)), size));
+  }
+  return at;
+}
+
 const std::map<std::string, LowerFn, std::less<>> &lowerings() {
   static const auto table = [] {
     std::map<std::string, LowerFn, std::less<>> t;

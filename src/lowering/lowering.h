@@ -107,6 +107,10 @@ class Lowering {
 const Arg &arg(const Node &n, std::string_view name);
 /// A Python number argument (int, float or bool) as a double.
 double number(const Arg &a);
+/// An int list argument's values.
+std::vector<int64_t> ints_of(const Arg &a);
+/// The row-major coordinates over `sizes` of the flat position `flat`.
+std::vector<ir::Expr> unravel(const ir::Expr &flat, const Shape &sizes);
 /// The tensor a node's argument `name` names, as lowered so far.
 const TensorRef &tensor_arg(Lowering &l, const Node &n, const char *name);
 

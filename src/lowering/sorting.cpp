@@ -101,13 +101,7 @@ std::vector<TensorRef> sort_by_rank(Lowering &l, const std::string &origin, cons
 TensorRef flattened(Lowering &l, const TensorRef &self, const Device &device, const std::string &origin) {
   int64_t n = checked_numel(self.sizes);
   return l.pointwise(TensorType{self.dtype, {n}, {1}, device}, origin + " flat", [&](BodyBuilder &b, const std::vector<Expr> &x) {
-    std::vector<Expr> at;
-    int64_t stride = n;
-    for (int64_t size : self.sizes) {
-      stride = size == 0 ? 0 : stride / size;
-      at.push_back(ir::mod(ir::floor_div(x[0], std::max<int64_t>(stride, 1)), size));
-    }
-    return Lowering::load_broadcast(b, self, at);
+    return Lowering::load_broadcast(b, self, unravel(x[0], self.sizes));
   });
 }
 

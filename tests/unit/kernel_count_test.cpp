@@ -56,6 +56,11 @@ const std::map<std::string, Fallback> kInductorFallbacks = {
      {"Inductor runs the 4 _embedding_bag_forward_only calls through ATen's kernel; coil generates each as "
       "_embedding_bag: the bags' counts and rows, their reductions, mean's offset2bag and the bag sizes",
       16}},
+    {"op_nonzero_static_put_histc",
+     {"Inductor runs the nonzero_static, put and histc calls through ATen's kernels on the CPU; coil generates each: "
+      "nonzero_static's count scan, fill, scatter of coordinates and copy; put's copy and scatter; histc's range "
+      "reductions, zeros and scatter-add",
+      25}},
     {"op_scatter_fold_distances",
      {"Inductor runs the 7 cdists and 5 pdists through ATen's kernels; coil generates them: three cdist "
       "reductions over differing row counts, and pdist's count of each pair's row before the distances",

@@ -1,6 +1,7 @@
 // Indexing and joining: cat, padding, advanced indexing, gather/scatter, embedding,
 // flip and the functional scatters that export leaves for in-place slicing.
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 #include "graph/meta/common.h"
@@ -350,6 +351,65 @@ std::vector<TensorType> index_reduce(const MetaArgs &a) {
   return {contiguous(self.dtype, self.sizes, self.device)};
 }
 
+/// nonzero_static: [size, rank] i64 coordinates.
+std::vector<TensorType> nonzero_static(const MetaArgs &a) {
+  const TensorType &self = a.tensor("self");
+  int64_t size = a.integer("size");
+  COIL_USER_CHECK(size >= 0, "nonzero_static: 'size' must be a non-negative integer, got ", size);
+  return {contiguous(DType::I64, {size, self.rank()}, self.device)};
+}
+
+/// put: self (its layout kept) with source's elements at the flat positions in index.
+std::vector<TensorType> put(const MetaArgs &a) {
+  const TensorType &self = a.tensor("self"), &index = a.tensor("index"), &source = a.tensor("source");
+  check_index_dtype("put", index);
+  COIL_USER_CHECK(source.dtype == self.dtype, "put: source has dtype ", short_name(source.dtype), " but self has ",
+                  short_name(self.dtype), "; expected the same dtype");
+  COIL_USER_CHECK(source.numel() == index.numel(), "put: expected source to have as many elements as index, got ",
+                  source.numel(), " and ", index.numel());
+  COIL_USER_CHECK(index.numel() == 0 || self.numel() > 0, "put: cannot put into an empty tensor");
+  return {TensorType{self.dtype, self.sizes, preserve_format_strides(self), self.device}};
+}
+
+/// histc: [bins] counts of self's floating dtype.
+std::vector<TensorType> histc(const MetaArgs &a) {
+  const TensorType &self = a.tensor("self");
+  int64_t bins = a.integer("bins");
+  COIL_USER_CHECK(is_floating(self.dtype), "histc: expected a floating input, got ", short_name(self.dtype));
+  COIL_USER_CHECK(bins > 0, "torch.histc(): bins must be > 0, but got ", bins);
+  double lo = a.floating("min"), hi = a.floating("max");
+  COIL_USER_CHECK(std::isfinite(lo) && std::isfinite(hi), "torch.histc(): range of [", lo, ", ", hi, "] is not finite");
+  COIL_USER_CHECK(lo <= hi, "torch.histc(): max must be larger than min");
+  return {contiguous(self.dtype, {bins}, self.device)};
+}
+
+/// as_strided_scatter: self (its layout kept) whose storage, seen through as_strided(size,
+/// stride, storage_offset), takes src; the view must lie within self's elements.
+std::vector<TensorType> as_strided_scatter(const MetaArgs &a) {
+  const TensorType &self = a.tensor("self"), &src = a.tensor("src");
+  Shape size = a.ints("size"), stride = a.ints("stride");
+  int64_t offset = a.optional_integer("storage_offset").value_or(0);
+  COIL_USER_CHECK(size.size() == stride.size(), "as_strided_scatter: size ", shape_str(size), " and stride ",
+                  shape_str(stride), " differ in rank");
+  COIL_USER_CHECK(src.sizes == size, "as_strided_scatter: src has shape ", shape_str(src.sizes), ", expected ",
+                  shape_str(size));
+  COIL_USER_CHECK(src.dtype == self.dtype, "as_strided_scatter: src has dtype ", short_name(src.dtype),
+                  " but self has ", short_name(self.dtype));
+  Shape strides = preserve_format_strides(self);
+  COIL_USER_CHECK(is_non_overlapping_and_dense(self.sizes, strides), "as_strided_scatter: self must be dense");
+  int64_t last = offset;
+  bool empty = false;
+  for (size_t d = 0; d < size.size(); ++d) {
+    COIL_USER_CHECK(stride[d] >= 0, "as_strided_scatter: negative strides are not supported, got ", shape_str(stride));
+    empty = empty || size[d] == 0;
+    if (size[d] > 0) last += (size[d] - 1) * stride[d];
+  }
+  COIL_USER_CHECK(offset >= 0 && (empty || last < self.numel()), "as_strided_scatter: the view of size ",
+                  shape_str(size), ", stride ", shape_str(stride), " at offset ", offset, " reaches past self's ",
+                  self.numel(), " elements");
+  return {TensorType{self.dtype, self.sizes, strides, self.device}};
+}
+
 std::vector<TensorType> embedding(const MetaArgs &a) {
   const TensorType &weight = a.tensor("weight");
   const TensorType &indices = a.tensor("indices");
@@ -569,6 +629,12 @@ void register_indexing_ops(Registry &r) {
   r.add("index.Tensor(Tensor self, Tensor?[] indices) -> Tensor", index);
   r.add("index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor", index_put);
   r.add("index_select(Tensor self, int dim, Tensor index) -> Tensor", index_select);
+  r.add("nonzero_static(Tensor self, *, SymInt size, int fill_value=-1) -> Tensor", nonzero_static);
+  r.add("put(Tensor self, Tensor index, Tensor source, bool accumulate=False) -> Tensor", put);
+  r.add("histc(Tensor self, int bins=100, Scalar min=0, Scalar max=0) -> Tensor", histc);
+  r.add("as_strided_scatter(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) "
+        "-> Tensor",
+        as_strided_scatter);
   r.add("index_reduce(Tensor self, int dim, Tensor index, Tensor source, str reduce, *, bool include_self=True) "
         "-> Tensor",
         index_reduce);
