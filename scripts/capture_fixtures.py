@@ -2924,6 +2924,21 @@ def _orthogonal_polynomials(dev):
     return fn, [x, n, xf, nf, torch.tensor([0, 1, -1, 2]), torch.tensor([3, 4, 0, 2]), make([0], torch.float64)]
 
 
+@op_case("frexp", [A.frexp.Tensor], ("odd", "noncontig", "size0"), decomp="none")
+def _frexp(dev):
+    """frexp across f64's range (denormals down to the smallest, the largest finite), exact
+    powers of two and their neighbours, 0, -0, the infinities and NaN; f32 (its denormals),
+    bf16, f16, a transposed input and an empty one."""
+    def fn(xd, x, xb, xh, xt, e):
+        return (*A.frexp.Tensor(xd), *A.frexp.Tensor(x), *A.frexp.Tensor(xb), *A.frexp.Tensor(xh),
+                *A.frexp.Tensor(xt.t()), *A.frexp.Tensor(e))
+    edges = [0.0, -0.0, float("inf"), -float("inf"), float("nan"), 1.0, 0.5, 2.0, -4.0, 3.0, 0.75]
+    xd = torch.tensor(edges + [1e-310, -5e-324, 2.2250738585072014e-308, 1.7976931348623157e308, 1 - 2 ** -53,
+                               1 + 2 ** -52, 2 ** 1000, -(2 ** -1000), 123456.789], dtype=torch.float64)
+    x = torch.cat([torch.randn(20) * 1000, torch.tensor(edges + [1e-40, 1e-45, 3.4e38, 1 - 2 ** -24, 1.17549435e-38])])
+    return fn, [xd, x, x.to(torch.bfloat16), (x / 1e4).to(torch.float16), make([4, 5]), make([0, 2])]
+
+
 @op_case("addbmm_bucketize_searchsorted", [A.addbmm.default, A.bucketize.Tensor, A.searchsorted.Tensor],
          ("odd", "size0", "noncontig"), decomp="none")
 def _addbmm_bucketize_searchsorted(dev):

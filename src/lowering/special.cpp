@@ -411,6 +411,52 @@ LowerFn polynomial(Op op, bool shifted) {
   };
 }
 
+/// 2^k for a whole number k with |k| <= 1023 (an f64 value), exactly: a product of the
+/// powers 2^(+-2^i) of k's bits.
+int power_of_two(const F64 &f, int k) {
+  int magnitude = f.b.cast(f.fn(Op::Abs, k), DType::I64), negative = f.lt(k, f.c(0));
+  int p = f.c(1);
+  for (int i = 0; i < 10; ++i) {
+    int bit = f.b.binary(Op::Ne, f.b.binary(Op::BitwiseAnd, magnitude, f.b.constant(double(1 << i), DType::I64), DType::I64),
+                         f.b.constant(0, DType::I64), DType::Bool);
+    double up = std::ldexp(1.0, 1 << i), down = std::ldexp(1.0, -(1 << i));
+    p = f.where(bit, f.mul(p, f.where(negative, f.c(down), f.c(up))), p);
+  }
+  return p;
+}
+
+/// frexp(x): (m, e) with x = m 2^e and 1/2 <= |m| < 1; (x, 0) for 0, the infinities and NaN.
+/// e from log2 |x|, corrected by one where log2 rounded across a power of two; m scaled by
+/// 2^-e in two exact halves (a denormal's 2^1074 is past f64's range).
+std::vector<TensorRef> frexp(Lowering &l, const Node &n) {
+  const TensorRef &self = tensor_arg(l, n, "self");
+  const TensorType &mantissa_type = l.graph().type(n.outputs[0]), &exponent_type = l.graph().type(n.outputs[1]);
+  auto split = [&](BodyBuilder &b, const std::vector<Expr> &x) {
+    F64 f{b};
+    int v = b.cast(Lowering::load_broadcast(b, self, x), DType::F64);
+    int a = f.fn(Op::Abs, v);
+    int plain = f.both(f.lt(f.c(0), a), f.lt(a, f.c(kInf)));  // finite and nonzero
+    int safe = f.where(plain, a, f.c(1));
+    int e = f.add(f.fn(Op::Floor, f.fn(Op::Log2, safe)), f.c(1));
+    auto scaled = [&](int exponent) {
+      int half = f.fn(Op::Floor, f.mul(exponent, f.c(-0.5)));
+      return f.mul(f.mul(safe, power_of_two(f, half)), power_of_two(f, f.sub(f.fn(Op::Neg, exponent), half)));
+    };
+    int m = scaled(e);
+    int high = f.b.binary(Op::Ge, m, f.c(1), DType::Bool), low = f.lt(m, f.c(0.5));
+    e = f.where(high, f.add(e, f.c(1)), f.where(low, f.sub(e, f.c(1)), e));
+    m = f.where(high, f.mul(m, f.c(0.5)), f.where(low, f.mul(m, f.c(2)), m));
+    m = f.b.binary(Op::Copysign, m, v, F64::t);
+    return std::pair{f.where(plain, m, v), f.where(plain, e, f.c(0))};
+  };
+  return {l.pointwise(mantissa_type, n.name, [&](BodyBuilder &b, const std::vector<Expr> &x) {
+            return b.cast(split(b, x).first, mantissa_type.dtype);
+          }),
+          l.pointwise(exponent_type, n.name + " exponent", [&](BodyBuilder &b, const std::vector<Expr> &x) {
+            return b.cast(split(b, x).second, exponent_type.dtype);
+          })};
+}
+
 /// A special function of `self`, elementwise, in f64.
 LowerFn special(std::function<int(const F64 &, int x, const Node &n)> fn) {
   return [=](Lowering &l, const Node &n) {
@@ -467,6 +513,7 @@ void add_special_lowerings(std::map<std::string, LowerFn, std::less<>> &t) {
         t[str_cat("aten.special_", shifted ? "shifted_" : "", name, ".", overload)] = polynomial(op, shifted);
     }
   }
+  t["aten.frexp.Tensor"] = frexp;
   t["aten.special_spherical_bessel_j0.default"] =
       special([](const F64 &f, int x, const Node &) { return spherical_bessel_j0(f, x); });
 }

@@ -152,6 +152,13 @@ void register_unary_ops(Registry &r) {
                            "special_bessel_y0", "special_bessel_y1"})
     r.add(str_cat(name, "(Tensor self) -> Tensor"), unary(Promote::IntToFloat));
   r.add("polygamma(int n, Tensor self) -> Tensor", polygamma);
+  // frexp: the mantissa like self (floating only) and the i32 exponent laid out alike.
+  r.add("frexp.Tensor(Tensor self) -> (Tensor mantissa, Tensor exponent)", [](const MetaArgs &a) {
+    std::vector<TensorType> out = unary(Promote::Default, Accepts::Floating, "frexp")(a);
+    TensorType exponent = out[0];
+    exponent.dtype = DType::I32;
+    return std::vector<TensorType>{out[0], exponent};
+  });
   // The orthogonal polynomials P_n(x): float results of x and n promoted together.
   for (const char *name : {"chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v",
                            "chebyshev_polynomial_w", "shifted_chebyshev_polynomial_t", "shifted_chebyshev_polynomial_u",
