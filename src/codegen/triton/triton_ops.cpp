@@ -482,13 +482,15 @@ std::string triton_helpers(const std::set<std::string> &helpers) {
        "    w0, w1, w2, w3 = _philox(seed, counter)\n"
        "    return (((w0.to(tl.uint64) << 32) | w1.to(tl.uint64)) >> 1).to(tl.int64)\n"},
       // coil/polynomials.h's loop, to the block's largest degree (masked lanes load 0), each
-      // lane keeping its own P_n once k reaches n.
+      // lane keeping its own P_n once k reaches n. x or n may be a number or 0-d: both are
+      // broadcast, and the largest degree is taken over at least one dim.
       {"polynomial",
        "@triton.jit\n"
        "def _polynomial(x, n, p1, p0, a1, a0, b1, b0, c1, c0, d1, d0):\n"
+       "    x, n = tl.broadcast(x, n)\n"
        "    p = x * 0.0 + 1.0\n"
        "    q = p1 * x + p0\n"
-       "    top = tl.max(tl.where(n == n, n, 0.0))\n"
+       "    top = tl.max(tl.where(n == n, n, 0.0) + tl.zeros([1], n.dtype))\n"
        "    k = top * 0.0 + 1.0\n"
        "    while k < top:\n"
        "        r = (((a1 * k + a0) * x + (b1 * k + b0)) * q - (c1 * k + c0) * p) / (d1 * k + d0)\n"

@@ -189,7 +189,11 @@ void TritonEmitter::emit_scatter() {
   auto v = emit_body(n.body);
   auto [at, dims] = index(n.scatter_index, [&](int k) { return v[size_t(n.body.results[size_t(k + 1)])]; });
   DType vt = n.body.at(n.body.results[0]).dtype;
-  Value value = def(triton_cast(v[size_t(n.body.results[0])].name, vt, ot.dtype), v[size_t(n.body.results[0])].dims);
+  Value written = v[size_t(n.body.results[0])];
+  // A value that is a number (a count's 1) becomes a tensor first: casts and the
+  // compare-and-swap below take its .to and .shape.
+  if (written.literal) written.name = "(tl.zeros([], " + triton_type(vt) + ") + " + written.name + ")";
+  Value value = def(triton_cast(written.name, vt, ot.dtype), written.dims);
   int pdims = dims | value.dims | kA0;
   std::string ptr = pointer(names_.at(out), at, dims, pdims), m = mask(pdims);
   std::string stored = as_storage(value.name, ot.dtype);
@@ -208,7 +212,7 @@ void TritonEmitter::emit_scatter() {
     int64_t bytes = itemsize(ot.dtype);
     bool narrow = bytes < 4;
     std::string word = bytes == 8 ? "tl.int64" : "tl.int32";
-    std::string todo = m.empty() ? "tl.full(" + stored + ".shape, 1, tl.int1)" : "(" + m + ")";
+    std::string todo = m.empty() ? "tl.full((" + ptr + ").shape, 1, tl.int1)" : "(" + m + ")";
     std::string lane_ptr = "tl.where(" + todo + ", " + ptr + ", " + names_.at(out) + ")";
     w_.line("cas_todo = " + todo);
     if (narrow) {
