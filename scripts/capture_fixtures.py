@@ -2924,14 +2924,21 @@ def _orthogonal_polynomials(dev):
     return fn, [x, n, xf, nf, torch.tensor([0, 1, -1, 2]), torch.tensor([3, 4, 0, 2]), make([0], torch.float64)]
 
 
-@op_case("frexp", [A.frexp.Tensor], ("odd", "noncontig", "size0"), decomp="none")
-def _frexp(dev):
-    """frexp across f64's range (denormals down to the smallest, the largest finite), exact
-    powers of two and their neighbours, 0, -0, the infinities and NaN; f32 (its denormals),
-    bf16, f16, a transposed input and an empty one."""
+@op_case("frexp_nextafter", [A.frexp.Tensor, A.nextafter.default], ("odd", "noncontig", "size0"), decomp="none")
+def _frexp_nextafter(dev):
+    """frexp and nextafter across f64's range (denormals down to the smallest, the largest
+    finite), exact powers of two and their neighbours (nextafter toward zero from a power of
+    two takes the finer step), 0, -0, the infinities and NaN; f32 (its denormals), bf16,
+    f16, a transposed input and an empty one; nextafter toward larger, smaller, equal and
+    NaN targets and past the largest finite number."""
     def fn(xd, x, xb, xh, xt, e):
-        return (*A.frexp.Tensor(xd), *A.frexp.Tensor(x), *A.frexp.Tensor(xb), *A.frexp.Tensor(xh),
-                *A.frexp.Tensor(xt.t()), *A.frexp.Tensor(e))
+        out = [*A.frexp.Tensor(xd), *A.frexp.Tensor(x), *A.frexp.Tensor(xb), *A.frexp.Tensor(xh),
+               *A.frexp.Tensor(xt.t()), *A.frexp.Tensor(e)]
+        for t in (xd, x, xb, xh):
+            out += [A.nextafter.default(t, t.flip(0)), A.nextafter.default(t, torch.zeros_like(t)),
+                    A.nextafter.default(t, torch.full_like(t, float("inf"))),
+                    A.nextafter.default(t, torch.full_like(t, -float("inf")))]
+        return tuple(out)
     edges = [0.0, -0.0, float("inf"), -float("inf"), float("nan"), 1.0, 0.5, 2.0, -4.0, 3.0, 0.75]
     xd = torch.tensor(edges + [1e-310, -5e-324, 2.2250738585072014e-308, 1.7976931348623157e308, 1 - 2 ** -53,
                                1 + 2 ** -52, 2 ** 1000, -(2 ** -1000), 123456.789], dtype=torch.float64)

@@ -425,29 +425,34 @@ int power_of_two(const F64 &f, int k) {
   return p;
 }
 
+/// |v| = m 2^e with 1/2 <= m < 1 for a finite nonzero v (`plain`; m = |v| and e = 0
+/// elsewhere). e from log2 |v|, corrected by one where log2 rounded across a power of two; m
+/// scaled by 2^-e in two exact halves (a denormal's 2^1074 is past f64's range).
+struct Split {
+  int m, e, plain;
+};
+Split split_exponent(const F64 &f, int v) {
+  int a = f.fn(Op::Abs, v);
+  int plain = f.both(f.lt(f.c(0), a), f.lt(a, f.c(kInf)));
+  int safe = f.where(plain, a, f.c(1));
+  int e = f.add(f.fn(Op::Floor, f.fn(Op::Log2, safe)), f.c(1));
+  int half = f.fn(Op::Floor, f.mul(e, f.c(-0.5)));
+  int m = f.mul(f.mul(safe, power_of_two(f, half)), power_of_two(f, f.sub(f.fn(Op::Neg, e), half)));
+  int high = f.b.binary(Op::Ge, m, f.c(1), DType::Bool), low = f.lt(m, f.c(0.5));
+  e = f.where(high, f.add(e, f.c(1)), f.where(low, f.sub(e, f.c(1)), e));
+  m = f.where(high, f.mul(m, f.c(0.5)), f.where(low, f.mul(m, f.c(2)), m));
+  return {f.where(plain, m, a), f.where(plain, e, f.c(0)), plain};
+}
+
 /// frexp(x): (m, e) with x = m 2^e and 1/2 <= |m| < 1; (x, 0) for 0, the infinities and NaN.
-/// e from log2 |x|, corrected by one where log2 rounded across a power of two; m scaled by
-/// 2^-e in two exact halves (a denormal's 2^1074 is past f64's range).
 std::vector<TensorRef> frexp(Lowering &l, const Node &n) {
   const TensorRef &self = tensor_arg(l, n, "self");
   const TensorType &mantissa_type = l.graph().type(n.outputs[0]), &exponent_type = l.graph().type(n.outputs[1]);
   auto split = [&](BodyBuilder &b, const std::vector<Expr> &x) {
     F64 f{b};
     int v = b.cast(Lowering::load_broadcast(b, self, x), DType::F64);
-    int a = f.fn(Op::Abs, v);
-    int plain = f.both(f.lt(f.c(0), a), f.lt(a, f.c(kInf)));  // finite and nonzero
-    int safe = f.where(plain, a, f.c(1));
-    int e = f.add(f.fn(Op::Floor, f.fn(Op::Log2, safe)), f.c(1));
-    auto scaled = [&](int exponent) {
-      int half = f.fn(Op::Floor, f.mul(exponent, f.c(-0.5)));
-      return f.mul(f.mul(safe, power_of_two(f, half)), power_of_two(f, f.sub(f.fn(Op::Neg, exponent), half)));
-    };
-    int m = scaled(e);
-    int high = f.b.binary(Op::Ge, m, f.c(1), DType::Bool), low = f.lt(m, f.c(0.5));
-    e = f.where(high, f.add(e, f.c(1)), f.where(low, f.sub(e, f.c(1)), e));
-    m = f.where(high, f.mul(m, f.c(0.5)), f.where(low, f.mul(m, f.c(2)), m));
-    m = f.b.binary(Op::Copysign, m, v, F64::t);
-    return std::pair{f.where(plain, m, v), f.where(plain, e, f.c(0))};
+    Split s = split_exponent(f, v);
+    return std::pair{f.where(s.plain, f.b.binary(Op::Copysign, s.m, v, F64::t), v), s.e};
   };
   return {l.pointwise(mantissa_type, n.name, [&](BodyBuilder &b, const std::vector<Expr> &x) {
             return b.cast(split(b, x).first, mantissa_type.dtype);
@@ -455,6 +460,43 @@ std::vector<TensorRef> frexp(Lowering &l, const Node &n) {
           l.pointwise(exponent_type, n.name + " exponent", [&](BodyBuilder &b, const std::vector<Expr> &x) {
             return b.cast(split(b, x).second, exponent_type.dtype);
           })};
+}
+
+/// nextafter(x, y): the number of x's dtype next to x toward y (y where they are equal, NaN
+/// where either is). The step is one unit in the last place of x's binade (2^(E - p + 1) for
+/// x = 1.m 2^E and p significant bits), half of it toward zero from a power of two, and the
+/// smallest denormal at least; x +- step is exact in f64 for every dtype. From an infinity,
+/// the largest finite number.
+std::vector<TensorRef> nextafter(Lowering &l, const Node &n) {
+  const TensorRef &self = tensor_arg(l, n, "self"), &other = tensor_arg(l, n, "other");
+  const TensorType &out = l.graph().type(n.outputs[0]);
+  DType t = out.dtype;
+  int bits = t == DType::F64 ? 53 : t == DType::F32 ? 24 : t == DType::F16 ? 11 : 8;
+  int min_exponent = t == DType::F64 ? -1022 : t == DType::F16 ? -14 : -126;  // of the smallest normal
+  int max_exponent = t == DType::F64 ? 1023 : t == DType::F16 ? 15 : 127;
+  double largest = (2 - std::ldexp(1.0, 1 - bits)) * std::ldexp(1.0, max_exponent);  // the largest finite
+  return {l.pointwise(out, n.name, [&](BodyBuilder &b, const std::vector<Expr> &index) {
+    F64 f{b};
+    int x = b.cast(b.cast(Lowering::load_broadcast(b, self, index), t), DType::F64);
+    int y = b.cast(b.cast(Lowering::load_broadcast(b, other, index), t), DType::F64);
+    Split s = split_exponent(f, x);
+    int exponent = f.sub(s.e, f.c(1));  // |x| = 1.m 2^exponent
+    int lowest = f.c(double(min_exponent - bits + 1));
+    int step_exponent = f.b.binary(Op::Maximum, f.add(exponent, f.c(double(1 - bits))), lowest, F64::t);
+    int toward_zero = f.lt(f.fn(Op::Abs, y), f.fn(Op::Abs, x));
+    int same_sign = f.eq(f.b.binary(Op::Copysign, f.c(1), x, F64::t), f.b.binary(Op::Copysign, f.c(1), y, F64::t));
+    toward_zero = f.b.binary(Op::LogicalOr, toward_zero, f.b.unary(Op::LogicalNot, same_sign, DType::Bool), DType::Bool);
+    int power = f.both(f.eq(s.m, f.c(0.5)), f.lt(lowest, step_exponent));
+    step_exponent = f.where(f.both(toward_zero, power), f.sub(step_exponent, f.c(1)), step_exponent);
+    int step = power_of_two(f, f.where(s.plain, step_exponent, lowest));
+    int up = f.lt(x, y);
+    int value = f.where(up, f.add(x, step), f.sub(x, step));
+    value = f.where(f.eq(x, f.c(0)), f.b.binary(Op::Copysign, power_of_two(f, lowest), f.sub(y, x), F64::t), value);
+    value = f.where(f.is(Op::IsInf, x), f.b.binary(Op::Copysign, f.c(largest), x, F64::t), value);  // back from infinity
+    value = f.where(f.eq(x, y), y, value);
+    value = f.where(f.b.binary(Op::LogicalOr, f.is(Op::IsNan, x), f.is(Op::IsNan, y), DType::Bool), f.c(kNaN), value);
+    return b.cast(value, t);
+  })};
 }
 
 /// A special function of `self`, elementwise, in f64.
@@ -514,6 +556,7 @@ void add_special_lowerings(std::map<std::string, LowerFn, std::less<>> &t) {
     }
   }
   t["aten.frexp.Tensor"] = frexp;
+  t["aten.nextafter.default"] = nextafter;
   t["aten.special_spherical_bessel_j0.default"] =
       special([](const F64 &f, int x, const Node &) { return spherical_bessel_j0(f, x); });
 }

@@ -241,6 +241,7 @@ void register_binary_ops(Registry &r) {
   }
   for (const char *name : {"logical_and", "logical_or", "logical_xor"})
     r.add(str_cat(name, "(Tensor self, Tensor other) -> Tensor"), binary(Promote::AlwaysBool));
+  r.add("nextafter(Tensor self, Tensor other) -> Tensor", binary(Promote::Default, Accepts::Floating, "nextafter"));
   for (const char *name : {"gcd", "lcm"})
     r.add(str_cat(name, "(Tensor self, Tensor other) -> Tensor"), binary(Promote::Default, Accepts::Integral, name));
   for (const char *name : {"bitwise_left_shift", "bitwise_right_shift"}) {
