@@ -37,7 +37,7 @@ constexpr OpInfo kOps[] = {
     {Op::Remainder, "remainder", 2}, {Op::Fmod, "fmod", 2},         {Op::Pow, "pow", 2},
     {Op::Maximum, "maximum", 2},   {Op::Minimum, "minimum", 2},     {Op::Atan2, "atan2", 2},
     {Op::Copysign, "copysign", 2}, {Op::Fmax, "fmax", 2},           {Op::Fmin, "fmin", 2},
-    {Op::Hypot, "hypot", 2},       {Op::ChebyshevT, "chebyshev_t", 2}, {Op::ChebyshevU, "chebyshev_u", 2},
+    {Op::Hypot, "hypot", 2},       {Op::Ldexp, "ldexp", 2},       {Op::ChebyshevT, "chebyshev_t", 2}, {Op::ChebyshevU, "chebyshev_u", 2},
     {Op::ChebyshevV, "chebyshev_v", 2}, {Op::ChebyshevW, "chebyshev_w", 2}, {Op::HermiteH, "hermite_h", 2},
     {Op::HermiteHe, "hermite_he", 2}, {Op::LaguerreL, "laguerre_l", 2}, {Op::LegendreP, "legendre_p", 2},       {Op::Rand, "rand", 2},           {Op::Randn, "randn", 2},
     {Op::RandBits, "randbits", 2},

@@ -39,6 +39,7 @@ enum class Op : uint8_t {
   // Binary.
   Add, Sub, Mul, TrueDiv, FloorDiv, TruncDiv, Remainder, Fmod, Pow, Maximum, Minimum, Atan2,
   Copysign, Fmax, Fmin, Hypot,  // fmax/fmin: a NaN operand gives the other one
+  Ldexp,  // a 2^b for a whole number b (of a's floating dtype), exactly, as C's ldexp
   // Orthogonal polynomials P_n(x), operands (x, n) of one floating dtype, n a whole number:
   // the recurrences of coil/polynomials.h, in its order.
   ChebyshevT, ChebyshevU, ChebyshevV, ChebyshevW, HermiteH, HermiteHe, LaguerreL, LegendreP,

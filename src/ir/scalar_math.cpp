@@ -1,5 +1,6 @@
 #include "ir/scalar_math.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -206,6 +207,7 @@ double binary_float(Op op, double a, double b) {
     case Op::Fmax: return nan_skip_max(a, b);
     case Op::Fmin: return nan_skip_min(a, b);
     case Op::Hypot: return std::hypot(a, b);
+    case Op::Ldexp: return std::ldexp(a, int(std::clamp(b, -2200.0, 2200.0)));
     default: break;
   }
   if (is_polynomial(op)) return coil_rt::polynomial(coil_rt::Polynomial(polynomial_family(op)), a, b);

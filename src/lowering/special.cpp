@@ -411,23 +411,9 @@ LowerFn polynomial(Op op, bool shifted) {
   };
 }
 
-/// 2^k for a whole number k with |k| <= 1023 (an f64 value), exactly: a product of the
-/// powers 2^(+-2^i) of k's bits.
-int power_of_two(const F64 &f, int k) {
-  int magnitude = f.b.cast(f.fn(Op::Abs, k), DType::I64), negative = f.lt(k, f.c(0));
-  int p = f.c(1);
-  for (int i = 0; i < 10; ++i) {
-    int bit = f.b.binary(Op::Ne, f.b.binary(Op::BitwiseAnd, magnitude, f.b.constant(double(1 << i), DType::I64), DType::I64),
-                         f.b.constant(0, DType::I64), DType::Bool);
-    double up = std::ldexp(1.0, 1 << i), down = std::ldexp(1.0, -(1 << i));
-    p = f.where(bit, f.mul(p, f.where(negative, f.c(down), f.c(up))), p);
-  }
-  return p;
-}
-
 /// |v| = m 2^e with 1/2 <= m < 1 for a finite nonzero v (`plain`; m = |v| and e = 0
-/// elsewhere). e from log2 |v|, corrected by one where log2 rounded across a power of two; m
-/// scaled by 2^-e in two exact halves (a denormal's 2^1074 is past f64's range).
+/// elsewhere). e from log2 |v|, corrected by one where log2 rounded across a power of two;
+/// m = ldexp(|v|, -e), exact.
 struct Split {
   int m, e, plain;
 };
@@ -436,8 +422,7 @@ Split split_exponent(const F64 &f, int v) {
   int plain = f.both(f.lt(f.c(0), a), f.lt(a, f.c(kInf)));
   int safe = f.where(plain, a, f.c(1));
   int e = f.add(f.fn(Op::Floor, f.fn(Op::Log2, safe)), f.c(1));
-  int half = f.fn(Op::Floor, f.mul(e, f.c(-0.5)));
-  int m = f.mul(f.mul(safe, power_of_two(f, half)), power_of_two(f, f.sub(f.fn(Op::Neg, e), half)));
+  int m = f.b.binary(Op::Ldexp, safe, f.fn(Op::Neg, e), F64::t);
   int high = f.b.binary(Op::Ge, m, f.c(1), DType::Bool), low = f.lt(m, f.c(0.5));
   e = f.where(high, f.add(e, f.c(1)), f.where(low, f.sub(e, f.c(1)), e));
   m = f.where(high, f.mul(m, f.c(0.5)), f.where(low, f.mul(m, f.c(2)), m));
@@ -480,18 +465,17 @@ std::vector<TensorRef> nextafter(Lowering &l, const Node &n) {
     int x = b.cast(b.cast(Lowering::load_broadcast(b, self, index), t), DType::F64);
     int y = b.cast(b.cast(Lowering::load_broadcast(b, other, index), t), DType::F64);
     Split s = split_exponent(f, x);
-    int exponent = f.sub(s.e, f.c(1));  // |x| = 1.m 2^exponent
-    int lowest = f.c(double(min_exponent - bits + 1));
-    int step_exponent = f.b.binary(Op::Maximum, f.add(exponent, f.c(double(1 - bits))), lowest, F64::t);
+    double smallest = std::ldexp(1.0, min_exponent - bits + 1);
+    int binade_step = f.b.binary(Op::Ldexp, f.c(1), f.sub(s.e, f.c(bits)), F64::t);  // 2^(e - p)
+    int step = f.b.binary(Op::Maximum, binade_step, f.c(smallest), F64::t);
     int toward_zero = f.lt(f.fn(Op::Abs, y), f.fn(Op::Abs, x));
     int same_sign = f.eq(f.b.binary(Op::Copysign, f.c(1), x, F64::t), f.b.binary(Op::Copysign, f.c(1), y, F64::t));
     toward_zero = f.b.binary(Op::LogicalOr, toward_zero, f.b.unary(Op::LogicalNot, same_sign, DType::Bool), DType::Bool);
-    int power = f.both(f.eq(s.m, f.c(0.5)), f.lt(lowest, step_exponent));
-    step_exponent = f.where(f.both(toward_zero, power), f.sub(step_exponent, f.c(1)), step_exponent);
-    int step = power_of_two(f, f.where(s.plain, step_exponent, lowest));
+    int power = f.both(f.eq(s.m, f.c(0.5)), f.lt(f.c(smallest), step));
+    step = f.where(f.both(toward_zero, power), f.mul(step, f.c(0.5)), step);
     int up = f.lt(x, y);
     int value = f.where(up, f.add(x, step), f.sub(x, step));
-    value = f.where(f.eq(x, f.c(0)), f.b.binary(Op::Copysign, power_of_two(f, lowest), f.sub(y, x), F64::t), value);
+    value = f.where(f.eq(x, f.c(0)), f.b.binary(Op::Copysign, f.c(smallest), f.sub(y, x), F64::t), value);
     value = f.where(f.is(Op::IsInf, x), f.b.binary(Op::Copysign, f.c(largest), x, F64::t), value);  // back from infinity
     value = f.where(f.eq(x, y), y, value);
     value = f.where(f.b.binary(Op::LogicalOr, f.is(Op::IsNan, x), f.is(Op::IsNan, y), DType::Bool), f.c(kNaN), value);

@@ -66,6 +66,8 @@ inline float atan2(float a, float b) { return ::atan2f(a, b); }
 inline double atan2(double a, double b) { return ::atan2(a, b); }
 inline float hypot(float a, float b) { return ::hypotf(a, b); }
 inline double hypot(double a, double b) { return ::hypot(a, b); }
+// a 2^b for a whole number b held as a float (clamped far past every exponent's range).
+template <typename T> inline T ldexp(T a, T b) { return std::ldexp(a, int(b < -2200 ? -2200 : b > 2200 ? 2200 : b)); }
 
 // ---- errors raised inside kernels -------------------------------------------------------
 // Each call of the graph has its own error slot, passed to every kernel: a status of

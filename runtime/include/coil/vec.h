@@ -386,6 +386,10 @@ COIL_VEC_MATH(atanh) COIL_VEC_MATH(cosh) COIL_VEC_MATH(sinh) COIL_VEC_MATH(log10
 #undef COIL_VEC_MATH
 #undef COIL_VEC_MATH2
 
+template <typename T, int N> inline Vec<T, N> ldexp(Vec<T, N> a, Vec<T, N> b) {
+  return lanewise<T>(a, b, [](T x, T k) { return ldexp(x, k); });
+}
+
 /// An orthogonal polynomial lane by lane (its loop runs each lane's own degree).
 template <typename T, int N> inline Vec<T, N> polynomial(Polynomial family, Vec<T, N> x, Vec<T, N> n) {
   return lanewise<T>(x, n, [family](T a, T b) { return polynomial(family, a, b); });

@@ -166,6 +166,7 @@ std::string float_binary(Op op, const std::string &a, const std::string &b, int 
     case Op::Fmax: return "coil_rt::fmax_f(" + a + ", " + b + ")";
     case Op::Fmin: return "coil_rt::fmin_f(" + a + ", " + b + ")";
     case Op::Hypot: return "coil_rt::hypot(" + a + ", " + b + ")";
+    case Op::Ldexp: return "coil_rt::ldexp(" + a + ", " + b + ")";
     default: break;
   }
   if (ir::is_polynomial(op))

@@ -226,6 +226,7 @@ std::string float_binary(Op op, const std::string &a, const std::string &b, DTyp
     case Op::Fmax: helpers.insert("fmax_float"); return "_fmax_float(" + a + ", " + b + ")";
     case Op::Fmin: helpers.insert("fmin_float"); return "_fmin_float(" + a + ", " + b + ")";
     case Op::Hypot: return "libdevice.hypot(" + a + ", " + b + ")";
+    case Op::Ldexp: helpers.insert("ldexp"); return "_ldexp(" + a + ", " + b + ")";
     default: break;
   }
   if (ir::is_polynomial(op)) {
@@ -499,6 +500,20 @@ std::string triton_helpers(const std::set<std::string> &helpers) {
        "        q = tl.where(live, r, q)\n"
        "        k += 1.0\n"
        "    return tl.where(n >= 1, q, 1.0)\n"},
+      // C's ldexp from exponent bits (Triton's interpreter has no libdevice.ldexp): a 2^k as
+      // a f64 product by two halves of 2^k, each a normal f64 built from its bits, so only
+      // the result rounds; then a's dtype.
+      {"ldexp",
+       "@triton.jit\n"
+       "def _pow2(k):\n"
+       "    e = tl.minimum(tl.maximum(k, -1022.0), 1023.0) + 1023.0\n"
+       "    return (e.to(tl.int64) << 52).to(tl.float64, bitcast=True)\n"
+       "\n\n"
+       "@triton.jit\n"
+       "def _ldexp(a, k):\n"
+       "    k = tl.minimum(tl.maximum(k.to(tl.float64), -2200.0), 2200.0)\n"
+       "    h = tl.floor(k * 0.5)\n"
+       "    return (a.to(tl.float64) * _pow2(h) * _pow2(k - h)).to(a.dtype)\n"},
       {"sign_float",
        "@triton.jit\n"
        "def _sign_float(x):\n"
