@@ -526,7 +526,10 @@ void add_special_lowerings(std::map<std::string, LowerFn, std::less<>> &t) {
       {"aten.special_bessel_y0.default", [](const F64 &f, int x) { return bessel_jy(f, 0, true, x); }},
       {"aten.special_bessel_y1.default", [](const F64 &f, int x) { return bessel_jy(f, 1, true, x); }},
   };
-  for (auto &[name, fn] : bessel) t[name] = special([fn](const F64 &f, int x, const Node &) { return fn(f, x); });
+  for (const auto &entry : bessel) {
+    Fn fn = entry.second;
+    t[entry.first] = special([fn](const F64 &f, int x, const Node &) { return fn(f, x); });
+  }
   const std::pair<const char *, Op> polynomials[] = {
       {"chebyshev_polynomial_t", Op::ChebyshevT}, {"chebyshev_polynomial_u", Op::ChebyshevU},
       {"chebyshev_polynomial_v", Op::ChebyshevV}, {"chebyshev_polynomial_w", Op::ChebyshevW},
