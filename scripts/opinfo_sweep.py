@@ -162,8 +162,8 @@ def mismatch(got, want, reduced):
     return None
 
 
-# The dtypes whose samples may match eager computed in float64 instead of eager.
-NARROW_FLOATS = (torch.float16, torch.bfloat16, torch.float32)
+# The dtypes whose samples may match eager computed in float64 (and rounded) instead of eager.
+UPCAST_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 
 
 def upcast_reference(fn, inputs, want):
@@ -173,7 +173,7 @@ def upcast_reference(fn, inputs, want):
     one, where eager's float32 special functions are less exact than coil's in float64
     (trigamma of negative numbers). None when the op does not run in float64."""
     try:
-        wide = flat_outputs(fn(*[t.double() if t.dtype in NARROW_FLOATS else t for t in inputs]))
+        wide = flat_outputs(fn(*[t.double() if t.dtype in UPCAST_DTYPES else t for t in inputs]))
     except Exception:  # noqa: BLE001
         return None
     if len(wide) != len(want):
@@ -221,7 +221,7 @@ def compare(got, want, reduced, fn, inputs, op_name=""):
     bad = next(((i, m) for i, (g, w, r) in enumerate(zip(got, want, reduced)) if (m := differs(i, g, w, r))), None)
     if bad is None:
         return None
-    if any(w.dtype in NARROW_FLOATS for w in want):
+    if any(w.dtype in UPCAST_DTYPES for w in want):
         wide = upcast_reference(fn, inputs, want)
         if wide is not None and all(mismatch(g, w, r) is None for g, w, r in zip(got, wide, reduced)):
             return None

@@ -20,10 +20,7 @@ int bits(DType t) { return int(itemsize(t)) * 8; }
 /// Argument `name` at `index` (a tensor, or a number as a constant), converted to the
 /// result's dtype `t` first (eager's common dtype) and then widened to i64.
 int integer(Lowering &l, BodyBuilder &b, const Node &n, const char *name, const std::vector<Expr> &index, DType t) {
-  const Arg &a = arg(n, name);
-  int v = a.is<ValueId>() ? Lowering::load_broadcast(b, l.ref(a.as<ValueId>()), index)
-                          : b.constant(a.is<bool>() ? double(a.as<bool>()) : double(a.as<int64_t>()), kWide);
-  return b.cast(b.cast(v, t), kWide);
+  return b.cast(b.cast(load_argument(l, b, n, name, index), t), kWide);
 }
 
 using Combine = std::function<int(BodyBuilder &, int x, int y, DType t)>;

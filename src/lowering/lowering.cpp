@@ -159,6 +159,14 @@ double number(const Arg &a) {
 
 const TensorRef &tensor_arg(Lowering &l, const Node &n, const char *name) { return l.ref(arg(n, name).as<ValueId>()); }
 
+int load_argument(Lowering &l, ir::BodyBuilder &b, const Node &n, const std::string &name, const std::vector<Expr> &index) {
+  const Arg &a = arg(n, name);
+  if (a.is<ValueId>()) return Lowering::load_broadcast(b, l.ref(a.as<ValueId>()), index);
+  if (a.is<double>()) return b.constant(a.as<double>(), DType::F64);
+  if (a.is<bool>()) return b.constant(a.as<bool>(), DType::Bool);
+  return b.constant(double(a.as<int64_t>()), DType::I64);
+}
+
 std::vector<int64_t> ints_of(const Arg &a) {
   std::vector<int64_t> out;
   for (const Arg &v : a.as<ArgList>()) out.push_back(v.as<int64_t>());

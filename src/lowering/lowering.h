@@ -107,6 +107,10 @@ class Lowering {
 const Arg &arg(const Node &n, std::string_view name);
 /// A Python number argument (int, float or bool) as a double.
 double number(const Arg &a);
+/// Node argument `name` at `index`: a tensor loaded with broadcasting, or a Python number as
+/// a constant of its type (f64, i64 or bool).
+int load_argument(Lowering &l, ir::BodyBuilder &b, const Node &n, const std::string &name,
+                  const std::vector<ir::Expr> &index);
 /// An int list argument's values.
 std::vector<int64_t> ints_of(const Arg &a);
 /// The row-major coordinates over `sizes` of the flat position `flat`.

@@ -25,15 +25,6 @@ enum class Compute {
   Result,    // the result's type (true division and math that makes floats of ints)
 };
 
-/// Loads node argument `name` (a tensor or a Python number) at `index`.
-int operand(Lowering &l, BodyBuilder &b, const Node &n, const std::string &name, const std::vector<Expr> &index) {
-  const Arg &a = n.args[size_t(n.op->schema.find_arg(name))];
-  if (a.is<ValueId>()) return Lowering::load_broadcast(b, l.ref(a.as<ValueId>()), index);
-  if (a.is<double>()) return b.constant(a.as<double>(), DType::F64);
-  if (a.is<bool>()) return b.constant(a.as<bool>(), DType::Bool);
-  return b.constant(double(a.as<int64_t>()), DType::I64);
-}
-
 PromotionOperand promotion_of(Lowering &l, const Node &n, const std::string &name) {
   const Arg &a = n.args[size_t(n.op->schema.find_arg(name))];
   if (a.is<ValueId>()) return {l.graph().type(a.as<ValueId>()).dtype, l.graph().type(a.as<ValueId>()).rank(), false};
@@ -64,7 +55,7 @@ LowerFn elementwise(std::vector<std::string> names, Compute rule, Combine combin
     return std::vector<TensorRef>{l.pointwise(out, n.name, [&](BodyBuilder &b, const std::vector<Expr> &index) {
       Operands ops{{}, compute, common};
       for (const auto &name : names)
-        ops.values.push_back(b.cast(b.cast(operand(l, b, n, name, index), common), compute));
+        ops.values.push_back(b.cast(b.cast(load_argument(l, b, n, name, index), common), compute));
       return combine(b, ops, n);
     })};
   };
@@ -292,9 +283,9 @@ void add_selection(std::map<std::string, LowerFn, std::less<>> &t) {
     DType compute = compute_dtype(l, n, {"self", "other"}, Compute::Result);
     return std::vector<TensorRef>{
         l.pointwise(l.graph().type(n.outputs[0]), n.name, [&](BodyBuilder &b, const std::vector<Expr> &index) {
-          int cond = b.cast(operand(l, b, n, "condition", index), DType::Bool);
-          int x = b.cast(operand(l, b, n, "self", index), compute);
-          int y = b.cast(operand(l, b, n, "other", index), compute);
+          int cond = b.cast(load_argument(l, b, n, "condition", index), DType::Bool);
+          int x = b.cast(load_argument(l, b, n, "self", index), compute);
+          int y = b.cast(load_argument(l, b, n, "other", index), compute);
           return b.where(cond, x, y, compute);
         })};
   };
@@ -305,9 +296,9 @@ void add_selection(std::map<std::string, LowerFn, std::less<>> &t) {
   t["aten.masked_fill.Scalar"] = t["aten.masked_fill.Tensor"] = [](Lowering &l, const Node &n) {
     const TensorType &out = l.graph().type(n.outputs[0]);
     return std::vector<TensorRef>{l.pointwise(out, n.name, [&](BodyBuilder &b, const std::vector<Expr> &index) {
-      int mask = b.cast(operand(l, b, n, "mask", index), DType::Bool);
-      int value = b.cast(operand(l, b, n, "value", index), out.dtype);
-      return b.where(mask, value, b.cast(operand(l, b, n, "self", index), out.dtype), out.dtype);
+      int mask = b.cast(load_argument(l, b, n, "mask", index), DType::Bool);
+      int value = b.cast(load_argument(l, b, n, "value", index), out.dtype);
+      return b.where(mask, value, b.cast(load_argument(l, b, n, "self", index), out.dtype), out.dtype);
     })};
   };
   auto clamp_scalars = [](BodyBuilder &b, const Operands &o, const Node &n) {

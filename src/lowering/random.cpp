@@ -131,9 +131,7 @@ int scaled(BodyBuilder &b, int a, int s, int v, DType t) { return b.binary(Op::A
 
 /// A number argument, or a tensor argument loaded at `x` with broadcasting, in `t`.
 int parameter(Lowering &l, BodyBuilder &b, const Node &n, const char *name, const std::vector<Expr> &x, DType t) {
-  const Arg &a = arg(n, name);
-  if (a.is<ValueId>()) return b.cast(Lowering::load_broadcast(b, l.ref(a.as<ValueId>()), x), t);
-  return b.constant(number(a), t);
+  return b.cast(load_argument(l, b, n, name, x), t);
 }
 
 /// uniform: from + (to - from) u.

@@ -1,10 +1,8 @@
-// Special functions (lgamma, digamma, polygamma, erfc, erfcx, erfinv, ndtri, log_ndtr, the
-// Bessel functions I0, I1, K0, K1, J0, J1, Y0, Y1 and their scaled forms, the spherical
-// Bessel j0) as compositions of
-// the body's elementary ops, not as ops of their own: written once here, they run the same on
-// the reference interpreter, in C++ (vectorized with the rest of the kernel) and in Triton.
-// Each computes in f64 whatever the tensor's dtype and rounds once at the end, so an f32
-// result is the correctly rounded value up to the last bit or two.
+// Special functions as compositions of the body's elementary ops, not as ops of their own:
+// written once here, they run the same on the reference interpreter, in C++ (vectorized with
+// the rest of the kernel) and in Triton. Each computes in f64 whatever the tensor's dtype and
+// rounds once at the end, so an f32 result is the correctly rounded value up to the last bit
+// or two.
 //
 //   lgamma     Lanczos' approximation (g = 7, 9 terms, relative error below 1e-15) for
 //              x >= 1/2; the reflection formula below, with sin(pi x) from x's distance to
@@ -17,11 +15,15 @@
 //   erfcx      a Chebyshev series in (x - 4) / (x + 4) for x >= 0; erfc, log_ndtr from it.
 //   erfinv     a Chebyshev series in y^2 for |y| <= 0.9, and in 1 / sqrt(-ln(1 - |y|))
 //              beyond; ndtri from the same two.
-//   Bessel     Chebyshev series on [0, 8] (I, J, Y) or [0, 2] (K) of what is left when the
-//              logarithm of Y and K is taken out, and in 1/x beyond of the exponentially
-//              scaled I and K and of the modulus-phase pair (P, Q) of J and Y.
+//   Bessel     I0, I1, K0, K1, J0, J1, Y0, Y1 and the scaled forms: Chebyshev series on
+//              [0, 8] (I, J, Y) or [0, 2] (K) of what is left when the logarithm of Y and K
+//              is taken out, and in 1/x beyond of the exponentially scaled I and K and of the
+//              modulus-phase pair (P, Q) of J and Y; the spherical j0 as sin(x) / x.
+//   polynomials  the orthogonal polynomials' ops (their recurrences, coil/polynomials.h)
+//              with what eager does around them.
+//   frexp, nextafter  from an exact split of the exponent (the ldexp op).
 // The Chebyshev series come from scripts/special_tables.py (special_tables.inc), which
-// checks each to 1e-15 against mpmath.
+// checks each to 4e-15 against mpmath.
 #include <cmath>
 #include <limits>
 
@@ -52,9 +54,15 @@ struct F64 {
   int div(int x, int y) const { return b.binary(Op::TrueDiv, x, y, t); }
   int fn(Op op, int x) const { return b.unary(op, x, t); }
   int is(Op predicate, int x) const { return b.unary(predicate, x, DType::Bool); }  // IsInf, IsNan
+  int op(Op o, int x, int y) const { return b.binary(o, x, y, t); }  // Copysign, Maximum, Ldexp, Fmod
   int lt(int x, int y) const { return b.binary(Op::Lt, x, y, DType::Bool); }
+  int le(int x, int y) const { return b.binary(Op::Le, x, y, DType::Bool); }
+  int ge(int x, int y) const { return b.binary(Op::Ge, x, y, DType::Bool); }
   int eq(int x, int y) const { return b.binary(Op::Eq, x, y, DType::Bool); }
   int both(int p, int q) const { return b.binary(Op::LogicalAnd, p, q, DType::Bool); }
+  int either(int p, int q) const { return b.binary(Op::LogicalOr, p, q, DType::Bool); }
+  /// Whether a whole number is odd.
+  int odd(int n) const { return eq(op(Op::Fmod, n, c(2)), c(1)); }
   int where(int cond, int x, int y) const { return b.where(cond, x, y, t); }
   /// The sum of c[i] x^i.
   int polynomial(const std::vector<double> &coeffs, int x) const {
@@ -72,7 +80,7 @@ struct F64 {
     return div(c(1), p);
   }
   int is_nonpositive_integer(int x) const {
-    return both(b.binary(Op::Le, x, c(0), DType::Bool), eq(x, fn(Op::Floor, x)));
+    return both(le(x, c(0)), eq(x, fn(Op::Floor, x)));
   }
 };
 
@@ -267,8 +275,8 @@ int erfcinv_tail(const F64 &f, int q) {
 /// erfinv(y): +-inf at +-1, NaN beyond.
 int erfinv(const F64 &f, int y) {
   int a = f.fn(Op::Abs, y);
-  int tail = f.b.binary(Op::Copysign, erfcinv_tail(f, f.sub(f.c(1), a)), y, F64::t);
-  return f.where(f.b.binary(Op::Le, a, f.c(0.9), DType::Bool), erfinv_central(f, y), tail);
+  int tail = f.op(Op::Copysign, erfcinv_tail(f, f.sub(f.c(1), a)), y);
+  return f.where(f.le(a, f.c(0.9)), erfinv_central(f, y), tail);
 }
 
 /// ndtri(p) = -sqrt 2 erfc^-1(2p), erfc^-1 from its tails at both ends (q <= 0.1 and
@@ -277,8 +285,8 @@ int ndtri(const F64 &f, int p) {
   int q = f.mul(p, f.c(2));
   int low = erfcinv_tail(f, q), high = f.fn(Op::Neg, erfcinv_tail(f, f.sub(f.c(2), q)));
   int middle = erfinv_central(f, f.sub(f.c(1), q));
-  int value = f.where(f.b.binary(Op::Le, q, f.c(0.1), DType::Bool), low,
-                      f.where(f.b.binary(Op::Ge, q, f.c(1.9), DType::Bool), high, middle));
+  int value = f.where(f.le(q, f.c(0.1)), low,
+                      f.where(f.ge(q, f.c(1.9)), high, middle));
   return f.mul(f.c(-M_SQRT2), value);
 }
 
@@ -288,14 +296,13 @@ int linear_in(const F64 &f, int a, double hi) { return f.sub(f.mul(a, f.c(2 / hi
 int square_in(const F64 &f, int a, double hi) { return f.sub(f.mul(f.mul(a, a), f.c(2 / (hi * hi))), f.c(1)); }
 /// t = 2 lo / a - 1 for a >= lo.
 int inverse_in(const F64 &f, int a, double lo) { return f.sub(f.div(f.c(2 * lo), a), f.c(1)); }
-int at_most(const F64 &f, int a, double bound) { return f.b.binary(Op::Le, a, f.c(bound), DType::Bool); }
 
 /// exp(-|x|) I_order(|x|) (order 0 or 1; odd I1 takes x's sign after).
 int scaled_bessel_i(const F64 &f, int order, int a) {
   int small = order == 0 ? chebyshev(f, kI0Small, linear_in(f, a, 8)) : f.mul(a, chebyshev(f, kI1Small, linear_in(f, a, 8)));
   int large = f.div(order == 0 ? chebyshev(f, kI0Large, inverse_in(f, a, 8)) : chebyshev(f, kI1Large, inverse_in(f, a, 8)),
                     f.fn(Op::Sqrt, a));
-  return f.where(at_most(f, a, 8), small, large);
+  return f.where(f.le(a, f.c(8)), small, large);
 }
 
 /// I0(x), I1(x), or scaled by exp(-|x|) (i0e, i1e). Unscaled, exp(|x|) is applied in two
@@ -320,7 +327,7 @@ int bessel_k(const F64 &f, int order, bool scaled, int x) {
   int large = f.div(order == 0 ? chebyshev(f, kK0Large, inverse_in(f, x, 2)) : chebyshev(f, kK1Large, inverse_in(f, x, 2)),
                     f.fn(Op::Sqrt, x));
   if (!scaled) large = f.mul(large, f.fn(Op::Exp, f.fn(Op::Neg, x)));
-  int value = f.where(at_most(f, x, 2), small, large);
+  int value = f.where(f.le(x, f.c(2)), small, large);
   return f.where(f.eq(x, f.c(0)), f.c(kInf), value);
 }
 
@@ -352,7 +359,7 @@ int bessel_jy(const F64 &f, int order, bool second_kind, int x) {
   int amplitude = f.fn(Op::Sqrt, f.div(f.c(1 / M_PI), a));  // sqrt(2 / (pi a)) / sqrt 2
   int large = second_kind ? f.mul(amplitude, f.add(f.mul(p, sin_c), f.mul(q, cos_c)))
                           : f.mul(amplitude, f.sub(f.mul(p, cos_c), f.mul(q, sin_c)));
-  int value = f.where(at_most(f, a, 8), small, large);
+  int value = f.where(f.le(a, f.c(8)), small, large);
   if (second_kind) return f.where(f.eq(a, f.c(0)), f.c(-kInf), value);
   return order == 1 ? f.where(f.lt(x, f.c(0)), f.fn(Op::Neg, value), value) : value;
 }
@@ -365,10 +372,9 @@ int bessel_jy(const F64 &f, int order, bool second_kind, int x) {
 int orthogonal_polynomial(const F64 &f, Op op, int y, int n_value) {
   int degree = f.where(f.is(Op::IsInf, n_value), f.c(-1),
                        f.where(f.is(Op::IsNan, n_value), f.c(-1), f.fn(Op::Trunc, n_value)));
-  int value = f.b.binary(op, y, f.where(f.lt(degree, f.c(0)), f.c(0), degree), F64::t);
+  int value = f.op(op, y, f.where(f.lt(degree, f.c(0)), f.c(0), degree));
   if (op >= Op::ChebyshevT && op <= Op::ChebyshevW) {
-    int odd = f.eq(f.b.binary(Op::Fmod, degree, f.c(2), F64::t), f.c(1));
-    int sign = f.where(odd, f.c(-1), f.c(1));
+    int sign = f.where(f.odd(degree), f.c(-1), f.c(1));
     int twice_plus_one = f.add(f.add(degree, degree), f.c(1)), plus_one = f.add(degree, f.c(1));
     int at_one = op == Op::ChebyshevU ? plus_one : op == Op::ChebyshevW ? twice_plus_one : f.c(1);
     int at_minus_one = f.mul(sign, op == Op::ChebyshevU ? plus_one : op == Op::ChebyshevV ? twice_plus_one : f.c(1));
@@ -385,8 +391,7 @@ int orthogonal_polynomial(const F64 &f, Op op, int y, int n_value) {
     value = f.where(f.eq(y, f.c(1)), at_one, f.where(f.eq(y, f.c(-1)), at_minus_one, value));
   }
   if (op == Op::LegendreP) {
-    int odd = f.eq(f.b.binary(Op::Fmod, degree, f.c(2), F64::t), f.c(1));
-    value = f.where(f.eq(y, f.c(1)), f.c(1), f.where(f.eq(y, f.c(-1)), f.where(odd, f.c(-1), f.c(1)), value));
+    value = f.where(f.eq(y, f.c(1)), f.c(1), f.where(f.eq(y, f.c(-1)), f.where(f.odd(degree), f.c(-1), f.c(1)), value));
   }
   return f.where(f.lt(degree, f.c(0)), f.c(0), value);
 }
@@ -397,10 +402,7 @@ LowerFn polynomial(Op op, bool shifted) {
   return [=](Lowering &l, const Node &n) {
     const TensorType &out = l.graph().type(n.outputs[0]);
     auto operand = [&](BodyBuilder &b, const char *name, const std::vector<Expr> &index) {
-      const Arg &a = arg(n, name);
-      int v = a.is<ValueId>() ? Lowering::load_broadcast(b, l.ref(a.as<ValueId>()), index)
-                              : b.constant(number(a), DType::F64);
-      return b.cast(b.cast(v, out.dtype), DType::F64);
+      return b.cast(b.cast(load_argument(l, b, n, name, index), out.dtype), DType::F64);
     };
     return std::vector{l.pointwise(out, n.name, [&](BodyBuilder &b, const std::vector<Expr> &index) {
       F64 f{b};
@@ -422,8 +424,8 @@ Split split_exponent(const F64 &f, int v) {
   int plain = f.both(f.lt(f.c(0), a), f.lt(a, f.c(kInf)));
   int safe = f.where(plain, a, f.c(1));
   int e = f.add(f.fn(Op::Floor, f.fn(Op::Log2, safe)), f.c(1));
-  int m = f.b.binary(Op::Ldexp, safe, f.fn(Op::Neg, e), F64::t);
-  int high = f.b.binary(Op::Ge, m, f.c(1), DType::Bool), low = f.lt(m, f.c(0.5));
+  int m = f.op(Op::Ldexp, safe, f.fn(Op::Neg, e));
+  int high = f.ge(m, f.c(1)), low = f.lt(m, f.c(0.5));
   e = f.where(high, f.add(e, f.c(1)), f.where(low, f.sub(e, f.c(1)), e));
   m = f.where(high, f.mul(m, f.c(0.5)), f.where(low, f.mul(m, f.c(2)), m));
   return {f.where(plain, m, a), f.where(plain, e, f.c(0)), plain};
@@ -437,7 +439,7 @@ std::vector<TensorRef> frexp(Lowering &l, const Node &n) {
     F64 f{b};
     int v = b.cast(Lowering::load_broadcast(b, self, x), DType::F64);
     Split s = split_exponent(f, v);
-    return std::pair{f.where(s.plain, f.b.binary(Op::Copysign, s.m, v, F64::t), v), s.e};
+    return std::pair{f.where(s.plain, f.op(Op::Copysign, s.m, v), v), s.e};
   };
   return {l.pointwise(mantissa_type, n.name, [&](BodyBuilder &b, const std::vector<Expr> &x) {
             return b.cast(split(b, x).first, mantissa_type.dtype);
@@ -466,19 +468,19 @@ std::vector<TensorRef> nextafter(Lowering &l, const Node &n) {
     int y = b.cast(b.cast(Lowering::load_broadcast(b, other, index), t), DType::F64);
     Split s = split_exponent(f, x);
     double smallest = std::ldexp(1.0, min_exponent - bits + 1);
-    int binade_step = f.b.binary(Op::Ldexp, f.c(1), f.sub(s.e, f.c(bits)), F64::t);  // 2^(e - p)
-    int step = f.b.binary(Op::Maximum, binade_step, f.c(smallest), F64::t);
+    int binade_step = f.op(Op::Ldexp, f.c(1), f.sub(s.e, f.c(bits)));  // 2^(e - p)
+    int step = f.op(Op::Maximum, binade_step, f.c(smallest));
     int toward_zero = f.lt(f.fn(Op::Abs, y), f.fn(Op::Abs, x));
-    int same_sign = f.eq(f.b.binary(Op::Copysign, f.c(1), x, F64::t), f.b.binary(Op::Copysign, f.c(1), y, F64::t));
-    toward_zero = f.b.binary(Op::LogicalOr, toward_zero, f.b.unary(Op::LogicalNot, same_sign, DType::Bool), DType::Bool);
+    int same_sign = f.eq(f.op(Op::Copysign, f.c(1), x), f.op(Op::Copysign, f.c(1), y));
+    toward_zero = f.either(toward_zero, f.b.unary(Op::LogicalNot, same_sign, DType::Bool));
     int power = f.both(f.eq(s.m, f.c(0.5)), f.lt(f.c(smallest), step));
     step = f.where(f.both(toward_zero, power), f.mul(step, f.c(0.5)), step);
     int up = f.lt(x, y);
     int value = f.where(up, f.add(x, step), f.sub(x, step));
-    value = f.where(f.eq(x, f.c(0)), f.b.binary(Op::Copysign, f.c(smallest), f.sub(y, x), F64::t), value);
-    value = f.where(f.is(Op::IsInf, x), f.b.binary(Op::Copysign, f.c(largest), x, F64::t), value);  // back from infinity
+    value = f.where(f.eq(x, f.c(0)), f.op(Op::Copysign, f.c(smallest), f.sub(y, x)), value);
+    value = f.where(f.is(Op::IsInf, x), f.op(Op::Copysign, f.c(largest), x), value);  // back from infinity
     value = f.where(f.eq(x, y), y, value);
-    value = f.where(f.b.binary(Op::LogicalOr, f.is(Op::IsNan, x), f.is(Op::IsNan, y), DType::Bool), f.c(kNaN), value);
+    value = f.where(f.either(f.is(Op::IsNan, x), f.is(Op::IsNan, y)), f.c(kNaN), value);
     return b.cast(value, t);
   })};
 }
