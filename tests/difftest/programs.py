@@ -404,7 +404,8 @@ def draw_node(rng: random.Random, env: dict[str, torch.Tensor], nid: str) -> dic
 
 
 def fits(node: dict, env: dict[str, torch.Tensor]) -> torch.Tensor | None:
-    """The node's value when eager PyTorch takes it (a mask operand must be bool), else None."""
+    """The node's value when eager PyTorch takes it (a mask operand must be bool) and its meta
+    function agrees on the value's dtype and shape, else None."""
     if node["op"] in ("where", "where_s", "masked_fill"):
         mask = env[node["args"][0 if node["op"] != "masked_fill" else 1]]
         if mask.dtype != torch.bool:
@@ -415,6 +416,12 @@ def fits(node: dict, env: dict[str, torch.Tensor]) -> torch.Tensor | None:
         return None
     if not isinstance(out, torch.Tensor) or out.numel() > 1 << 16:
         return None
+    try:   # the traced graph's annotations come from meta functions: they must agree with eager
+        meta = OPS[node["op"]](*(env[a].to("meta") for a in node["args"]), **node["p"])
+    except (RuntimeError, IndexError, ValueError, TypeError, NotImplementedError):
+        return out
+    if meta.dtype != out.dtype or meta.shape != out.shape:
+        return None   # PyTorch disagrees with itself (an empty i64 matrix times a bool vector is bool in eager)
     return out
 
 
