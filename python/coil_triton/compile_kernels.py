@@ -134,6 +134,12 @@ def compile_one(kernel):
         # flushing them to zero by default (the log of a denormal -inf, the ceil of one 0). A
         # Triton without the option ignores it.
         options.setdefault("enable_reflect_ftz", False)
+        # No contraction of a product and a sum into one fused multiply-add, as the C++ dialect
+        # compiles with -ffp-contract=off: every op rounds as eager's op does. Contracted, a value
+        # used both rounded and inside a difference differs from itself: the deviation of a row's
+        # one element from its mean, fma(a, b, -round(a * b)), is not 0, and its variance with
+        # correction 1 is inf where eager's is NaN.
+        options.setdefault("enable_fp_fusion", False)
         source = ASTSource(fn=fn, signature=signature, constexprs=kernel.get("constexprs", {}), attrs=attrs)
         compiled = triton.compile(source, target=GPUTarget("cuda", kernel["capability"], 32), options=options)
         facts = launch_facts(compiled, signature, kernel, triton.__version__)
