@@ -2674,6 +2674,22 @@ def _cummax_cummin(dev):
                 make([2, 0])]
 
 
+@op_case("logcumsumexp", [A.logcumsumexp.default], ("odd", "noncontig", "size0", "size1"))
+def _logcumsumexp(dev):
+    """logcumsumexp along each dim: rows of values far apart (-1000 before 1000, where a shift by
+    the row's maximum would underflow), -inf (alone, the identity), +inf, NaN (kept from the first
+    on), a row longer than a Triton block (2500), f32, f64, bf16, a transposed input, 0-d and
+    empty tensors."""
+    def fn(x, s, xl, xb, xd, z, e):
+        return (A.logcumsumexp.default(x, 0), A.logcumsumexp.default(x, 1), A.logcumsumexp.default(x.t(), -1),
+                A.logcumsumexp.default(s, 1), A.logcumsumexp.default(xl, 0), A.logcumsumexp.default(xb, 1),
+                A.logcumsumexp.default(xd, 0), A.logcumsumexp.default(z, 0), A.logcumsumexp.default(e, 1))
+    inf, nan = float("inf"), float("nan")
+    s = torch.tensor([[-inf, -inf, 1.0, nan, 2.0], [inf, 1.0, -inf, inf, 3.0], [-inf, inf, -inf, 2.0, nan],
+                      [-1000.0, -999.0, 1000.0, -inf, 1000.0], [1e30, 1e30, -1e30, 0.0, 88.0]])
+    return fn, [make([5, 7]) * 10, s, make([2500]) * 30, make([3, 9], bf16), make([6, 2], f64), make([]), make([2, 0])]
+
+
 @op_case("adaptive_max_pool", [A.adaptive_max_pool2d.default, A.adaptive_max_pool3d.default],
          ("odd", "noncontig", "size1"))
 def _adaptive_max_pool(dev):

@@ -18,6 +18,7 @@ std::string_view reduce_op_name(ReduceOp op) {
     case ReduceOp::Any: return "any";
     case ReduceOp::All: return "all";
     case ReduceOp::Welford: return "welford";
+    case ReduceOp::LogAddExp: return "logaddexp";
   }
   return "?";
 }

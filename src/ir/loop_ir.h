@@ -28,7 +28,9 @@ namespace coil::ir {
 
 enum class NodeKind : uint8_t { Pointwise, Reduction, Scan, Extern, Scatter };
 
-enum class ReduceOp : uint8_t { Sum, Prod, Max, Min, ArgMax, ArgMin, Any, All, Welford };
+/// How a reduction or a scan combines. LogAddExp, log(exp(a) + exp(b)), is for scans only
+/// (logcumsumexp).
+enum class ReduceOp : uint8_t { Sum, Prod, Max, Min, ArgMax, ArgMin, Any, All, Welford, LogAddExp };
 std::string_view reduce_op_name(ReduceOp op);
 
 /// Calls on strided views of their operands. The products and convolution run in a library

@@ -283,8 +283,8 @@ std::vector<TensorRef> pdist(Lowering &l, const Node &n) {
   })};
 }
 
-/// cumsum, cumprod: a Scan node along `dim`, combining in the result's dtype (f16 and bf16
-/// in f32).
+/// cumsum, cumprod, logcumsumexp: a Scan node along `dim`, combining in the result's dtype
+/// (f16 and bf16 in f32).
 std::vector<TensorRef> scan(Lowering &l, const Node &n, ReduceOp op) {
   const TensorRef &in = self(l, n);
   const TensorType &out = l.graph().type(n.outputs[0]);
@@ -355,6 +355,7 @@ void add_reduction_lowerings(std::map<std::string, LowerFn, std::less<>> &t) {
   t["aten.cummax.default"] = [](Lowering &l, const Node &n) { return running_extremum(l, n, true); };
   t["aten.cummin.default"] = [](Lowering &l, const Node &n) { return running_extremum(l, n, false); };
   t["aten.cumprod.default"] = [](Lowering &l, const Node &n) { return scan(l, n, ReduceOp::Prod); };
+  t["aten.logcumsumexp.default"] = [](Lowering &l, const Node &n) { return scan(l, n, ReduceOp::LogAddExp); };
   t["aten.linalg_vector_norm.default"] = vector_norm;
   t["aten._cdist_forward.default"] = cdist;
   t["aten._pdist_forward.default"] = pdist;

@@ -52,6 +52,10 @@ const std::map<std::string, Fallback> kInductorFallbacks = {
      {"Inductor runs the cummax and cummin calls through ATen's kernels on the CPU; coil generates each as two scans, "
       "the running extremum and then its positions, fused with the other scans of the same rows",
       11}},
+    {"op_logcumsumexp",
+     {"Inductor runs the logcumsumexp calls through ATen's kernel on the CPU (its one kernel copies the 0-d one); "
+      "coil generates each as a scan, one kernel per scanned shape",
+      8}},
     {"op_embedding_bag_forward_only",
      {"Inductor runs the 4 _embedding_bag_forward_only calls through ATen's kernel; coil generates each as "
       "_embedding_bag: the bags' counts and rows, their reductions, mean's offset2bag and the bag sizes",

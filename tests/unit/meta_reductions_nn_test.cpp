@@ -159,6 +159,12 @@ TEST(MetaReductions, CumsumIsAContiguousScan) {
             "dim 2 is out of range for a tensor of rank 2 (expected a dim in [-2, 1])");
 }
 
+TEST(MetaReductions, LogcumsumexpIsAContiguousScanOfFloats) {
+  EXPECT_EQ(meta("aten.logcumsumexp.default", {"f32[4, 3][1, 4]cpu"}, {i(0)}), Types{"f32[4, 3][3, 1]cpu"});
+  EXPECT_EQ(meta("aten.logcumsumexp.default", {"bf16[5]"}, {i(-1)}), Types{"bf16[5][1]cpu"});
+  EXPECT_EQ(error("aten.logcumsumexp.default", {"i64[3]"}, {i(0)}), "logcumsumexp needs a floating point input, got i64");
+}
+
 TEST(MetaReductions, MeanAndVarNeedFloatingPoint) {
   EXPECT_EQ(meta("aten.mean.default", {"f16[3, 4][1, 3]cpu"}), Types{"f16[][]cpu"});
   EXPECT_EQ(meta("aten.mean.default", {"i64[3, 4]"}, {}, {{"dtype", Arg(DType::F64)}}), Types{"f64[][]cpu"});

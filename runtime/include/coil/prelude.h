@@ -327,6 +327,13 @@ template <typename T> inline T remainder_f(T a, T b) {
 }
 template <typename T> inline T max_nan(T a, T b) { return (a != a || b != b) ? std::numeric_limits<T>::quiet_NaN() : (a > b ? a : b); }
 template <typename T> inline T min_nan(T a, T b) { return (a != a || b != b) ? std::numeric_limits<T>::quiet_NaN() : (a < b ? a : b); }
+// log(exp(a) + exp(b)), the combine of logcumsumexp: from the larger operand; a NaN stays, and
+// an infinite larger operand (two of one sign, whose difference is NaN) is the result.
+template <typename T> inline T log_add_exp(T a, T b) {
+  if (a != a || b != b) return std::numeric_limits<T>::quiet_NaN();
+  T hi = a > b ? a : b, lo = a > b ? b : a;
+  return std::isinf(hi) ? hi : hi + std::log1p(std::exp(lo - hi));
+}
 // fmax/fmin: a NaN operand gives the other; equal operands (0 and -0) give the first.
 template <typename T> inline T fmax_f(T a, T b) { return a != a ? b : b != b ? a : (a < b ? b : a); }
 template <typename T> inline T fmin_f(T a, T b) { return a != a ? b : b != b ? a : (b < a ? b : a); }

@@ -128,7 +128,7 @@ void KernelEmitter::emit_scan() {
     ir::ReduceOp op = p_.nodes[size_t(n)].reduce_op;
     bool floating = is_floating(in);
     std::string init = op == ir::ReduceOp::Prod ? "1"
-                       : op == ir::ReduceOp::Max ? (floating ? "-INFINITY" : "INT64_MIN")
+                       : op == ir::ReduceOp::Max || op == ir::ReduceOp::LogAddExp ? (floating ? "-INFINITY" : "INT64_MIN")
                        : op == ir::ReduceOp::Min ? (floating ? "INFINITY" : "INT64_MAX")
                                                  : "0";
     accs.push_back("scan" + std::to_string(accs.size()));
@@ -143,7 +143,9 @@ void KernelEmitter::emit_scan() {
     DType in = n.body.at(n.body.results[0]).dtype;
     const std::string &value = v[size_t(n.body.results[0])];
     bool prod = n.reduce_op == ir::ReduceOp::Prod;
-    if (n.reduce_op == ir::ReduceOp::Max || n.reduce_op == ir::ReduceOp::Min) {
+    if (n.reduce_op == ir::ReduceOp::LogAddExp) {
+      w_.line(accs[m] + " = coil_rt::log_add_exp(" + accs[m] + ", double(" + value + "));");
+    } else if (n.reduce_op == ir::ReduceOp::Max || n.reduce_op == ir::ReduceOp::Min) {
       // A NaN, once seen, stays (max_nan / min_nan); integers by std::max / std::min.
       bool max = n.reduce_op == ir::ReduceOp::Max;
       std::string fn = is_floating(in) ? (max ? "coil_rt::max_nan(" : "coil_rt::min_nan(")

@@ -557,6 +557,15 @@ std::string triton_helpers(const std::set<std::string> &helpers) {
        "@triton.jit\n"
        "def _min_nan(a, b):\n"
        "    return tl.where(a != a, a, tl.where((b != b) | (b < a), b, a))\n"},
+      // log(exp(a) + exp(b)) from the larger operand (coil_rt::log_add_exp): a NaN stays; an
+      // infinite larger operand is the result (two infinities of one sign differ by NaN).
+      {"log_add_exp",
+       "@triton.jit\n"
+       "def _log_add_exp(a, b):\n"
+       "    hi = tl.where(a > b, a, b)\n"
+       "    lo = tl.where(a > b, b, a)\n"
+       "    s = tl.where((hi == float('inf')) | (hi == float('-inf')), hi, hi + libdevice.log1p(tl.exp(lo - hi)))\n"
+       "    return tl.where((a != a) | (b != b), a + b, s)\n"},
       {"argmax_pick",
        "@triton.jit\n"
        "def _argmax_pick(a, ia, b, ib):\n"

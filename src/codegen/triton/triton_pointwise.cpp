@@ -13,9 +13,9 @@
 namespace coil::codegen::detail {
 namespace {
 
-/// Where a running maximum (minimum) starts: -inf (inf), or an i64's extreme.
+/// Where a running maximum (minimum, log-sum-exp) starts: -inf (inf, -inf), or an i64's extreme.
 std::string extremum_start(ir::ReduceOp op, DType acc) {
-  bool max = op == ir::ReduceOp::Max;
+  bool max = op == ir::ReduceOp::Max || op == ir::ReduceOp::LogAddExp;
   if (is_floating(acc)) return max ? "float('-inf')" : "float('inf')";
   return max ? "-9223372036854775807 - 1" : "9223372036854775807";
 }
@@ -90,7 +90,7 @@ void TritonEmitter::emit_scan() {
     carries.push_back("carry" + std::to_string(carries.size()));
     acc_types.push_back(acc);
     std::string init = n.reduce_op == ir::ReduceOp::Prod ? "tl.full(" + shape(kA0) + ", 1, " : "tl.zeros(" + shape(kA0) + ", ";
-    if (n.reduce_op == ir::ReduceOp::Max || n.reduce_op == ir::ReduceOp::Min)
+    if (n.reduce_op == ir::ReduceOp::Max || n.reduce_op == ir::ReduceOp::Min || n.reduce_op == ir::ReduceOp::LogAddExp)
       init = "tl.full(" + shape(kA0) + ", " + extremum_start(n.reduce_op, acc) + ", ";
     w_.line(carries.back() + " = " + init + triton_type(acc) + ")");
   }
@@ -105,10 +105,13 @@ void TritonEmitter::emit_scan() {
     DType in = n.body.at(n.body.results[0]).dtype;
     std::string x = "(" + broadcast(v[size_t(n.body.results[0])], kBoth, in) + ").to(" + triton_type(acc_types[i]) + ")";
     bool prod = n.reduce_op == ir::ReduceOp::Prod;
-    if (n.reduce_op == ir::ReduceOp::Max || n.reduce_op == ir::ReduceOp::Min) {
-      // The block's running extremum (a NaN kept once seen) after the carry's.
-      std::string combine = n.reduce_op == ir::ReduceOp::Max ? "_max_nan" : "_min_nan";
-      helpers_.insert(n.reduce_op == ir::ReduceOp::Max ? "max_nan" : "min_nan");
+    if (n.reduce_op == ir::ReduceOp::Max || n.reduce_op == ir::ReduceOp::Min || n.reduce_op == ir::ReduceOp::LogAddExp) {
+      // The block's running extremum (a NaN kept once seen) or log-sum-exp after the carry's.
+      std::string helper = n.reduce_op == ir::ReduceOp::Max   ? "max_nan"
+                           : n.reduce_op == ir::ReduceOp::Min ? "min_nan"
+                                                              : "log_add_exp";
+      std::string combine = "_" + helper;
+      helpers_.insert(helper);
       if (!all.empty()) x = "tl.where(" + all + ", " + x + ", " + extremum_start(n.reduce_op, acc_types[i]) + ")";
       Value block = def(x, kBoth);
       Value running = def(combine + "(" + carries[i] + ", tl.associative_scan(" + block.name + ", 1, " + combine + "))", kBoth);

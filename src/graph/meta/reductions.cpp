@@ -309,6 +309,13 @@ void register_reduction_ops(Registry &r) {
         topk);
   r.add("cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor", scan("cumsum"));
   r.add("cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor", scan("cumprod"));
+  // logcumsumexp: of floats only (eager has no integer kernel), in self's dtype, contiguous.
+  r.add("logcumsumexp(Tensor self, int dim) -> Tensor", [](const MetaArgs &a) {
+    const TensorType &self = a.tensor("self");
+    wrap_dim(a.integer("dim"), self.rank());
+    COIL_USER_CHECK(is_floating(self.dtype), "logcumsumexp needs a floating point input, got ", short_name(self.dtype));
+    return std::vector<TensorType>{contiguous(self.dtype, self.sizes, self.device)};
+  });
   // cummax, cummin: the running extremum in self's dtype and its i64 positions, contiguous.
   for (const char *op : {"cummax", "cummin"})
     r.add(str_cat(op, "(Tensor self, int dim) -> (Tensor values, Tensor indices)"), [](const MetaArgs &a) {
