@@ -2436,6 +2436,19 @@ def _batch_norm_training(dev):
                 make([3, 5, 4, 4], bf16), make([5], bf16)]
 
 
+@op_case("batch_norm_with_update", [A._batch_norm_with_update_functional.default], ("noncontig", "odd"))
+def _batch_norm_with_update(dev):
+    """Batch norm in training as PyTorch 2.4 and later export it: the functional form's outputs
+    with an empty u8 reserve; a contiguous, a channels-last and a 3-d input. (PyTorch's trace
+    fails without a weight: its backend selection takes no None there.)"""
+    def fn(x, xc, x3, w, b, rm, rv):
+        return (*A._batch_norm_with_update_functional.default(x, w, b, rm, rv, 0.1, 1e-5),
+                *A._batch_norm_with_update_functional.default(xc, w, b, rm, rv, 0.3, 1e-3),
+                *A._batch_norm_with_update_functional.default(x3, w, b, rv, rm, 0.1, 1e-5))
+    xc = make([2, 5, 4, 3]).to(memory_format=torch.channels_last)
+    return fn, [make([3, 5, 6, 7]), xc, make([4, 5, 9]), make([5]), make([5]), make([5]), make([5], dom="pos")]
+
+
 @op_case("random", [A.rand.default, A.randn.default, A.rand_like.default, A.randn_like.default, A.randint.default,
                      A.randint.low, A.randperm.default, A.bernoulli.default, A.bernoulli.p, A.native_dropout.default],
          ("odd", "noncontig", "size0", "size1"))

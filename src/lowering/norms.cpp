@@ -194,17 +194,22 @@ std::vector<TensorRef> batch_norm(Lowering &l, const Node &n, std::optional<bool
                                }));
   }
   if (!functional) return outs;
+  // _batch_norm_with_update_functional has a fourth output before the running statistics: the
+  // reserve a cuDNN kernel keeps for its backward, empty (coil's backward needs none).
+  size_t first_running = n.outputs.size() == 6 ? 4 : 3;
+  if (first_running == 4) outs.push_back(l.fill(l.graph().type(n.outputs[3]), n.name + " reserve"));
   double momentum = arg(n, "momentum").as<double>();
   double unbiased = double(count) / double(count - 1);  // inf for one value: 0 * inf, NaN, as eager's 0 / 0
-  for (size_t i = 3; i < 5; ++i) {
+  for (size_t i = first_running; i < first_running + 2; ++i) {
     const TensorType &type = l.graph().type(n.outputs[i]);
-    const TensorRef &old = i == 3 ? *running_mean : *running_var;
-    outs.push_back(l.pointwise(type, n.name + (i == 3 ? " running_mean" : " running_var"),
+    bool is_mean = i == first_running;
+    const TensorRef &old = is_mean ? *running_mean : *running_var;
+    outs.push_back(l.pointwise(type, n.name + (is_mean ? " running_mean" : " running_var"),
                                [&](BodyBuilder &b, const std::vector<Expr> &index) {
                                  int before = channel(old, at_channel(index), b, c);
                                  if (!training) return before;
-                                 int batch = channel(i == 3 ? mean : var, at_channel(index), b, c);
-                                 if (i == 4) batch = b.binary(Op::Mul, batch, b.constant(unbiased, c), c);
+                                 int batch = channel(is_mean ? mean : var, at_channel(index), b, c);
+                                 if (!is_mean) batch = b.binary(Op::Mul, batch, b.constant(unbiased, c), c);
                                  int kept = b.binary(Op::Mul, before, b.constant(1 - momentum, c), c);
                                  return b.binary(Op::Add, kept, b.binary(Op::Mul, batch, b.constant(momentum, c), c), c);
                                }));
@@ -294,6 +299,9 @@ void add_norm_lowerings(std::map<std::string, LowerFn, std::less<>> &t) {
   };
   t["aten._native_batch_norm_legit_functional.default"] = [](Lowering &l, const Node &n) {
     return batch_norm(l, n, std::nullopt, true);
+  };
+  t["aten._batch_norm_with_update_functional.default"] = [](Lowering &l, const Node &n) {
+    return batch_norm(l, n, true, true);
   };
   t["aten.native_layer_norm_backward.default"] = layer_norm_backward;
 }

@@ -276,6 +276,17 @@ void register_norm_ops(Registry &r) {
         "Tensor running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor, "
         "Tensor running_mean_out, Tensor running_var_out)",
         [](const MetaArgs &a) { return batch_norm(a, "_native_batch_norm_legit_functional", std::nullopt, true); });
+  // Batch norm in training as torch.export and AOTAutograd give it since PyTorch 2.4: the
+  // functional form's outputs with an empty u8 reserve before the running statistics (the
+  // buffer cuDNN's backward would read; coil's backward reads none).
+  r.add("_batch_norm_with_update_functional(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean, "
+        "Tensor running_var, float momentum, float eps) -> (Tensor, Tensor, Tensor, Tensor, "
+        "Tensor running_mean_out, Tensor running_var_out)",
+        [](const MetaArgs &a) {
+          std::vector<TensorType> outs = batch_norm(a, "_batch_norm_with_update_functional", true, true);
+          outs.insert(outs.begin() + 3, contiguous(DType::U8, {0}, a.tensor("input").device));
+          return outs;
+        });
 }
 
 }  // namespace coil
