@@ -2436,6 +2436,22 @@ def _batch_norm_training(dev):
                 make([3, 5, 4, 4], bf16), make([5], bf16)]
 
 
+@op_case("trilinear", [A._trilinear.default], ("broadcast", "noncontig", "odd"))
+def _trilinear(dev):
+    """_trilinear as F.bilinear gives it (x1 W x2 for each output feature), of f32, bf16 and i64
+    (sums that wrap), a transposed operand; with broadcasting between operands, one sumdim, and
+    none (a pointwise product of three)."""
+    def fn(x1, x2, w, b1, b2, bw, i1, i2, iw, p, q, r):
+        return (A._trilinear.default(x1, w, x2, [1, 3], [0], [1, 2], [2, 3]),
+                A._trilinear.default(x1, w.transpose(1, 2).contiguous().transpose(1, 2), x2, [1, 3], [0], [1, 2], [2, 3]),
+                A._trilinear.default(b1, bw, b2, [1, 3], [0], [1, 2], [2, 3]),
+                A._trilinear.default(i1, iw, i2, [1, 3], [0], [1, 2], [2, 3]),
+                A._trilinear.default(p, q, r, [0], [], [1], [2], 0),
+                A._trilinear.default(p, q, r, [0], [], [1], [], 0))
+    return fn, [make([4, 3]), make([4, 5]), make([6, 3, 5]), make([2, 8], bf16), make([2, 7], bf16), make([3, 8, 7], bf16),
+                make([3, 4], i64), make([3, 2], i64), make([5, 4, 2], i64), make([5, 4]), make([3, 5, 4]), make([3, 4])]
+
+
 @op_case("batch_norm_with_update", [A._batch_norm_with_update_functional.default], ("noncontig", "odd"))
 def _batch_norm_with_update(dev):
     """Batch norm in training as PyTorch 2.4 and later export it: the functional form's outputs

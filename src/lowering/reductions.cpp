@@ -323,6 +323,47 @@ std::vector<TensorRef> running_extremum(Lowering &l, const Node &n, bool max) {
   return {values, indices};
 }
 
+/// _trilinear: the three operands' product summed over sumdim, each operand read at the
+/// product's index without its expand dims (a dim it broadcasts at 0), accumulated in the
+/// result's dtype (f16 and bf16 in f32; integers wrap). No sumdim: a pointwise product.
+std::vector<TensorRef> trilinear(Lowering &l, const Node &n) {
+  const TensorType &out = l.graph().type(n.outputs[0]);
+  const char *names[] = {"i1", "i2", "i3"}, *expands[] = {"expand1", "expand2", "expand3"};
+  int64_t rank = tensor_arg(l, n, "i1").rank() + int64_t(ints_of(arg(n, "expand1")).size());
+  std::vector<TensorRef> ins;
+  std::vector<Shape> shapes;               // each operand at the product's rank
+  std::vector<std::vector<bool>> added;    // its expand dims
+  for (int k = 0; k < 3; ++k) {
+    ins.push_back(tensor_arg(l, n, names[k]));
+    std::vector<int64_t> expand = ints_of(arg(n, expands[k]));
+    shapes.push_back(meta::trilinear_operand(ins.back().sizes, expand, rank, "_trilinear"));
+    added.emplace_back(size_t(rank), false);
+    for (int64_t d : expand) added.back()[size_t(d)] = true;
+  }
+  std::vector<bool> summed(size_t(rank), false);
+  for (int64_t d : ints_of(arg(n, "sumdim"))) summed[size_t(wrap_dim(d, rank))] = true;
+  Shape reduced;
+  for (int64_t d = 0; d < rank; ++d)
+    if (summed[size_t(d)]) reduced.push_back(std::max({shapes[0][size_t(d)], shapes[1][size_t(d)], shapes[2][size_t(d)]}));
+  DType c = opmath_dtype(out.dtype);
+  auto product = [&](BodyBuilder &b, const std::vector<Expr> &kept, const std::vector<Expr> &r) {
+    std::vector<Expr> at;
+    for (size_t d = 0, next_kept = 0, next_r = 0; d < size_t(rank); ++d) at.push_back(summed[d] ? r[next_r++] : kept[next_kept++]);
+    int v = -1;
+    for (size_t k = 0; k < 3; ++k) {
+      std::vector<Expr> own;
+      for (size_t d = 0; d < size_t(rank); ++d)
+        if (!added[k][d]) own.push_back(shapes[k][d] == 1 ? Expr(0) : at[d]);
+      int x = b.cast(b.load(ins[k].buffer, Lowering::offset(ins[k], own), ins[k].dtype), c);
+      v = v < 0 ? x : b.binary(Op::Mul, v, x, c);
+    }
+    return v;
+  };
+  if (reduced.empty())
+    return {l.pointwise(out, n.name, [&](BodyBuilder &b, const std::vector<Expr> &x) { return b.cast(product(b, x, {}), out.dtype); })};
+  return {l.reduction(out, reduced, ReduceOp::Sum, n.name, product)[0]};
+}
+
 }  // namespace
 
 void add_reduction_lowerings(std::map<std::string, LowerFn, std::less<>> &t) {
@@ -355,6 +396,7 @@ void add_reduction_lowerings(std::map<std::string, LowerFn, std::less<>> &t) {
   t["aten.cummax.default"] = [](Lowering &l, const Node &n) { return running_extremum(l, n, true); };
   t["aten.cummin.default"] = [](Lowering &l, const Node &n) { return running_extremum(l, n, false); };
   t["aten.cumprod.default"] = [](Lowering &l, const Node &n) { return scan(l, n, ReduceOp::Prod); };
+  t["aten._trilinear.default"] = trilinear;
   t["aten.logcumsumexp.default"] = [](Lowering &l, const Node &n) { return scan(l, n, ReduceOp::LogAddExp); };
   t["aten.linalg_vector_norm.default"] = vector_norm;
   t["aten._cdist_forward.default"] = cdist;

@@ -52,6 +52,10 @@ const std::map<std::string, Fallback> kInductorFallbacks = {
      {"Inductor runs the cummax and cummin calls through ATen's kernels on the CPU; coil generates each as two scans, "
       "the running extremum and then its positions, fused with the other scans of the same rows",
       11}},
+    {"op_trilinear",
+     {"Inductor runs the 6 _trilinear calls through ATen's kernel on the CPU (its products as bmm calls); coil "
+      "generates each as a reduction of the three operands' product, those over the same rows in one kernel",
+      4}},
     {"op_logcumsumexp",
      {"Inductor runs the logcumsumexp calls through ATen's kernel on the CPU (its one kernel copies the 0-d one); "
       "coil generates each as a scan, one kernel per scanned shape",

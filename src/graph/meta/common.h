@@ -24,4 +24,8 @@ std::vector<bool> reduced_dims(const std::optional<std::vector<int64_t>> &dims, 
 /// The shape after reducing `reduced` dims of `sizes`, with or without keepdim.
 Shape reduced_shape(const Shape &sizes, const std::vector<bool> &reduced, bool keepdim);
 
+/// An operand of _trilinear at the product's `rank`: 1 at each of its `expand` dims, its
+/// own sizes in order at the others. A UserError names `op` when they do not add up.
+Shape trilinear_operand(const Shape &sizes, const std::vector<int64_t> &expand, int64_t rank, std::string_view op);
+
 }  // namespace coil::meta

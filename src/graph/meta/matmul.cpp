@@ -125,6 +125,32 @@ std::vector<TensorType> linear(const MetaArgs &a) {
   return {contiguous(common_dtype("linear", ops), shape, common_device(ops))};
 }
 
+/// _trilinear (F.bilinear's form): i1, i2 and i3, each unsqueezed at its expand dims to the
+/// product's rank (i1's with expand1), broadcast together and multiplied, summed over sumdim
+/// (those dims removed). One dtype, as the products eager runs it through.
+std::vector<TensorType> trilinear(const MetaArgs &a) {
+  const char *names[] = {"i1", "i2", "i3"}, *expands[] = {"expand1", "expand2", "expand3"};
+  int64_t rank = a.tensor("i1").rank() + int64_t(a.ints("expand1").size());
+  Shape full;
+  std::vector<Named> ops;
+  for (int k = 0; k < 3; ++k) {
+    const TensorType &t = a.tensor(names[k]);
+    full = broadcast_shapes(full, meta::trilinear_operand(t.sizes, a.ints(expands[k]), rank, "_trilinear"));
+    ops.push_back({names[k], &t});
+  }
+  std::vector<bool> summed(size_t(rank), false);
+  for (int64_t d : a.ints("sumdim")) summed[size_t(wrap_dim(d, rank))] = true;
+  int64_t unroll = a.integer("unroll_dim");
+  COIL_USER_CHECK(unroll >= 0 && unroll < std::max<int64_t>(rank, 1), "_trilinear: unroll_dim must be in [0, ",
+                  rank - 1, "], got ", unroll);
+  Shape shape = meta::reduced_shape(full, summed, false);
+  checked_numel(shape);
+  DType dtype = ops[0].type->dtype;
+  for (const Named &o : ops)
+    COIL_USER_CHECK(o.type->dtype == dtype, "_trilinear expects operands of one dtype, got ", describe(ops));
+  return {contiguous(dtype, shape, common_device(ops))};
+}
+
 using ShapeFn = Shape (*)(std::string_view, const Named &, const Named &);
 
 /// mm / bmm / mv: the product of two named operands.
@@ -161,6 +187,9 @@ void register_matmul_ops(Registry &r) {
   r.add("mv(Tensor self, Tensor vec) -> Tensor", product("mv", "self", "vec", mv_shape));
   r.add("matmul(Tensor self, Tensor other) -> Tensor", product("matmul", "self", "other", matmul_shape));
   r.add("linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor", linear);
+  r.add("_trilinear(Tensor i1, Tensor i2, Tensor i3, int[] expand1, int[] expand2, int[] expand3, int[] sumdim, "
+        "int unroll_dim=1) -> Tensor",
+        trilinear);
   r.add("addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor",
         add_product("addmm", "mat1", "mat2", mm_shape));
   r.add("baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor",
