@@ -2609,6 +2609,22 @@ def _grid_sampler(dev):
     return fn, [make([2, 3, 5, 7]), g, make([1, 2, 4, 3], f64), (torch.rand(1, 3, 5, 2) * 2.6 - 1.3).double()]
 
 
+@op_case("grid_sampler_3d", [A.grid_sampler_3d.default], ("odd", "noncontig"))
+def _grid_sampler_3d(dev):
+    """grid_sampler_3d in both interpolations (trilinear, nearest), every padding (zeros, border,
+    reflection) and align_corners, at grid points reaching past the edges; in f64, on a permuted
+    input, and on a grid that is a strided view. (Not bf16: eager's CPU kernel computes the grid's
+    pixel coordinates in bf16, coil in f32, as for the 2-d sampler.)"""
+    def fn(x, g, xd, gd):
+        outs = [A.grid_sampler_3d.default(x, g, mode, pad, align)
+                for mode in (0, 1) for pad in (0, 1, 2) for align in (False, True)]
+        outs.append(A.grid_sampler_3d.default(xd, gd, 0, 2, True))
+        outs.append(A.grid_sampler_3d.default(x.permute(0, 1, 4, 3, 2), g[:, ::2], 0, 1, False))
+        return tuple(outs)
+    g = torch.rand(2, 4, 3, 5, 3) * 2.6 - 1.3
+    return fn, [make([2, 3, 4, 5, 6]), g, make([1, 2, 3, 4, 3], f64), (torch.rand(1, 2, 3, 2, 3) * 2.6 - 1.3).double()]
+
+
 @op_case("convolution_backward", [A.convolution_backward.default], ("odd", "noncontig"))
 def _convolution_backward(dev):
     """convolution_backward of 2-d convolutions with strides, padding, dilation and groups (an

@@ -635,12 +635,13 @@ std::vector<TensorRef> upsample_bilinear(Lowering &l, const Node &n) {
 namespace {
 
 // grid_sampler_2d(input [N, C, H, W], grid [N, Ho, Wo, 2], interpolation, padding,
-// align_corners), as ATen's GridSampler.h computes it, in opmath: grid (x, y) in [-1, 1]
+// align_corners) and grid_sampler_3d (input [N, C, D, H, W], grid [N, Do, Ho, Wo, 3]), as
+// ATen's GridSampler.h computes them, in opmath: grid (x, y[, z]) in [-1, 1]
 // unnormalized to pixels (align_corners: -1 and 1 are the corner pixels' centers, else their
 // outer edges); padding 0 reads zeros outside, 1 (border) clips the coordinate, 2
 // (reflection) reflects it about the edges, then clips; interpolation 0 bilinear (the four
-// neighbours), 1 nearest (rounding half to even), 2 bicubic (16 neighbours, A = -0.75, each
-// tap's coordinate padded on its own).
+// neighbours; trilinear in 3-d, the eight), 1 nearest (rounding half to even), 2 bicubic
+// (2-d only: 16 neighbours, A = -0.75, each tap's coordinate padded on its own).
 class GridSampler {
  public:
   GridSampler(BodyBuilder &b, const TensorRef &input, int64_t padding, bool align, DType c)
@@ -678,21 +679,25 @@ class GridSampler {
     }
     return coord;
   }
-  /// input[n, c, y, x] for integral float coordinates, 0 outside the input.
-  int at(const std::vector<Expr> &o, int y, int x) {
-    int64_t h = input_.sizes[2], w = input_.sizes[3];
+  /// input[n, c, (z,) y, x] for integral float coordinates (in the input's order of spatial
+  /// dims), 0 outside the input.
+  int at(const std::vector<Expr> &o, const std::vector<int> &coords) {
     auto inside = [&](int v, int64_t size) {
       return b_.binary(Op::LogicalAnd, b_.binary(Op::Ge, v, constant(0), DType::Bool),
                        b_.binary(Op::Le, v, constant(double(size - 1)), DType::Bool), DType::Bool);
     };
-    int ok = b_.binary(Op::LogicalAnd, inside(y, h), inside(x, w), DType::Bool);
-    // Read at the coordinate clipped into the input (NaN reads pixel 0), kept only inside.
-    auto index = [&](int v, int64_t size) {
-      int safe = b_.where(inside(v, size), v, constant(0), c_);
-      return b_.cast(safe, DType::I64);
-    };
-    std::vector<Expr> in = {o[0], o[1], Expr(ir::indirect_var(0)), Expr(ir::indirect_var(1))};
-    int v = b_.cast(b_.indirect_load(input_.buffer, Lowering::offset(input_, in), input_.dtype, {index(y, h), index(x, w)}), c_);
+    std::vector<Expr> in = {o[0], o[1]};
+    std::vector<int> indices;
+    int ok = -1;
+    for (size_t k = 0; k < coords.size(); ++k) {
+      int64_t size = input_.sizes[2 + k];
+      int within = inside(coords[k], size);
+      ok = ok < 0 ? within : b_.binary(Op::LogicalAnd, ok, within, DType::Bool);
+      // Read at the coordinate clipped into the input (NaN reads pixel 0), kept only inside.
+      indices.push_back(b_.cast(b_.where(within, coords[k], constant(0), c_), DType::I64));
+      in.push_back(Expr(ir::indirect_var(int(k))));
+    }
+    int v = b_.cast(b_.indirect_load(input_.buffer, Lowering::offset(input_, in), input_.dtype, indices), c_);
     return b_.where(ok, v, constant(0), c_);
   }
 
@@ -710,12 +715,40 @@ std::vector<TensorRef> grid_sampler(Lowering &l, const Node &n) {
   int64_t mode = arg(n, "interpolation_mode").as<int64_t>(), padding = arg(n, "padding_mode").as<int64_t>();
   bool align = arg(n, "align_corners").as<bool>();
   DType c = opmath_dtype(out.dtype);
-  int64_t h = input.sizes[2], w = input.sizes[3];
+  size_t dims = input.sizes.size() - 2;
+  int64_t h = input.sizes[dims], w = input.sizes[dims + 1];
   return {l.pointwise(out, n.name, [&](BodyBuilder &b, const std::vector<Expr> &o) {
     GridSampler s(b, input, padding, align, c);
-    auto coord = [&](int64_t k) {
-      return b.cast(b.load(grid.buffer, Lowering::offset(grid, {o[0], o[2], o[3], Expr(k)}), grid.dtype), c);
+    auto coord = [&](int64_t k) {  // the grid's k-th coordinate (x, y, z) of this output
+      std::vector<Expr> at = {o[0]};
+      at.insert(at.end(), o.begin() + 2, o.end());
+      at.push_back(Expr(k));
+      return b.cast(b.load(grid.buffer, Lowering::offset(grid, at), grid.dtype), c);
     };
+    if (dims == 3) {  // trilinear or nearest over (z, y, x)
+      std::vector<int> p;  // padded pixel coordinates in the input's order: z, y, x
+      for (size_t k = 0; k < 3; ++k) p.push_back(s.padded(s.unnormalize(coord(int64_t(2 - k)), input.sizes[2 + k]), input.sizes[2 + k]));
+      if (mode == 1) return s.at(o, {b.unary(Op::Round, p[0], c), b.unary(Op::Round, p[1], c), b.unary(Op::Round, p[2], c)});
+      std::vector<int> low, high;
+      for (int v : p) {
+        low.push_back(b.unary(Op::Floor, v, c));
+        high.push_back(s.bin(Op::Add, low.back(), s.constant(1)));
+      }
+      int total = -1;
+      for (int corner = 0; corner < 8; ++corner) {  // z the slowest, x the fastest, as ATen sums them
+        std::vector<int> at;
+        int weight = -1;
+        for (int k = 2; k >= 0; --k) {  // the weight multiplied x, y, z, as ATen does
+          bool up = (corner >> (2 - k)) & 1;
+          int part = up ? s.bin(Op::Sub, p[size_t(k)], low[size_t(k)]) : s.bin(Op::Sub, high[size_t(k)], p[size_t(k)]);
+          weight = weight < 0 ? part : s.bin(Op::Mul, weight, part);
+        }
+        for (int k = 0; k < 3; ++k) at.push_back(((corner >> (2 - k)) & 1) ? high[size_t(k)] : low[size_t(k)]);
+        int term = s.bin(Op::Mul, s.at(o, at), weight);
+        total = total < 0 ? term : s.bin(Op::Add, total, term);
+      }
+      return total;
+    }
     int gx = coord(0), gy = coord(1);
     if (mode == 2) {  // bicubic: coordinates unnormalized, each tap padded
       int x = s.unnormalize(gx, w), y = s.unnormalize(gy, h);
@@ -741,7 +774,7 @@ std::vector<TensorRef> grid_sampler(Lowering &l, const Node &n) {
         int yj = s.padded(s.bin(Op::Add, y0, s.constant(j - 1)), h);
         for (int i = 0; i < 4; ++i) {
           int xi = s.padded(s.bin(Op::Add, x0, s.constant(i - 1)), w);
-          int term = s.bin(Op::Mul, s.at(o, yj, xi), cx[size_t(i)]);
+          int term = s.bin(Op::Mul, s.at(o, {yj, xi}), cx[size_t(i)]);
           row = row < 0 ? term : s.bin(Op::Add, row, term);
         }
         int term = s.bin(Op::Mul, row, cy[size_t(j)]);
@@ -750,14 +783,14 @@ std::vector<TensorRef> grid_sampler(Lowering &l, const Node &n) {
       return total;
     }
     int x = s.padded(s.unnormalize(gx, w), w), y = s.padded(s.unnormalize(gy, h), h);
-    if (mode == 1) return s.at(o, b.unary(Op::Round, y, c), b.unary(Op::Round, x, c));
+    if (mode == 1) return s.at(o, {b.unary(Op::Round, y, c), b.unary(Op::Round, x, c)});
     int x0 = b.unary(Op::Floor, x, c), y0 = b.unary(Op::Floor, y, c);
     int x1 = s.bin(Op::Add, x0, s.constant(1)), y1 = s.bin(Op::Add, y0, s.constant(1));
     int east = s.bin(Op::Sub, x, x0), west = s.bin(Op::Sub, x1, x), south = s.bin(Op::Sub, y, y0), north = s.bin(Op::Sub, y1, y);
-    int v = s.bin(Op::Mul, s.at(o, y0, x0), s.bin(Op::Mul, west, north));
-    v = s.bin(Op::Add, v, s.bin(Op::Mul, s.at(o, y0, x1), s.bin(Op::Mul, east, north)));
-    v = s.bin(Op::Add, v, s.bin(Op::Mul, s.at(o, y1, x0), s.bin(Op::Mul, west, south)));
-    return s.bin(Op::Add, v, s.bin(Op::Mul, s.at(o, y1, x1), s.bin(Op::Mul, east, south)));
+    int v = s.bin(Op::Mul, s.at(o, {y0, x0}), s.bin(Op::Mul, west, north));
+    v = s.bin(Op::Add, v, s.bin(Op::Mul, s.at(o, {y0, x1}), s.bin(Op::Mul, east, north)));
+    v = s.bin(Op::Add, v, s.bin(Op::Mul, s.at(o, {y1, x0}), s.bin(Op::Mul, west, south)));
+    return s.bin(Op::Add, v, s.bin(Op::Mul, s.at(o, {y1, x1}), s.bin(Op::Mul, east, south)));
   })};
 }
 
@@ -782,6 +815,7 @@ void add_pooling_lowerings(std::map<std::string, LowerFn, std::less<>> &t) {
   t["aten.upsample_nearest2d.vec"] = upsample_nearest;
   t["aten.col2im.default"] = col2im;
   t["aten.grid_sampler_2d.default"] = grid_sampler;
+  t["aten.grid_sampler_3d.default"] = grid_sampler;
   t["aten.upsample_bilinear2d.vec"] = upsample_bilinear;
   t["aten.upsample_nearest2d.default"] = upsample_nearest;
   t["aten.upsample_bilinear2d.default"] = upsample_bilinear;

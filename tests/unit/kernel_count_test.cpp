@@ -52,6 +52,10 @@ const std::map<std::string, Fallback> kInductorFallbacks = {
      {"Inductor runs the cummax and cummin calls through ATen's kernels on the CPU; coil generates each as two scans, "
       "the running extremum and then its positions, fused with the other scans of the same rows",
       11}},
+    {"op_grid_sampler_3d",
+     {"Inductor runs the 14 grid_sampler_3d calls through ATen's kernel on the CPU; coil generates each as a "
+      "pointwise kernel of its eight (or one) neighbours' loads, those of one output shape together",
+      4}},
     {"op_trilinear",
      {"Inductor runs the 6 _trilinear calls through ATen's kernel on the CPU (its products as bmm calls); coil "
       "generates each as a reduction of the three operands' product, those over the same rows in one kernel",

@@ -236,22 +236,33 @@ std::vector<TensorType> col2im(const MetaArgs &a) {
   return {meta::contiguous(x.dtype, sizes, x.device)};
 }
 
-/// grid_sampler_2d: input [N, C, H, W] sampled at grid [N, Ho, Wo, 2] gives [N, C, Ho, Wo].
-std::vector<TensorType> grid_sampler(const MetaArgs &a) {
-  const TensorType &x = a.tensor("input"), &grid = a.tensor("grid");
-  COIL_USER_CHECK(x.rank() == 4 && grid.rank() == 4 && grid.sizes[3] == 2 && grid.sizes[0] == x.sizes[0],
-                  "grid_sampler_2d: expected input [N, C, H, W] and grid [N, H_out, W_out, 2], got ", shape_str(x.sizes),
-                  " and ", shape_str(grid.sizes));
-  COIL_USER_CHECK(is_floating(x.dtype) && grid.dtype == x.dtype, "grid_sampler_2d: expected input and grid of one "
-                  "floating dtype, got ", short_name(x.dtype), " and ", short_name(grid.dtype));
-  int64_t mode = a.integer("interpolation_mode"), padding = a.integer("padding_mode");
-  COIL_USER_CHECK(mode >= 0 && mode <= 2, "grid_sampler_2d: interpolation_mode ", mode, " is not 0 (bilinear), 1 (nearest) "
-                  "or 2 (bicubic)");
-  COIL_USER_CHECK(padding >= 0 && padding <= 2, "grid_sampler_2d: padding_mode ", padding, " is not 0 (zeros), 1 (border) "
-                  "or 2 (reflection)");
-  COIL_USER_CHECK(x.sizes[2] > 0 && x.sizes[3] > 0, "grid_sampler_2d: expected non-empty H and W, got shape ",
-                  shape_str(x.sizes));
-  return {meta::contiguous(x.dtype, {x.sizes[0], x.sizes[1], grid.sizes[1], grid.sizes[2]}, x.device)};
+/// grid_sampler_2d: input [N, C, H, W] sampled at grid [N, Ho, Wo, 2] gives [N, C, Ho, Wo];
+/// grid_sampler_3d: input [N, C, D, H, W] at grid [N, Do, Ho, Wo, 3] gives [N, C, Do, Ho, Wo]
+/// (bilinear, which is trilinear there, or nearest: bicubic is for 2-d only).
+MetaFn grid_sampler(size_t dims) {
+  return [dims](const MetaArgs &a) {
+    std::string op = str_cat("grid_sampler_", dims, "d");
+    const TensorType &x = a.tensor("input"), &grid = a.tensor("grid");
+    int64_t rank = int64_t(dims) + 2;
+    COIL_USER_CHECK(x.rank() == rank && grid.rank() == rank && grid.sizes.back() == int64_t(dims) &&
+                        grid.sizes[0] == x.sizes[0],
+                    op, dims == 2 ? ": expected input [N, C, H, W] and grid [N, H_out, W_out, 2], got "
+                                  : ": expected input [N, C, D, H, W] and grid [N, D_out, H_out, W_out, 3], got ",
+                    shape_str(x.sizes), " and ", shape_str(grid.sizes));
+    COIL_USER_CHECK(is_floating(x.dtype) && grid.dtype == x.dtype, op, ": expected input and grid of one floating dtype, got ",
+                    short_name(x.dtype), " and ", short_name(grid.dtype));
+    int64_t mode = a.integer("interpolation_mode"), padding = a.integer("padding_mode");
+    COIL_USER_CHECK(mode >= 0 && mode <= (dims == 2 ? 2 : 1), op, ": interpolation_mode ", mode,
+                    dims == 2 ? " is not 0 (bilinear), 1 (nearest) or 2 (bicubic)" : " is not 0 (bilinear) or 1 (nearest)");
+    COIL_USER_CHECK(padding >= 0 && padding <= 2, op, ": padding_mode ", padding, " is not 0 (zeros), 1 (border) "
+                    "or 2 (reflection)");
+    Shape out = {x.sizes[0], x.sizes[1]};
+    for (size_t k = 0; k < dims; ++k) {
+      COIL_USER_CHECK(x.sizes[2 + k] > 0, op, ": expected non-empty spatial dims, got shape ", shape_str(x.sizes));
+      out.push_back(grid.sizes[1 + k]);
+    }
+    return std::vector<TensorType>{meta::contiguous(x.dtype, out, x.device)};
+  };
 }
 
 }  // namespace
@@ -281,9 +292,10 @@ void register_pooling_ops(Registry &r) {
   r.add("avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, "
         "bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor",
         [](const MetaArgs &a) { return pool_backward(a, "avg_pool2d_backward"); });
-  r.add("grid_sampler_2d(Tensor input, Tensor grid, int interpolation_mode, int padding_mode, bool align_corners) "
-        "-> Tensor",
-        grid_sampler);
+  for (size_t dims : {size_t(2), size_t(3)})
+    r.add(str_cat("grid_sampler_", dims, "d(Tensor input, Tensor grid, int interpolation_mode, int padding_mode, "
+                  "bool align_corners) -> Tensor"),
+          grid_sampler(dims));
   r.add("col2im(Tensor self, SymInt[2] output_size, int[2] kernel_size, int[2] dilation, int[2] padding, "
         "int[2] stride) -> Tensor",
         col2im);
