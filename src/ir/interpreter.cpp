@@ -4,6 +4,7 @@
 #include <cstring>
 #include <limits>
 
+#include "coil/combines.h"
 #include "ir/kernel.h"
 #include "ir/scalar_math.h"
 
@@ -272,7 +273,6 @@ struct Accumulator {
   void init() {
     bool fl = is_floating(dtype);
     switch (op) {
-      case ReduceOp::LogAddExp: throw_internal(__FILE__, __LINE__, "logaddexp combines scans only");
       case ReduceOp::Sum: case ReduceOp::Any: case ReduceOp::Welford: break;
       case ReduceOp::Prod: case ReduceOp::All: f = 1; i = 1; break;
       case ReduceOp::Max: case ReduceOp::ArgMax:
@@ -287,7 +287,6 @@ struct Accumulator {
     bool fl = is_floating(dtype);
     double xf = x.as_double(dtype);
     switch (op) {
-      case ReduceOp::LogAddExp: throw_internal(__FILE__, __LINE__, "logaddexp combines scans only");
       case ReduceOp::Sum: fl ? void(f += x.f) : void(i = int64_t(uint64_t(i) + uint64_t(x.i))); break;
       case ReduceOp::Prod: fl ? void(f *= x.f) : void(i = int64_t(uint64_t(i) * uint64_t(x.i))); break;
       case ReduceOp::Max: fl ? void(f = std::isnan(f) || std::isnan(x.f) ? NAN : std::max(f, x.f)) : void(i = std::max(i, x.i)); break;
@@ -341,7 +340,6 @@ void Interpreter::run_reduction(const Node &n) {
 void Interpreter::finish_reduction(const Node &n, const Accumulator &acc, const std::vector<int64_t> &point) {
   auto out_dtype = [&](size_t k) { return p_.buffer(n.outputs[k]).type.dtype; };
   switch (n.reduce_op) {
-    case ReduceOp::LogAddExp: throw_internal(__FILE__, __LINE__, "logaddexp combines scans only");
     case ReduceOp::ArgMax:
     case ReduceOp::ArgMin: store(n.outputs[0], n, point, Scalar::of(double(acc.arg), out_dtype(0))); return;
     case ReduceOp::Welford:
@@ -417,31 +415,26 @@ void Interpreter::run_scan(const Node &n) {
   outer[size_t(n.scan_dim)] = 1;
   std::vector<int64_t> point(size_t(n.num_vars()), 0);
   DType in = n.body.at(n.body.results[0]).dtype;
-  ReduceOp op = n.reduce_op;
-  COIL_ASSERT(op == ReduceOp::Sum || op == ReduceOp::Prod || op == ReduceOp::Max || op == ReduceOp::Min ||
-                  (op == ReduceOp::LogAddExp && is_floating(in)),
-              "a scan sums, multiplies, takes the maximum or minimum, or adds floats' exponentials");
-  bool prod = op == ReduceOp::Prod, max = op == ReduceOp::Max;
+  ScanOp op = n.scan_op;
+  COIL_ASSERT(op != ScanOp::LogAddExp || is_floating(in), "logaddexp scans floats");
+  bool prod = op == ScanOp::Prod, max = op == ScanOp::Max;
   for_each_point(outer, point, 0, [&] {
     Scalar acc{};
     acc.f = prod ? 1 : 0;
     acc.i = prod ? 1 : 0;
-    if (op == ReduceOp::LogAddExp) acc.f = -std::numeric_limits<double>::infinity();
-    if (op == ReduceOp::Max || op == ReduceOp::Min) {
+    if (op == ScanOp::LogAddExp) acc.f = -std::numeric_limits<double>::infinity();
+    if (op == ScanOp::Max || op == ScanOp::Min) {
       acc.f = max ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity();
       acc.i = max ? std::numeric_limits<int64_t>::min() : std::numeric_limits<int64_t>::max();
     }
     for (int64_t k = 0; k < len; ++k) {
       point[size_t(n.scan_dim)] = k;
       Scalar x = eval(n.body, point)[size_t(n.body.results[0])];
-      if (op == ReduceOp::LogAddExp) {
-        // log(exp(acc) + exp(x)) from the larger: a NaN stays, and two infinities of one sign
-        // (where their difference is NaN) give that infinity.
-        double hi = std::max(acc.f, x.f), lo = std::min(acc.f, x.f);
-        acc.f = std::isnan(acc.f) || std::isnan(x.f) ? NAN : std::isinf(hi) ? hi : hi + std::log1p(std::exp(lo - hi));
-      } else if (op == ReduceOp::Max || op == ReduceOp::Min) {
+      if (op == ScanOp::LogAddExp) {
+        acc.f = coil_rt::log_add_exp(acc.f, x.f);
+      } else if (op == ScanOp::Max || op == ScanOp::Min) {
         if (is_floating(in)) {
-          if (!std::isnan(acc.f) && (std::isnan(x.f) || (max ? x.f > acc.f : x.f < acc.f))) acc.f = x.f;
+          acc.f = max ? coil_rt::max_nan(acc.f, x.f) : coil_rt::min_nan(acc.f, x.f);
         } else {
           acc.i = max ? std::max(acc.i, x.i) : std::min(acc.i, x.i);
         }

@@ -18,7 +18,17 @@ std::string_view reduce_op_name(ReduceOp op) {
     case ReduceOp::Any: return "any";
     case ReduceOp::All: return "all";
     case ReduceOp::Welford: return "welford";
-    case ReduceOp::LogAddExp: return "logaddexp";
+  }
+  return "?";
+}
+
+std::string_view scan_op_name(ScanOp op) {
+  switch (op) {
+    case ScanOp::Sum: return "sum";
+    case ScanOp::Prod: return "prod";
+    case ScanOp::Max: return "max";
+    case ScanOp::Min: return "min";
+    case ScanOp::LogAddExp: return "logaddexp";
   }
   return "?";
 }
@@ -124,7 +134,7 @@ std::string kind_name(const Node &n) {
   switch (n.kind) {
     case NodeKind::Pointwise: return "pointwise";
     case NodeKind::Reduction: return "reduction " + std::string(reduce_op_name(n.reduce_op));
-    case NodeKind::Scan: return "scan " + std::string(reduce_op_name(n.reduce_op)) + " over dim " + std::to_string(n.scan_dim);
+    case NodeKind::Scan: return "scan " + std::string(scan_op_name(n.scan_op)) + " over dim " + std::to_string(n.scan_dim);
     case NodeKind::Extern: return "extern " + std::string(extern_op_name(n.extern_op));
     case NodeKind::Scatter: return n.accumulate ? "scatter " + std::string(op_name(n.combine)) : "scatter";
   }

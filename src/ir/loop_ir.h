@@ -5,8 +5,8 @@
 //   - Pointwise: for every point x of `ranges`, store body(x) at the output's offset of x;
 //   - Reduction: for every x, combine body(x, r) over every r of `reduction_ranges`
 //     (sum, prod, max, min, argmax, argmin, any, all, welford -> mean/m2/count);
-//   - Scan: an inclusive prefix combine along `scan_dim` of `ranges`, by `reduce_op`
-//     (Sum: cumsum, Prod: cumprod);
+//   - Scan: an inclusive prefix combine along `scan_dim` of `ranges`, by `scan_op`
+//     (Sum: cumsum, Prod: cumprod, ...);
 //   - Extern: a library call (matmul, convolution) on whole buffers;
 //   - Scatter: the output starts as a copy of operands[0]; then for every point x of
 //     `ranges`, body result 0 is written (or combined by `combine`: added, multiplied,
@@ -28,10 +28,14 @@ namespace coil::ir {
 
 enum class NodeKind : uint8_t { Pointwise, Reduction, Scan, Extern, Scatter };
 
-/// How a reduction or a scan combines. LogAddExp, log(exp(a) + exp(b)), is for scans only
-/// (logcumsumexp).
-enum class ReduceOp : uint8_t { Sum, Prod, Max, Min, ArgMax, ArgMin, Any, All, Welford, LogAddExp };
+/// How a reduction combines.
+enum class ReduceOp : uint8_t { Sum, Prod, Max, Min, ArgMax, ArgMin, Any, All, Welford };
 std::string_view reduce_op_name(ReduceOp op);
+
+/// How a scan combines: cumsum, cumprod, cummax, cummin, and logcumsumexp's
+/// log(exp(a) + exp(b)).
+enum class ScanOp : uint8_t { Sum, Prod, Max, Min, LogAddExp };
+std::string_view scan_op_name(ScanOp op);
 
 /// Calls on strided views of their operands. The products and convolution run in a library
 /// (oneDNN, cuBLAS, cuDNN) or a plain loop; Attention (operands q, k, v [B, H, L, E] and an
@@ -61,7 +65,8 @@ struct Node {
   std::string origin;              // the graph node(s) it was lowered from, for dumps
   std::vector<int64_t> ranges;     // output iteration space
   std::vector<int64_t> reduction_ranges;
-  ReduceOp reduce_op = ReduceOp::Sum;
+  ReduceOp reduce_op = ReduceOp::Sum;  // Reduction only
+  ScanOp scan_op = ScanOp::Sum;        // Scan only
   int scan_dim = -1;
   Expr scatter_index;              // Scatter: the element offset written
   bool accumulate = false;         // Scatter: combine with the value there instead of overwriting

@@ -334,7 +334,7 @@ std::vector<TensorRef> masked_scatter(Lowering &l, const Node &n) {
     return index;
   };
   TensorType prefix_type{DType::I64, {count}, {1}, out.device};
-  TensorRef prefix = l.scan(prefix_type, 0, ir::ReduceOp::Sum, n.name + " prefix",
+  TensorRef prefix = l.scan(prefix_type, 0, ir::ScanOp::Sum, n.name + " prefix",
                             [&](BodyBuilder &b, const std::vector<Expr> &x) {
                               return b.cast(Lowering::load_broadcast(b, mask, unflatten(x[0], out.sizes)), DType::I64);
                             });
@@ -483,7 +483,7 @@ std::vector<TensorRef> nonzero_static(Lowering &l, const Node &n) {
     return b.binary(Op::Ne, v, b.constant(0, self.dtype), DType::Bool);
   };
   TensorType count_type{DType::I64, {numel}, {1}, out.device};
-  TensorRef counts = l.scan(count_type, 0, ir::ReduceOp::Sum, n.name + " counts", [&](BodyBuilder &b, const std::vector<Expr> &x) {
+  TensorRef counts = l.scan(count_type, 0, ir::ScanOp::Sum, n.name + " counts", [&](BodyBuilder &b, const std::vector<Expr> &x) {
     return b.cast(nonzero(b, x[0]), DType::I64);
   });
   TensorType spare{DType::I64, {size + 1, rank}, contiguous_strides({size + 1, rank}), out.device};

@@ -45,13 +45,13 @@ std::vector<Expr> vars(int first, size_t n) {
 
 }  // namespace
 
-TensorRef Lowering::scan(const TensorType &out, int dim, ir::ReduceOp op, const std::string &origin, const BodyFn &fn) {
+TensorRef Lowering::scan(const TensorType &out, int dim, ir::ScanOp op, const std::string &origin, const BodyFn &fn) {
   TensorRef result = new_buffer(out);
   ir::Node node;
   node.kind = ir::NodeKind::Scan;
   node.origin = origin;
   node.ranges = out.sizes;
-  node.reduce_op = op;
+  node.scan_op = op;
   node.scan_dim = dim;
   ir::BodyBuilder b;
   b.add_result(fn(b, vars(0, out.sizes.size())));

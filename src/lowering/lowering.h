@@ -59,7 +59,7 @@ class Lowering {
 
   /// A Scan node: an inclusive prefix combine (`op` Sum or Prod) along dim `dim` of the
   /// values `fn` emits over `out`'s sizes.
-  TensorRef scan(const TensorType &out, int dim, ir::ReduceOp op, const std::string &origin, const BodyFn &fn);
+  TensorRef scan(const TensorType &out, int dim, ir::ScanOp op, const std::string &origin, const BodyFn &fn);
 
   /// A Scatter node: a copy of `init`, then at every point x of `ranges` the value `fn`
   /// emits (cast to out.dtype) is stored at `offset(x)` (or combined there by `combine` when

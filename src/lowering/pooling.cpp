@@ -725,72 +725,68 @@ std::vector<TensorRef> grid_sampler(Lowering &l, const Node &n) {
       at.push_back(Expr(k));
       return b.cast(b.load(grid.buffer, Lowering::offset(grid, at), grid.dtype), c);
     };
-    if (dims == 3) {  // trilinear or nearest over (z, y, x)
-      std::vector<int> p;  // padded pixel coordinates in the input's order: z, y, x
-      for (size_t k = 0; k < 3; ++k) p.push_back(s.padded(s.unnormalize(coord(int64_t(2 - k)), input.sizes[2 + k]), input.sizes[2 + k]));
-      if (mode == 1) return s.at(o, {b.unary(Op::Round, p[0], c), b.unary(Op::Round, p[1], c), b.unary(Op::Round, p[2], c)});
+    if (mode != 2) {  // bilinear (trilinear in 3-d) or nearest, over the spatial dims
+      std::vector<int> p;  // padded pixel coordinates in the input's order: (z,) y, x
+      for (size_t k = 0; k < dims; ++k) {
+        int64_t size = input.sizes[2 + k];
+        p.push_back(s.padded(s.unnormalize(coord(int64_t(dims - 1 - k)), size), size));
+      }
+      if (mode == 1) {
+        for (int &v : p) v = b.unary(Op::Round, v, c);
+        return s.at(o, p);
+      }
       std::vector<int> low, high;
       for (int v : p) {
         low.push_back(b.unary(Op::Floor, v, c));
         high.push_back(s.bin(Op::Add, low.back(), s.constant(1)));
       }
+      auto up = [&](int corner, size_t k) { return ((corner >> (dims - 1 - k)) & 1) != 0; };
       int total = -1;
-      for (int corner = 0; corner < 8; ++corner) {  // z the slowest, x the fastest, as ATen sums them
+      for (int corner = 0; corner < (1 << dims); ++corner) {  // the first dim the slowest, as ATen sums them
         std::vector<int> at;
         int weight = -1;
-        for (int k = 2; k >= 0; --k) {  // the weight multiplied x, y, z, as ATen does
-          bool up = (corner >> (2 - k)) & 1;
-          int part = up ? s.bin(Op::Sub, p[size_t(k)], low[size_t(k)]) : s.bin(Op::Sub, high[size_t(k)], p[size_t(k)]);
+        for (size_t k = dims; k-- > 0;) {  // the weight multiplied x, y(, z), as ATen does
+          int part = up(corner, k) ? s.bin(Op::Sub, p[k], low[k]) : s.bin(Op::Sub, high[k], p[k]);
           weight = weight < 0 ? part : s.bin(Op::Mul, weight, part);
         }
-        for (int k = 0; k < 3; ++k) at.push_back(((corner >> (2 - k)) & 1) ? high[size_t(k)] : low[size_t(k)]);
+        for (size_t k = 0; k < dims; ++k) at.push_back(up(corner, k) ? high[k] : low[k]);
         int term = s.bin(Op::Mul, s.at(o, at), weight);
         total = total < 0 ? term : s.bin(Op::Add, total, term);
       }
       return total;
     }
+    // bicubic (2-d only): coordinates unnormalized, each tap padded
     int gx = coord(0), gy = coord(1);
-    if (mode == 2) {  // bicubic: coordinates unnormalized, each tap padded
-      int x = s.unnormalize(gx, w), y = s.unnormalize(gy, h);
-      int x0 = b.unary(Op::Floor, x, c), y0 = b.unary(Op::Floor, y, c);
-      auto coefficients = [&](int t) {
-        double a = -0.75;
-        auto near = [&](int v) {  // ((A + 2) v - (A + 3)) v v + 1
-          int p = s.bin(Op::Sub, s.bin(Op::Mul, s.constant(a + 2), v), s.constant(a + 3));
-          return s.bin(Op::Add, s.bin(Op::Mul, s.bin(Op::Mul, p, v), v), s.constant(1));
-        };
-        auto far = [&](int v) {  // ((A v - 5A) v + 8A) v - 4A
-          int p = s.bin(Op::Sub, s.bin(Op::Mul, s.constant(a), v), s.constant(5 * a));
-          p = s.bin(Op::Add, s.bin(Op::Mul, p, v), s.constant(8 * a));
-          return s.bin(Op::Sub, s.bin(Op::Mul, p, v), s.constant(4 * a));
-        };
-        return std::array<int, 4>{far(s.bin(Op::Add, t, s.constant(1))), near(t), near(s.bin(Op::Sub, s.constant(1), t)),
-                                  far(s.bin(Op::Sub, s.constant(2), t))};
-      };
-      auto cx = coefficients(s.bin(Op::Sub, x, x0)), cy = coefficients(s.bin(Op::Sub, y, y0));
-      int total = -1;
-      for (int j = 0; j < 4; ++j) {
-        int row = -1;
-        int yj = s.padded(s.bin(Op::Add, y0, s.constant(j - 1)), h);
-        for (int i = 0; i < 4; ++i) {
-          int xi = s.padded(s.bin(Op::Add, x0, s.constant(i - 1)), w);
-          int term = s.bin(Op::Mul, s.at(o, {yj, xi}), cx[size_t(i)]);
-          row = row < 0 ? term : s.bin(Op::Add, row, term);
-        }
-        int term = s.bin(Op::Mul, row, cy[size_t(j)]);
-        total = total < 0 ? term : s.bin(Op::Add, total, term);
-      }
-      return total;
-    }
-    int x = s.padded(s.unnormalize(gx, w), w), y = s.padded(s.unnormalize(gy, h), h);
-    if (mode == 1) return s.at(o, {b.unary(Op::Round, y, c), b.unary(Op::Round, x, c)});
+    int x = s.unnormalize(gx, w), y = s.unnormalize(gy, h);
     int x0 = b.unary(Op::Floor, x, c), y0 = b.unary(Op::Floor, y, c);
-    int x1 = s.bin(Op::Add, x0, s.constant(1)), y1 = s.bin(Op::Add, y0, s.constant(1));
-    int east = s.bin(Op::Sub, x, x0), west = s.bin(Op::Sub, x1, x), south = s.bin(Op::Sub, y, y0), north = s.bin(Op::Sub, y1, y);
-    int v = s.bin(Op::Mul, s.at(o, {y0, x0}), s.bin(Op::Mul, west, north));
-    v = s.bin(Op::Add, v, s.bin(Op::Mul, s.at(o, {y0, x1}), s.bin(Op::Mul, east, north)));
-    v = s.bin(Op::Add, v, s.bin(Op::Mul, s.at(o, {y1, x0}), s.bin(Op::Mul, west, south)));
-    return s.bin(Op::Add, v, s.bin(Op::Mul, s.at(o, {y1, x1}), s.bin(Op::Mul, east, south)));
+    auto coefficients = [&](int t) {
+      double a = -0.75;
+      auto near = [&](int v) {  // ((A + 2) v - (A + 3)) v v + 1
+        int p = s.bin(Op::Sub, s.bin(Op::Mul, s.constant(a + 2), v), s.constant(a + 3));
+        return s.bin(Op::Add, s.bin(Op::Mul, s.bin(Op::Mul, p, v), v), s.constant(1));
+      };
+      auto far = [&](int v) {  // ((A v - 5A) v + 8A) v - 4A
+        int p = s.bin(Op::Sub, s.bin(Op::Mul, s.constant(a), v), s.constant(5 * a));
+        p = s.bin(Op::Add, s.bin(Op::Mul, p, v), s.constant(8 * a));
+        return s.bin(Op::Sub, s.bin(Op::Mul, p, v), s.constant(4 * a));
+      };
+      return std::array<int, 4>{far(s.bin(Op::Add, t, s.constant(1))), near(t), near(s.bin(Op::Sub, s.constant(1), t)),
+                                far(s.bin(Op::Sub, s.constant(2), t))};
+    };
+    auto cx = coefficients(s.bin(Op::Sub, x, x0)), cy = coefficients(s.bin(Op::Sub, y, y0));
+    int total = -1;
+    for (int j = 0; j < 4; ++j) {
+      int row = -1;
+      int yj = s.padded(s.bin(Op::Add, y0, s.constant(j - 1)), h);
+      for (int i = 0; i < 4; ++i) {
+        int xi = s.padded(s.bin(Op::Add, x0, s.constant(i - 1)), w);
+        int term = s.bin(Op::Mul, s.at(o, {yj, xi}), cx[size_t(i)]);
+        row = row < 0 ? term : s.bin(Op::Add, row, term);
+      }
+      int term = s.bin(Op::Mul, row, cy[size_t(j)]);
+      total = total < 0 ? term : s.bin(Op::Add, total, term);
+    }
+    return total;
   })};
 }
 

@@ -285,7 +285,7 @@ std::vector<TensorRef> pdist(Lowering &l, const Node &n) {
 
 /// cumsum, cumprod, logcumsumexp: a Scan node along `dim`, combining in the result's dtype
 /// (f16 and bf16 in f32).
-std::vector<TensorRef> scan(Lowering &l, const Node &n, ReduceOp op) {
+std::vector<TensorRef> scan(Lowering &l, const Node &n, ir::ScanOp op) {
   const TensorRef &in = self(l, n);
   const TensorType &out = l.graph().type(n.outputs[0]);
   if (in.rank() == 0)  // the prefix of one element is the element
@@ -309,11 +309,11 @@ std::vector<TensorRef> running_extremum(Lowering &l, const Node &n, bool max) {
             l.fill(positions, n.name + " indices")};
   int dim = int(wrap_dim(arg(n, "dim").as<int64_t>(), in.rank()));
   DType c = opmath_dtype(out.dtype);
-  ReduceOp op = max ? ReduceOp::Max : ReduceOp::Min;
+  ir::ScanOp op = max ? ir::ScanOp::Max : ir::ScanOp::Min;
   TensorRef values = l.scan(out, dim, op, n.name, [&](BodyBuilder &b, const std::vector<Expr> &x) {
     return b.cast(b.load(in.buffer, Lowering::offset(in, x), in.dtype), c);
   });
-  TensorRef indices = l.scan(positions, dim, ReduceOp::Max, n.name + " indices", [&](BodyBuilder &b, const std::vector<Expr> &x) {
+  TensorRef indices = l.scan(positions, dim, ir::ScanOp::Max, n.name + " indices", [&](BodyBuilder &b, const std::vector<Expr> &x) {
     int v = b.cast(b.load(in.buffer, Lowering::offset(in, x), in.dtype), c);
     int running = b.cast(b.load(values.buffer, Lowering::offset(values, x), out.dtype), c);
     int reaches = b.binary(max ? Op::Ge : Op::Le, v, running, DType::Bool);
@@ -392,12 +392,12 @@ void add_reduction_lowerings(std::map<std::string, LowerFn, std::less<>> &t) {
   t["aten.min.dim"] = value_and_index(ReduceOp::Min, ReduceOp::ArgMin);
   t["aten.argmax.default"] = arg_reduction(ReduceOp::ArgMax);
   t["aten.argmin.default"] = arg_reduction(ReduceOp::ArgMin);
-  t["aten.cumsum.default"] = [](Lowering &l, const Node &n) { return scan(l, n, ReduceOp::Sum); };
+  t["aten.cumsum.default"] = [](Lowering &l, const Node &n) { return scan(l, n, ir::ScanOp::Sum); };
   t["aten.cummax.default"] = [](Lowering &l, const Node &n) { return running_extremum(l, n, true); };
   t["aten.cummin.default"] = [](Lowering &l, const Node &n) { return running_extremum(l, n, false); };
-  t["aten.cumprod.default"] = [](Lowering &l, const Node &n) { return scan(l, n, ReduceOp::Prod); };
+  t["aten.cumprod.default"] = [](Lowering &l, const Node &n) { return scan(l, n, ir::ScanOp::Prod); };
   t["aten._trilinear.default"] = trilinear;
-  t["aten.logcumsumexp.default"] = [](Lowering &l, const Node &n) { return scan(l, n, ReduceOp::LogAddExp); };
+  t["aten.logcumsumexp.default"] = [](Lowering &l, const Node &n) { return scan(l, n, ir::ScanOp::LogAddExp); };
   t["aten.linalg_vector_norm.default"] = vector_norm;
   t["aten._cdist_forward.default"] = cdist;
   t["aten._pdist_forward.default"] = pdist;

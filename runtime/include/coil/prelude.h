@@ -17,6 +17,7 @@
 
 #include <omp.h>
 
+#include "coil/combines.h"  // NOLINT: max_nan, min_nan, log_add_exp, in namespace coil_rt
 #include "coil/philox.h"  // NOLINT: random numbers (rand, randn, dropout), in namespace coil_rt
 #include "coil/polynomials.h"  // NOLINT: orthogonal polynomials, in namespace coil_rt
 #if defined(__linux__)
@@ -324,15 +325,6 @@ template <typename T> inline T remainder_f(T a, T b) {
   T m = std::fmod(a, b);
   if (m != 0 && ((b < 0) != (m < 0))) m += b;
   return m;
-}
-template <typename T> inline T max_nan(T a, T b) { return (a != a || b != b) ? std::numeric_limits<T>::quiet_NaN() : (a > b ? a : b); }
-template <typename T> inline T min_nan(T a, T b) { return (a != a || b != b) ? std::numeric_limits<T>::quiet_NaN() : (a < b ? a : b); }
-// log(exp(a) + exp(b)), the combine of logcumsumexp: from the larger operand; a NaN stays, and
-// an infinite larger operand (two of one sign, whose difference is NaN) is the result.
-template <typename T> inline T log_add_exp(T a, T b) {
-  if (a != a || b != b) return std::numeric_limits<T>::quiet_NaN();
-  T hi = a > b ? a : b, lo = a > b ? b : a;
-  return std::isinf(hi) ? hi : hi + std::log1p(std::exp(lo - hi));
 }
 // fmax/fmin: a NaN operand gives the other; equal operands (0 and -0) give the first.
 template <typename T> inline T fmax_f(T a, T b) { return a != a ? b : b != b ? a : (a < b ? b : a); }

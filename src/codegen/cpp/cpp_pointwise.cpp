@@ -125,11 +125,11 @@ void KernelEmitter::emit_scan() {
   std::vector<std::string> accs;
   for (int n : k_.nodes) {
     DType in = p_.nodes[size_t(n)].body.at(p_.nodes[size_t(n)].body.results[0]).dtype;
-    ir::ReduceOp op = p_.nodes[size_t(n)].reduce_op;
+    ir::ScanOp op = p_.nodes[size_t(n)].scan_op;
     bool floating = is_floating(in);
-    std::string init = op == ir::ReduceOp::Prod ? "1"
-                       : op == ir::ReduceOp::Max || op == ir::ReduceOp::LogAddExp ? (floating ? "-INFINITY" : "INT64_MIN")
-                       : op == ir::ReduceOp::Min ? (floating ? "INFINITY" : "INT64_MAX")
+    std::string init = op == ir::ScanOp::Prod ? "1"
+                       : op == ir::ScanOp::Max || op == ir::ScanOp::LogAddExp ? (floating ? "-INFINITY" : "INT64_MIN")
+                       : op == ir::ScanOp::Min ? (floating ? "INFINITY" : "INT64_MAX")
                                                  : "0";
     accs.push_back("scan" + std::to_string(accs.size()));
     w_.line((floating ? std::string("double ") : "int64_t ") + accs.back() + " = " + init + ";");
@@ -142,12 +142,12 @@ void KernelEmitter::emit_scan() {
     auto v = emit_body(n.body);
     DType in = n.body.at(n.body.results[0]).dtype;
     const std::string &value = v[size_t(n.body.results[0])];
-    bool prod = n.reduce_op == ir::ReduceOp::Prod;
-    if (n.reduce_op == ir::ReduceOp::LogAddExp) {
+    bool prod = n.scan_op == ir::ScanOp::Prod;
+    if (n.scan_op == ir::ScanOp::LogAddExp) {
       w_.line(accs[m] + " = coil_rt::log_add_exp(" + accs[m] + ", double(" + value + "));");
-    } else if (n.reduce_op == ir::ReduceOp::Max || n.reduce_op == ir::ReduceOp::Min) {
+    } else if (n.scan_op == ir::ScanOp::Max || n.scan_op == ir::ScanOp::Min) {
       // A NaN, once seen, stays (max_nan / min_nan); integers by std::max / std::min.
-      bool max = n.reduce_op == ir::ReduceOp::Max;
+      bool max = n.scan_op == ir::ScanOp::Max;
       std::string fn = is_floating(in) ? (max ? "coil_rt::max_nan(" : "coil_rt::min_nan(")
                                        : (max ? "std::max<int64_t>(" : "std::min<int64_t>(");
       w_.line(accs[m] + " = " + fn + accs[m] + ", " + (is_floating(in) ? "double(" : "int64_t(") + value + "));");

@@ -22,7 +22,6 @@ KernelEmitter::Acc KernelEmitter::start(const Node &n) {
   auto highest = fl ? "std::numeric_limits<" + T + ">::infinity()" : "std::numeric_limits<" + T + ">::max()";
   std::vector<std::array<std::string, 3>> vars;  // type, name, initial value
   switch (n.reduce_op) {
-    case ir::ReduceOp::LogAddExp: throw_internal(__FILE__, __LINE__, "logaddexp combines scans only");
     case ir::ReduceOp::Sum: vars = {{T, base, "0"}}; break;
     case ir::ReduceOp::Prod: vars = {{T, base, "1"}}; break;
     case ir::ReduceOp::Max:
@@ -53,7 +52,6 @@ void KernelEmitter::accumulate(const Acc &acc, const std::string &x) {
   std::string T = value_type(acc.in);
   bool fl = is_floating(acc.in);
   switch (acc.node->reduce_op) {
-    case ir::ReduceOp::LogAddExp: throw_internal(__FILE__, __LINE__, "logaddexp combines scans only");
     case ir::ReduceOp::Sum:
       w_.line(acc.a + " = " + (fl ? acc.a + " + " + x : "coil_rt::add_w<" + T + ">(" + acc.a + ", " + x + ")") + ";");
       return;
@@ -111,7 +109,6 @@ void KernelEmitter::start_vector(Acc &acc, int lanes) {
   std::string T = value_type(acc.in), V = vector_type(acc.in, lanes), B = vector_type(DType::Bool, lanes);
   bool fl = is_floating(acc.in);
   switch (acc.node->reduce_op) {
-    case ir::ReduceOp::LogAddExp: throw_internal(__FILE__, __LINE__, "logaddexp combines scans only");
     case ir::ReduceOp::Sum: w_.line(V + " " + acc.va + "(0);"); return;
     case ir::ReduceOp::Prod: w_.line(V + " " + acc.va + "(1);"); return;
     case ir::ReduceOp::Max:
@@ -142,7 +139,6 @@ void KernelEmitter::accumulate_vector(const Acc &acc, const std::string &x) {
   std::string T = value_type(acc.in), V = vector_type(acc.in, vlanes_);
   bool fl = is_floating(acc.in);
   switch (acc.node->reduce_op) {
-    case ir::ReduceOp::LogAddExp: throw_internal(__FILE__, __LINE__, "logaddexp combines scans only");
     case ir::ReduceOp::Sum:
       w_.line(acc.va + " = " + (fl ? acc.va + " + " + x : "coil_rt::add_w<" + T + ">(" + acc.va + ", " + x + ")") + ";");
       return;
@@ -232,7 +228,6 @@ std::string KernelEmitter::position() const {
 void KernelEmitter::finish(const Acc &acc) {
   const Node &n = *acc.node;
   switch (n.reduce_op) {
-    case ir::ReduceOp::LogAddExp: throw_internal(__FILE__, __LINE__, "logaddexp combines scans only");
     case ir::ReduceOp::ArgMax:
     case ir::ReduceOp::ArgMin: store(n, n.outputs[0], acc.b, DType::I64); return;
     case ir::ReduceOp::Welford:
@@ -276,7 +271,6 @@ std::optional<std::string> KernelEmitter::simd_clauses(const std::vector<Acc> &a
   for (const Acc &acc : accs) {
     bool fl = is_floating(acc.in);
     switch (acc.node->reduce_op) {
-      case ir::ReduceOp::LogAddExp: throw_internal(__FILE__, __LINE__, "logaddexp combines scans only");
       case ir::ReduceOp::Sum: out += " reduction(+:" + acc.a + ")"; break;
       case ir::ReduceOp::Prod: out += " reduction(*:" + acc.a + ")"; break;
       case ir::ReduceOp::Any: out += " reduction(||:" + acc.a + ")"; break;
@@ -388,7 +382,6 @@ void KernelEmitter::merge(const Acc &into, const Acc &from) {
   std::string T = value_type(into.in);
   bool fl = is_floating(into.in);
   switch (into.node->reduce_op) {
-    case ir::ReduceOp::LogAddExp: throw_internal(__FILE__, __LINE__, "logaddexp combines scans only");
     case ir::ReduceOp::Welford:
       w_.line("{ const int64_t nb = " + from.c + "; if (nb > 0) { const double na = double(" + into.c +
               "), n = na + double(nb), d = " + from.a + " - " + into.a + "; " + into.b + " = " + into.b + " + " + from.b +

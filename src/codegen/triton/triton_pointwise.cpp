@@ -14,8 +14,8 @@ namespace coil::codegen::detail {
 namespace {
 
 /// Where a running maximum (minimum, log-sum-exp) starts: -inf (inf, -inf), or an i64's extreme.
-std::string extremum_start(ir::ReduceOp op, DType acc) {
-  bool max = op == ir::ReduceOp::Max || op == ir::ReduceOp::LogAddExp;
+std::string extremum_start(ir::ScanOp op, DType acc) {
+  bool max = op == ir::ScanOp::Max || op == ir::ScanOp::LogAddExp;
   if (is_floating(acc)) return max ? "float('-inf')" : "float('inf')";
   return max ? "-9223372036854775807 - 1" : "9223372036854775807";
 }
@@ -89,9 +89,9 @@ void TritonEmitter::emit_scan() {
     DType acc = is_floating(in) ? (in == DType::F64 ? DType::F64 : DType::F32) : DType::I64;
     carries.push_back("carry" + std::to_string(carries.size()));
     acc_types.push_back(acc);
-    std::string init = n.reduce_op == ir::ReduceOp::Prod ? "tl.full(" + shape(kA0) + ", 1, " : "tl.zeros(" + shape(kA0) + ", ";
-    if (n.reduce_op == ir::ReduceOp::Max || n.reduce_op == ir::ReduceOp::Min || n.reduce_op == ir::ReduceOp::LogAddExp)
-      init = "tl.full(" + shape(kA0) + ", " + extremum_start(n.reduce_op, acc) + ", ";
+    std::string init = n.scan_op == ir::ScanOp::Prod ? "tl.full(" + shape(kA0) + ", 1, " : "tl.zeros(" + shape(kA0) + ", ";
+    if (n.scan_op == ir::ScanOp::Max || n.scan_op == ir::ScanOp::Min || n.scan_op == ir::ScanOp::LogAddExp)
+      init = "tl.full(" + shape(kA0) + ", " + extremum_start(n.scan_op, acc) + ", ";
     w_.line(carries.back() + " = " + init + triton_type(acc) + ")");
   }
   w_.line("for roffset in range(0, " + std::to_string(len) + ", RBLOCK):");
@@ -104,15 +104,15 @@ void TritonEmitter::emit_scan() {
     auto v = emit_body(n.body);
     DType in = n.body.at(n.body.results[0]).dtype;
     std::string x = "(" + broadcast(v[size_t(n.body.results[0])], kBoth, in) + ").to(" + triton_type(acc_types[i]) + ")";
-    bool prod = n.reduce_op == ir::ReduceOp::Prod;
-    if (n.reduce_op == ir::ReduceOp::Max || n.reduce_op == ir::ReduceOp::Min || n.reduce_op == ir::ReduceOp::LogAddExp) {
+    bool prod = n.scan_op == ir::ScanOp::Prod;
+    if (n.scan_op == ir::ScanOp::Max || n.scan_op == ir::ScanOp::Min || n.scan_op == ir::ScanOp::LogAddExp) {
       // The block's running extremum (a NaN kept once seen) or log-sum-exp after the carry's.
-      std::string helper = n.reduce_op == ir::ReduceOp::Max   ? "max_nan"
-                           : n.reduce_op == ir::ReduceOp::Min ? "min_nan"
+      std::string helper = n.scan_op == ir::ScanOp::Max   ? "max_nan"
+                           : n.scan_op == ir::ScanOp::Min ? "min_nan"
                                                               : "log_add_exp";
       std::string combine = "_" + helper;
       helpers_.insert(helper);
-      if (!all.empty()) x = "tl.where(" + all + ", " + x + ", " + extremum_start(n.reduce_op, acc_types[i]) + ")";
+      if (!all.empty()) x = "tl.where(" + all + ", " + x + ", " + extremum_start(n.scan_op, acc_types[i]) + ")";
       Value block = def(x, kBoth);
       Value running = def(combine + "(" + carries[i] + ", tl.associative_scan(" + block.name + ", 1, " + combine + "))", kBoth);
       store(n, n.outputs[0], def(triton_cast(running.name, acc_types[i], in), kBoth), in);

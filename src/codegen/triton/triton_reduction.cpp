@@ -76,7 +76,6 @@ std::string TritonEmitter::acc_type(const Acc &a) const {
 std::string TritonEmitter::identity(ReduceOp op, DType t) {
   bool fl = is_floating(t);
   switch (op) {
-    case ReduceOp::LogAddExp: throw_internal(__FILE__, __LINE__, "logaddexp combines scans only");
     case ReduceOp::Sum: return fl ? "0.0" : "0";
     case ReduceOp::Prod: return fl ? "1.0" : "1";
     case ReduceOp::Max:
@@ -174,7 +173,6 @@ void TritonEmitter::accumulate(const Acc &a, const Value &x, const std::string &
   std::string v = broadcast(x, kBoth, a.in), acc = a.names[0];
   auto masked = [&](const std::string &updated) { return m.empty() ? updated : "tl.where(" + m + ", " + updated + ", " + acc + ")"; };
   switch (a.node->reduce_op) {
-    case ReduceOp::LogAddExp: throw_internal(__FILE__, __LINE__, "logaddexp combines scans only");
     case ReduceOp::Sum: w_.line(acc + " = " + masked(acc + " + " + v)); return;
     case ReduceOp::Prod: w_.line(acc + " = " + masked(acc + " * " + v)); return;
     case ReduceOp::Max:
@@ -222,7 +220,6 @@ std::vector<Value> TritonEmitter::reduce_looped(const Acc &a) {
   const std::string &acc = a.names[0];
   std::string T = acc_type(a);
   switch (a.node->reduce_op) {
-    case ReduceOp::LogAddExp: throw_internal(__FILE__, __LINE__, "logaddexp combines scans only");
     case ReduceOp::Sum: return {def(cast_sum("tl.sum(" + acc + ", 1)", a.in) + "[:, None]", kA0)};
     case ReduceOp::Prod: helpers_.insert("prod"); return {def("tl.reduce(" + acc + ", 1, _prod)[:, None]", kA0)};
     case ReduceOp::Max:
@@ -265,7 +262,6 @@ std::vector<Value> TritonEmitter::reduce_block(const Acc &a, const Value &x, con
   auto masked = [&](const std::string &fill) { return m.empty() ? v : "tl.where(" + m + ", " + v + ", " + fill + ")"; };
   ReduceOp op = a.node->reduce_op;
   switch (op) {
-    case ReduceOp::LogAddExp: throw_internal(__FILE__, __LINE__, "logaddexp combines scans only");
     case ReduceOp::Sum: return {def(cast_sum("tl.sum(" + masked(identity(op, a.in)) + ", 1)", a.in) + "[:, None]", kA0)};
     case ReduceOp::Prod: helpers_.insert("prod"); return {def("tl.reduce(" + masked(identity(op, a.in)) + ", 1, _prod)[:, None]", kA0)};
     case ReduceOp::Max:
