@@ -2233,7 +2233,7 @@ def _sdpa_cuda_ops(dev):
 #   by it reported a division by zero that eager never does.
 @fn_case("difftest_findings", "workload", tags=("size1",))
 def _difftest_findings(dev):
-    def fn(s0, s1, s2, s3, x, y, c, ci, h, b, i, k, r):
+    def fn(s0, s1, s2, s3, x, y, c, ci, h, b, i, k, r, u, e):
         zero_d = [s0, s1, s2, s3]
         # The variance of products whose deviations from their mean are exactly 0 (one element,
         # rows of one value): with the product and the difference contracted into a fused
@@ -2244,7 +2244,10 @@ def _difftest_findings(dev):
                 torch.remainder(y, 0.001), torch.floor(torch.cat([c, c])[12]), torch.cat([ci, ci])[0] / torch.cat([ci, ci]),
                 h + torch.zeros_like(h), torch.where(b, b, i) != torch.cumsum(i.prod(), 0),
                 torch.cat([torch.div(k, k, rounding_mode="trunc"), torch.remainder(k + 3, k), torch.floor_divide(7, k)]),
-                torch.var(products, 1), torch.var(products[:, :1], 1), torch.var_mean(products[0, 0], 0)[0])
+                torch.var(products, 1), torch.var(products[:, :1], 1), torch.var_mean(products[0, 0], 0)[0],
+                # A prefix sum near 1 to a power of 15173 multiplies its relative error by 15173:
+                # a running f32 sum on the GPU was 0.5% off, where a sum in f64 rounded once is exact.
+                torch.pow(torch.cumsum(u, 1), e))
     special = torch.tensor([float("inf"), float("-inf"), float("nan"), 1e-39, -1e-39, 5.5, -7.25, 1e30, 0.0, 3.0,
                             12345.678, -0.0])
     # No denormal divisor: CPU eager's vectorized fmod gives NaN for one (the reference here).
@@ -2254,8 +2257,9 @@ def _difftest_findings(dev):
     y = divisors.repeat(12)
     s = [torch.tensor(v) for v in (float("inf"), float("-inf"), float("nan"), 1.5)]
     rows = make([5, 1]).expand(5, 9).contiguous()
+    near_one = make([16, 33]) * 1e-4 + 1 / 33
     return fn, [*s, x, y, make([8], bf16), make([1], i64, "nonzero"), make([17], f16), torch.tensor(False),
-                torch.tensor(3), make([3], i64, "nonzero"), rows]
+                torch.tensor(3), make([3], i64, "nonzero"), rows, near_one, torch.tensor(15173)]
 
 
 @op_case("std_logsumexp_square", [A.std.dim, A.std.correction, A.logsumexp.default, A.square.default],

@@ -534,7 +534,7 @@ std::string triton_helpers(const std::set<std::string> &helpers) {
        "    odd = (b % 2) != 0\n"
        "    inverse = tl.where(a == 1, 1, tl.where(a == -1, tl.where(odd, -1, 1), 0)).to(a.dtype)\n"
        "    return tl.where(b < 0, inverse, r)\n"},
-      // Combine functions of tl.reduce.
+      // Combine functions of tl.reduce and tl.associative_scan.
       {"max_nan",
        "@triton.jit\n"
        "def _max_nan(a, b):\n"
@@ -548,15 +548,6 @@ std::string triton_helpers(const std::set<std::string> &helpers) {
        "@triton.jit\n"
        "def _prod(a, b):\n"
        "    return a * b\n"},
-      // A maximum (minimum) that keeps a NaN of either operand: the combine of a running one.
-      {"max_nan",
-       "@triton.jit\n"
-       "def _max_nan(a, b):\n"
-       "    return tl.where(a != a, a, tl.where((b != b) | (b > a), b, a))\n"},
-      {"min_nan",
-       "@triton.jit\n"
-       "def _min_nan(a, b):\n"
-       "    return tl.where(a != a, a, tl.where((b != b) | (b < a), b, a))\n"},
       // log(exp(a) + exp(b)) from the larger operand (coil_rt::log_add_exp): a NaN stays; an
       // infinite larger operand is the result (two infinities of one sign differ by NaN).
       {"log_add_exp",

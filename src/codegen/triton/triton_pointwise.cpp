@@ -86,7 +86,9 @@ void TritonEmitter::emit_scan() {
   for (int m : k_.nodes) {
     const Node &n = p_.nodes[size_t(m)];
     DType in = n.body.at(n.body.results[0]).dtype;
-    DType acc = is_floating(in) ? (in == DType::F64 ? DType::F64 : DType::F32) : DType::I64;
+    // Floats accumulate in f64, as the C++ dialect's scans do: a prefix of n values rounds
+    // once, where an f32 running sum's error grows with n (and pow or exp of it multiplies it).
+    DType acc = is_floating(in) ? DType::F64 : DType::I64;
     carries.push_back("carry" + std::to_string(carries.size()));
     acc_types.push_back(acc);
     std::string init = n.scan_op == ir::ScanOp::Prod ? "tl.full(" + shape(kA0) + ", 1, " : "tl.zeros(" + shape(kA0) + ", ";
