@@ -2418,6 +2418,19 @@ def _sort_topk(dev):
                 make([4, 9], i32, "distinct"), make([3, 17], b8), make([4, 23], bf16, "distinct"), make([], f32), sp1]
 
 
+@op_case("sort_long_rows", [A.sort.default, A.sort.stable, A.topk.default], ("odd",))
+def _sort_long_rows(dev):
+    """Rows longer than one block of 1024 (ranked in their block, then searched for in the
+    other blocks): a stable sort of ties, of NaN and infinities ascending and descending,
+    of bools (the last block of one element), topk from a row of three blocks."""
+    def fn(ties, sp, bools, long):
+        return (*A.sort.stable(ties, stable=True), *A.sort.stable(sp, stable=True),
+                *A.sort.stable(sp, stable=True, descending=True), *A.sort.stable(bools, stable=True, descending=True),
+                *A.topk.default(long, 7))
+    return fn, [make([1, 1500], dom="smallint"), make([1, 1100], dom="special"), make([1, 1025], b8),
+                make([1, 2100], dom="distinct")]
+
+
 @op_case("batch_norm_training", [A._native_batch_norm_legit_functional.default, A._native_batch_norm_legit.no_stats],
          ("noncontig", "odd"))
 def _batch_norm_training(dev):

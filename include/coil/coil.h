@@ -212,12 +212,12 @@ Tolerance tolerance(ScalarType t, int64_t reduced_elements = 1);
 /// not decompose.
 std::vector<std::string> supported_ops();
 
-/// The longest row sort and topk take: coil ranks each element by comparing it with its
-/// whole row, quadratic in the row's length. A longer one is refused (a front end leaves
-/// such an op to another implementation). On an H200, 64 rows of 1024 sort in 70 us
-/// (Inductor 64, eager 32), of 256 in 18 (Inductor 36, eager 31); 16 rows of 4096 take
-/// 242 us against eager's 30.
-inline constexpr int64_t kMaxSortLength = 1024;
+/// The longest row sort and topk take (2^17, beyond the largest vocabularies a sampler
+/// sorts). coil ranks each element by comparing it with its block of 1024 and searching for
+/// it in every other block: per element 1024 + 11 * length / 1024 comparisons. A longer row
+/// is refused (a front end leaves such an op to another implementation). On an H200, 64 rows
+/// of 1024 sort in 70 us (Inductor 64, eager 32), of 256 in 18 (Inductor 36, eager 31).
+inline constexpr int64_t kMaxSortLength = int64_t(1) << 17;
 
 /// An Error naming the first option that is unknown or whose value is malformed (and the
 /// names or values it could be), as compile() would report it.

@@ -27,6 +27,7 @@ const std::map<std::string_view, const char *, std::less<>> &refusals() {
       {"aten._unique2.default", kDataDependent},
       {"aten.unique_dim.default", kDataDependent},
       {"aten.unique_consecutive.default", kDataDependent},
+      {"aten.bincount.default", kDataDependent},
       {"aten._local_scalar_dense.default", kToHost},
       {"aten._fft_r2c.default", kComplex},
       {"aten._fft_c2r.default", kComplex},

@@ -19,10 +19,87 @@ using ir::Op;
 // it: smaller ones (larger when descending), NaN after every number (before, descending),
 // as eager orders them, and equal ones at earlier positions, so the order is stable (what
 // an unstable sort allows too). Each element and its position are then scattered to their
-// rank. The count is a reduction of len * len comparisons per row, in parallel over every
-// element; right for the rows sorts and top-k usually see (hundreds to a few thousands),
-// quadratic for long ones, which are refused (kMaxSortLength). topk sorts the row and
-// keeps the first k.
+// rank. topk sorts the row and keeps the first k.
+//
+// A row of up to kSortBlock elements is ranked by counting against the whole row: len * len
+// comparisons, in parallel over every element. A longer row is cut into blocks of
+// kSortBlock, each sorted that way; an element's rank is then its rank in its own block
+// plus, for every other block, how many of that block's elements come before it: a binary
+// search of the sorted block (log2(kSortBlock) + 1 loads), since what comes before an
+// element is a prefix of a sorted block. So the work per element is kSortBlock plus
+// 11 * len / kSortBlock, not len. Rows longer than kMaxSortLength are refused.
+constexpr int64_t kSortBlock = 1024;
+
+/// The order sort puts two values of `compared` dtype in: whether `other` comes before
+/// `mine` by value, and whether they tie (NaN ties NaN).
+std::pair<int, int> sort_order(BodyBuilder &b, int other, int mine, bool descending, bool floating) {
+  int before = b.binary(descending ? Op::Gt : Op::Lt, other, mine, DType::Bool);
+  int equal = b.binary(Op::Eq, other, mine, DType::Bool);
+  if (floating) {
+    int nan_other = b.unary(Op::IsNan, other, DType::Bool);
+    int nan_mine = b.unary(Op::IsNan, mine, DType::Bool);
+    int first = descending ? nan_other : nan_mine, second = descending ? nan_mine : nan_other;
+    int nan_first = b.binary(Op::LogicalAnd, first, b.unary(Op::LogicalNot, second, DType::Bool), DType::Bool);
+    before = b.binary(Op::LogicalOr, before, nan_first, DType::Bool);
+    equal = b.binary(Op::LogicalOr, equal, b.binary(Op::LogicalAnd, nan_other, nan_mine, DType::Bool), DType::Bool);
+  }
+  return {before, equal};
+}
+
+/// The rank of each element in its whole row, from `rank`, its rank in its own block of
+/// `block` elements (rows longer than one block).
+TensorRef merge_blocks(Lowering &l, const std::string &origin, const TensorRef &self, size_t dim, const TensorRef &rank,
+                       int64_t block, bool descending, const TensorType &rank_type) {
+  int64_t len = self.sizes[dim], blocks = (len + block - 1) / block;
+  bool floating = is_floating(self.dtype);
+  DType compared = self.dtype == DType::Bool ? DType::U8 : self.dtype;
+  auto at_position = [&](const TensorRef &t, const std::vector<Expr> &x) {
+    std::vector<Expr> at = x;
+    at[dim] = Expr(ir::indirect_var(0));
+    return Lowering::offset(t, at);
+  };
+  // Each block sorted in its own place in the row.
+  TensorType sorted_type{self.dtype, self.sizes, contiguous_strides(self.sizes), rank_type.device};
+  TensorRef dense{-1, sorted_type.dtype, sorted_type.sizes, sorted_type.strides, 0};
+  TensorRef sorted = l.scatter(
+      origin + " blocks", sorted_type, self, self.sizes, false,
+      [&](BodyBuilder &b, const std::vector<Expr> &x) {
+        int start = b.index(floor_div(x[dim], block) * block, DType::I64);
+        int to = b.binary(Op::Add, start, Lowering::load_broadcast(b, rank, x), DType::I64);
+        return std::pair{Lowering::load_broadcast(b, self, x), std::vector<int>{to}};
+      },
+      [&](const std::vector<Expr> &x) { return at_position(dense, x); });
+  // Over the blocks c of the row: the element's own rank in its block, or the count of block
+  // c's elements before it, found by a binary search (what comes before is a prefix).
+  int64_t top = 1;
+  while (top * 2 <= block) top *= 2;
+  return l.reduction(rank_type, {blocks}, ir::ReduceOp::Sum, origin + " merged rank",
+                     [&](BodyBuilder &b, const std::vector<Expr> &x, const std::vector<Expr> &r) {
+                       Expr own = floor_div(x[dim], block);
+                       int c = b.index(r[0], DType::I64), mine_block = b.index(own, DType::I64);
+                       int mine = b.cast(Lowering::load_broadcast(b, self, x), compared);
+                       int start = b.index(r[0] * block, DType::I64);
+                       int size = b.binary(Op::Minimum, b.constant(double(block), DType::I64),
+                                           b.index(Expr(len) - r[0] * block, DType::I64), DType::I64);
+                       int earlier = b.binary(Op::Lt, c, mine_block, DType::Bool);
+                       int count = b.constant(0, DType::I64);
+                       for (int64_t step = top; step >= 1; step /= 2) {
+                         int candidate = b.binary(Op::Add, count, b.constant(double(step), DType::I64), DType::I64);
+                         int last = b.binary(Op::Sub, b.binary(Op::Add, start, candidate, DType::I64),
+                                             b.constant(1, DType::I64), DType::I64);
+                         last = b.binary(Op::Minimum, last, b.constant(double(len - 1), DType::I64), DType::I64);
+                         int other = b.cast(b.indirect_load(sorted.buffer, at_position(sorted, x), sorted.dtype, {last}), compared);
+                         auto [before, equal] = sort_order(b, other, mine, descending, floating);
+                         int comes_before = b.binary(Op::LogicalOr, before, b.binary(Op::LogicalAnd, equal, earlier, DType::Bool),
+                                                     DType::Bool);
+                         int inside = b.binary(Op::Le, candidate, size, DType::Bool);
+                         count = b.where(b.binary(Op::LogicalAnd, inside, comes_before, DType::Bool), candidate, count, DType::I64);
+                       }
+                       int own_rank = Lowering::load_broadcast(b, rank, x);
+                       return b.where(b.binary(Op::Eq, c, mine_block, DType::Bool), own_rank, count, DType::I64);
+                     })[0];
+}
+
 std::vector<TensorRef> sort_by_rank(Lowering &l, const std::string &origin, const TensorRef &self, int64_t dim_arg,
                                     bool descending, std::optional<int64_t> keep, const TensorType &values_type,
                                     const TensorType &indices_type) {
@@ -37,33 +114,30 @@ std::vector<TensorRef> sort_by_rank(Lowering &l, const std::string &origin, cons
   int64_t len = self.sizes[dim];
   COIL_USER_CHECK(len <= kMaxSortLength, "sorting along a dim of ", len,
                   " elements: coil sorts rows of at most ", kMaxSortLength,
-                  " (each element's rank is counted against its whole row)");
+                  " (each element is compared with its block of ", kSortBlock, " and searched for in every other)");
   Device device = values_type.device;
   TensorType rank_type{DType::I64, self.sizes, contiguous_strides(self.sizes), device};
   bool floating = is_floating(self.dtype);
   DType compared = self.dtype == DType::Bool ? DType::U8 : self.dtype;
-  TensorRef rank = l.reduction(rank_type, {len}, ir::ReduceOp::Sum, origin + " rank",
+  int64_t block = std::min(len, kSortBlock), blocks = (len + block - 1) / std::max<int64_t>(block, 1);
+  // The rank in its own block: the number of the block's elements that come before it.
+  TensorRef rank = l.reduction(rank_type, {block}, ir::ReduceOp::Sum, origin + " rank",
                                [&](BodyBuilder &b, const std::vector<Expr> &x, const std::vector<Expr> &r) {
+                                 Expr position = blocks == 1 ? r[0] : floor_div(x[dim], block) * block + r[0];
                                  std::vector<Expr> at = x;
-                                 at[dim] = r[0];
+                                 at[dim] = blocks == 1 ? position : ir::min(position, Expr(len - 1));
                                  int mine = b.cast(Lowering::load_broadcast(b, self, x), compared);
                                  int other = b.cast(Lowering::load_broadcast(b, self, at), compared);
-                                 int before = b.binary(descending ? Op::Gt : Op::Lt, other, mine, DType::Bool);
-                                 int equal = b.binary(Op::Eq, other, mine, DType::Bool);
-                                 if (floating) {
-                                   int nan_other = b.unary(Op::IsNan, other, DType::Bool);
-                                   int nan_mine = b.unary(Op::IsNan, mine, DType::Bool);
-                                   int first = descending ? nan_other : nan_mine, second = descending ? nan_mine : nan_other;
-                                   int nan_first = b.binary(Op::LogicalAnd, first, b.unary(Op::LogicalNot, second, DType::Bool),
-                                                            DType::Bool);
-                                   before = b.binary(Op::LogicalOr, before, nan_first, DType::Bool);
-                                   equal = b.binary(Op::LogicalOr, equal,
-                                                    b.binary(Op::LogicalAnd, nan_other, nan_mine, DType::Bool), DType::Bool);
-                                 }
-                                 int earlier = b.binary(Op::Lt, b.index(r[0], DType::I64), b.index(x[dim], DType::I64),
+                                 auto [before, equal] = sort_order(b, other, mine, descending, floating);
+                                 int earlier = b.binary(Op::Lt, b.index(position, DType::I64), b.index(x[dim], DType::I64),
                                                         DType::Bool);
                                  int counted = b.binary(Op::LogicalOr, before,
                                                         b.binary(Op::LogicalAnd, equal, earlier, DType::Bool), DType::Bool);
+                                 if (blocks > 1)  // the last block's positions past the row
+                                   counted = b.binary(Op::LogicalAnd, counted,
+                                                      b.binary(Op::Lt, b.index(position, DType::I64), b.constant(double(len), DType::I64),
+                                                               DType::Bool),
+                                                      DType::Bool);
                                  return b.cast(counted, DType::I64);
                                })[0];
   // The sorted row, full length (topk's keeps the first k of it).
@@ -83,6 +157,7 @@ std::vector<TensorRef> sort_by_rank(Lowering &l, const std::string &origin, cons
           return Lowering::offset(dense, at);
         });
   };
+  if (blocks > 1) rank = merge_blocks(l, origin, self, dim, rank, block, descending, rank_type);
   // Every element is written: the initial copies (self, the ranks) are only the scatter's start.
   TensorRef values = scatter_to_rank(sorted_values, self, origin, false);
   TensorRef indices = scatter_to_rank(sorted_indices, rank, origin + " positions", true);

@@ -92,6 +92,10 @@ const std::map<std::string, Fallback> kInductorFallbacks = {
       "a sort's rank count and scatters and the pick of one position (nanmedian counts its NaNs first), or for mode "
       "the counts of equals and their reductions",
       47}},
+    {"op_sort_long_rows",
+     {"Inductor runs the 4 sorts and the topk through ATen's kernels; coil generates each: the ranks' count in "
+      "each block, the blocks sorted in place, the merged ranks, the scatters of values and positions",
+      24}},
     {"op_sort_topk",
      {"Inductor runs all 20 sorts and top-ks through ATen's kernels; coil generates each: the ranks' count, the "
       "scatters of values and positions to their ranks, and for topk the first k of each",
