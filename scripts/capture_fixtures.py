@@ -2752,6 +2752,27 @@ def _logcumsumexp(dev):
     return fn, [make([5, 7]) * 10, s, make([2500]) * 30, make([3, 9], bf16), make([6, 2], f64), make([]), make([2, 0])]
 
 
+@op_case("pool_nan_windows", [A.max_pool2d_with_indices.default, A.max_pool3d_with_indices.default,
+                               A.adaptive_max_pool2d.default], ("odd",))
+def _pool_nan_windows(dev):
+    """Where the maximum of a window is, as eager finds it: the first of equal maxima, the
+    last of several NaNs, the window's first position when every element is -inf; in
+    windows unrolled into the output's body (at most 25 elements) and in reductions."""
+    def fn(x, v):
+        return (*A.max_pool2d_with_indices.default(x, [2, 3], [2, 3]), *A.max_pool2d_with_indices.default(x, [6, 6]),
+                *A.max_pool3d_with_indices.default(v, [2, 2, 2]), *A.adaptive_max_pool2d.default(x, [2, 2]),
+                *A.adaptive_max_pool2d.default(x, [3, 2]))
+    x = make([2, 2, 6, 6], dom="smallint")
+    x[0, 0, 0, :] = float("nan")
+    x[0, 1, 1, 0::2] = float("nan")
+    x[1, 0, :2, :3] = float("-inf")
+    x[1, 1, 3:, 3:] = float("nan")
+    v = make([1, 2, 4, 4, 4], dom="smallint")
+    v[0, 0, 0, 0, :] = float("nan")
+    v[0, 1, :2, :2, :2] = float("-inf")
+    return fn, [x, v]
+
+
 @op_case("adaptive_max_pool", [A.adaptive_max_pool2d.default, A.adaptive_max_pool3d.default],
          ("odd", "noncontig", "size1"))
 def _adaptive_max_pool(dev):

@@ -110,6 +110,32 @@ WindowTotal window_fold(Lowering &l, const TensorType &type, const Shape &window
   };
 }
 
+/// Where each output's window has its maximum, as eager's max pooling finds it, in
+/// row-major order over the window: the last NaN if the window holds one, else the first of
+/// the largest (the window's first position when every element is -inf). A function the
+/// output's pointwise body calls, loading an ArgMax and, for floats, the largest position
+/// of a NaN (reductions of one window, which fuse).
+WindowTotal window_argmax(Lowering &l, const TensorType &type, const Shape &window, DType element,
+                          const std::string &origin, const WindowBody &body) {
+  TensorRef first = l.reduction(type, window, ReduceOp::ArgMax, origin + " argmax", body)[0];
+  if (!is_floating(element))
+    return [first](BodyBuilder &b, const std::vector<Expr> &o) {
+      return b.load(first.buffer, Lowering::offset(first, o), DType::I64);
+    };
+  TensorRef last_nan = l.reduction(type, window, ReduceOp::Max, origin + " last NaN",
+                                   [&](BodyBuilder &b, const std::vector<Expr> &o, const std::vector<Expr> &r) {
+                                     Expr flat = 0;
+                                     for (size_t k = 0; k < window.size(); ++k) flat = flat * window[k] + r[k];
+                                     int nan = b.unary(Op::IsNan, body(b, o, r), DType::Bool);
+                                     return b.where(nan, b.index(flat, DType::I64), b.constant(-1, DType::I64), DType::I64);
+                                   })[0];
+  return [first, last_nan](BodyBuilder &b, const std::vector<Expr> &o) {
+    int p = b.load(first.buffer, Lowering::offset(first, o), DType::I64);
+    int q = b.load(last_nan.buffer, Lowering::offset(last_nan, o), DType::I64);
+    return b.where(b.binary(Op::Ge, q, b.constant(0, DType::I64), DType::Bool), q, p, DType::I64);
+  };
+}
+
 std::vector<TensorRef> max_pool(Lowering &l, const Node &n, size_t dims, bool with_indices) {
   const TensorRef &x = l.ref(arg(n, "self").as<ValueId>());
   Window w = window_of(n, dims);
@@ -122,11 +148,11 @@ std::vector<TensorRef> max_pool(Lowering &l, const Node &n, size_t dims, bool wi
   TensorRef values = l.pointwise(out, n.name, [&](BodyBuilder &b, const std::vector<Expr> &o) { return maximum(b, o); });
   if (!with_indices) return {values};
   TensorType pos_type = l.graph().type(n.outputs[1]);
-  TensorRef position = l.reduction(pos_type, reduced, ReduceOp::ArgMax, n.name + " argmax", body)[0];
+  WindowTotal position = window_argmax(l, pos_type, reduced, x.dtype, n.name, body);
   // The index of the maximum within its input plane (volume): row-major over the spatial
-  // dims, h * W + w in 2-d. The argmax counts row-major over the window's dims.
+  // dims, h * W + w in 2-d. The position counts row-major over the window's dims.
   TensorRef indices = l.pointwise(pos_type, n.name + " indices", [&](BodyBuilder &b, const std::vector<Expr> &o) {
-    int p = b.load(position.buffer, Lowering::offset(position, o), DType::I64);
+    int p = position(b, o);
     auto c = [&](int64_t v) { return b.constant(double(v), DType::I64); };
     std::vector<Expr> zeros(dims, Expr(0));
     std::vector<Expr> start = window_pos(w, o, zeros);
@@ -242,9 +268,9 @@ std::vector<TensorRef> adaptive_max_pool(Lowering &l, const Node &n, size_t dims
   };
   WindowTotal maximum = window_fold(l, out, w.box, ReduceOp::Max, n.name, body);
   TensorRef values = l.pointwise(out, n.name, [&](BodyBuilder &b, const std::vector<Expr> &o) { return maximum(b, o); });
-  TensorRef position = l.reduction(pos_type, w.box, ReduceOp::ArgMax, n.name + " argmax", body)[0];
+  WindowTotal position = window_argmax(l, pos_type, w.box, x.dtype, n.name, body);
   TensorRef indices = l.pointwise(pos_type, n.name + " indices", [&](BodyBuilder &b, const std::vector<Expr> &o) {
-    int p = b.load(position.buffer, Lowering::offset(position, o), DType::I64);
+    int p = position(b, o);
     auto c = [&](int64_t v) { return b.constant(double(v), DType::I64); };
     std::vector<int> along(dims);
     for (size_t k = dims; k-- > 0;) {
