@@ -2773,6 +2773,29 @@ def _pool_nan_windows(dev):
     return fn, [x, v]
 
 
+@op_case("fractional_max_pool", [A.fractional_max_pool2d.default, A.fractional_max_pool3d.default],
+         ("odd", "noncontig", "size1"))
+def _fractional_max_pool(dev):
+    """fractional_max_pool2d and 3d at fixed random samples (one per plane and spatial dim):
+    windows that overlap and that skip, an output of one along a dim (its window at the end),
+    windows over 25 elements (a reduction), unbatched and channels-last input, NaNs in a
+    window (it wins, at the last NaN's position), bf16 (each step of the window starts rounded
+    to bf16, as CPU eager computes them); values and their positions in the plane (volume)."""
+    def fn(x, u, xu, uu, big, ub, xn, un, xb, ubf, v, uv):
+        f2, f3 = A.fractional_max_pool2d.default, A.fractional_max_pool3d.default
+        return (*f2(x, [2, 3], [4, 5], u), *f2(x, [3, 2], [7, 1], u), *f2(xu, [2, 2], [3, 3], uu),
+                *f2(big, [5, 6], [4, 3], ub), *f2(xn, [3, 3], [3, 3], un), *f2(xb, [2, 2], [6, 5], ubf),
+                *f3(v, [2, 2, 3], [3, 4, 4], uv))
+    xn = make([1, 2, 7, 7], dom="smallint")
+    xn[0, 0, 1, :] = float("nan")
+    xn[0, 1, 2:5, 3] = float("nan")
+    return fn, [make([2, 3, 9, 11], dom="distinct"), torch.rand(2, 3, 2),
+                make([2, 6, 5], dom="distinct").permute(0, 2, 1), torch.rand(1, 2, 2),
+                make([1, 2, 12, 10], dom="distinct").to(memory_format=torch.channels_last), torch.rand(1, 2, 2),
+                xn, torch.rand(1, 2, 2), make([2, 2, 13, 11], bf16, "distinct"), torch.rand(2, 2, 2).to(bf16),
+                make([1, 2, 6, 7, 8], dom="distinct"), torch.rand(1, 2, 3)]
+
+
 @op_case("adaptive_max_pool", [A.adaptive_max_pool2d.default, A.adaptive_max_pool3d.default],
          ("odd", "noncontig", "size1"))
 def _adaptive_max_pool(dev):

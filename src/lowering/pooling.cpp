@@ -286,6 +286,67 @@ std::vector<TensorRef> adaptive_max_pool(Lowering &l, const Node &n, size_t dims
   return {values, indices};
 }
 
+// fractional_max_pool2d and 3d (Graham's fractional max pooling): along a spatial dim of
+// input size I, output size O and window K, output o reads [s(o), s(o) + K), where
+// s(O - 1) = I - K and otherwise s(o) = int((o + u) * a) - int(u * a), a = (I - K) / (O - 1),
+// u the plane's sample for the dim (random_samples[n, c] holds W then H in 2-d; T, H, W in
+// 3-d). The arithmetic is eager's: on the CPU in the input's dtype, each step rounded to it
+// (bf16 and f16 too); on CUDA in opmath. The maximum and its position in the plane are max
+// pooling's (NaN wins; the last NaN, else the first of the largest).
+std::vector<TensorRef> fractional_max_pool(Lowering &l, const Node &n, size_t dims) {
+  const TensorRef &x = l.ref(arg(n, "self").as<ValueId>()), &samples = l.ref(arg(n, "random_samples").as<ValueId>());
+  Shape kernel = per_dim(n, "kernel_size", dims, {}), outs = per_dim(n, "output_size", dims, {});
+  const TensorType &out = l.graph().type(n.outputs[0]), &pos_type = l.graph().type(n.outputs[1]);
+  size_t lead = x.sizes.size() - dims;
+  bool batched = lead == 2;
+  DType t = out.device.kind == Device::Kind::CPU ? x.dtype : opmath_dtype(x.dtype);
+  bool rounded = t == DType::BF16 || t == DType::F16;
+  DType c = rounded ? DType::F32 : t;
+  // A value of dtype t: bf16 and f16 computed in f32 and rounded after every step.
+  auto as_t = [&](BodyBuilder &b, int v) { return rounded ? b.cast(b.cast(v, t), c) : v; };
+  // The start of output o's window along spatial dim k.
+  auto start = [&](BodyBuilder &b, const std::vector<Expr> &o, size_t k) {
+    int64_t in = x.sizes[lead + k], last = in - kernel[k];
+    Expr at = o[lead + k];
+    if (outs[k] == 1) return b.constant(double(last), DType::I64);
+    size_t which = dims == 2 ? 1 - k : k;
+    std::vector<Expr> sample_at = {batched ? o[0] : Expr(0), o[lead - 1], Expr(int64_t(which))};
+    int u = as_t(b, b.cast(b.load(samples.buffer, Lowering::offset(samples, sample_at), samples.dtype), c));
+    int a = as_t(b, b.binary(Op::TrueDiv, as_t(b, b.constant(double(last), c)), as_t(b, b.constant(double(outs[k] - 1), c)), c));
+    int moved = as_t(b, b.binary(Op::Mul, as_t(b, b.binary(Op::Add, as_t(b, b.index(at, c)), u, c)), a, c));
+    int s = b.binary(Op::Sub, b.cast(moved, DType::I64), b.cast(as_t(b, b.binary(Op::Mul, u, a, c)), DType::I64), DType::I64);
+    int is_last = b.binary(Op::Eq, b.index(at, DType::I64), b.constant(double(outs[k] - 1), DType::I64), DType::Bool);
+    return b.where(is_last, b.constant(double(last), DType::I64), s, DType::I64);
+  };
+  auto body = [&](BodyBuilder &b, const std::vector<Expr> &o, const std::vector<Expr> &r) {
+    std::vector<Expr> index(o.begin(), o.begin() + long(lead));
+    std::vector<int> at;
+    for (size_t k = 0; k < dims; ++k) {
+      at.push_back(b.binary(Op::Add, start(b, o, k), b.index(r[k], DType::I64), DType::I64));
+      index.push_back(Expr(ir::indirect_var(int(k))));
+    }
+    return b.indirect_load(x.buffer, Lowering::offset(x, index), x.dtype, at);
+  };
+  WindowTotal maximum = window_fold(l, out, kernel, ReduceOp::Max, n.name, body);
+  TensorRef values = l.pointwise(out, n.name, [&](BodyBuilder &b, const std::vector<Expr> &o) { return maximum(b, o); });
+  WindowTotal position = window_argmax(l, pos_type, kernel, x.dtype, n.name, body);
+  TensorRef indices = l.pointwise(pos_type, n.name + " indices", [&](BodyBuilder &b, const std::vector<Expr> &o) {
+    int p = position(b, o);
+    auto k64 = [&](int64_t v) { return b.constant(double(v), DType::I64); };
+    std::vector<int> along(dims);
+    for (size_t k = dims; k-- > 0;) {
+      int step = b.binary(Op::Remainder, p, k64(kernel[k]), DType::I64);
+      p = b.binary(Op::FloorDiv, p, k64(kernel[k]), DType::I64);
+      along[k] = b.binary(Op::Add, start(b, o, k), step, DType::I64);
+    }
+    int flat = along[0];
+    for (size_t k = 1; k < dims; ++k)
+      flat = b.binary(Op::Add, b.binary(Op::Mul, flat, k64(x.sizes[lead + k]), DType::I64), along[k], DType::I64);
+    return flat;
+  });
+  return {values, indices};
+}
+
 // native_group_norm: per (n, g), Welford over the group's channels and spatial
 // positions; out = (x - mean) * rstd * weight[c] + bias[c].
 std::vector<TensorRef> group_norm(Lowering &l, const Node &n) {
@@ -828,6 +889,8 @@ void add_pooling_lowerings(std::map<std::string, LowerFn, std::less<>> &t) {
   t["aten.adaptive_avg_pool2d.default"] = [](Lowering &l, const Node &n) { return adaptive_avg_pool(l, n, 2); };
   t["aten._adaptive_avg_pool3d.default"] = [](Lowering &l, const Node &n) { return adaptive_avg_pool(l, n, 3); };
   t["aten.adaptive_max_pool2d.default"] = [](Lowering &l, const Node &n) { return adaptive_max_pool(l, n, 2); };
+  t["aten.fractional_max_pool2d.default"] = [](Lowering &l, const Node &n) { return fractional_max_pool(l, n, 2); };
+  t["aten.fractional_max_pool3d.default"] = [](Lowering &l, const Node &n) { return fractional_max_pool(l, n, 3); };
   t["aten.adaptive_max_pool3d.default"] = [](Lowering &l, const Node &n) { return adaptive_max_pool(l, n, 3); };
   t["aten.native_group_norm.default"] = group_norm;
   t["aten.native_group_norm_backward.default"] = group_norm_backward;

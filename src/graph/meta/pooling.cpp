@@ -265,6 +265,37 @@ MetaFn grid_sampler(size_t dims) {
   };
 }
 
+/// fractional_max_pool2d and 3d: the spatial dims become output_size (each window of
+/// kernel_size must fit: output + kernel - 1 <= input); random_samples holds one sample per
+/// plane and spatial dim, [N, C, dims] ([1, C, dims] unbatched), of the input's dtype. Values
+/// and their i64 positions in the plane, contiguous.
+MetaFn fractional_max_pool(size_t dims) {
+  return [dims](const MetaArgs &a) {
+    std::string op = str_cat("fractional_max_pool", dims, "d");
+    const TensorType &x = a.tensor("self"), &samples = a.tensor("random_samples");
+    check_input(op, x, dims);
+    COIL_USER_CHECK(is_floating(x.dtype), op, " needs a floating point input, got ", short_name(x.dtype));
+    Shape kernel = a.ints("kernel_size"), size = a.ints("output_size");
+    COIL_USER_CHECK(kernel.size() == dims && size.size() == dims, op, ": kernel_size and output_size must have ", dims,
+                    " values each, got ", shape_str(kernel), " and ", shape_str(size));
+    size_t lead = size_t(x.rank()) - dims;
+    for (size_t k = 0; k < dims; ++k) {
+      int64_t in = x.sizes[lead + k];
+      COIL_USER_CHECK(kernel[k] > 0 && size[k] > 0, op, ": kernel_size and output_size must be positive, got ",
+                      shape_str(kernel), " and ", shape_str(size));
+      COIL_USER_CHECK(size[k] + kernel[k] - 1 <= in, op, ": a window of ", kernel[k], " for ", size[k],
+                      " outputs does not fit an input dim of ", in);
+    }
+    int64_t batch = x.rank() == int64_t(dims) + 2 ? x.sizes[0] : 1, channels = x.sizes[lead - 1];
+    Shape want = {batch, channels, int64_t(dims)};
+    COIL_USER_CHECK(samples.sizes == want && samples.dtype == x.dtype, op, ": random_samples must be ",
+                    short_name(x.dtype), shape_str(want), ", got ", short_name(samples.dtype), shape_str(samples.sizes));
+    Shape sizes(x.sizes.begin(), x.sizes.begin() + long(lead));
+    sizes.insert(sizes.end(), size.begin(), size.end());
+    return std::vector<TensorType>{meta::contiguous(x.dtype, sizes, x.device), meta::contiguous(DType::I64, sizes, x.device)};
+  };
+}
+
 }  // namespace
 
 void register_pooling_ops(Registry &r) {
@@ -292,10 +323,14 @@ void register_pooling_ops(Registry &r) {
   r.add("avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, "
         "bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor",
         [](const MetaArgs &a) { return pool_backward(a, "avg_pool2d_backward"); });
-  for (size_t dims : {size_t(2), size_t(3)})
+  for (size_t dims : {size_t(2), size_t(3)}) {
     r.add(str_cat("grid_sampler_", dims, "d(Tensor input, Tensor grid, int interpolation_mode, int padding_mode, "
                   "bool align_corners) -> Tensor"),
           grid_sampler(dims));
+    r.add(str_cat("fractional_max_pool", dims, "d(Tensor self, int[", dims, "] kernel_size, int[", dims,
+                  "] output_size, Tensor random_samples) -> (Tensor, Tensor)"),
+          fractional_max_pool(dims));
+  }
   r.add("col2im(Tensor self, SymInt[2] output_size, int[2] kernel_size, int[2] dilation, int[2] padding, "
         "int[2] stride) -> Tensor",
         col2im);
