@@ -2796,6 +2796,24 @@ def _fractional_max_pool(dev):
                 make([1, 2, 6, 7, 8], dom="distinct"), torch.rand(1, 2, 3)]
 
 
+@op_case("igamma_zeta", [A.igamma.default, A.igammac.default, A.special_zeta.default, A.special_zeta.self_scalar,
+                          A.special_zeta.other_scalar], ("broadcast",))
+def _igamma_zeta(dev):
+    """The regularized incomplete gamma functions on both sides of x = a + 1 (series and
+    continued fraction), large a near x, and eager's special values (a or x 0, infinite,
+    negative, NaN); the Hurwitz zeta at s near 1, large s, q near 0, large q, negative q with
+    whole s, the poles, s < 1 and NaN; f64 and a broadcast."""
+    def fn(a, x, ad, xd, s, q, sd):
+        return (A.igamma.default(a, x), A.igammac.default(a, x), A.igamma.default(ad, xd), A.igammac.default(ad, xd),
+                A.special_zeta.default(s, q), A.special_zeta.default(sd, q.to(f64)), A.special_zeta.self_scalar(2.5, q),
+                A.special_zeta.other_scalar(s, 0.75))
+    a = torch.tensor([0.5, 1, 2.5, 10, 100, 3000, 0.01, 3, 0, 0, 1, float("inf"), 2, -1, float("nan"), 7.5])
+    x = torch.tensor([0.1, 1, 2.5, 9, 110, 2950, 0.5, 30, 1, 0, 0, 3, float("inf"), 1, 1, 0.2])
+    s = torch.tensor([2, 3, 1.5, 1.0001, 50, 3, 4, 2.5, 1, 0.5, 2, 2.5, float("nan"), 6])
+    q = torch.tensor([1, -2.5, 0.3, 2, 1.5, 1e9, -30.5, 1e-3, 1, 1, 0, -1.5, 1, 4])
+    return fn, [a, x, (torch.rand(3, 1, dtype=f64) * 20), (torch.rand(1, 4, dtype=f64) * 20), s, q, s.to(f64)]
+
+
 @op_case("adaptive_max_pool", [A.adaptive_max_pool2d.default, A.adaptive_max_pool3d.default],
          ("odd", "noncontig", "size1"))
 def _adaptive_max_pool(dev):

@@ -40,6 +40,9 @@ enum class Op : uint8_t {
   Add, Sub, Mul, TrueDiv, FloorDiv, TruncDiv, Remainder, Fmod, Pow, Maximum, Minimum, Atan2,
   Copysign, Fmax, Fmin, Hypot,  // fmax/fmin: a NaN operand gives the other one
   Ldexp,  // a 2^b for a whole number b (of a's floating dtype), exactly, as C's ldexp
+  // Series summed until they converge (coil/series.h): the regularized incomplete gamma
+  // functions P(a, x) and Q(a, x) of operands (a, x), the Hurwitz zeta of (s, q).
+  Igamma, Igammac, Zeta,
   // Orthogonal polynomials P_n(x), operands (x, n) of one floating dtype, n a whole number:
   // the recurrences of coil/polynomials.h, in its order.
   ChebyshevT, ChebyshevU, ChebyshevV, ChebyshevW, HermiteH, HermiteHe, LaguerreL, LegendreP,

@@ -6,6 +6,7 @@
 
 #include "coil/philox.h"
 #include "coil/polynomials.h"
+#include "coil/series.h"
 #include "io/host_tensor.h"
 #include "support/error.h"
 
@@ -208,6 +209,9 @@ double binary_float(Op op, double a, double b) {
     case Op::Fmin: return nan_skip_min(a, b);
     case Op::Hypot: return std::hypot(a, b);
     case Op::Ldexp: return std::ldexp(a, int(std::clamp(b, -2200.0, 2200.0)));
+    case Op::Igamma: return coil_rt::igamma(a, b);
+    case Op::Igammac: return coil_rt::igammac(a, b);
+    case Op::Zeta: return coil_rt::zeta(a, b);
     default: break;
   }
   if (is_polynomial(op)) return coil_rt::polynomial(coil_rt::Polynomial(polynomial_family(op)), a, b);

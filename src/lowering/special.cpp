@@ -22,6 +22,8 @@
 //   polynomials  the orthogonal polynomials' ops (their recurrences, coil/polynomials.h)
 //              with what eager does around them.
 //   frexp, nextafter  from an exact split of the exponent (the ldexp op).
+//   igamma, igammac, zeta  ops of their own (their series loop until they converge), whose
+//              one definition is coil/series.h.
 // The Chebyshev series come from scripts/special_tables.py (special_tables.inc), which
 // checks each to 4e-15 against mpmath.
 #include <cmath>
@@ -398,17 +400,30 @@ int orthogonal_polynomial(const F64 &f, Op op, int y, int n_value) {
 
 /// A polynomial op of x and n (tensors or numbers, converted to the result's dtype first as
 /// eager converts them), in f64; the shifted Chebyshev kinds of 2x - 1.
+/// Argument `name` (a tensor or a number) converted to the result's dtype, then to f64.
+int as_f64(Lowering &l, BodyBuilder &b, const Node &n, const char *name, const std::vector<Expr> &index, DType out) {
+  return b.cast(b.cast(load_argument(l, b, n, name, index), out), DType::F64);
+}
+
 LowerFn polynomial(Op op, bool shifted) {
   return [=](Lowering &l, const Node &n) {
     const TensorType &out = l.graph().type(n.outputs[0]);
-    auto operand = [&](BodyBuilder &b, const char *name, const std::vector<Expr> &index) {
-      return b.cast(b.cast(load_argument(l, b, n, name, index), out.dtype), DType::F64);
-    };
     return std::vector{l.pointwise(out, n.name, [&](BodyBuilder &b, const std::vector<Expr> &index) {
       F64 f{b};
-      int x = operand(b, "x", index);
+      int x = as_f64(l, b, n, "x", index, out.dtype);
       if (shifted) x = f.sub(f.add(x, x), f.c(1));
-      return b.cast(orthogonal_polynomial(f, op, x, operand(b, "n", index)), out.dtype);
+      return b.cast(orthogonal_polynomial(f, op, x, as_f64(l, b, n, "n", index, out.dtype)), out.dtype);
+    })};
+  };
+}
+
+/// igamma, igammac, special_zeta: the op of coil/series.h on (self, other), in f64.
+LowerFn series(Op op) {
+  return [=](Lowering &l, const Node &n) {
+    const TensorType &out = l.graph().type(n.outputs[0]);
+    return std::vector{l.pointwise(out, n.name, [&](BodyBuilder &b, const std::vector<Expr> &index) {
+      int x = as_f64(l, b, n, "self", index, out.dtype), y = as_f64(l, b, n, "other", index, out.dtype);
+      return b.cast(b.binary(op, x, y, DType::F64), out.dtype);
     })};
   };
 }
@@ -544,6 +559,10 @@ void add_special_lowerings(std::map<std::string, LowerFn, std::less<>> &t) {
         t[str_cat("aten.special_", shifted ? "shifted_" : "", name, ".", overload)] = polynomial(op, shifted);
     }
   }
+  t["aten.igamma.default"] = series(Op::Igamma);
+  t["aten.igammac.default"] = series(Op::Igammac);
+  for (const char *overload : {"default", "self_scalar", "other_scalar"})
+    t[str_cat("aten.special_zeta.", overload)] = series(Op::Zeta);
   t["aten.frexp.Tensor"] = frexp;
   t["aten.nextafter.default"] = nextafter;
   t["aten.special_spherical_bessel_j0.default"] =

@@ -20,6 +20,7 @@
 #include "coil/combines.h"  // NOLINT: max_nan, min_nan, log_add_exp, in namespace coil_rt
 #include "coil/philox.h"  // NOLINT: random numbers (rand, randn, dropout), in namespace coil_rt
 #include "coil/polynomials.h"  // NOLINT: orthogonal polynomials, in namespace coil_rt
+#include "coil/series.h"  // NOLINT: igamma, igammac, zeta, in namespace coil_rt
 #if defined(__linux__)
 #include <sys/mman.h>
 #include <unistd.h>

@@ -390,6 +390,17 @@ template <typename T, int N> inline Vec<T, N> ldexp(Vec<T, N> a, Vec<T, N> b) {
   return lanewise<T>(a, b, [](T x, T k) { return ldexp(x, k); });
 }
 
+/// The series of coil/series.h lane by lane (each lane loops until its own converges).
+template <typename T, int N> inline Vec<T, N> igamma(Vec<T, N> a, Vec<T, N> x) {
+  return lanewise<T>(a, x, [](T p, T q) { return igamma(p, q); });
+}
+template <typename T, int N> inline Vec<T, N> igammac(Vec<T, N> a, Vec<T, N> x) {
+  return lanewise<T>(a, x, [](T p, T q) { return igammac(p, q); });
+}
+template <typename T, int N> inline Vec<T, N> zeta(Vec<T, N> s, Vec<T, N> q) {
+  return lanewise<T>(s, q, [](T p, T r) { return zeta(p, r); });
+}
+
 /// An orthogonal polynomial lane by lane (its loop runs each lane's own degree).
 template <typename T, int N> inline Vec<T, N> polynomial(Polynomial family, Vec<T, N> x, Vec<T, N> n) {
   return lanewise<T>(x, n, [family](T a, T b) { return polynomial(family, a, b); });

@@ -167,6 +167,9 @@ std::string float_binary(Op op, const std::string &a, const std::string &b, int 
     case Op::Fmin: return "coil_rt::fmin_f(" + a + ", " + b + ")";
     case Op::Hypot: return "coil_rt::hypot(" + a + ", " + b + ")";
     case Op::Ldexp: return "coil_rt::ldexp(" + a + ", " + b + ")";
+    case Op::Igamma: return "coil_rt::igamma(" + a + ", " + b + ")";
+    case Op::Igammac: return "coil_rt::igammac(" + a + ", " + b + ")";
+    case Op::Zeta: return "coil_rt::zeta(" + a + ", " + b + ")";
     default: break;
   }
   if (ir::is_polynomial(op))

@@ -234,6 +234,12 @@ void register_binary_ops(Registry &r) {
   r.add("fmax(Tensor self, Tensor other) -> Tensor", binary(Promote::Default));
   r.add("fmin(Tensor self, Tensor other) -> Tensor", binary(Promote::Default));
   r.add("hypot(Tensor self, Tensor other) -> Tensor", binary(Promote::Default, Accepts::Floating, "hypot"));
+  // The regularized incomplete gamma functions of floats; the Hurwitz zeta of any numbers.
+  for (const char *name : {"igamma", "igammac"})
+    r.add(str_cat(name, "(Tensor self, Tensor other) -> Tensor"), binary(Promote::Default, Accepts::Floating, name));
+  r.add("special_zeta(Tensor self, Tensor other) -> Tensor", binary(Promote::IntToFloat));
+  r.add("special_zeta.self_scalar(Scalar self, Tensor other) -> Tensor", elementwise(Promote::IntToFloat, {"other"}, {"self"}));
+  r.add("special_zeta.other_scalar(Tensor self, Scalar other) -> Tensor", elementwise(Promote::IntToFloat, {"self"}, {"other"}));
 
   for (const char *name : {"eq", "ne", "lt", "le", "gt", "ge"}) {
     r.add(str_cat(name, ".Tensor(Tensor self, Tensor other) -> Tensor"), binary(Promote::AlwaysBool));
