@@ -194,6 +194,7 @@ const std::map<std::string, LowerFn, std::less<>> &lowerings() {
     add_extern_lowerings(t);
     add_creation_lowerings(t);
     add_pooling_lowerings(t);
+    add_grid_sampler_lowerings(t);
     add_indexing_lowerings(t);
     add_random_lowerings(t);
     add_special_lowerings(t);

@@ -131,6 +131,7 @@ void add_norm_lowerings(std::map<std::string, LowerFn, std::less<>> &t);
 void add_extern_lowerings(std::map<std::string, LowerFn, std::less<>> &t);
 void add_creation_lowerings(std::map<std::string, LowerFn, std::less<>> &t);
 void add_pooling_lowerings(std::map<std::string, LowerFn, std::less<>> &t);
+void add_grid_sampler_lowerings(std::map<std::string, LowerFn, std::less<>> &t);
 void add_indexing_lowerings(std::map<std::string, LowerFn, std::less<>> &t);
 void add_random_lowerings(std::map<std::string, LowerFn, std::less<>> &t);
 void add_special_lowerings(std::map<std::string, LowerFn, std::less<>> &t);
