@@ -119,7 +119,7 @@ std::vector<TensorRef> sort_by_rank(Lowering &l, const std::string &origin, cons
   TensorType rank_type{DType::I64, self.sizes, contiguous_strides(self.sizes), device};
   bool floating = is_floating(self.dtype);
   DType compared = self.dtype == DType::Bool ? DType::U8 : self.dtype;
-  int64_t block = std::min(len, kSortBlock), blocks = (len + block - 1) / std::max<int64_t>(block, 1);
+  int64_t block = std::min(len, kSortBlock), blocks = len <= kSortBlock ? 1 : (len + kSortBlock - 1) / kSortBlock;
   // The rank in its own block: the number of the block's elements that come before it.
   TensorRef rank = l.reduction(rank_type, {block}, ir::ReduceOp::Sum, origin + " rank",
                                [&](BodyBuilder &b, const std::vector<Expr> &x, const std::vector<Expr> &r) {
