@@ -136,6 +136,24 @@ WindowTotal window_argmax(Lowering &l, const TensorType &type, const Shape &wind
   };
 }
 
+/// Where window element `p` (row-major over `window`) lies in the input plane (volume) of
+/// spatial sizes `plane`, row-major: along dim k, start(k) + the k-th digit of p times
+/// `dilation[k]`; h * W + w in 2-d. What max pooling's indices output holds.
+int plane_position(BodyBuilder &b, int p, const Shape &window, const Shape &plane, const Shape &dilation,
+                   const std::function<int(size_t)> &start) {
+  auto c = [&](int64_t v) { return b.constant(double(v), DType::I64); };
+  size_t dims = window.size();
+  std::vector<int> along(dims);
+  for (size_t k = dims; k-- > 0;) {
+    int digit = b.binary(Op::Remainder, p, c(window[k]), DType::I64);
+    p = b.binary(Op::FloorDiv, p, c(window[k]), DType::I64);
+    along[k] = b.binary(Op::Add, start(k), b.binary(Op::Mul, digit, c(dilation[k]), DType::I64), DType::I64);
+  }
+  int flat = along[0];
+  for (size_t k = 1; k < dims; ++k) flat = b.binary(Op::Add, b.binary(Op::Mul, flat, c(plane[k]), DType::I64), along[k], DType::I64);
+  return flat;
+}
+
 std::vector<TensorRef> max_pool(Lowering &l, const Node &n, size_t dims, bool with_indices) {
   const TensorRef &x = l.ref(arg(n, "self").as<ValueId>());
   Window w = window_of(n, dims);
@@ -152,22 +170,9 @@ std::vector<TensorRef> max_pool(Lowering &l, const Node &n, size_t dims, bool wi
   // The index of the maximum within its input plane (volume): row-major over the spatial
   // dims, h * W + w in 2-d. The position counts row-major over the window's dims.
   TensorRef indices = l.pointwise(pos_type, n.name + " indices", [&](BodyBuilder &b, const std::vector<Expr> &o) {
-    int p = position(b, o);
-    auto c = [&](int64_t v) { return b.constant(double(v), DType::I64); };
-    std::vector<Expr> zeros(dims, Expr(0));
-    std::vector<Expr> start = window_pos(w, o, zeros);
-    std::vector<int> along(dims);
-    for (size_t k = dims; k-- > 0;) {
-      int step = b.binary(Op::Remainder, p, c(w.kernel[k]), DType::I64);
-      p = b.binary(Op::FloorDiv, p, c(w.kernel[k]), DType::I64);
-      along[k] = b.binary(Op::Add, b.index(start[k], DType::I64), b.binary(Op::Mul, step, c(w.dilation[k]), DType::I64),
-                          DType::I64);
-    }
-    int flat = along[0];
-    for (size_t k = 1; k < dims; ++k)
-      flat = b.binary(Op::Add, b.binary(Op::Mul, flat, c(x.sizes[x.sizes.size() - dims + k]), DType::I64), along[k],
-                      DType::I64);
-    return flat;
+    std::vector<Expr> start = window_pos(w, o, std::vector<Expr>(dims, Expr(0)));
+    return plane_position(b, position(b, o), w.kernel, Shape(x.sizes.end() - long(dims), x.sizes.end()), w.dilation,
+                          [&](size_t k) { return b.index(start[k], DType::I64); });
   });
   return {values, indices};
 }
@@ -270,18 +275,8 @@ std::vector<TensorRef> adaptive_max_pool(Lowering &l, const Node &n, size_t dims
   TensorRef values = l.pointwise(out, n.name, [&](BodyBuilder &b, const std::vector<Expr> &o) { return maximum(b, o); });
   WindowTotal position = window_argmax(l, pos_type, w.box, x.dtype, n.name, body);
   TensorRef indices = l.pointwise(pos_type, n.name + " indices", [&](BodyBuilder &b, const std::vector<Expr> &o) {
-    int p = position(b, o);
-    auto c = [&](int64_t v) { return b.constant(double(v), DType::I64); };
-    std::vector<int> along(dims);
-    for (size_t k = dims; k-- > 0;) {
-      int step = b.binary(Op::Remainder, p, c(w.box[k]), DType::I64);
-      p = b.binary(Op::FloorDiv, p, c(w.box[k]), DType::I64);
-      along[k] = b.binary(Op::Add, b.index(w.bounds(o[w.rank - dims + k], k).first, DType::I64), step, DType::I64);
-    }
-    int flat = along[0];
-    for (size_t k = 1; k < dims; ++k)
-      flat = b.binary(Op::Add, b.binary(Op::Mul, flat, c(w.in[k]), DType::I64), along[k], DType::I64);
-    return flat;
+    return plane_position(b, position(b, o), w.box, w.in, Shape(dims, 1),
+                          [&](size_t k) { return b.index(w.bounds(o[w.rank - dims + k], k).first, DType::I64); });
   });
   return {values, indices};
 }
@@ -331,18 +326,8 @@ std::vector<TensorRef> fractional_max_pool(Lowering &l, const Node &n, size_t di
   TensorRef values = l.pointwise(out, n.name, [&](BodyBuilder &b, const std::vector<Expr> &o) { return maximum(b, o); });
   WindowTotal position = window_argmax(l, pos_type, kernel, x.dtype, n.name, body);
   TensorRef indices = l.pointwise(pos_type, n.name + " indices", [&](BodyBuilder &b, const std::vector<Expr> &o) {
-    int p = position(b, o);
-    auto k64 = [&](int64_t v) { return b.constant(double(v), DType::I64); };
-    std::vector<int> along(dims);
-    for (size_t k = dims; k-- > 0;) {
-      int step = b.binary(Op::Remainder, p, k64(kernel[k]), DType::I64);
-      p = b.binary(Op::FloorDiv, p, k64(kernel[k]), DType::I64);
-      along[k] = b.binary(Op::Add, start(b, o, k), step, DType::I64);
-    }
-    int flat = along[0];
-    for (size_t k = 1; k < dims; ++k)
-      flat = b.binary(Op::Add, b.binary(Op::Mul, flat, k64(x.sizes[lead + k]), DType::I64), along[k], DType::I64);
-    return flat;
+    return plane_position(b, position(b, o), kernel, Shape(x.sizes.begin() + long(lead), x.sizes.end()), Shape(dims, 1),
+                          [&](size_t k) { return start(b, o, k); });
   });
   return {values, indices};
 }
