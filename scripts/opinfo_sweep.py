@@ -54,7 +54,7 @@ SUBSET = ["abs", "add", "mul", "div", "where", "clamp", "sigmoid", "tanh", "exp"
           "nn.functional.layer_norm", "nn.functional.group_norm", "nn.functional.gelu", "nn.functional.silu",
           "index_select", "gather", "scatter_add", "index_put", "masked_fill", "cat", "stack", "flip", "roll",
           "narrow", "transpose", "permute", "expand", "repeat", "diagonal", "sort", "topk", "argmax",
-          "nn.functional.embedding", "nn.functional.max_pool2d", "nn.functional.avg_pool2d",
+          "nn.functional.embedding", "nn.functional.embedding_bag", "_native_batch_norm_legit", "nn.functional.max_pool2d", "nn.functional.avg_pool2d",
           "nn.functional.grid_sample", "cdist", "linalg.vector_norm", "addmm", "bmm", "matmul", "lgamma",
           "erfinv"]
 

@@ -1,5 +1,6 @@
 #include "frontend/parser.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -357,8 +358,9 @@ class Parser {
     return a.type;
   }
 
-  // Checks output `index` of `node` against its annotation. An op whose layout PyTorch
-  // leaves to its library takes the annotation's layout instead (OpDef::layout_from_backend).
+  // Checks output `index` of `node` against its annotation. An op whose layout or type
+  // PyTorch leaves to its library takes the annotation's instead (OpDef::layout_from_backend,
+  // OpDef::typed_by_backend).
   void check_annotation(const Token &ann, int node, int64_t index) {
     const Node &n = builder_.graph().nodes()[size_t(node)];
     const TensorType &actual = builder_.graph().type(n.outputs[size_t(index)]);
@@ -368,6 +370,10 @@ class Parser {
       fail(ann, str_cat("node '", n.name, "' (", n.target(), "): annotation says ", ann.text, " but", what,
                         " is ", actual.str(), " (", part, " differ)"));
     };
+    const auto &open = n.op->typed_by_backend;
+    if ((a.type.dtype != actual.dtype || a.type.sizes != actual.sizes) &&
+        std::find(open.begin(), open.end(), index) != open.end())
+      builder_.set_output_type(node, index, a.type, inside(ann));
     if (a.type.dtype != actual.dtype) mismatch("dtypes");
     if (a.type.sizes != actual.sizes) mismatch("sizes");
     if (a.has_device && a.type.device != actual.device) mismatch("devices");

@@ -1,5 +1,6 @@
 #include "graph/graph.h"
 
+#include <algorithm>
 #include <set>
 
 #include "graph/registry.h"
@@ -220,6 +221,21 @@ void GraphBuilder::set_output_layout(int node, int64_t index, const Shape &strid
                             " are not a dense layout of sizes ", shape_str(t.sizes)),
                     loc);
   t.strides = strides;
+}
+
+void GraphBuilder::set_output_type(int node, int64_t index, const TensorType &type, const SourceLoc &loc) {
+  const Node &n = g_.nodes_.at(size_t(node));
+  TensorType &t = g_.values_[size_t(n.outputs.at(size_t(index)).index)].type;
+  const auto &chosen = n.op->typed_by_backend;
+  bool open = std::find(chosen.begin(), chosen.end(), index) != chosen.end();
+  bool dtypes = t.dtype == type.dtype || (is_floating(t.dtype) && is_floating(type.dtype));
+  if (!open || !dtypes || t.rank() != type.rank())
+    throw UserError(str_cat("node '", n.name, "' (", n.target(), ") gives its output ", index, " the type ", t.str(),
+                            " by its own rule; ", type.str(), " cannot be chosen"),
+                    loc);
+  t.dtype = type.dtype;
+  t.sizes = type.sizes;
+  t.strides = contiguous_strides(type.sizes);
 }
 
 ValueId GraphBuilder::name_output(int node, int64_t index, const std::string &name, const SourceLoc &loc) {

@@ -78,6 +78,14 @@ struct OpDef {
   /// are then a default: a graph that annotates the output with another dense layout gets
   /// that layout (GraphBuilder::set_output_layout).
   bool layout_from_backend = false;
+  /// The outputs to which PyTorch's meta function and its CPU kernel give different types:
+  /// batch norm's running statistics (promoted to f32 by the meta function, the running
+  /// statistic's own dtype from the kernel), embedding_bag's offset2bag (empty on the
+  /// kernel's fast path, which takes more dtypes than the meta function knows). The meta's
+  /// type is then a default: a graph that annotates such an output with another floating
+  /// dtype or other sizes of the same rank gets them (GraphBuilder::set_output_type), and
+  /// the lowering follows the graph's type.
+  std::vector<int64_t> typed_by_backend;
 };
 
 class Registry {

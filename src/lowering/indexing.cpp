@@ -425,6 +425,8 @@ std::vector<TensorRef> embedding_bag(Lowering &l, const Node &n) {
   });
   std::vector<TensorRef> outs = {result};
   const TensorType &offset2bag = l.graph().type(n.outputs[1]);
+  COIL_USER_CHECK(offset2bag.sizes[0] == count || offset2bag.sizes[0] == 0, n.name, ": offset2bag has ",
+                  offset2bag.sizes[0], " entries; expected one per index (", count, ") or none");
   outs.push_back(offset2bag.sizes[0] == count ? l.pointwise(offset2bag, n.name + " offset2bag",
                                                             [&](BodyBuilder &b, const std::vector<Expr> &i) {
                                                               return b.load(bag.buffer, i[0], DType::I64);

@@ -61,6 +61,11 @@ class Rebuilder {
       const Shape &strides = given ? chosen->second : old_.type(old.outputs[0]).strides;
       if (b_.graph().type(outputs[0]).strides != strides) b_.set_output_layout(index, 0, strides, old.loc);
     }
+    // So do the outputs whose type is its kernel's.
+    for (int64_t i : made.op->typed_by_backend) {
+      const TensorType &then = old_.type(old.outputs[size_t(i)]);
+      if (b_.graph().type(outputs[size_t(i)]) != then) b_.set_output_type(index, i, then, old.loc);
+    }
     bool follow = layouts_ && !layouts_->empty();
     for (size_t i = 0; i < outputs.size(); ++i) {
       ValueId was = old.outputs[i];

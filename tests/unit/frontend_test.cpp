@@ -174,6 +174,42 @@ TEST(Frontend, ConvolutionTakesTheLayoutTheGraphStates) {
   EXPECT_EQ(unstated.type(unstated.outputs()[0]).strides, (Shape{512, 1, 64, 8}));
 }
 
+// Batch norm in training on bf16, traced with real tensors on the CPU: its kernel returns the
+// running statistics in bf16 where PyTorch's meta function (and so torch.export) says f32.
+// The graph's dtype is taken, a floating one only; unannotated, the meta's rule gives f32.
+// embedding_bag's offset2bag is empty on the kernel's fast path, which takes bf16.
+TEST(Frontend, OutputsTypedByTheKernelTakeTheGraphsType) {
+  std::string head = R"(class GraphModule(torch.nn.Module):
+    def forward(self, x: "bf16[4, 5, 3][15, 3, 1]cpu", m: "bf16[5][1]cpu", v: "bf16[5][1]cpu"):
+        bn = torch.ops.aten._native_batch_norm_legit_functional.default(x, None, None, m, v, True, 0.1, 1e-05)
+)";
+  auto with_mean = [&](const std::string &ann) {
+    return head + "        getitem" + ann + " = bn[3]\n        return (getitem,)\n";
+  };
+  Graph stated = parse(with_mean(": \"bf16[5][1]cpu\""));
+  EXPECT_EQ(stated.type(stated.outputs()[0]).str(), "bf16[5][1]cpu");
+  expect_round_trip(stated);
+  Graph unstated = parse(with_mean(""));
+  EXPECT_EQ(unstated.type(unstated.outputs()[0]).str(), "f32[5][1]cpu");
+  try {
+    parse(with_mean(": \"i64[5][1]cpu\""));
+    ADD_FAILURE() << "an integer running mean was taken";
+  } catch (const UserError &e) {
+    EXPECT_NE(std::string(e.what()).find("gives its output 3 the type f32[5][1]cpu by its own rule; i64[5][1]cpu "
+                                         "cannot be chosen"),
+              std::string::npos)
+        << e.what();
+  }
+  Graph bag = parse(R"(class GraphModule(torch.nn.Module):
+    def forward(self, w: "bf16[10, 5][5, 1]cpu", i: "i64[5][1]cpu", o: "i64[2][1]cpu"):
+        eb = torch.ops.aten._embedding_bag_forward_only.default(w, i, o)
+        getitem: "bf16[2, 5][5, 1]cpu" = eb[0]
+        getitem_1: "i64[0][1]cpu" = eb[1]
+        return (getitem, getitem_1)
+)");
+  EXPECT_EQ(bag.type(bag.outputs()[1]).str(), "i64[0][1]cpu");
+}
+
 TEST(Registry, EveryOpHasAParsedSchemaAndTarget) {
   const Registry &r = Registry::get();
   EXPECT_GT(r.ops().size(), 40u);

@@ -667,11 +667,14 @@ void register_indexing_ops(Registry &r) {
         embedding);
   r.add("masked_scatter(Tensor self, Tensor mask, Tensor source) -> Tensor", masked_scatter);
   // _embedding_bag_forward_only: the same outputs, where no backward will read the last three.
+  // offset2bag is empty on the CPU kernel's fast path, which takes bf16 where PyTorch's meta
+  // function does not: the graph's annotation says which (OpDef::typed_by_backend).
   for (const char *name : {"_embedding_bag", "_embedding_bag_forward_only"})
     r.add(str_cat(name, "(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq=False, int mode=0, "
                   "bool sparse=False, Tensor? per_sample_weights=None, bool include_last_offset=False, "
                   "int padding_idx=-1) -> (Tensor, Tensor, Tensor, Tensor)"),
-          embedding_bag);
+          embedding_bag)
+        .typed_by_backend = {1};
   r.add("embedding_dense_backward(Tensor grad_output, Tensor indices, SymInt num_weights, SymInt padding_idx, "
         "bool scale_grad_by_freq) -> Tensor",
         embedding_backward);

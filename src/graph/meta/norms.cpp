@@ -193,7 +193,8 @@ std::vector<TensorType> batch_norm(const MetaArgs &a, std::string_view op, std::
   if (functional) {
     // In training, the batch's statistic (in the dtype the kernel computes in) blended with
     // the running one, promoted as PyTorch's meta function promotes them (f32 for bf16
-    // statistics; its CPU kernel returns bf16).
+    // statistics). Its CPU kernel returns bf16: a graph traced with real tensors says so
+    // (OpDef::typed_by_backend).
     for (const char *name : {"running_mean", "running_var"}) {
       DType t = a.tensor(name).dtype;
       outs.push_back(contiguous(training ? promote_types(opmath_dtype(x.dtype), t) : t, channels, x.device));
@@ -275,7 +276,8 @@ void register_norm_ops(Registry &r) {
   r.add("_native_batch_norm_legit_functional(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean, "
         "Tensor running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor, "
         "Tensor running_mean_out, Tensor running_var_out)",
-        [](const MetaArgs &a) { return batch_norm(a, "_native_batch_norm_legit_functional", std::nullopt, true); });
+        [](const MetaArgs &a) { return batch_norm(a, "_native_batch_norm_legit_functional", std::nullopt, true); })
+      .typed_by_backend = {3, 4};
   // Batch norm in training as torch.export and AOTAutograd give it since PyTorch 2.4: the
   // functional form's outputs with an empty u8 reserve before the running statistics (the
   // buffer cuDNN's backward would read; coil's backward reads none).
@@ -286,7 +288,8 @@ void register_norm_ops(Registry &r) {
           std::vector<TensorType> outs = batch_norm(a, "_batch_norm_with_update_functional", true, true);
           outs.insert(outs.begin() + 3, contiguous(DType::U8, {0}, a.tensor("input").device));
           return outs;
-        });
+        })
+      .typed_by_backend = {4, 5};
 }
 
 }  // namespace coil
