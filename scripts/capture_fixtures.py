@@ -2814,6 +2814,28 @@ def _igamma_zeta(dev):
     return fn, [a, x, (torch.rand(3, 1, dtype=f64) * 20), (torch.rand(1, 4, dtype=f64) * 20), s, q, s.to(f64)]
 
 
+@op_case("segment_reduce", [A.segment_reduce.default], ("noncontig", "odd"))
+def _segment_reduce(dev):
+    """segment_reduce by lengths and by offsets, every reduce with and without initial,
+    empty segments (identity, NaN for mean, or initial), along axis 0 and axis 1 (lengths per
+    row), a NaN in a max segment, segments longer than a vector, and bf16."""
+    def fn(d, lengths, offsets, d2, lengths2, db):
+        outs = []
+        for r in ("sum", "prod", "max", "min", "mean"):
+            outs.append(A.segment_reduce.default(d, r, lengths=lengths))
+            outs.append(A.segment_reduce.default(d, r, lengths=lengths, initial=0.5))
+            outs.append(A.segment_reduce.default(d, r, offsets=offsets))
+        return (*outs, A.segment_reduce.default(d2, "sum", lengths=lengths2, axis=1),
+                A.segment_reduce.default(d2.transpose(0, 1).contiguous().transpose(0, 1), "max", lengths=lengths2,
+                                         axis=1, initial=-1.0),
+                A.segment_reduce.default(db, "mean", lengths=lengths))
+    d = torch.randn(40, 3)
+    d[1, 2] = float("nan")
+    lengths = torch.tensor([2, 0, 19, 1, 0, 18])
+    offsets = torch.tensor([0, 3, 3, 25, 40])
+    return fn, [d, lengths, offsets, torch.randn(2, 30, 4), torch.tensor([[5, 25], [0, 30]]), d.to(bf16)]
+
+
 @op_case("adaptive_max_pool", [A.adaptive_max_pool2d.default, A.adaptive_max_pool3d.default],
          ("odd", "noncontig", "size1"))
 def _adaptive_max_pool(dev):

@@ -364,6 +364,90 @@ std::vector<TensorRef> trilinear(Lowering &l, const Node &n) {
   return {l.reduction(out, reduced, ReduceOp::Sum, n.name, product)[0]};
 }
 
+
+// segment_reduce(data, reduce, lengths | offsets, axis, initial): output [outer..., s,
+// inner...] reduces data[outer..., r, inner...] over the r of segment s, [start, end): the
+// offsets there, or the lengths' prefix sum (a reduction over the lengths before s). One
+// reduction over all of dim `axis`, masked to the segment, gives the combine in opmath; an
+// epilogue folds in `initial` (the value of an empty segment; without it the combine's
+// identity, and mean's 0 / 0, NaN) and divides mean by the segment's length.
+std::vector<TensorRef> segment_reduce(Lowering &l, const Node &n) {
+  const TensorRef &data = tensor_arg(l, n, "data");
+  const TensorType &out = l.graph().type(n.outputs[0]);
+  std::string kind = arg(n, "reduce").as<std::string>();
+  bool by_lengths = !arg(n, "lengths").is_none();
+  const TensorRef &given = tensor_arg(l, n, by_lengths ? "lengths" : "offsets");
+  size_t axis = size_t(given.rank() - 1);
+  int64_t segments = out.sizes[axis];
+  if (out.numel() == 0) return {l.fill(out, n.name)};
+  DType acc = opmath_dtype(out.dtype);
+  auto i64 = [](BodyBuilder &b, double v) { return b.constant(v, DType::I64); };
+  // The segment of output index x, as a prefix of x: [outer..., s].
+  auto segment_of = [&](const std::vector<Expr> &x) { return std::vector<Expr>(x.begin(), x.begin() + long(axis) + 1); };
+  std::optional<TensorRef> starts;
+  if (by_lengths) {
+    TensorType starts_type{DType::I64, given.sizes, contiguous_strides(given.sizes), out.device};
+    starts = l.reduction(starts_type, {segments}, ReduceOp::Sum, n.name + " starts",
+                         [&](BodyBuilder &b, const std::vector<Expr> &x, const std::vector<Expr> &r) {
+                           std::vector<Expr> at = x;
+                           at.back() = r[0];
+                           int before = b.binary(Op::Lt, b.index(r[0], DType::I64), b.index(x.back(), DType::I64),
+                                                 DType::Bool);
+                           int length = b.cast(b.load(given.buffer, Lowering::offset(given, at), given.dtype), DType::I64);
+                           return b.where(before, length, i64(b, 0), DType::I64);
+                         })[0];
+  }
+  // The segment's bounds [start, end) for output index x.
+  auto bounds = [&](BodyBuilder &b, const std::vector<Expr> &x) {
+    std::vector<Expr> at = segment_of(x);
+    auto read = [&](const TensorRef &t, const std::vector<Expr> &i) {
+      return b.cast(b.load(t.buffer, Lowering::offset(t, i), t.dtype), DType::I64);
+    };
+    if (by_lengths) {
+      int start = read(*starts, at);
+      return std::pair{start, b.binary(Op::Add, start, read(given, at), DType::I64)};
+    }
+    std::vector<Expr> next = at;
+    next.back() = next.back() + 1;
+    return std::pair{read(given, at), read(given, next)};
+  };
+  struct Combine {
+    ReduceOp reduce;
+    Op op;
+    double identity;
+  };
+  static const std::map<std::string, Combine, std::less<>> kinds = {
+      {"sum", {ReduceOp::Sum, Op::Add, 0}},          {"mean", {ReduceOp::Sum, Op::Add, 0}},
+      {"prod", {ReduceOp::Prod, Op::Mul, 1}},        {"max", {ReduceOp::Max, Op::Maximum, -INFINITY}},
+      {"min", {ReduceOp::Min, Op::Minimum, INFINITY}}};
+  const Combine &c = kinds.at(kind);
+  TensorType acc_type{acc, out.sizes, contiguous_strides(out.sizes), out.device};
+  TensorRef combined = l.reduction(
+      acc_type, {data.sizes[axis]}, c.reduce, n.name,
+      [&](BodyBuilder &b, const std::vector<Expr> &x, const std::vector<Expr> &r) {
+        auto [start, end] = bounds(b, x);
+        int at = b.index(r[0], DType::I64);
+        int inside = b.binary(Op::LogicalAnd, b.binary(Op::Le, start, at, DType::Bool),
+                              b.binary(Op::Lt, at, end, DType::Bool), DType::Bool);
+        std::vector<Expr> index = x;
+        index[axis] = r[0];
+        int v = b.cast(b.load(data.buffer, Lowering::offset(data, index), data.dtype), acc);
+        return b.where(inside, v, b.constant(c.identity, acc), acc);
+      })[0];
+  const Arg &initial = arg(n, "initial");
+  return {l.pointwise(out, n.name + " epilogue", [&](BodyBuilder &b, const std::vector<Expr> &x) {
+    int v = b.load(combined.buffer, Lowering::offset(combined, x), acc);
+    auto [start, end] = bounds(b, x);
+    int count = b.cast(b.binary(Op::Sub, end, start, DType::I64), acc);
+    if (initial.is_none()) return kind == "mean" ? b.binary(Op::TrueDiv, v, count, acc) : v;
+    int init = b.constant(number(initial), acc);
+    int folded = b.binary(c.op, v, init, acc);
+    if (kind == "mean") folded = b.binary(Op::TrueDiv, folded, count, acc);
+    int empty = b.binary(Op::Eq, count, b.constant(0, acc), DType::Bool);
+    return b.where(empty, init, folded, acc);
+  })};
+}
+
 }  // namespace
 
 void add_reduction_lowerings(std::map<std::string, LowerFn, std::less<>> &t) {
@@ -401,6 +485,7 @@ void add_reduction_lowerings(std::map<std::string, LowerFn, std::less<>> &t) {
   t["aten.linalg_vector_norm.default"] = vector_norm;
   t["aten._cdist_forward.default"] = cdist;
   t["aten._pdist_forward.default"] = pdist;
+  t["aten.segment_reduce.default"] = segment_reduce;
 }
 
 }  // namespace coil::lowering

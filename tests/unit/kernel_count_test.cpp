@@ -96,6 +96,10 @@ const std::map<std::string, Fallback> kInductorFallbacks = {
      {"Inductor runs the 4 sorts and the topk through ATen's kernels; coil generates each: the ranks' count in "
       "each block, the blocks sorted in place, the merged ranks, the scatters of values and positions",
       24}},
+    {"op_segment_reduce",
+     {"Inductor runs segment_reduce through ATen's kernel; coil generates it: the segments' starts (a prefix of "
+      "the lengths) and the reduction masked to each segment with its epilogue, per shape of segments",
+      5}},
     {"op_sort_topk",
      {"Inductor runs all 20 sorts and top-ks through ATen's kernels; coil generates each: the ranks' count, the "
       "scatters of values and positions to their ranks, and for topk the first k of each",

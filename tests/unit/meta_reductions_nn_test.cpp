@@ -105,6 +105,22 @@ TEST(MetaReductions, ArgmaxFlattensWithoutDim) {
             "argmax(): Expected reduction dim 1 to have non-zero size.");
 }
 
+TEST(MetaReductions, SegmentReduceTakesTheSegmentsShape) {
+  Arg sum(std::string("sum"));
+  EXPECT_EQ(meta("aten.segment_reduce.default", {"bf16[40, 3]", "lengths=i64[6]"}, {sum}),
+            Types{"bf16[6, 3][3, 1]cpu"});
+  EXPECT_EQ(meta("aten.segment_reduce.default", {"f32[40, 3]", "offsets=i32[5]"}, {sum}), Types{"f32[4, 3][3, 1]cpu"});
+  EXPECT_EQ(meta("aten.segment_reduce.default", {"f32[2, 30, 4]", "lengths=i64[2, 5]"}, {sum}, {{"axis", i(1)}}),
+            Types{"f32[2, 5, 4][20, 4, 1]cpu"});
+  EXPECT_EQ(error("aten.segment_reduce.default", {"f32[2, 30, 4]", "lengths=i64[3, 5]"}, {sum}, {{"axis", i(1)}}),
+            "segment_reduce: lengths of shape [3, 5] must have data's dims before axis 1 ([2, 30, 4]) and then the "
+            "segments");
+  EXPECT_EQ(error("aten.segment_reduce.default", {"f32[4]"}, {sum}),
+            "segment_reduce(): Either lengths or offsets must be defined.");
+  EXPECT_EQ(error("aten.segment_reduce.default", {"f32[4]", "lengths=i64[2]"}, {Arg(std::string("median"))}),
+            "segment_reduce: reduce must be sum, prod, max, min or mean, got 'median'");
+}
+
 TEST(MetaReductions, AmaxRefusesEmptySlicesButSumDoesNot) {
   EXPECT_EQ(error("aten.amax.default", {"f32[2, 0]"}, {ints({1})}),
             "amax(): Expected reduction dim 1 to have non-zero size.");

@@ -247,6 +247,38 @@ std::vector<TensorType> vector_norm(const MetaArgs &a) {
   return {contiguous(dtype, meta::reduced_shape(self.sizes, reduced, a.boolean("keepdim")), self.device)};
 }
 
+
+/// segment_reduce: floating `data` reduced in segments along `axis`, each segment's length
+/// given (lengths) or its bounds (offsets, one more than the segments); lengths and
+/// offsets index data's dims before `axis` and then the segments. The output is lengths'
+/// shape (offsets' with one fewer in the last dim) followed by data's dims after `axis`,
+/// in data's dtype, contiguous.
+std::vector<TensorType> segment_reduce(const MetaArgs &a) {
+  const TensorType &data = a.tensor("data");
+  std::string reduce = *a.optional_str("reduce");
+  COIL_USER_CHECK(reduce == "sum" || reduce == "prod" || reduce == "max" || reduce == "min" || reduce == "mean",
+                  "segment_reduce: reduce must be sum, prod, max, min or mean, got '", reduce, "'");
+  COIL_USER_CHECK(is_floating(data.dtype), "segment_reduce: data must be floating, got ", short_name(data.dtype));
+  COIL_USER_CHECK(a.is_none("indices"), "segment_reduce(): indices based reduction is not supported yet.");
+  const TensorType *lengths = a.optional_tensor("lengths"), *offsets = a.optional_tensor("offsets");
+  COIL_USER_CHECK(lengths || offsets, "segment_reduce(): Either lengths or offsets must be defined.");
+  const TensorType &given = lengths ? *lengths : *offsets;
+  COIL_USER_CHECK(given.dtype == DType::I64 || given.dtype == DType::I32, "segment_reduce: ",
+                  lengths ? "lengths" : "offsets", " must be int32 or int64, got ", short_name(given.dtype));
+  int64_t axis = wrap_dim(a.integer("axis"), data.rank());
+  Shape sizes = given.sizes;
+  COIL_USER_CHECK(given.rank() == axis + 1 && Shape(data.sizes.begin(), data.sizes.begin() + axis) ==
+                                                  Shape(sizes.begin(), sizes.end() - 1),
+                  "segment_reduce: ", lengths ? "lengths" : "offsets", " of shape ", shape_str(sizes),
+                  " must have data's dims before axis ", axis, " (", shape_str(data.sizes), ") and then the segments");
+  if (offsets) {
+    COIL_USER_CHECK(sizes.back() >= 1, "segment_reduce: offsets needs at least one entry along its last dim");
+    --sizes.back();
+  }
+  sizes.insert(sizes.end(), data.sizes.begin() + axis + 1, data.sizes.end());
+  return {contiguous(data.dtype, sizes, data.device)};
+}
+
 }  // namespace
 
 void register_reduction_ops(Registry &r) {
@@ -344,6 +376,9 @@ void register_reduction_ops(Registry &r) {
   r.add("std.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor", variance("std", 1));
   r.add("logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor",
         reduction({.op = "logsumexp", .rule = R::IntToFloat}));
+  r.add("segment_reduce(Tensor data, str reduce, *, Tensor? lengths=None, Tensor? indices=None, "
+        "Tensor? offsets=None, int axis=0, bool unsafe=False, Scalar? initial=None) -> Tensor",
+        segment_reduce);
 }
 
 }  // namespace coil
