@@ -2814,6 +2814,19 @@ def _igamma_zeta(dev):
     return fn, [a, x, (torch.rand(3, 1, dtype=f64) * 20), (torch.rand(1, 4, dtype=f64) * 20), s, q, s.to(f64)]
 
 
+@op_case("resize", [A.resize.default], ("noncontig",))
+def _resize(dev):
+    """resize (resize_ made functional) keeps the storage's order: shrinking and reshaping a
+    contiguous input, a transposed one (its storage order, not its logical one), into a
+    channels-last layout, a scalar to [1, 1, 1], and bf16. (Growing leaves memory
+    uninitialized in eager, so no case compares it.)"""
+    def fn(x, y, s, xb):
+        return (A.resize.default(x, [2, 5]), A.resize.default(x.t(), [5]), A.resize.default(x.t(), [2, 6]),
+                A.resize.default(y, [1, 3, 2, 2], memory_format=torch.channels_last), A.resize.default(s, [1, 1, 1]),
+                A.resize.default(xb, [7]))
+    return fn, [make([3, 4]), make([1, 2, 3, 4]), make([]), make([3, 4], bf16)]
+
+
 @op_case("segment_reduce", [A.segment_reduce.default], ("noncontig", "odd"))
 def _segment_reduce(dev):
     """segment_reduce by lengths and by offsets, every reduce with and without initial,

@@ -1,5 +1,6 @@
 // Elementwise ops: operands loaded with broadcasting, widened to the compute dtype
 // (f16/bf16 compute in f32, decision 14), combined, and cast to the result dtype.
+#include <algorithm>
 #include <cmath>
 
 #include "graph/registry.h"
@@ -355,6 +356,28 @@ void add_copies(std::map<std::string, LowerFn, std::less<>> &t) {
   for (const char *target : {"aten._to_copy.default", "aten.clone.default", "aten.lift_fresh_copy.default"})
     t[target] = copy_of("self");
   t["aten.copy.default"] = copy_of("src");
+  // resize: the element at storage position p of the new layout is the one at p in self's
+  // storage (self's dims ordered by stride, largest first); past self's end, resize_ leaves
+  // memory uninitialized, and coil zeros.
+  t["aten.resize.default"] = [](Lowering &l, const Node &n) {
+    ValueId self_id = arg(n, "self").as<ValueId>();
+    const TensorRef &self = l.ref(self_id);
+    const TensorType &in = l.graph().type(self_id), &out = l.graph().type(n.outputs[0]);
+    std::vector<size_t> order(in.sizes.size());
+    for (size_t d = 0; d < order.size(); ++d) order[d] = d;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return in.strides[a] > in.strides[b]; });
+    Shape ordered;
+    for (size_t d : order) ordered.push_back(in.sizes[d]);
+    return std::vector<TensorRef>{l.pointwise(out, n.name, [&](BodyBuilder &b, const std::vector<Expr> &x) {
+      Expr p(0);
+      for (size_t d = 0; d < x.size(); ++d) p = p + x[d] * Expr(out.strides[d]);
+      std::vector<Expr> at = unravel(p, ordered), index(at.size(), Expr(0));
+      for (size_t k = 0; k < order.size(); ++k) index[order[k]] = at[k];
+      if (out.numel() <= in.numel()) return b.load(self.buffer, Lowering::offset(self, index), self.dtype);
+      int inside = b.binary(Op::Lt, b.index(p, DType::I64), b.constant(double(in.numel()), DType::I64), DType::Bool);
+      return b.masked_load(self.buffer, Lowering::offset(self, index), self.dtype, inside, 0);
+    })};
+  };
   t["prims.convert_element_type.default"] = copy_of("a");
   t["aten.fill.Scalar"] = [](Lowering &l, const Node &n) {
     double v = scalar_arg(n, "value");

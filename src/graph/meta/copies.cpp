@@ -32,6 +32,24 @@ std::vector<TensorType> clone(const MetaArgs &a) {
   return {TensorType{self.dtype, self.sizes, empty_like_strides(self, format), self.device}};
 }
 
+/// resize, the functional form of resize_: `size` in a fresh layout of `memory_format`
+/// (contiguous by default), self's dtype and device. Its elements are self's storage, in
+/// order, as far as it reaches (lowering/pointwise.cpp).
+std::vector<TensorType> resize(const MetaArgs &a) {
+  const TensorType &self = a.tensor("self");
+  Shape sizes = a.ints("size");
+  for (int64_t s : sizes) COIL_USER_CHECK(s >= 0, "resize: sizes must be non-negative, got ", shape_str(sizes));
+  auto format = a.optional_memory_format("memory_format").value_or(MemoryFormat::Contiguous);
+  COIL_USER_CHECK(format != MemoryFormat::Preserve, "resize: Unsupported memory format preserve_format");
+  COIL_USER_CHECK(format == MemoryFormat::Contiguous || (format == MemoryFormat::ChannelsLast && sizes.size() == 4) ||
+                      (format == MemoryFormat::ChannelsLast3d && sizes.size() == 5),
+                  "resize: memory format ", memory_format_name(format), " does not suit sizes ", shape_str(sizes));
+  COIL_USER_CHECK(is_non_overlapping_and_dense(self.sizes, self.strides), "resize: the input's layout ",
+                  shape_str(self.strides), " of sizes ", shape_str(self.sizes),
+                  " is not dense, so its storage has no order of elements to keep");
+  return {TensorType{self.dtype, sizes, strides_for_format(sizes, format), self.device}};
+}
+
 /// _assert_tensor_metadata returns nothing; what it asserts is checked here.
 std::vector<TensorType> assert_metadata(const MetaArgs &a) {
   const TensorType &t = a.tensor("a");
@@ -55,6 +73,7 @@ void register_copy_ops(Registry &r) {
         "bool? pin_memory=None, bool non_blocking=False, MemoryFormat? memory_format=None) -> Tensor",
         to_copy);
   r.add("clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor", clone);
+  r.add("resize(Tensor self, SymInt[] size, *, MemoryFormat? memory_format=None) -> Tensor", resize);
   // prims.convert_element_type (what some of PyTorch's decompositions leave): the dtype
   // changed, dense layouts kept.
   r.add("prims::convert_element_type(Tensor a, ScalarType dtype) -> Tensor", [](const MetaArgs &a) {
