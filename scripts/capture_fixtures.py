@@ -2814,6 +2814,34 @@ def _igamma_zeta(dev):
     return fn, [a, x, (torch.rand(3, 1, dtype=f64) * 20), (torch.rand(1, 4, dtype=f64) * 20), s, q, s.to(f64)]
 
 
+@op_case("histogram", [A.histogram.bin_ct, A.histogram.bins_tensor, A._histogramdd_bin_edges.default,
+                       A._histogramdd_from_bin_cts.default, A._histogramdd_from_bin_tensors.default], ("odd", "size1"))
+def _histogram(dev):
+    """histogram by bin count (over the data's range, a range given that leaves points out,
+    points on the edges, a NaN, weights, density) and by uneven edges; histogramdd's edges
+    and counts by bin counts and by edge tensors in 2 and 3 dims with weights and density; one
+    point (a range of one number, widened); f64."""
+    def fn(x, xn, w, edges, pts, pw, e0, e1, one, xd):
+        dd_edges = A._histogramdd_bin_edges.default(pts, [3, 4])
+        return (*A.histogram.bin_ct(x, 7), *A.histogram.bin_ct(xn, 5, range=[-1.0, 1.5], weight=w),
+                A.histogram.bin_ct(x, 4, range=[-2.0, 2.0], density=True)[0], *A.histogram.bins_tensor(x, edges),
+                A.histogram.bins_tensor(x, edges, weight=w, density=True)[0], *dd_edges,
+                A._histogramdd_from_bin_cts.default(pts, [3, 4]),
+                A._histogramdd_from_bin_cts.default(pts, [2, 5], range=[-1.0, 1.0, 0.0, 2.0], weight=pw, density=True),
+                A._histogramdd_from_bin_tensors.default(pts, [e0, e1], weight=pw),
+                *A._histogramdd_bin_edges.default(pts.reshape(-1, 3)[:, :3], [2, 2, 3]),
+                A._histogramdd_from_bin_cts.default(pts.reshape(-1, 3), [2, 2, 3]), *A.histogram.bin_ct(one, 3),
+                *A.histogram.bin_ct(xd, 6, range=[-3.0, 3.0]))
+    x = torch.randn(37)
+    x[:4] = torch.tensor([-1.0, 0.0, 1.5, 0.25])  # on edges of the bins below
+    xn = x.clone()
+    xn[5] = float("nan")
+    edges = torch.tensor([-2.0, -0.5, 0.0, 0.1, 1.5, 3.0])
+    pts = torch.randn(30, 2)
+    e0, e1 = torch.tensor([-1.0, 0.0, 0.5, 2.0]), torch.tensor([-3.0, -1.0, 1.0])
+    return fn, [x, xn, torch.rand(37), edges, pts, torch.rand(30), e0, e1, torch.tensor([2.0]), x.to(f64)]
+
+
 @op_case("resize", [A.resize.default], ("noncontig",))
 def _resize(dev):
     """resize (resize_ made functional) keeps the storage's order: shrinking and reshaping a

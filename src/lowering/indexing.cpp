@@ -539,52 +539,6 @@ std::vector<TensorRef> put(Lowering &l, const Node &n) {
       })};
 }
 
-// histc(self, bins, min, max): counts of self's elements in `bins` equal bins over
-// [min, max] (the data's own range when min == max, widened by 1 each way when that is one
-// number), the last bin closed; elements outside (and NaN) are not counted. A scatter-add of
-// ones (of zeros, for the elements left out).
-std::vector<TensorRef> histc(Lowering &l, const Node &n) {
-  const TensorRef &self = tensor_arg(l, n, "self");
-  const TensorType &out = l.graph().type(n.outputs[0]);
-  int64_t bins = arg(n, "bins").as<int64_t>(), numel = checked_numel(self.sizes);
-  double lo = number(arg(n, "min")), hi = number(arg(n, "max"));
-  DType c = opmath_dtype(out.dtype);
-  TensorType bound{c, {}, {}, out.device};
-  Shape all = {numel};
-  auto element = [&](BodyBuilder &b, const Expr &flat) {
-    return b.cast(Lowering::load_broadcast(b, self, unravel(flat, self.sizes)), c);
-  };
-  std::optional<TensorRef> data_lo, data_hi;
-  if (lo == hi && numel > 0) {
-    data_lo = l.reduction(bound, all, ir::ReduceOp::Min, n.name + " min",
-                          [&](BodyBuilder &b, const std::vector<Expr> &, const std::vector<Expr> &r) { return element(b, r[0]); })[0];
-    data_hi = l.reduction(bound, all, ir::ReduceOp::Max, n.name + " max",
-                          [&](BodyBuilder &b, const std::vector<Expr> &, const std::vector<Expr> &r) { return element(b, r[0]); })[0];
-  }
-  TensorRef dense{-1, out.dtype, out.sizes, out.strides, 0};
-  return {l.scatter(
-      n.name, out, l.fill(out, n.name + " zeros"), {numel}, true,
-      [&](BodyBuilder &b, const std::vector<Expr> &x) {
-        int left = data_lo ? b.load(data_lo->buffer, Expr(0), c) : b.constant(lo, c);
-        int right = data_hi ? b.load(data_hi->buffer, Expr(0), c) : b.constant(hi, c);
-        if (data_lo) {
-          int same = b.binary(Op::Eq, left, right, DType::Bool);
-          left = b.where(same, b.binary(Op::Sub, left, b.constant(1, c), c), left, c);
-          right = b.where(same, b.binary(Op::Add, right, b.constant(1, c), c), right, c);
-        }
-        int v = element(b, x[0]);
-        int inside = b.binary(Op::LogicalAnd, b.binary(Op::Ge, v, left, DType::Bool), b.binary(Op::Le, v, right, DType::Bool),
-                              DType::Bool);
-        int scaled = b.binary(Op::Mul, b.binary(Op::TrueDiv, b.binary(Op::Sub, v, left, c), b.binary(Op::Sub, right, left, c), c),
-                              b.constant(double(bins), c), c);
-        int bin = b.binary(Op::Minimum, b.cast(b.unary(Op::Floor, scaled, c), DType::I64), b.constant(double(bins - 1), DType::I64),
-                           DType::I64);
-        bin = b.where(inside, bin, b.constant(0, DType::I64), DType::I64);
-        return std::pair{b.where(inside, b.constant(1, c), b.constant(0, c), c), std::vector<int>{bin}};
-      },
-      [&](const std::vector<Expr> &) { return Lowering::offset(dense, {Expr(ir::indirect_var(0))}); })};
-}
-
 // as_strided_scatter(self, src, size, stride, storage_offset): a copy of self (its layout
 // kept) whose storage, seen through as_strided(size, stride, storage_offset), takes src.
 std::vector<TensorRef> as_strided_scatter(Lowering &l, const Node &n) {
@@ -622,7 +576,6 @@ void add_indexing_lowerings(std::map<std::string, LowerFn, std::less<>> &t) {
   t["aten.index_reduce.default"] = index_reduce;
   t["aten.nonzero_static.default"] = nonzero_static;
   t["aten.put.default"] = put;
-  t["aten.histc.default"] = histc;
   t["aten.as_strided_scatter.default"] = as_strided_scatter;
   // scatter.reduce and scatter.value_reduce: reduce 'add' or 'multiply' onto self.
   for (const char *op : {"aten.scatter.reduce", "aten.scatter.value_reduce"})

@@ -196,6 +196,7 @@ const std::map<std::string, LowerFn, std::less<>> &lowerings() {
     add_pooling_lowerings(t);
     add_grid_sampler_lowerings(t);
     add_indexing_lowerings(t);
+    add_histogram_lowerings(t);
     add_random_lowerings(t);
     add_special_lowerings(t);
     add_integer_lowerings(t);

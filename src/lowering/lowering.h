@@ -137,5 +137,6 @@ void add_random_lowerings(std::map<std::string, LowerFn, std::less<>> &t);
 void add_special_lowerings(std::map<std::string, LowerFn, std::less<>> &t);
 void add_integer_lowerings(std::map<std::string, LowerFn, std::less<>> &t);
 void add_sorting_lowerings(std::map<std::string, LowerFn, std::less<>> &t);
+void add_histogram_lowerings(std::map<std::string, LowerFn, std::less<>> &t);
 
 }  // namespace coil::lowering

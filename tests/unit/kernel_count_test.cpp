@@ -96,6 +96,11 @@ const std::map<std::string, Fallback> kInductorFallbacks = {
      {"Inductor runs the 4 sorts and the topk through ATen's kernels; coil generates each: the ranks' count in "
       "each block, the blocks sorted in place, the merged ranks, the scatters of values and positions",
       24}},
+    {"op_histogram",
+     {"Inductor runs the histograms through ATen's kernels; coil generates each of its 11 histograms: the data's "
+      "range (when no range is given), the edges, each dim's bins (for edge tensors, a count of the edges below), "
+      "the scatter of counts, and density's total",
+      29}},
     {"op_segment_reduce",
      {"Inductor runs segment_reduce through ATen's kernel; coil generates it: the segments' starts (a prefix of "
       "the lengths) and the reduction masked to each segment with its epilogue, per shape of segments",

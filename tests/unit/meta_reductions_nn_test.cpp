@@ -121,6 +121,22 @@ TEST(MetaReductions, SegmentReduceTakesTheSegmentsShape) {
             "segment_reduce: reduce must be sum, prod, max, min or mean, got 'median'");
 }
 
+TEST(MetaReductions, HistogramsTakeTheirBins) {
+  EXPECT_EQ(meta("aten.histogram.bin_ct", {"f32[7, 3]"}, {i(5)}), (Types{"f32[5][1]cpu", "f32[6][1]cpu"}));
+  EXPECT_EQ(meta("aten.histogram.bins_tensor", {"f64[9]", "f64[4]"}), (Types{"f64[3][1]cpu", "f64[4][1]cpu"}));
+  EXPECT_EQ(meta("aten._histogramdd_from_bin_cts.default", {"f32[30, 2]"}, {ints({3, 4})}), Types{"f32[3, 4][4, 1]cpu"});
+  EXPECT_EQ(meta("aten._histogramdd_bin_edges.default", {"f32[30, 2]"}, {ints({3, 4})}),
+            (Types{"f32[4][1]cpu", "f32[5][1]cpu"}));
+  EXPECT_EQ(error("aten.histogram.bin_ct", {"i64[7]"}, {i(5)}),
+            "torch.histogram: expected a float or double input, got i64");
+  EXPECT_EQ(error("aten.histogram.bin_ct", {"f32[7]"}, {i(0)}), "torch.histogram: bins must be > 0, but got 0");
+  EXPECT_EQ(error("aten._histogramdd_from_bin_cts.default", {"f32[30, 2]"}, {ints({3})}),
+            "torch.histogramdd: expected 2 sequences of bin edges (or bin counts) for the input's last dim of 2, got 1");
+  ArgList range = {Arg(1.0), Arg(0.0)};
+  EXPECT_EQ(error("aten.histogram.bin_ct", {"f32[7]"}, {i(3)}, {{"range", Arg(range)}}),
+            "torch.histogram: min should not exceed max, but got min 1 max 0");
+}
+
 TEST(MetaReductions, AmaxRefusesEmptySlicesButSumDoesNot) {
   EXPECT_EQ(error("aten.amax.default", {"f32[2, 0]"}, {ints({1})}),
             "amax(): Expected reduction dim 1 to have non-zero size.");

@@ -383,6 +383,52 @@ std::vector<TensorType> histc(const MetaArgs &a) {
   return {contiguous(self.dtype, {bins}, self.device)};
 }
 
+/// The histogram family's bins (histogram, histogramdd's three parts): the data is self's
+/// last dim's D coordinates (one, all of self, for histogram), binned per dim either into
+/// bin counts over a range (given, or the data's) or by edge tensors. Checks what eager
+/// checks before it reads the data; returns the bin count of each dim.
+Shape histogram_bins(const MetaArgs &a, std::string_view op, bool dd) {
+  const TensorType &self = a.tensor("self");
+  COIL_USER_CHECK(self.dtype == DType::F32 || self.dtype == DType::F64, op, ": expected a float or double input, got ",
+                  short_name(self.dtype));
+  COIL_USER_CHECK(!dd || self.rank() >= 1, op, ": expected input to have at least one dimension");
+  int64_t dims = dd ? self.sizes.back() : 1;
+  Shape bins;
+  if (a.schema().args[1].type.base == BaseType::Tensor) {  // edge tensors, not bin counts
+    std::vector<const TensorType *> edges = dd ? a.tensors("bins") : std::vector<const TensorType *>{&a.tensor("bins")};
+    for (const TensorType *e : edges) {
+      COIL_USER_CHECK(e->dtype == self.dtype, op, ": input and bins are expected to have the same dtype, got ",
+                      short_name(self.dtype), " and ", short_name(e->dtype));
+      COIL_USER_CHECK(e->rank() == 1 && e->numel() > 0, op, ": bins tensors should have one dimension and at least "
+                      "1 element, got ", shape_str(e->sizes));
+      bins.push_back(e->sizes[0] - 1);
+    }
+  } else {
+    bins = dd ? a.ints("bins") : Shape{a.integer("bins")};
+    for (int64_t b : bins) COIL_USER_CHECK(b > 0, op, ": bins must be > 0, but got ", b);
+    if (auto range = a.arg("range"); !range.is_none()) {
+      const ArgList &r = range.as<ArgList>();
+      COIL_USER_CHECK(int64_t(r.size()) == 2 * dims, op, ": for a ", dims, "-dimensional histogram, range should "
+                      "have ", 2 * dims, " elements, but got ", r.size());
+      for (size_t d = 0; d + 1 < r.size(); d += 2) {
+        double lo = r[d].is<double>() ? r[d].as<double>() : double(r[d].as<int64_t>());
+        double hi = r[d + 1].is<double>() ? r[d + 1].as<double>() : double(r[d + 1].as<int64_t>());
+        COIL_USER_CHECK(std::isfinite(lo) && std::isfinite(hi), op, ": dimension ", d / 2, "'s range [", lo, ", ", hi,
+                        "] is not finite");
+        COIL_USER_CHECK(lo <= hi, op, ": min should not exceed max, but got min ", lo, " max ", hi);
+      }
+    }
+  }
+  COIL_USER_CHECK(int64_t(bins.size()) == dims, op, ": expected ", dims, " sequences of bin edges (or bin counts) "
+                  "for the input's last dim of ", dims, ", got ", bins.size());
+  if (const TensorType *w = a.optional_tensor("weight")) {
+    Shape rows = dd ? Shape(self.sizes.begin(), self.sizes.end() - 1) : self.sizes;
+    COIL_USER_CHECK(w->dtype == self.dtype && w->sizes == rows, op, ": weight should be ", short_name(self.dtype),
+                    shape_str(rows), ", got ", short_name(w->dtype), shape_str(w->sizes));
+  }
+  return bins;
+}
+
 /// as_strided_scatter: self (its layout kept) whose storage, seen through as_strided(size,
 /// stride, storage_offset), takes src; the view must lie within self's elements.
 std::vector<TensorType> as_strided_scatter(const MetaArgs &a) {
@@ -632,6 +678,37 @@ void register_indexing_ops(Registry &r) {
   r.add("nonzero_static(Tensor self, *, SymInt size, int fill_value=-1) -> Tensor", nonzero_static);
   r.add("put(Tensor self, Tensor index, Tensor source, bool accumulate=False) -> Tensor", put);
   r.add("histc(Tensor self, int bins=100, Scalar min=0, Scalar max=0) -> Tensor", histc);
+  // histogram: (hist [bins], bin_edges [bins + 1]) in self's dtype; histogramdd's parts: its
+  // bin edges per dim, and its hist [bins...] from bin counts or from edge tensors.
+  auto histogram = [](const MetaArgs &a) {
+    const TensorType &self = a.tensor("self");
+    int64_t bins = histogram_bins(a, "torch.histogram", false)[0];
+    return std::vector<TensorType>{contiguous(self.dtype, {bins}, self.device), contiguous(self.dtype, {bins + 1}, self.device)};
+  };
+  r.add("histogram.bin_ct(Tensor self, int bins=100, *, float[]? range=None, Tensor? weight=None, "
+        "bool density=False) -> (Tensor hist, Tensor bin_edges)",
+        histogram);
+  r.add("histogram.bins_tensor(Tensor self, Tensor bins, *, Tensor? weight=None, bool density=False) -> "
+        "(Tensor hist, Tensor bin_edges)",
+        histogram);
+  r.add("_histogramdd_bin_edges(Tensor self, int[] bins, *, float[]? range=None, Tensor? weight=None, "
+        "bool density=False) -> Tensor[]",
+        [](const MetaArgs &a) {
+          const TensorType &self = a.tensor("self");
+          std::vector<TensorType> edges;
+          for (int64_t b : histogram_bins(a, "torch.histogramdd", true)) edges.push_back(contiguous(self.dtype, {b + 1}, self.device));
+          return edges;
+        });
+  auto histogramdd = [](const MetaArgs &a) {
+    const TensorType &self = a.tensor("self");
+    return std::vector<TensorType>{contiguous(self.dtype, histogram_bins(a, "torch.histogramdd", true), self.device)};
+  };
+  r.add("_histogramdd_from_bin_cts(Tensor self, int[] bins, *, float[]? range=None, Tensor? weight=None, "
+        "bool density=False) -> Tensor",
+        histogramdd);
+  r.add("_histogramdd_from_bin_tensors(Tensor self, Tensor[] bins, *, Tensor? weight=None, bool density=False) -> "
+        "Tensor",
+        histogramdd);
   r.add("as_strided_scatter(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) "
         "-> Tensor",
         as_strided_scatter);
