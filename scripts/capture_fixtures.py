@@ -2796,6 +2796,20 @@ def _fractional_max_pool(dev):
                 make([1, 2, 6, 7, 8], dom="distinct"), torch.rand(1, 2, 3)]
 
 
+@op_case("airy_ai", [A.special_airy_ai.default], ("odd",))
+def _airy_ai(dev):
+    """Airy's Ai on a grid across its three pieces (the oscillation below -8, the series on
+    [-8, 2], the decay beyond 2) and their joins, near its first zeros, far out on the right,
+    at the infinities (NaN, as eager) and NaN; an integer input. In float32 only, and no
+    further left than -40: eager's float64 Ai is off by up to 2.5e-6 near its first zero and
+    its float32 one by 2.5e-5 at -300 (against mpmath, which coil's series match to 1e-15)."""
+    def fn(x, i):
+        return A.special_airy_ai.default(x), A.special_airy_ai.default(i)
+    x = torch.cat([torch.linspace(-40, 30, 701), torch.tensor([-8.0, -7.999, -8.001, 2.0, 2.001, -2.338107, -4.087949,
+                                                                25.0, float("inf"), -float("inf"), float("nan")])])
+    return fn, [x, torch.arange(-12, 12)]
+
+
 @op_case("igamma_zeta", [A.igamma.default, A.igammac.default, A.special_zeta.default, A.special_zeta.self_scalar,
                           A.special_zeta.other_scalar], ("broadcast",))
 def _igamma_zeta(dev):

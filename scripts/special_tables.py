@@ -132,8 +132,45 @@ BESSEL = {
 }
 TABLES.update(BESSEL)
 
+
+def airy_zeta(a):
+    return 2 * a ** mp.mpf(1.5) / 3
+
+
+# Airy Ai: the series on [-8, 2]; beyond 2, exp(-zeta) / (2 sqrt(pi) x^(1/4)) times F; below -8,
+# |x|^(-1/4) / sqrt(pi) (sin(zeta + pi/4) P - cos(zeta + pi/4) Q); F, P and zeta Q smooth in
+# 1 / zeta, zeta = (2/3) |x|^(3/2).
+ZETA_2, ZETA_8 = airy_zeta(mp.mpf(2)), airy_zeta(mp.mpf(8))
+
+
+def a_of_zeta(t, zeta_lo):
+    """|x| from t = 2 zeta_lo / zeta - 1."""
+    return (3 * (2 * zeta_lo / (t + 1)) / 2) ** (mp.mpf(2) / 3)
+
+
+def airy_pq(a):
+    """(P, zeta Q) of Ai(-a) = a^(-1/4) / sqrt(pi) (sin(zeta + pi/4) P - cos(zeta + pi/4) Q),
+    from Ai and Bi(-a) = a^(-1/4) / sqrt(pi) (cos(zeta + pi/4) P + sin(zeta + pi/4) Q)."""
+    z = airy_zeta(a)
+    s, c = mp.sin(z + mp.pi / 4), mp.cos(z + mp.pi / 4)
+    ai, bi = mp.airyai(-a), mp.airybi(-a)
+    k = mp.sqrt(mp.pi) * a ** mp.mpf(0.25)
+    return k * (ai * s + bi * c), z * k * (bi * s - ai * c)
+
+
+TABLES.update({
+    "kAiryAiSmall": ("t = (x + 3) / 5, -8 <= x <= 2; f = Ai(x)", lambda t: mp.airyai(5 * t - 3), 90, "absolute"),
+    "kAiryAiF": ("t = 2 zeta_2 / zeta - 1, x >= 2; f = Ai(x) 2 sqrt(pi) x^(1/4) exp(zeta)",
+                 lambda t: (lambda x: mp.airyai(x) * 2 * mp.sqrt(mp.pi) * x ** mp.mpf(0.25) * mp.exp(airy_zeta(x)))(
+                     a_of_zeta(t, ZETA_2)) if t > -1 else mp.mpf(1), 80),
+    "kAiryAiP": ("t = 2 zeta_8 / zeta - 1, x <= -8; f = P", lambda t: airy_pq(a_of_zeta(t, ZETA_8))[0] if t > -1 else mp.mpf(1),
+                 80),
+    "kAiryAiQ": ("t = 2 zeta_8 / zeta - 1, x <= -8; f = zeta Q",
+                 lambda t: airy_pq(a_of_zeta(t, ZETA_8))[1] if t > -1 else mp.mpf(5) / 72, 80),
+})
+
 # Constants the C++ code maps with, written beside the tables.
-CONSTANTS = {"kErfcinvTailU": (U_LO, U_HI)}
+CONSTANTS = {"kErfcinvTailU": (U_LO, U_HI), "kAiryZeta": (ZETA_2, ZETA_8)}
 
 
 def chebyshev(f, n):

@@ -19,6 +19,8 @@
 //              [0, 8] (I, J, Y) or [0, 2] (K) of what is left when the logarithm of Y and K
 //              is taken out, and in 1/x beyond of the exponentially scaled I and K and of the
 //              modulus-phase pair (P, Q) of J and Y; the spherical j0 as sin(x) / x.
+//   airy_ai    a Chebyshev series on [-8, 2]; beyond, the exponential decay or the modulus
+//              and phase times Chebyshev series in 1 / zeta, zeta = (2/3) |x|^(3/2).
 //   polynomials  the orthogonal polynomials' ops (their recurrences, coil/polynomials.h)
 //              with what eager does around them.
 //   frexp, nextafter  from an exact split of the exponent (the ldexp op).
@@ -366,6 +368,27 @@ int bessel_jy(const F64 &f, int order, bool second_kind, int x) {
   return order == 1 ? f.where(f.lt(x, f.c(0)), f.fn(Op::Neg, value), value) : value;
 }
 
+/// Airy's Ai: the series on [-8, 2]; beyond 2, its decay exp(-zeta) / (2 sqrt(pi) x^(1/4))
+/// times a series in 1 / zeta; below -8, |x|^(-1/4) / sqrt(pi) (sin(zeta + pi/4) P -
+/// cos(zeta + pi/4) Q), P and zeta Q series in 1 / zeta, the phase's pi / 4 spelled through
+/// sin and cos of zeta; zeta = (2/3) |x|^(3/2). NaN at both infinities, as eager's.
+int airy_ai(const F64 &f, int x) {
+  int a = f.fn(Op::Abs, x);
+  int zeta = f.mul(f.c(2.0 / 3), f.mul(a, f.fn(Op::Sqrt, a)));
+  int quarter = f.fn(Op::Sqrt, f.fn(Op::Sqrt, a));  // |x|^(1/4)
+  int small = chebyshev(f, kAiryAiSmall, f.div(f.add(x, f.c(3)), f.c(5)));
+  int decay = f.div(f.mul(f.fn(Op::Exp, f.fn(Op::Neg, zeta)), chebyshev(f, kAiryAiF, inverse_in(f, zeta, kAiryZeta[0]))),
+                    f.mul(f.c(2 * std::sqrt(M_PI)), quarter));
+  int u = inverse_in(f, zeta, kAiryZeta[1]);
+  int p = chebyshev(f, kAiryAiP, u), q = f.div(chebyshev(f, kAiryAiQ, u), zeta);
+  int sin_z = f.fn(Op::Sin, zeta), cos_z = f.fn(Op::Cos, zeta);
+  // sqrt 2 sin(zeta + pi/4) = sin + cos, sqrt 2 cos(zeta + pi/4) = cos - sin.
+  int wave = f.div(f.sub(f.mul(f.add(sin_z, cos_z), p), f.mul(f.sub(cos_z, sin_z), q)),
+                   f.mul(f.c(std::sqrt(2 * M_PI)), quarter));
+  int value = f.where(f.lt(x, f.c(-8)), wave, f.where(f.le(x, f.c(2)), small, decay));
+  return f.where(f.is(Op::IsInf, x), f.c(kNaN), value);
+}
+
 /// P_n(y) of an orthogonal polynomial op, with what eager does around its recurrence: 0 for
 /// n < 0 (and for a non-finite n, which eager's conversion to an integer makes negative).
 /// The Chebyshev kinds: their values at y = +-1, and for n > 6 inside (-1, 1) their closed
@@ -503,7 +526,8 @@ std::vector<TensorRef> nextafter(Lowering &l, const Node &n) {
 /// A special function of `self`, elementwise, in f64.
 LowerFn special(std::function<int(const F64 &, int x, const Node &n)> fn) {
   return [=](Lowering &l, const Node &n) {
-    const TensorRef &self = l.ref(arg(n, "self").as<ValueId>());
+    // The operand is `self`, or `x` in the newer special functions' schemas.
+    const TensorRef &self = l.ref(arg(n, n.op->schema.find_arg("self") >= 0 ? "self" : "x").as<ValueId>());
     const TensorType &out = l.graph().type(n.outputs[0]);
     return std::vector{l.pointwise(out, n.name, [&](BodyBuilder &b, const std::vector<Expr> &index) {
       F64 f{b};
@@ -542,6 +566,7 @@ void add_special_lowerings(std::map<std::string, LowerFn, std::less<>> &t) {
       {"aten.special_bessel_j1.default", [](const F64 &f, int x) { return bessel_jy(f, 1, false, x); }},
       {"aten.special_bessel_y0.default", [](const F64 &f, int x) { return bessel_jy(f, 0, true, x); }},
       {"aten.special_bessel_y1.default", [](const F64 &f, int x) { return bessel_jy(f, 1, true, x); }},
+      {"aten.special_airy_ai.default", airy_ai},
   };
   for (const auto &entry : bessel) {
     Fn fn = entry.second;

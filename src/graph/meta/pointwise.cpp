@@ -151,6 +151,7 @@ void register_unary_ops(Registry &r) {
                            "special_scaled_modified_bessel_k1", "special_bessel_j0", "special_bessel_j1",
                            "special_bessel_y0", "special_bessel_y1"})
     r.add(str_cat(name, "(Tensor self) -> Tensor"), unary(Promote::IntToFloat));
+  r.add("special_airy_ai(Tensor x) -> Tensor", checked(elementwise(Promote::IntToFloat, {"x"}), Accepts::Any, "special_airy_ai"));
   r.add("polygamma(int n, Tensor self) -> Tensor", polygamma);
   // frexp: the mantissa like self (floating only) and the i32 exponent laid out alike.
   r.add("frexp.Tensor(Tensor self) -> (Tensor mantissa, Tensor exponent)", [](const MetaArgs &a) {
