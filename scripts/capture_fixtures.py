@@ -2828,6 +2828,20 @@ def _igamma_zeta(dev):
     return fn, [a, x, (torch.rand(3, 1, dtype=f64) * 20), (torch.rand(1, 4, dtype=f64) * 20), s, q, s.to(f64)]
 
 
+@op_case("upsample_bilinear_aa", [A._upsample_bilinear2d_aa.default, A._upsample_bilinear2d_aa.vec], ("odd", "noncontig"))
+def _upsample_bilinear_aa(dev):
+    """Antialiased bilinear resizing: shrinking by uneven factors (windows of several inputs,
+    cut at the borders), growing (the plain triangle filter), one output, align_corners, scale
+    factors given (.vec), a channels-last input and f64 (eager's CPU kernel has no bf16)."""
+    def fn(x, xcl, xb):
+        return (A._upsample_bilinear2d_aa.default(x, [5, 3], False), A._upsample_bilinear2d_aa.default(x, [30, 41], False),
+                A._upsample_bilinear2d_aa.default(x, [1, 1], False), A._upsample_bilinear2d_aa.default(x, [4, 7], True),
+                A._upsample_bilinear2d_aa.default(x, [25, 9], True),
+                A._upsample_bilinear2d_aa.vec(x, None, False, [0.3, 0.45]),
+                A._upsample_bilinear2d_aa.default(xcl, [6, 5], False), A._upsample_bilinear2d_aa.default(xb, [7, 4], False))
+    return fn, [make([2, 3, 17, 23]), make([1, 4, 13, 11]).to(memory_format=torch.channels_last), make([1, 2, 15, 9], f64)]
+
+
 @op_case("histogram", [A.histogram.bin_ct, A.histogram.bins_tensor, A._histogramdd_bin_edges.default,
                        A._histogramdd_from_bin_cts.default, A._histogramdd_from_bin_tensors.default], ("odd", "size1"))
 def _histogram(dev):

@@ -704,6 +704,88 @@ std::vector<TensorRef> upsample_bilinear(Lowering &l, const Node &n) {
   })};
 }
 
+/// _upsample_bilinear2d_aa (antialiased): along each spatial dim, output position o reads
+/// the inputs within `support` (the scale, at least 1) of its centre scale (o + 0.5), from
+/// max(int(centre - support + 0.5), 0) to min(int(centre + support + 0.5), size), weighted by
+/// the triangle filter 1 - |(i - centre + 0.5) / max(scale, 1)| and normalized to sum to 1:
+/// one reduction along W into the op math type, then one along H, as eager's separable
+/// passes. Each dim's weights are a small table [out, taps] made first.
+std::vector<TensorRef> upsample_bilinear_aa(Lowering &l, const Node &n) {
+  const TensorRef &x = upsample_input(l, n);
+  const TensorType &out = l.graph().type(n.outputs[0]);
+  bool align = arg(n, "align_corners").as<bool>();
+  DType c = opmath_dtype(out.dtype);
+  struct Axis {
+    int64_t in, out, taps;
+    double scale, support;
+    TensorRef weights;  // [out, taps], normalized
+  };
+  auto i64 = [](BodyBuilder &b, double v) { return b.constant(v, DType::I64); };
+  std::array<Axis, 2> axes;
+  // The first input position o reads, and o's centre.
+  auto first_of = [&](BodyBuilder &b, const Axis &a, const Expr &o) {
+    int centre = b.binary(Op::Mul, b.constant(a.scale, c),
+                          b.binary(Op::Add, b.cast(b.index(o, DType::I64), c), b.constant(0.5, c), c), c);
+    int lo = b.cast(b.binary(Op::Add, b.binary(Op::Sub, centre, b.constant(a.support, c), c), b.constant(0.5, c), c),
+                    DType::I64);
+    return std::pair{b.binary(Op::Maximum, lo, i64(b, 0), DType::I64), centre};
+  };
+  for (size_t d = 0; d < 2; ++d) {
+    Axis &a = axes[d];
+    a.in = x.sizes[d + 2];
+    a.out = out.sizes[d + 2];
+    a.scale = upsample_scale(a.in, a.out, scale_factor(n, d), align, c);
+    a.support = a.scale >= 1 ? a.scale : 1.0;
+    a.taps = int64_t(std::ceil(2 * a.support)) + 1;
+    TensorType table{c, {a.out, a.taps}, {a.taps, 1}, out.device};
+    // The filter's weight of tap k of output o (zero past the window).
+    auto raw = [&, d](BodyBuilder &b, const Expr &o, const Expr &k) {
+      const Axis &ax = axes[d];
+      auto [first, centre] = first_of(b, ax, o);
+      int hi = b.cast(b.binary(Op::Add, b.binary(Op::Add, centre, b.constant(ax.support, c), c), b.constant(0.5, c), c),
+                      DType::I64);
+      int end = b.binary(Op::Minimum, hi, i64(b, double(ax.in)), DType::I64);
+      int at = b.binary(Op::Add, first, b.index(k, DType::I64), DType::I64);
+      int u = b.binary(Op::Mul, b.binary(Op::Add, b.binary(Op::Sub, b.cast(at, c), centre, c), b.constant(0.5, c), c),
+                       b.constant(ax.scale >= 1 ? 1 / ax.scale : 1.0, c), c);
+      int w = b.binary(Op::Maximum, b.binary(Op::Sub, b.constant(1, c), b.unary(Op::Abs, u, c), c), b.constant(0, c), c);
+      return b.where(b.binary(Op::Lt, at, end, DType::Bool), w, b.constant(0, c), c);
+    };
+    TensorRef totals = l.reduction(TensorType{c, {a.out}, {1}, out.device}, {a.taps}, ReduceOp::Sum,
+                                   str_cat(n.name, " weight totals ", d),
+                                   [&](BodyBuilder &b, const std::vector<Expr> &o, const std::vector<Expr> &k) {
+                                     return raw(b, o[0], k[0]);
+                                   })[0];
+    a.weights = l.pointwise(table, str_cat(n.name, " weights ", d), [&](BodyBuilder &b, const std::vector<Expr> &i) {
+      int total = b.load(totals.buffer, i[0], c);
+      return b.binary(Op::TrueDiv, raw(b, i[0], i[1]), total, c);
+    });
+  }
+  // One pass along spatial dim d (2 or 3) of `src` into `type`.
+  auto pass = [&](const TensorRef &src, size_t d, const TensorType &type) {
+    const Axis &a = axes[d - 2];
+    return l.reduction(type, {a.taps}, ReduceOp::Sum, str_cat(n.name, d == 3 ? " along w" : " along h"),
+                       [&](BodyBuilder &b, const std::vector<Expr> &o, const std::vector<Expr> &k) {
+                         int first = first_of(b, a, o[d]).first;
+                         int at = b.binary(Op::Add, first, b.index(k[0], DType::I64), DType::I64);
+                         int inside = b.binary(Op::Lt, at, i64(b, double(a.in)), DType::Bool);
+                         int safe = b.where(inside, at, i64(b, 0), DType::I64);
+                         std::vector<Expr> in = o;
+                         in[d] = Expr(ir::indirect_var(0));
+                         int v = b.cast(b.indirect_load(src.buffer, Lowering::offset(src, in), src.dtype, {safe}), c);
+                         int w = b.load(a.weights.buffer, Lowering::offset(a.weights, {o[d], k[0]}), c);
+                         return b.where(inside, b.binary(Op::Mul, w, v, c), b.constant(0, c), c);
+                       })[0];
+  };
+  Shape rows = {out.sizes[0], out.sizes[1], axes[0].in, axes[1].out};
+  TensorRef along_w = pass(x, 3, TensorType{c, rows, contiguous_strides(rows), out.device});
+  TensorType acc{c, out.sizes, contiguous_strides(out.sizes), out.device};
+  TensorRef along_h = pass(along_w, 2, acc);
+  return {l.pointwise(out, n.name, [&](BodyBuilder &b, const std::vector<Expr> &o) {
+    return b.load(along_h.buffer, Lowering::offset(along_h, o), c);
+  })};
+}
+
 void add_pooling_lowerings(std::map<std::string, LowerFn, std::less<>> &t) {
   t["aten.max_pool2d_with_indices.default"] = [](Lowering &l, const Node &n) { return max_pool(l, n, 2, true); };
   t["aten.max_pool2d.default"] = [](Lowering &l, const Node &n) { return max_pool(l, n, 2, false); };
@@ -727,6 +809,8 @@ void add_pooling_lowerings(std::map<std::string, LowerFn, std::less<>> &t) {
   t["aten.upsample_bilinear2d.vec"] = upsample_bilinear;
   t["aten.upsample_nearest2d.default"] = upsample_nearest;
   t["aten.upsample_bilinear2d.default"] = upsample_bilinear;
+  t["aten._upsample_bilinear2d_aa.vec"] = upsample_bilinear_aa;
+  t["aten._upsample_bilinear2d_aa.default"] = upsample_bilinear_aa;
 }
 
 }  // namespace coil::lowering

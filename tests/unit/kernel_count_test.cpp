@@ -96,6 +96,10 @@ const std::map<std::string, Fallback> kInductorFallbacks = {
      {"Inductor runs the 4 sorts and the topk through ATen's kernels; coil generates each: the ranks' count in "
       "each block, the blocks sorted in place, the merged ranks, the scatters of values and positions",
       24}},
+    {"op_upsample_bilinear_aa",
+     {"Inductor runs antialiased resizing through ATen's kernel; coil generates each of the 8: per spatial dim the "
+      "filter's totals and normalized weight table, then the pass along W and the pass along H",
+      30}},
     {"op_histogram",
      {"Inductor runs the histograms through ATen's kernels; coil generates each of its 11 histograms: the data's "
       "range (when no range is given), the edges, each dim's bins (for edge tensors, a count of the edges below), "

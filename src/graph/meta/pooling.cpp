@@ -351,6 +351,12 @@ void register_pooling_ops(Registry &r) {
   r.add("upsample_bilinear2d(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, "
         "float? scales_w=None) -> Tensor",
         [](const MetaArgs &a) { return upsample2d(a, "upsample_bilinear2d"); });
+  r.add("_upsample_bilinear2d_aa.vec(Tensor input, SymInt[]? output_size, bool align_corners, "
+        "float[]? scale_factors) -> Tensor",
+        [](const MetaArgs &a) { return upsample2d(a, "_upsample_bilinear2d_aa"); });
+  r.add("_upsample_bilinear2d_aa(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, "
+        "float? scales_w=None) -> Tensor",
+        [](const MetaArgs &a) { return upsample2d(a, "_upsample_bilinear2d_aa"); });
 }
 
 }  // namespace coil
