@@ -99,7 +99,8 @@ TensorRef uniform_edges(Lowering &l, const Node &n, const Points &pts, int64_t d
     lo = extreme(ir::ReduceOp::Min, "min");
     hi = extreme(ir::ReduceOp::Max, "max");
   }
-  auto [first, last] = range.value_or(std::pair{0.0, 1.0});
+  std::pair<double, double> bounds = range.value_or(std::pair{0.0, 1.0});
+  double first = bounds.first, last = bounds.second;  // a lambda captures variables, not bindings
   DType t = type.dtype;
   return l.pointwise(type, str_cat(n.name, " edges ", d), [&](BodyBuilder &b, const std::vector<Expr> &x) {
     int left = lo ? b.load(lo->buffer, Expr(0), t) : b.constant(first, t);
