@@ -370,9 +370,7 @@ class Parser {
       fail(ann, str_cat("node '", n.name, "' (", n.target(), "): annotation says ", ann.text, " but", what,
                         " is ", actual.str(), " (", part, " differ)"));
     };
-    const auto &open = n.op->typed_by_backend;
-    if ((a.type.dtype != actual.dtype || a.type.sizes != actual.sizes) &&
-        std::find(open.begin(), open.end(), index) != open.end())
+    if ((a.type.dtype != actual.dtype || a.type.sizes != actual.sizes) && n.op->output_typed_by_backend(index))
       builder_.set_output_type(node, index, a.type, inside(ann));
     if (a.type.dtype != actual.dtype) mismatch("dtypes");
     if (a.type.sizes != actual.sizes) mismatch("sizes");

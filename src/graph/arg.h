@@ -50,6 +50,12 @@ struct Arg {
   const T &as() const { return std::get<T>(v); }
   bool is_none() const { return is<NoneArg>(); }
   bool is_number() const { return is<int64_t>() || is<double>() || is<bool>(); }
+  /// A Python number (int, float or bool) as a double.
+  double number() const {
+    if (is<double>()) return as<double>();
+    if (is<bool>()) return as<bool>();
+    return double(as<int64_t>());
+  }
 
   bool operator==(const Arg &o) const { return v == o.v; }
   /// What kind of argument this is, for error messages: `int`, `float`, `list`, `tensor`.

@@ -1,6 +1,5 @@
 #include "graph/graph.h"
 
-#include <algorithm>
 #include <set>
 
 #include "graph/registry.h"
@@ -226,8 +225,7 @@ void GraphBuilder::set_output_layout(int node, int64_t index, const Shape &strid
 void GraphBuilder::set_output_type(int node, int64_t index, const TensorType &type, const SourceLoc &loc) {
   const Node &n = g_.nodes_.at(size_t(node));
   TensorType &t = g_.values_[size_t(n.outputs.at(size_t(index)).index)].type;
-  const auto &chosen = n.op->typed_by_backend;
-  bool open = std::find(chosen.begin(), chosen.end(), index) != chosen.end();
+  bool open = n.op->output_typed_by_backend(index);
   bool dtypes = t.dtype == type.dtype || (is_floating(t.dtype) && is_floating(type.dtype));
   if (!open || !dtypes || t.rank() != type.rank())
     throw UserError(str_cat("node '", n.name, "' (", n.target(), ") gives its output ", index, " the type ", t.str(),

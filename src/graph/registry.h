@@ -6,6 +6,7 @@
 //   r.add("tanh(Tensor self) -> Tensor", unary(Promote::IntToFloat));
 #pragma once
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <optional>
@@ -86,6 +87,9 @@ struct OpDef {
   /// dtype or other sizes of the same rank gets them (GraphBuilder::set_output_type), and
   /// the lowering follows the graph's type.
   std::vector<int64_t> typed_by_backend;
+  bool output_typed_by_backend(int64_t index) const {
+    return std::find(typed_by_backend.begin(), typed_by_backend.end(), index) != typed_by_backend.end();
+  }
 };
 
 class Registry {

@@ -151,11 +151,7 @@ const Arg &arg(const Node &n, std::string_view name) {
   return n.args[size_t(i)];
 }
 
-double number(const Arg &a) {
-  if (a.is<double>()) return a.as<double>();
-  if (a.is<bool>()) return a.as<bool>();
-  return double(a.as<int64_t>());
-}
+double number(const Arg &a) { return a.number(); }
 
 const TensorRef &tensor_arg(Lowering &l, const Node &n, const char *name) { return l.ref(arg(n, name).as<ValueId>()); }
 

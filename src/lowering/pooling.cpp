@@ -709,7 +709,7 @@ std::vector<TensorRef> upsample_bilinear(Lowering &l, const Node &n) {
 /// max(int(centre - support + 0.5), 0) to min(int(centre + support + 0.5), size), weighted by
 /// the triangle filter 1 - |(i - centre + 0.5) / max(scale, 1)| and normalized to sum to 1:
 /// one reduction along W into the op math type, then one along H, as eager's separable
-/// passes. Each dim's weights are a small table [out, taps] made first.
+/// passes. Each dim's weights [out, taps] and first inputs [out] are small tables made first.
 std::vector<TensorRef> upsample_bilinear_aa(Lowering &l, const Node &n) {
   const TensorRef &x = upsample_input(l, n);
   const TensorType &out = l.graph().type(n.outputs[0]);
@@ -719,6 +719,7 @@ std::vector<TensorRef> upsample_bilinear_aa(Lowering &l, const Node &n) {
     int64_t in, out, taps;
     double scale, support;
     TensorRef weights;  // [out, taps], normalized
+    TensorRef firsts;   // [out], the first input each output reads
   };
   auto i64 = [](BodyBuilder &b, double v) { return b.constant(v, DType::I64); };
   std::array<Axis, 2> axes;
@@ -760,13 +761,15 @@ std::vector<TensorRef> upsample_bilinear_aa(Lowering &l, const Node &n) {
       int total = b.load(totals.buffer, i[0], c);
       return b.binary(Op::TrueDiv, raw(b, i[0], i[1]), total, c);
     });
+    a.firsts = l.pointwise(TensorType{DType::I64, {a.out}, {1}, out.device}, str_cat(n.name, " firsts ", d),
+                           [&](BodyBuilder &b, const std::vector<Expr> &i) { return first_of(b, axes[d], i[0]).first; });
   }
   // One pass along spatial dim d (2 or 3) of `src` into `type`.
   auto pass = [&](const TensorRef &src, size_t d, const TensorType &type) {
     const Axis &a = axes[d - 2];
     return l.reduction(type, {a.taps}, ReduceOp::Sum, str_cat(n.name, d == 3 ? " along w" : " along h"),
                        [&](BodyBuilder &b, const std::vector<Expr> &o, const std::vector<Expr> &k) {
-                         int first = first_of(b, a, o[d]).first;
+                         int first = b.load(a.firsts.buffer, o[d], DType::I64);
                          int at = b.binary(Op::Add, first, b.index(k[0], DType::I64), DType::I64);
                          int inside = b.binary(Op::Lt, at, i64(b, double(a.in)), DType::Bool);
                          int safe = b.where(inside, at, i64(b, 0), DType::I64);

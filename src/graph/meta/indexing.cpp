@@ -411,8 +411,7 @@ Shape histogram_bins(const MetaArgs &a, std::string_view op, bool dd) {
       COIL_USER_CHECK(int64_t(r.size()) == 2 * dims, op, ": for a ", dims, "-dimensional histogram, range should "
                       "have ", 2 * dims, " elements, but got ", r.size());
       for (size_t d = 0; d + 1 < r.size(); d += 2) {
-        double lo = r[d].is<double>() ? r[d].as<double>() : double(r[d].as<int64_t>());
-        double hi = r[d + 1].is<double>() ? r[d + 1].as<double>() : double(r[d + 1].as<int64_t>());
+        double lo = r[d].number(), hi = r[d + 1].number();
         COIL_USER_CHECK(std::isfinite(lo) && std::isfinite(hi), op, ": dimension ", d / 2, "'s range [", lo, ", ", hi,
                         "] is not finite");
         COIL_USER_CHECK(lo <= hi, op, ": min should not exceed max, but got min ", lo, " max ", hi);

@@ -183,7 +183,7 @@ std::vector<TensorType> upsample2d(const MetaArgs &a, std::string_view op) {
     COIL_USER_CHECK(scales.size() == 2, op, ": scale_factors must have 2 values, got ", scales.size());
     for (size_t d = 0; d < 2; ++d) {
       const Arg &f = scales[d];
-      double scale = f.is<double>() ? f.as<double>() : double(f.as<int64_t>());
+      double scale = f.number();
       COIL_USER_CHECK(scale > 0, op, ": scale_factors must be positive, got ", scale);
       size.push_back(int64_t(std::floor(double(x.sizes[d + 2]) * scale)));
     }
