@@ -2513,6 +2513,28 @@ def _random(dev):
     return fn, [make([5, 6]), make([6, 5]), p01, p01.double(), make([0, 4]), make([3, 4], bf16)]
 
 
+@op_case("multinomial", [A.multinomial.default], ("odd", "noncontig", "size1"))
+def _multinomial(dev):
+    """multinomial through functions of its draws that do not depend on them: with
+    replacement every drawn category has a positive weight (f32 rows, f64 1-d weights with
+    zeros); without replacement a row drawn as many times as it has categories holds each
+    once (sorted back to arange), bf16 rows with zeros draw only positive weights, and a row
+    with one positive weight always draws it. The f32 rows are a transposed (strided) input.
+    Its numbers are checked by tests/unit/random_test.cpp."""
+    def fn(wt, wd, wh, one):
+        w = wt.t()
+        a = A.multinomial.default(w, 7, True)
+        b = A.multinomial.default(w, 5)
+        c = A.multinomial.default(wd, 3, True)
+        d = A.multinomial.default(wh, 2)
+        e = A.multinomial.default(one, 4, True)
+        return w.gather(1, a) > 0, b.sort(-1).values, wd.gather(0, c) > 0, wh.gather(1, d) > 0, e
+    wd = torch.tensor([0, 1, 0, 2, 3, 0.5], dtype=f64)
+    wh = torch.tensor([[1, 0, 2, 3], [0, 1, 1, 0], [5, 0, 0, 1]], dtype=bf16)
+    one = torch.tensor([[0.0, 0.0, 3.0, 0.0]])
+    return fn, [make([5, 4], dom="pos"), wd, wh, one]
+
+
 @op_case("random_distributions", [A.uniform.default, A.normal.Tensor_float, A.normal.float_Tensor, A.normal.Tensor_Tensor,
                                    A.normal.float_float, A.normal_functional.default, A.log_normal.default,
                                    A.exponential.default, A.cauchy.default, A.geometric.default,
@@ -3430,7 +3452,7 @@ def meta_json(meta: dict) -> bytes:
 
 # The ops that draw random numbers: coil's compiled graph takes its random state as an input.
 RANDOM_OP = re.compile(r"torch\.ops\.aten\.(rand|randn|rand_like|randn_like|randint|randint_like|randperm|bernoulli|"
-                       r"native_dropout|uniform|normal|normal_functional|log_normal|exponential|cauchy|geometric|"
+                       r"multinomial|native_dropout|uniform|normal|normal_functional|log_normal|exponential|cauchy|geometric|"
                        r"rrelu_with_noise_functional)\.")
 
 

@@ -1,6 +1,7 @@
 #include "graph/core_aten.h"
 
 #include <map>
+#include <set>
 
 namespace coil {
 
@@ -18,6 +19,10 @@ constexpr const char *kDataDependent =
     "are compiled (data-dependent sizes wait for unbacked size symbols)";
 constexpr const char *kToHost = "it reads a tensor's value back to the host (.item()); coil's graphs stay on their device";
 constexpr const char *kComplex = "complex tensors are not supported";
+constexpr const char *kLinearAlgebra =
+    "it is a linear algebra factorization or solver, which waits for a binding to LAPACK on the CPU and "
+    "cuSOLVER on the GPU (coil's own kernels are not the right tool for it)";
+constexpr const char *kSparse = "sparse layouts are not supported: coil's tensors are strided";
 constexpr const char *kSymbolic = "symbolic sizes are not compiled yet; a graph of static sizes has no use for it";
 
 const std::map<std::string_view, const char *, std::less<>> &refusals() {
@@ -36,6 +41,8 @@ const std::map<std::string_view, const char *, std::less<>> &refusals() {
       {"aten.sym_stride.int", kSymbolic},
       {"aten.sym_numel.default", kSymbolic},
       {"aten.sym_storage_offset.default", kSymbolic},
+      {"aten._to_sparse.default", kSparse},
+      {"aten.hash_tensor.default", "its output is uint64, a dtype coil does not have"},
       {"aten._native_batch_norm_legit.default",
        "it updates running_mean and running_var in place; coil compiles functional graphs, where "
        "run_decompositions() gives _native_batch_norm_legit_functional"},
@@ -45,8 +52,23 @@ const std::map<std::string_view, const char *, std::less<>> &refusals() {
 
 }  // namespace
 
+/// Whether the op named `target` ("aten.linalg_qr.default") is a linear algebra
+/// factorization or solver. Only asked of ops coil does not lower: linalg_vector_norm and
+/// the other linalg ops it does are never refused.
+static bool is_linear_algebra(std::string_view target) {
+  static const std::set<std::string_view, std::less<>> kSolvers = {
+      "cholesky", "cholesky_solve", "cholesky_inverse", "geqrf", "ormqr", "lu_unpack", "triangular_solve",
+      "_lu_with_info", "lu_solve", "orgqr", "svd", "symeig", "eig", "qr", "logdet", "det", "slogdet", "inverse", "pinverse",
+      "matrix_exp", "lstsq"};
+  std::string_view name = target.substr(0, target.rfind('.'));
+  if (name.substr(0, 5) != "aten.") return false;
+  name.remove_prefix(5);
+  return name.substr(0, 7) == "linalg_" || name.substr(0, 8) == "_linalg_" || kSolvers.count(name) > 0;
+}
+
 std::optional<std::string> refusal(std::string_view target) {
   if (auto it = refusals().find(target); it != refusals().end()) return std::string(it->second);
+  if (is_linear_algebra(target)) return std::string(kLinearAlgebra);
   std::string_view overload = target.substr(target.rfind('.') + 1);
   if (overload == "out" || (overload.size() > 4 && overload.substr(overload.size() - 4) == "_out"))
     return std::string("it writes into its out= argument; coil compiles functional graphs, where "

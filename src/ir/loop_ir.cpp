@@ -172,7 +172,8 @@ std::string buffers_str(const Program &p) {
   os << "buffers:\n";
   for (const Buffer &b : p.buffers) {
     const char *kind = b.kind == Buffer::Kind::Input ? "input" : b.kind == Buffer::Kind::Constant ? "constant" : "computed";
-    os << "  " << b.name << ": " << b.type.str() << "  " << kind << "\n";
+    os << "  " << b.name << ": " << b.type.str() << "  " << kind << (b.compared ? ", compared" : "")
+       << "\n";
   }
   return os.str();
 }

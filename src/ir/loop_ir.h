@@ -50,6 +50,11 @@ struct Buffer {
   Kind kind = Kind::Computed;
   TensorType type;   // dtype, sizes and strides of the allocation
   int producer = -1; // node index for Computed
+  /// Its elements are compared with one another (a sort's keys): unless computed from
+  /// integers alone, it is stored, never recomputed in its readers, so that every
+  /// comparison sees the same bits (a vector and a scalar evaluation of log1p may differ in
+  /// the last one).
+  bool compared = false;
 };
 
 /// A strided view of a buffer: how an Extern call sees its operands.

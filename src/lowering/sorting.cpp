@@ -1,5 +1,6 @@
 // Sorting and what builds on it: sort and topk by each element's rank in its row, the
-// selections kthvalue, median, nanmedian and mode, randperm (a sort of random keys), and
+// selections kthvalue, median, nanmedian and mode, randperm (a sort of random keys),
+// multinomial (a top-k of random keys, or a count of cumulative weights), and
 // bucketize / searchsorted (a count of the boundaries below each value).
 #include <limits>
 
@@ -29,6 +30,12 @@ using ir::Op;
 // element is a prefix of a sorted block. So the work per element is kSortBlock plus
 // 11 * len / kSortBlock, not len. Rows longer than kMaxSortLength are refused.
 constexpr int64_t kSortBlock = 1024;
+
+/// Marks the buffer `self` views as compared: its elements are compared with one another,
+/// so every reader must see the same bits (ir::Buffer::compared).
+void mark_compared(Lowering &l, const TensorRef &self) {
+  if (self.buffer >= 0) l.program().buffers[size_t(self.buffer)].compared = true;
+}
 
 /// The order sort puts two values of `compared` dtype in: whether `other` comes before
 /// `mine` by value, and whether they tie (NaN ties NaN).
@@ -115,6 +122,7 @@ std::vector<TensorRef> sort_by_rank(Lowering &l, const std::string &origin, cons
   COIL_USER_CHECK(len <= kMaxSortLength, "sorting along a dim of ", len,
                   " elements: coil sorts rows of at most ", kMaxSortLength,
                   " (each element is compared with its block of ", kSortBlock, " and searched for in every other)");
+  mark_compared(l, self);
   Device device = values_type.device;
   TensorType rank_type{DType::I64, self.sizes, contiguous_strides(self.sizes), device};
   bool floating = is_floating(self.dtype);
@@ -279,6 +287,7 @@ std::vector<TensorRef> mode(Lowering &l, const Node &n) {
   bool keepdim = arg(n, "keepdim").as<bool>();
   int64_t len = self.sizes[dim];
   bool floating = is_floating(self.dtype);
+  mark_compared(l, self);
   auto same = [&](BodyBuilder &b, int a, int c) {
     int eq = b.binary(Op::Eq, a, c, DType::Bool);
     if (!floating) return eq;
@@ -379,6 +388,52 @@ std::vector<TensorRef> randperm(Lowering &l, const Node &n) {
   return {sort_by_rank(l, n.name, keys, 0, false, std::nullopt, keys_type, out)[1]};
 }
 
+// multinomial(self, k, replacement): k categories drawn from each row of weights.
+// Without replacement: the k largest of p / E, E an exponential draw per category (-log(1 -
+// u)), as eager draws them: a row's top-k of these keys is a sample without replacement
+// with the weights p. Zero weights get key -1 and so come last. With replacement: sample j
+// is the first category whose share of the row's cumulative sum exceeds a uniform draw u,
+// counted as the categories whose share is at most u. The last share is the sum over
+// itself, exactly 1 > u, so the count stays inside the row, and a category of zero weight,
+// whose share equals its predecessor's, is never the first to exceed u.
+std::vector<TensorRef> multinomial(Lowering &l, const Node &n) {
+  const TensorRef &self = tensor_arg(l, n, "self");
+  const TensorType &out = l.graph().type(n.outputs[0]);
+  int64_t k = out.sizes.back(), categories = self.sizes.back();
+  size_t last = self.sizes.size() - 1;
+  DType wide = self.dtype == DType::F64 ? DType::F64 : DType::F32;
+  auto linear = [](const std::vector<Expr> &x, const Shape &sizes) { return ir::offset_of(x, contiguous_strides(sizes)); };
+  if (!arg(n, "replacement").as<bool>()) {
+    TensorType keys_type{wide, self.sizes, contiguous_strides(self.sizes), out.device};
+    int64_t first = l.reserve_draws(checked_numel(self.sizes), out.device);
+    TensorRef keys = l.pointwise(keys_type, n.name + " keys", [&](BodyBuilder &b, const std::vector<Expr> &x) {
+      int p = b.cast(Lowering::load_broadcast(b, self, x), wide);
+      int u = l.draw(b, Op::Rand, wide, first, linear(x, self.sizes));
+      int e = b.unary(Op::Neg, b.unary(Op::Log1p, b.unary(Op::Neg, u, wide), wide), wide);
+      int positive = b.binary(Op::Gt, p, b.constant(0, wide), DType::Bool);
+      return b.where(positive, b.binary(Op::TrueDiv, p, e, wide), b.constant(-1, wide), wide);
+    });
+    TensorType top_type{wide, out.sizes, out.strides, out.device};
+    return {sort_by_rank(l, n.name, keys, -1, true, k, top_type, out)[1]};
+  }
+  TensorType sums_type{wide, self.sizes, contiguous_strides(self.sizes), out.device};
+  TensorRef sums = l.scan(sums_type, int(last), ir::ScanOp::Sum, n.name + " cumulative weights",
+                          [&](BodyBuilder &b, const std::vector<Expr> &x) {
+                            return b.cast(Lowering::load_broadcast(b, self, x), wide);
+                          });
+  int64_t first = l.reserve_draws(checked_numel(out.sizes), out.device);
+  return l.reduction(out, {categories}, ir::ReduceOp::Sum, n.name,
+                     [&](BodyBuilder &b, const std::vector<Expr> &x, const std::vector<Expr> &r) {
+                       std::vector<Expr> at = x, end = x;
+                       at[last] = r[0];
+                       end[last] = Expr(categories - 1);
+                       int share = b.binary(Op::TrueDiv, Lowering::load_broadcast(b, sums, at),
+                                            Lowering::load_broadcast(b, sums, end), wide);
+                       int u = l.draw(b, Op::Rand, wide, first, linear(x, out.sizes));
+                       return b.cast(b.binary(Op::Le, share, u, DType::Bool), DType::I64);
+                     });
+}
+
 // bucketize(self, boundaries) and searchsorted(sorted_sequence, self): the position of each
 // value among sorted boundaries (1-d, or one row per leading index of self), counted as
 // eager's binary search finds it: the boundaries with !(b >= v) (right: !(b > v)), so a NaN
@@ -424,6 +479,7 @@ void add_sorting_lowerings(std::map<std::string, LowerFn, std::less<>> &t) {
     t[op] = [](Lowering &l, const Node &n) { return select_sorted(l, n, Select::NanMedian); };
   t["aten.mode.default"] = mode;
   t["aten.randperm.default"] = randperm;
+  t["aten.multinomial.default"] = multinomial;
   t["aten.bucketize.Tensor"] = [](Lowering &l, const Node &n) { return search_sorted(l, n, "boundaries"); };
   t["aten.searchsorted.Tensor"] = [](Lowering &l, const Node &n) { return search_sorted(l, n, "sorted_sequence"); };
 }

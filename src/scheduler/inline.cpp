@@ -36,6 +36,13 @@ bool has_indirect_load(const ir::Body &body) {
   return std::any_of(body.instrs.begin(), body.instrs.end(), [](const Instr &i) { return !i.indirect.empty(); });
 }
 
+// Whether `body` computes with integers and booleans only: then any evaluation of it, scalar
+// or vector, in any dialect, gives the same bits (a compared buffer's values may be
+// recomputed; randperm's random keys are).
+bool integral(const ir::Body &body) {
+  return std::all_of(body.instrs.begin(), body.instrs.end(), [](const Instr &i) { return !is_floating(i.dtype); });
+}
+
 // Whether every use of value `v` in `body` widens it to f32: then a low-precision
 // rounding before it can go with the store (decision 14).
 bool only_widened(const ir::Body &body, int v) {
@@ -145,6 +152,7 @@ bool may_inline(const ir::Program &p, const Node &n, const std::vector<int> &con
   if (n.kind != NodeKind::Pointwise || n.outputs.size() != 1 || !n.output_index.empty()) return false;
   BufferId out = n.outputs[0];
   if (std::find(p.outputs.begin(), p.outputs.end(), out) != p.outputs.end()) return false;
+  if (p.buffer(out).compared && !integral(n.body)) return false;
   const TensorType &t = p.buffer(out).type;
   if (!is_non_overlapping_and_dense(t.sizes, t.strides) || consumers.empty()) return false;
   bool has_costly = std::any_of(n.body.instrs.begin(), n.body.instrs.end(), [](const Instr &i) { return costly(i.op); });

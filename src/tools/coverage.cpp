@@ -39,6 +39,13 @@ bool is_broadcast(const Graph &g, const Node &n, const std::vector<ValueId> &inp
   return false;
 }
 
+/// The dtypes the fixtures give the op ("f32 bf16"), or "**none**".
+std::string dtypes_of(const OpCoverage &c) {
+  std::string dtypes;
+  for (DType t : c.dtypes) dtypes += (dtypes.empty() ? "" : " ") + std::string(short_name(t));
+  return dtypes.empty() ? "**none**" : dtypes;
+}
+
 }  // namespace
 
 void add_coverage(const Graph &g, const std::string &graph_name, Coverage &coverage) {
@@ -90,9 +97,7 @@ std::string coverage_table(const Coverage &coverage) {
   for (const OpDef *op : Registry::get().ops()) {
     auto it = coverage.find(op->target);
     OpCoverage c = it == coverage.end() ? OpCoverage{} : it->second;
-    std::string dtypes;
-    for (DType t : c.dtypes) dtypes += (dtypes.empty() ? "" : " ") + std::string(short_name(t));
-    out += str_cat("| ", op->target, " | ", dtypes.empty() ? "**none**" : dtypes, " | ", mark(c.size0), " | ",
+    out += str_cat("| ", op->target, " | ", dtypes_of(c), " | ", mark(c.size0), " | ",
                    mark(c.size1), " | ", mark(c.noncontiguous), " | ", mark(c.broadcast), " | ", c.graphs.size(),
                    " |\n");
   }
@@ -119,7 +124,7 @@ std::string core_aten_table(const Coverage &coverage) {
   int native = 0, library = 0, refused = 0, missing = 0;
   for (std::string_view op : core_aten_ops()) {
     auto it = coverage.find(std::string(op));
-    size_t graphs = it == coverage.end() ? 0 : it->second.graphs.size();
+    OpCoverage c = it == coverage.end() ? OpCoverage{} : it->second;
     std::string status;
     if (lowered.count(op)) {
       bool is_extern = externs.count(op) > 0;
@@ -132,13 +137,14 @@ std::string core_aten_table(const Coverage &coverage) {
       status = "**missing**";
       ++missing;
     }
-    rows += str_cat("| ", op, " | ", status, " | ", graphs, " |\n");
+    rows += str_cat("| ", op, " | ", status, " | ", c.graphs.empty() ? "-" : dtypes_of(c), " | ", c.graphs.size(), " |\n");
   }
   return str_cat("\n## The Core ATen opset\n\n"
                  "Every op PyTorch tags `core` (src/graph/core_aten_ops.inc): lowered natively, lowered to a library\n"
-                 "call (extern), refused with the reason, or missing; and how many fixture graphs use it. ",
+                 "call (extern), refused with the reason, or missing; the dtypes its fixtures test it in (of its\n"
+                 "first tensor input, as above) and how many fixture graphs use it. ",
                  core_aten_ops().size(), " ops: ", native, " native, ", library, " extern, ", refused, " refused, ",
-                 missing, " missing.\n\n| op | coil | graphs |\n|---|---|---|\n", rows);
+                 missing, " missing.\n\n| op | coil | dtypes tested | graphs |\n|---|---|---|---|\n", rows);
 }
 
 std::vector<std::string> uncovered_ops(const Coverage &coverage) {

@@ -117,6 +117,10 @@ const BadGraph kCases[] = {
      "bad.py:3:13: error: 'aten.nonzero.default' is not supported: its output's size depends on its input's values; "
      "coil compiles graphs whose sizes are known when they are compiled (data-dependent sizes wait for unbacked size "
      "symbols)"},
+    {"LinearAlgebraWaits", "        a = torch.ops.aten.linalg_qr.default(x)\n        return (a,)\n",
+     "bad.py:3:13: error: 'aten.linalg_qr.default' is not supported: it is a linear algebra factorization or solver, "
+     "which waits for a binding to LAPACK on the CPU and cuSOLVER on the GPU (coil's own kernels are not the right tool "
+     "for it)"},
     {"OutVariant", "        a = torch.ops.aten.atan2.out(x, y, out = x)\n        return (a,)\n",
      "bad.py:3:13: error: 'aten.atan2.out' is not supported: it writes into its out= argument; coil compiles "
      "functional graphs, where run_decompositions() gives the op without out="},

@@ -68,6 +68,10 @@ const std::map<std::string, Fallback> kInductorFallbacks = {
      {"Inductor runs the 4 _embedding_bag_forward_only calls through ATen's kernel; coil generates each as "
       "_embedding_bag: the bags' counts and rows, their reductions, mean's offset2bag and the bag sizes",
       16}},
+    {"op_multinomial",
+     {"Inductor runs the 5 multinomial calls through ATen's kernel on the CPU; coil generates each: with "
+      "replacement a scan of the weights and a count per draw, without a rank and a scatter of the keys (a top-k)",
+      14}},
     {"op_nonzero_static_put_histc",
      {"Inductor runs the nonzero_static, put and histc calls through ATen's kernels on the CPU; coil generates each: "
       "nonzero_static's count scan, fill, scatter of coordinates and copy; put's copy and scatter; histc's range "

@@ -1,4 +1,4 @@
-// Random ops (rand, randn, randint, randperm, bernoulli, native_dropout, the distributions of
+// Random ops (rand, randn, randint, randperm, multinomial, bernoulli, native_dropout, the distributions of
 // Tensor.uniform_, normal_, log_normal_, exponential_, cauchy_, geometric_, and rrelu's
 // noise) through the public
 // API: the generator is Philox4x32-10 (checked against the published test vector), each
@@ -13,6 +13,7 @@
 #include <cstring>
 #include <numeric>
 #include <set>
+#include <string>
 
 #include "coil/coil.h"
 #include "coil/philox.h"
@@ -278,6 +279,86 @@ TEST(Random, EveryTargetDrawsTheSameNumbers) {
       for (size_t i = 0; i < dist[k].size(); ++i)
         ASSERT_NEAR(got[k][i], dist[k][i], 1e-5 * (1 + std::fabs(dist[k][i])))
             << target_name(t) << " distribution " << k << "[" << i << "]";
+  }
+}
+
+// multinomial: w's three rows drawn from `draws` times with replacement; `rows` rows of the
+// same weights drawn from three times without; a 1-d f64 row of weights 200 times.
+std::string multinomial_graph(int draws, int rows) {
+  std::string d = std::to_string(draws), r = std::to_string(rows);
+  return R"(class GraphModule(torch.nn.Module):
+    def forward(self, w: "f32[3, 5][5, 1]cpu", many: "f32[)" + r + R"(, 6][6, 1]cpu", v: "f64[4][1]cpu"):
+        multinomial: "i64[3, )" + d + "][" + d + R"(, 1]cpu" = torch.ops.aten.multinomial.default(w, )" + d + R"(, True)
+        multinomial_1: "i64[)" + r + R"(, 3][3, 1]cpu" = torch.ops.aten.multinomial.default(many, 3)
+        multinomial_2: "i64[200][1]cpu" = torch.ops.aten.multinomial.default(v, 200, True)
+        return (multinomial, multinomial_1, multinomial_2)
+)";
+}
+// Enough draws for the statistics; few enough for every target (Triton's interpreter).
+const std::string kMultinomial = multinomial_graph(4000, 2000), kMultinomialSmall = multinomial_graph(300, 100);
+
+Outputs run_multinomial(Target t, const std::string &graph, int rows, int64_t seed) {
+  std::vector<float> w = {1, 2, 3, 4, 0, 0, 0, 1, 0, 0, 5, 5, 5, 5, 5}, many;
+  for (int i = 0; i < rows; ++i) many.insert(many.end(), {1, 2, 3, 0, 4, 6});
+  std::vector<double> v = {0, 0, 0, 2.5};
+  return run(compiled(t, graph.c_str()),
+             {{w.data(), ScalarType::Float32, {3, 5}}, {many.data(), ScalarType::Float32, {rows, 6}},
+              {v.data(), ScalarType::Float64, {4}}},
+             seed, 0);
+}
+
+TEST(Random, MultinomialDrawsByTheWeights) {
+  Outputs o = run_multinomial(Target::Cpu, kMultinomial, 2000, 11);
+  const std::vector<std::vector<double>> weights = {{1, 2, 3, 4, 0}, {0, 0, 1, 0, 0}, {5, 5, 5, 5, 5}};
+  for (size_t row = 0; row < 3; ++row) {
+    std::vector<double> drawn(o[0].begin() + long(row * 4000), o[0].begin() + long((row + 1) * 4000));
+    double total = std::accumulate(weights[row].begin(), weights[row].end(), 0.0);
+    for (size_t c = 0; c < 5; ++c) {
+      double q = weights[row][c] / total;
+      double got = fraction(drawn, [c](double x) { return x == double(c); });
+      if (q == 0) {
+        EXPECT_EQ(got, 0.0) << "row " << row << " drew category " << c << " of weight 0";
+      } else {
+        EXPECT_NEAR(got, q, five_sigma(q, drawn.size())) << "row " << row << " category " << c;
+      }
+    }
+  }
+  // Without replacement: three distinct categories of positive weight per row; the first is
+  // drawn by the weights, and the heaviest is among the three more often than the lightest.
+  const std::vector<double> &rows = o[1];
+  std::vector<double> first, has_heaviest, has_lightest;
+  for (size_t r = 0; r < 2000; ++r) {
+    std::set<double> picked(rows.begin() + long(3 * r), rows.begin() + long(3 * r + 3));
+    ASSERT_EQ(picked.size(), 3u) << "row " << r << " repeats a category";
+    ASSERT_EQ(picked.count(3), 0u) << "row " << r << " drew category 3 of weight 0";
+    for (double c : picked) ASSERT_TRUE(c >= 0 && c < 6) << c;
+    first.push_back(rows[3 * r]);
+    has_heaviest.push_back(double(picked.count(5)));
+    has_lightest.push_back(double(picked.count(0)));
+  }
+  const double many_weights[6] = {1, 2, 3, 0, 4, 6};
+  for (int c = 0; c < 6; ++c) {
+    double q = many_weights[c] / 16;
+    EXPECT_NEAR(fraction(first, [c](double x) { return x == c; }), q, std::max(five_sigma(q, 2000), 1e-12)) << c;
+  }
+  EXPECT_GT(mean(has_heaviest), mean(has_lightest) + 0.2);
+  // 1-d weights: only the one category of positive weight.
+  EXPECT_TRUE(std::all_of(o[2].begin(), o[2].end(), [](double x) { return x == 3; }));
+}
+
+TEST(Random, MultinomialIsTheSameOnEveryTarget) {
+  Outputs ref = run_multinomial(Target::Reference, kMultinomialSmall, 100, 3);
+  for (Target t : {Target::Cpu, Target::CudaInterpreter}) {
+    Outputs got = run_multinomial(t, kMultinomialSmall, 100, 3);
+    // The cumulative sums of small integer weights are exact in any order: the same draws.
+    EXPECT_EQ(got[0], ref[0]) << target_name(t);
+    EXPECT_EQ(got[2], ref[2]) << target_name(t);
+    // The keys without replacement go through log1p, whose last bit may differ between
+    // libms: at most a few rows of 100 may order two near-equal keys apart.
+    size_t differ = 0;
+    for (size_t i = 0; i < ref[1].size(); i += 3)
+      differ += !std::equal(ref[1].begin() + long(i), ref[1].begin() + long(i + 3), got[1].begin() + long(i));
+    EXPECT_LE(differ, 2u) << target_name(t);
   }
 }
 

@@ -359,6 +359,22 @@ TEST(SchedulerInline, CostlyBroadcastValueIsStored) {
   EXPECT_EQ(same.inlined.size(), 1u);
 }
 
+// A sort compares its keys with one another: recomputed in the rank's reduction, a key
+// could come out of a vector and a scalar evaluation with different last bits and rank
+// against itself. So the keys are stored, however cheap, even where the positions alone
+// are used and the rank is their only reader (multinomial's fixture under four lanes
+// failed so).
+TEST(SchedulerInline, SortKeysAreStored) {
+  std::string body = R"(
+        neg: "f32[4, 5][5, 1]cpu" = torch.ops.aten.neg.default(x)
+        sort = torch.ops.aten.sort.default(neg)
+        getitem_1: "i64[4, 5][5, 1]cpu" = sort[1]
+        return (getitem_1,)
+)";
+  Schedule s = run(R"(x: "f32[4, 5][5, 1]cpu")", body);
+  for (const std::string &line : s.inlined) EXPECT_EQ(line.find("(neg)"), std::string::npos) << line;
+}
+
 TEST(SchedulerDce, UnusedNodesAndEmptyOutputsGo) {
   Schedule s = run(R"(x: "f32[0, 8][8, 1]cpu", y: "f32[4][1]cpu")", R"(
         relu: "f32[0, 8][8, 1]cpu" = torch.ops.aten.relu.default(x)

@@ -246,6 +246,24 @@ std::vector<TensorType> randperm(const MetaArgs &a) {
   return {fresh(o, {n})};
 }
 
+/// multinomial(self, num_samples, replacement): num_samples category indices (int64) drawn
+/// from each row of self's weights (1-d: one row; 2-d: a row per leading index). Without
+/// replacement a row's samples are distinct, so there must be as many categories.
+std::vector<TensorType> multinomial(const MetaArgs &a) {
+  const TensorType &self = a.tensor("self");
+  int64_t k = a.integer("num_samples");
+  COIL_USER_CHECK(self.sizes.size() == 1 || self.sizes.size() == 2,
+                  "multinomial: expected 1-d or 2-d weights, got ", self.sizes.size(), "-d");
+  COIL_USER_CHECK(is_floating(self.dtype), "multinomial: expected floating weights, got ", short_name(self.dtype));
+  COIL_USER_CHECK(k > 0, "multinomial: expected num_samples > 0, got ", k);
+  COIL_USER_CHECK(self.sizes.back() > 0, "multinomial: expected at least one category");
+  COIL_USER_CHECK(a.boolean("replacement") || k <= self.sizes.back(), "multinomial: cannot draw ", k,
+                  " samples without replacement from ", self.sizes.back(), " categories");
+  Shape sizes = self.sizes;
+  sizes.back() = k;
+  return {TensorType{DType::I64, sizes, contiguous_strides(sizes), self.device}};
+}
+
 /// bernoulli: self's type, contiguous whatever self's layout (eager's legacy contiguous
 /// format), floating.
 std::vector<TensorType> bernoulli(const MetaArgs &a) {
@@ -399,6 +417,8 @@ void register_creation_ops(Registry &r) {
   r.add("randperm(SymInt n, *, ScalarType? dtype=long, Layout? layout=None, Device? device=None, "
         "bool? pin_memory=None) -> Tensor",
         randperm);
+  r.add("multinomial(Tensor self, int num_samples, bool replacement=False, *, Generator? generator=None) -> Tensor",
+        multinomial);
   r.add("bernoulli(Tensor self, *, Generator? generator=None) -> Tensor", bernoulli);
   r.add("bernoulli.p(Tensor self, float p=0.5, *, Generator? generator=None) -> Tensor", bernoulli);
   r.add("native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)", native_dropout);
