@@ -97,7 +97,9 @@ int64_t Lowering::reserve_draws(int64_t count, const Device &device) {
   return first;
 }
 
-int Lowering::draw(ir::BodyBuilder &b, ir::Op op, DType dtype, int64_t first, const Expr &linear) {
+int Lowering::draw(ir::BodyBuilder &b, ir::Op op, DType dtype, int64_t first, const std::vector<Expr> &x,
+                   const Shape &sizes) {
+  Expr linear = ir::offset_of(x, contiguous_strides(sizes));
   COIL_ASSERT(random_state_ >= 0, "a draw before its counters were reserved");
   int seed = b.load(random_state_, Expr(0), DType::I64);
   int offset = b.load(random_state_, Expr(1), DType::I64);

@@ -75,9 +75,11 @@ class Lowering {
   /// number it draws, after the previous op's: `reserve_draws` returns its first.
   int64_t reserve_draws(int64_t count, const Device &device);
   /// A number drawn by `op` (Rand, Randn, RandBits), of dtype F32 or F64 (I64 for
-  /// RandBits), at counter offset + `first` + `linear`: the same counter gives the same
-  /// number wherever the value is computed, so fusion may recompute it.
-  int draw(ir::BodyBuilder &b, ir::Op op, DType dtype, int64_t first, const ir::Expr &linear);
+  /// RandBits), for element `x` of a tensor of `sizes`: at counter offset + `first` + x's
+  /// number in row-major order. The same counter gives the same number wherever the value
+  /// is computed, so fusion may recompute it.
+  int draw(ir::BodyBuilder &b, ir::Op op, DType dtype, int64_t first, const std::vector<ir::Expr> &x,
+           const Shape &sizes);
 
   /// A Pointwise node computing `type` (sizes, dtype, strides of the graph value):
   /// `fn` emits the value at each index; the result is cast to type.dtype.

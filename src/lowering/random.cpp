@@ -17,9 +17,6 @@ using ir::BodyBuilder;
 using ir::Expr;
 using ir::Op;
 
-/// The element's number in row-major order over `sizes`: its place in the op's draws.
-Expr linear(const std::vector<Expr> &x, const Shape &sizes) { return ir::offset_of(x, contiguous_strides(sizes)); }
-
 /// The significant bits of a dtype's numbers in [0, 1) that rand draws: uniform on the
 /// multiples of 2^-bits, so that none rounds up to 1 (as eager draws them).
 int uniform_bits(DType t) { return t == DType::F64 ? 53 : t == DType::BF16 ? 8 : t == DType::F16 ? 11 : 24; }
@@ -28,7 +25,7 @@ int uniform_bits(DType t) { return t == DType::F64 ? 53 : t == DType::BF16 ? 8 :
 /// exactly what `t` holds).
 int uniform(Lowering &l, BodyBuilder &b, const TensorType &t, int64_t first, const std::vector<Expr> &x) {
   DType wide = t.dtype == DType::F64 ? DType::F64 : DType::F32;
-  int u = l.draw(b, Op::Rand, wide, first, linear(x, t.sizes));
+  int u = l.draw(b, Op::Rand, wide, first, x, t.sizes);
   int bits = uniform_bits(t.dtype);
   if (bits == 24 || bits == 53) return u;
   double scale = double(int64_t(1) << bits);
@@ -43,7 +40,7 @@ LowerFn random_floats(Op op) {
     int64_t first = l.reserve_draws(checked_numel(t.sizes), t.device);
     return std::vector{l.pointwise(t, n.name, [&](BodyBuilder &b, const std::vector<Expr> &x) {
       if (op == Op::Rand) return uniform(l, b, t, first, x);
-      return l.draw(b, Op::Randn, t.dtype == DType::F64 ? DType::F64 : DType::F32, first, linear(x, t.sizes));
+      return l.draw(b, Op::Randn, t.dtype == DType::F64 ? DType::F64 : DType::F32, first, x, t.sizes);
     })};
   };
 }
@@ -55,7 +52,7 @@ std::vector<TensorRef> randint(Lowering &l, const Node &n) {
   int64_t low = low_arg >= 0 ? n.args[size_t(low_arg)].as<int64_t>() : 0, high = arg(n, "high").as<int64_t>();
   int64_t first = l.reserve_draws(checked_numel(t.sizes), t.device);
   return {l.pointwise(t, n.name, [&](BodyBuilder &b, const std::vector<Expr> &x) {
-    int bits = l.draw(b, Op::RandBits, DType::I64, first, linear(x, t.sizes));
+    int bits = l.draw(b, Op::RandBits, DType::I64, first, x, t.sizes);
     int r = b.binary(Op::Remainder, bits, b.constant(double(high - low), DType::I64), DType::I64);
     return b.binary(Op::Add, r, b.constant(double(low), DType::I64), DType::I64);
   })};
@@ -121,7 +118,7 @@ std::vector<TensorRef> distribution(Lowering &l, const Node &n, Op source, const
   DType wide = t.dtype == DType::F64 ? DType::F64 : DType::F32;
   return {l.pointwise(t, n.name, [&](BodyBuilder &b, const std::vector<Expr> &x) {
     int drawn = source == Op::Rand ? uniform(l, b, TensorType{wide, t.sizes, t.strides, t.device}, first, x)
-                                   : l.draw(b, Op::Randn, wide, first, linear(x, t.sizes));
+                                   : l.draw(b, Op::Randn, wide, first, x, t.sizes);
     return b.cast(sample(b, drawn, wide, x), t.dtype);
   })};
 }

@@ -383,7 +383,7 @@ std::vector<TensorRef> randperm(Lowering &l, const Node &n) {
   TensorType keys_type{DType::I64, {count}, {1}, out.device};
   int64_t first = l.reserve_draws(count, out.device);
   TensorRef keys = l.pointwise(keys_type, n.name + " keys", [&](BodyBuilder &b, const std::vector<Expr> &x) {
-    return l.draw(b, Op::RandBits, DType::I64, first, x[0]);
+    return l.draw(b, Op::RandBits, DType::I64, first, x, {count});
   });
   return {sort_by_rank(l, n.name, keys, 0, false, std::nullopt, keys_type, out)[1]};
 }
@@ -402,13 +402,12 @@ std::vector<TensorRef> multinomial(Lowering &l, const Node &n) {
   int64_t k = out.sizes.back(), categories = self.sizes.back();
   size_t last = self.sizes.size() - 1;
   DType wide = self.dtype == DType::F64 ? DType::F64 : DType::F32;
-  auto linear = [](const std::vector<Expr> &x, const Shape &sizes) { return ir::offset_of(x, contiguous_strides(sizes)); };
   if (!arg(n, "replacement").as<bool>()) {
     TensorType keys_type{wide, self.sizes, contiguous_strides(self.sizes), out.device};
     int64_t first = l.reserve_draws(checked_numel(self.sizes), out.device);
     TensorRef keys = l.pointwise(keys_type, n.name + " keys", [&](BodyBuilder &b, const std::vector<Expr> &x) {
       int p = b.cast(Lowering::load_broadcast(b, self, x), wide);
-      int u = l.draw(b, Op::Rand, wide, first, linear(x, self.sizes));
+      int u = l.draw(b, Op::Rand, wide, first, x, self.sizes);
       int e = b.unary(Op::Neg, b.unary(Op::Log1p, b.unary(Op::Neg, u, wide), wide), wide);
       int positive = b.binary(Op::Gt, p, b.constant(0, wide), DType::Bool);
       return b.where(positive, b.binary(Op::TrueDiv, p, e, wide), b.constant(-1, wide), wide);
@@ -429,7 +428,7 @@ std::vector<TensorRef> multinomial(Lowering &l, const Node &n) {
                        end[last] = Expr(categories - 1);
                        int share = b.binary(Op::TrueDiv, Lowering::load_broadcast(b, sums, at),
                                             Lowering::load_broadcast(b, sums, end), wide);
-                       int u = l.draw(b, Op::Rand, wide, first, linear(x, out.sizes));
+                       int u = l.draw(b, Op::Rand, wide, first, x, out.sizes);
                        return b.cast(b.binary(Op::Le, share, u, DType::Bool), DType::I64);
                      });
 }
