@@ -9,7 +9,11 @@ transformers; no downloads), in eval mode, bf16 on CUDA and f32 on the CPU (or -
 taking turns; coil runs the model exported with torch.export (parameters as inputs, the
 default decompositions but scaled_dot_product_attention, kept whole as coil's torch.compile
 backend keeps it, for coil's fused attention kernel) as `coil run --device D --bench N` in a subprocess: its steady
-calls, plain and with CUDA graphs (triton.cudagraphs). Every time is the median of N calls
+calls, plain and with CUDA graphs (triton.cudagraphs). Where the Python package `coil` imports,
+coil is also timed in this process through torch.compile(backend="coil") (the columns
+"torch.compile coil", plain and with CUDA graphs): the path users take, with Dynamo's guards,
+AOTAutograd and the Python call around coil's compiled graph; a graph break or an op left to
+eager PyTorch is noted under the table. Every time is the median of N calls
 (CUDA events around each call on the GPU, a steady clock on the CPU), after warm-up calls.
 With --baseline, a second coil binary (built at an earlier commit) is timed on the same
 exported graphs: the before and after of a change, in one run.
@@ -51,6 +55,12 @@ sys.path.insert(0, str(REPO / "bench"))
 import gpu_bench  # noqa: E402  (the commit, as every benchmark states it)
 from model_zoo import MODELS, build  # noqa: E402  (the suite, shared with tests/python/test_models.py)
 
+try:
+    import coil.backend as coil_backend
+except ImportError as e:  # the package is not installed: no torch.compile columns
+    coil_backend = None
+    COIL_IMPORT_ERROR = str(e)
+
 DEFAULT_MODELS = "resnet50,gpt2_b1,gpt2_b8"
 
 
@@ -86,19 +96,46 @@ def coil_ms(coil: str, folder: Path, device: str, iters: int, env: dict) -> tupl
         why = (r.stderr.strip() or r.stdout.strip()).splitlines()
         return None, (why[-1] if why else f"exit {r.returncode}")[:400]
     got = run_plan.read_safetensors(str(saved))
-    got = [got[f"out{i}"] for i in range(len(got))]
+    counts, note = verdict([got[f"out{i}"] for i in range(len(got))], folder)
+    return (float(m.group(1)) / 1e3 if counts else None), note
+
+
+def verdict(got: list, folder: Path) -> tuple[bool, str]:
+    """Whether a time with outputs `got` counts, and the note its row gets: against the same
+    weights in float64 (folder/reference.pt), coil's error at most 3x eager's; a miss within
+    3x of Inductor's own error is timed but noted, a worse one is wrong (no time)."""
     eager, reference = torch.load(folder / "eager.pt"), torch.load(folder / "reference.pt")
-    ms = float(m.group(1)) / 1e3
     inductor = torch.load(folder / "inductor.pt")
+    got = [capture.host(o) for o in capture.pytree.tree_leaves(got)]
     for i, ((ours, theirs, dtype), (theirs_inductor, _, _)) in enumerate(
             zip(model_errors(got, eager, reference), model_errors(inductor, eager, reference))):
         if ours > MULTIPLIER * theirs + FLOOR.get(dtype, 0.0):
-            # Timed, but marked: a wrong result is never a speed.
             wrong = ours > MULTIPLIER * theirs_inductor + FLOOR.get(dtype, 0.0)
-            return (None if wrong else ms), (
+            return not wrong, (
                 f"{'wrong' if wrong else 'as accurate as Inductor, not within 3x of eager'}: output {i}: "
                 f"coil's error {ours:.3g} against float64, eager's {theirs:.3g}, Inductor's {theirs_inductor:.3g}")
-    return ms, ""
+    return True, ""
+
+
+def torch_compile_ms(model, args, device: str, iters: int, folder: Path, options: dict) -> tuple[float | None, str]:
+    """torch.compile(model, backend="coil")'s median (the package's backend function, so
+    that no entry point is needed), or None and why; a note when ops ran in eager."""
+    import functools
+
+    torch._dynamo.reset()
+    coil_backend.counters.clear()
+    compiled = torch.compile(model, backend=functools.partial(coil_backend.coil_backend, options=options))
+    try:
+        with torch.no_grad():
+            counts, note = verdict(compiled(*args), folder)
+            ms = median_ms(lambda: compiled(*args), iters, device) if counts else None
+    except Exception as e:  # noqa: BLE001  (the row says why)
+        return None, f"{type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}"
+    c = coil_backend.counters
+    if c["graphs_eager"] + c["parts_eager"] + c["ops_eager"] or c["graphs"] != 1:
+        note = "; ".join(x for x in (note, f"{c['graphs']} graph(s), {c['graphs_eager']} in eager whole, "
+                                           f"{c['parts_eager']} part(s) and {c['ops_eager']} op(s) in eager") if x)
+    return ms, note
 
 
 def bench_model(name: str, device: str, dtype: torch.dtype, iters: int, coil: str, baseline: str, work: Path) -> dict:
@@ -129,6 +166,12 @@ def bench_model(name: str, device: str, dtype: torch.dtype, iters: int, coil: st
         flat = reference(*[a.cpu().double() if a.is_floating_point() else a.cpu() for a in args])
         torch.save([capture.host(o) for o in capture.pytree.tree_leaves(flat)], folder / "reference.pt")
         del reference
+    if coil_backend is not None:
+        row["coil_tc"], row["coil_tc_why"] = torch_compile_ms(model, args, device, iters, folder, {})
+        if device == "cuda":
+            row["coil_tc_graphs"], row["coil_tc_graphs_why"] = torch_compile_ms(
+                model, args, device, iters, folder, {"triton.cudagraphs": "1"})
+        torch._dynamo.reset()
     del model
     if device == "cuda":
         torch.cuda.empty_cache()
@@ -147,6 +190,10 @@ def table(rows: list[dict], device: str, baseline: bool) -> str:
                 ("coil", "coil"), ("coil_graphs", "coil + CUDA graphs")]
     if baseline:
         cols.insert(cols.index(("coil", "coil")), ("baseline", "coil at the baseline"))
+    if coil_backend is not None:
+        cols.append(("coil_tc", "torch.compile coil"))
+        if device == "cuda":
+            cols.append(("coil_tc_graphs", "torch.compile coil + CUDA graphs"))
     head = "| model | " + " | ".join(c[1] + " (ms)" for c in cols) + " | coil / Inductor | best coil / best Inductor |"
     lines = [head, "|" + "---|" * (len(cols) + 3)]
     notes = []
@@ -155,13 +202,16 @@ def table(rows: list[dict], device: str, baseline: bool) -> str:
         if "error" in r:
             lines.append(f"| {r['model']} | failed: {r['error']} |")
             continue
-        for key, _ in cols:
+        said: dict[str, list[str]] = {}  # a note, and the columns it is of
+        for key, label in cols:
             v = r.get(key)
             cells.append(f"{v:.3f}" if v is not None else "—")
             if r.get(key + "_why"):
-                notes.append(f"- {r['model']}, {key}: {r[key + '_why']}")
+                said.setdefault(r[key + "_why"], []).append(label)
+        notes += [f"- {r['model']}, {', '.join(labels)}: {why}" for why, labels in said.items()]
         ratio = f"{r['inductor'] / r['coil']:.2f}x" if r.get("coil") else "—"
-        best_coil = min(v for v in (r.get("coil"), r.get("coil_graphs")) if v is not None) if r.get("coil") else None
+        coil_times = [r.get(k) for k in ("coil", "coil_graphs", "coil_tc", "coil_tc_graphs") if r.get(k) is not None]
+        best_coil = min(coil_times) if coil_times else None
         best_ind = min(v for v in (r.get("inductor"), r.get("inductor_ro")) if v is not None)
         best = f"{best_ind / best_coil:.2f}x" if best_coil else "—"
         lines.append(f"| {r['model']} | " + " | ".join(cells) + f" | {ratio} | {best} |")
@@ -193,6 +243,8 @@ def main() -> int:
             except Exception as e:  # a model that cannot be built, exported or compiled: its row says why
                 rows.append({"model": name, "error": f"{type(e).__name__}: {str(e).splitlines()[0][:150]}"})
             print(rows[-1], flush=True)
+    if coil_backend is None:
+        print(f"no torch.compile columns: the package coil does not import ({COIL_IMPORT_ERROR})")
     text = (f"Models on {machine} ({a.device}), commit {commit}, torch {torch.__version__}; "
             f"{str(dtype).removeprefix('torch.')}, medians of {a.iters} calls; ratios > 1: coil faster\n\n" + table(rows, a.device, bool(a.baseline)))
     print(text)

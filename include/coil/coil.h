@@ -156,14 +156,24 @@ class CompiledGraph {
   ///     the call (PyTorch's caching allocator does, for tensors used on the current
   ///     stream). Outputs are the caller's memory: a later call never writes them. Calls on
   ///     different streams may overlap; coil orders the memory it reuses between them.
-  ///     Nothing is allocated per call. Tensors of other strides than inputs() and
-  ///     outputs() give are copied on the GPU, by rows; a layout that rows cannot express
-  ///     (negative strides, an output writing two elements to one place, more than 4096
-  ///     pieces) is an Error naming the tensor.
+  ///     Nothing is allocated per call. A tensor in the layout inputs() or outputs() give,
+  ///     256-byte aligned, is read (written) in place while it comes back at the address
+  ///     of its first call; once its address moves it is copied through the graph's own
+  ///     memory, on the GPU. Tensors of other strides are copied on the GPU, by rows; a
+  ///     layout that rows cannot express (negative strides, an output writing two
+  ///     elements to one place, more than 4096 pieces) is an Error naming the tensor.
   ///   - host memory (`coil run`, tests): the inputs are copied to the GPU and the outputs
   ///     back, and run() returns when the work is done; `stream` is where the work runs
   ///     (null: a stream of the graph's own).
   void run(std::span<const TensorRef> inputs, std::span<const TensorRef> outputs, void *stream = nullptr) const;
+
+  /// run() for tensors known to be exactly as inputs() and outputs() give them (dtype,
+  /// sizes and strides), in the memory the target runs on (host memory for ref, cpu and
+  /// cuda-interpret; device 0's for cuda): only their addresses, in that order. For a caller
+  /// whose own checks already hold them so, as torch.compile's guards do for the graphs it
+  /// hands over; a tensor of another layout is read or written wrongly. Counts are
+  /// checked. Nothing is allocated per call once a thread has made one.
+  void run_addresses(std::span<void *const> inputs, std::span<void *const> outputs, void *stream = nullptr) const;
 
   /// The median time of one run over `iterations` runs after one to warm up, in seconds:
   /// on the GPU, of the steps alone between CUDA events. Targets cpu and cuda only, on

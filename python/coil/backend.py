@@ -18,10 +18,12 @@ instead. `coil.explain(model, *inputs)` lists every graph, its parts and what ra
 COIL_LOG=1 prints the logger `coil` to stderr. `counters` counts graphs and parts, compiled
 and not.
 
-Tensors cross as data pointers with their strides and device, without copies through the
-host: on the CPU coil's kernels read and write them; on CUDA the work is queued on PyTorch's
-current stream (torch.cuda.current_stream().cuda_stream) and the call returns without
-waiting for the GPU. Outputs are allocated by PyTorch (torch.empty_strided on the inputs'
+Tensors cross as data pointers (with their dtypes, sizes, strides and device at a graph's
+first call; their addresses alone after it, as Dynamo's guards hold the rest), without
+copies through the host: on the CPU coil's kernels read and write them; on CUDA the work is
+queued on PyTorch's current stream (torch.cuda.current_stream().cuda_stream) and the call
+returns without waiting for the GPU, reading a tensor in place when it comes back at the
+address coil bound it to (parameters), else through a copy on the GPU. Outputs are allocated by PyTorch (torch.empty_strided on the inputs'
 device, in the layout coil writes: the CUDA caching allocator on the GPU), so they are
 ordinary tensors the caller owns, on the stream that writes them; a later call never writes
 them. coil runs on cuda:0; a graph on another GPU runs in eager PyTorch.
@@ -143,7 +145,9 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs, options: list[tuple[
         listener.append(record)
     symbolic = not all(isinstance(x, torch.Tensor) for x in example_inputs)
     if symbolic or not any(partition.unsupported(n, native) for n in gm.graph.nodes):
-        fn = compile_whole(gm, example_inputs, options)  # a graph of symbolic sizes runs in eager whole
+        # A graph of symbolic sizes runs in eager whole. The graph's inputs are held to the
+        # example inputs' layouts by Dynamo's guards: its calls pass addresses alone.
+        fn = compile_whole(gm, example_inputs, options, guarded=True)
         record["parts"].append(_part("the whole graph", gm, fn))
         counters["graphs_compiled" if hasattr(fn, "coil_graph") else "graphs_eager"] += 1
         return fn
@@ -166,8 +170,12 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs, options: list[tuple[
     return split
 
 
-def compile_whole(gm: torch.fx.GraphModule, example_inputs, options: list[tuple[str, str]]):
-    """A function running all of `gm` through coil, or gm itself (eager) when coil cannot."""
+def compile_whole(gm: torch.fx.GraphModule, example_inputs, options: list[tuple[str, str]], guarded: bool = False):
+    """A function running all of `gm` through coil, or gm itself (eager) when coil cannot.
+    `guarded`: every call's inputs have the example inputs' dtypes, sizes and strides (as
+    Dynamo's guards hold a whole graph's), so that after the first call, checked in full,
+    a call passes the tensors' addresses alone (CompiledGraph.run_addresses); a part
+    between eager ops takes whatever layouts they produce, and is checked every call."""
     if not all(isinstance(x, torch.Tensor) for x in example_inputs):
         return _eager(gm, "an input is not a tensor (symbolic sizes are not compiled yet)")
     devices = {x.device.type for x in example_inputs}
@@ -206,18 +214,23 @@ def compile_whole(gm: torch.fx.GraphModule, example_inputs, options: list[tuple[
             value = getattr(value, part)
         constants.append(value)
     moved = []
+    checked = [True]  # whether this call is checked in full: the first, and every one when not guarded
 
     def run(*args):
         if len(moved) != len(constants):
             moved[:] = [c.detach().to(target) for c in constants]
-        # get_device(): -1 for host memory, else the CUDA device's index, as coil._C takes it.
         state = (torch.randint(0, 2**62, (2,), dtype=torch.int64, device=target),) if random else ()
-        ins = [(t.data_ptr(), _CODES[t.dtype], tuple(t.shape), t.stride(), t.get_device())
-               for t in (*args, *moved, *state)]
         outs = [torch.empty_strided(sizes, strides, dtype=dtype, device=target) for dtype, sizes, strides in outputs]
-        refs = [(o.data_ptr(), _CODES[o.dtype], tuple(o.shape), o.stride(), o.get_device()) for o in outs]
         stream = torch.cuda.current_stream(target).cuda_stream if target.type == "cuda" else 0
-        compiled.run(ins, refs, stream)
+        if checked[0]:
+            # get_device(): -1 for host memory, else the CUDA device's index, as coil._C takes it.
+            ins = [(t.data_ptr(), _CODES[t.dtype], tuple(t.shape), t.stride(), t.get_device())
+                   for t in (*args, *moved, *state)]
+            refs = [(o.data_ptr(), _CODES[o.dtype], tuple(o.shape), o.stride(), o.get_device()) for o in outs]
+            compiled.run(ins, refs, stream)
+            checked[0] = not guarded
+        else:
+            compiled.run_addresses([t.data_ptr() for t in (*args, *moved, *state)], [o.data_ptr() for o in outs], stream)
         it = iter(outs)
         return tuple(next(it) if t else None for t in tensor_outputs)
 

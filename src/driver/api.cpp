@@ -345,6 +345,37 @@ void CompiledGraph::run(std::span<const TensorRef> inputs, std::span<const Tenso
   });
 }
 
+namespace {
+
+// `refs` made the tensors `infos` describe, at `addresses` in `memory`; the vectors keep
+// their capacity from call to call.
+void as_compiled(std::vector<TensorRef> &refs, const std::vector<TensorInfo> &infos, std::span<void *const> addresses,
+                 Memory memory) {
+  refs.resize(infos.size());
+  for (size_t i = 0; i < infos.size(); ++i) {
+    TensorRef &r = refs[i];
+    r.data = addresses[i];
+    r.dtype = infos[i].dtype;
+    r.sizes = infos[i].sizes;
+    r.strides = infos[i].strides;
+    r.memory = memory;
+  }
+}
+
+}  // namespace
+
+void CompiledGraph::run_addresses(std::span<void *const> inputs, std::span<void *const> outputs, void *stream) const {
+  publicly([&] {
+    check_count(inputs.size(), impl_->inputs.size(), "input");
+    check_count(outputs.size(), impl_->outputs.size(), "output");
+    Memory memory = impl_->target == Target::Cuda ? Memory::cuda(0) : Memory::host();
+    thread_local std::vector<TensorRef> in, out;
+    as_compiled(in, impl_->inputs, inputs, memory);
+    as_compiled(out, impl_->outputs, outputs, memory);
+    impl_->run_on(in, out, stream);
+  });
+}
+
 double CompiledGraph::median_seconds(std::span<const TensorRef> inputs, std::span<const TensorRef> outputs,
                                      int iterations) const {
   return publicly([&] {

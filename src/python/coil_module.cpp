@@ -69,7 +69,22 @@ NB_MODULE(_C, m) {
           "Runs the graph on (pointer, dtype code, sizes, strides, device) tensors (device -1: host\n"
           "memory, else the CUDA device's index); writes the outputs. CUDA tensors: the work is\n"
           "queued on `stream` (torch.cuda.current_stream().cuda_stream; 0: the default stream)\n"
-          "and the call returns without waiting for it.");
+          "and the call returns without waiting for it.")
+      .def(
+          "run_addresses",
+          [](const coil::CompiledGraph &g, const std::vector<uintptr_t> &inputs, const std::vector<uintptr_t> &outputs,
+             uintptr_t stream) {
+            thread_local std::vector<void *> in, out;
+            in.clear();
+            out.clear();
+            for (uintptr_t a : inputs) in.push_back(reinterpret_cast<void *>(a));
+            for (uintptr_t a : outputs) out.push_back(reinterpret_cast<void *>(a));
+            nb::gil_scoped_release release;
+            g.run_addresses(in, out, reinterpret_cast<void *>(stream));
+          },
+          nb::arg("inputs"), nb::arg("outputs"), nb::arg("stream") = 0,
+          "run() for tensors exactly as `inputs` and `outputs` describe them, in the target's memory:\n"
+          "their data pointers alone (the caller's guards hold their dtypes, sizes and strides).");
 
   m.def("supported_ops", &coil::supported_ops, "The ops coil compiles natively: aten.add.Tensor, ...");
   m.attr("MAX_SORT_LENGTH") = coil::kMaxSortLength;

@@ -9,6 +9,7 @@
 
 #include "io/graph_tensors.h"
 #include "runtime/cuda_extern.h"
+#include "runtime/cuda_workspace.h"
 #include "support/error.h"
 #include "support/options.h"
 
@@ -76,35 +77,6 @@ ir::View output_view(const ir::Program &p, size_t i) {
 
 // ---------------------------------------------------------------------------------------
 
-// Where one buffer lives, resolved from the host program's places.
-struct CudaProgram::Slot {
-  bool placed = false;
-  GpuPlace::Kind kind = GpuPlace::Kind::Arena;
-  int index = -1;      // Input: the graph input; Output: the first output of the buffer
-  int64_t offset = 0;  // Arena, Scratch
-  int64_t bytes = 0;   // what the buffer spans
-};
-
-// The device memory of one call: the inputs' copies, the outputs, the arena and every
-// launch's arguments, bound once; and, with CUDA graphs, the steps captured on these
-// addresses. Pooled: a call takes one and gives it back, so addresses stay fixed.
-struct CudaProgram::Workspace {
-  cuda::Event done{cuda::CU_EVENT_DISABLE_TIMING};   // recorded after the last call's work, on its stream
-  bool used = false;                                 // whether `done` was recorded
-  cuda::Event ready{cuda::CU_EVENT_DISABLE_TIMING};  // graphs: the caller's copies, before the first run
-  std::vector<cuda::DeviceBuffer> inputs;   // per graph input
-  std::vector<cuda::DeviceBuffer> outputs;  // per graph output; empty where it is not the buffer's home
-  std::unique_ptr<cuda::DeviceArena> arena;
-  std::vector<CUdeviceptr> address;                    // per buffer id; 0 where never placed
-  std::vector<std::vector<CUdeviceptr>> args;          // per step: the pointer arguments' values
-  std::vector<std::vector<const void *>> arg_pointers;  // per step: what CudaKernel::launch reads
-  std::unique_ptr<cuda::Stream> capture_stream;        // graphs: where the steps first ran and were captured
-  std::unique_ptr<cuda::Graph> graph;                  // graphs: the steps, captured after the first call
-  std::unique_ptr<cuda::ExternHandles> handles;        // cuBLAS and cuDNN handles of this workspace's calls
-  cuda::DeviceBuffer extern_workspace;                 // the extern steps' workspace, one at a time
-  std::vector<cuda::BoundExternPtr> externs;        // per step: the prepared call on these addresses
-  std::vector<std::unique_ptr<cuda::Event>> marks;     // triton.profile: before the first step and after each
-};
 
 // A workspace taken from the pool for one call on `stream` and given back after it: the
 // stream first waits (on the GPU) for the workspace's previous call, on whichever stream
@@ -152,6 +124,10 @@ class CudaProgram::Lease {
 
  private:
   void give_back() {
+    if (ws_->broken) {  // steps half bound to new addresses: dropped, a later call makes another
+      ws_.reset();
+      return;
+    }
     std::lock_guard<std::mutex> lock(owner_.pool_mutex_);
     owner_.free_workspaces_.push_back(std::move(ws_));
   }
@@ -239,6 +215,13 @@ CudaProgram::CudaProgram(const sched::Schedule &s, codegen::GpuProgram gpu, cons
   }
   check_program(binaries);
   plan_copies();
+  for (size_t k = 0; k < p.outputs.size(); ++k) {
+    const Slot &slot = slots_[size_t(p.outputs[k])];
+    const ir::View &v = output_views_[k];
+    TensorType t{p.buffer(p.outputs[k]).type.dtype, v.sizes, v.strides, {}};
+    output_in_place_.push_back(slot.kind == GpuPlace::Kind::Output && slot.index == int(k) && slot.bytes > 0 &&
+                               v.offset == 0 && storage_extent(t) * itemsize(t.dtype) == slot.bytes);
+  }
 
   device_ = &cuda::Device::get();
   for (size_t i = 0; i < gpu_.kernels.size(); ++i) {
@@ -332,18 +315,6 @@ void CudaProgram::plan_copies() {
 }
 
 namespace {
-
-// Whether a caller's `strides` (empty: contiguous) place every element of `sizes` where
-// `want` does; no allocation, as it runs on every call.
-bool same_layout(const Shape &sizes, std::span<const int64_t> strides, const Shape &want) {
-  int64_t contiguous = 1;
-  for (size_t d = sizes.size(); d-- > 0;) {
-    int64_t given = strides.empty() ? contiguous : strides[d];
-    if (sizes[d] > 1 && given != want[d]) return false;
-    contiguous *= sizes[d];
-  }
-  return true;
-}
 
 Shape strides_or_contiguous(const Shape &sizes, std::span<const int64_t> strides) {
   return strides.empty() ? contiguous_strides(sizes) : Shape(strides.begin(), strides.end());
@@ -469,20 +440,39 @@ std::unique_ptr<CudaProgram::Workspace> CudaProgram::make_workspace(std::unique_
     for (const CUdeviceptr &value : w.args[i]) w.arg_pointers[i].push_back(&value);
   }
   if (graphs_) w.capture_stream = std::make_unique<cuda::Stream>(*device_);
+  size_t tensors = p.inputs.size() + p.outputs.size();
+  w.binding.assign(tensors, Binding::Own);
+  w.in_place.assign(tensors, 0);
+  for (size_t t = 0; t < tensors; ++t) w.bound.push_back(own_address(w, t));
+  w.moved.reserve(tensors);
   // Extern steps on these addresses, with this workspace's handles and scratch.
   w.handles = handles ? std::move(handles) : std::make_unique<cuda::ExternHandles>();
   if (extern_workspace_bytes_ > 0) w.extern_workspace = cuda::DeviceBuffer(extern_workspace_bytes_, *device_);
   w.externs.resize(gpu_.steps.size());
-  cuda::BufferAddress address = [this, &w](ir::BufferId b) -> CUdeviceptr {
+  w.extern_buffers.resize(gpu_.steps.size());
+  w.address_of = [this, &w](ir::BufferId b) -> CUdeviceptr {
     if (b < 0 || size_t(b) >= slots_.size() || !slots_[size_t(b)].placed)
       throw InternalError(str_cat("the extern call asks for buffer ", b, ", which the GPU program does not place"));
+    if (w.asked) w.asked->push_back(b);
     return w.address[size_t(b)];
   };
   for (size_t i = 0; i < gpu_.steps.size(); ++i)
-    if (externs_[i])
-      in_context([&] { w.externs[i] = externs_[i]->bind(*w.handles, address, w.extern_workspace.ptr()); },
-                 [&] { return str_cat("preparing ", step_label(i)); });
+    if (externs_[i]) bind_extern(w, i);
   return ws;
+}
+
+// Extern step `i` bound to `w`'s addresses now, noting which buffers it asked for.
+void CudaProgram::bind_extern(Workspace &w, size_t i) const {
+  w.extern_buffers[i].clear();
+  w.asked = &w.extern_buffers[i];
+  try {
+    in_context([&] { w.externs[i] = externs_[i]->bind(*w.handles, w.address_of, w.extern_workspace.ptr()); },
+               [&] { return str_cat("preparing ", step_label(i)); });
+  } catch (...) {
+    w.asked = nullptr;
+    throw;
+  }
+  w.asked = nullptr;
 }
 
 // Every input checked before any memory is touched; the tensors in the program's input order.
@@ -644,17 +634,24 @@ void CudaProgram::run(std::span<const DeviceTensor> inputs, std::span<const Devi
   device_->make_current();
   Lease lease(*this, stream);
   Workspace &w = *lease;
+  size_t ni = inputs.size();
+  for (size_t t = 0; t < ni + outputs.size(); ++t) w.in_place[t] = place(w, t, inputs, outputs);
+  if (!w.moved.empty()) rebind(w);
   for (size_t j = 0; j < inputs.size(); ++j) {
+    if (w.in_place[j]) continue;
     const cuda::StridedCopy &c = input_copy(j, inputs[j].strides, adhoc);
+    copies_.fetch_add(1, std::memory_order_relaxed);
     in_context([&] { cuda::enqueue_copy(c, w.inputs[j].ptr(), inputs[j].data, stream, {}); },
                [&] { return str_cat("copying input '", p.buffer(p.inputs[j]).name, "' (", c.str(), ") into the workspace"); });
   }
   bool debug = options::get_bool("debug");
   launch_all(w, stream, debug);
   for (size_t k = 0; k < outputs.size(); ++k) {
+    if (w.in_place[ni + k]) continue;
     const cuda::StridedCopy &c = output_copy(k, outputs[k].strides, adhoc);
     ir::BufferId b = p.outputs[k];
     CUdeviceptr from = w.address[size_t(b)] + CUdeviceptr(output_views_[k].offset * itemsize(p.buffer(b).type.dtype));
+    copies_.fetch_add(1, std::memory_order_relaxed);
     in_context([&] { cuda::enqueue_copy(c, outputs[k].data, from, stream, {}); },
                [&] { return str_cat("copying output '", output_tensor_name(k), "' (", c.str(), ") out of the workspace"); });
   }
@@ -669,6 +666,7 @@ std::vector<HostTensor> CudaProgram::run(const TensorList &inputs, CUstream stre
   CUstream s = stream ? stream : stream_->get();
   Lease lease(*this, s);
   lease.wait_on_host();
+  bind_own(*lease);
   upload(*lease, given);
   bool debug = options::get_bool("debug");
   launch_all(*lease, s, debug);
@@ -686,6 +684,7 @@ double CudaProgram::median_seconds(const TensorList &inputs, int iterations) con
   CUstream s = stream_->get();
   Lease lease(*this, s);
   lease.wait_on_host();
+  bind_own(*lease);
   upload(*lease, given);
   launch_all(*lease, s, false);  // with graphs: the capture, before the timing
   cuda::check(cuda::driver().cuStreamSynchronize(s), "cuStreamSynchronize",

@@ -10,22 +10,23 @@
 // coil/artifact.h), intermediates and split-reduction partials at their offsets in one
 // device arena.
 //
-// Device tensors in and out (run with DeviceTensor): the steps always read and write the
-// workspace's buffers, whose addresses every launch's arguments and every bound extern
-// call hold from the workspace's creation on (and a CUDA graph captured on them). So a
-// call queues, all on the caller's stream: device-to-device copies of the inputs into the
-// workspace, the steps (or the graph's replay), device-to-device copies of the outputs out
-// of it into the caller's tensors. Nothing is allocated on the device (nor on the host for
-// tensors in the compiled layouts) and the host never waits for the GPU (except at a
-// workspace's first call with CUDA graphs, below): the call returns once the work is
-// queued. A tensor in its buffer's layout takes the copy planned for it at load (one
-// cuMemcpyDtoDAsync when the layout is dense); other strides are copied by rows
-// (runtime/device_copy.h: cuMemcpy2DAsync, planned per call), and a layout rows cannot
-// express (an output whose strides write two elements to one place, negative strides,
-// more than kMaxCopyPieces driver calls) is a UserError naming the tensor. Pointing the
-// steps at the caller's memory instead would need the launch arguments and cuBLASLt's
-// bound descriptors made per call (and a graph updated per call); for now the copies cost
-// a read and a write of every input and output.
+// Device tensors in and out (run with DeviceTensor): every launch's arguments and every
+// bound extern call hold fixed addresses (and a CUDA graph is captured on them). A caller's
+// tensor in its buffer's layout, 256-byte aligned, is bound where the caller keeps it the
+// first time it is seen, and read or written there without a copy for as long as it comes
+// back at that address (parameters, PyTorch's caching allocator); once its address moves,
+// it is copied through the workspace's own buffer, as every other tensor is (binding the
+// steps anew costs what loading did, so it is done once, not per call). So a call queues,
+// all on the caller's stream: device-to-device copies of the inputs not bound in place into
+// the workspace, the steps (or the graph's replay), copies of the outputs not written in
+// place out of it. Nothing is allocated on the device (nor on the host for tensors in the
+// compiled layouts) and the host never waits for the GPU (except when a graph is captured,
+// below): the call returns once the work is queued. A tensor in its buffer's layout takes
+// the copy planned for it at load (one cuMemcpyDtoDAsync when the layout is dense); other
+// strides are copied by rows (runtime/device_copy.h: cuMemcpy2DAsync, planned per call),
+// and a layout rows cannot express (an output whose strides write two elements to one
+// place, negative strides, more than kMaxCopyPieces driver calls) is a UserError naming
+// the tensor.
 //
 // Host tensors in and out (run with a TensorList: `coil run`, tests): the inputs are
 // uploaded into the workspace, the steps run, the host waits for them and downloads the
@@ -43,7 +44,8 @@
 // CUDA graphs (option triton.cudagraphs): the first call on a workspace launches the steps
 // one by one on the workspace's own stream (after the caller's stream's copies), waits for
 // them, captures them on the workspace's fixed addresses and replays the graph on the
-// caller's stream; every later call replays the graph as one launch between its copies.
+// caller's stream; every later call replays the graph as one launch between its copies. A
+// tensor bound anew (its address seen first, or moved) has the graph captured again.
 // Extern calls through cuBLAS and cuDNN are captured with the kernels; a program with an
 // extern call on the host's loops, or whose capture fails, launches its steps one by one
 // (describe() says why). Extern calls are prepared once, by the constructor
@@ -135,6 +137,10 @@ class CudaProgram {
   ///   kernel3: cuBLAS, mm of [64, 256] and [256, 128] into [64, 128]
   std::vector<std::string> describe() const;
 
+  /// How many tensors device tensor calls have copied into or out of a workspace so far
+  /// (a tensor bound in place is not copied).
+  int64_t copies() const { return copies_.load(std::memory_order_relaxed); }
+
   /// With the option triton.cudagraphs: whether the steps replay as a CUDA graph, or why
   /// not ("CUDA graph off: ..."); empty without the option.
   std::string graphs_note() const;
@@ -157,6 +163,14 @@ class CudaProgram {
   struct Slot;
   struct Workspace;
   class Lease;
+  /// Where a device tensor call finds one of its tensors (cuda_program.cpp, "where a call's
+  /// tensors are bound"): the workspace's own buffer (copied into or out of), the caller's
+  /// memory the steps are bound to, or the workspace's buffer for good after the caller's
+  /// address moved.
+  enum class Binding : uint8_t { Own, Caller, Copied };
+  /// The alignment a caller's address needs to be bound to: that of the workspace's own
+  /// buffers, which the kernels (16 bytes) and the libraries' plans assume.
+  static constexpr cuda::CUdeviceptr kCallerAlignment = 256;
 
   void check_program(const std::vector<TritonBinary> &binaries) const;
   void decide_graphs();
@@ -173,6 +187,13 @@ class CudaProgram {
                                       std::optional<cuda::StridedCopy> &adhoc) const;
   const cuda::StridedCopy &output_copy(size_t k, std::span<const int64_t> strides,
                                        std::optional<cuda::StridedCopy> &adhoc) const;
+  void bind_extern(Workspace &w, size_t i) const;
+  cuda::CUdeviceptr own_address(const Workspace &w, size_t t) const;
+  bool place(Workspace &w, size_t t, std::span<const DeviceTensor> inputs, std::span<const DeviceTensor> outputs) const;
+  bool overlaps_another(size_t t, std::span<const DeviceTensor> inputs, std::span<const DeviceTensor> outputs) const;
+  void move(Workspace &w, size_t t, cuda::CUdeviceptr to) const;
+  void rebind(Workspace &w) const;
+  void bind_own(Workspace &w) const;
   void run_step(Workspace &w, cuda::CUstream stream, size_t i) const;
   void run_steps(Workspace &w, cuda::CUstream stream, bool sync_each_step) const;
   void run_profiled(Workspace &w, cuda::CUstream stream) const;
@@ -195,9 +216,11 @@ class CudaProgram {
   std::vector<std::optional<cuda::StridedCopy>> input_copies_, output_copies_;
   std::vector<std::string> input_copy_errors_, output_copy_errors_;
   std::vector<ir::View> output_views_;  // per output: its view of its buffer
+  std::vector<bool> output_in_place_;    // per output: the home of its buffer's whole extent
   std::unique_ptr<cuda::Stream> stream_;
   bool graphs_ = false;                          // triton.cudagraphs, and nothing rules them out
   mutable std::atomic<bool> graphs_failed_{false};  // a capture failed: launches one by one
+  mutable std::atomic<int64_t> copies_{0};          // copies(): tensors copied by device tensor calls
   // Workspaces not in use by a call; the pool only grows while calls overlap. The mutex
   // also guards graphs_note_.
   mutable std::mutex pool_mutex_;

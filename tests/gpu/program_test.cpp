@@ -380,6 +380,133 @@ void check_prepared_once(const std::string &mode) {
   });
 }
 
+// A caller's device tensors, each in its buffer's layout (an output in its view's), for
+// run(DeviceTensor): bound in place when they come back at the same addresses, copied once
+// an address moves (cuda_program.cpp, "where a call's tensors are bound").
+struct DeviceCall {
+  std::vector<cuda::DeviceBuffer> in, out;
+  std::vector<Shape> in_strides, out_strides;
+  std::vector<DeviceTensor> ins() const {
+    std::vector<DeviceTensor> r;
+    for (size_t i = 0; i < in.size(); ++i) r.push_back({in[i].ptr(), in_strides[i]});
+    return r;
+  }
+  std::vector<DeviceTensor> outs() const {
+    std::vector<DeviceTensor> r;
+    for (size_t i = 0; i < out.size(); ++i) r.push_back({out[i].ptr(), out_strides[i]});
+    return r;
+  }
+};
+
+ir::View view_of_output(const ir::Program &p, size_t k) {
+  if (k < p.output_views.size()) return p.output_views[k];
+  const TensorType &t = p.buffer(p.outputs[k]).type;
+  return {p.outputs[k], t.sizes, t.strides, 0};
+}
+
+// Uploads `inputs` (dense) into `into`, each laid out by its buffer's strides.
+void upload_inputs(const ir::Program &p, const TensorList &inputs, std::vector<cuda::DeviceBuffer> &into) {
+  for (size_t j = 0; j < p.inputs.size(); ++j) {
+    const TensorType &t = p.buffer(p.inputs[j]).type;
+    int64_t size = itemsize(t.dtype);
+    std::vector<std::byte> staged(into[j].size());
+    const std::byte *src = find_tensor(inputs, p.buffer(p.inputs[j]).name)->data.data();
+    for_each_offset(t.sizes, t.strides, 0, [&](int64_t flat, int64_t at) {
+      std::memcpy(staged.data() + at * size, src + flat * size, size_t(size));
+    });
+    into[j].upload(staged.data(), staged.size());
+  }
+}
+
+DeviceCall device_call(const ir::Program &p) {
+  DeviceCall c;
+  for (ir::BufferId b : p.inputs) {
+    const TensorType &t = p.buffer(b).type;
+    c.in.emplace_back(size_t(std::max<int64_t>(storage_extent(t), 1) * itemsize(t.dtype)));
+    c.in_strides.push_back(t.strides);
+  }
+  for (size_t k = 0; k < p.outputs.size(); ++k) {
+    ir::View v = view_of_output(p, k);
+    TensorType t{p.buffer(p.outputs[k]).type.dtype, v.sizes, v.strides, {}};
+    c.out.emplace_back(size_t(std::max<int64_t>(storage_extent(t), 1) * itemsize(t.dtype)));
+    c.out_strides.push_back(v.strides);
+  }
+  return c;
+}
+
+// The outputs of a device call, dense, as run(TensorList) gives them.
+std::vector<HostTensor> download_outputs(const ir::Program &p, const DeviceCall &c) {
+  std::vector<HostTensor> out;
+  for (size_t k = 0; k < p.outputs.size(); ++k) {
+    ir::View v = view_of_output(p, k);
+    DType t = p.buffer(p.outputs[k]).type.dtype;
+    std::vector<std::byte> all(c.out[k].size());
+    c.out[k].download(all.data(), all.size());
+    HostTensor h = HostTensor::zeros(t, v.sizes);
+    int64_t size = itemsize(t);
+    for_each_offset(v.sizes, v.strides, 0, [&](int64_t flat, int64_t at) {
+      std::memcpy(h.data.data() + flat * size, all.data() + at * size, size_t(size));
+    });
+    out.push_back(std::move(h));
+  }
+  return out;
+}
+
+void check_bound_in_place(const std::string &mode) {
+  run_check(mode + "device tensors at the same addresses are bound in place, moved ones copied", [&] {
+    const std::vector<GraphCase> cases = graph_cases();
+    auto conv = std::find_if(cases.begin(), cases.end(),
+                             [](const GraphCase &gc) { return gc.name.find("NHWC") != std::string::npos; });
+    if (conv == cases.end()) return std::string("no convolution case");
+    Compiled c = compile_for_gpu(frontend::parse_graph(conv->text, "test.py"));
+    const ir::Program &p = c.c.schedule.ir.program;
+    // Each seed's results as host tensors first: a host call binds the workspace to its
+    // own buffers, which would hide what the device calls below do to it.
+    std::vector<TensorList> inputs;
+    std::vector<std::vector<HostTensor>> want;
+    for (uint64_t seed = 1; seed <= 5; ++seed) {
+      inputs.push_back(make_inputs(c.c.lowered, seed));
+      want.push_back(c.program->run(inputs.back()));
+    }
+    cuda::Stream stream;
+    // Calls 1 to 3 on the same tensors, with new values each time: nothing copied, and
+    // after the first (which binds the steps to the tensors) nothing set up again.
+    DeviceCall call = device_call(p);
+    int64_t setups = 0;
+    for (size_t i = 0; i < 3; ++i) {
+      upload_inputs(p, inputs[i], call.in);
+      COIL_CU(cuCtxSynchronize);
+      if (i == 1) setups = cuda::extern_setups();
+      c.program->run(call.ins(), call.outs(), stream.get());
+      stream.synchronize();
+      if (c.program->copies() != 0) return str_cat("call ", i + 1, ": ", c.program->copies(), " tensors copied");
+      if (!same_bits(download_outputs(p, call), want[i]))
+        return str_cat("call ", i + 1, " differs from the same inputs as host tensors");
+    }
+    if (cuda::extern_setups() != setups)
+      return str_cat("calls 2 and 3 on the same tensors set up ", cuda::extern_setups() - setups, " extern steps");
+    // Every tensor at a new address, then at another: each copied from then on, once per
+    // call, the steps bound again only the first time.
+    for (size_t i = 3; i < 5; ++i) {
+      DeviceCall moved = device_call(p);
+      upload_inputs(p, inputs[i], moved.in);
+      COIL_CU(cuCtxSynchronize);
+      int64_t copies = c.program->copies();
+      setups = cuda::extern_setups();
+      c.program->run(moved.ins(), moved.outs(), stream.get());
+      stream.synchronize();
+      int64_t expected = int64_t(p.inputs.size() + p.outputs.size());
+      if (c.program->copies() - copies != expected)
+        return str_cat("call ", i + 1, " with moved tensors: ", c.program->copies() - copies, " copies, expected ", expected);
+      if (i == 4 && cuda::extern_setups() != setups)
+        return str_cat("the second call with moved tensors set up ", cuda::extern_setups() - setups, " extern steps again");
+      if (!same_bits(download_outputs(p, moved), want[i]))
+        return str_cat("call ", i + 1, " with moved tensors differs from the same inputs as host tensors");
+    }
+    return std::string();
+  });
+}
+
 // triton.profile (with CUDA graphs asked for, which it turns off): one row per step, each
 // counted once per call and timed, the results unchanged; reset_profile starts from zero.
 void check_profile() {
@@ -424,6 +551,7 @@ int run(int argc, char **argv) {
   check_graph_cases("");
   check_contract("");
   check_prepared_once("");
+  check_bound_in_place("");
   // The same contract with every launch replayed from a CUDA graph and every kernel tuned.
   options::set_override("triton.cudagraphs", "1");
   options::set_override("triton.autotune", "1");
@@ -437,6 +565,7 @@ int run(int argc, char **argv) {
   });
   check_graph_cases("graphs+autotune: ");
   check_prepared_once("graphs+autotune: ");
+  check_bound_in_place("graphs+autotune: ");
   check_profile();
   options::clear_overrides();
   std::vector<std::filesystem::path> dirs;

@@ -313,6 +313,41 @@ class Backend(unittest.TestCase):
         self.assertEqual((backend.counters - before)["graphs_compiled"], 1)
         self.assertTrue(any("backward graph runs in eager" in line for line in logs.output), logs.output)
 
+    def test_mutated_buffers_aliases_views_and_odd_outputs(self):
+        # What AOTAutograd's wrappers keep around coil's graph: buffers updated in place (a
+        # count, batch norm's running statistics in training), an output that is an input,
+        # one that is a view of another output, a 0-dim one and a None. Three calls, each
+        # with every output and buffer as eager's; no fallback.
+        class Odd(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.bn = torch.nn.BatchNorm1d(8)
+                self.register_buffer("count", torch.zeros(8))
+
+            def forward(self, x):
+                self.count.add_(x.sum(0))
+                y = self.bn(x).relu()
+                return y, y.t(), x, y.sum(), None, y.view(-1)[3:9]
+
+        torch.manual_seed(0)
+        eager, ours = Odd().train(), Odd().train()
+        ours.load_state_dict(eager.state_dict())
+        compiled = torch.compile(ours, backend="coil")
+        torch._dynamo.reset()
+        with no_fallback(), torch.no_grad(), compiled_graphs() as graphs:
+            for seed in range(3):
+                x = torch.randn(16, 8, generator=torch.Generator().manual_seed(seed))
+                want, got = eager(x), compiled(x)
+                for i, (w, g) in enumerate(zip(want, got)):
+                    if w is None:
+                        self.assertIsNone(g)
+                        continue
+                    torch.testing.assert_close(g, w, rtol=1e-5, atol=1e-5, msg=f"call {seed}, output {i}")
+                    self.assertEqual(g.stride(), w.stride(), f"call {seed}, output {i}")
+                for name, buffer in eager.named_buffers():
+                    torch.testing.assert_close(ours.get_buffer(name), buffer, rtol=1e-5, atol=1e-6, msg=name)
+        self.assertTrue(graphs and all(g is not None for g in graphs), graphs)
+
     def test_a_graph_coil_fails_on_runs_in_eager_or_raises(self):
         def f(x):
             return (x * 2).relu().sum(-1)

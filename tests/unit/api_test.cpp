@@ -285,6 +285,45 @@ TEST(Api, ACallInTheLibrarysLayoutsAllocatesNothing) {
     for (int64_t j = 0; j < 6; ++j) EXPECT_EQ(t.data[size_t(j * 4 + i)], kinds_x(i, j)) << i << "," << j;
 }
 
+// run_addresses: the tensors' addresses alone, in the layouts inputs() and outputs() give
+// (each output in memory of its own here, the views copied out as run() copies them);
+// nothing allocated once the thread has made its arrays; counts checked.
+TEST(Api, AddressesAloneForTensorsInTheCompiledLayouts) {
+  CompiledGraph g = compile(kKinds, {}, "kinds.py");
+  std::vector<float> x(24), y(6);
+  for (int64_t i = 0; i < 4; ++i)
+    for (int64_t j = 0; j < 6; ++j) x[size_t(i * 6 + j)] = kinds_x(i, j), y[size_t(j)] = kinds_y(j);
+  std::vector<std::vector<float>> outs(4, std::vector<float>(24, NAN));
+  std::vector<void *> in = {x.data(), y.data()}, out;
+  for (auto &o : outs) out.push_back(o.data());
+  auto at = [&](size_t k, int64_t i, int64_t j) {  // element [i, j] of output k ([j, i] of t, [i * 6 + j] of v)
+    const std::vector<int64_t> &s = g.outputs()[k].strides;
+    int64_t offset = k == 1 ? j * s[0] + i * s[1] : k == 3 ? (i * 6 + j) * s[0] : i * s[0] + j * s[1];
+    return outs[k][size_t(offset)];
+  };
+  std::thread([&] {
+    g.run_addresses(in, out);
+    if (COIL_COUNTS_ALLOCATIONS) {
+      EXPECT_EQ(allocations_of([&] { g.run_addresses(in, out); }), 0);
+    }
+  }).join();
+  for (int64_t i = 0; i < 4; ++i)
+    for (int64_t j = 0; j < 6; ++j) {
+      float sum = kinds_x(i, j) + kinds_y(j);
+      EXPECT_EQ(at(0, i, j), sum) << i << "," << j;
+      EXPECT_EQ(at(1, i, j), kinds_x(i, j)) << i << "," << j;
+      EXPECT_EQ(at(2, i, j), std::max(sum, 0.0f)) << i << "," << j;
+      EXPECT_EQ(at(3, i, j), std::max(sum, 0.0f)) << i << "," << j;
+    }
+  std::vector<void *> one = {x.data()};
+  try {
+    g.run_addresses(one, out);
+    ADD_FAILURE() << "one input of two ran";
+  } catch (const Error &e) {
+    EXPECT_EQ(std::string(e.what()), "coil: error: the graph has 2 inputs; 1 were given");
+  }
+}
+
 // Tensors in none of the library's layouts: views into larger buffers (element 0 at an
 // offset, rows padded, every other element), transposed, and views of an input and of an
 // output that the caller wants in memory of their own. What lies between the elements

@@ -302,8 +302,8 @@ Outputs run_multinomial(Target t, const std::string &graph, int rows, int64_t se
   for (int i = 0; i < rows; ++i) many.insert(many.end(), {1, 2, 3, 0, 4, 6});
   std::vector<double> v = {0, 0, 0, 2.5};
   return run(compiled(t, graph.c_str()),
-             {{w.data(), ScalarType::Float32, {3, 5}}, {many.data(), ScalarType::Float32, {rows, 6}},
-              {v.data(), ScalarType::Float64, {4}}},
+             {{w.data(), ScalarType::Float32, {3, 5}, {}, {}}, {many.data(), ScalarType::Float32, {rows, 6}, {}, {}},
+              {v.data(), ScalarType::Float64, {4}, {}, {}}},
              seed, 0);
 }
 

@@ -1,0 +1,148 @@
+// Binding a CudaProgram's steps to the tensors a device tensor call gives (see the comment
+// below): which tensors are read or written in place, and the launches, extern calls and
+// CUDA graph bound anew when one of them moves. Tests: tests/gpu/program_test.cpp (in-place
+// binding, copies after a move, no set-up on steady calls) and tests/gpu/device_io_test.cpp.
+#include <algorithm>
+#include <utility>
+
+#include "runtime/cuda_program.h"
+#include "runtime/cuda_workspace.h"
+#include "support/error.h"
+
+namespace coil {
+
+using codegen::GpuPlace;
+using codegen::GpuStep;
+using cuda::CUdeviceptr;
+
+// ---- where a call's tensors are bound --------------------------------------------------
+//
+// A device tensor call's input or output whose layout is its buffer's, aligned as the
+// workspace's own buffers are, is read or written where the caller keeps it: the steps'
+// launch arguments, extern calls and CUDA graph are bound to its address. Binding costs
+// what loading did (the extern steps that touch the tensor bound again, a graph captured
+// again), so it is done when a tensor's address is first seen, not per call: a tensor that
+// comes back at the address it was bound to (a parameter, a buffer of PyTorch's caching
+// allocator) costs nothing; one whose address moves is copied into the workspace's own
+// buffer from then on (Copied), as every tensor was before. Outputs other than the home of
+// their buffer's whole extent, empty tensors, and tensors that overlap another of the call
+// stay copied.
+
+namespace {
+
+// The lowest and one past the highest byte a caller's tensor spans; {0, 0} when it is empty.
+std::pair<CUdeviceptr, CUdeviceptr> span_of(CUdeviceptr data, const Shape &sizes, std::span<const int64_t> strides,
+                                            int64_t item) {
+  Shape given = strides.empty() ? contiguous_strides(sizes) : Shape(strides.begin(), strides.end());
+  int64_t lo = 0, hi = 0;
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    if (sizes[d] == 0) return {0, 0};
+    int64_t reach = (sizes[d] - 1) * given[d];
+    (reach < 0 ? lo : hi) += reach;
+  }
+  return {data + CUdeviceptr(lo * item), data + CUdeviceptr((hi + 1) * item)};
+}
+
+}  // namespace
+
+CUdeviceptr CudaProgram::own_address(const Workspace &w, size_t t) const {
+  size_t ni = program_.inputs.size();
+  return t < ni ? w.inputs[t].ptr() : w.outputs[t - ni].ptr();
+}
+
+// Whether tensor `t` (an input, or output t - inputs) of this call is read or written in
+// place, moving the workspace's binding as the comment above says.
+bool CudaProgram::place(Workspace &w, size_t t, std::span<const DeviceTensor> inputs,
+                        std::span<const DeviceTensor> outputs) const {
+  const ir::Program &p = program_;
+  size_t ni = p.inputs.size();
+  Binding &b = w.binding[t];
+  if (b == Binding::Copied) return false;
+  const DeviceTensor &d = t < ni ? inputs[t] : outputs[t - ni];
+  bool fits = d.data % kCallerAlignment == 0;
+  if (t < ni) {
+    const TensorType &type = p.buffer(p.inputs[t]).type;
+    fits = fits && slots_[size_t(p.inputs[t])].bytes > 0 && same_layout(type.sizes, d.strides, type.strides);
+  } else {
+    const ir::View &v = output_views_[t - ni];
+    fits = fits && output_in_place_[t - ni] && same_layout(v.sizes, d.strides, v.strides);
+  }
+  if (b == Binding::Caller) {
+    if (fits && d.data == w.bound[t]) return true;
+    b = Binding::Copied;
+    move(w, t, own_address(w, t));
+    return false;
+  }
+  if (!fits || overlaps_another(t, inputs, outputs)) return false;
+  b = Binding::Caller;
+  move(w, t, d.data);
+  return true;
+}
+
+// Whether tensor `t`'s bytes meet those of a tensor of the call that the steps write while
+// it is in use (any output) or, for an output, that they read (any input).
+bool CudaProgram::overlaps_another(size_t t, std::span<const DeviceTensor> inputs,
+                                   std::span<const DeviceTensor> outputs) const {
+  const ir::Program &p = program_;
+  size_t ni = p.inputs.size();
+  auto span_at = [&](size_t u) {
+    if (u < ni) {
+      const TensorType &type = p.buffer(p.inputs[u]).type;
+      return span_of(inputs[u].data, type.sizes, inputs[u].strides, itemsize(type.dtype));
+    }
+    const ir::View &v = output_views_[u - ni];
+    return span_of(outputs[u - ni].data, v.sizes, outputs[u - ni].strides, itemsize(p.buffer(p.outputs[u - ni]).type.dtype));
+  };
+  auto [lo, hi] = span_at(t);
+  for (size_t u = t < ni ? ni : 0; u < ni + outputs.size(); ++u) {
+    if (u == t) continue;
+    auto [ulo, uhi] = span_at(u);
+    if (ulo < hi && lo < uhi) return true;
+  }
+  return false;
+}
+
+void CudaProgram::move(Workspace &w, size_t t, CUdeviceptr to) const {
+  size_t ni = program_.inputs.size();
+  ir::BufferId b = t < ni ? program_.inputs[t] : program_.outputs[t - ni];
+  w.bound[t] = to;
+  w.address[size_t(b)] = to;
+  w.moved.push_back(b);
+}
+
+// The steps of `w` on its buffers' addresses after some moved: every launch's pointer
+// arguments, the extern steps that asked for a moved buffer bound again, the CUDA graph
+// captured again at the next call. A failure leaves the workspace broken (dropped).
+void CudaProgram::rebind(Workspace &w) const {
+  for (size_t i = 0; i < gpu_.steps.size(); ++i) {
+    const GpuStep &st = gpu_.steps[i];
+    if (st.kind == GpuStep::Kind::Launch)
+      for (size_t a = 0; a < st.args.size(); ++a) w.args[i][a] = w.address[size_t(st.args[a])];
+  }
+  try {
+    for (size_t i = 0; i < gpu_.steps.size(); ++i) {
+      if (!externs_[i]) continue;
+      const std::vector<ir::BufferId> &asked = w.extern_buffers[i];
+      if (std::any_of(w.moved.begin(), w.moved.end(),
+                      [&](ir::BufferId b) { return std::find(asked.begin(), asked.end(), b) != asked.end(); }))
+        bind_extern(w, i);
+    }
+  } catch (...) {
+    w.broken = true;
+    throw;
+  }
+  w.moved.clear();
+  w.graph.reset();
+}
+
+// Host tensor calls upload into and download from the workspace's own buffers.
+void CudaProgram::bind_own(Workspace &w) const {
+  for (size_t t = 0; t < w.binding.size(); ++t)
+    if (w.binding[t] == Binding::Caller) {
+      w.binding[t] = Binding::Own;
+      move(w, t, own_address(w, t));
+    }
+  if (!w.moved.empty()) rebind(w);
+}
+
+}  // namespace coil
