@@ -23,10 +23,11 @@ first call; their addresses alone after it, as Dynamo's guards hold the rest), w
 copies through the host: on the CPU coil's kernels read and write them; on CUDA the work is
 queued on PyTorch's current stream (torch.cuda.current_stream().cuda_stream) and the call
 returns without waiting for the GPU, reading a tensor in place when it comes back at the
-address coil bound it to (parameters), else through a copy on the GPU. Outputs are allocated by PyTorch (torch.empty_strided on the inputs'
-device, in the layout coil writes: the CUDA caching allocator on the GPU), so they are
-ordinary tensors the caller owns, on the stream that writes them; a later call never writes
-them. coil runs on cuda:0; a graph on another GPU runs in eager PyTorch.
+address coil bound it to (parameters), else through a copy on the GPU. Outputs are allocated
+by PyTorch (torch.empty_strided on the inputs' device, in the layout coil writes: the CUDA
+caching allocator on the GPU), so they are ordinary tensors the caller owns, on the stream
+that writes them; a later call never writes them. coil runs on cuda:0; a graph on another
+GPU runs in eager PyTorch.
 Tests: tests/python/test_backend.py.
 """
 from __future__ import annotations
