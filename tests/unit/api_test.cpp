@@ -20,14 +20,9 @@
 // call allocated nothing (allocations_of). malloc and free underneath, as the default ones.
 // Not under AddressSanitizer, whose own operator new and delete check every pairing in the
 // whole binary: there the counting tests skip (the g++ run has them).
-#if defined(__SANITIZE_ADDRESS__)
+#ifdef COIL_ASAN
 #define COIL_COUNTS_ALLOCATIONS 0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define COIL_COUNTS_ALLOCATIONS 0
-#endif
-#endif
-#ifndef COIL_COUNTS_ALLOCATIONS
+#else
 #define COIL_COUNTS_ALLOCATIONS 1
 #endif
 

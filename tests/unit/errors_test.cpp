@@ -236,14 +236,6 @@ TEST(BadFiles, WriteErrorsNameTheDestination) {
 }
 
 // ASan aborts on an allocation past its largest instead of throwing std::bad_alloc.
-#if defined(__SANITIZE_ADDRESS__)
-#define COIL_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define COIL_ASAN 1
-#endif
-#endif
-
 TEST(BadInputs, HugeTensorNamesItsSize) {
 #ifdef COIL_ASAN
   GTEST_SKIP() << "AddressSanitizer aborts on a 16 TiB allocation";

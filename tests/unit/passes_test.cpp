@@ -519,13 +519,21 @@ TEST_P(PassesOnCase, KeepOutputTypesAndValues) {
   for (size_t i = 0; i < g.outputs().size(); ++i)
     EXPECT_EQ(laid_out.type(laid_out.outputs()[i]), g.type(g.outputs()[i])) << "output " << i;
 
+  // The same values: each lowered program that differs from the one before the passes is
+  // interpreted (the interpreter is deterministic, and a program's text is all it reads
+  // besides the inputs, so an unchanged program computes the same bits).
   TensorList inputs = read_safetensors((dir / "inputs.safetensors").string());
-  std::vector<HostTensor> before = ir::interpret(lowering::lower(g), inputs);
-  std::vector<HostTensor> after = ir::interpret(lowering::lower(out), inputs);
-  std::vector<HostTensor> after_layouts = ir::interpret(lowering::lower(laid_out), inputs);
-  ASSERT_EQ(after.size(), before.size());
-  for (size_t i = 0; i < before.size(); ++i) expect_identical(after[i], before[i], output_tensor_name(i));
-  for (size_t i = 0; i < before.size(); ++i) expect_identical(after_layouts[i], before[i], output_tensor_name(i));
+  ir::Program original = lowering::lower(g);
+  std::string original_text = ir::str(original);
+  std::vector<HostTensor> before;
+  for (const Graph *changed : {&out, &laid_out}) {
+    ir::Program p = lowering::lower(*changed);
+    if (ir::str(p) == original_text) continue;
+    if (before.empty()) before = ir::interpret(original, inputs);
+    std::vector<HostTensor> after = ir::interpret(p, inputs);
+    ASSERT_EQ(after.size(), before.size());
+    for (size_t i = 0; i < before.size(); ++i) expect_identical(after[i], before[i], output_tensor_name(i));
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Passes, PassesOnCase, testing::ValuesIn(all_cases()), [](const auto &info) {

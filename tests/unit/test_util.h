@@ -15,6 +15,16 @@
 
 #include "support/error.h"
 
+// COIL_ASAN: this test binary is built with AddressSanitizer (the sanitizer build of
+// scripts/test.sh), where a few tests skip what ASan forbids or what only the g++ run does.
+#if defined(__SANITIZE_ADDRESS__)
+#define COIL_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define COIL_ASAN 1
+#endif
+#endif
+
 namespace coil::test {
 
 /// The repository root (tests run from it; COIL_SOURCE_DIR overrides).
