@@ -33,7 +33,7 @@ namespace {
 // The lowest and one past the highest byte a caller's tensor spans; {0, 0} when it is empty.
 std::pair<CUdeviceptr, CUdeviceptr> span_of(CUdeviceptr data, const Shape &sizes, std::span<const int64_t> strides,
                                             int64_t item) {
-  Shape given = strides.empty() ? contiguous_strides(sizes) : Shape(strides.begin(), strides.end());
+  Shape given = strides_or_contiguous(sizes, strides);
   int64_t lo = 0, hi = 0;
   for (size_t d = 0; d < sizes.size(); ++d) {
     if (sizes[d] == 0) return {0, 0};
@@ -68,7 +68,7 @@ bool CudaProgram::place(Workspace &w, size_t t, std::span<const DeviceTensor> in
     fits = fits && output_in_place_[t - ni] && same_layout(v.sizes, d.strides, v.strides);
   }
   if (b == Binding::Caller) {
-    if (fits && d.data == w.bound[t]) return true;
+    if (fits && d.data == w.address[size_t(buffer_of(t))]) return true;
     b = Binding::Copied;
     move(w, t, own_address(w, t));
     return false;
@@ -102,10 +102,13 @@ bool CudaProgram::overlaps_another(size_t t, std::span<const DeviceTensor> input
   return false;
 }
 
-void CudaProgram::move(Workspace &w, size_t t, CUdeviceptr to) const {
+ir::BufferId CudaProgram::buffer_of(size_t t) const {
   size_t ni = program_.inputs.size();
-  ir::BufferId b = t < ni ? program_.inputs[t] : program_.outputs[t - ni];
-  w.bound[t] = to;
+  return t < ni ? program_.inputs[t] : program_.outputs[t - ni];
+}
+
+void CudaProgram::move(Workspace &w, size_t t, CUdeviceptr to) const {
+  ir::BufferId b = buffer_of(t);
   w.address[size_t(b)] = to;
   w.moved.push_back(b);
 }
@@ -114,11 +117,7 @@ void CudaProgram::move(Workspace &w, size_t t, CUdeviceptr to) const {
 // arguments, the extern steps that asked for a moved buffer bound again, the CUDA graph
 // captured again at the next call. A failure leaves the workspace broken (dropped).
 void CudaProgram::rebind(Workspace &w) const {
-  for (size_t i = 0; i < gpu_.steps.size(); ++i) {
-    const GpuStep &st = gpu_.steps[i];
-    if (st.kind == GpuStep::Kind::Launch)
-      for (size_t a = 0; a < st.args.size(); ++a) w.args[i][a] = w.address[size_t(st.args[a])];
-  }
+  fill_args(w);
   try {
     for (size_t i = 0; i < gpu_.steps.size(); ++i) {
       if (!externs_[i]) continue;

@@ -314,14 +314,6 @@ void CudaProgram::plan_copies() {
   }
 }
 
-namespace {
-
-Shape strides_or_contiguous(const Shape &sizes, std::span<const int64_t> strides) {
-  return strides.empty() ? contiguous_strides(sizes) : Shape(strides.begin(), strides.end());
-}
-
-}  // namespace
-
 const cuda::StridedCopy &CudaProgram::input_copy(size_t j, std::span<const int64_t> strides,
                                                  std::optional<cuda::StridedCopy> &adhoc) const {
   const ir::Buffer &b = program_.buffer(program_.inputs[j]);
@@ -435,15 +427,15 @@ std::unique_ptr<CudaProgram::Workspace> CudaProgram::make_workspace(std::unique_
   for (size_t i = 0; i < gpu_.steps.size(); ++i) {
     const GpuStep &st = gpu_.steps[i];
     if (st.kind != GpuStep::Kind::Launch) continue;
-    for (int b : st.args) w.args[i].push_back(w.address[size_t(b)]);
+    w.args[i].assign(st.args.size(), 0);
     // The driver reads each argument through a pointer to its value: the values stay put.
     for (const CUdeviceptr &value : w.args[i]) w.arg_pointers[i].push_back(&value);
   }
+  fill_args(w);
   if (graphs_) w.capture_stream = std::make_unique<cuda::Stream>(*device_);
   size_t tensors = p.inputs.size() + p.outputs.size();
   w.binding.assign(tensors, Binding::Own);
   w.in_place.assign(tensors, 0);
-  for (size_t t = 0; t < tensors; ++t) w.bound.push_back(own_address(w, t));
   w.moved.reserve(tensors);
   // Extern steps on these addresses, with this workspace's handles and scratch.
   w.handles = handles ? std::move(handles) : std::make_unique<cuda::ExternHandles>();
@@ -459,6 +451,15 @@ std::unique_ptr<CudaProgram::Workspace> CudaProgram::make_workspace(std::unique_
   for (size_t i = 0; i < gpu_.steps.size(); ++i)
     if (externs_[i]) bind_extern(w, i);
   return ws;
+}
+
+// Every launch's pointer arguments from its buffers' addresses now, in place.
+void CudaProgram::fill_args(Workspace &w) const {
+  for (size_t i = 0; i < gpu_.steps.size(); ++i) {
+    const GpuStep &st = gpu_.steps[i];
+    if (st.kind == GpuStep::Kind::Launch)
+      for (size_t a = 0; a < st.args.size(); ++a) w.args[i][a] = w.address[size_t(st.args[a])];
+  }
 }
 
 // Extern step `i` bound to `w`'s addresses now, noting which buffers it asked for.

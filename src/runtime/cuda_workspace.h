@@ -36,6 +36,11 @@ inline bool same_layout(const Shape &sizes, std::span<const int64_t> strides, co
   return true;
 }
 
+// A caller's strides, or the contiguous ones when it gave none (empty).
+inline Shape strides_or_contiguous(const Shape &sizes, std::span<const int64_t> strides) {
+  return strides.empty() ? contiguous_strides(sizes) : Shape(strides.begin(), strides.end());
+}
+
 // The device memory of one call: the inputs' copies, the outputs, the arena and every
 // launch's arguments, bound once; and, with CUDA graphs, the steps captured on these
 // addresses. Pooled: a call takes one and gives it back, so addresses stay fixed.
@@ -56,9 +61,8 @@ struct CudaProgram::Workspace {
   std::vector<cuda::BoundExternPtr> externs;                 // per step: the prepared call on these addresses
   std::vector<std::unique_ptr<cuda::Event>> marks;           // triton.profile: before the first step and after each
   // Device tensor calls, per graph input and then per output: where the steps find the
-  // tensor, and the address they are bound to (runtime/cuda_binding.cpp).
+  // tensor (runtime/cuda_binding.cpp); the address it is bound to is its buffer's.
   std::vector<Binding> binding;
-  std::vector<cuda::CUdeviceptr> bound;
   std::vector<char> in_place;                                // this call's: read (written) in place, no copy
   std::vector<ir::BufferId> moved;                           // buffers whose address changed, not yet bound again
   cuda::BufferAddress address_of;                            // every placed buffer's address now, for the extern steps
