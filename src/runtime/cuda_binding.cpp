@@ -45,9 +45,30 @@ std::pair<CUdeviceptr, CUdeviceptr> span_of(CUdeviceptr data, const Shape &sizes
 
 }  // namespace
 
-CUdeviceptr CudaProgram::own_address(const Workspace &w, size_t t) const {
+bool CudaProgram::has_own(size_t t) const {
   size_t ni = program_.inputs.size();
-  return t < ni ? w.inputs[t].ptr() : w.outputs[t - ni].ptr();
+  if (t < ni) return true;
+  const Slot &slot = slots_[size_t(program_.outputs[t - ni])];
+  return slot.kind == GpuPlace::Kind::Output && slot.index == int(t - ni);
+}
+
+// Tensor `t`'s own buffer in `w`, made the first time a call needs it: never a null
+// pointer, even for an empty tensor, as the CPU caller allocates.
+CUdeviceptr CudaProgram::own_buffer(Workspace &w, size_t t) const {
+  size_t ni = program_.inputs.size();
+  if (!has_own(t)) throw InternalError(str_cat("output ", t - ni, " is not its buffer's home and has no buffer of its own"));
+  cuda::DeviceBuffer &own = t < ni ? w.inputs[t] : w.outputs[t - ni];
+  if (!own.ptr()) {
+    own = cuda::DeviceBuffer(size_t(std::max<int64_t>(slots_[size_t(buffer_of(t))].bytes, 1)), *device_);
+    own_bytes_.fetch_add(int64_t(own.size()), std::memory_order_relaxed);
+  }
+  return own.ptr();
+}
+
+// Tensor `t` on its own buffer: moved there unless it is already.
+void CudaProgram::use_own(Workspace &w, size_t t) const {
+  CUdeviceptr own = own_buffer(w, t);
+  if (w.address[size_t(buffer_of(t))] != own) move(w, t, own);
 }
 
 // Whether tensor `t` (an input, or output t - inputs) of this call is read or written in
@@ -70,10 +91,13 @@ bool CudaProgram::place(Workspace &w, size_t t, std::span<const DeviceTensor> in
   if (b == Binding::Caller) {
     if (fits && d.data == w.address[size_t(buffer_of(t))]) return true;
     b = Binding::Copied;
-    move(w, t, own_address(w, t));
+    use_own(w, t);
     return false;
   }
-  if (!fits || overlaps_another(t, inputs, outputs)) return false;
+  if (!fits || overlaps_another(t, inputs, outputs)) {
+    if (has_own(t)) use_own(w, t);
+    return false;
+  }
   b = Binding::Caller;
   move(w, t, d.data);
   return true;
@@ -122,26 +146,28 @@ void CudaProgram::rebind(Workspace &w) const {
     for (size_t i = 0; i < gpu_.steps.size(); ++i) {
       if (!externs_[i]) continue;
       const std::vector<ir::BufferId> &asked = w.extern_buffers[i];
-      if (std::any_of(w.moved.begin(), w.moved.end(),
-                      [&](ir::BufferId b) { return std::find(asked.begin(), asked.end(), b) != asked.end(); }))
+      if (!w.steps_bound || std::any_of(w.moved.begin(), w.moved.end(), [&](ir::BufferId b) {
+            return std::find(asked.begin(), asked.end(), b) != asked.end();
+          }))
         bind_extern(w, i);
     }
   } catch (...) {
     w.broken = true;
     throw;
   }
+  w.steps_bound = true;
   w.moved.clear();
   w.graph.reset();
 }
 
 // Host tensor calls upload into and download from the workspace's own buffers.
 void CudaProgram::bind_own(Workspace &w) const {
-  for (size_t t = 0; t < w.binding.size(); ++t)
-    if (w.binding[t] == Binding::Caller) {
-      w.binding[t] = Binding::Own;
-      move(w, t, own_address(w, t));
-    }
-  if (!w.moved.empty()) rebind(w);
+  for (size_t t = 0; t < w.binding.size(); ++t) {
+    if (!has_own(t)) continue;
+    if (w.binding[t] == Binding::Caller) w.binding[t] = Binding::Own;
+    use_own(w, t);
+  }
+  if (!w.moved.empty() || !w.steps_bound) rebind(w);
 }
 
 }  // namespace coil

@@ -398,29 +398,19 @@ std::unique_ptr<CudaProgram::Workspace> CudaProgram::make_workspace(std::unique_
   const ir::Program &p = program_;
   device_->make_current();
   auto ws = std::make_unique<Workspace>();
-  for (size_t j = 0; j < p.inputs.size(); ++j) {
-    const TensorType &t = p.buffer(p.inputs[j]).type;
-    ws->inputs.emplace_back(size_t(std::max<int64_t>(storage_extent(t), 1)) * size_t(itemsize(t.dtype)), *device_);
-  }
-  for (size_t k = 0; k < p.outputs.size(); ++k) {
-    const Slot &slot = slots_[size_t(p.outputs[k])];
-    bool home = slot.kind == GpuPlace::Kind::Output && slot.index == int(k);
-    // Never a null pointer, even for an empty output: as the CPU caller allocates.
-    ws->outputs.push_back(home ? cuda::DeviceBuffer(size_t(std::max<int64_t>(slot.bytes, 1)), *device_)
-                               : cuda::DeviceBuffer());
-  }
+  // The inputs' and outputs' own buffers are made when a call first needs them (own_buffer):
+  // a call on tensors bound in place (parameters among them) never doubles their memory.
+  ws->inputs.resize(p.inputs.size());
+  ws->outputs.resize(p.outputs.size());
   ws->arena = std::make_unique<cuda::DeviceArena>(gpu_.arena_bytes, *device_);
   Workspace &w = *ws;
   w.address.assign(slots_.size(), 0);
   for (size_t id = 0; id < slots_.size(); ++id) {
     const Slot &slot = slots_[id];
     if (!slot.placed) continue;
-    switch (slot.kind) {
-      case GpuPlace::Kind::Input: w.address[id] = w.inputs[size_t(slot.index)].ptr(); break;
-      case GpuPlace::Kind::Output: w.address[id] = w.outputs[size_t(slot.index)].ptr(); break;
-      case GpuPlace::Kind::Arena:
-      case GpuPlace::Kind::Scratch: w.address[id] = w.arena->at(slot.offset, slot.bytes); break;
-    }
+    // An input's or output's address is set when the call places it (runtime/cuda_binding.cpp).
+    if (slot.kind == GpuPlace::Kind::Arena || slot.kind == GpuPlace::Kind::Scratch)
+      w.address[id] = w.arena->at(slot.offset, slot.bytes);
   }
   w.args.assign(gpu_.steps.size(), {});
   w.arg_pointers.assign(gpu_.steps.size(), {});
@@ -448,9 +438,7 @@ std::unique_ptr<CudaProgram::Workspace> CudaProgram::make_workspace(std::unique_
     if (w.asked) w.asked->push_back(b);
     return w.address[size_t(b)];
   };
-  for (size_t i = 0; i < gpu_.steps.size(); ++i)
-    if (externs_[i]) bind_extern(w, i);
-  return ws;
+  return ws;  // its extern steps are bound at its first call, on the addresses placed then
 }
 
 // Every launch's pointer arguments from its buffers' addresses now, in place.
@@ -637,7 +625,7 @@ void CudaProgram::run(std::span<const DeviceTensor> inputs, std::span<const Devi
   Workspace &w = *lease;
   size_t ni = inputs.size();
   for (size_t t = 0; t < ni + outputs.size(); ++t) w.in_place[t] = place(w, t, inputs, outputs);
-  if (!w.moved.empty()) rebind(w);
+  if (!w.moved.empty() || !w.steps_bound) rebind(w);
   for (size_t j = 0; j < inputs.size(); ++j) {
     if (w.in_place[j]) continue;
     const cuda::StridedCopy &c = input_copy(j, inputs[j].strides, adhoc);

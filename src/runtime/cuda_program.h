@@ -16,7 +16,9 @@
 // first time it is seen, and read or written there without a copy for as long as it comes
 // back at that address (parameters, PyTorch's caching allocator); once its address moves,
 // it is copied through the workspace's own buffer, as every other tensor is (binding the
-// steps anew costs what loading did, so it is done once, not per call). So a call queues,
+// steps anew costs what loading did, so it is done once, not per call). A workspace's own
+// buffer for an input or output is allocated when a call first needs it: a tensor bound in
+// place (a model's parameters) is never held twice on the device. So a call queues,
 // all on the caller's stream: device-to-device copies of the inputs not bound in place into
 // the workspace, the steps (or the graph's replay), copies of the outputs not written in
 // place out of it. Nothing is allocated on the device (nor on the host for tensors in the
@@ -50,8 +52,8 @@
 // extern call on the host's loops, or whose capture fails, launches its steps one by one
 // (describe() says why). Extern calls are prepared once, by the constructor
 // (runtime/cuda_extern.h: cuDNN's descriptors and algorithm, the workspace the largest
-// needs), then bound to each workspace's addresses (handles, cuBLASLt's descriptors): a
-// call only calls the libraries.
+// needs), then bound to each workspace's addresses (handles, cuBLASLt's descriptors) at its
+// first call, once its tensors are placed: a call only calls the libraries.
 // Tests: tests/gpu/program_test.cpp and tests/gpu/device_io_test.cpp (a GPU),
 // scripts/gpu_check.sh (every fixture).
 #pragma once
@@ -140,6 +142,10 @@ class CudaProgram {
   /// How many tensors device tensor calls have copied into or out of a workspace so far
   /// (a tensor bound in place is not copied).
   int64_t copies() const { return copies_.load(std::memory_order_relaxed); }
+  /// Device bytes the workspaces have allocated for inputs and outputs of their own so far:
+  /// made when a call first copies a tensor or takes host tensors, never for a tensor bound
+  /// in place (the arena and the extern steps' scratch are not counted).
+  int64_t own_bytes() const { return own_bytes_.load(std::memory_order_relaxed); }
 
   /// With the option triton.cudagraphs: whether the steps replay as a CUDA graph, or why
   /// not ("CUDA graph off: ..."); empty without the option.
@@ -188,7 +194,9 @@ class CudaProgram {
   const cuda::StridedCopy &output_copy(size_t k, std::span<const int64_t> strides,
                                        std::optional<cuda::StridedCopy> &adhoc) const;
   void bind_extern(Workspace &w, size_t i) const;
-  cuda::CUdeviceptr own_address(const Workspace &w, size_t t) const;
+  bool has_own(size_t t) const;  // tensor t has a buffer of its own: an input, or its buffer's home output
+  cuda::CUdeviceptr own_buffer(Workspace &w, size_t t) const;
+  void use_own(Workspace &w, size_t t) const;
   bool place(Workspace &w, size_t t, std::span<const DeviceTensor> inputs, std::span<const DeviceTensor> outputs) const;
   bool overlaps_another(size_t t, std::span<const DeviceTensor> inputs, std::span<const DeviceTensor> outputs) const;
   ir::BufferId buffer_of(size_t t) const;  // tensor t: an input, or output t - inputs
@@ -223,6 +231,7 @@ class CudaProgram {
   bool graphs_ = false;                          // triton.cudagraphs, and nothing rules them out
   mutable std::atomic<bool> graphs_failed_{false};  // a capture failed: launches one by one
   mutable std::atomic<int64_t> copies_{0};          // copies(): tensors copied by device tensor calls
+  mutable std::atomic<int64_t> own_bytes_{0};       // own_bytes()
   // Workspaces not in use by a call; the pool only grows while calls overlap. The mutex
   // also guards graphs_note_.
   mutable std::mutex pool_mutex_;

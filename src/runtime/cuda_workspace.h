@@ -41,15 +41,15 @@ inline Shape strides_or_contiguous(const Shape &sizes, std::span<const int64_t> 
   return strides.empty() ? contiguous_strides(sizes) : Shape(strides.begin(), strides.end());
 }
 
-// The device memory of one call: the inputs' copies, the outputs, the arena and every
-// launch's arguments, bound once; and, with CUDA graphs, the steps captured on these
+// The device memory of one call: the inputs' copies and the outputs where a call needs
+// them, the arena and every launch's arguments, bound once; and, with CUDA graphs, the steps captured on these
 // addresses. Pooled: a call takes one and gives it back, so addresses stay fixed.
 struct CudaProgram::Workspace {
   cuda::Event done{cuda::CU_EVENT_DISABLE_TIMING};           // recorded after the last call's work, on its stream
   bool used = false;                                         // whether `done` was recorded
   cuda::Event ready{cuda::CU_EVENT_DISABLE_TIMING};          // graphs: the caller's copies, before the first run
-  std::vector<cuda::DeviceBuffer> inputs;                    // per graph input
-  std::vector<cuda::DeviceBuffer> outputs;                   // per graph output; empty where not its buffer's home
+  std::vector<cuda::DeviceBuffer> inputs;                    // per graph input; empty until a call needs it
+  std::vector<cuda::DeviceBuffer> outputs;                   // per graph output; empty until needed, or not its buffer's home
   std::unique_ptr<cuda::DeviceArena> arena;
   std::vector<cuda::CUdeviceptr> address;                    // per buffer id; 0 where never placed
   std::vector<std::vector<cuda::CUdeviceptr>> args;          // per step: the pointer arguments' values
@@ -65,6 +65,7 @@ struct CudaProgram::Workspace {
   std::vector<Binding> binding;
   std::vector<char> in_place;                                // this call's: read (written) in place, no copy
   std::vector<ir::BufferId> moved;                           // buffers whose address changed, not yet bound again
+  bool steps_bound = false;                                  // the extern steps bound (at the first call)
   cuda::BufferAddress address_of;                            // every placed buffer's address now, for the extern steps
   std::vector<std::vector<ir::BufferId>> extern_buffers;     // per step: the buffers its bound call asked for
   std::vector<ir::BufferId> *asked = nullptr;                // while an extern step binds: its list

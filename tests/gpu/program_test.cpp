@@ -469,6 +469,21 @@ void check_bound_in_place(const std::string &mode) {
       want.push_back(c.program->run(inputs.back()));
     }
     cuda::Stream stream;
+    // A program whose calls all bind in place never allocates buffers of its own for its
+    // inputs and outputs (a model's parameters are not held twice).
+    {
+      Compiled fresh = compile_for_gpu(frontend::parse_graph(conv->text, "test.py"));
+      DeviceCall first = device_call(p);
+      upload_inputs(p, inputs[0], first.in);
+      COIL_CU(cuCtxSynchronize);
+      fresh.program->run(first.ins(), first.outs(), stream.get());
+      stream.synchronize();
+      if (fresh.program->own_bytes() != 0 || fresh.program->copies() != 0)
+        return str_cat("a first call on tensors bound in place made ", fresh.program->own_bytes(), " bytes of own buffers and ",
+                       fresh.program->copies(), " copies");
+      if (!same_bits(download_outputs(p, first), want[0])) return std::string("the first call in place differs");
+      if (c.program->own_bytes() <= 0) return std::string("host calls made no buffers of their own");
+    }
     // Calls 1 to 3 on the same tensors, with new values each time: nothing copied, and
     // after the first (which binds the steps to the tensors) nothing set up again.
     DeviceCall call = device_call(p);
