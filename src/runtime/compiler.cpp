@@ -1,5 +1,6 @@
 #include "runtime/compiler.h"
 
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <spawn.h>
@@ -337,6 +338,14 @@ CxxCompiler find_compiler() {
 
 fs::path runtime_include_dir() {
   std::error_code ec;
+  // A shared library holding coil (the Python package's module) finds the headers installed
+  // beside it first: those of the code it was built from, wherever it was installed.
+  Dl_info self{};
+  if (::dladdr(reinterpret_cast<const void *>(&runtime_include_dir), &self) && self.dli_fname &&
+      fs::path(self.dli_fname).is_absolute()) {
+    fs::path beside = fs::path(self.dli_fname).parent_path() / "runtime" / "include";
+    if (fs::is_directory(beside, ec)) return beside;
+  }
 #ifdef COIL_RUNTIME_INCLUDE_DIR
   if (fs::is_directory(COIL_RUNTIME_INCLUDE_DIR, ec)) return fs::path(COIL_RUNTIME_INCLUDE_DIR);
 #endif

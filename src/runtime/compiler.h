@@ -34,10 +34,13 @@ struct CxxCompiler {
 CxxCompiler find_compiler();
 
 /// Where the kernel prelude headers are (`-I` of every kernel), first found of:
-///   1. the compile definition COIL_RUNTIME_INCLUDE_DIR, when that folder exists;
-///   2. runtime/include in the folder of /proc/self/exe or any folder above it
+///   1. runtime/include beside the shared library coil is linked into (the Python
+///      package's module, installed with them: CMakeLists.txt);
+///   2. the compile definition COIL_RUNTIME_INCLUDE_DIR, when that folder exists;
+///   3. runtime/include in the folder of /proc/self/exe or any folder above it
 ///      (a build tree inside the source tree);
-///   3. $COIL_SOURCE_DIR/runtime/include.
+///   4. $COIL_SOURCE_DIR/runtime/include.
+/// The folder two above it is where the Triton helpers are (python/coil_triton).
 /// A UserError naming those places when none has it.
 std::filesystem::path runtime_include_dir();
 

@@ -14,6 +14,7 @@ on the current stream, outputs the caller keeps across later calls, CUDA graphs.
 """
 import contextlib
 import copy
+import json
 import logging
 import os
 import subprocess
@@ -186,6 +187,37 @@ class Backend(unittest.TestCase):
                 "torch.testing.assert_close(f(x), (x * 2).relu().sum(-1))\n"
                 "assert 'coil' in sys.modules\n")
         subprocess.run([sys.executable, "-c", code], check=True)
+
+    def test_the_installed_package_needs_no_checkout(self):
+        """A copy of the installed package elsewhere compiles with the kernels' headers it holds
+        (the C++ cache's record of the compile names them) and runs Triton's helpers from its
+        own folder, in the Python that imported it."""
+        import coil
+        package = os.path.dirname(coil.__file__)
+        for part in ("runtime/include/coil/artifact.h", "python/coil_triton/compile_kernels.py",
+                     "python/coil_triton/run_plan.py"):
+            self.assertTrue(os.path.isfile(os.path.join(package, part)), f"the package has no {part}")
+        with tempfile.TemporaryDirectory() as elsewhere:
+            subprocess.run(["cp", "-r", package, elsewhere], check=True)
+            cache = os.path.join(elsewhere, "cache")
+            env = {k: v for k, v in os.environ.items() if k not in ("COIL_SOURCE_DIR", "COIL_TRITON_PYTHON")}
+            env.update(COIL_CACHE_DIR=cache, PYTHONPATH=elsewhere)
+            code = ("import os, sys, torch, coil\n"
+                    f"assert coil.__file__.startswith({elsewhere!r}), coil.__file__\n"
+                    "assert os.environ['COIL_TRITON_PYTHON'] == sys.executable\n"
+                    "f = torch.compile(lambda x: (x * 2).relu().sum(-1), backend='coil')\n"
+                    "x = torch.randn(4, 8)\n"
+                    "torch.testing.assert_close(f(x), (x * 2).relu().sum(-1))\n")
+            subprocess.run([sys.executable, "-c", code], check=True, env=env, cwd=elsewhere)
+            flags = []
+            for root, _, files in os.walk(os.path.join(cache, "cpp")):
+                if "meta.json" in files:
+                    with open(os.path.join(root, "meta.json")) as f:
+                        flags += json.load(f)["flags"]
+            includes = [flags[i + 1] for i, flag in enumerate(flags) if flag == "-I"]
+            self.assertTrue(includes, "no C++ compile recorded in the cache")
+            for include in includes:
+                self.assertEqual(include, os.path.join(elsewhere, "coil", "runtime", "include"))
 
     def test_options_are_coils_and_checked(self):
         from coil import CoilError
