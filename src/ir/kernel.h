@@ -48,9 +48,9 @@ struct Kernel {
   std::vector<Step> steps;        // Pointwise and Reduction kernels
   std::vector<BufferId> stores;   // outputs written to memory
   std::vector<BufferId> internal; // outputs that stay in the kernel
-  /// Decisions made for the kernel, printed in dumps: the scheduler's (`post_ops`, an
-  /// extern call's epilogue) and the dialect's (vector width, block sizes, split factor,
-  /// part of the cache key).
+  /// Decisions the scheduler made for the kernel, printed in dumps (`post_ops`: an extern
+  /// call's epilogue). The dialects' decisions are their plans, made after the schedule
+  /// (codegen/cpp/cpp_plan.h, codegen/triton/triton_kernel_plan.h; kernel_plans.txt).
   std::map<std::string, std::string> attrs;
 
   bool is_loop_nest() const { return kind == KernelKind::Pointwise || kind == KernelKind::Reduction; }
