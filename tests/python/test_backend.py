@@ -5,8 +5,9 @@ and on CUDA where a GPU is present (the class Cuda, skipped without one).
 
 Models are compared as tests/python/model_tolerance.py says (float64 reference, coil's
 error at most 3x eager's). The backend is found by its entry point, without importing coil;
-options are coil's and checked; ops coil does not compile run in eager PyTorch between
-coil's parts (coil.explain says which and why); a graph coil fails on runs in eager with a
+options are coil's and checked; ops coil does not compile (a higher-order op such as
+torch.cond among them) run in eager PyTorch between coil's parts (coil.explain says which
+and why); an installed package needs no checkout; a graph coil fails on runs in eager with a
 warning, or raises with COIL_FALLBACK=error; graphs of symbolic sizes (a second batch size)
 and backward graphs run in eager, counted. On CUDA: tensors in and out without host
 copies or host synchronisation (torch.cuda.set_sync_debug_mode("error") around the calls),
@@ -272,6 +273,33 @@ class Backend(unittest.TestCase):
         self.assertIn("1 graph(s), 2 part(s) compiled by coil, 1 op(s) in eager PyTorch", text)
         self.assertIn("ops compiled by coil for cpu", text)
         self.assertIn("eager PyTorch: twice (coil_test.twice.default)", text)
+
+    def test_higher_order_ops_run_in_eager_between_coils_parts(self):
+        """torch.cond stays a higher-order op in AOTAutograd's graph, with its branches as
+        subgraphs: it runs in eager PyTorch between coil's parts, which compile the rest, and
+        either branch gives eager's result."""
+        import coil
+
+        class Branching(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = torch.nn.Linear(8, 8)
+
+            def forward(self, x):
+                y = self.lin(x).relu()
+                z = torch.cond(y.sum() > 1, lambda t: t * 2 + 1, lambda t: t.sin(), (y,))
+                return z.softmax(-1)
+
+        torch.manual_seed(0)
+        model = Branching().eval()
+        torch._dynamo.reset()
+        compiled = torch.compile(model, backend="coil")
+        with torch.no_grad():
+            for x in (torch.randn(4, 8) + 1, torch.randn(4, 8) - 4):  # each branch
+                torch.testing.assert_close(compiled(x), model(x), rtol=1e-5, atol=1e-6)
+        report = coil.explain(model, torch.randn(4, 8))
+        self.assertGreaterEqual(report.compiled_parts, 2, str(report))
+        self.assertTrue(any(op.startswith("cond ") for op in report.eager_ops), str(report))
 
     def test_sorts_of_long_rows_run_in_eager_and_short_ones_in_coil(self):
         from coil import _C, backend
