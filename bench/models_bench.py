@@ -23,15 +23,24 @@ coil cannot run, or runs wrongly, shows the reason in the notes under the table.
 misses that rule but is within 3x of Inductor's own error, its time is shown and the note
 says so (Inductor's outputs are checked against the same float64 run).
 
+Device memory (CUDA): for eager, Inductor and coil through torch.compile, what each holds
+between calls beyond the weights and inputs plus the peak of PyTorch's allocator within a call
+(class Memory), in a table of its own.
+Compile times (unless --no-compile-times): torch.compile's first call, Inductor and coil,
+each in a new process, cold (empty coil, Inductor and Triton caches) and warm (the caches the
+cold run filled), in a second table.
+
 Prints a markdown table with the commit and the machine, and writes it to DIR/models.md.
 """
 from __future__ import annotations
 
 import argparse
 import copy
+import json
 import os
 import platform
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -117,25 +126,132 @@ def verdict(got: list, folder: Path) -> tuple[bool, str]:
     return True, ""
 
 
-def torch_compile_ms(model, args, device: str, iters: int, folder: Path, options: dict) -> tuple[float | None, str]:
+class Memory:
+    """Device memory one way of running the model uses beyond the weights and inputs, in MB:
+    what it holds between calls (free memory by cuMemGetInfo, from before its compile to after
+    its calls, PyTorch's cache emptied: coil's workspace and arena, CUDA graph pools) plus the
+    peak of what PyTorch's allocator hands out within a call (intermediates, outputs). None on
+    the CPU."""
+
+    def __init__(self, device: str):
+        self.on = device == "cuda"
+        if self.on:
+            torch.cuda.synchronize()
+            torch.cuda.empty_cache()
+            self.free = torch.cuda.mem_get_info()[0]
+
+    def of(self, call) -> float | None:
+        """After `call` has been compiled and run: its memory, over three more calls."""
+        if not self.on:
+            return None
+        torch.cuda.synchronize()
+        base = torch.cuda.memory_allocated()
+        torch.cuda.reset_peak_memory_stats()
+        for _ in range(3):
+            call()
+        torch.cuda.synchronize()
+        within = torch.cuda.max_memory_allocated() - base
+        torch.cuda.empty_cache()
+        held = self.free - torch.cuda.mem_get_info()[0]
+        return (max(held, 0) + within) / 2**20
+
+
+def torch_compile_ms(model, args, device: str, iters: int, folder: Path, options: dict) -> tuple[float | None, str, float | None]:
     """torch.compile(model, backend="coil")'s median (the package's backend function, so
     that no entry point is needed), or None and why; a note when ops ran in eager."""
     import functools
 
     torch._dynamo.reset()
     coil_backend.counters.clear()
+    memory = Memory(device)
     compiled = torch.compile(model, backend=functools.partial(coil_backend.coil_backend, options=options))
     try:
         with torch.no_grad():
             counts, note = verdict(compiled(*args), folder)
             ms = median_ms(lambda: compiled(*args), iters, device) if counts else None
+            mb = memory.of(lambda: compiled(*args)) if counts else None
     except Exception as e:  # noqa: BLE001  (the row says why)
-        return None, f"{type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}"
+        return None, f"{type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}", None
     c = coil_backend.counters
     if c["graphs_eager"] + c["parts_eager"] + c["ops_eager"] or c["graphs"] != 1:
         note = "; ".join(x for x in (note, f"{c['graphs']} graph(s), {c['graphs_eager']} in eager whole, "
                                            f"{c['parts_eager']} part(s) and {c['ops_eager']} op(s) in eager") if x)
-    return ms, note
+    return ms, note, mb
+
+
+# One compile, timed in a process of its own: the model built, torch.compile with the backend
+# asked for, the first call's result on the host's clock (the device waited for).
+_FIRST_CALL = """
+import json, sys, time, torch
+sys.path.insert(0, sys.argv[1])
+from model_zoo import build
+name, device, dtype, backend = sys.argv[2], sys.argv[3], getattr(torch, sys.argv[4]), sys.argv[5]
+torch.manual_seed(0)
+model, args = build(name, device, dtype)
+start = time.perf_counter()
+with torch.no_grad():
+    torch.compile(model, backend=backend)(*args)
+if device == "cuda":
+    torch.cuda.synchronize()
+print(json.dumps({"seconds": time.perf_counter() - start}))
+"""
+
+
+def compile_seconds(name: str, device: str, dtype: torch.dtype, backend: str, caches: Path) -> tuple[float | None, str]:
+    """Seconds from torch.compile's first call to its result in a new process whose coil,
+    Inductor and Triton caches are the folders under `caches` (empty: a cold compile; kept
+    from an earlier call: a warm one), or None and why."""
+    env = {**os.environ, "COIL_CACHE_DIR": str(caches / "coil"), "TORCHINDUCTOR_CACHE_DIR": str(caches / "inductor"),
+           "TRITON_CACHE_DIR": str(caches / "triton")}
+    r = subprocess.run([sys.executable, "-c", _FIRST_CALL, str(REPO / "bench"), name, device,
+                        str(dtype).removeprefix("torch."), backend], capture_output=True, text=True, env=env)
+    lines = r.stdout.strip().splitlines()
+    if r.returncode != 0 or not lines:
+        why = (r.stderr.strip() or r.stdout.strip()).splitlines()
+        return None, (why[-1] if why else f"exit {r.returncode}")[:300]
+    return json.loads(lines[-1])["seconds"], ""
+
+
+def compile_times(name: str, device: str, dtype: torch.dtype, work: Path) -> dict:
+    """Cold and warm compile of Inductor and of coil (through torch.compile), each in new processes."""
+    row = {}
+    for key, backend in (("inductor", "inductor"), ("coil", "coil")):
+        if backend == "coil" and coil_backend is None:
+            continue
+        caches = work / f"{name}_caches_{key}"
+        shutil.rmtree(caches, ignore_errors=True)
+        for kind in ("cold", "warm"):
+            row[f"{key}_{kind}"], row[f"{key}_{kind}_why"] = compile_seconds(name, device, dtype, backend, caches)
+        shutil.rmtree(caches, ignore_errors=True)
+    return row
+
+
+def memory_table(rows: list[dict]) -> str:
+    cols = [("eager_mb", "eager"), ("inductor_mb", "Inductor"), ("inductor_ro_mb", "Inductor reduce-overhead"),
+            ("coil_tc_mb", "torch.compile coil"), ("coil_tc_graphs_mb", "torch.compile coil + CUDA graphs")]
+    lines = ["| model | " + " | ".join(label + " (MB)" for _, label in cols) + " |", "|" + "---|" * (len(cols) + 1)]
+    for r in rows:
+        if "error" not in r:
+            lines.append(f"| {r['model']} | " + " | ".join(f"{r[k]:.0f}" if r.get(k) is not None else "—" for k, _ in cols) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def compile_table(rows: list[dict]) -> str:
+    cols = [("inductor_cold", "Inductor cold"), ("inductor_warm", "Inductor warm"), ("coil_cold", "coil cold"),
+            ("coil_warm", "coil warm")]
+    lines = ["| model | " + " | ".join(label + " (s)" for _, label in cols) + " | cold: Inductor / coil | warm: Inductor / coil |",
+             "|" + "---|" * (len(cols) + 3)]
+    notes = []
+    for r in rows:
+        if "error" in r:
+            continue
+        c = r.get("compile", {})
+        cells = [f"{c[k]:.1f}" if c.get(k) is not None else "—" for k, _ in cols]
+        notes += [f"- {r['model']}, {label}: {c[k + '_why']}" for k, label in cols if c.get(k + "_why")]
+        ratio = [f"{c[f'inductor_{kind}'] / c[f'coil_{kind}']:.2f}x" if c.get(f"inductor_{kind}") and c.get(f"coil_{kind}")
+                 else "—" for kind in ("cold", "warm")]
+        lines.append(f"| {r['model']} | " + " | ".join(cells + ratio) + " |")
+    return "\n".join(lines + ([""] + notes if notes else [])) + "\n"
 
 
 def bench_model(name: str, device: str, dtype: torch.dtype, iters: int, coil: str, baseline: str, work: Path) -> dict:
@@ -143,15 +259,22 @@ def bench_model(name: str, device: str, dtype: torch.dtype, iters: int, coil: st
     model, args = build(name, device, dtype)
     row = {"model": name}
     with torch.no_grad():
+        model(*args)  # the libraries' kernels loaded (CUDA loads them lazily) before memory counts
+        memory = Memory(device)
         row["eager"] = median_ms(lambda: model(*args), iters, device)
+        row["eager_mb"] = memory.of(lambda: model(*args))
         torch._dynamo.reset()
+        memory = Memory(device)
         inductor = torch.compile(model)
         row["inductor"] = median_ms(lambda: inductor(*args), iters, device)
+        row["inductor_mb"] = memory.of(lambda: inductor(*args))
         inductor_out = inductor(*args)
         if device == "cuda":
             torch._dynamo.reset()
+            memory = Memory(device)
             overhead = torch.compile(model, mode="reduce-overhead")
             row["inductor_ro"] = median_ms(lambda: overhead(*args), iters, device)
+            row["inductor_ro_mb"] = memory.of(lambda: overhead(*args))
         torch._dynamo.reset()
         folder = work / name
         folder.mkdir(parents=True, exist_ok=True)
@@ -167,9 +290,9 @@ def bench_model(name: str, device: str, dtype: torch.dtype, iters: int, coil: st
         torch.save([capture.host(o) for o in capture.pytree.tree_leaves(flat)], folder / "reference.pt")
         del reference
     if coil_backend is not None:
-        row["coil_tc"], row["coil_tc_why"] = torch_compile_ms(model, args, device, iters, folder, {})
+        row["coil_tc"], row["coil_tc_why"], row["coil_tc_mb"] = torch_compile_ms(model, args, device, iters, folder, {})
         if device == "cuda":
-            row["coil_tc_graphs"], row["coil_tc_graphs_why"] = torch_compile_ms(
+            row["coil_tc_graphs"], row["coil_tc_graphs_why"], row["coil_tc_graphs_mb"] = torch_compile_ms(
                 model, args, device, iters, folder, {"triton.cudagraphs": "1"})
         torch._dynamo.reset()
     del model
@@ -228,6 +351,8 @@ def main() -> int:
     p.add_argument("--baseline", default="", help="another coil binary (an earlier commit's) for a column of its own")
     p.add_argument("--out", default="")
     p.add_argument("--keep", default="", help="keep each model's exported graph and tensors in this folder")
+    p.add_argument("--no-compile-times", action="store_true",
+                   help="leave out the cold and warm compile times (new processes, a minute or more per model)")
     a = p.parse_args()
     head, dirty = gpu_bench.commit()
     commit = head + (" with uncommitted changes" if dirty else "")
@@ -240,6 +365,8 @@ def main() -> int:
         for name in a.models.split(","):
             try:
                 rows.append(bench_model(name, a.device, dtype, a.iters, a.coil, a.baseline, work))
+                if not a.no_compile_times:
+                    rows[-1]["compile"] = compile_times(name, a.device, dtype, work)
             except Exception as e:  # a model that cannot be built, exported or compiled: its row says why
                 rows.append({"model": name, "error": f"{type(e).__name__}: {str(e).splitlines()[0][:150]}"})
             print(rows[-1], flush=True)
@@ -247,6 +374,12 @@ def main() -> int:
         print(f"no torch.compile columns: the package coil does not import ({COIL_IMPORT_ERROR})")
     text = (f"Models on {machine} ({a.device}), commit {commit}, torch {torch.__version__}; "
             f"{str(dtype).removeprefix('torch.')}, medians of {a.iters} calls; ratios > 1: coil faster\n\n" + table(rows, a.device, bool(a.baseline)))
+    if a.device == "cuda":
+        text += ("\nDevice memory beyond the weights and inputs: what each holds between calls (cuMemGetInfo, "
+                 "from before its compile) plus the peak PyTorch's allocator hands out within a call\n\n" + memory_table(rows))
+    if not a.no_compile_times:
+        text += ("\nCompile time through torch.compile, from the first call to its result, each in a new process: "
+                 "cold with empty coil, Inductor and Triton caches, warm with those the cold run filled\n\n" + compile_table(rows))
     print(text)
     if a.out:
         Path(a.out).mkdir(parents=True, exist_ok=True)

@@ -4,8 +4,9 @@
 # eager outputs, and prints one row per case: PASS or FAIL, seconds, and the first line
 # that says why it failed. Then, without a NAME_FILTER, the checks of tests/gpu/ (the
 # launcher, the executor with and without CUDA graphs and autotuning, the extern calls, the
-# public API on device tensors and a caller's stream), one row each. Exits 0 only when
-# every case passed.
+# public API on device tensors and a caller's stream) and torch.compile(backend="coil") on
+# CUDA (tests/python: the backend's CUDA tests, the model suite at tiny sizes), one row
+# each. Exits 0 only when every case passed.
 #
 # coil's options come from the environment as usual: COIL_TRITON_AUTOTUNE=1 and
 # COIL_TRITON_CUDAGRAPHS=1 run every case tuned and replayed from a CUDA graph.
@@ -15,7 +16,9 @@
 #     headers (the build's needs; the unit tests are not built, so no GoogleTest);
 #   - Python with triton (compiling the kernels) and torch's CUDA libraries where
 #     cuBLAS/cuDNN come from; coil finds its Python through the option triton.python
-#     (COIL_TRITON_PYTHON), which this script sets to python3 unless it is set already.
+#     (COIL_TRITON_PYTHON), which this script sets to python3 unless it is set already;
+#     with nanobind too, the Python package is built and checked (else those rows say
+#     SKIPPED), and the model suite needs torchvision and transformers.
 # Nothing is installed. The build goes to its own folder (build-gpu-check, or
 # $COIL_GPU_BUILD) so that it never mixes with another build of the checkout; kernels go
 # to a fresh cache (or $COIL_CACHE_DIR when set).
@@ -39,15 +42,24 @@ if [[ -z ${COIL_CACHE_DIR:-} ]]; then
   trap 'rm -rf "$COIL_CACHE_DIR"' EXIT
 fi
 
+# The Python package (coil._C) is built too when the Python has nanobind, for the
+# torch.compile checks at the end; without it they are skipped, and the table says so.
+python_targets=()
+python_flags=()
+if "$COIL_TRITON_PYTHON" -c "import nanobind" 2>/dev/null; then
+  python_targets=(_C)
+  python_flags=(-DCOIL_PYTHON=ON "-DPython_EXECUTABLE=$(command -v "$COIL_TRITON_PYTHON")")
+fi
+
 echo "== building coil in $build (Release, $jobs jobs)"
 if ! cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCOIL_TESTS=OFF -DCOIL_GPU_TESTS=ON \
-  >"$build.configure.log" 2>&1; then
+  "${python_flags[@]}" >"$build.configure.log" 2>&1; then
   tail -n 30 "$build.configure.log"
   echo "configuring failed: see $build.configure.log"
   exit 2
 fi
 gpu_tests=(coil_gpu_launch_test coil_gpu_program_test coil_gpu_extern_test coil_gpu_device_io_test)
-if ! cmake --build "$build" -j "$jobs" --target coil "${gpu_tests[@]}" >"$build.build.log" 2>&1; then
+if ! cmake --build "$build" -j "$jobs" --target coil "${gpu_tests[@]}" "${python_targets[@]}" >"$build.build.log" 2>&1; then
   grep -m 20 -E 'error|Error' "$build.build.log"
   tail -n 20 "$build.build.log"
   echo "building failed: see $build.build.log"
@@ -167,6 +179,45 @@ if [[ -z $filter ]]; then
     why=${why//|/\\|}
     checks+=("| tests/gpu/$t | $status | $seconds | ${why:0:200} |")
     printf '%-44s %s %7s s  %s\n' "tests/gpu/$t" "$status" "$seconds" "$why"
+  done
+fi
+
+# torch.compile(backend="coil") on CUDA: the package installed (CMake's python component)
+# into a folder of its own with its entry point, then the backend's CUDA tests and the
+# model suite at tiny sizes in f32 and bf16 (tests/python).
+if [[ -z $filter ]]; then
+  python_checks=("tests/python/test_backend.py Cuda" "tests/python/test_models.py CudaModels")
+  for check in "${python_checks[@]}"; do
+    if [[ ${#python_targets[@]} -eq 0 ]]; then
+      checks+=("| $check | SKIPPED | 0 | $COIL_TRITON_PYTHON has no nanobind: the package was not built |")
+      printf '%-44s SKIPPED (no nanobind)\n' "$check"
+      continue
+    fi
+    package=$logs/package
+    if [[ ! -d $package/coil ]]; then
+      cmake --install "$build" --component python --prefix "$package" >/dev/null
+      mkdir -p "$package/coil-0.dist-info"
+      printf 'Metadata-Version: 2.1\nName: coil\nVersion: 0\n' >"$package/coil-0.dist-info/METADATA"
+      printf '[torch_dynamo_backends]\ncoil = coil.backend:coil_backend\n' >"$package/coil-0.dist-info/entry_points.txt"
+    fi
+    log=$logs/$(echo "$check" | tr ' /.' '___').log
+    start=$(date +%s%N)
+    # shellcheck disable=SC2086  (the check is a script and its test class)
+    (cd "$root" && PYTHONPATH=$package timeout --kill-after=10 600 "$COIL_TRITON_PYTHON" $check >"$log" 2>&1)
+    rc=$?
+    seconds=$(awk -v ns=$(($(date +%s%N) - start)) 'BEGIN { printf "%.1f", ns / 1e9 }')
+    if [[ $rc -eq 0 ]]; then
+      status=PASS
+      why=$(grep -m 1 -E '^Ran ' "$log")
+    else
+      status=FAIL
+      why="exit $rc: $(grep -m 1 -E '^(FAIL|ERROR):' "$log" || tail -n 1 "$log")"
+      failed=$((failed + 1))
+      failed_logs+=("$log")
+    fi
+    why=${why//|/\\|}
+    checks+=("| $check | $status | $seconds | ${why:0:200} |")
+    printf '%-44s %s %7s s  %s\n' "$check" "$status" "$seconds" "$why"
   done
 fi
 
