@@ -155,30 +155,44 @@ for i in "${!cases[@]}"; do
 done
 total_seconds=$(awk -v ns=$(($(date +%s%N) - total_start)) 'BEGIN { printf "%.0f", ns / 1e9 }')
 
-# The checks of tests/gpu, run from the source folder (the executor's reads ./examples).
+# add_check NAME LOG RC SECONDS WHY: one row of the checks below; a failure is counted and
+# its log kept for $OUT.
 checks=()
+add_check() {
+  local name=$1 log=$2 rc=$3 seconds=$4 why=$5 status=PASS kept
+  if [[ $rc -ne 0 ]]; then
+    status=FAIL
+    failed=$((failed + 1))
+    kept=$logs/$(echo "$name" | tr ' /.' '___').log
+    cp "$log" "$kept"
+    failed_logs+=("$kept")
+  fi
+  why=${why//|/\\|}
+  checks+=("| $name | $status | $seconds | ${why:0:200} |")
+  printf '%-44s %s %7s s  %s\n' "$name" "$status" "$seconds" "$why"
+}
+
+# timed LOG COMMAND...: runs COMMAND from the source folder (the executor's check reads
+# ./examples) with its output in LOG, within 10 minutes; sets rc and seconds.
+timed() {
+  local log=$1 start
+  shift
+  start=$(date +%s%N)
+  (cd "$root" && timeout --kill-after=10 600 "$@" >"$log" 2>&1)
+  rc=$?
+  seconds=$(awk -v ns=$(($(date +%s%N) - start)) 'BEGIN { printf "%.1f", ns / 1e9 }')
+}
+
+# The checks of tests/gpu.
 if [[ -z $filter ]]; then
   for t in "${gpu_tests[@]}"; do
     log=$logs/$t.log
-    start=$(date +%s%N)
-    (cd "$root" && timeout --kill-after=10 600 "$build/tests/gpu/$t" >"$log" 2>&1)
-    rc=$?
-    seconds=$(awk -v ns=$(($(date +%s%N) - start)) 'BEGIN { printf "%.1f", ns / 1e9 }')
+    timed "$log" "$build/tests/gpu/$t"
     npass=$(grep -c '^PASS ' "$log")
     nfail=$(grep -c '^FAIL ' "$log")
-    if [[ $rc -eq 0 ]]; then
-      status=PASS
-      why="$npass checks passed"
-    else
-      status=FAIL
-      why="exit $rc, $nfail of $((npass + nfail)) checks failed: $(grep -m 1 '^FAIL ' "$log" || tail -n 1 "$log")"
-      failed=$((failed + 1))
-      cp "$log" "$logs/tests_gpu_$t.log"
-      failed_logs+=("$logs/tests_gpu_$t.log")
-    fi
-    why=${why//|/\\|}
-    checks+=("| tests/gpu/$t | $status | $seconds | ${why:0:200} |")
-    printf '%-44s %s %7s s  %s\n' "tests/gpu/$t" "$status" "$seconds" "$why"
+    why="$npass checks passed"
+    [[ $rc -eq 0 ]] || why="exit $rc, $nfail of $((npass + nfail)) checks failed: $(grep -m 1 '^FAIL ' "$log" || tail -n 1 "$log")"
+    add_check "tests/gpu/$t" "$log" "$rc" "$seconds" "$why"
   done
 fi
 
@@ -186,38 +200,25 @@ fi
 # into a folder of its own with its entry point, then the backend's CUDA tests and the
 # model suite at tiny sizes in f32 and bf16 (tests/python).
 if [[ -z $filter ]]; then
-  python_checks=("tests/python/test_backend.py Cuda" "tests/python/test_models.py CudaModels")
-  for check in "${python_checks[@]}"; do
+  package=$logs/package
+  if [[ ${#python_targets[@]} -gt 0 ]]; then
+    cmake --install "$build" --component python --prefix "$package" >/dev/null
+    mkdir -p "$package/coil-0.dist-info"
+    printf 'Metadata-Version: 2.1\nName: coil\nVersion: 0\n' >"$package/coil-0.dist-info/METADATA"
+    printf '[torch_dynamo_backends]\ncoil = coil.backend:coil_backend\n' >"$package/coil-0.dist-info/entry_points.txt"
+  fi
+  for check in "tests/python/test_backend.py Cuda" "tests/python/test_models.py CudaModels"; do
     if [[ ${#python_targets[@]} -eq 0 ]]; then
       checks+=("| $check | SKIPPED | 0 | $COIL_TRITON_PYTHON has no nanobind: the package was not built |")
       printf '%-44s SKIPPED (no nanobind)\n' "$check"
       continue
     fi
-    package=$logs/package
-    if [[ ! -d $package/coil ]]; then
-      cmake --install "$build" --component python --prefix "$package" >/dev/null
-      mkdir -p "$package/coil-0.dist-info"
-      printf 'Metadata-Version: 2.1\nName: coil\nVersion: 0\n' >"$package/coil-0.dist-info/METADATA"
-      printf '[torch_dynamo_backends]\ncoil = coil.backend:coil_backend\n' >"$package/coil-0.dist-info/entry_points.txt"
-    fi
-    log=$logs/$(echo "$check" | tr ' /.' '___').log
-    start=$(date +%s%N)
+    log=$logs/$(echo "$check" | tr ' /.' '___').run.log
     # shellcheck disable=SC2086  (the check is a script and its test class)
-    (cd "$root" && PYTHONPATH=$package timeout --kill-after=10 600 "$COIL_TRITON_PYTHON" $check >"$log" 2>&1)
-    rc=$?
-    seconds=$(awk -v ns=$(($(date +%s%N) - start)) 'BEGIN { printf "%.1f", ns / 1e9 }')
-    if [[ $rc -eq 0 ]]; then
-      status=PASS
-      why=$(grep -m 1 -E '^Ran ' "$log")
-    else
-      status=FAIL
-      why="exit $rc: $(grep -m 1 -E '^(FAIL|ERROR):' "$log" || tail -n 1 "$log")"
-      failed=$((failed + 1))
-      failed_logs+=("$log")
-    fi
-    why=${why//|/\\|}
-    checks+=("| $check | $status | $seconds | ${why:0:200} |")
-    printf '%-44s %s %7s s  %s\n' "$check" "$status" "$seconds" "$why"
+    timed "$log" env PYTHONPATH="$package" "$COIL_TRITON_PYTHON" $check
+    why=$(grep -m 1 -E '^Ran ' "$log")
+    [[ $rc -eq 0 ]] || why="exit $rc: $(grep -m 1 -E '^(FAIL|ERROR):' "$log" || tail -n 1 "$log")"
+    add_check "$check" "$log" "$rc" "$seconds" "$why"
   done
 fi
 

@@ -137,11 +137,17 @@ void CudaProgram::move(Workspace &w, size_t t, CUdeviceptr to) const {
   w.moved.push_back(b);
 }
 
-// The steps of `w` on its buffers' addresses after some moved: every launch's pointer
-// arguments, the extern steps that asked for a moved buffer bound again, the CUDA graph
-// captured again at the next call. A failure leaves the workspace broken (dropped).
+// The steps of `w` on its buffers' addresses, at its first call and after some moved:
+// every launch's pointer arguments, the extern steps (each that asked for a moved buffer)
+// bound again, the CUDA graph captured again at the next call. Nothing when nothing moved.
+// A failure leaves the workspace broken (dropped).
 void CudaProgram::rebind(Workspace &w) const {
-  fill_args(w);
+  if (w.steps_bound && w.moved.empty()) return;
+  for (size_t i = 0; i < gpu_.steps.size(); ++i) {
+    const GpuStep &st = gpu_.steps[i];
+    if (st.kind == GpuStep::Kind::Launch)
+      for (size_t a = 0; a < st.args.size(); ++a) w.args[i][a] = w.address[size_t(st.args[a])];
+  }
   try {
     for (size_t i = 0; i < gpu_.steps.size(); ++i) {
       if (!externs_[i]) continue;
@@ -167,7 +173,7 @@ void CudaProgram::bind_own(Workspace &w) const {
     if (w.binding[t] == Binding::Caller) w.binding[t] = Binding::Own;
     use_own(w, t);
   }
-  if (!w.moved.empty() || !w.steps_bound) rebind(w);
+  rebind(w);
 }
 
 }  // namespace coil

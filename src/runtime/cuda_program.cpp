@@ -219,8 +219,8 @@ CudaProgram::CudaProgram(const sched::Schedule &s, codegen::GpuProgram gpu, cons
     const Slot &slot = slots_[size_t(p.outputs[k])];
     const ir::View &v = output_views_[k];
     TensorType t{p.buffer(p.outputs[k]).type.dtype, v.sizes, v.strides, {}};
-    output_in_place_.push_back(slot.kind == GpuPlace::Kind::Output && slot.index == int(k) && slot.bytes > 0 &&
-                               v.offset == 0 && storage_extent(t) * itemsize(t.dtype) == slot.bytes);
+    output_in_place_.push_back(has_own(p.inputs.size() + k) && slot.bytes > 0 && v.offset == 0 &&
+                               storage_extent(t) * itemsize(t.dtype) == slot.bytes);
   }
 
   device_ = &cuda::Device::get();
@@ -419,9 +419,9 @@ std::unique_ptr<CudaProgram::Workspace> CudaProgram::make_workspace(std::unique_
     if (st.kind != GpuStep::Kind::Launch) continue;
     w.args[i].assign(st.args.size(), 0);
     // The driver reads each argument through a pointer to its value: the values stay put.
+    // The values are filled when the first call binds the steps (rebind).
     for (const CUdeviceptr &value : w.args[i]) w.arg_pointers[i].push_back(&value);
   }
-  fill_args(w);
   if (graphs_) w.capture_stream = std::make_unique<cuda::Stream>(*device_);
   size_t tensors = p.inputs.size() + p.outputs.size();
   w.binding.assign(tensors, Binding::Own);
@@ -439,15 +439,6 @@ std::unique_ptr<CudaProgram::Workspace> CudaProgram::make_workspace(std::unique_
     return w.address[size_t(b)];
   };
   return ws;  // its extern steps are bound at its first call, on the addresses placed then
-}
-
-// Every launch's pointer arguments from its buffers' addresses now, in place.
-void CudaProgram::fill_args(Workspace &w) const {
-  for (size_t i = 0; i < gpu_.steps.size(); ++i) {
-    const GpuStep &st = gpu_.steps[i];
-    if (st.kind == GpuStep::Kind::Launch)
-      for (size_t a = 0; a < st.args.size(); ++a) w.args[i][a] = w.address[size_t(st.args[a])];
-  }
 }
 
 // Extern step `i` bound to `w`'s addresses now, noting which buffers it asked for.
@@ -625,7 +616,7 @@ void CudaProgram::run(std::span<const DeviceTensor> inputs, std::span<const Devi
   Workspace &w = *lease;
   size_t ni = inputs.size();
   for (size_t t = 0; t < ni + outputs.size(); ++t) w.in_place[t] = place(w, t, inputs, outputs);
-  if (!w.moved.empty() || !w.steps_bound) rebind(w);
+  rebind(w);
   for (size_t j = 0; j < inputs.size(); ++j) {
     if (w.in_place[j]) continue;
     const cuda::StridedCopy &c = input_copy(j, inputs[j].strides, adhoc);

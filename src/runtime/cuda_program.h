@@ -201,7 +201,6 @@ class CudaProgram {
   bool overlaps_another(size_t t, std::span<const DeviceTensor> inputs, std::span<const DeviceTensor> outputs) const;
   ir::BufferId buffer_of(size_t t) const;  // tensor t: an input, or output t - inputs
   void move(Workspace &w, size_t t, cuda::CUdeviceptr to) const;
-  void fill_args(Workspace &w) const;
   void rebind(Workspace &w) const;
   void bind_own(Workspace &w) const;
   void run_step(Workspace &w, cuda::CUstream stream, size_t i) const;

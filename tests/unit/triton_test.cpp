@@ -270,7 +270,7 @@ TEST(TritonCompiler, EveryGeneratedKernelCompilesForSm90) {
     std::string key;
     std::istringstream lines(r.source);
     for (std::string line; std::getline(lines, line);) {
-      if (line.find_first_not_of(' ') != std::string::npos && line[line.find_first_not_of(' ')] == '#') continue;
+      if (size_t first = line.find_first_not_of(' '); first != std::string::npos && line[first] == '#') continue;
       for (size_t at = line.find(r.name); at != std::string::npos; at = line.find(r.name, at))
         line.replace(at, r.name.size(), "KERNEL");
       key += line + "\n";
