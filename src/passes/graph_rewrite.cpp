@@ -53,13 +53,15 @@ class Rebuilder {
                 made.outputs.size(), " outputs instead of ", old.outputs.size());
     std::vector<ValueId> outputs = made.outputs;
     bool name_outputs = made.multi_output();
-    // An op whose layout is its library's keeps the layout it had (a graph may have stated
-    // it), unless the edit gives it another.
+    // An op whose layout is its library's keeps the layouts it had (a graph may have stated
+    // them), unless the edit gives its first output another.
     if (made.op->layout_from_backend) {
       auto chosen = layouts_ ? layouts_->find(old_index(old)) : std::map<int, Shape>::const_iterator{};
       bool given = layouts_ && chosen != layouts_->end();
-      const Shape &strides = given ? chosen->second : old_.type(old.outputs[0]).strides;
-      if (b_.graph().type(outputs[0]).strides != strides) b_.set_output_layout(index, 0, strides, old.loc);
+      for (size_t i = 0; i < outputs.size(); ++i) {
+        const Shape &strides = given && i == 0 ? chosen->second : old_.type(old.outputs[i]).strides;
+        if (b_.graph().type(outputs[i]).strides != strides) b_.set_output_layout(index, int64_t(i), strides, old.loc);
+      }
     }
     // So do the outputs whose type is its kernel's.
     for (int64_t i : made.op->typed_by_backend) {

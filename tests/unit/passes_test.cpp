@@ -324,6 +324,27 @@ TEST(PassesCse, KeepsTwoReturnedValuesDistinct) {
   EXPECT_EQ(output_name(out, 1), "mul_1");
 }
 
+TEST(PassesRebuild, EveryOutputOfALibraryOpKeepsTheLayoutTheGraphStates) {
+  // convolution_backward's gradients are laid out by the library: with a channels-last
+  // input PyTorch's grad_weight is channels last too, though the weight is not; rebuilding
+  // the node keeps the layout the graph states for each output.
+  Graph g = parse(R"(
+        alias: "f32[2, 8, 5, 5][200, 25, 5, 1]cpu" = torch.ops.aten.alias.default(dy)
+        convolution_backward = torch.ops.aten.convolution_backward.default(alias, x, w, [8], [1, 1], [0, 0], [1, 1], False, [0, 0], 1, [True, True, True])
+        getitem: "f32[2, 4, 6, 6][144, 1, 24, 4]cpu" = convolution_backward[0]
+        getitem_1: "f32[8, 4, 2, 2][16, 1, 8, 4]cpu" = convolution_backward[1]
+        getitem_2: "f32[8][1]cpu" = convolution_backward[2];  convolution_backward = None
+        return (getitem, getitem_1, getitem_2)
+)",
+                  R"(dy: "f32[2, 8, 5, 5][200, 25, 5, 1]cpu", x: "f32[2, 4, 6, 6][144, 1, 24, 4]cpu", )"
+                  R"(w: "f32[8, 4, 2, 2][16, 4, 2, 1]cpu")");
+  PassLog log;
+  Graph out = run_graph_passes(g, reference_evaluator(), &log);
+  EXPECT_EQ(out.type(out.outputs().at(1)).strides, (Shape{16, 1, 8, 4})) << joined(log);
+  EXPECT_EQ(out.type(out.outputs().at(0)).strides, (Shape{144, 1, 24, 4}));
+  EXPECT_EQ(out.nodes().size(), 1u) << "the alias is gone: the graph was rebuilt";
+}
+
 // --- random ops -------------------------------------------------------------------------
 
 TEST(PassesRandom, RandomOpsAreNeitherMergedNorFolded) {
