@@ -276,7 +276,7 @@ class Primitive {
   friend Primitive matmul(const Desc &, const Desc &, const Desc &, float, std::initializer_list<PostOp>, int64_t);
   friend Primitive convolution(const Desc &, const Desc &, const Desc *, const Desc &, std::initializer_list<int64_t>,
                                std::initializer_list<int64_t>, std::initializer_list<int64_t>,
-                               std::initializer_list<int64_t>, std::initializer_list<PostOp>, int64_t);
+                               std::initializer_list<int64_t>, std::initializer_list<PostOp>, int64_t, bool);
 
   // The call's tensors; false when oneDNN takes none of these layouts.
   bool describe(const Desc &src, const Desc &weights, const Desc *bias, const Desc &dst) {
@@ -413,10 +413,14 @@ inline Primitive matmul(const Desc &src, const Desc &weights, const Desc &dst, f
 /// weights (on every run: the caller may change them) and of the blocked dst back into the
 /// caller's layout. The bias and the binary post-ops' operands stay in the caller's
 /// layouts; where oneDNN has no fast kernel with them, the call keeps the plain layouts.
+///
+/// `transposed`: a transposed convolution (oneDNN's deconvolution, the gradient of a
+/// convolution's input), weights [groups,] out, in / groups, window... of its own channels;
+/// stride, dilation and padding those of the convolution it transposes.
 inline Primitive convolution(const Desc &src, const Desc &weights, const Desc *bias, const Desc &dst,
                              std::initializer_list<int64_t> stride, std::initializer_list<int64_t> dilation,
                              std::initializer_list<int64_t> pad_l, std::initializer_list<int64_t> pad_r,
-                             std::initializer_list<PostOp> post_ops, int64_t work) {
+                             std::initializer_list<PostOp> post_ops, int64_t work, bool transposed = false) {
   Primitive p(work);
   detail::ThreadCount threads(p.threads_);
   dnnl_dims_t st, di, pl, pr;
@@ -429,11 +433,16 @@ inline Primitive convolution(const Desc &src, const Desc &weights, const Desc *b
   auto conv_desc = [&](const dnnl_memory_desc_t &s, const dnnl_memory_desc_t &w, const dnnl_memory_desc_t &d,
                        detail::DescPtr *pd) {
     dnnl_convolution_desc_t op;
+    dnnl_deconvolution_desc_t deconv;
     dnnl_primitive_desc_t made = nullptr;
-    dnnl_status_t status = dnnl_dilated_convolution_forward_desc_init(
-        &op, dnnl_forward_inference, dnnl_convolution_direct, &s, &w, p.has_bias_ ? &p.bias_ : nullptr, &d, st, di,
-        pl, pr);
-    if (status == dnnl_success) status = dnnl_primitive_desc_create(&made, &op, attr.get(), detail::engine(), nullptr);
+    const dnnl_memory_desc_t *b = p.has_bias_ ? &p.bias_ : nullptr;
+    dnnl_status_t status =
+        transposed ? dnnl_dilated_deconvolution_forward_desc_init(&deconv, dnnl_forward_inference,
+                                                                  dnnl_deconvolution_direct, &s, &w, b, &d, st, di, pl, pr)
+                   : dnnl_dilated_convolution_forward_desc_init(&op, dnnl_forward_inference, dnnl_convolution_direct, &s,
+                                                                &w, b, &d, st, di, pl, pr);
+    const void *desc = transposed ? static_cast<const void *>(&deconv) : static_cast<const void *>(&op);
+    if (status == dnnl_success) status = dnnl_primitive_desc_create(&made, desc, attr.get(), detail::engine(), nullptr);
     pd->reset(made);
     return status;
   };
@@ -452,7 +461,7 @@ inline Primitive convolution(const Desc &src, const Desc &weights, const Desc *b
       continue;
     pd = std::move(blocked);
   }
-  p.create(pd, s, "convolution");
+  p.create(pd, s, transposed ? "transposed convolution" : "convolution");
   return p;
 }
 

@@ -140,13 +140,36 @@ std::string dtype_list(const std::vector<DType> &types) {
   return out;
 }
 
+// A convolution's dilation as oneDNN counts it (the gaps) and the end padding that yields
+// the output's size `ranges`. For a convolution, the remainder of a stride that does not
+// divide evenly counts as none; a transposed convolution's output padding makes it smaller
+// than its start padding, negative where wider.
+struct ConvolutionGeometry {
+  Shape gaps, pad_r;
+};
+
+ConvolutionGeometry convolution_geometry(const Node &n, const Shape &ranges) {
+  const ir::View &x = n.operands[0], &wt = n.operands[1];
+  const Shape &stride = n.attrs.at("stride"), &padding = n.attrs.at("padding"), &dilation = n.attrs.at("dilation");
+  bool swap = transposed(n);
+  ConvolutionGeometry g;
+  for (size_t d = 0; d + 2 < wt.sizes.size(); ++d) {
+    g.gaps.push_back(dilation[d] - 1);
+    int64_t window = (wt.sizes[2 + d] - 1) * dilation[d] + 1;
+    // The convolution's input is `wide`, its output `narrow` (swapped when transposed).
+    int64_t wide = swap ? ranges[2 + d] : x.sizes[2 + d], narrow = swap ? x.sizes[2 + d] : ranges[2 + d];
+    int64_t pad = (narrow - 1) * stride[d] + window - wide - padding[d];
+    g.pad_r.push_back(swap ? pad : std::max<int64_t>(pad, 0));
+  }
+  return g;
+}
+
 // Why oneDNN does not run the call, or "" when it does.
 std::string why_not_onednn(const ir::Program &p, const ir::Kernel &k, const sched::Epilogue &e) {
   if (!kBuiltWithOnednn) return "coil was built without oneDNN";
   if (!options::get_bool("cpp.onednn")) return "cpp.onednn is off";
   const Node &n = p.nodes[size_t(k.nodes[0])];
   std::string what = is_product(n) ? "matmul" : "convolution";
-  if (!is_product(n) && transposed(n)) return "coil does not hand transposed convolutions to oneDNN";
   std::vector<DType> types;
   for (const ir::View &v : n.operands)
     if (v.buffer >= 0) types.push_back(p.buffer(v.buffer).type.dtype);
@@ -175,7 +198,9 @@ std::string why_not_onednn(const ir::Program &p, const ir::Kernel &k, const sche
   return "";
 }
 
-std::string library_name(const Node &n) { return is_product(n) ? "oneDNN matmul" : "oneDNN convolution"; }
+std::string library_name(const Node &n) {
+  return is_product(n) ? "oneDNN matmul" : transposed(n) ? "oneDNN transposed convolution" : "oneDNN convolution";
+}
 
 // ---- post-ops as C++ ----------------------------------------------------------------------
 
@@ -388,22 +413,22 @@ void emit_onednn_convolution(const ir::Program &p, const ir::Kernel &k, const No
                              const std::map<BufferId, std::string> &names, Writer &w) {
   const ir::View &x = n.operands[0], &wt = n.operands[1], &bias = n.operands[2];
   int64_t groups = n.attrs.at("groups")[0];
-  const Shape &stride = n.attrs.at("stride"), &padding = n.attrs.at("padding"), &dilation = n.attrs.at("dilation");
-  size_t spatial = wt.sizes.size() - 2;
-  Shape gaps, pad_r;
-  for (size_t d = 0; d < spatial; ++d) {
-    gaps.push_back(dilation[d] - 1);
-    // The end padding that yields the output's size: the remainder of a stride that does
-    // not divide evenly counts as none.
-    int64_t reach = (k.ranges[2 + d] - 1) * stride[d] + (wt.sizes[2 + d] - 1) * dilation[d] + 1;
-    pad_r.push_back(std::max<int64_t>(reach - x.sizes[2 + d] - padding[d], 0));
-  }
-  // Grouped weights [out, in / groups, window...] as oneDNN's [groups, out / groups, in / groups, window...].
+  const Shape &stride = n.attrs.at("stride"), &padding = n.attrs.at("padding");
+  ConvolutionGeometry geometry = convolution_geometry(n, k.ranges);
+  // Weights [out, in / groups, window...] as oneDNN's [groups, out / groups, in / groups,
+  // window...]; a transposed convolution's [in, out / groups, window...] (PyTorch's, the
+  // channels of the convolution it transposes) seen with its first two dims swapped.
   Shape wdims = wt.sizes, wstrides = wt.strides;
+  bool swap = transposed(n);
   if (groups > 1) {
     wdims[0] /= groups;
     wdims.insert(wdims.begin(), groups);
     wstrides.insert(wstrides.begin(), wstrides[0] * wdims[1]);
+  }
+  if (swap) {
+    size_t at = groups > 1 ? 1 : 0;
+    std::swap(wdims[at], wdims[at + 1]);
+    std::swap(wstrides[at], wstrides[at + 1]);
   }
   std::string operands;
   DType t = p.buffer(x.buffer).type.dtype;
@@ -412,9 +437,14 @@ void emit_onednn_convolution(const ir::Program &p, const ir::Kernel &k, const No
   w.line("    " + desc(p, x, false) + ", " + desc(t, wdims, wstrides, false) + ", " +
          (bias.buffer >= 0 ? "&bias" : "nullptr") + ",");
   w.line("    " + desc(p, e.out, false) + ",");
-  w.line("    " + array(stride) + ", " + array(gaps) + ", " + array(padding) + ", " + array(pad_r) + ",");
+  w.line("    " + array(stride) + ", " + array(geometry.gaps) + ", " + array(padding) + ", " + array(geometry.pad_r) +
+         ",");
   emit_post_ops(p, onednn_call(n, k.ranges, e).ops, false, names, operands, w);
-  w.line("    " + std::to_string(checked_numel(k.ranges) * checked_numel(Shape(wt.sizes.begin() + 1, wt.sizes.end()))) + ");");
+  // The multiply-adds: each output element's window over its input channels (a transposed
+  // convolution's, each input element's over its outputs).
+  const Shape &spread = swap ? x.sizes : k.ranges;
+  w.line("    " + std::to_string(checked_numel(spread) * checked_numel(Shape(wt.sizes.begin() + 1, wt.sizes.end()))) +
+         (swap ? ", true);" : ");"));
   w.line("if (call.run(" + pointer(names, x) + ", " + pointer(names, wt) + ", " +
          (bias.buffer >= 0 ? pointer(names, bias) : "nullptr") + ", " + pointer(names, e.out) + ", {" + operands + "})) return;");
 }
