@@ -2176,27 +2176,64 @@ def cuda_attention_on_cpu():
         out = A._scaled_dot_product_attention_math.default(q, k, v, mask, 0.0, causal, scale=scale)[0]
         return out.transpose(1, 2).contiguous().transpose(1, 2) if heads_inner else out
 
+    def scores(q, k, mask, causal, scale):  # in f32, -inf where a key is left out
+        s = (q.float() @ k.float().transpose(-2, -1)) * (scale if scale is not None else q.shape[-1] ** -0.5)
+        if mask is not None:
+            s = s.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool else s + mask.float()
+        if causal:
+            s = s.masked_fill(torch.ones(s.shape[-2:], dtype=torch.bool).triu(1), float("-inf"))
+        return s
+
+    def logsumexp(q, k, mask, causal, scale):
+        return torch.logsumexp(scores(q, k, mask, causal, scale), -1)
+
+    def grads(dy, q, k, v, mask, causal, scale, heads_inner=False):  # of math attention, written out
+        p = torch.softmax(scores(q, k, mask, causal, scale), -1)
+        dy, q, k, v = dy.float(), q.float(), k.float(), v.float()
+        dp = dy @ v.transpose(-2, -1)
+        ds = p * (dp - (dp * p).sum(-1, keepdim=True)) * (scale if scale is not None else q.shape[-1] ** -0.5)
+        g = (ds @ k, ds.transpose(-2, -1) @ q, p.transpose(-2, -1) @ dy)
+        return tuple(t.to(dy.dtype).transpose(1, 2).contiguous().transpose(1, 2) if heads_inner else t.contiguous()
+                     for t in g)
+
     def scalar():
         return torch.zeros((), dtype=i64)
 
     def flash(q, k, v, dropout_p=0.0, is_causal=False, return_debug_mask=False, *, scale=None):
         e = torch.zeros(0, dtype=i64)
-        return (math(q, k, v, None, is_causal, scale), torch.zeros(q.shape[:-1]), e, e, q.shape[2], k.shape[2],
-                torch.zeros(2, dtype=i64), scalar(), q.new_zeros(0))
+        return (math(q, k, v, None, is_causal, scale), logsumexp(q, k, None, is_causal, scale), e, e, q.shape[2],
+                k.shape[2], torch.zeros(2, dtype=i64), scalar(), q.new_zeros(0))
 
     def efficient(q, k, v, bias, compute_log_sumexp, dropout_p=0.0, is_causal=False, *, scale=None):
         lse = torch.zeros(*q.shape[:2], (q.shape[2] + 31) // 32 * 32 if compute_log_sumexp else 0)
+        if compute_log_sumexp:  # rows padded to a multiple of 32, with zeros here
+            lse[:, :, :q.shape[2]] = logsumexp(q, k, bias, is_causal, scale)
         return math(q, k, v, bias, is_causal, scale, True), lse, scalar(), scalar()
 
     def cudnn(q, k, v, bias, compute_log_sumexp, dropout_p=0.0, is_causal=False, return_debug_mask=False, *,
               scale=None):
         e = torch.zeros(0, dtype=i64)
-        return (math(q, k, v, bias, is_causal, scale), torch.zeros(*q.shape[:-1], 1), e, e, q.shape[2], k.shape[2],
-                scalar(), scalar(), q.new_zeros(0))
+        return (math(q, k, v, bias, is_causal, scale), logsumexp(q, k, bias, is_causal, scale)[..., None], e, e,
+                q.shape[2], k.shape[2], scalar(), scalar(), q.new_zeros(0))
+
+    def flash_backward(dy, q, k, v, out, lse, cum_q, cum_k, max_q, max_k, dropout_p, is_causal, seed, offset, *,
+                       scale=None):
+        return grads(dy, q, k, v, None, is_causal, scale)
+
+    def efficient_backward(dy, q, k, v, bias, out, lse, seed, offset, dropout_p, grad_input_mask, is_causal=False, *,
+                           scale=None):
+        return (*grads(dy, q, k, v, bias, is_causal, scale, True), None)
+
+    def cudnn_backward(dy, q, k, v, out, lse, seed, offset, bias, cum_q, cum_k, max_q, max_k, dropout_p, is_causal, *,
+                       scale=None):
+        return grads(dy, q, k, v, bias, is_causal, scale)
 
     lib.impl("_scaled_dot_product_flash_attention", flash, "CPU")
     lib.impl("_scaled_dot_product_efficient_attention", efficient, "CPU")
     lib.impl("_scaled_dot_product_cudnn_attention", cudnn, "CPU")
+    lib.impl("_scaled_dot_product_flash_attention_backward", flash_backward, "CPU")
+    lib.impl("_scaled_dot_product_efficient_attention_backward", efficient_backward, "CPU")
+    lib.impl("_scaled_dot_product_cudnn_attention_backward", cudnn_backward, "CPU")
 
 
 @op_case("sdpa_cuda_ops", [A._scaled_dot_product_flash_attention.default,
@@ -2216,6 +2253,57 @@ def _sdpa_cuda_ops(dev):
                 ca(q, k, v, bias, False)[0])
     return fn, [make([2, 3, 9, 16]), make([2, 3, 9, 16]), make([2, 3, 9, 16]), make([2, 3, 9, 9]),
                 make([1, 2, 70, 32]), make([1, 2, 70, 32]), make([1, 2, 70, 32])]
+
+
+@op_case("sdpa_backward", [A._scaled_dot_product_flash_attention_for_cpu.default,
+                           A._scaled_dot_product_flash_attention_for_cpu_backward.default], ("odd",))
+def _sdpa_backward(dev):
+    """Attention as a training graph has it on the CPU: the fused op with its logsumexp read,
+    and the backward op: plain, causal, with an additive mask and a scale, fewer queries than
+    keys (causal), and 33 of each (not a multiple of a block). (Half-precision gradients are
+    sums that cancel, whose eager values are off by more than a per-element tolerance allows:
+    the model tests check those against float64.)"""
+    fa, fb = (A._scaled_dot_product_flash_attention_for_cpu.default,
+              A._scaled_dot_product_flash_attention_for_cpu_backward.default)
+
+    def fn(q, k, v, dy, m, q2, k2, v2, dy2, qb, kb, vb, dyb):
+        outs = []
+        for q_, k_, v_, dy_, causal, mask, scale in ((q, k, v, dy, False, None, None), (q, k, v, dy, True, None, None),
+                                                     (q, k, v, dy, False, m, 0.5), (q2, k2, v2, dy2, True, None, None),
+                                                     (qb, kb, vb, dyb, True, None, None)):
+            out, lse = fa(q_, k_, v_, 0.0, causal, attn_mask=mask, scale=scale)
+            outs += [lse, *fb(dy_, q_, k_, v_, out, lse, 0.0, causal, attn_mask=mask, scale=scale)]
+        return tuple(outs)
+    return fn, [make([2, 3, 9, 16]), make([2, 3, 9, 16]), make([2, 3, 9, 16]), make([2, 3, 9, 16]), make([2, 3, 9, 9]),
+                make([1, 2, 5, 8]), make([1, 2, 11, 8]), make([1, 2, 11, 8]), make([1, 2, 5, 8]),
+                make([1, 2, 33, 32]), make([1, 2, 33, 32]), make([1, 2, 33, 32]), make([1, 2, 33, 32])]
+
+
+@op_case("sdpa_backward_cuda_ops", [A._scaled_dot_product_flash_attention_backward.default,
+                                    A._scaled_dot_product_efficient_attention_backward.default,
+                                    A._scaled_dot_product_cudnn_attention_backward.default], ("odd",))
+def _sdpa_backward_cuda_ops(dev):
+    """The fused CUDA attention ops with their logsumexp read, and their backward ops: causal,
+    with an additive bias, and scaled; outputs from PyTorch's math attention and its autograd
+    (cuda_attention_on_cpu)."""
+    cuda_attention_on_cpu()
+    fa, ea, ca = (A._scaled_dot_product_flash_attention.default, A._scaled_dot_product_efficient_attention.default,
+                  A._scaled_dot_product_cudnn_attention.default)
+    fb, eb, cb = (A._scaled_dot_product_flash_attention_backward.default,
+                  A._scaled_dot_product_efficient_attention_backward.default,
+                  A._scaled_dot_product_cudnn_attention_backward.default)
+
+    def fn(q, k, v, dy, bias, q2, k2, v2, dy2, seed, offset):
+        f = fa(q, k, v, 0.0, True)  # its random state is u64, a dtype coil has not: given as i64
+        gf = fb(dy, q, k, v, f[0], f[1], f[2], f[3], f[4], f[5], 0.0, True, seed, offset)
+        e = ea(q2, k2, v2, None, True, 0.0, False, scale=0.2)
+        ge = eb(dy2, q2, k2, v2, None, e[0], e[1], e[2], e[3], 0.0, [True, True, True, False], False, scale=0.2)
+        c = ca(q, k, v, bias, True)
+        gc = cb(dy, q, k, v, c[0], c[1], c[6], c[7], bias, c[2], c[3], c[4], c[5], 0.0, False)
+        return (f[1], *gf, e[1][:, :, :q2.shape[2]], *ge[:3], c[1], *gc)
+    return fn, [make([2, 3, 9, 16]), make([2, 3, 9, 16]), make([2, 3, 9, 16]), make([2, 3, 9, 16]), make([2, 3, 9, 9]),
+                make([1, 2, 40, 32]), make([1, 2, 40, 32]), make([1, 2, 40, 32]), make([1, 2, 40, 32]),
+                torch.zeros(2, dtype=i64), torch.zeros((), dtype=i64)]
 
 
 # Findings of the differential tester (tests/difftest/), each a graph coil got wrong:

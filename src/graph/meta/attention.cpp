@@ -9,8 +9,8 @@
 // another dense layout
 // (OpDef::layout_from_backend). The other outputs (logsumexp, the random state, debug
 // masks, the sequence lengths that SymInt outputs carry) are typed as PyTorch's meta
-// functions type them; coil computes none of them (lowering/extern.cpp refuses a graph
-// that reads one).
+// functions type them; coil computes logsumexp when a graph reads it (a training graph
+// saves it for the backward op) and fills the rest, which only dropout would use, with zeros.
 #include "graph/meta/common.h"
 
 namespace coil {
@@ -93,6 +93,26 @@ std::vector<TensorType> flash_like_outputs(const Attention &at, const Shape &lse
           scalar_i64(dev), scalar_i64(dev), scalar_i64(dev), scalar_i64(dev), empty(at.q->dtype, dev)};
 }
 
+/// The gradients of query, key and value (and of the bias for the memory-efficient op, of
+/// the bias's type, or empty without one), in the query's, key's and value's dtype and
+/// sizes, laid out as [B, L, H, E] (`heads_inner`) or contiguous, as the kernel writes them.
+std::vector<TensorType> attention_grads(const MetaArgs &a, std::string_view op, const char *mask_name, bool inner,
+                                        bool bias_grad) {
+  Attention at = check_attention(a, op, mask_name);
+  const TensorType &dy = a.tensor(a.schema().find_arg("grad_out") >= 0 ? "grad_out" : "grad_out_");
+  COIL_USER_CHECK(dy.sizes == at.out && dy.dtype == at.q->dtype, op, ": grad_out of ", dy.str(),
+                  " does not match the output's shape ", shape_str(at.out), " and the query's dtype");
+  auto grad = [&](const TensorType &t) {
+    return inner ? heads_inner(t.dtype, t.sizes, t.device) : contiguous(t.dtype, t.sizes, t.device);
+  };
+  std::vector<TensorType> grads = {grad(*at.q), grad(*at.k), grad(*at.v)};
+  if (bias_grad) {
+    const TensorType *bias = a.optional_tensor(mask_name);
+    grads.push_back(bias ? contiguous(bias->dtype, bias->sizes, bias->device) : empty(at.q->dtype, at.q->device));
+  }
+  return grads;
+}
+
 }  // namespace
 
 void register_attention_ops(Registry &r) {
@@ -147,6 +167,40 @@ void register_attention_ops(Registry &r) {
                                          TensorType{DType::F32, lse,
                                                     lse.size() == 3 ? Shape{lse[1] * lse[2], 1, lse[1]} : contiguous_strides(lse),
                                                     dev}};
+        })
+      .layout_from_backend = true;
+  // The backward ops AOTAutograd's backward graphs call (lowering/extern.cpp recomputes the
+  // scores and differentiates through them). PyTorch's schemas type attn_bias and the
+  // sequence offsets `Tensor`; graphs pass None for them.
+  r.add("_scaled_dot_product_flash_attention_for_cpu_backward(Tensor grad_out, Tensor query, Tensor key, "
+        "Tensor value, Tensor out, Tensor logsumexp, float dropout_p, bool is_causal, *, Tensor? attn_mask=None, "
+        "float? scale=None) -> (Tensor grad_query, Tensor grad_key, Tensor grad_value)",
+        [](const MetaArgs &a) {
+          return attention_grads(a, "_scaled_dot_product_flash_attention_for_cpu_backward", "attn_mask", true, false);
+        })
+      .layout_from_backend = true;
+  r.add("_scaled_dot_product_flash_attention_backward(Tensor grad_out, Tensor query, Tensor key, Tensor value, "
+        "Tensor out, Tensor logsumexp, Tensor? cum_seq_q, Tensor? cum_seq_k, SymInt max_q, SymInt max_k, "
+        "float dropout_p, bool is_causal, Tensor philox_seed, Tensor philox_offset, *, float? scale=None) -> "
+        "(Tensor grad_query, Tensor grad_key, Tensor grad_value)",
+        [](const MetaArgs &a) {
+          return attention_grads(a, "_scaled_dot_product_flash_attention_backward", nullptr, false, false);
+        })
+      .layout_from_backend = true;
+  r.add("_scaled_dot_product_efficient_attention_backward(Tensor grad_out_, Tensor query, Tensor key, Tensor value, "
+        "Tensor? attn_bias, Tensor out, Tensor logsumexp, Tensor philox_seed, Tensor philox_offset, "
+        "float dropout_p, bool[4] grad_input_mask, bool is_causal=False, *, float? scale=None) -> "
+        "(Tensor, Tensor, Tensor, Tensor)",
+        [](const MetaArgs &a) {
+          return attention_grads(a, "_scaled_dot_product_efficient_attention_backward", "attn_bias", true, true);
+        })
+      .layout_from_backend = true;
+  r.add("_scaled_dot_product_cudnn_attention_backward(Tensor grad_out, Tensor query, Tensor key, Tensor value, "
+        "Tensor out, Tensor logsumexp, Tensor philox_seed, Tensor philox_offset, Tensor? attn_bias, "
+        "Tensor? cum_seq_q, Tensor? cum_seq_k, SymInt max_q, SymInt max_k, float dropout_p, bool is_causal, *, "
+        "float? scale=None) -> (Tensor, Tensor, Tensor)",
+        [](const MetaArgs &a) {
+          return attention_grads(a, "_scaled_dot_product_cudnn_attention_backward", "attn_bias", false, false);
         })
       .layout_from_backend = true;
 }
