@@ -2,7 +2,7 @@
 tests/python/test_models.py checks it through torch.compile(backend="coil") at tiny sizes.
 
 Every model is built from its config with random weights (torchvision, transformers; no
-downloads), in eval mode. `build(name, device, dtype, tiny)` returns (model, args). Tiny
+downloads), in eval mode; `build_training` gives the training steps (a model with its loss). `build(name, device, dtype, tiny)` returns (model, args). Tiny
 sizes: 2 layers, hidden 64, 32x32 images, batch 2, so that the whole suite compiles and
 runs on two CPU cores within a few minutes. The transformers attend through PyTorch's
 scaled_dot_product_attention (attn_implementation="sdpa", transformers' default), which
@@ -112,3 +112,92 @@ def build(name: str, device, dtype, tiny: bool = False):
     """The model `name` in eval mode and its inputs."""
     model, args = MODELS[name](device, dtype, tiny)
     return model.eval(), args
+
+
+# ---- training ---------------------------------------------------------------------------
+# A training step's model is the suite's model with its task's head and loss inside: a
+# module whose forward returns the loss, so that the loss and its gradient are compiled
+# with the rest. Language models predict their next token (masked-LM BERT its own), image
+# models a label per image. Dropout is off: training tests compare with eager, and coil
+# draws random numbers from its own generator.
+
+
+class TrainStep(torch.nn.Module):
+    """`model` and its loss: forward(*args) returns a scalar."""
+
+    def __init__(self, model, loss):
+        super().__init__()
+        self.model = model
+        self.loss = loss
+
+    def forward(self, *args):
+        return self.loss(self.model, *args)
+
+
+def _lm_loss(model, ids):
+    return model(ids, labels=ids).loss
+
+
+def _image_loss(model, images):
+    logits = model(images)
+    labels = torch.arange(images.shape[0], device=images.device) % logits.shape[-1]
+    return torch.nn.functional.cross_entropy(logits.float(), labels)
+
+
+def _language_model(cls_name, config_name, size, device, dtype, tiny, batch, seq):
+    import transformers
+
+    config = getattr(transformers, config_name)(**size, use_cache=False, attn_implementation="sdpa")
+    for key in [k for k in vars(config) if "dropout" in k or "pdrop" in k]:
+        if isinstance(getattr(config, key), float):
+            setattr(config, key, 0.0)
+    m = getattr(transformers, cls_name)(config).to(device=device, dtype=dtype)
+    return TrainStep(m, _lm_loss), (_token_ids(device, config.vocab_size, 2 if tiny else batch, 16 if tiny else seq),)
+
+
+def resnet18(device, dtype, tiny, batch=64):
+    from torchvision.models.resnet import BasicBlock, ResNet
+
+    # Tiny: one block per stage, and 4 images of 64x64, so that batch norm's last statistics
+    # are over 16 values per channel (over 2 they make training chaotic: eager's own steps
+    # part from float64's).
+    m = ResNet(BasicBlock, [1, 1, 1, 1] if tiny else [2, 2, 2, 2], num_classes=10 if tiny else 1000)
+    m = m.to(device=device, dtype=dtype, memory_format=torch.channels_last)
+    return m, (_images(device, dtype, 4 if tiny else batch, 64 if tiny else 224, channels_last=True),)
+
+
+def _image_model(builder):
+    def make(device, dtype, tiny, batch=64):
+        m, args = builder(device, dtype, tiny, batch=batch)
+        for mod in m.modules():
+            if isinstance(mod, torch.nn.Dropout):
+                mod.p = 0.0
+        return TrainStep(m, _image_loss), args
+    return make
+
+
+_GPT2 = dict(n_layer=2, n_embd=64, n_head=2, vocab_size=512, n_positions=64, bos_token_id=0, eos_token_id=0)
+_BERT = dict(num_hidden_layers=2, hidden_size=64, num_attention_heads=2, intermediate_size=128, vocab_size=512,
+             max_position_embeddings=64)
+_LLAMA = dict(num_hidden_layers=2, hidden_size=64, num_attention_heads=4, num_key_value_heads=2, intermediate_size=128,
+              vocab_size=512, max_position_embeddings=64)
+
+# name: (device, dtype, tiny) -> (TrainStep, args): the training benchmark's sizes
+# (GPT-2 small at batch 8, seq 512; BERT-base at batch 8, seq 512; ResNet-50 at batch 64).
+TRAINING: dict[str, Callable] = {
+    "gpt2": lambda d, t, tiny: _language_model("GPT2LMHeadModel", "GPT2Config", _GPT2 if tiny else {}, d, t, tiny, 8, 512),
+    "bert": lambda d, t, tiny: _language_model("BertForMaskedLM", "BertConfig", _BERT if tiny else {}, d, t, tiny, 8, 512),
+    "llama": lambda d, t, tiny: _language_model("LlamaForCausalLM", "LlamaConfig", _LLAMA if tiny else
+                                                dict(num_hidden_layers=8, hidden_size=1024, num_attention_heads=16,
+                                                     num_key_value_heads=4, intermediate_size=2816, vocab_size=32000),
+                                                d, t, tiny, 4, 512),
+    "resnet18": _image_model(resnet18),
+    "resnet50": _image_model(resnet50),
+    "vit": _image_model(vit),
+}
+
+
+def build_training(name: str, device, dtype, tiny: bool = False):
+    """The training step of model `name` (a module returning its loss) in train mode, and its inputs."""
+    model, args = TRAINING[name](device, dtype, tiny)
+    return model.train(), args

@@ -197,8 +197,8 @@ if [[ -z $filter ]]; then
 fi
 
 # torch.compile(backend="coil") on CUDA: the package installed (CMake's python component)
-# into a folder of its own with its entry point, then the backend's CUDA tests and the
-# model suite at tiny sizes in f32 and bf16 (tests/python).
+# into a folder of its own with its entry point, then the backend's CUDA tests, the model
+# suite at tiny sizes in f32 and bf16, and training steps in bf16 autocast (tests/python).
 if [[ -z $filter ]]; then
   package=$logs/package
   if [[ ${#python_targets[@]} -gt 0 ]]; then
@@ -207,7 +207,8 @@ if [[ -z $filter ]]; then
     printf 'Metadata-Version: 2.1\nName: coil\nVersion: 0\n' >"$package/coil-0.dist-info/METADATA"
     printf '[torch_dynamo_backends]\ncoil = coil.backend:coil_backend\n' >"$package/coil-0.dist-info/entry_points.txt"
   fi
-  for check in "tests/python/test_backend.py Cuda" "tests/python/test_models.py CudaModels"; do
+  for check in "tests/python/test_backend.py Cuda" "tests/python/test_models.py CudaModels" \
+    "tests/python/test_training.py CudaTraining"; do
     if [[ ${#python_targets[@]} -eq 0 ]]; then
       checks+=("| $check | SKIPPED | 0 | $COIL_TRITON_PYTHON has no nanobind: the package was not built |")
       printf '%-44s SKIPPED (no nanobind)\n' "$check"

@@ -2,8 +2,11 @@
 
 Dynamo's graph goes through AOTAutograd with coil's decomposition table (PyTorch's core ATen
 decompositions, minus the ops coil compiles natively), and the forward graph into coil's
-pipeline in memory: printed as PyTorch prints graphs and compiled through coil._C. The
-backward, until coil compiles training graphs, runs in eager PyTorch.
+pipeline in memory: printed as PyTorch prints graphs and compiled through coil._C. In
+training, AOTAutograd's joint graph is split by its min-cut partitioner (cheap pointwise
+values are recomputed in the backward rather than saved), and the backward graph is
+compiled by coil too; saved tensors pass between the two as the tensors coil's forward
+wrote.
 
 Options are coil's, by their `coil config` names (`options={"cpp.isa": "avx2"}`);
 mode="reduce-overhead" turns on CUDA graphs (triton.cudagraphs) and "max-autotune" Triton's
@@ -135,7 +138,7 @@ def _part(name: str, gm: torch.fx.GraphModule, fn) -> dict:
             "why": getattr(fn, "coil_why", "")}
 
 
-def compile_graph(gm: torch.fx.GraphModule, example_inputs, options: list[tuple[str, str]]):
+def compile_graph(gm: torch.fx.GraphModule, example_inputs, options: list[tuple[str, str]], guarded: bool = True):
     """A function running `gm`: through coil when coil supports every op, else coil's parts
     with the rest in eager PyTorch between them (partition.py); eager as a whole when coil
     cannot compile it."""
@@ -148,7 +151,7 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs, options: list[tuple[
     if symbolic or not any(partition.unsupported(n, native) for n in gm.graph.nodes):
         # A graph of symbolic sizes runs in eager whole. The graph's inputs are held to the
         # example inputs' layouts by Dynamo's guards: its calls pass addresses alone.
-        fn = compile_whole(gm, example_inputs, options, guarded=True)
+        fn = compile_whole(gm, example_inputs, options, guarded=guarded)
         record["parts"].append(_part("the whole graph", gm, fn))
         counters["graphs_compiled" if hasattr(fn, "coil_graph") else "graphs_eager"] += 1
         return fn
@@ -241,7 +244,7 @@ def compile_whole(gm: torch.fx.GraphModule, example_inputs, options: list[tuple[
 
 def coil_backend(gm: torch.fx.GraphModule, example_inputs, options: dict | None = None, mode: str | None = None):
     """The backend torch.compile calls (entry point torch_dynamo_backends: coil)."""
-    from functorch.compile import make_boxed_func
+    from functorch.compile import make_boxed_func, min_cut_rematerialization_partition
     from torch._dynamo.backends.common import aot_autograd
 
     pairs = options_of(options, mode)
@@ -250,13 +253,23 @@ def coil_backend(gm: torch.fx.GraphModule, example_inputs, options: dict | None 
         return make_boxed_func(compile_graph(fx, inputs, pairs))
 
     def backward(fx, inputs):
-        log.info("coil: the backward graph runs in eager PyTorch (training graphs are not compiled yet)")
-        return make_boxed_func(fx.forward)
+        return make_boxed_func(compile_graph(fx, inputs, pairs, guarded=False))
 
-    compile_aot = aot_autograd(fw_compiler=forward, bw_compiler=backward, decompositions=decompositions())
+    compile_aot = aot_autograd(fw_compiler=forward, bw_compiler=backward, decompositions=decompositions(),
+                               partition_fn=min_cut_rematerialization_partition)
     # scaled_dot_product_attention traces to the fused op PyTorch would run on the inputs'
     # device (flash, memory-efficient or cuDNN on CUDA, flash on the CPU): coil compiles each
-    # into its own attention kernel.
+    # into its own attention kernel, and their backward ops. A training graph on CUDA is
+    # traced with the memory-efficient and cuDNN ops first: the flash op's random state,
+    # which its backward op takes, is u64, a dtype coil does not have.
+    training = torch.is_grad_enabled() and any(getattr(x, "requires_grad", False) for x in example_inputs)
+    cuda = any(isinstance(x, torch.Tensor) and x.device.type == "cuda" for x in example_inputs)
+    if training and cuda:
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+
+        with sdpa_kernel([SDPBackend.EFFICIENT_ATTENTION, SDPBackend.CUDNN_ATTENTION, SDPBackend.MATH],
+                         set_priority=True):
+            return compile_aot(gm, example_inputs)
     return compile_aot(gm, example_inputs)
 
 

@@ -1,0 +1,141 @@
+"""Training through the real torch.compile(model, backend="coil"): AOTAutograd's forward
+and backward graphs both compiled by coil, on the CPU at tiny sizes (and on CUDA in bf16
+autocast where a GPU is present: the class CudaTraining, run by the GPU check).
+
+Each model of bench/model_zoo.py's TRAINING (the suite's model with its task's head and
+loss inside, dropout off) is checked three ways:
+- the first step: the loss and every parameter's gradient against the same weights run in
+  float64 on the CPU, coil's error at most 3x eager's (tests/python/model_tolerance.py);
+- 20 steps of SGD with momentum on new batches: every parameter against eager's 20 steps
+  and float64's, by the same rule;
+- 50 steps of AdamW on one batch lose at least half of the loss, so that a model whose
+  parameters never change cannot pass.
+Every graph is compiled by coil (COIL_FALLBACK=error), none of their ops left to eager.
+
+    python tests/python/test_training.py        (the Python of .venv, coil installed in it)
+"""
+import contextlib
+import copy
+import os
+import sys
+import time
+import unittest
+
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "..", "bench"))
+from model_tolerance import assert_model_close  # noqa: E402
+from model_zoo import build_training  # noqa: E402
+from test_backend import no_fallback  # noqa: E402
+
+# GPT-2 (causal attention through the fused op and its backward, embeddings, layer norm),
+# ResNet-18 (convolutions, batch norm in training with its running statistics, max pooling),
+# a ViT (non-causal attention, GELU, the class token), LLaMA (grouped key/value heads,
+# RMSNorm, rotary embeddings, SiLU).
+SUITE = ["gpt2", "resnet18", "vit", "llama"]
+
+
+@contextlib.contextmanager
+def recorded_graphs():
+    """What coil did with each graph compiled in the block (coil.explain's records)."""
+    from coil import backend
+
+    graphs: list[dict] = []
+    backend._listeners.append(graphs)
+    try:
+        yield graphs
+    finally:
+        backend._listeners.remove(graphs)
+
+
+def _double(args):
+    return [a.double() if a.is_floating_point() else a for a in args]
+
+
+def _new_batch(args, step):
+    """A batch like `args`, drawn anew for `step` (the same for every copy of the model)."""
+    g = torch.Generator().manual_seed(1000 + step)
+    out = []
+    for a in args:
+        if a.is_floating_point():
+            x = torch.randn(a.shape, generator=g).to(a.device, a.dtype)
+            channels_last = a.dim() == 4 and not a.is_contiguous()
+            out.append(x.contiguous(memory_format=torch.channels_last) if channels_last else x)
+        else:
+            out.append(torch.randint(0, int(a.max()) + 1, a.shape, generator=g, dtype=a.dtype).to(a.device))
+    return out
+
+
+def _grads(model):
+    return [p.grad for p in model.parameters() if p.requires_grad]
+
+
+def check_training(test, name, device="cpu", autocast=None):
+    """The first step, 20 steps of SGD and 50 steps of AdamW on one batch of model `name`."""
+    torch.manual_seed(0)
+    model, args = build_training(name, device, torch.float32, tiny=True)
+    ours, reference = copy.deepcopy(model), copy.deepcopy(model).cpu().double()
+    start = time.perf_counter()
+    torch._dynamo.reset()
+    compiled = torch.compile(ours, backend="coil")
+    cast = (lambda: torch.autocast(device, dtype=autocast)) if autocast else contextlib.nullcontext
+
+    def step(m, batch, optimizer=None):
+        with cast() if m is not reference else contextlib.nullcontext():
+            loss = m(*batch)
+        loss.backward()
+        if optimizer:
+            optimizer.step()
+            optimizer.zero_grad()
+        return loss
+
+    with no_fallback(), recorded_graphs() as graphs:
+        # The first step: the loss and the gradients.
+        losses = [step(compiled, args), step(model, args), step(reference, _double([a.cpu() for a in args]))]
+        assert_model_close([losses[0], *_grads(ours)], [losses[1], *_grads(model)], [losses[2], *_grads(reference)])
+        # 20 steps of SGD with momentum, a new batch each.
+        optimizers = [torch.optim.SGD(m.parameters(), lr=0.01, momentum=0.9) for m in (ours, model, reference)]
+        for opt in optimizers:
+            opt.zero_grad()
+        for i in range(20):
+            batch = _new_batch(args, i)
+            for m, opt in zip((compiled, model, reference), optimizers):
+                step(m, batch if m is not reference else _double([a.cpu() for a in batch]), opt)
+        assert_model_close(list(ours.parameters()), list(model.parameters()), list(reference.parameters()))
+        # One batch, 50 steps of AdamW: the loss falls to half or less.
+        adamw = torch.optim.AdamW(ours.parameters(), lr=3e-3)
+        first = float(step(compiled, args, adamw))
+        for _ in range(49):
+            last = float(step(compiled, args, adamw))
+    print(f"{name} ({device}{', ' + str(autocast) if autocast else ''}): {len(graphs)} graph(s), loss {first:.3f} -> "
+          f"{last:.3f} in 50 steps, {time.perf_counter() - start:.1f} s", file=sys.stderr)
+    test.assertLessEqual(last, first / 2, f"{name}: 50 steps on one batch took the loss from {first} to {last}")
+    test.assertGreaterEqual(len(graphs), 2, f"{name}: coil compiled no backward graph")
+    eager_parts = [p["name"] + ": " + p["why"] for g in graphs for p in g["parts"] if not p["compiled"]]
+    test.assertEqual(eager_parts, [], f"{name}: parts left to eager PyTorch")
+    test.assertEqual([op for g in graphs for op in g["eager_ops"]], [], f"{name}: ops left to eager PyTorch")
+
+
+class Training(unittest.TestCase):
+    """On the CPU, in f32."""
+
+    def test_suite(self):
+        for name in SUITE:
+            with self.subTest(name):
+                check_training(self, name)
+
+
+@unittest.skipUnless(torch.cuda.is_available(), "no CUDA device")
+class CudaTraining(unittest.TestCase):
+    """On CUDA, f32 master weights under bf16 autocast (the GPU check runs these)."""
+
+    def test_suite(self):
+        for name in SUITE:
+            with self.subTest(name):
+                check_training(self, name, "cuda", torch.bfloat16)
+
+
+if __name__ == "__main__":
+    unittest.main()
