@@ -23,12 +23,17 @@ using cuda::CUdeviceptr;
 // what loading did (the extern steps that touch the tensor bound again, a graph captured
 // again), so it is done when a tensor's address is first seen, not per call: a tensor that
 // comes back at the address it was bound to (a parameter, a buffer of PyTorch's caching
-// allocator) costs nothing; one whose address moves is copied into the workspace's own
-// buffer from then on (Copied), as every tensor was before. Outputs other than the home of
-// their buffer's whole extent, empty tensors, and tensors that overlap another of the call
-// stay copied.
+// allocator) costs nothing. One whose address moves is bound again where it now is, up to
+// kRebinds times (a training loop's first steps place its activations and gradients anew
+// until the caching allocator settles: the optimizer's state appears in the first step),
+// and after that copied into the workspace's own buffer on every call (Copied). Outputs
+// other than the home of their buffer's whole extent, empty tensors, and tensors that
+// overlap another of the call stay copied.
 
 namespace {
+
+// How many times a tensor bound in place may move and be bound again before it is copied.
+constexpr uint8_t kRebinds = 3;
 
 // The lowest and one past the highest byte a caller's tensor spans; {0, 0} when it is empty.
 std::pair<CUdeviceptr, CUdeviceptr> span_of(CUdeviceptr data, const Shape &sizes, std::span<const int64_t> strides,
@@ -90,6 +95,11 @@ bool CudaProgram::place(Workspace &w, size_t t, std::span<const DeviceTensor> in
   }
   if (b == Binding::Caller) {
     if (fits && d.data == w.address[size_t(buffer_of(t))]) return true;
+    if (fits && w.rebinds[t] < kRebinds && !overlaps_another(t, inputs, outputs)) {
+      ++w.rebinds[t];
+      move(w, t, d.data);
+      return true;
+    }
     b = Binding::Copied;
     use_own(w, t);
     return false;

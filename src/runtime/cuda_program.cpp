@@ -425,6 +425,7 @@ std::unique_ptr<CudaProgram::Workspace> CudaProgram::make_workspace(std::unique_
   if (graphs_) w.capture_stream = std::make_unique<cuda::Stream>(*device_);
   size_t tensors = p.inputs.size() + p.outputs.size();
   w.binding.assign(tensors, Binding::Own);
+  w.rebinds.assign(tensors, 0);
   w.in_place.assign(tensors, 0);
   w.moved.reserve(tensors);
   // Extern steps on these addresses, with this workspace's handles and scratch.

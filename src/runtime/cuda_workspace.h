@@ -63,6 +63,7 @@ struct CudaProgram::Workspace {
   // Device tensor calls, per graph input and then per output: where the steps find the
   // tensor (runtime/cuda_binding.cpp); the address it is bound to is its buffer's.
   std::vector<Binding> binding;
+  std::vector<uint8_t> rebinds;                              // per tensor: times bound again where it moved
   std::vector<char> in_place;                                // this call's: read (written) in place, no copy
   std::vector<ir::BufferId> moved;                           // buffers whose address changed, not yet bound again
   bool steps_bound = false;                                  // the extern steps bound (at the first call)

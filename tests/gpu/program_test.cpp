@@ -381,8 +381,9 @@ void check_prepared_once(const std::string &mode) {
 }
 
 // A caller's device tensors, each in its buffer's layout (an output in its view's), for
-// run(DeviceTensor): bound in place when they come back at the same addresses, copied once
-// an address moves (cuda_program.cpp, "where a call's tensors are bound").
+// run(DeviceTensor): bound in place when they come back at the same addresses, bound again
+// a few times when they move, then copied (cuda_binding.cpp, "where a call's tensors are
+// bound").
 struct DeviceCall {
   std::vector<cuda::DeviceBuffer> in, out;
   std::vector<Shape> in_strides, out_strides;
@@ -500,22 +501,26 @@ void check_bound_in_place(const std::string &mode) {
     }
     if (cuda::extern_setups() != setups)
       return str_cat("calls 2 and 3 on the same tensors set up ", cuda::extern_setups() - setups, " extern steps");
-    // Every tensor at a new address, then at another: each copied from then on, once per
-    // call, the steps bound again only the first time.
-    for (size_t i = 3; i < 5; ++i) {
+    // Every tensor at a new address on each call: bound again where it is, three times (no
+    // copy, the steps set up again), then copied on every call, the steps bound again only
+    // the first time (cuda_binding.cpp, kRebinds).
+    for (size_t i = 3; i < 8; ++i) {
       DeviceCall moved = device_call(p);
-      upload_inputs(p, inputs[i], moved.in);
+      upload_inputs(p, inputs[i % 5], moved.in);
       COIL_CU(cuCtxSynchronize);
       int64_t copies = c.program->copies();
       setups = cuda::extern_setups();
       c.program->run(moved.ins(), moved.outs(), stream.get());
       stream.synchronize();
-      int64_t expected = int64_t(p.inputs.size() + p.outputs.size());
+      bool rebound = i < 6;
+      int64_t expected = rebound ? 0 : int64_t(p.inputs.size() + p.outputs.size());
       if (c.program->copies() - copies != expected)
         return str_cat("call ", i + 1, " with moved tensors: ", c.program->copies() - copies, " copies, expected ", expected);
-      if (i == 4 && cuda::extern_setups() != setups)
-        return str_cat("the second call with moved tensors set up ", cuda::extern_setups() - setups, " extern steps again");
-      if (!same_bits(download_outputs(p, moved), want[i]))
+      if (rebound && cuda::extern_setups() == setups)
+        return str_cat("call ", i + 1, " with moved tensors bound in place set up no extern step");
+      if (i == 7 && cuda::extern_setups() != setups)
+        return str_cat("the second copied call set up ", cuda::extern_setups() - setups, " extern steps again");
+      if (!same_bits(download_outputs(p, moved), want[i % 5]))
         return str_cat("call ", i + 1, " with moved tensors differs from the same inputs as host tensors");
     }
     return std::string();
