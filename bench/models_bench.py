@@ -31,6 +31,7 @@ each in a new process, cold (empty coil, Inductor and Triton caches) and warm (t
 cold run filled), in a second table.
 
 Prints a markdown table with the commit and the machine, and writes it to DIR/models.md.
+With --train, training steps instead (bench/training_bench.py), written to DIR/training.md.
 """
 from __future__ import annotations
 
@@ -353,7 +354,12 @@ def main() -> int:
     p.add_argument("--keep", default="", help="keep each model's exported graph and tensors in this folder")
     p.add_argument("--no-compile-times", action="store_true",
                    help="leave out the cold and warm compile times (new processes, a minute or more per model)")
+    p.add_argument("--train", action="store_true",
+                   help="time training steps instead (bench/training_bench.py; models of its TRAINING)")
+    p.add_argument("--tiny", action="store_true", help="with --train: the tests' tiny sizes")
     a = p.parse_args()
+    if a.train:
+        return train(a)
     head, dirty = gpu_bench.commit()
     commit = head + (" with uncommitted changes" if dirty else "")
     machine = torch.cuda.get_device_name() if a.device == "cuda" else platform.processor() or platform.machine()
@@ -384,6 +390,32 @@ def main() -> int:
     if a.out:
         Path(a.out).mkdir(parents=True, exist_ok=True)
         (Path(a.out) / "models.md").write_text(text)
+    return 0
+
+
+def train(a) -> int:
+    """--train: training steps of bench/training_bench.py, in a table of their own."""
+    import training_bench
+
+    head, dirty = gpu_bench.commit()
+    commit = head + (" with uncommitted changes" if dirty else "")
+    machine = torch.cuda.get_device_name() if a.device == "cuda" else platform.processor() or platform.machine()
+    names = training_bench.DEFAULT_MODELS if a.models == DEFAULT_MODELS else a.models
+    rows = []
+    with tempfile.TemporaryDirectory() as temporary:
+        for name in names.split(","):
+            rows.append(training_bench.bench_training(name, a.device, a.iters, median_ms, a.tiny))
+            if not a.no_compile_times:
+                rows[-1]["compile"] = training_bench.compile_times(name, a.device, Path(temporary), a.tiny)
+            print(rows[-1], flush=True)
+    precision = ("f32 weights, bf16 autocast" if a.device == "cuda" else "f32") + (", tiny sizes" if a.tiny else "")
+    text = (f"Training steps on {machine} ({a.device}), commit {commit}, torch {torch.__version__}; {precision}, "
+            f"AdamW, medians of {a.iters} steps; ratios > 1: coil faster\n\n" +
+            training_bench.table(rows, a.device, compile_table))
+    print(text)
+    if a.out:
+        Path(a.out).mkdir(parents=True, exist_ok=True)
+        (Path(a.out) / "training.md").write_text(text)
     return 0
 
 

@@ -1,0 +1,157 @@
+"""Training steps: coil against eager PyTorch and Inductor, in one run on one machine
+(`python bench/models_bench.py --train ...` runs this).
+
+A step is the forward with its loss, the backward, AdamW's update and zero_grad, of a model
+of bench/model_zoo.py's TRAINING at full size (GPT-2 small and BERT-base at batch 8, seq 512;
+ResNet-50 at batch 64; --tiny: the tests' sizes): f32 master weights under bf16 autocast on CUDA, f32 on the CPU.
+Eager, Inductor (torch.compile, default mode) and coil (torch.compile(backend="coil")) each
+train a copy of the same weights in this process, taking turns; the optimizer runs eagerly
+for all three. Every time is the median of N steps after warm-up ones (CUDA events on the
+GPU, a steady clock on the CPU). Peak memory (CUDA): the most PyTorch's allocator held during
+a step, weights, gradients and optimizer state included. The first step's loss of each is
+printed beside eager's. Compile times (unless --no-compile-times): the first step, in a new
+process with empty caches (cold) and with the caches it filled (warm).
+"""
+from __future__ import annotations
+
+import contextlib
+import gc
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "bench"))
+from model_zoo import build_training  # noqa: E402
+
+DEFAULT_MODELS = "gpt2,bert,resnet50"
+BACKENDS = (("eager", None), ("inductor", "inductor"), ("coil", "coil"))
+
+
+def autocast(device: str):
+    return torch.autocast(device, dtype=torch.bfloat16) if device == "cuda" else contextlib.nullcontext()
+
+
+def make_step(model, args, device: str, optimizer):
+    def step():
+        with autocast(device):
+            loss = model(*args)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        return loss
+    return step
+
+
+def bench_training(name: str, device: str, iters: int, median_ms, tiny: bool = False) -> dict:
+    """One row: each backend's median step (ms), peak memory (MB), first loss; or why not."""
+    row: dict = {"model": name}
+    for key, backend in BACKENDS:
+        torch.manual_seed(0)
+        try:
+            model, args = build_training(name, device, torch.float32, tiny)
+            torch._dynamo.reset()
+            run = torch.compile(model, backend=backend) if backend else model
+            optimizer = torch.optim.AdamW(model.parameters(), lr=1e-5)
+            step = make_step(run, args, device, optimizer)
+            if key == "coil":
+                from coil import backend as coil_backend
+                coil_backend.counters.clear()
+            row[key + "_loss"] = float(step())
+            row[key] = median_ms(step, iters, device)
+            if device == "cuda":
+                torch.cuda.synchronize()
+                torch.cuda.reset_peak_memory_stats()
+                step()
+                torch.cuda.synchronize()
+                row[key + "_mb"] = torch.cuda.max_memory_allocated() / 2**20
+            if key == "coil":
+                c = coil_backend.counters
+                if c["graphs_eager"] + c["parts_eager"] + c["ops_eager"]:
+                    row["coil_why"] = (f"{c['graphs']} graph(s), {c['graphs_eager']} in eager whole, "
+                                       f"{c['parts_eager']} part(s) and {c['ops_eager']} op(s) in eager")
+        except Exception as e:  # noqa: BLE001  (the row says why)
+            row[key + "_why"] = f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
+        finally:
+            model = run = optimizer = step = None
+            gc.collect()
+            if device == "cuda":
+                torch.cuda.empty_cache()
+    return row
+
+
+# The first training step, timed in a process of its own (compiles included).
+_FIRST_STEP = """
+import json, sys, time, torch
+sys.path.insert(0, sys.argv[1])
+from model_zoo import build_training
+from training_bench import make_step
+name, device, backend, tiny = sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5] == "tiny"
+torch.manual_seed(0)
+model, args = build_training(name, device, torch.float32, tiny)
+step = make_step(torch.compile(model, backend=backend), args, device, torch.optim.AdamW(model.parameters(), lr=1e-5))
+start = time.perf_counter()
+step()
+if device == "cuda":
+    torch.cuda.synchronize()
+print(json.dumps({"seconds": time.perf_counter() - start}))
+"""
+
+
+def first_step_seconds(name: str, device: str, backend: str, caches: Path, tiny: bool) -> tuple[float | None, str]:
+    env = {**os.environ, "COIL_CACHE_DIR": str(caches / "coil"), "TORCHINDUCTOR_CACHE_DIR": str(caches / "inductor"),
+           "TRITON_CACHE_DIR": str(caches / "triton")}
+    r = subprocess.run([sys.executable, "-c", _FIRST_STEP, str(REPO / "bench"), name, device, backend,
+                        "tiny" if tiny else "full"],
+                       capture_output=True, text=True, env=env)
+    lines = r.stdout.strip().splitlines()
+    if r.returncode != 0 or not lines:
+        why = (r.stderr.strip() or r.stdout.strip()).splitlines()
+        return None, (why[-1] if why else f"exit {r.returncode}")[:300]
+    return json.loads(lines[-1])["seconds"], ""
+
+
+def compile_times(name: str, device: str, work: Path, tiny: bool = False) -> dict:
+    row = {}
+    for key in ("inductor", "coil"):
+        caches = work / f"{name}_train_caches_{key}"
+        shutil.rmtree(caches, ignore_errors=True)
+        for kind in ("cold", "warm"):
+            row[f"{key}_{kind}"], row[f"{key}_{kind}_why"] = first_step_seconds(name, device, key, caches, tiny)
+        shutil.rmtree(caches, ignore_errors=True)
+    return row
+
+
+def _cell(v, fmt):
+    return fmt.format(v) if v is not None else "—"
+
+
+def table(rows: list[dict], device: str, compile_table) -> str:
+    lines = ["| model | eager (ms) | Inductor (ms) | coil (ms) | coil / Inductor | first loss eager / Inductor / coil |",
+             "|---|---|---|---|---|---|"]
+    notes = []
+    for r in rows:
+        ratio = f"{r['inductor'] / r['coil']:.2f}x" if r.get("coil") and r.get("inductor") else "—"
+        losses = " / ".join(_cell(r.get(k + "_loss"), "{:.4f}") for k, _ in BACKENDS)
+        lines.append(f"| {r['model']} | " + " | ".join(_cell(r.get(k), "{:.2f}") for k, _ in BACKENDS) +
+                     f" | {ratio} | {losses} |")
+        notes += [f"- {r['model']}, {k}: {r[k + '_why']}" for k, _ in BACKENDS if r.get(k + "_why")]
+    text = "\n".join(lines + ([""] + notes if notes else [])) + "\n"
+    if device == "cuda":
+        text += ("\nPeak device memory during a step (weights, gradients and AdamW's state included)\n\n"
+                 "| model | eager (MB) | Inductor (MB) | coil (MB) | coil / Inductor |\n|---|---|---|---|---|\n")
+        for r in rows:
+            ratio = f"{r['coil_mb'] / r['inductor_mb']:.2f}x" if r.get("coil_mb") and r.get("inductor_mb") else "—"
+            text += f"| {r['model']} | " + " | ".join(_cell(r.get(k + "_mb"), "{:.0f}") for k, _ in BACKENDS) + \
+                    f" | {ratio} |\n"
+    if any("compile" in r for r in rows):
+        text += ("\nThe first step through torch.compile (forward and backward compiled), each in a new process: "
+                 "cold with empty coil, Inductor and Triton caches, warm with those the cold run filled\n\n" +
+                 compile_table(rows))
+    return text
