@@ -103,7 +103,22 @@ def decompositions() -> dict:
     table.update({op: fn for op, fn in decomposition_table.items()
                   if isinstance(op, torch._ops.OpOverload) and op.namespace == "aten"
                   and op.overloadpacket.__name__ in extra and op not in table})
+    table.update(_OWN_DECOMPOSITIONS)
     return {op: fn for op, fn in table.items() if str(op) not in native}
+
+
+def _foreach_norm(tensors, ord=2, dtype=None):
+    return [torch.linalg.vector_norm(t, ord, dtype=dtype) for t in tensors]
+
+
+# Ops that PyTorch has no decomposition of, written as ops coil compiles, one op per tensor:
+# clip_grad_norm_'s _foreach_norm and its scaling by a 0-dim tensor, as a compiled optimizer
+# step calls them.
+_OWN_DECOMPOSITIONS = {
+    torch.ops.aten._foreach_norm.Scalar: _foreach_norm,
+    torch.ops.aten._foreach_mul.Tensor: lambda tensors, other: [t * other for t in tensors],
+    torch.ops.aten._foreach_div.Tensor: lambda tensors, other: [t / other for t in tensors],
+}
 
 
 def _trace_dir(options: list[tuple[str, str]]) -> tuple[str, list[tuple[str, str]]]:

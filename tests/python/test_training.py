@@ -11,6 +11,9 @@ loss inside, dropout off) is checked three ways:
 - 50 steps of AdamW on one batch lose at least half of the loss, so that a model whose
   parameters never change cannot pass.
 Every graph is compiled by coil (COIL_FALLBACK=error), none of their ops left to eager.
+Besides: optimizer.step() compiled through coil (SGD with momentum, AdamW, a tensor learning
+rate; clip_grad_norm_, zero_grad and a frozen parameter around it) against eager's and
+float64's steps, and activation checkpointing.
 
     python tests/python/test_training.py        (the Python of .venv, coil installed in it)
 """
@@ -118,6 +121,50 @@ def check_training(test, name, device="cpu", autocast=None):
     test.assertEqual([op for g in graphs for op in g["eager_ops"]], [], f"{name}: ops left to eager PyTorch")
 
 
+def check_optimizer_steps(test, kind: str):
+    """optimizer.step() with clip_grad_norm_ and zero_grad compiled through coil, 4 steps: the
+    parameters against eager's steps and float64's (a frozen parameter stays as it was)."""
+    from coil import backend
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(32, 32), torch.nn.ReLU(), torch.nn.Linear(32, 10))
+    model[0].bias.requires_grad_(False)
+    models = [copy.deepcopy(model), copy.deepcopy(model), copy.deepcopy(model).double()]
+    lr = torch.tensor(1e-2) if kind == "adamw, tensor lr" else 1e-2
+
+    def optimizer(m):
+        params = [p for p in m.parameters() if p.requires_grad]
+        if kind == "sgd":
+            return torch.optim.SGD(params, lr=0.1, momentum=0.9)
+        return torch.optim.AdamW(params, lr=lr.double() if isinstance(lr, torch.Tensor) and m is models[2] else lr)
+
+    optimizers = [optimizer(m) for m in models]
+
+    def update(opt, m):
+        torch.nn.utils.clip_grad_norm_(m.parameters(), 0.5)
+        opt.step()
+        opt.zero_grad()
+
+    torch._dynamo.reset()
+    before = backend.counters.copy()
+    compiled = torch.compile(update, backend="coil")
+    with no_fallback():
+        for i in range(4):
+            x = torch.randn(8, 32)
+            for m in models:
+                m(x.double() if m is models[2] else x).square().mean().backward()
+            compiled(optimizers[0], models[0])
+            update(optimizers[1], models[1])
+            update(optimizers[2], models[2])
+    counted = backend.counters - before
+    test.assertGreaterEqual(counted["graphs_compiled"], 1, counted)
+    test.assertEqual(counted["graphs"], counted["graphs_compiled"], counted)
+    test.assertEqual(counted["ops_eager"], 0, counted)
+    assert_model_close(list(models[0].parameters()), list(models[1].parameters()), list(models[2].parameters()))
+    test.assertTrue(torch.equal(models[0][0].bias, model[0].bias), "the frozen bias changed")
+    test.assertFalse(torch.equal(models[0][0].weight, model[0].weight), "the weight never changed")
+
+
 class Training(unittest.TestCase):
     """On the CPU, in f32."""
 
@@ -125,6 +172,32 @@ class Training(unittest.TestCase):
         for name in SUITE:
             with self.subTest(name):
                 check_training(self, name)
+
+    def test_optimizer_steps(self):
+        for kind in ("sgd", "adamw", "adamw, tensor lr"):
+            with self.subTest(kind):
+                check_optimizer_steps(self, kind)
+
+    def test_activation_checkpointing(self):
+        # torch.utils.checkpoint: the block's activations are recomputed in the backward, which
+        # coil compiles with the rest; the gradients match eager's.
+        torch.manual_seed(0)
+        block = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.GELU(), torch.nn.Linear(64, 32))
+
+        def forward(m, x):
+            return torch.utils.checkpoint.checkpoint(m, x, use_reentrant=False).square().mean()
+
+        ours, reference = copy.deepcopy(block), copy.deepcopy(block).double()
+        x = torch.randn(4, 32)
+        torch._dynamo.reset()
+        with no_fallback(), recorded_graphs() as graphs:
+            torch.compile(forward, backend="coil")(ours, x).backward()
+        forward(block, x).backward()
+        forward(reference, x.double()).backward()
+        assert_model_close(_grads(ours), _grads(block), _grads(reference))
+        parts = [p for g in graphs for p in g["parts"]]
+        self.assertGreaterEqual(len(parts), 2, graphs)
+        self.assertTrue(all(p["compiled"] for p in parts), graphs)
 
 
 @unittest.skipUnless(torch.cuda.is_available(), "no CUDA device")
