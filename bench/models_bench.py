@@ -198,14 +198,13 @@ print(json.dumps({"seconds": time.perf_counter() - start}))
 """
 
 
-def compile_seconds(name: str, device: str, dtype: torch.dtype, backend: str, caches: Path) -> tuple[float | None, str]:
-    """Seconds from torch.compile's first call to its result in a new process whose coil,
-    Inductor and Triton caches are the folders under `caches` (empty: a cold compile; kept
-    from an earlier call: a warm one), or None and why."""
+def process_seconds(script: str, args: list[str], caches: Path) -> tuple[float | None, str]:
+    """The seconds `script` (run as python -c with `args`) prints as its last line's JSON, in a
+    new process whose coil, Inductor and Triton caches are the folders under `caches` (empty:
+    a cold compile; kept from an earlier call: a warm one), or None and why."""
     env = {**os.environ, "COIL_CACHE_DIR": str(caches / "coil"), "TORCHINDUCTOR_CACHE_DIR": str(caches / "inductor"),
            "TRITON_CACHE_DIR": str(caches / "triton")}
-    r = subprocess.run([sys.executable, "-c", _FIRST_CALL, str(REPO / "bench"), name, device,
-                        str(dtype).removeprefix("torch."), backend], capture_output=True, text=True, env=env)
+    r = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, env=env)
     lines = r.stdout.strip().splitlines()
     if r.returncode != 0 or not lines:
         why = (r.stderr.strip() or r.stdout.strip()).splitlines()
@@ -213,16 +212,17 @@ def compile_seconds(name: str, device: str, dtype: torch.dtype, backend: str, ca
     return json.loads(lines[-1])["seconds"], ""
 
 
-def compile_times(name: str, device: str, dtype: torch.dtype, work: Path) -> dict:
-    """Cold and warm compile of Inductor and of coil (through torch.compile), each in new processes."""
+def compile_times(name: str, work: Path, measure) -> dict:
+    """Cold and warm compile of Inductor and of coil (through torch.compile), each in new
+    processes: measure(backend, caches) -> (seconds or None, why)."""
     row = {}
-    for key, backend in (("inductor", "inductor"), ("coil", "coil")):
-        if backend == "coil" and coil_backend is None:
+    for key in ("inductor", "coil"):
+        if key == "coil" and coil_backend is None:
             continue
         caches = work / f"{name}_caches_{key}"
         shutil.rmtree(caches, ignore_errors=True)
         for kind in ("cold", "warm"):
-            row[f"{key}_{kind}"], row[f"{key}_{kind}_why"] = compile_seconds(name, device, dtype, backend, caches)
+            row[f"{key}_{kind}"], row[f"{key}_{kind}_why"] = measure(key, caches)
         shutil.rmtree(caches, ignore_errors=True)
     return row
 
@@ -372,7 +372,9 @@ def main() -> int:
             try:
                 rows.append(bench_model(name, a.device, dtype, a.iters, a.coil, a.baseline, work))
                 if not a.no_compile_times:
-                    rows[-1]["compile"] = compile_times(name, a.device, dtype, work)
+                    args = [str(REPO / "bench"), name, a.device, str(dtype).removeprefix("torch.")]
+                    rows[-1]["compile"] = compile_times(
+                        name, work, lambda backend, caches: process_seconds(_FIRST_CALL, [*args, backend], caches))
             except Exception as e:  # a model that cannot be built, exported or compiled: its row says why
                 rows.append({"model": name, "error": f"{type(e).__name__}: {str(e).splitlines()[0][:150]}"})
             print(rows[-1], flush=True)
@@ -406,7 +408,10 @@ def train(a) -> int:
         for name in names.split(","):
             rows.append(training_bench.bench_training(name, a.device, a.iters, median_ms, a.tiny))
             if not a.no_compile_times:
-                rows[-1]["compile"] = training_bench.compile_times(name, a.device, Path(temporary), a.tiny)
+                args = [str(REPO / "bench"), name, a.device, "tiny" if a.tiny else "full"]
+                rows[-1]["compile"] = compile_times(
+                    name, Path(temporary),
+                    lambda backend, caches: process_seconds(training_bench.FIRST_STEP, [*args, backend], caches))
             print(rows[-1], flush=True)
     precision = ("f32 weights, bf16 autocast" if a.device == "cuda" else "f32") + (", tiny sizes" if a.tiny else "")
     text = (f"Training steps on {machine} ({a.device}), commit {commit}, torch {torch.__version__}; {precision}, "

@@ -16,12 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import json
-import os
-import shutil
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import torch
@@ -86,13 +81,15 @@ def bench_training(name: str, device: str, iters: int, median_ms, tiny: bool = F
     return row
 
 
-# The first training step, timed in a process of its own (compiles included).
-_FIRST_STEP = """
+# The first training step, timed in a process of its own (compiles included): the script
+# models_bench.py's process_seconds runs, with the bench folder, model, device, "tiny" or
+# "full" and the backend as its arguments.
+FIRST_STEP = """
 import json, sys, time, torch
 sys.path.insert(0, sys.argv[1])
 from model_zoo import build_training
 from training_bench import make_step
-name, device, backend, tiny = sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5] == "tiny"
+name, device, tiny, backend = sys.argv[2], sys.argv[3], sys.argv[4] == "tiny", sys.argv[5]
 torch.manual_seed(0)
 model, args = build_training(name, device, torch.float32, tiny)
 step = make_step(torch.compile(model, backend=backend), args, device, torch.optim.AdamW(model.parameters(), lr=1e-5))
@@ -102,30 +99,6 @@ if device == "cuda":
     torch.cuda.synchronize()
 print(json.dumps({"seconds": time.perf_counter() - start}))
 """
-
-
-def first_step_seconds(name: str, device: str, backend: str, caches: Path, tiny: bool) -> tuple[float | None, str]:
-    env = {**os.environ, "COIL_CACHE_DIR": str(caches / "coil"), "TORCHINDUCTOR_CACHE_DIR": str(caches / "inductor"),
-           "TRITON_CACHE_DIR": str(caches / "triton")}
-    r = subprocess.run([sys.executable, "-c", _FIRST_STEP, str(REPO / "bench"), name, device, backend,
-                        "tiny" if tiny else "full"],
-                       capture_output=True, text=True, env=env)
-    lines = r.stdout.strip().splitlines()
-    if r.returncode != 0 or not lines:
-        why = (r.stderr.strip() or r.stdout.strip()).splitlines()
-        return None, (why[-1] if why else f"exit {r.returncode}")[:300]
-    return json.loads(lines[-1])["seconds"], ""
-
-
-def compile_times(name: str, device: str, work: Path, tiny: bool = False) -> dict:
-    row = {}
-    for key in ("inductor", "coil"):
-        caches = work / f"{name}_train_caches_{key}"
-        shutil.rmtree(caches, ignore_errors=True)
-        for kind in ("cold", "warm"):
-            row[f"{key}_{kind}"], row[f"{key}_{kind}_why"] = first_step_seconds(name, device, key, caches, tiny)
-        shutil.rmtree(caches, ignore_errors=True)
-    return row
 
 
 def _cell(v, fmt):
