@@ -13,7 +13,7 @@ loss inside, dropout off) is checked three ways:
 Every graph is compiled by coil (COIL_FALLBACK=error), none of their ops left to eager.
 Besides: optimizer.step() compiled through coil (SGD with momentum, AdamW, a tensor learning
 rate; clip_grad_norm_, zero_grad and a frozen parameter around it) against eager's and
-float64's steps, and activation checkpointing.
+float64's steps; dropout in training by its statistics; activation checkpointing.
 
     python tests/python/test_training.py        (the Python of .venv, coil installed in it)
 """
@@ -177,6 +177,32 @@ class Training(unittest.TestCase):
         for kind in ("sgd", "adamw", "adamw, tensor lr"):
             with self.subTest(kind):
                 check_optimizer_steps(self, kind)
+
+    def test_dropout_in_training(self):
+        # Dropout draws from coil's generator, seeded from PyTorch's: never compared with
+        # eager's numbers, but with what dropout must do. p=0.5 over ones: every value 0 or 2,
+        # a keep rate within 4 sigma of a half, the gradient the forward's mask (forward and
+        # backward agree), new numbers on the next call, the same after torch.manual_seed.
+        def dropped(x):
+            return torch.nn.functional.dropout(x, 0.5, training=True) * 1.0
+
+        x = torch.ones(256, 256, requires_grad=True)
+        torch._dynamo.reset()
+        with no_fallback(), recorded_graphs() as graphs:
+            compiled = torch.compile(dropped, backend="coil")
+            torch.manual_seed(3)
+            y = compiled(x)
+            y.sum().backward()
+            again = compiled(x)
+            torch.manual_seed(3)
+            replayed = compiled(x)
+        self.assertEqual(sorted(torch.unique(y.detach()).tolist()), [0.0, 2.0])
+        kept = float((y != 0).double().mean())
+        self.assertLess(abs(kept - 0.5), 4 * (0.25 / y.numel()) ** 0.5, kept)
+        self.assertTrue(torch.equal(x.grad, y.detach()), "the gradient is not the forward's mask times 2")
+        self.assertFalse(torch.equal(y, again), "the next call drew the same numbers")
+        self.assertTrue(torch.equal(y, replayed), "torch.manual_seed did not reproduce the call")
+        self.assertTrue(all(p["compiled"] for g in graphs for p in g["parts"]) and len(graphs) >= 2, graphs)
 
     def test_activation_checkpointing(self):
         # torch.utils.checkpoint: the block's activations are recomputed in the backward, which
