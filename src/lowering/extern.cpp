@@ -94,6 +94,15 @@ TensorRef reshaped(Lowering &l, const std::string &origin, const TensorRef &r, c
   return TensorRef{c.buffer, c.dtype, sizes, contiguous_strides(sizes), 0};
 }
 
+/// `r` written in `type`'s layout (a copy unless it has it).
+TensorRef laid_out(Lowering &l, const std::string &origin, const TensorRef &r, const TensorType &type) {
+  if (r.sizes == type.sizes && r.strides == type.strides && r.offset == 0 && r.dtype == type.dtype) return r;
+  TensorRef src = r.sizes == type.sizes ? r : reshaped(l, origin, r, type.sizes);
+  return l.pointwise(type, origin, [&](ir::BodyBuilder &b, const std::vector<Expr> &x) {
+    return b.load(src.buffer, Lowering::offset(src, x), src.dtype);
+  });
+}
+
 /// [d0, ..., n, k] as [d0 * ... * n, k].
 TensorRef rows_of(Lowering &l, const std::string &origin, const TensorRef &r) {
   Shape rows(r.sizes.begin(), r.sizes.end() - 1);
@@ -251,7 +260,40 @@ std::vector<TensorRef> convolution_backward(Lowering &l, const Node &n) {
   }
   DType c = opmath_dtype(dy.dtype);
   using ir::Expr;
-  if (mask[1].as<bool>()) {
+  const TensorType &grad_weight = l.graph().type(n.outputs[1]);
+  if (mask[1].as<bool>() && groups == 1 && grad_weight.device.kind == Device::Kind::CPU) {
+    // On the CPU, where oneDNN convolves and a generated reduction over the batch and every
+    // output position would not keep up: dW[o, i, k] = sum over n, y of
+    // dY[n, o, y] X[n, i, y * stride + k * dilation - padding], a convolution of X seen as
+    // [i, n, ...] (the batch as its channels) by dY seen as [o, n, ...] (its weights) with the
+    // stride and dilation swapped, whose output [i, o, window...] is dW with its first two
+    // dims swapped.
+    auto swapped = [](TensorRef r) {
+      std::swap(r.sizes[0], r.sizes[1]);
+      std::swap(r.strides[0], r.strides[1]);
+      return r;
+    };
+    TensorRef xt = swapped(x), dyt = swapped(dy);
+    // The input cut to the positions the convolution reads: past them (a stride's
+    // remainder) its output would be wider than the kernel's window.
+    for (size_t k = 0; k < spatial; ++k)
+      xt.sizes[k + 2] = std::min(xt.sizes[k + 2],
+                                 (dy.sizes[k + 2] - 1) * stride[k] + (w.sizes[k + 2] - 1) * dilation[k] + 1 - padding[k]);
+    Shape sizes = swapped(TensorRef{-1, grad_weight.dtype, grad_weight.sizes, grad_weight.sizes, 0}).sizes;
+    int64_t window = dy.sizes[0];
+    for (size_t k = 0; k < spatial; ++k) window *= dy.sizes[k + 2];
+    TensorRef made = extern_node(l, n.name + " grad_weight", ir::ExternOp::Convolution,
+                                 {view_of(xt), view_of(dyt), ir::View{}},
+                                 TensorType{grad_weight.dtype, sizes, contiguous_strides(sizes), grad_weight.device}, window);
+    ir::Node &node = l.program().nodes.back();
+    node.attrs["stride"] = dilation;
+    node.attrs["padding"] = padding;
+    node.attrs["dilation"] = stride;
+    node.attrs["output_padding"] = std::vector<int64_t>(spatial, 0);
+    node.attrs["groups"] = {1};
+    node.attrs["transposed"] = {0};
+    outs.push_back(laid_out(l, n.name + " grad_weight", swapped(made), grad_weight));
+  } else if (mask[1].as<bool>()) {
     Shape reduced = {dy.sizes[0]};
     reduced.insert(reduced.end(), dy.sizes.begin() + 2, dy.sizes.end());
     int64_t per_group_in = w.sizes[1], per_group_out = w.sizes[0] / groups;
@@ -451,15 +493,6 @@ TensorRef logsumexp_as(Lowering &l, const std::string &origin, const TensorRef &
     if (type.sizes[2] == rows) return b.load(lse.buffer, at, lse.dtype);
     int in = b.binary(ir::Op::Lt, b.index(x[2], DType::I64), b.constant(double(rows), DType::I64), DType::Bool);
     return b.masked_load(lse.buffer, at, lse.dtype, in, 0);
-  });
-}
-
-/// `r` written in `type`'s layout (a copy unless it has it).
-TensorRef laid_out(Lowering &l, const std::string &origin, const TensorRef &r, const TensorType &type) {
-  if (r.sizes == type.sizes && r.strides == type.strides && r.offset == 0 && r.dtype == type.dtype) return r;
-  TensorRef src = r.sizes == type.sizes ? r : reshaped(l, origin, r, type.sizes);
-  return l.pointwise(type, origin, [&](ir::BodyBuilder &b, const std::vector<Expr> &x) {
-    return b.load(src.buffer, Lowering::offset(src, x), src.dtype);
   });
 }
 

@@ -142,8 +142,9 @@ std::string dtype_list(const std::vector<DType> &types) {
 
 // A convolution's dilation as oneDNN counts it (the gaps) and the end padding that yields
 // the output's size `ranges`. For a convolution, the remainder of a stride that does not
-// divide evenly counts as none; a transposed convolution's output padding makes it smaller
-// than its start padding, negative where wider.
+// divide evenly counts as none (oneDNN rounds the output's size down); a transposed
+// convolution's output padding makes it smaller than its start padding, negative where
+// wider, which oneDNN's deconvolution takes.
 struct ConvolutionGeometry {
   Shape gaps, pad_r;
 };
