@@ -116,6 +116,10 @@ struct TensorInfo {
   /// drawn from the caller's own generator (the torch.compile backend draws them from
   /// PyTorch's, so torch.manual_seed reproduces a run).
   bool random_state = false;
+  /// Outputs: the input this output is, element for element and in its layout (a graph that
+  /// returns one of its inputs, as a training graph's forward returns the parameters its
+  /// backward reads), or -1. A caller may hand that input back in place of the output.
+  int64_t same_as_input = -1;
 };
 
 struct CompileOptions {

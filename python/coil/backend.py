@@ -216,6 +216,12 @@ def compile_whole(gm: torch.fx.GraphModule, example_inputs, options: list[tuple[
         return _eager(gm, str(e))
     log.info("coil: compiled a graph of %d nodes for %s", len(gm.graph.nodes), device)
     outputs = [(_DTYPES[code], tuple(sizes), tuple(strides)) for _, code, sizes, strides, *_ in compiled.outputs]
+    # An output that is one of the graph's inputs (a training forward returns the parameters
+    # its backward reads) is that input itself on the CPU, where the call then copies nothing:
+    # when the input comes in the layout the graph states (always, after a guarded graph's
+    # first call). (output index, input index, the input's strides)
+    same = [(k, info[6], tuple(compiled.inputs[info[6]][3])) for k, info in enumerate(compiled.outputs)
+            if info[6] >= 0 and device == "cpu"]
     target = torch.device("cuda", 0) if device == "cuda" else torch.device("cpu")
     # The graph's constants (`_tensor_constant0 = self._tensor_constant0`, a tensor the traced
     # code made) are inputs of the compiled graph after the placeholders, by name. They are
@@ -239,17 +245,19 @@ def compile_whole(gm: torch.fx.GraphModule, example_inputs, options: list[tuple[
         if len(moved) != len(constants):
             moved[:] = [c.detach().to(target) for c in constants]
         state = (torch.randint(0, 2**62, (2,), dtype=torch.int64, device=target),) if random else ()
-        outs = [torch.empty_strided(sizes, strides, dtype=dtype, device=target) for dtype, sizes, strides in outputs]
+        given = (*args, *moved, *state)
+        reused = {k: given[j] for k, j, strides in same if given[j].stride() == strides}
+        outs = [reused[k] if k in reused else torch.empty_strided(sizes, strides, dtype=dtype, device=target)
+                for k, (dtype, sizes, strides) in enumerate(outputs)]
         stream = torch.cuda.current_stream(target).cuda_stream if target.type == "cuda" else 0
         if checked[0]:
             # get_device(): -1 for host memory, else the CUDA device's index, as coil._C takes it.
-            ins = [(t.data_ptr(), _CODES[t.dtype], tuple(t.shape), t.stride(), t.get_device())
-                   for t in (*args, *moved, *state)]
+            ins = [(t.data_ptr(), _CODES[t.dtype], tuple(t.shape), t.stride(), t.get_device()) for t in given]
             refs = [(o.data_ptr(), _CODES[o.dtype], tuple(o.shape), o.stride(), o.get_device()) for o in outs]
             compiled.run(ins, refs, stream)
             checked[0] = not guarded
         else:
-            compiled.run_addresses([t.data_ptr() for t in (*args, *moved, *state)], [o.data_ptr() for o in outs], stream)
+            compiled.run_addresses([t.data_ptr() for t in given], [o.data_ptr() for o in outs], stream)
         it = iter(outs)
         return tuple(next(it) if t else None for t in tensor_outputs)
 

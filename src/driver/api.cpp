@@ -285,6 +285,10 @@ std::shared_ptr<CompiledGraph::Impl> build(Graph g, const CompileOptions &o) {
     ir::View v = i < p.output_views.size() ? p.output_views[i] : whole(p, p.outputs[i]);
     impl->outputs.push_back(info_of(p, output_tensor_name(i), v));
     impl->outputs.back().reduced_elements = ir::max_reduction_size(c.lowered, c.lowered.outputs[i]);
+    auto input = std::find(p.inputs.begin(), p.inputs.end(), v.buffer);
+    const TensorType &t = p.buffer(v.buffer).type;
+    if (input != p.inputs.end() && v.offset == 0 && v.sizes == t.sizes && v.strides == t.strides)
+      impl->outputs.back().same_as_input = int64_t(input - p.inputs.begin());
   }
   if (auto *host = dynamic_cast<HostTensorsGraph *>(impl.get())) host->schedule = std::move(c.schedule);
   return impl;

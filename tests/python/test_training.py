@@ -99,7 +99,7 @@ def check_training(test, name, device="cpu", autocast=None):
         losses = [step(compiled, args), step(model, args), step(reference, _double([a.cpu() for a in args]))]
         assert_model_close([losses[0], *_grads(ours)], [losses[1], *_grads(model)], [losses[2], *_grads(reference)])
         # 20 steps of SGD with momentum, a new batch each.
-        optimizers = [torch.optim.SGD(m.parameters(), lr=0.01, momentum=0.9) for m in (ours, model, reference)]
+        optimizers = [torch.optim.SGD(m.parameters(), lr=0.003, momentum=0.9) for m in (ours, model, reference)]
         for opt in optimizers:
             opt.zero_grad()
         for i in range(20):

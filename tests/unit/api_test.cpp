@@ -319,6 +319,29 @@ TEST(Api, AddressesAloneForTensorsInTheCompiledLayouts) {
   }
 }
 
+// An output that is an input, element for element in its layout, says which; a view of an
+// input (a transpose) or a computed output does not. Handed the input's own memory as that
+// output, the call leaves it as it was.
+TEST(Api, AnOutputThatIsAnInputSaysWhich) {
+  CompiledGraph g = compile(R"(class GraphModule(torch.nn.Module):
+    def forward(self, x: "f32[2, 3][3, 1]cpu", y: "f32[3][1]cpu"):
+        t: "f32[3, 2][1, 3]cpu" = torch.ops.aten.t.default(x)
+        add: "f32[2, 3][3, 1]cpu" = torch.ops.aten.add.Tensor(x, y)
+        return (y, t, add, x)
+)", {}, "same.py");
+  std::vector<int64_t> same;
+  for (const TensorInfo &o : g.outputs()) same.push_back(o.same_as_input);
+  EXPECT_EQ(same, (std::vector<int64_t>{1, -1, -1, 0}));
+  std::vector<float> x = {1, 2, 3, 4, 5, 6}, y = {10, 20, 30}, t(6), add(6);
+  std::vector<void *> in = {x.data(), y.data()}, out = {y.data(), t.data(), add.data(), x.data()};
+  g.run_addresses(in, out);
+  EXPECT_EQ(x, (std::vector<float>{1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(y, (std::vector<float>{10, 20, 30}));
+  EXPECT_EQ(add, (std::vector<float>{11, 22, 33, 14, 25, 36}));
+  EXPECT_EQ(g.outputs()[1].strides, (std::vector<int64_t>{1, 3}));
+  EXPECT_EQ(t, x) << "t in its layout [1, 3]: x's elements in x's order";
+}
+
 // Tensors in none of the library's layouts: views into larger buffers (element 0 at an
 // offset, rows padded, every other element), transposed, and views of an input and of an
 // output that the caller wants in memory of their own. What lies between the elements
