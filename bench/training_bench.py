@@ -11,6 +11,10 @@ GPU, a steady clock on the CPU). Peak memory (CUDA): the most PyTorch's allocato
 a step, weights, gradients and optimizer state included. The first step's loss of each is
 printed beside eager's. Compile times (unless --no-compile-times): the first step, in a new
 process with empty caches (cold) and with the caches it filled (warm).
+
+Run alone (`python bench/training_bench.py [models]`), it prints the bytes the forward saves
+for the backward under AOTAutograd's default partition and under the min-cut one the backend
+uses.
 """
 from __future__ import annotations
 
@@ -128,3 +132,44 @@ def table(rows: list[dict], device: str, compile_table) -> str:
                  "cold with empty coil, Inductor and Triton caches, warm with those the cold run filled\n\n" +
                  compile_table(rows))
     return text
+
+
+def saved_kib(name: str, partition) -> float:
+    """KiB the forward saves for the backward (the backward graph's inputs but its
+    tangents) of model `name` at tiny sizes on the CPU, AOTAutograd partitioning with
+    `partition`, coil's decompositions."""
+    from functorch.compile import make_boxed_func
+    from torch._dynamo.backends.common import aot_autograd
+
+    from coil import backend
+
+    saved = []
+
+    def forward(gm, inputs):
+        return make_boxed_func(gm.forward)
+
+    def backward(gm, inputs):
+        vals = [n.meta.get("val") for n in gm.graph.nodes if n.op == "placeholder" and not n.name.startswith("tangents")]
+        saved.append(sum(v.numel() * v.element_size() for v in vals if isinstance(v, torch.Tensor)))
+        return make_boxed_func(gm.forward)
+
+    def compiler(gm, example_inputs):
+        return aot_autograd(fw_compiler=forward, bw_compiler=backward, decompositions=backend.decompositions(),
+                            partition_fn=partition)(gm, example_inputs)
+
+    torch.manual_seed(0)
+    model, args = build_training(name, "cpu", torch.float32, tiny=True)
+    torch._dynamo.reset()
+    torch.compile(model, backend=compiler)(*args).backward()
+    return sum(saved) / 1024
+
+
+if __name__ == "__main__":
+    # python bench/training_bench.py gpt2,bert,...: saved tensors, AOTAutograd's default
+    # partition against the min-cut one the backend uses.
+    from functorch.compile import default_partition, min_cut_rematerialization_partition
+
+    print("| model | default partition (KiB) | min-cut (KiB) | default / min-cut |\n|---|---|---|---|")
+    for model_name in (sys.argv[1] if len(sys.argv) > 1 else "gpt2,bert,llama,resnet18,vit").split(","):
+        d, m = saved_kib(model_name, default_partition), saved_kib(model_name, min_cut_rematerialization_partition)
+        print(f"| {model_name} | {d:.0f} | {m:.0f} | {d / m:.2f}x |")
