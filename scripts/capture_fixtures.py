@@ -2756,18 +2756,24 @@ def _grid_sampler_3d(dev):
 def _convolution_backward(dev):
     """convolution_backward of 2-d convolutions with strides, padding, dilation and groups (an
     output row the stride dropped included), of a channels-last input, of a 1-d convolution,
-    and with only some outputs asked for."""
+    and with only some outputs asked for; without groups (the CPU's weight gradient as a
+    convolution), strided and dilated with input rows the stride leaves unread, plain and
+    channels last."""
     cb = A.convolution_backward.default
 
-    def fn(dy, x, w, dy2, x2, w2, dy3, x3, w3):
+    def fn(dy, x, w, dy2, x2, w2, dy3, x3, w3, dy4, x4, w4):
         xcl = x.contiguous(memory_format=torch.channels_last)
+        x4cl = x4.contiguous(memory_format=torch.channels_last)
         return (*cb(dy, x, w, [6], [2, 1], [1, 1], [1, 2], False, [0, 0], 2, [True, True, True]),
                 *cb(dy, xcl, w, [6], [2, 1], [1, 1], [1, 2], False, [0, 0], 2, [True, True, True]),
                 *[t for t in cb(dy2, x2, w2, [4], [1, 1], [0, 0], [1, 1], False, [0, 0], 1, [True, False, True])
                   if t is not None],
-                *cb(dy3, x3, w3, [5], [2], [1], [1], False, [0], 1, [True, True, True]))
+                *cb(dy3, x3, w3, [5], [2], [1], [1], False, [0], 1, [True, True, True]),
+                *cb(dy4, x4, w4, [4], [2, 2], [0, 1], [1, 2], False, [0, 0], 1, [True, True, True]),
+                *cb(dy4, x4cl, w4, None, [2, 2], [0, 1], [1, 2], False, [0, 0], 1, [False, True, False])[1:2])
     return fn, [make([2, 6, 4, 4]), make([2, 4, 7, 6]), make([6, 2, 3, 3]), make([1, 4, 4, 4]), make([1, 3, 5, 5]),
-                make([4, 3, 2, 2]), make([2, 5, 5]), make([2, 3, 9]), make([5, 3, 3])]
+                make([4, 3, 2, 2]), make([2, 5, 5]), make([2, 3, 9]), make([5, 3, 3]),
+                make([2, 4, 5, 3]), make([2, 3, 12, 7]), make([4, 3, 3, 3])]
 
 
 @op_case("embedding_bag", [A._embedding_bag.default], ("odd", "size0"))

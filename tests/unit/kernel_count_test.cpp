@@ -40,8 +40,9 @@ const std::map<std::string, Fallback> kInductorFallbacks = {
       "coil generates each scatter with its copy, and one more for include_self=False",
       3}},
     {"op_convolution_backward",
-     {"Inductor runs the 4 convolution_backward calls through ATen's kernels; coil calls the library for "
-      "grad_input (a transposed convolution) and generates grad_weight and grad_bias as reductions",
+     {"Inductor runs the 6 convolution_backward calls through ATen's kernels; coil calls the library for "
+      "grad_input (a transposed convolution) and, without groups on the CPU, grad_weight (a convolution), and "
+      "generates grad_bias and the grouped grad_weight as reductions",
       4}},
     {"op_sdpa_backward",
      {"Inductor runs the fused attention ops and their backward ops through ATen's kernels (its 5 kernels are the "
