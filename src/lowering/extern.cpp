@@ -83,24 +83,24 @@ TensorRef expand(TensorRef r, const Shape &shape) {
   return r;
 }
 
-/// `r` seen with `sizes` (the same elements in row-major order): a view where its strides
-/// allow one, else a contiguous copy.
-TensorRef reshaped(Lowering &l, const std::string &origin, const TensorRef &r, const Shape &sizes) {
-  if (auto strides = view_strides(r.sizes, r.strides, sizes)) return TensorRef{r.buffer, r.dtype, sizes, *strides, r.offset};
-  TensorType copy{r.dtype, r.sizes, contiguous_strides(r.sizes), l.program().buffer(r.buffer).type.device};
-  TensorRef c = l.pointwise(copy, origin, [&](ir::BodyBuilder &b, const std::vector<ir::Expr> &index) {
-    return b.load(r.buffer, Lowering::offset(r, index), r.dtype);
-  });
-  return TensorRef{c.buffer, c.dtype, sizes, contiguous_strides(sizes), 0};
-}
+TensorRef reshaped(Lowering &l, const std::string &origin, const TensorRef &r, const Shape &sizes);
 
-/// `r` written in `type`'s layout (a copy unless it has it).
+/// `r` (seen with type's sizes) written in `type`'s layout and dtype: a copy unless it has them.
 TensorRef laid_out(Lowering &l, const std::string &origin, const TensorRef &r, const TensorType &type) {
   if (r.sizes == type.sizes && r.strides == type.strides && r.offset == 0 && r.dtype == type.dtype) return r;
   TensorRef src = r.sizes == type.sizes ? r : reshaped(l, origin, r, type.sizes);
   return l.pointwise(type, origin, [&](ir::BodyBuilder &b, const std::vector<Expr> &x) {
     return b.load(src.buffer, Lowering::offset(src, x), src.dtype);
   });
+}
+
+/// `r` seen with `sizes` (the same elements in row-major order): a view where its strides
+/// allow one, else a contiguous copy.
+TensorRef reshaped(Lowering &l, const std::string &origin, const TensorRef &r, const Shape &sizes) {
+  if (auto strides = view_strides(r.sizes, r.strides, sizes)) return TensorRef{r.buffer, r.dtype, sizes, *strides, r.offset};
+  TensorRef c = laid_out(l, origin, r,
+                         TensorType{r.dtype, r.sizes, contiguous_strides(r.sizes), l.program().buffer(r.buffer).type.device});
+  return TensorRef{c.buffer, c.dtype, sizes, contiguous_strides(sizes), 0};
 }
 
 /// [d0, ..., n, k] as [d0 * ... * n, k].
@@ -279,7 +279,8 @@ std::vector<TensorRef> convolution_backward(Lowering &l, const Node &n) {
     for (size_t k = 0; k < spatial; ++k)
       xt.sizes[k + 2] = std::min(xt.sizes[k + 2],
                                  (dy.sizes[k + 2] - 1) * stride[k] + (w.sizes[k + 2] - 1) * dilation[k] + 1 - padding[k]);
-    Shape sizes = swapped(TensorRef{-1, grad_weight.dtype, grad_weight.sizes, grad_weight.sizes, 0}).sizes;
+    Shape sizes = grad_weight.sizes;
+    std::swap(sizes[0], sizes[1]);
     int64_t window = dy.sizes[0];
     for (size_t k = 0; k < spatial; ++k) window *= dy.sizes[k + 2];
     TensorRef made = extern_node(l, n.name + " grad_weight", ir::ExternOp::Convolution,
@@ -397,16 +398,10 @@ AttentionOperands attention_operands(Lowering &l, const Node &n, const char *mas
 // accumulate: half-precision operands are widened first. The scores are materialized once
 // per product (no fused kernel yet).
 
-/// f32, or f64 for f64 operands: what attention's training section computes in.
-DType attention_accumulator(DType dtype) { return dtype == DType::F64 ? DType::F64 : DType::F32; }
-
 /// `r` in `dtype`: itself, or a contiguous converted copy.
 TensorRef widened(Lowering &l, const std::string &origin, const TensorRef &r, DType dtype) {
   if (r.dtype == dtype) return r;
-  TensorType type{dtype, r.sizes, contiguous_strides(r.sizes), l.program().buffer(r.buffer).type.device};
-  return l.pointwise(type, origin, [&](ir::BodyBuilder &b, const std::vector<Expr> &x) {
-    return b.load(r.buffer, Lowering::offset(r, x), r.dtype);
-  });
+  return laid_out(l, origin, r, TensorType{dtype, r.sizes, contiguous_strides(r.sizes), l.program().buffer(r.buffer).type.device});
 }
 
 /// [B, H, n, d] as [B * H, n, d] (a view where the strides allow), `transposed` to
@@ -433,7 +428,7 @@ TensorRef heads_product(Lowering &l, const std::string &origin, const TensorRef 
 
 /// q k^T as [B, H, L, S] in the accumulator's dtype.
 TensorRef query_key(Lowering &l, const std::string &origin, const AttentionOperands &at) {
-  DType acc = attention_accumulator(at.q.dtype);
+  DType acc = opmath_dtype(at.q.dtype);
   return heads_product(l, origin, heads_folded(l, origin, widened(l, origin, at.q, acc)),
                        heads_folded(l, origin, widened(l, origin, at.k, acc), true), at.q.sizes, acc);
 }
@@ -508,7 +503,7 @@ LowerFn attention_backward(const char *mask, const char *grad_name) {
       COIL_USER_CHECK(!arg(n, "grad_input_mask").as<ArgList>().at(3).as<bool>() || !is_read(g, n.outputs[3]),
                       "the gradient of attn_bias is asked for; coil computes those of query, key and value");
     const std::string &o = n.name;
-    const DType f = attention_accumulator(at.q.dtype);
+    const DType f = opmath_dtype(at.q.dtype);
     for (TensorRef *r : {&at.q, &at.k, &at.v}) *r = widened(l, o, *r, f);
     TensorRef dy = widened(l, o, as_4d(l, o, l.ref(arg(n, grad_name).as<ValueId>())), f);
     TensorRef out = as_4d(l, o, l.ref(arg(n, "out").as<ValueId>()));

@@ -95,16 +95,13 @@ bool CudaProgram::place(Workspace &w, size_t t, std::span<const DeviceTensor> in
   }
   if (b == Binding::Caller) {
     if (fits && d.data == w.address[size_t(buffer_of(t))]) return true;
-    if (fits && w.rebinds[t] < kRebinds && !overlaps_another(t, inputs, outputs)) {
-      ++w.rebinds[t];
-      move(w, t, d.data);
-      return true;
+    if (!fits || w.rebinds[t] == kRebinds || overlaps_another(t, inputs, outputs)) {
+      b = Binding::Copied;
+      use_own(w, t);
+      return false;
     }
-    b = Binding::Copied;
-    use_own(w, t);
-    return false;
-  }
-  if (!fits || overlaps_another(t, inputs, outputs)) {
+    ++w.rebinds[t];  // moved: bound again below
+  } else if (!fits || overlaps_another(t, inputs, outputs)) {
     if (has_own(t)) use_own(w, t);
     return false;
   }

@@ -99,7 +99,7 @@ std::vector<TensorType> flash_like_outputs(const Attention &at, const Shape &lse
 std::vector<TensorType> attention_grads(const MetaArgs &a, std::string_view op, const char *mask_name, bool inner,
                                         bool bias_grad) {
   Attention at = check_attention(a, op, mask_name);
-  const TensorType &dy = a.tensor(a.schema().find_arg("grad_out") >= 0 ? "grad_out" : "grad_out_");
+  const TensorType &dy = a.tensor(bias_grad ? "grad_out_" : "grad_out");  // the memory-efficient op's name
   COIL_USER_CHECK(dy.sizes == at.out && dy.dtype == at.q->dtype, op, ": grad_out of ", dy.str(),
                   " does not match the output's shape ", shape_str(at.out), " and the query's dtype");
   auto grad = [&](const TensorType &t) {
