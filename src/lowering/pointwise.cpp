@@ -106,6 +106,25 @@ int gelu(BodyBuilder &b, int x, DType t, bool tanh_form) {
   return b.binary(Op::Mul, half_x, b.binary(Op::Add, inner, constant(b, 1, t), t), t);
 }
 
+// pow(x, e) for a number e as eager's kernels compute it (both devices special-case these
+// exponents): x*x, x*x*x, sqrt, rsqrt, 1/x and 1/(x*x), exact to the bit on the CPU and no
+// call of pow, which libm's vector forms run lane by lane for negative x; any other
+// exponent, and integer tensors, through pow.
+int power(BodyBuilder &b, const Operands &o, const Node &n) {
+  int x = o.values[0];
+  DType t = o.compute;
+  double e = scalar_arg(n, "exponent");
+  if (is_floating(t)) {
+    if (e == 2) return b.binary(Op::Mul, x, x, t);
+    if (e == 3) return b.binary(Op::Mul, b.binary(Op::Mul, x, x, t), x, t);
+    if (e == 0.5) return b.unary(Op::Sqrt, x, t);
+    if (e == -0.5) return b.unary(Op::Rsqrt, x, t);
+    if (e == -1) return b.unary(Op::Reciprocal, x, t);
+    if (e == -2) return b.unary(Op::Reciprocal, b.binary(Op::Mul, x, x, t), t);
+  }
+  return b.binary(Op::Pow, x, o.values[1], t);
+}
+
 int clamp(BodyBuilder &b, int x, std::optional<int> lo, std::optional<int> hi, DType t) {
   if (lo) x = b.binary(Op::Maximum, x, *lo, t);
   if (hi) x = b.binary(Op::Minimum, x, *hi, t);
@@ -253,7 +272,7 @@ void add_binary(std::map<std::string, LowerFn, std::less<>> &t) {
       t[str_cat("aten.", name, ".", o)] = elementwise({"self", other}, Compute::Result, apply(op));
   }
   t["aten.remainder.Scalar_Tensor"] = elementwise({"self", "other"}, Compute::Result, apply(Op::Remainder));
-  t["aten.pow.Tensor_Scalar"] = elementwise({"self", "exponent"}, Compute::Result, apply(Op::Pow));
+  t["aten.pow.Tensor_Scalar"] = elementwise({"self", "exponent"}, Compute::Result, power);
   t["aten.square.default"] = elementwise({"self"}, Compute::Result, [](BodyBuilder &b, const Operands &o, const Node &) {
     return b.binary(Op::Mul, o.values[0], o.values[0], o.compute);
   });

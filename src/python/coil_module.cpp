@@ -58,6 +58,16 @@ NB_MODULE(_C, m) {
       .def_prop_ro("plans", &coil::CompiledGraph::plans)
       .def("notes", &coil::CompiledGraph::notes)
       .def(
+          "profile",
+          [](const coil::CompiledGraph &g) {
+            nb::list out;
+            for (const coil::KernelTime &k : g.profile()) out.append(nb::make_tuple(k.name, k.summary, k.calls, k.seconds));
+            return out;
+          },
+          "With the option cpp.profile (cpu) or triton.profile (cuda): (kernel, summary, calls, seconds)\n"
+          "per kernel since the compile or reset_profile(), in call order; else empty.")
+      .def("reset_profile", &coil::CompiledGraph::reset_profile)
+      .def(
           "run",
           [](const coil::CompiledGraph &g, const std::vector<PyTensor> &inputs, const std::vector<PyTensor> &outputs,
              uintptr_t stream) {

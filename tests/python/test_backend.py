@@ -163,6 +163,26 @@ class Backend(unittest.TestCase):
         self.assertEqual(compiled[0].target, "cpu")
         self.assertIn("kernel0", compiled[0].plans)
 
+    def test_powers_eager_special_cases_are_computed_as_eager_computes_them(self):
+        # Eager's pow kernel computes these exponents by products, roots and reciprocals, not
+        # by pow: so does coil, to the bit on the CPU where they are products and quotients
+        # (GPT-2's gelu raises to the power 3). Roots are within tolerance: coil's are
+        # correctly rounded, eager's not always.
+        exponents = (2, 3.0, -1, -2.0, 0.5, -0.5, 1.7)
+
+        def powers(x):
+            return [x.pow(e) for e in exponents]
+
+        x = (torch.randn(64, 33) * 3).abs()
+        with no_fallback():
+            torch._dynamo.reset()
+            got = torch.compile(powers, backend="coil")(x)
+        for e, g, w in zip(exponents, got, powers(x)):
+            if e in (2, 3.0, -1, -2.0):
+                self.assertTrue(torch.equal(g, w), f"pow(x, {e})")
+            else:
+                torch.testing.assert_close(g, w, msg=f"pow(x, {e})")
+
     def test_random_ops_draw_from_pytorchs_generator(self):
         check_random_ops(self, "cpu")
 

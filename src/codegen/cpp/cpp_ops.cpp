@@ -289,9 +289,6 @@ std::string cpp_op(Op op, DType in, DType out, const std::vector<std::string> &a
     return cpp_cast(cpp_op(op, DType::I64, DType::I64, wide, lanes), DType::I64, out, lanes);
   }
   if (ir::op_arity(op) == 1) return fl ? rounded(float_unary(op, a, lanes), out) : int_unary(op, a, out, lanes);
-  // pow(x, 2) -> x * x: exact, and no call.
-  if (fl && op == Op::Pow && (args.at(1) == literal(2.0, in) || args.at(1) == vector_literal(2.0, in, lanes)))
-    return rounded(a + " * " + a, out);
   if (fl) return rounded(float_binary(op, a, args.at(1), lanes), out);
   if (op == Op::TrueDiv) {
     if (lanes)

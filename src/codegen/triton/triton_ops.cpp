@@ -364,8 +364,6 @@ std::string triton_op(Op op, DType in, DType out, const std::vector<std::string>
     return triton_cast(triton_op(op, DType::I64, DType::I64, wide, helpers), DType::I64, out);
   }
   if (ir::op_arity(op) == 1) return fl ? rounded(float_unary(op, a, in, helpers), out) : int_unary(op, a, out);
-  // pow(x, 2) -> x * x: exact, and no call.
-  if (fl && op == Op::Pow && args.at(1) == triton_literal(2.0, in)) return rounded(a + " * " + a, out);
   if (fl) return rounded(float_binary(op, a, args.at(1), in, helpers), out);
   if (op == Op::TrueDiv)
     return triton_cast("((" + a + ").to(tl.float64) / (" + args.at(1) + ").to(tl.float64))", DType::F64, out);
