@@ -48,6 +48,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 import torch.utils._pytree as pytree
 
+import coil.ops  # noqa: F401  (coil's own ops: coil::dropout_keep)
+
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = REPO / "tests" / "fixtures"
 
@@ -2599,6 +2601,19 @@ def _random(dev):
                 *A.native_dropout.default(xh, 0.0, True))
     p01 = (torch.rand(5, 6) < 0.5).float()
     return fn, [make([5, 6]), make([6, 5]), p01, p01.double(), make([0, 4]), make([3, 4], bf16)]
+
+
+@op_case("coil_dropout_keep", [torch.ops.coil.dropout_keep.default], ("odd", "size0"))
+def _coil_dropout_keep(dev):
+    """coil's own op, the dropout mask a training graph computes again in its backward from a
+    seed: a pure function of the seed, so eager's values (its form in coil/ops.py, the same
+    Philox rounds) are the expected ones, bit for bit. p = 0.3 over odd sizes, p = 0 and 1,
+    an empty mask, a seed with a negative key and a counter past 2^32."""
+    def fn(seed, other):
+        keep = torch.ops.coil.dropout_keep.default
+        return (keep(seed, [37, 129], 0.3), keep(seed, [7], 0.0), keep(seed, [3, 5], 1.0), keep(seed, [0, 4], 0.5),
+                keep(other, [2, 3, 65], 0.5))
+    return fn, [torch.tensor([12345, 0]), torch.tensor([-8_123_456_789_012, 2**32 + 7])]
 
 
 @op_case("multinomial", [A.multinomial.default], ("odd", "noncontig", "size1"))

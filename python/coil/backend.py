@@ -4,9 +4,9 @@ Dynamo's graph goes through AOTAutograd with coil's decomposition table (PyTorch
 decompositions, minus the ops coil compiles natively), and the forward graph into coil's
 pipeline in memory: printed as PyTorch prints graphs and compiled through coil._C. In
 training, AOTAutograd's joint graph is split by its min-cut partitioner (cheap pointwise
-values are recomputed in the backward rather than saved), and the backward graph is
-compiled by coil too; saved tensors pass between the two as the tensors coil's forward
-wrote.
+values are recomputed in the backward rather than saved; dropout's masks are computed
+again there from a saved seed, regenerated_dropout), and the backward graph is compiled by
+coil too; saved tensors pass between the two as the tensors coil's forward wrote.
 
 Options are coil's, by their `coil config` names (`options={"cpp.isa": "avx2"}`);
 mode="reduce-overhead" turns on CUDA graphs (triton.cudagraphs) and "max-autotune" Triton's
@@ -189,6 +189,23 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs, options: list[tuple[
     return split
 
 
+def _allocator(target: torch.device):
+    """A function (sizes, strides, dtype) -> a new tensor on `target`: the allocation that
+    Inductor's generated code calls, a third of torch.empty_strided's time, where this
+    PyTorch has it (on CUDA while cuda:0 is the current device, which it allocates on)."""
+    guards = getattr(torch._C._dynamo, "guards", None)
+    fast = getattr(guards, "_empty_strided_" + target.type, None)
+    if fast is not None and target.type == "cpu":
+        return fast
+
+    def allocate(sizes, strides, dtype):
+        if fast is not None and torch.cuda.current_device() == target.index:
+            return fast(sizes, strides, dtype)
+        return torch.empty_strided(sizes, strides, dtype=dtype, device=target)
+
+    return allocate
+
+
 def compile_whole(gm: torch.fx.GraphModule, example_inputs, options: list[tuple[str, str]], guarded: bool = False):
     """A function running all of `gm` through coil, or gm itself (eager) when coil cannot.
     `guarded`: every call's inputs have the example inputs' dtypes, sizes and strides (as
@@ -238,18 +255,29 @@ def compile_whole(gm: torch.fx.GraphModule, example_inputs, options: list[tuple[
         for part in attrs[info[0]].split("."):
             value = getattr(value, part)
         constants.append(value)
-    moved = []
+    moved: list = []
     checked = [True]  # whether this call is checked in full: the first, and every one when not guarded
+    alloc = _allocator(target)
+    count = len(outputs)
+    fresh = [(k, *outputs[k]) for k in range(count) if k not in {k for k, _, _ in same}]
+    whole = all(tensor_outputs)
 
     def run(*args):
         if len(moved) != len(constants):
             moved[:] = [c.detach().to(target) for c in constants]
-        state = (torch.randint(0, 2**62, (2,), dtype=torch.int64, device=target),) if random else ()
-        given = (*args, *moved, *state)
+        given = args + tuple(moved)
+        if random:
+            given += (torch.randint(0, 2**62, (2,), dtype=torch.int64, device=target),)
+        outs = [None] * count
         # Guarded calls after the first hold the layouts: only other calls look.
-        reused = {k: given[j] for k, j, strides in same if not checked[0] or given[j].stride() == strides}
-        outs = [reused[k] if k in reused else torch.empty_strided(sizes, strides, dtype=dtype, device=target)
-                for k, (dtype, sizes, strides) in enumerate(outputs)]
+        for k, j, strides in same:
+            if not checked[0] or given[j].stride() == strides:
+                outs[k] = given[j]
+            else:
+                dtype, sizes, out_strides = outputs[k]
+                outs[k] = alloc(sizes, out_strides, dtype)
+        for k, dtype, sizes, strides in fresh:
+            outs[k] = alloc(sizes, strides, dtype)
         stream = torch.cuda.current_stream(target).cuda_stream if target.type == "cuda" else 0
         if checked[0]:
             # get_device(): -1 for host memory, else the CUDA device's index, as coil._C takes it.
@@ -259,6 +287,8 @@ def compile_whole(gm: torch.fx.GraphModule, example_inputs, options: list[tuple[
             checked[0] = not guarded
         else:
             compiled.run_addresses([t.data_ptr() for t in given], [o.data_ptr() for o in outs], stream)
+        if whole:
+            return tuple(outs)
         it = iter(outs)
         return tuple(next(it) if t else None for t in tensor_outputs)
 
@@ -266,9 +296,67 @@ def compile_whole(gm: torch.fx.GraphModule, example_inputs, options: list[tuple[
     return run
 
 
+def regenerated_dropout(joint: torch.fx.GraphModule) -> int:
+    """Rewrites each training dropout of AOTAutograd's joint graph so that its mask is not
+    saved for the backward but computed again there: native_dropout(x, p) becomes
+    x * keep * scale with keep = coil.dropout_keep(seed, x's sizes, p) (coil/ops.py), a pure
+    function of a seed drawn in the forward (an i64[2] randint, 16 bytes saved), and keep is
+    marked for recomputation, as activation checkpointing marks what it recomputes. Dropout
+    of a tensor that is not contiguous keeps its saved mask (the mask's layout is the
+    input's). Returns how many it rewrote."""
+    import operator
+
+    from torch.utils.checkpoint import CheckpointPolicy
+
+    from coil import ops  # noqa: F401  (registers coil::dropout_keep)
+
+    aten = torch.ops.aten
+    graph, count = joint.graph, 0
+    for node in list(graph.nodes):
+        if node.target is not aten.native_dropout.default:
+            continue
+        x, p = node.args[0], float(node.args[1])
+        train = node.args[2] if len(node.args) > 2 else node.kwargs.get("train")
+        val = x.meta.get("val")
+        items = {u.args[1]: u for u in node.users if u.target is operator.getitem}
+        if train is False or not isinstance(val, torch.Tensor) or not val.is_contiguous() or len(items) != len(node.users):
+            continue
+        fake = torch._guards.detect_fake_mode([val])
+        scale = 0.0 if p == 1 else 1.0 / (1.0 - p)
+        with graph.inserting_before(node):
+            seed = graph.call_function(aten.randint.low, (0, 2**62, [2]), {"dtype": torch.int64, "device": val.device})
+            keep = graph.call_function(torch.ops.coil.dropout_keep.default, (seed, list(val.shape), p))
+            kept = graph.call_function(aten.mul.Tensor, (x, keep))
+            out = graph.call_function(aten.mul.Tensor, (kept, scale))
+        with fake:
+            seed.meta["val"] = aten.randint.low(0, 2**62, [2], dtype=torch.int64, device=val.device)
+            keep.meta["val"] = torch.ops.coil.dropout_keep.default(seed.meta["val"], list(val.shape), p)
+            kept.meta["val"] = aten.mul.Tensor(val, keep.meta["val"])
+            out.meta["val"] = aten.mul.Tensor(kept.meta["val"], scale)
+        keep.meta["recompute"] = CheckpointPolicy.MUST_RECOMPUTE
+        for index, item in items.items():
+            item.replace_all_uses_with(out if index == 0 else keep)
+            graph.erase_node(item)
+        graph.erase_node(node)
+        count += 1
+    if count:
+        graph.lint()
+        joint.recompile()
+    return count
+
+
+def _partition(joint: torch.fx.GraphModule, joint_inputs, **kwargs):
+    """AOTAutograd's min-cut partition of the joint graph, its dropout masks recomputed in
+    the backward (regenerated_dropout)."""
+    from functorch.compile import min_cut_rematerialization_partition
+
+    counters["dropout_masks_recomputed"] += regenerated_dropout(joint)
+    return min_cut_rematerialization_partition(joint, joint_inputs, **kwargs)
+
+
 def coil_backend(gm: torch.fx.GraphModule, example_inputs, options: dict | None = None, mode: str | None = None):
     """The backend torch.compile calls (entry point torch_dynamo_backends: coil)."""
-    from functorch.compile import make_boxed_func, min_cut_rematerialization_partition
+    from functorch.compile import make_boxed_func
     from torch._dynamo.backends.common import aot_autograd
 
     pairs = options_of(options, mode)
@@ -280,7 +368,7 @@ def coil_backend(gm: torch.fx.GraphModule, example_inputs, options: dict | None 
         return make_boxed_func(compile_graph(fx, inputs, pairs, guarded=False))
 
     compile_aot = aot_autograd(fw_compiler=forward, bw_compiler=backward, decompositions=decompositions(),
-                               partition_fn=min_cut_rematerialization_partition)
+                               partition_fn=_partition)
     # scaled_dot_product_attention traces to the fused op PyTorch would run on the inputs'
     # device (flash, memory-efficient or cuDNN on CUDA, flash on the CPU): coil compiles each
     # into its own attention kernel, and their backward ops. A training graph on CUDA is

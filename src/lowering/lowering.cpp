@@ -98,11 +98,12 @@ int64_t Lowering::reserve_draws(int64_t count, const Device &device) {
 }
 
 int Lowering::draw(ir::BodyBuilder &b, ir::Op op, DType dtype, int64_t first, const std::vector<Expr> &x,
-                   const Shape &sizes) {
+                   const Shape &sizes, const TensorRef *state) {
   Expr linear = ir::offset_of(x, contiguous_strides(sizes));
-  COIL_ASSERT(random_state_ >= 0, "a draw before its counters were reserved");
-  int seed = b.load(random_state_, Expr(0), DType::I64);
-  int offset = b.load(random_state_, Expr(1), DType::I64);
+  COIL_ASSERT(state || random_state_ >= 0, "a draw before its counters were reserved");
+  int seed = state ? b.load(state->buffer, offset(*state, {Expr(0)}), DType::I64) : b.load(random_state_, Expr(0), DType::I64);
+  int offset = state ? b.load(state->buffer, Lowering::offset(*state, {Expr(1)}), DType::I64)
+                     : b.load(random_state_, Expr(1), DType::I64);
   int counter = b.binary(ir::Op::Add, offset, b.index(linear + first, DType::I64), DType::I64);
   return b.binary(op, seed, counter, dtype);
 }

@@ -77,9 +77,10 @@ class Lowering {
   /// A number drawn by `op` (Rand, Randn, RandBits), of dtype F32 or F64 (I64 for
   /// RandBits), for element `x` of a tensor of `sizes`: at counter offset + `first` + x's
   /// number in row-major order. The same counter gives the same number wherever the value
-  /// is computed, so fusion may recompute it.
+  /// is computed, so fusion may recompute it. With `state`, an i64 tensor of a graph value
+  /// (seed, offset) keys the draw instead of the call's random state (coil.dropout_keep).
   int draw(ir::BodyBuilder &b, ir::Op op, DType dtype, int64_t first, const std::vector<ir::Expr> &x,
-           const Shape &sizes);
+           const Shape &sizes, const TensorRef *state = nullptr);
 
   /// A Pointwise node computing `type` (sizes, dtype, strides of the graph value):
   /// `fn` emits the value at each index; the result is cast to type.dtype.

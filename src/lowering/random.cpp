@@ -23,9 +23,10 @@ int uniform_bits(DType t) { return t == DType::F64 ? 53 : t == DType::BF16 ? 8 :
 
 /// One uniform number in [0, 1) per element of `t` (F64 for f64 tensors, else F32 holding
 /// exactly what `t` holds).
-int uniform(Lowering &l, BodyBuilder &b, const TensorType &t, int64_t first, const std::vector<Expr> &x) {
+int uniform(Lowering &l, BodyBuilder &b, const TensorType &t, int64_t first, const std::vector<Expr> &x,
+            const TensorRef *state = nullptr) {
   DType wide = t.dtype == DType::F64 ? DType::F64 : DType::F32;
-  int u = l.draw(b, Op::Rand, wide, first, x, t.sizes);
+  int u = l.draw(b, Op::Rand, wide, first, x, t.sizes, state);
   int bits = uniform_bits(t.dtype);
   if (bits == 24 || bits == 53) return u;
   double scale = double(int64_t(1) << bits);
@@ -104,6 +105,20 @@ std::vector<TensorRef> native_dropout(Lowering &l, const Node &n) {
     return b.binary(Op::Mul, b.cast(masked, compute), b.constant(scale, compute), compute);
   });
   return {output, l.pointwise(mask_type, n.name + " mask", kept)};
+}
+
+/// coil.dropout_keep(seed, size, p): dropout's mask as a function of a seed tensor (seed[0]
+/// the key, seed[1] the first counter): true where the uniform draw is below 1 - p, as
+/// native_dropout keeps an element. A training graph draws the seed in its forward and
+/// computes the mask again in its backward (python/coil/ops.py, its eager form).
+std::vector<TensorRef> dropout_keep(Lowering &l, const Node &n) {
+  const TensorRef &seed = tensor_arg(l, n, "seed");
+  const TensorType &t = l.graph().type(n.outputs[0]);
+  double p = number(arg(n, "p"));
+  TensorType drawn{DType::F32, t.sizes, t.strides, t.device};
+  return {l.pointwise(t, n.name, [&](BodyBuilder &b, const std::vector<Expr> &x) {
+    return b.binary(Op::Lt, uniform(l, b, drawn, 0, x, &seed), b.constant(1 - p, DType::F32), DType::Bool);
+  })};
 }
 
 /// One number of a distribution from a uniform draw `u` in [0, 1) or a standard normal `z`
@@ -228,6 +243,7 @@ void add_random_lowerings(std::map<std::string, LowerFn, std::less<>> &t) {
   for (const char *op : {"aten.randint.default", "aten.randint.low"}) t[op] = randint;
   for (const char *op : {"aten.bernoulli.default", "aten.bernoulli.p"}) t[op] = bernoulli;
   t["aten.native_dropout.default"] = native_dropout;
+  t["coil.dropout_keep.default"] = dropout_keep;
   t["aten.uniform.default"] = uniform_op;
   for (const char *op : {"aten.normal.Tensor_float", "aten.normal.float_Tensor", "aten.normal.Tensor_Tensor",
                          "aten.normal.float_float", "aten.normal_functional.default"})

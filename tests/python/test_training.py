@@ -204,6 +204,39 @@ class Training(unittest.TestCase):
         self.assertTrue(torch.equal(y, replayed), "torch.manual_seed did not reproduce the call")
         self.assertTrue(all(p["compiled"] for g in graphs for p in g["parts"]) and len(graphs) >= 2, graphs)
 
+    def test_dropout_masks_are_recomputed_in_the_backward(self):
+        # The forward saves a seed of 16 bytes for each dropout, not its mask: the backward
+        # computes the mask again from the seed (coil.dropout_keep), and it is the forward's.
+        from coil import backend
+
+        saved, original = [], backend.compile_graph
+
+        def spy(gm, inputs, options, guarded=True):
+            if not guarded:  # the backward graph: the saved tensors and the tangents
+                saved.extend((tuple(t.shape), t.dtype) for t in inputs)
+            return original(gm, inputs, options, guarded=guarded)
+
+        def dropped(x, w):
+            return torch.nn.functional.dropout(x @ w, 0.3, training=True)
+
+        x, w = torch.randn(64, 48), torch.randn(48, 40, requires_grad=True)
+        torch._dynamo.reset()
+        backend.compile_graph, before = spy, backend.counters["dropout_masks_recomputed"]
+        try:
+            with no_fallback():
+                y = torch.compile(dropped, backend="coil")(x, w)
+                y.backward(torch.ones_like(y))
+        finally:
+            backend.compile_graph = original
+        self.assertEqual(backend.counters["dropout_masks_recomputed"] - before, 1)
+        self.assertNotIn(torch.bool, [dtype for _, dtype in saved], saved)
+        self.assertIn(((2,), torch.int64), saved)
+        keep = (y != 0).float()
+        torch.testing.assert_close(w.grad, x.t() @ (keep / 0.7))
+
+    def test_dropout_keep_is_its_eager_form(self):
+        check_dropout_keep(self, "cpu")
+
     def test_activation_checkpointing(self):
         # torch.utils.checkpoint: the block's activations are recomputed in the backward, which
         # coil compiles with the rest; the gradients match eager's.
@@ -226,6 +259,25 @@ class Training(unittest.TestCase):
         self.assertTrue(all(p["compiled"] for p in parts), graphs)
 
 
+def check_dropout_keep(test, device):
+    """coil.dropout_keep compiled by coil is, bit for bit, its eager form (coil/ops.py), the
+    same Philox rounds in Python: a graph left to eager agrees with a compiled one."""
+    from coil import ops  # noqa: F401  (registers coil::dropout_keep)
+
+    def keep(seed):
+        return (torch.ops.coil.dropout_keep(seed, [37, 129], 0.3), torch.ops.coil.dropout_keep(seed, [5], 1.0),
+                torch.ops.coil.dropout_keep(seed, [3, 0], 0.5))
+
+    seed = torch.tensor([-8_123_456_789_012, 2**40 + 7], dtype=torch.int64, device=device)
+    torch._dynamo.reset()
+    with no_fallback():
+        got = torch.compile(keep, backend="coil")(seed)
+    for g, want in zip(got, keep(seed)):
+        test.assertTrue(torch.equal(g, want))
+    rate = float(got[0].double().mean())
+    test.assertLess(abs(rate - 0.7), 4 * (0.21 / got[0].numel()) ** 0.5, rate)
+
+
 @unittest.skipUnless(torch.cuda.is_available(), "no CUDA device")
 class CudaTraining(unittest.TestCase):
     """On CUDA, f32 master weights under bf16 autocast (the GPU check runs these)."""
@@ -234,6 +286,9 @@ class CudaTraining(unittest.TestCase):
         for name in SUITE:
             with self.subTest(name):
                 check_training(self, name, "cuda", torch.bfloat16)
+
+    def test_dropout_keep_is_its_eager_form(self):
+        check_dropout_keep(self, "cuda")
 
 
 if __name__ == "__main__":

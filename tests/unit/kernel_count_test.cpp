@@ -123,6 +123,10 @@ const std::map<std::string, Fallback> kInductorFallbacks = {
      {"Inductor runs segment_reduce through ATen's kernel; coil generates it: the segments' starts (a prefix of "
       "the lengths) and the reduction masked to each segment with its epilogue, per shape of segments",
       5}},
+    {"op_coil_dropout_keep",
+     {"Inductor runs coil's own op through its eager form, a custom op it cannot see into; coil generates each "
+      "mask of an iteration space of its own",
+      5}},
     {"op_sort_topk",
      {"Inductor runs all 20 sorts and top-ks through ATen's kernels; coil generates each: the ranks' count, the "
       "scatters of values and positions to their ranks, and for topk the first k of each",

@@ -372,6 +372,19 @@ std::vector<TensorType> native_dropout(const MetaArgs &a) {
           TensorType{DType::Bool, input.sizes, strides, input.device}};
 }
 
+/// coil::dropout_keep: a contiguous mask of bools of `size` on the seed's device.
+std::vector<TensorType> dropout_keep(const MetaArgs &a) {
+  const TensorType &seed = a.tensor("seed");
+  COIL_USER_CHECK(seed.dtype == DType::I64 && seed.sizes == Shape{2}, "coil.dropout_keep: expected the seed as i64[2] ",
+                  "(key, first counter), got ", short_name(seed.dtype), shape_str(seed.sizes));
+  double p = a.floating("p");
+  COIL_USER_CHECK(p >= 0 && p <= 1, "dropout probability has to be between 0 and 1, but got ", p);
+  Shape sizes = a.ints("size");
+  for (int64_t s : sizes) COIL_USER_CHECK(s >= 0, "coil.dropout_keep: negative size in ", shape_str(sizes));
+  checked_numel(sizes);
+  return {TensorType{DType::Bool, sizes, contiguous_strides(sizes), seed.device}};
+}
+
 // The keyword-only options every factory takes, as native_functions.yaml spells them.
 constexpr const char *kOptions =
     "ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None";
@@ -422,6 +435,7 @@ void register_creation_ops(Registry &r) {
   r.add("bernoulli(Tensor self, *, Generator? generator=None) -> Tensor", bernoulli);
   r.add("bernoulli.p(Tensor self, float p=0.5, *, Generator? generator=None) -> Tensor", bernoulli);
   r.add("native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)", native_dropout);
+  r.add("coil::dropout_keep(Tensor seed, SymInt[] size, float p) -> Tensor", dropout_keep);
   r.add("uniform(Tensor self, float from=0., float to=1., *, Generator? generator=None) -> Tensor",
         distribution_like_self(true));
   r.add("normal_functional(Tensor self, float mean=0., float std=1., *, Generator? generator=None) -> Tensor",
