@@ -565,47 +565,98 @@ void Interpreter::run_scatter(const Node &n) {
   });
 }
 
-// out[b, h, i, :] = softmax_j(scale * q[b, h, i] . k[b, h / kv_group, j] + mask) @ v, in
-// double: keys past i dropped when causal, where a boolean mask is false, and a row with
-// every key dropped is 0 (PyTorch's math backend).
+// The parts of attention (ir::AttentionPart) in double, over the scores
+// S_ij = scale * q[b, h, i] . k[b, h / kv_group, j] + mask: keys past i dropped when causal,
+// and where a boolean mask is false. The output is softmax(S) v, 0 for a row with every key
+// dropped (PyTorch's math backend); the logsumexp of such a row is -inf. The gradients
+// recompute P = exp(S - lse) from the logsumexp operand.
 void Interpreter::run_attention(const Node &n) {
-  const View &q = n.operands[0], &k = n.operands[1], &v = n.operands[2];
-  const View *mask = n.operands.size() > 3 ? &n.operands[3] : nullptr;
-  bool bool_mask = mask && p_.buffer(mask->buffer).type.dtype == DType::Bool;
-  bool causal = n.attrs.at("causal")[0] != 0;
-  int64_t group = n.attrs.at("kv_group")[0], e = q.sizes[3], s = k.sizes[2], ev = v.sizes[3];
-  double scale = n.scalars.at("scale");
+  ir::AttentionCall c = ir::attention_call(n);
+  const View &q = *c.q, &k = *c.k, &v = *c.v;
+  bool bool_mask = c.mask && p_.buffer(c.mask->buffer).type.dtype == DType::Bool;
+  int64_t e = q.sizes[3], s = k.sizes[2], ev = v.sizes[3], rows = q.sizes[2], group = c.group;
   DType out_dtype = p_.buffer(n.outputs[0]).type.dtype, q_dtype = p_.buffer(q.buffer).type.dtype;
+  // A weight as the fused kernels multiply it: rounded to the inputs' dtype (bf16, f16).
+  auto operand = [&](double x) { return round_to(Scalar::of(x, q_dtype), q_dtype).as_double(q_dtype); };
+  auto put = [&](const std::vector<int64_t> &at, double x) { store(n.outputs[0], n, at, Scalar::of(x, out_dtype)); };
+  // Row i of the scores into `score`; returns its max (NaN if any is NaN).
   std::vector<double> score(static_cast<size_t>(s));
+  auto scores = [&](int64_t b, int64_t h, int64_t i) {
+    double top = -INFINITY;
+    for (int64_t j = 0; j < s; ++j) {
+      double dot = 0;
+      for (int64_t d = 0; d < e; ++d) dot += read(q, {b, h, i, d}) * read(k, {b, h / group, j, d});
+      dot *= c.scale;
+      if (c.mask) {
+        double m = read(*c.mask, {b, h, i, j});
+        dot = bool_mask ? (m != 0 ? dot : -INFINITY) : dot + m;
+      }
+      if (c.causal && j > i) dot = -INFINITY;
+      score[size_t(j)] = dot;
+      top = std::isnan(dot) || std::isnan(top) ? NAN : std::max(top, dot);
+    }
+    return top;
+  };
   for (int64_t b = 0; b < q.sizes[0]; ++b)
-    for (int64_t h = 0; h < q.sizes[1]; ++h)
-      for (int64_t i = 0; i < q.sizes[2]; ++i) {
-        double top = -INFINITY;
-        for (int64_t j = 0; j < s; ++j) {
-          double dot = 0;
-          for (int64_t d = 0; d < e; ++d) dot += read(q, {b, h, i, d}) * read(k, {b, h / group, j, d});
-          dot *= scale;
-          if (mask) {
-            double m = read(*mask, {b, h, i, j});
-            dot = bool_mask ? (m != 0 ? dot : -INFINITY) : dot + m;
+    for (int64_t h = 0; h < q.sizes[1]; ++h) {
+      if (c.part == ir::AttentionPart::Output || c.part == ir::AttentionPart::Logsumexp) {
+        for (int64_t i = 0; i < rows; ++i) {
+          double top = scores(b, h, i), sum = 0;
+          if (c.part == ir::AttentionPart::Logsumexp) {
+            for (double x : score) sum += top == -INFINITY ? 0 : std::exp(x - top);
+            put({b, h, i}, top == -INFINITY ? -INFINITY : top + std::log(sum));
+            continue;
           }
-          if (causal && j > i) dot = -INFINITY;
-          score[size_t(j)] = dot;
-          top = std::isnan(dot) || std::isnan(top) ? NAN : std::max(top, dot);
+          // The weights sum unrounded and multiply the values rounded.
+          for (double &x : score) {
+            sum += x = top == -INFINITY ? 0 : std::exp(x - top);
+            x = operand(x);
+          }
+          for (int64_t d = 0; d < ev; ++d) {
+            double acc = 0;
+            for (int64_t j = 0; j < s; ++j) acc += score[size_t(j)] * read(v, {b, h / group, j, d});
+            put({b, h, i, d}, top == -INFINITY ? 0 : acc / sum);
+          }
         }
-        // The weights sum unrounded and multiply the values rounded to the inputs' dtype,
-        // as the fused kernels of PyTorch compute them (bf16 and f16).
-        double sum = 0;
-        for (double &x : score) {
-          sum += x = top == -INFINITY ? 0 : std::exp(x - top);
-          x = round_to(Scalar::of(x, q_dtype), q_dtype).as_double(q_dtype);
-        }
-        for (int64_t d = 0; d < ev; ++d) {
-          double acc = 0;
-          for (int64_t j = 0; j < s; ++j) acc += score[size_t(j)] * read(v, {b, h / group, j, d});
-          store(n.outputs[0], n, {b, h, i, d}, Scalar::of(top == -INFINITY ? 0 : acc / sum, out_dtype));
+        continue;
+      }
+      // The gradients: P and dS of this head, [rows, s] each.
+      std::vector<double> prob(size_t(rows * s)), grad_score(size_t(rows * s));
+      for (int64_t i = 0; i < rows; ++i) {
+        scores(b, h, i);
+        double lse = read(*c.lse, {b, h, i}), shift = lse == -INFINITY ? 0 : lse, delta = read(*c.delta, {b, h, i});
+        for (int64_t j = 0; j < s; ++j) {
+          double pij = std::exp(score[size_t(j)] - shift), dp = 0;
+          for (int64_t d = 0; d < ev; ++d) dp += read(*c.grad_out, {b, h, i, d}) * read(v, {b, h / group, j, d});
+          prob[size_t(i * s + j)] = operand(pij);
+          grad_score[size_t(i * s + j)] = operand(pij * (dp - delta) * c.scale);
         }
       }
+      switch (c.part) {
+        case ir::AttentionPart::GradQuery:
+          for (int64_t i = 0; i < rows; ++i)
+            for (int64_t d = 0; d < e; ++d) {
+              double acc = 0;
+              for (int64_t j = 0; j < s; ++j) acc += grad_score[size_t(i * s + j)] * read(k, {b, h / group, j, d});
+              put({b, h, i, d}, acc);
+            }
+          break;
+        case ir::AttentionPart::GradKey:
+        case ir::AttentionPart::GradValue: {
+          bool key = c.part == ir::AttentionPart::GradKey;
+          for (int64_t j = 0; j < s; ++j)
+            for (int64_t d = 0; d < (key ? e : ev); ++d) {
+              double acc = 0;
+              for (int64_t i = 0; i < rows; ++i)
+                acc += key ? grad_score[size_t(i * s + j)] * read(q, {b, h, i, d})
+                           : prob[size_t(i * s + j)] * read(*c.grad_out, {b, h, i, d});
+              put({b, h, j, d}, acc);
+            }
+          break;
+        }
+        default: break;
+      }
+    }
 }
 
 void Interpreter::run_extern(const Node &n) {

@@ -47,6 +47,41 @@ std::string_view extern_op_name(ExternOp op) {
   return "?";
 }
 
+std::string_view attention_part_name(AttentionPart part) {
+  switch (part) {
+    case AttentionPart::Output: return "output";
+    case AttentionPart::Logsumexp: return "logsumexp";
+    case AttentionPart::GradQuery: return "grad_query";
+    case AttentionPart::GradKey: return "grad_key";
+    case AttentionPart::GradValue: return "grad_value";
+  }
+  return "?";
+}
+
+AttentionCall attention_call(const Node &n) {
+  COIL_ASSERT(n.kind == NodeKind::Extern && n.extern_op == ExternOp::Attention, "not an attention call: ", n.origin);
+  AttentionCall c;
+  auto part = n.attrs.find("part");
+  c.part = part == n.attrs.end() ? AttentionPart::Output : AttentionPart(part->second.at(0));
+  bool grads = c.part == AttentionPart::GradQuery || c.part == AttentionPart::GradKey || c.part == AttentionPart::GradValue;
+  size_t fixed = grads ? 6 : 3;
+  COIL_ASSERT(n.operands.size() == fixed || n.operands.size() == fixed + 1, "attention call ", n.origin, " has ",
+              n.operands.size(), " operands");
+  c.q = &n.operands[0];
+  c.k = &n.operands[1];
+  c.v = &n.operands[2];
+  if (grads) {
+    c.grad_out = &n.operands[3];
+    c.lse = &n.operands[4];
+    c.delta = &n.operands[5];
+  }
+  if (n.operands.size() > fixed) c.mask = &n.operands[fixed];
+  c.causal = n.attrs.at("causal").at(0) != 0;
+  c.group = n.attrs.at("kv_group").at(0);
+  c.scale = n.scalars.at("scale");
+  return c;
+}
+
 std::vector<BufferId> Node::reads() const {
   std::vector<BufferId> out;
   auto add = [&](BufferId b) {

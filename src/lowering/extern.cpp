@@ -388,106 +388,66 @@ AttentionOperands attention_operands(Lowering &l, const Node &n, const char *mas
   return at;
 }
 
-// ---- attention for training: the scores recomputed from products ------------------------
+// ---- attention's calls ----------------------------------------------------------------------
 //
-// A training graph reads the forward op's logsumexp and calls the backward op. Both are
-// lowered here through the scores S = scale * q k^T + mask (f32), recomputed by a batched
-// product: logsumexp = log(sum_j exp(S_ij)) row by row, and with P = exp(S - logsumexp),
-// D = rowsum(dO * O): dV = P^T dO, dS = P * (dO v^T - D), dq = scale * dS k,
-// dk = scale * dS^T q. All of it in f32 (f64 for f64 operands), as the fused kernels
-// accumulate: half-precision operands are widened first. The scores are materialized once
-// per product (no fused kernel yet).
+// The forward ops, the logsumexp a training graph reads from them, and the backward ops
+// are Attention calls, one per part (ir::AttentionPart): each dialect's fused kernel
+// recomputes the scores block by block and never stores them. The gradients recompute the
+// probabilities from the logsumexp; D = rowsum(dO * out), which those of query and key
+// read, is a reduction of its own.
 
-/// `r` in `dtype`: itself, or a contiguous converted copy.
-TensorRef widened(Lowering &l, const std::string &origin, const TensorRef &r, DType dtype) {
-  if (r.dtype == dtype) return r;
-  return laid_out(l, origin, r, TensorType{dtype, r.sizes, contiguous_strides(r.sizes), l.program().buffer(r.buffer).type.device});
+/// The CPU's kernels keep a row of query, of values and of their gradients in arrays of
+/// coil_rt::attention::kMaxHeadDim elements (coil/attention.h).
+void check_cpu_heads(const Graph &g, const Node &n, const AttentionOperands &at) {
+  constexpr int64_t kCpuMaxHeadDim = 1024;
+  COIL_USER_CHECK(g.type(n.outputs[0]).device.kind != Device::Kind::CPU ||
+                      std::max(at.q.sizes[3], at.v.sizes[3]) <= kCpuMaxHeadDim,
+                  "heads of ", at.q.sizes[3], " and ", at.v.sizes[3], " elements: the CPU's attention kernel takes at most ",
+                  kCpuMaxHeadDim);
 }
 
-/// [B, H, n, d] as [B * H, n, d] (a view where the strides allow), `transposed` to
-/// [B * H, d, n].
-TensorRef heads_folded(Lowering &l, const std::string &origin, const TensorRef &r, bool transposed = false) {
-  TensorRef f = reshaped(l, origin, r, {r.sizes[0] * r.sizes[1], r.sizes[2], r.sizes[3]});
-  if (transposed) {
-    std::swap(f.sizes[1], f.sizes[2]);
-    std::swap(f.strides[1], f.strides[2]);
-  }
-  return f;
+/// An Attention call computing `part` of `at` from `operands` (q, k, v, and for the
+/// gradients dO, the logsumexp and D; the mask is added last) into a buffer of `out`.
+TensorRef attention_call(Lowering &l, const std::string &origin, const AttentionOperands &at, ir::AttentionPart part,
+                         std::vector<ir::View> operands, const TensorType &out) {
+  if (at.mask) operands.push_back(view_of(expand(*at.mask, at.scores())));
+  TensorRef r = extern_node(l, origin, ir::ExternOp::Attention, std::move(operands), out,
+                            at.k.sizes[2] * at.q.sizes[3], {{"scale", at.scale}});
+  ir::Node &node = l.program().nodes.back();
+  node.attrs["causal"] = {at.causal ? 1 : 0};
+  node.attrs["kv_group"] = {at.q.sizes[1] / at.k.sizes[1]};
+  node.attrs["part"] = {int64_t(part)};
+  return r;
 }
 
-/// a [B * H, n, k] @ b [B * H, k, m] as a contiguous [B, H, n, m] of `dtype`.
-TensorRef heads_product(Lowering &l, const std::string &origin, const TensorRef &a, const TensorRef &b,
-                        const Shape &heads, DType dtype) {
-  Shape sizes = {a.sizes[0], a.sizes[1], b.sizes[2]};
-  Device device = l.program().buffer(a.buffer).type.device;
-  TensorRef r = extern_node(l, origin, ir::ExternOp::Bmm, {view_of(a), view_of(b)},
-                            TensorType{dtype, sizes, contiguous_strides(sizes), device}, a.sizes[2]);
-  Shape four = {heads[0], heads[1], sizes[1], sizes[2]};
-  return TensorRef{r.buffer, dtype, four, contiguous_strides(four), 0};
+/// A result of an attention call as the graph types it (`type`): written through a
+/// [B, H, rows, cols] view of a buffer of that type, or of a contiguous one when the
+/// graph's has another rank ([B*H, L, E], say), reinterpreted after.
+TensorRef attention_result(Lowering &l, const std::string &origin, const AttentionOperands &at, ir::AttentionPart part,
+                           std::vector<ir::View> operands, const TensorType &type, const Shape &four) {
+  TensorType buffer = type.rank() == 4 ? type : TensorType{type.dtype, four, contiguous_strides(four), type.device};
+  TensorRef r = attention_call(l, origin, at, part, std::move(operands), buffer);
+  if (type.rank() != 4) r = TensorRef{r.buffer, type.dtype, type.sizes, contiguous_strides(type.sizes), 0};
+  return r;
 }
 
-/// q k^T as [B, H, L, S] in the accumulator's dtype.
-TensorRef query_key(Lowering &l, const std::string &origin, const AttentionOperands &at) {
-  DType acc = opmath_dtype(at.q.dtype);
-  return heads_product(l, origin, heads_folded(l, origin, widened(l, origin, at.q, acc)),
-                       heads_folded(l, origin, widened(l, origin, at.k, acc), true), at.q.sizes, acc);
-}
-
-/// The score at [b, h, i, j] in qk's dtype: scale * qk + the mask's bias, -inf where the
-/// mask (boolean) or causality (j > i) leaves a key out.
-int score(ir::BodyBuilder &b, const AttentionOperands &at, const TensorRef &qk, const std::vector<Expr> &x) {
-  const DType f = qk.dtype;
-  int s = b.binary(ir::Op::Mul, b.load(qk.buffer, Lowering::offset(qk, x), f), b.constant(at.scale, f), f);
-  int excluded = b.constant(-std::numeric_limits<double>::infinity(), f);
-  if (at.mask) {
-    int m = Lowering::load_broadcast(b, *at.mask, x);
-    s = at.mask->dtype == DType::Bool ? b.where(m, s, excluded, f) : b.binary(ir::Op::Add, s, b.cast(m, f), f);
-  }
-  if (at.causal) {
-    int keep = b.binary(ir::Op::Le, b.index(x[3], DType::I64), b.index(x[2], DType::I64), DType::Bool);
-    s = b.where(keep, s, excluded, f);
-  }
-  return s;
-}
-
-/// The row's shift for exp: its max, or 0 for a row every key is left out of.
-int finite_shift(ir::BodyBuilder &b, int max, DType f) {
-  int none = b.binary(ir::Op::Eq, max, b.constant(-std::numeric_limits<double>::infinity(), f), DType::Bool);
-  return b.where(none, b.constant(0, f), max, f);
-}
-
-/// logsumexp of the scores' rows as a contiguous [B, H, L] of qk's dtype.
-TensorRef scores_logsumexp(Lowering &l, const std::string &origin, const AttentionOperands &at, const TensorRef &qk) {
-  Shape rows(qk.sizes.begin(), qk.sizes.end() - 1);
-  const DType f = qk.dtype;
-  TensorType type{f, rows, contiguous_strides(rows), l.program().buffer(qk.buffer).type.device};
-  auto at_row = [](const TensorRef &r, const std::vector<Expr> &o) { return Lowering::offset(r, {o[0], o[1], o[2]}); };
-  TensorRef max = l.reduction(type, {qk.sizes[3]}, ir::ReduceOp::Max, origin + " row max",
-                              [&](ir::BodyBuilder &b, const std::vector<Expr> &o, const std::vector<Expr> &r) {
-                                return score(b, at, qk, {o[0], o[1], o[2], r[0]});
-                              })[0];
-  TensorRef sum = l.reduction(type, {qk.sizes[3]}, ir::ReduceOp::Sum, origin + " row sum",
-                              [&](ir::BodyBuilder &b, const std::vector<Expr> &o, const std::vector<Expr> &r) {
-                                int shift = finite_shift(b, b.load(max.buffer, at_row(max, o), f), f);
-                                int s = score(b, at, qk, {o[0], o[1], o[2], r[0]});
-                                return b.unary(ir::Op::Exp, b.binary(ir::Op::Sub, s, shift, f), f);
-                              })[0];
-  return l.pointwise(type, origin + " logsumexp", [&](ir::BodyBuilder &b, const std::vector<Expr> &o) {
-    int shift = finite_shift(b, b.load(max.buffer, at_row(max, o), f), f);
-    int log = b.unary(ir::Op::Log, b.load(sum.buffer, at_row(sum, o), f), f);
-    return b.binary(ir::Op::Add, log, shift, f);
-  });
-}
-
-/// The logsumexp `lse` ([B, H, L]) written as the graph types the op's output: [B, H, L]
-/// in any layout, rows padded (the memory-efficient op's, padding 0) or [B, H, L, 1].
-TensorRef logsumexp_as(Lowering &l, const std::string &origin, const TensorRef &lse, const TensorType &type) {
-  int64_t rows = lse.sizes[2];
+/// The logsumexp of the scores' rows written as the graph types the op's output: [B, H, L]
+/// (the kernel writes it in place), or rows padded (the memory-efficient op's, padding 0)
+/// or [B, H, L, 1] through a copy.
+TensorRef logsumexp_as(Lowering &l, const std::string &origin, const AttentionOperands &at, const TensorType &type) {
+  const TensorRef &q = at.q, &k = at.k, &v = at.v;
+  Shape rows = {q.sizes[0], q.sizes[1], q.sizes[2]};
+  DType acc = opmath_dtype(q.dtype);
+  std::vector<ir::View> operands = {view_of(q), view_of(k), view_of(v)};
+  if (type.sizes == rows && type.dtype == acc)
+    return attention_call(l, origin + " logsumexp", at, ir::AttentionPart::Logsumexp, operands, type);
+  TensorRef lse = attention_call(l, origin + " logsumexp", at, ir::AttentionPart::Logsumexp, operands,
+                                 TensorType{acc, rows, contiguous_strides(rows), type.device});
   return l.pointwise(type, origin + " logsumexp", [&](ir::BodyBuilder &b, const std::vector<Expr> &x) {
-    Expr at = Lowering::offset(lse, {x[0], x[1], x[2]});
-    if (type.sizes[2] == rows) return b.load(lse.buffer, at, lse.dtype);
-    int in = b.binary(ir::Op::Lt, b.index(x[2], DType::I64), b.constant(double(rows), DType::I64), DType::Bool);
-    return b.masked_load(lse.buffer, at, lse.dtype, in, 0);
+    Expr at_row = Lowering::offset(lse, {x[0], x[1], x[2]});
+    if (type.sizes[2] == rows[2]) return b.cast(b.load(lse.buffer, at_row, acc), type.dtype);
+    int in = b.binary(ir::Op::Lt, b.index(x[2], DType::I64), b.constant(double(rows[2]), DType::I64), DType::Bool);
+    return b.cast(b.masked_load(lse.buffer, at_row, acc, in, 0), type.dtype);
   });
 }
 
@@ -502,55 +462,37 @@ LowerFn attention_backward(const char *mask, const char *grad_name) {
     if (n.outputs.size() > 3)
       COIL_USER_CHECK(!arg(n, "grad_input_mask").as<ArgList>().at(3).as<bool>() || !is_read(g, n.outputs[3]),
                       "the gradient of attn_bias is asked for; coil computes those of query, key and value");
+    check_cpu_heads(g, n, at);
     const std::string &o = n.name;
     const DType f = opmath_dtype(at.q.dtype);
-    for (TensorRef *r : {&at.q, &at.k, &at.v}) *r = widened(l, o, *r, f);
-    TensorRef dy = widened(l, o, as_4d(l, o, l.ref(arg(n, grad_name).as<ValueId>())), f);
+    TensorRef dy = as_4d(l, o, l.ref(arg(n, grad_name).as<ValueId>()));
     TensorRef out = as_4d(l, o, l.ref(arg(n, "out").as<ValueId>()));
-    const TensorRef &lse = l.ref(arg(n, "logsumexp").as<ValueId>());
-    Shape scores = at.scores();
+    // The logsumexp as [B, H, L]: the op's rows (padded or not), or [B, H, L, 1].
+    TensorRef lse = l.ref(arg(n, "logsumexp").as<ValueId>());
+    lse.sizes = {at.q.sizes[0], at.q.sizes[1], at.q.sizes[2]};
+    lse.strides.resize(3);
+    Shape rows = lse.sizes;
     Device device = g.type(n.outputs[0]).device;
-    TensorRef qk = query_key(l, o, at);
-    // p(x): exp(score - logsumexp) in f32 at x = [b, h, i, j].
-    auto p = [&](ir::BodyBuilder &b, const std::vector<Expr> &x) {
-      std::vector<Expr> row = {x[0], x[1], x[2]};
-      if (lse.rank() == 4) row.push_back(Expr(0));
-      int shift = finite_shift(b, b.cast(b.load(lse.buffer, Lowering::offset(lse, row), lse.dtype), f), f);
-      return b.unary(ir::Op::Exp, b.binary(ir::Op::Sub, score(b, at, qk, x), shift, f), f);
-    };
-    TensorType scores_type{f, scores, contiguous_strides(scores), device};
-    // The probabilities and the scores' gradient enter their products rounded to the
-    // operands' dtype, as the fused kernels hand them to their matrix units.
-    DType operands = g.type(n.outputs[0]).dtype;
-    auto rounded = [&](ir::BodyBuilder &b, int v) { return operands == f ? v : b.cast(b.cast(v, operands), f); };
-    TensorRef probs = l.pointwise(scores_type, o + " probabilities",
-                                  [&](ir::BodyBuilder &b, const std::vector<Expr> &x) { return rounded(b, p(b, x)); });
-    Shape heads = at.q.sizes;
-    TensorRef dy_folded = heads_folded(l, o, dy);
-    TensorRef dv = heads_product(l, o + " grad_value", heads_folded(l, o, probs, true), dy_folded, heads, f);
-    TensorRef dp = heads_product(l, o, dy_folded, heads_folded(l, o, at.v, true), heads, f);
-    Shape rows(scores.begin(), scores.end() - 1);
+    // The kernels read dO in the operands' dtype and the logsumexp in the accumulator's.
+    if (dy.dtype != at.q.dtype) dy = laid_out(l, o, dy, TensorType{at.q.dtype, dy.sizes, contiguous_strides(dy.sizes), device});
+    if (lse.dtype != f) lse = laid_out(l, o, lse, TensorType{f, rows, contiguous_strides(rows), device});
     TensorRef d = l.reduction(TensorType{f, rows, contiguous_strides(rows), device}, {dy.sizes[3]}, ir::ReduceOp::Sum,
                               o + " rowsum(grad_out * out)",
                               [&](ir::BodyBuilder &b, const std::vector<Expr> &x, const std::vector<Expr> &r) {
                                 std::vector<Expr> at_x = {x[0], x[1], x[2], r[0]};
-                                int a = b.load(dy.buffer, Lowering::offset(dy, at_x), f);
+                                int a = b.cast(b.load(dy.buffer, Lowering::offset(dy, at_x), dy.dtype), f);
                                 int c = b.cast(b.load(out.buffer, Lowering::offset(out, at_x), out.dtype), f);
                                 return b.binary(ir::Op::Mul, a, c, f);
                               })[0];
-    TensorRef ds = l.pointwise(scores_type, o + " grad_scores", [&](ir::BodyBuilder &b, const std::vector<Expr> &x) {
-      int dpx = b.load(dp.buffer, Lowering::offset(dp, x), f);
-      int dx = b.load(d.buffer, Lowering::offset(d, {x[0], x[1], x[2]}), f);
-      int v = b.binary(ir::Op::Mul, p(b, x), b.binary(ir::Op::Sub, dpx, dx, f), f);
-      return rounded(b, b.binary(ir::Op::Mul, v, b.constant(at.scale, f), f));
-    });
-    TensorRef dq = heads_product(l, o + " grad_query", heads_folded(l, o, ds),
-                                 heads_folded(l, o, at.k), heads, f);
-    TensorRef dk = heads_product(l, o + " grad_key", heads_folded(l, o, ds, true),
-                                 heads_folded(l, o, at.q), at.k.sizes, f);
+    std::vector<ir::View> operands = {view_of(at.q), view_of(at.k), view_of(at.v), view_of(dy), view_of(lse), view_of(d)};
     std::vector<TensorRef> grads;
-    for (auto [i, r] : {std::pair{0, &dq}, std::pair{1, &dk}, std::pair{2, &dv}})
-      grads.push_back(laid_out(l, o, *r, g.type(n.outputs[size_t(i)])));
+    const std::pair<ir::AttentionPart, const TensorRef *> parts[] = {
+        {ir::AttentionPart::GradQuery, &at.q}, {ir::AttentionPart::GradKey, &at.k}, {ir::AttentionPart::GradValue, &at.v}};
+    for (size_t i = 0; i < 3; ++i) {
+      const auto &[part, like] = parts[i];
+      grads.push_back(attention_result(l, str_cat(o, " ", ir::attention_part_name(part)), at, part, operands,
+                                       g.type(n.outputs[i]), like->sizes));
+    }
     if (n.outputs.size() > 3) grads.push_back(l.fill(g.type(n.outputs[3]), o + " (not asked)"));
     return grads;
   };
@@ -570,32 +512,15 @@ LowerFn attention(const char *mask, bool gqa) {
     bool grouped = gqa && arg(n, "enable_gqa").as<bool>();
     COIL_USER_CHECK(k.sizes[1] == q.sizes[1] || grouped, "key and value have ", k.sizes[1], " heads, query ", q.sizes[1],
                     (gqa ? " (enable_gqa=True shares each key/value head among query heads)" : ""));
-    // The CPU's kernel keeps a row of query and of summed values in arrays of
-    // coil_rt::attention::kMaxHeadDim elements (coil/attention.h).
-    constexpr int64_t kCpuMaxHeadDim = 1024;
-    COIL_USER_CHECK(g.type(n.outputs[0]).device.kind != Device::Kind::CPU || std::max(q.sizes[3], v.sizes[3]) <= kCpuMaxHeadDim,
-                    "heads of ", q.sizes[3], " and ", v.sizes[3], " elements: the CPU's attention kernel takes at most ",
-                    kCpuMaxHeadDim);
-    std::vector<ir::View> operands = {view_of(q), view_of(k), view_of(v)};
-    Shape scores = at.scores();
-    if (at.mask) operands.push_back(view_of(expand(*at.mask, scores)));
+    check_cpu_heads(g, n, at);
     // The output as the graph types it, written through a [B, H, L, Ev] view of its buffer.
-    const TensorType &out = g.type(n.outputs[0]);
-    Shape sizes = {q.sizes[0], q.sizes[1], q.sizes[2], v.sizes[3]};
-    TensorType buffer = out.rank() == 4 ? out : TensorType{out.dtype, sizes, contiguous_strides(sizes), out.device};
-    TensorRef result = extern_node(l, n.name, ir::ExternOp::Attention, std::move(operands), buffer, k.sizes[2] * q.sizes[3],
-                                   {{"scale", at.scale}});
-    ir::Node &node = l.program().nodes.back();
-    node.attrs["causal"] = {at.causal ? 1 : 0};
-    node.attrs["kv_group"] = {q.sizes[1] / k.sizes[1]};
-    if (out.rank() != 4) result = TensorRef{result.buffer, out.dtype, out.sizes, contiguous_strides(out.sizes), 0};
+    TensorRef result = attention_result(l, n.name, at, ir::AttentionPart::Output, {view_of(q), view_of(k), view_of(v)},
+                                        g.type(n.outputs[0]), {q.sizes[0], q.sizes[1], q.sizes[2], v.sizes[3]});
     std::vector<TensorRef> outs = {result};
     for (size_t i = 1; i < n.outputs.size(); ++i) {
       const TensorType &t = g.type(n.outputs[i]);
       if (i == 1 && is_read(g, n.outputs[i])) {
-        COIL_USER_CHECK(k.sizes[1] == q.sizes[1], "logsumexp is read with grouped key and value heads; coil computes "
-                        "it for equal heads");
-        outs.push_back(logsumexp_as(l, n.name, scores_logsumexp(l, n.name, at, query_key(l, n.name, at)), t));
+        outs.push_back(logsumexp_as(l, n.name, at, t));
       } else {
         // Zeros; the scheduler drops those nothing reads.
         outs.push_back(l.fill(t, n.name));

@@ -130,7 +130,7 @@ class GraphModule(torch.nn.Module):
 GRAPH
 expect compile-attention-long-heads 1 "node 'out' (aten.scaled_dot_product_attention.default): heads of 1100 and 1100 elements: the CPU's attention kernel takes at most 1024" -- \
   "$coil" compile "$tmp/long_heads.py" --out "$tmp/lh"
-expect compile-cuda-attention 0 "kernel1  fused attention: causal, scale 0.25; grid 6x1x1" -- \
+expect compile-cuda-attention 0 "kernel1  fused attention, output: causal, scale 0.25; grid 6x1x1" -- \
   "$coil" compile tests/fixtures/op_sdpa_flash_cpu/graph.py --device cuda --out "$tmp/cu6" --explain
 # Only a missing Triton leaves the sources alone, and says so; a kernel Triton fails to
 # compile (here its compiler dies: a Python that has Triton for --version only, and a

@@ -11,7 +11,7 @@ loss inside, dropout off) is checked three ways:
 - 50 steps of AdamW on one batch lose at least half of the loss, so that a model whose
   parameters never change cannot pass.
 Every graph is compiled by coil (COIL_FALLBACK=error), none of their ops left to eager.
-Besides: optimizer.step() compiled through coil (SGD with momentum, AdamW, a tensor learning
+GPT-2 again in bf16 autocast on the CPU. Besides: optimizer.step() compiled through coil (SGD with momentum, AdamW, a tensor learning
 rate; clip_grad_norm_, zero_grad and a frozen parameter around it) against eager's and
 float64's steps; dropout in training by its statistics; activation checkpointing.
 
@@ -172,6 +172,56 @@ class Training(unittest.TestCase):
         for name in SUITE:
             with self.subTest(name):
                 check_training(self, name)
+
+    def test_bf16_autocast(self):
+        # bf16 autocast on the CPU: attention and its backward in bf16 (coil's kernels round
+        # the probabilities and score gradients to bf16 before they multiply), by the same
+        # float64 rule as the f32 suite.
+        check_training(self, "gpt2", "cpu", torch.bfloat16)
+
+    def test_attention_gradients_in_bf16_on_both_dialects(self):
+        # Attention's forward with its logsumexp and its backward op in bf16, as a training
+        # graph holds them (causal, 70 rows: blocks with tails; heads of 24: a padded head),
+        # run by coil's CPU kernels and by its Triton kernels under Triton's interpreter: the
+        # output and the three gradients against float64, coil's error at most 3x eager's.
+        import shutil
+        import subprocess
+        import tempfile
+        from pathlib import Path
+
+        sys.path.insert(0, os.path.join(HERE, "..", "..", "scripts"))
+        sys.path.insert(0, os.path.join(HERE, "..", "..", "python", "coil_triton"))
+        import attention_bench
+        import capture_fixtures
+        import run_plan
+
+        capture_fixtures.cuda_attention_on_cpu()
+        torch.manual_seed(0)
+        q, k, v, dy = (torch.randn(1, 2, 70, 24, dtype=torch.bfloat16) for _ in range(4))
+        module = attention_bench.AttentionTraining(True)
+        folder = Path(tempfile.mkdtemp(prefix="coil_attention_"))
+        self.addCleanup(shutil.rmtree, folder, True)
+        attention_bench.export(module, (q, k, v, dy), folder)
+        def autograd(dtype):  # PyTorch's math attention and its autograd in `dtype`
+            from torch.nn.attention import SDPBackend, sdpa_kernel
+
+            qa, ka, va = (t.detach().to(dtype).requires_grad_() for t in (q, k, v))
+            with sdpa_kernel([SDPBackend.MATH]):
+                out = torch.nn.functional.scaled_dot_product_attention(qa, ka, va, is_causal=True)
+            out.backward(dy.to(dtype))
+            return [out.detach(), qa.grad, ka.grad, va.grad]
+
+        eager, reference = autograd(torch.bfloat16), autograd(torch.float64)
+        coil = os.environ.get("COIL_BIN", os.path.join(HERE, "..", "..", "build", "coil"))
+        for device in (["cpu"], ["cuda", "--interpret"]):
+            saved = folder / f"{device[0]}.safetensors"
+            r = subprocess.run([coil, "run", str(folder / "graph.py"), "--inputs", str(folder / "inputs.safetensors"),
+                                "--device", *device, "--save", str(saved)], capture_output=True, text=True,
+                               env={**os.environ, "COIL_TRITON_PYTHON": sys.executable})
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            got = run_plan.read_safetensors(str(saved))
+            with self.subTest(device[0]):
+                assert_model_close([got[f"out{i}"] for i in range(4)], list(eager), list(reference))
 
     def test_optimizer_steps(self):
         for kind in ("sgd", "adamw", "adamw, tensor lr"):

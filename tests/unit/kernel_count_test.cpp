@@ -44,15 +44,11 @@ const std::map<std::string, Fallback> kInductorFallbacks = {
       "grad_input (a transposed convolution) and, without groups on the CPU, grad_weight (a convolution), and "
       "generates grad_bias and the grouped grad_weight as reductions",
       4}},
-    {"op_sdpa_backward",
-     {"Inductor runs the fused attention ops and their backward ops through ATen's kernels (its 5 kernels are the "
-      "graph's copies); coil recomputes the scores by a product and generates logsumexp and the backward's "
-      "probabilities, row sums and score gradients, those of one shape fused",
-      2}},
     {"op_sdpa_backward_cuda_ops",
-     {"Inductor runs the fused CUDA attention ops and their backward ops through ATen's kernels; coil recomputes the "
-      "scores by a product and generates logsumexp and the backward's probabilities, row sums and score gradients",
-      5}},
+     {"Inductor runs the fused CUDA attention ops and their backward ops through ATen's kernels; coil's attention "
+      "kernels are extern calls, and it generates each backward op's D = rowsum(grad_out * out) and the copy of the "
+      "memory-efficient op's padded logsumexp",
+      3}},
     {"op_embedding_bag",
      {"Inductor runs all 9 embedding_bag calls through ATen's kernel; coil generates each: the bags' counts and "
       "rows as two scatters (a scatter runs alone), the row's start and the mean or empty-bag epilogue, after one "

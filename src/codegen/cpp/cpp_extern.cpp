@@ -464,19 +464,45 @@ std::string attention_type(DType t) {
   return "";
 }
 
+/// Strides as coil_rt::attention::Strides: a [B, H, L] view's with a 0 for the fourth.
+std::string strides4(const Shape &strides) {
+  Shape four = strides;
+  four.resize(4, 0);
+  return array(four);
+}
+
 void emit_attention(const ir::Program &p, const Node &n, const std::map<BufferId, std::string> &names, Writer &w) {
-  const ir::View &q = n.operands[0], &k = n.operands[1], &v = n.operands[2];
-  const ir::View *mask = n.operands.size() > 3 ? &n.operands[3] : nullptr;
+  ir::AttentionCall c = ir::attention_call(n);
+  const ir::View &q = *c.q, &k = *c.k, &v = *c.v;
   const TensorType &out = p.buffer(n.outputs[0]).type;
-  w.line(str_cat("static const coil_rt::attention::Shape shape = {", q.sizes[0], ", ", q.sizes[1], ", ",
-                 n.attrs.at("kv_group")[0], ", ", q.sizes[2], ", ", k.sizes[2], ", ", q.sizes[3], ", ", v.sizes[3], ", ",
-                 literal(n.scalars.at("scale"), DType::F64), ", ", n.attrs.at("causal")[0] ? "true" : "false", ","));
+  w.line(str_cat("static const coil_rt::attention::Shape shape = {", q.sizes[0], ", ", q.sizes[1], ", ", c.group, ", ",
+                 q.sizes[2], ", ", k.sizes[2], ", ", q.sizes[3], ", ", v.sizes[3], ", ", literal(c.scale, DType::F64), ", ",
+                 c.causal ? "true" : "false", ","));
   w.line(str_cat("    ", array(q.strides), ", ", array(k.strides), ", ", array(v.strides), ", ",
-                 mask ? array(mask->strides) : "{0, 0, 0, 0}", ", ", array(out.strides), "};"));
-  std::string mask_type = mask ? attention_type(p.buffer(mask->buffer).type.dtype) : "coil_rt::attention::NoMask";
-  w.line(str_cat("coil_rt::attention::run<", attention_type(out.dtype), ", ", mask_type, ">(", pointer(names, q), ", ",
-                 pointer(names, k), ", ", pointer(names, v), ", ", mask ? pointer(names, *mask) : "nullptr", ", ",
-                 names.at(n.outputs[0]), ", shape);"));
+                 c.mask ? array(c.mask->strides) : "{0, 0, 0, 0}", ", ", strides4(out.strides), "};"));
+  std::string types = str_cat("<", attention_type(p.buffer(q.buffer).type.dtype), ", ",
+                              c.mask ? attention_type(p.buffer(c.mask->buffer).type.dtype) : "coil_rt::attention::NoMask", ">");
+  std::string qkv = str_cat(pointer(names, q), ", ", pointer(names, k), ", ", pointer(names, v), ", ");
+  std::string mask = c.mask ? pointer(names, *c.mask) : "nullptr", result = names.at(n.outputs[0]);
+  switch (c.part) {
+    case ir::AttentionPart::Output:
+      return w.line(str_cat("coil_rt::attention::run", types, "(", qkv, mask, ", ", result, ", shape);"));
+    case ir::AttentionPart::Logsumexp:
+      return w.line(str_cat("coil_rt::attention::logsumexp", types, "(", pointer(names, q), ", ", pointer(names, k), ", ",
+                            mask, ", ", result, ", shape);"));
+    case ir::AttentionPart::GradQuery:
+    case ir::AttentionPart::GradKey:
+    case ir::AttentionPart::GradValue: {
+      std::string T = attention_type(p.buffer(q.buffer).type.dtype);
+      w.line(str_cat("const coil_rt::attention::GradOperands<", T, "> grads = {", pointer(names, *c.grad_out), ", ",
+                     pointer(names, *c.lse), ", ", pointer(names, *c.delta), ","));
+      w.line(str_cat("    ", array(c.grad_out->strides), ", ", strides4(c.lse->strides), ", ", strides4(c.delta->strides),
+                     "};"));
+      int part = int(c.part) - int(ir::AttentionPart::GradQuery);
+      return w.line(str_cat("coil_rt::attention::gradient", types, "(", part, ", ", qkv, "grads, ", mask, ", ", result,
+                            ", shape);"));
+    }
+  }
 }
 
 }  // namespace
@@ -484,8 +510,14 @@ void emit_attention(const ir::Program &p, const Node &n, const std::map<BufferId
 std::string extern_library(const ir::Program &p, const ir::Kernel &k) {
   sched::Epilogue e = sched::epilogue_of(p, k);
   const Node &n = p.nodes[size_t(k.nodes[0])];
-  if (n.extern_op == ir::ExternOp::Attention)
-    return "coil's fused attention loop (online softmax over blocks of 64 keys; the scores never stored)";
+  if (n.extern_op == ir::ExternOp::Attention) {
+    ir::AttentionPart part = ir::attention_call(n).part;
+    if (part == ir::AttentionPart::Output || part == ir::AttentionPart::Logsumexp)
+      return str_cat("coil's fused attention loop, ", ir::attention_part_name(part),
+                     " (online softmax over blocks of 64 keys; the scores never stored)");
+    return str_cat("coil's fused attention loop, ", ir::attention_part_name(part),
+                   " (the probabilities recomputed from the logsumexp; the scores never stored)");
+  }
   std::string why_not = why_not_onednn(p, k, e);
   if (why_not.empty()) {
     OnednnCall call = onednn_call(n, k.ranges, e);

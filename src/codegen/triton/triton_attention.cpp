@@ -21,22 +21,22 @@ int64_t pow2_at_least(int64_t n, int64_t floor) {
 }
 
 struct Call {
+  ir::AttentionCall c;
   const ir::View &q, &k, &v;
-  const ir::View *mask;
   DType dtype;
   int64_t batch, heads, group, rows, keys, e, ev;
-  bool causal;
-  double scale;
+  bool grads() const { return c.part >= ir::AttentionPart::GradQuery; }
+  /// Program blocks over keys (the gradients of key and value), not over query rows.
+  bool over_keys() const { return c.part == ir::AttentionPart::GradKey || c.part == ir::AttentionPart::GradValue; }
 };
 
 Call call_of(const ir::Program &p, const ir::Kernel &k) {
-  const ir::Node &n = p.nodes[size_t(k.nodes[0])];
-  COIL_ASSERT(n.kind == ir::NodeKind::Extern && n.extern_op == ir::ExternOp::Attention, k.name, " is no attention call");
   COIL_ASSERT(k.nodes.size() == 1, "an attention kernel takes no epilogue");
-  const ir::View &q = n.operands[0], &kk = n.operands[1], &v = n.operands[2];
-  return Call{q, kk, v, n.operands.size() > 3 ? &n.operands[3] : nullptr, p.buffer(q.buffer).type.dtype,
-              q.sizes[0], q.sizes[1], n.attrs.at("kv_group")[0], q.sizes[2], kk.sizes[2], q.sizes[3], v.sizes[3],
-              n.attrs.at("causal")[0] != 0, n.scalars.at("scale")};
+  const ir::Node &n = p.nodes[size_t(k.nodes[0])];
+  ir::AttentionCall c = ir::attention_call(n);
+  const ir::View &q = *c.q, &kk = *c.k, &v = *c.v;
+  return Call{c, q, kk, v, p.buffer(q.buffer).type.dtype, q.sizes[0], q.sizes[1], c.group, q.sizes[2], kk.sizes[2],
+              q.sizes[3], v.sizes[3]};
 }
 
 std::string num(double v) {
@@ -59,6 +59,10 @@ AttentionPlan plan_attention(const ir::Program &p, const ir::Kernel &k, const Tr
   int64_t head = std::max(c.e, c.ev);
   if (c.dtype == DType::F64) {
     plan = {16, 16, 4, 1};  // broadcast products: the tile's cube lives in registers
+  } else if (c.grads()) {
+    // A program keeps its own block (query rows or keys) of the operands it multiplies by
+    // and its gradient's accumulator, and walks the other side's blocks.
+    plan = c.dtype == DType::F32 ? AttentionPlan{32, 32, 4, 1} : AttentionPlan{64, 64, head > 64 ? 8 : 4, 2};
   } else if (c.dtype == DType::F32) {
     plan = {64, 32, 4, 2};
   } else {
@@ -77,8 +81,9 @@ AttentionPlan plan_attention(const ir::Program &p, const ir::Kernel &k, const Tr
 std::vector<AttentionPlan> attention_tuning_plans(const ir::Program &p, const ir::Kernel &k, const AttentionPlan &chosen) {
   Call c = call_of(p, k);
   std::vector<AttentionPlan> out = {chosen};
-  // Not worth timing: short sequences (one block either way) and f64 (one plan fits).
-  if (c.dtype == DType::F64 || c.batch * c.heads * c.rows * c.keys < (int64_t(1) << 16)) return out;
+  // Not worth timing: short sequences (one block either way), f64 (one plan fits) and the
+  // gradients (one plan, for now).
+  if (c.dtype == DType::F64 || c.grads() || c.batch * c.heads * c.rows * c.keys < (int64_t(1) << 16)) return out;
   int64_t head = std::max(c.e, c.ev);
   std::vector<AttentionPlan> grid;
   for (int64_t bm : {64, 128})
@@ -99,8 +104,10 @@ std::vector<AttentionPlan> attention_tuning_plans(const ir::Program &p, const ir
 
 GpuKernel emit_attention(const ir::Program &p, const ir::Kernel &k, const AttentionPlan &plan, std::vector<int> &args) {
   Call c = call_of(p, k);
+  const ir::AttentionPart part = c.c.part;
   const ir::Node &n = p.nodes[size_t(k.nodes[0])];
   const TensorType &out = p.buffer(n.outputs[0]).type;
+  const ir::View *mask = c.c.mask;
   // One pointer per distinct buffer (q, k and v are often views of one qkv buffer).
   std::vector<std::pair<int, std::string>> params;
   int inputs = 0;
@@ -111,16 +118,21 @@ GpuKernel emit_attention(const ir::Program &p, const ir::Kernel &k, const Attent
     return params.back().second;
   };
   std::string qp = name_of(c.q.buffer, false), kp = name_of(c.k.buffer, false), vp = name_of(c.v.buffer, false);
-  std::string mp = c.mask ? name_of(c.mask->buffer, false) : "";
+  std::string dop, lsep, deltap;
+  if (c.grads()) {
+    dop = name_of(c.c.grad_out->buffer, false);
+    lsep = name_of(c.c.lse->buffer, false);
+    deltap = name_of(c.c.delta->buffer, false);
+  }
+  std::string mp = mask ? name_of(mask->buffer, false) : "";
   std::string op = name_of(n.outputs[0], true);
 
-  bool f64 = c.dtype == DType::F64, f32 = c.dtype == DType::F32;
+  bool f64 = c.dtype == DType::F64, f32 = c.dtype == DType::F32, bf16 = c.dtype == DType::BF16;
   std::string acc_t = f64 ? "tl.float64" : "tl.float32";
   int64_t dp = pow2_at_least(c.e, 16), dvp = pow2_at_least(c.ev, 16);
-  int64_t blocks_m = (c.rows + plan.block_m - 1) / plan.block_m;
+  int64_t blocks_m = (c.rows + plan.block_m - 1) / plan.block_m, blocks_n = (c.keys + plan.block_n - 1) / plan.block_n;
   const double log2e = 1.4426950408889634;
   // Bounds that the block sizes do not already keep: a mask only where a block overhangs.
-  // A causal program's last block may pass its bound, never the last key.
   bool m_tail = c.rows % plan.block_m != 0, n_tail = c.keys % plan.block_n != 0;
   bool d_tail = dp != c.e, dv_tail = dvp != c.ev;
   auto both = [](const std::string &a, const std::string &b) {
@@ -134,9 +146,26 @@ GpuKernel emit_attention(const ir::Program &p, const ir::Kernel &k, const Attent
   auto base = [](const ir::View &v, const char *head) {
     return str_cat("(", v.offset, " + b * ", v.strides[0], " + ", head, " * ", v.strides[1], ")");
   };
+  // A tile of view `v` (4-d): `rows` (an index vector) along dim 2 and `cols` along dim 3,
+  // laid out [rows, cols] (`across` false) or [cols, rows]; `bound` masks where it overhangs.
+  auto tile = [&](const std::string &ptr, const ir::View &v, const char *head, const std::string &rows,
+                  const std::string &cols, bool across, const std::string &bound) {
+    std::string r = across ? rows + "[None, :]" : rows + "[:, None]", cl = across ? cols + "[:, None]" : cols + "[None, :]";
+    return str_cat("tl.load(", ptr, " + ", base(v, head), " + ", r, " * ", v.strides[2], " + ", cl, " * ", v.strides[3],
+                   masked(bound, "0.0"), ")");
+  };
+  // The bounds of query rows and keys laid along a tile's second dim (`second`) or its
+  // first, and of the head's elements along its first dim (`first`) or its second.
+  auto row_bound = [&](const std::string &rows, bool second) {
+    return m_tail ? str_cat(rows, second ? "[None, :]" : "[:, None]", " < ", c.rows) : std::string();
+  };
+  auto key_bound = [&](const std::string &cols, bool second) {
+    return n_tail ? str_cat(cols, second ? "[None, :]" : "[:, None]", " < ", c.keys) : std::string();
+  };
+  auto d_bound = [&](bool first) { return d_tail ? str_cat(first ? "offs_d[:, None]" : "offs_d[None, :]", " < ", c.e) : std::string(); };
+  auto e_bound = [&](bool first) { return dv_tail ? str_cat(first ? "offs_e[:, None]" : "offs_e[None, :]", " < ", c.ev) : std::string(); };
   Writer w;
   w.indent();
-  bool bf16 = c.dtype == DType::BF16;
   // `target = a @ b` as statements. Triton's interpreter multiplies bf16 tiles wrongly (it
   // has no bf16 in numpy): there, and only there, the tiles are widened to f32 first.
   auto dot = [&](const std::string &target, const std::string &a, const std::string &b, const std::string &tail) {
@@ -147,65 +176,168 @@ GpuKernel emit_attention(const ir::Program &p, const ir::Kernel &k, const Attent
     w.line("else:");
     w.line(str_cat("  ", target, "tl.dot(", a, ", ", b, ")", tail));
   };
-  std::string row_mask = m_tail ? str_cat("offs_m[:, None] < ", c.rows) : "";
-  std::string col_mask = n_tail ? str_cat("cols[None, :] < ", c.keys) : "";
-
+  // A product's operand in the inputs' dtype: probabilities and score gradients are
+  // rounded to it before they multiply, as fused kernels hand them to their matrix units.
+  auto operand = [&](const std::string &x) { return f32 || f64 ? x : x + ".to(" + qp + ".dtype.element_ty)"; };
+  // Scores in log2 units (scale * log2 e folded in) of tile `qk` ([rows, cols], or
+  // [cols, rows] when `across`): the mask's bias or drop, causality, keys past the end and
+  // (`rows_bounded`) query rows past the end at -inf.
+  auto finish_scores = [&](const std::string &qk, const std::string &rows, const std::string &cols, bool across,
+                           bool rows_bounded) {
+    std::string r = across ? rows + "[None, :]" : rows + "[:, None]", cl = across ? cols + "[:, None]" : cols + "[None, :]";
+    if (mask) {
+      bool bool_mask = p.buffer(mask->buffer).type.dtype == DType::Bool;
+      w.line(str_cat("mv = tl.load(", mp, " + ", base(*mask, "h"), " + ", r, " * ", mask->strides[2], " + ", cl, " * ",
+                     mask->strides[3], masked(both(row_bound(rows, across), key_bound(cols, !across)), bool_mask ? "0" : "0.0"),
+                     ")"));
+      w.line(bool_mask ? str_cat(qk, " = tl.where(mv != 0, ", qk, ", float(\"-inf\"))")
+                       : str_cat(qk, " += mv.to(", acc_t, ") * ", num(log2e)));
+    }
+    std::string keep = both(key_bound(cols, !across), c.c.causal ? str_cat(r, " >= ", cl) : "");
+    if (rows_bounded) keep = both(keep, row_bound(rows, across));
+    if (!keep.empty()) w.line(str_cat(qk, " = tl.where(", keep, ", ", qk, ", float(\"-inf\"))"));
+  };
+  // The rows' logsumexp (log2 units; 0 where it is -inf, so that a row of dropped keys
+  // has probabilities 0) and D, for query rows `rows`.
+  auto row_stats = [&](const std::string &rows) {
+    std::string bound = m_tail ? str_cat(", mask=", rows, " < ", c.rows, ", other=0.0") : "";
+    const ir::View &l = *c.c.lse, &d = *c.c.delta;
+    w.line(str_cat("lse = tl.load(", lsep, " + ", base(l, "h"), " + ", rows, " * ", l.strides[2], bound, ")"));
+    w.line(str_cat("shift = tl.where(lse == float(\"-inf\"), 0.0, lse) * ", num(log2e)));
+    w.line(str_cat("delta = tl.load(", deltap, " + ", base(d, "h"), " + ", rows, " * ", d.strides[2], bound, ")"));
+  };
 
   w.line("pid = tl.program_id(0)");
-  w.line(str_cat("start_m = pid % ", blocks_m));
-  w.line(str_cat("bh = (pid // ", blocks_m, ").to(tl.int64)"));
+  int64_t blocks = c.over_keys() ? blocks_n : blocks_m;
+  w.line(str_cat(c.over_keys() ? "start_n" : "start_m", " = pid % ", blocks));
+  w.line(str_cat("bh = (pid // ", blocks, ").to(tl.int64)"));
   w.line(str_cat("b = bh // ", c.heads));
   w.line(str_cat("h = bh % ", c.heads));
   w.line(str_cat("hk = h // ", c.group));
-  w.line("offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)");
-  w.line("offs_n = tl.arange(0, BLOCK_N)");
   w.line(str_cat("offs_d = tl.arange(0, ", dp, ")"));
   w.line(str_cat("offs_e = tl.arange(0, ", dvp, ")"));
-  w.line(str_cat("q = tl.load(", qp, " + ", base(c.q, "h"), " + offs_m[:, None] * ", c.q.strides[2], " + offs_d[None, :] * ",
-                 c.q.strides[3], masked(both(row_mask, d_tail ? str_cat("offs_d[None, :] < ", c.e) : ""), "0.0"), ")"));
-  w.line(str_cat("k_base = ", kp, " + ", base(c.k, "hk")));
-  w.line(str_cat("v_base = ", vp, " + ", base(c.v, "hk")));
-  if (c.mask) w.line(str_cat("mask_base = ", mp, " + ", base(*c.mask, "h"), " + offs_m[:, None] * ", c.mask->strides[2]));
-  w.line(str_cat("m_i = tl.full([BLOCK_M], float(\"-inf\"), ", acc_t, ")"));
-  w.line(str_cat("l_i = tl.zeros([BLOCK_M], ", acc_t, ")"));
-  w.line(str_cat("acc = tl.zeros([BLOCK_M, ", dvp, "], ", acc_t, ")"));
   // Causal programs stop at their last row's block. Triton's interpreter cannot loop to a
   // bound computed from the program id: there, and only there, they visit every block.
-  if (c.causal)
-    w.line(str_cat("for start_n in range(0, ", c.keys, " if INTERPRETED else tl.minimum(", c.keys,
-                   ", (start_m + 1) * BLOCK_M), BLOCK_N):"));
-  else
-    w.line(str_cat("for start_n in range(0, ", c.keys, ", BLOCK_N):"));
-  w.indent();
-  w.line("cols = start_n + offs_n");
-  w.line(str_cat("k = tl.load(k_base + cols[None, :] * ", c.k.strides[2], " + offs_d[:, None] * ", c.k.strides[3],
-                 masked(both(col_mask, d_tail ? str_cat("offs_d[:, None] < ", c.e) : ""), "0.0"), ")"));
-  dot("qk = ", "q", "k", str_cat(" * ", num(c.scale * log2e)));
-  if (c.mask) {
-    bool bool_mask = p.buffer(c.mask->buffer).type.dtype == DType::Bool;
-    w.line(str_cat("mv = tl.load(mask_base + cols[None, :] * ", c.mask->strides[3],
-                   masked(both(row_mask, col_mask), bool_mask ? "0" : "0.0"), ")"));
-    w.line(bool_mask ? "qk = tl.where(mv != 0, qk, float(\"-inf\"))" : str_cat("qk += mv.to(", acc_t, ") * ", num(log2e)));
+  auto loop_keys = [&] {
+    if (c.c.causal)
+      w.line(str_cat("for start_n in range(0, ", c.keys, " if INTERPRETED else tl.minimum(", c.keys,
+                     ", (start_m + 1) * BLOCK_M), BLOCK_N):"));
+    else
+      w.line(str_cat("for start_n in range(0, ", c.keys, ", BLOCK_N):"));
+    w.indent();
+    w.line("cols = start_n + tl.arange(0, BLOCK_N)");
+  };
+  std::string result;  // the tile stored, [BLOCK_M or BLOCK_N, D or Dv]
+  std::string store_rows, store_cols;
+  bool store_rows_tail, store_cols_tail;
+  if (!c.over_keys()) {
+    w.line("offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)");
+    w.line(str_cat("q = ", tile(qp, c.q, "h", "offs_m", "offs_d", false, both(row_bound("offs_m", false), d_bound(false)))));
+    w.line(str_cat("k_base = ", kp, " + ", base(c.k, "hk")));
+    w.line(str_cat("v_base = ", vp, " + ", base(c.v, "hk")));
+    if (part == ir::AttentionPart::GradQuery) {
+      w.line(str_cat("do = ", tile(dop, *c.c.grad_out, "h", "offs_m", "offs_e", false,
+                                   both(row_bound("offs_m", false), e_bound(false)))));
+      row_stats("offs_m");
+      w.line(str_cat("acc = tl.zeros([BLOCK_M, ", dp, "], ", acc_t, ")"));
+    } else {
+      w.line(str_cat("m_i = tl.full([BLOCK_M], float(\"-inf\"), ", acc_t, ")"));
+      w.line(str_cat("l_i = tl.zeros([BLOCK_M], ", acc_t, ")"));
+      if (part == ir::AttentionPart::Output) w.line(str_cat("acc = tl.zeros([BLOCK_M, ", dvp, "], ", acc_t, ")"));
+    }
+    loop_keys();
+    w.line(str_cat("k = tl.load(k_base + cols[None, :] * ", c.k.strides[2], " + offs_d[:, None] * ", c.k.strides[3],
+                   masked(both(key_bound("cols", true), d_bound(true)), "0.0"), ")"));
+    dot("qk = ", "q", "k", str_cat(" * ", num(c.c.scale * log2e)));
+    finish_scores("qk", "offs_m", "cols", false, false);
+    std::string v_tile = str_cat("tl.load(v_base + cols[:, None] * ", c.v.strides[2], " + offs_e[None, :] * ", c.v.strides[3],
+                                 masked(both(key_bound("cols", false), e_bound(false)), "0.0"), ")");
+    if (part == ir::AttentionPart::GradQuery) {
+      w.line("p = tl.math.exp2(qk - shift[:, None])");
+      w.line(str_cat("vt = tl.load(v_base + cols[None, :] * ", c.v.strides[2], " + offs_e[:, None] * ", c.v.strides[3],
+                     masked(both(key_bound("cols", true), e_bound(true)), "0.0"), ")"));
+      dot("dp = ", "do", "vt", "");
+      w.line(str_cat("ds = p * (dp - delta[:, None]) * ", num(c.c.scale)));
+      w.line(str_cat("kr = tl.load(k_base + cols[:, None] * ", c.k.strides[2], " + offs_d[None, :] * ", c.k.strides[3],
+                     masked(both(key_bound("cols", false), d_bound(false)), "0.0"), ")"));
+      dot("acc += ", operand("ds"), "kr", "");
+      w.dedent();
+      result = "acc";
+    } else {
+      w.line("m_new = tl.maximum(m_i, tl.max(qk, 1))");
+      w.line("m_safe = tl.where(m_new == float(\"-inf\"), 0.0, m_new)");
+      w.line("p = tl.math.exp2(qk - m_safe[:, None])");
+      w.line("alpha = tl.math.exp2(m_i - m_safe)");
+      w.line("l_i = l_i * alpha + tl.sum(p, 1)");
+      if (part == ir::AttentionPart::Output) {
+        w.line("v = " + v_tile);
+        dot("acc = acc * alpha[:, None] + ", operand("p"), "v", "");
+      }
+      w.line("m_i = m_new");
+      w.dedent();
+      if (part == ir::AttentionPart::Output) {
+        w.line("acc = acc / tl.where(l_i == 0.0, 1.0, l_i)[:, None]");
+        result = "acc";
+      } else {
+        // log(sum) in natural units from the log2 ones: (m + log2 l) ln 2.
+        w.line(str_cat("lse = tl.where(l_i == 0.0, float(\"-inf\"), (m_i + tl.math.log2(tl.where(l_i == 0.0, 1.0, l_i))) * ",
+                       num(1 / log2e), ")"));
+        w.line(str_cat("tl.store(", op, " + ", base(ir::View{n.outputs[0], out.sizes, out.strides, 0}, "h"),
+                       " + offs_m * ", out.strides[2], ", lse", m_tail ? str_cat(", mask=offs_m < ", c.rows) : "", ")"));
+      }
+    }
+    store_rows = "offs_m";
+    store_cols = part == ir::AttentionPart::GradQuery ? "offs_d" : "offs_e";
+    store_rows_tail = m_tail;
+    store_cols_tail = part == ir::AttentionPart::GradQuery ? d_tail : dv_tail;
+  } else {
+    // The gradient of key or value: a program per block of keys walks the query rows.
+    bool key = part == ir::AttentionPart::GradKey;
+    w.line("cols = start_n * BLOCK_N + tl.arange(0, BLOCK_N)");
+    w.line(str_cat("k = ", tile(kp, c.k, "hk", "cols", "offs_d", false, both(key_bound("cols", false), d_bound(false)))));
+    if (key)
+      w.line(str_cat("v = ", tile(vp, c.v, "hk", "cols", "offs_e", false, both(key_bound("cols", false), e_bound(false)))));
+    w.line(str_cat("acc = tl.zeros([BLOCK_N, ", key ? dp : dvp, "], ", acc_t, ")"));
+    // Causal: the rows before a key's own see none of the block's keys.
+    if (c.c.causal)
+      w.line(str_cat("for start_m in range(0 if INTERPRETED else (start_n * BLOCK_N // BLOCK_M) * BLOCK_M, ", c.rows,
+                     ", BLOCK_M):"));
+    else
+      w.line(str_cat("for start_m in range(0, ", c.rows, ", BLOCK_M):"));
+    w.indent();
+    w.line("offs_m = start_m + tl.arange(0, BLOCK_M)");
+    w.line(str_cat("qt = ", tile(qp, c.q, "h", "offs_m", "offs_d", true, both(row_bound("offs_m", true), d_bound(true)))));
+    dot("qk = ", "k", "qt", str_cat(" * ", num(c.c.scale * log2e)));
+    finish_scores("qk", "offs_m", "cols", true, true);
+    row_stats("offs_m");
+    w.line("p = tl.math.exp2(qk - shift[None, :])");
+    if (key) {
+      w.line(str_cat("dot_ = ", tile(dop, *c.c.grad_out, "h", "offs_m", "offs_e", true,
+                                     both(row_bound("offs_m", true), e_bound(true)))));
+      dot("dp = ", "v", "dot_", "");
+      w.line(str_cat("ds = p * (dp - delta[None, :]) * ", num(c.c.scale)));
+      w.line(str_cat("qr = ", tile(qp, c.q, "h", "offs_m", "offs_d", false, both(row_bound("offs_m", false), d_bound(false)))));
+      dot("acc += ", operand("ds"), "qr", "");
+    } else {
+      w.line(str_cat("do = ", tile(dop, *c.c.grad_out, "h", "offs_m", "offs_e", false,
+                                   both(row_bound("offs_m", false), e_bound(false)))));
+      dot("acc += ", operand("p"), "do", "");
+    }
+    w.dedent();
+    result = "acc";
+    store_rows = "cols";
+    store_cols = key ? "offs_d" : "offs_e";
+    store_rows_tail = n_tail;
+    store_cols_tail = key ? d_tail : dv_tail;
   }
-  std::string keep = both(col_mask, c.causal ? "offs_m[:, None] >= cols[None, :]" : "");
-  if (!keep.empty()) w.line("qk = tl.where(" + keep + ", qk, float(\"-inf\"))");
-  w.line("m_new = tl.maximum(m_i, tl.max(qk, 1))");
-  w.line("m_safe = tl.where(m_new == float(\"-inf\"), 0.0, m_new)");
-  w.line("p = tl.math.exp2(qk - m_safe[:, None])");
-  w.line("alpha = tl.math.exp2(m_i - m_safe)");
-  w.line("l_i = l_i * alpha + tl.sum(p, 1)");
-  w.line(str_cat("v = tl.load(v_base + cols[:, None] * ", c.v.strides[2], " + offs_e[None, :] * ", c.v.strides[3],
-                 masked(both(n_tail ? str_cat("cols[:, None] < ", c.keys) : "", dv_tail ? str_cat("offs_e[None, :] < ", c.ev) : ""),
-                        "0.0"),
-                 ")"));
-  dot("acc = acc * alpha[:, None] + ", f32 || f64 ? "p" : "p.to(v.dtype)", "v", "");
-  w.line("m_i = m_new");
-  w.dedent();
-  w.line("acc = acc / tl.where(l_i == 0.0, 1.0, l_i)[:, None]");
-  std::string store_mask = both(row_mask, dv_tail ? str_cat("offs_e[None, :] < ", c.ev) : "");
-  w.line(str_cat("tl.store(", op, " + ", base(ir::View{n.outputs[0], out.sizes, out.strides, 0}, "h"), " + offs_m[:, None] * ",
-                 out.strides[2], " + offs_e[None, :] * ", out.strides[3], ", acc.to(", op, ".dtype.element_ty)",
-                 store_mask.empty() ? "" : ", mask=" + store_mask, ")"));
+  if (!result.empty()) {
+    int64_t row_limit = c.over_keys() ? c.keys : c.rows, col_limit = store_cols == "offs_d" ? c.e : c.ev;
+    std::string store_mask = both(store_rows_tail ? str_cat(store_rows, "[:, None] < ", row_limit) : "",
+                                  store_cols_tail ? str_cat(store_cols, "[None, :] < ", col_limit) : "");
+    w.line(str_cat("tl.store(", op, " + ", base(ir::View{n.outputs[0], out.sizes, out.strides, 0}, "h"), " + ", store_rows,
+                   "[:, None] * ", out.strides[2], " + ", store_cols, "[None, :] * ", out.strides[3], ", ", result, ".to(", op,
+                   ".dtype.element_ty)", store_mask.empty() ? "" : ", mask=" + store_mask, ")"));
+  }
 
   GpuKernel g;
   g.name = k.name;
@@ -222,15 +354,17 @@ GpuKernel emit_attention(const ir::Program &p, const ir::Kernel &k, const Attent
   g.constexprs["BLOCK_N"] = plan.block_n;
   g.num_warps = plan.warps;
   g.num_stages = plan.stages;
-  g.grid = {blocks_m * c.batch * c.heads, 1, 1};
-  g.attrs = {{"layout", str_cat("fused attention: ", c.causal ? "causal, " : "", c.mask ? "masked, " : "", "scale ", num(c.scale),
-                                   c.group > 1 ? str_cat(", ", c.group, " query heads per key head") : "")},
+  g.grid = {blocks * c.batch * c.heads, 1, 1};
+  g.attrs = {{"layout", str_cat("fused attention, ", ir::attention_part_name(part), ": ", c.c.causal ? "causal, " : "",
+                                mask ? "masked, " : "", "scale ", num(c.c.scale),
+                                c.group > 1 ? str_cat(", ", c.group, " query heads per key head") : "",
+                                c.over_keys() ? ", a program per block of keys" : "")},
              {"plan", plan.str()},
              {"grid", str_cat(g.grid[0], "x1x1")}};
   std::string head = "# " + ir::kernel_summary(p, k) + "\n";
   for (const auto &[key, value] : g.attrs) head += "# " + key + ": " + value + "\n";
   std::string prelude = "import triton\nimport triton.language as tl\n";
-  if (bf16 || c.causal)
+  if (bf16 || c.c.causal)
     prelude = "import os\n\n" + prelude + "\nINTERPRETED = tl.constexpr(os.environ.get(\"TRITON_INTERPRET\", \"0\") == \"1\")\n";
   g.source = head + prelude + "\n\n@triton.jit\ndef " + k.name + "(" + sig +
              "BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):\n" + w.str();

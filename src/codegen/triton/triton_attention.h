@@ -19,6 +19,12 @@
 // with every key dropped is 0. f32 products are exact f32 (no TF32), as PyTorch's kernels
 // compute them; f64 uses broadcast products. The plan (block sizes, warps, stages) is
 // decided before the kernel is printed and tuned by driver/autotune.h.
+//
+// The other parts of a call (ir::AttentionPart) for training: the logsumexp, the same walk
+// without the values; the gradient of the query, a program per block of query rows walking
+// the keys (dq += dS k); those of key and value, a program per block of keys walking the
+// query rows (dk += dS^T q, dv += P^T dO), so that no two programs add to one row. Each
+// recomputes P = exp2(S log2 e - lse log2 e) from the logsumexp.
 // Tests: tests/gpu (the attention fixtures on the H200), tests/unit/triton_test.cpp.
 #pragma once
 
