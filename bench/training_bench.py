@@ -5,9 +5,10 @@ A step is the forward with its loss, the backward, AdamW's update and zero_grad,
 of bench/model_zoo.py's TRAINING at full size (GPT-2 small and BERT-base at batch 8, seq 512;
 ResNet-50 at batch 64; --tiny: the tests' sizes): f32 master weights under bf16 autocast on CUDA, f32 on the CPU.
 Eager, Inductor (torch.compile, default mode) and coil (torch.compile(backend="coil")) each
-train a copy of the same weights in this process, taking turns; the optimizer runs eagerly
-for all three. Every time is the median of N steps after warm-up ones (CUDA events on the
-GPU, a steady clock on the CPU). Peak memory (CUDA): the most PyTorch's allocator held during
+train a copy of the same weights in this process (on the CPU side by side, taking turns in
+rounds); the optimizer runs eagerly for all three. Every time is the median of N steps after
+warm-up ones (CUDA events on the GPU, a steady clock on the CPU: the median of the rounds'
+medians). Peak memory (CUDA): the most PyTorch's allocator held during
 a step, weights, gradients and optimizer state included. The first step's loss of each is
 printed beside eager's. Compile times (unless --no-compile-times): the first step, in a new
 process with empty caches (cold) and with the caches it filled (warm).
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import statistics
 import sys
 from pathlib import Path
 
@@ -48,14 +50,25 @@ def make_step(model, args, device: str, optimizer):
     return step
 
 
+ROUNDS = 5  # on the CPU, each backend's steps are timed in this many rounds, taking turns
+
+
 def bench_training(name: str, device: str, iters: int, median_ms, tiny: bool = False) -> dict:
-    """One row: each backend's median step (ms), peak memory (MB), first loss; or why not."""
+    """One row: each backend's median step (ms), peak memory (MB), first loss; or why not.
+    On CUDA each backend trains alone (its peak memory is its own); on the CPU the three
+    train side by side and take turns, ROUNDS rounds of iters / ROUNDS steps each, so that a
+    machine whose speed drifts (a shared 2-vCPU one) moves all three alike."""
     row: dict = {"model": name}
+    steps = {}
+    # A new Dynamo state per model: TrainStep.forward is one code object for every model, and
+    # Dynamo would make the sizes it saw change symbolic.
+    torch._dynamo.reset()
     for key, backend in BACKENDS:
         torch.manual_seed(0)
         try:
             model, args = build_training(name, device, torch.float32, tiny)
-            torch._dynamo.reset()
+            if device == "cuda":  # alone; on the CPU the others stay compiled beside it
+                torch._dynamo.reset()
             run = torch.compile(model, backend=backend) if backend else model
             optimizer = torch.optim.AdamW(model.parameters(), lr=1e-5)
             step = make_step(run, args, device, optimizer)
@@ -63,13 +76,15 @@ def bench_training(name: str, device: str, iters: int, median_ms, tiny: bool = F
                 from coil import backend as coil_backend
                 coil_backend.counters.clear()
             row[key + "_loss"] = float(step())
-            row[key] = median_ms(step, iters, device)
             if device == "cuda":
+                row[key] = median_ms(step, iters, device)
                 torch.cuda.synchronize()
                 torch.cuda.reset_peak_memory_stats()
                 step()
                 torch.cuda.synchronize()
                 row[key + "_mb"] = torch.cuda.max_memory_allocated() / 2**20
+            else:
+                steps[key] = step
             if key == "coil":
                 c = coil_backend.counters
                 if c["graphs_eager"] + c["parts_eager"] + c["ops_eager"]:
@@ -78,10 +93,16 @@ def bench_training(name: str, device: str, iters: int, median_ms, tiny: bool = F
         except Exception as e:  # noqa: BLE001  (the row says why)
             row[key + "_why"] = f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
         finally:
-            model = run = optimizer = step = None
-            gc.collect()
             if device == "cuda":
+                model = run = optimizer = step = None
+                gc.collect()
                 torch.cuda.empty_cache()
+    samples: dict = {key: [] for key in steps}
+    for _ in range(ROUNDS):
+        for key, step in steps.items():
+            samples[key].append(median_ms(step, max(iters // ROUNDS, 1), device))
+    for key, times in samples.items():
+        row[key] = statistics.median(times)
     return row
 
 
