@@ -322,6 +322,8 @@ def regenerated_dropout(joint: torch.fx.GraphModule) -> int:
         if train is False or not isinstance(val, torch.Tensor) or not val.is_contiguous() or len(items) != len(node.users):
             continue
         fake = torch._guards.detect_fake_mode([val])
+        if fake is None:  # no fake tensors to state the new nodes' types with
+            continue
         scale = 0.0 if p == 1 else 1.0 / (1.0 - p)
         with graph.inserting_before(node):
             seed = graph.call_function(aten.randint.low, (0, 2**62, [2]), {"dtype": torch.int64, "device": val.device})
