@@ -4,25 +4,31 @@
 //
 // with h' = h / kv_group (grouped-query attention shares a key/value head among kv_group
 // query heads), keys j > i dropped when causal (the top-left causal mask of PyTorch), a
-// boolean mask dropping keys where it is false, an additive one added. Each query row keeps
-// a running maximum, sum and weighted sum of values over blocks of kKeyBlock keys (the
-// online softmax), so the row of scores never exists whole: no buffer of Lq x Lk, nothing
-// allocated. A row whose keys are all dropped is 0, as PyTorch's math backend gives.
-// Accumulation in float (double for f64 inputs); each weight is rounded to the inputs'
-// dtype before it multiplies a value (bf16 and f16, as PyTorch's fused kernels do), while
-// the sum that divides the row is of the unrounded weights. Rows are spread over the threads.
+// boolean mask dropping keys where it is false, an additive one added. A thread owns a
+// block of kBlock query rows and walks the keys in blocks of as many, keeping per row a
+// running maximum, sum and weighted sum of values (the online softmax), so the scores
+// never exist whole: no buffer of Lq x Lk. Both blocks are first copied into contiguous
+// accumulator rows (the keys as columns) of a scratch of the thread's, kept from call to
+// call; a row of scores against a block of keys, its exponentials and the weighted sum of
+// values then run in vectors (GCC's vector extension, registers of the ISA). A row whose
+// keys are all dropped is 0, as PyTorch's math backend gives. Accumulation in float (double
+// for f64 inputs); each weight is rounded to the inputs' dtype before it multiplies a
+// value (bf16 and f16, as PyTorch's fused kernels do), while the sum that divides the row
+// is of the unrounded weights.
 //
 // For training (ir::AttentionPart): `logsumexp` writes each row's log(sum_j exp(S_ij)) by
-// the same online pass without the values; `grad_query` (rows on threads) and `grad_key`,
-// `grad_value` (keys on threads, so that no two threads add to one row) recompute
-// P = exp(S - lse) from it: dv = P^T dO, dS = P * (dO v^T - D) * scale, dq = dS k,
-// dk = dS^T q, with P and dS rounded to the inputs' dtype before they multiply.
+// the same walk without the values; `gradient` recomputes P = exp(S - lse) from it,
+// dv = P^T dO, dS = P * (dO v^T - D) * scale, dq = dS k, dk = dS^T q, with P and dS rounded
+// to the inputs' dtype before they multiply, a thread owning a block of rows of its
+// gradient (query rows for dq, keys for dk and dv) so that no two add to one row.
 #pragma once
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <type_traits>
+#include <vector>
 
 #include "coil/prelude.h"
 
@@ -76,22 +82,8 @@ struct Shape {
 /// The larger of a and b, NaN if either is (a NaN score makes its row NaN, as in eager).
 template <typename Acc> Acc max_nan(Acc a, Acc b) { return a != a || a > b ? a : b; }
 
-inline constexpr int64_t kKeyBlock = 64;
 inline constexpr int64_t kMaxHeadDim = 1024;  // lowering/extern.cpp refuses longer heads on the CPU
-
-/// The score of query row `qf` (scaled, in Acc) against key row `kr`, with the mask's
-/// element `m` (`mask` at [b, h, i, j]) dropping or biasing it.
-template <typename T, typename Mask, typename Acc>
-Acc score_of(const Acc *qf, const typename T::storage *kr, const typename Mask::storage *m, const Shape &s) {
-  Acc dot = 0;
-  for (int64_t d = 0; d < s.d; ++d) dot += qf[d] * Acc(T::get(kr[d * s.k.c]));
-  if constexpr (std::is_same_v<Mask, Bool>) {
-    if (!*m) dot = -std::numeric_limits<Acc>::infinity();
-  } else if constexpr (!std::is_same_v<Mask, NoMask>) {
-    dot += Acc(Mask::get(*m));
-  }
-  return dot;
-}
+inline constexpr int64_t kBlock = 32;         // rows a thread owns, and rows of the other side per step
 
 /// The mask's element at [b, h, i, j], or nullptr without a mask.
 template <typename Mask>
@@ -101,86 +93,196 @@ const typename Mask::storage *mask_at(const typename Mask::storage *mask, const 
   else return mask + b * s.mask.b + h * s.mask.h + i * s.mask.r + j * s.mask.c;
 }
 
-/// One query row's online softmax over its keys: with values (`vb`, `acc`) the weighted sum
-/// of the output, without them the logsumexp alone. Returns (running max, running sum).
-template <typename T, typename Mask, typename Acc>
-void online_row(const Acc *qf, const typename T::storage *kb, const typename T::storage *vb,
-                const typename Mask::storage *mask, const Shape &s, int64_t b, int64_t h, int64_t i, Acc *acc, Acc &run_max,
-                Acc &run_sum) {
-  const Acc neg_inf = -std::numeric_limits<Acc>::infinity();
-  Acc score[kKeyBlock];
-  run_max = neg_inf;
-  run_sum = 0;
-  int64_t keys = s.causal ? (i + 1 < s.lk ? i + 1 : s.lk) : s.lk;
-  for (int64_t j0 = 0; j0 < keys; j0 += kKeyBlock) {
-    int64_t n = keys - j0 < kKeyBlock ? keys - j0 : kKeyBlock;
-    Acc block_max = neg_inf;
-    for (int64_t j = 0; j < n; ++j) {
-      score[j] = score_of<T, Mask>(qf, kb + (j0 + j) * s.k.r, mask_at<Mask>(mask, s, b, h, i, j0 + j), s);
-      block_max = max_nan(score[j], block_max);
+/// Rows first..first+n of head (b, h) of a [B, H, rows, cols] view as contiguous rows of
+/// `cols` accumulator values, each times `scale`.
+template <typename T, typename Acc>
+void load_rows(const typename T::storage *base, const Strides &st, int64_t b, int64_t h, int64_t first, int64_t n,
+               int64_t cols, Acc scale, Acc *to) {
+  for (int64_t r = 0; r < n; ++r) {
+    const auto *src = base + b * st.b + h * st.h + (first + r) * st.r;
+    Acc *dst = to + r * cols;
+    if (st.c == 1) {
+      for (int64_t d = 0; d < cols; ++d) dst[d] = Acc(T::get(src[d])) * scale;
+    } else {
+      for (int64_t d = 0; d < cols; ++d) dst[d] = Acc(T::get(src[d * st.c])) * scale;
     }
-    if (block_max == neg_inf) continue;  // every key of the block dropped
-    Acc new_max = max_nan(block_max, run_max);
-    Acc rescale = std::exp(run_max - new_max);  // 0 while run_max is -inf
-    run_sum *= rescale;
-    if (vb)
-      for (int64_t d = 0; d < s.dv; ++d) acc[d] *= rescale;
-    for (int64_t j = 0; j < n; ++j) {
-      Acc p = std::exp(score[j] - new_max);
-      run_sum += p;
-      if (!vb) continue;
-      p = Acc(T::get(T::put(p)));  // the weight rounded to the input's dtype, as PyTorch's kernels multiply it
-      const auto *vr = vb + (j0 + j) * s.v.r;
-      for (int64_t d = 0; d < s.dv; ++d) acc[d] += p * Acc(T::get(vr[d * s.v.c]));
-    }
-    run_max = new_max;
   }
 }
 
-/// Query row i of head (b, h) scaled into qf; returns the key head's index.
+/// The same rows transposed, kBlock columns (zeros past n): element (r, d) at
+/// to[d * kBlock + r].
 template <typename T, typename Acc>
-int64_t scaled_query(const typename T::storage *q, const Shape &s, int64_t b, int64_t h, int64_t i, Acc *qf) {
-  const auto *qr = q + b * s.q.b + h * s.q.h + i * s.q.r;
-  for (int64_t d = 0; d < s.d; ++d) qf[d] = Acc(T::get(qr[d * s.q.c])) * Acc(s.scale);
-  return h / s.kv_group;
+void load_columns(const typename T::storage *base, const Strides &st, int64_t b, int64_t h, int64_t first, int64_t n,
+                  int64_t cols, Acc scale, Acc *to) {
+  for (int64_t r = 0; r < kBlock; ++r) {
+    const auto *src = base + b * st.b + h * st.h + (first + r) * st.r;
+    for (int64_t d = 0; d < cols; ++d) to[d * kBlock + r] = r < n ? Acc(T::get(src[d * st.c])) * scale : Acc(0);
+  }
+}
+
+/// A vector of 64 bytes of accumulator values (GCC's vector extension: registers of the
+/// ISA, split in two on AVX2), and its loads, stores and splats.
+template <typename Acc> struct Lanes {
+  typedef Acc V __attribute__((vector_size(64)));
+  static constexpr int64_t kLanes = 64 / int64_t(sizeof(Acc));
+  static V load(const Acc *p) {
+    V v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+  }
+  static void store(Acc *p, V v) { std::memcpy(p, &v, sizeof v); }
+  static V splat(Acc x) { return V{} + x; }
+};
+
+/// out[c] = sum_d row[d] * columns[d * kBlock + c] for the kBlock columns, the sums kept in
+/// registers.
+template <typename Acc>
+void row_times_columns(const Acc *__restrict__ row, const Acc *__restrict__ columns, int64_t depth, Acc *__restrict__ out) {
+  using L = Lanes<Acc>;
+  constexpr int64_t n = kBlock / L::kLanes;
+  typename L::V sum[n] = {};
+  for (int64_t d = 0; d < depth; ++d) {
+    typename L::V x = L::splat(row[d]);
+    for (int64_t v = 0; v < n; ++v) sum[v] += x * L::load(columns + d * kBlock + v * L::kLanes);
+  }
+  for (int64_t v = 0; v < n; ++v) L::store(out + v * L::kLanes, sum[v]);
+}
+
+/// acc[d] += sum_c w[c] * rows[c * width + d] over the first m rows, four vectors of acc
+/// at a time kept in registers across the rows.
+template <typename Acc>
+void add_weighted_rows(const Acc *__restrict__ w, int64_t m, const Acc *__restrict__ rows, int64_t width,
+                       Acc *__restrict__ acc) {
+  using L = Lanes<Acc>;
+  constexpr int64_t k = L::kLanes;
+  int64_t d = 0;
+  for (; d + 4 * k <= width; d += 4 * k) {
+    typename L::V a0 = L::load(acc + d), a1 = L::load(acc + d + k), a2 = L::load(acc + d + 2 * k),
+                  a3 = L::load(acc + d + 3 * k);
+    for (int64_t c = 0; c < m; ++c) {
+      typename L::V x = L::splat(w[c]);
+      const Acc *r = rows + c * width + d;
+      a0 += x * L::load(r);
+      a1 += x * L::load(r + k);
+      a2 += x * L::load(r + 2 * k);
+      a3 += x * L::load(r + 3 * k);
+    }
+    L::store(acc + d, a0);
+    L::store(acc + d + k, a1);
+    L::store(acc + d + 2 * k, a2);
+    L::store(acc + d + 3 * k, a3);
+  }
+  for (; d + k <= width; d += k) {
+    typename L::V a = L::load(acc + d);
+    for (int64_t c = 0; c < m; ++c) a += L::splat(w[c]) * L::load(rows + c * width + d);
+    L::store(acc + d, a);
+  }
+  for (; d < width; ++d)
+    for (int64_t c = 0; c < m; ++c) acc[d] += w[c] * rows[c * width + d];
+}
+
+/// One own row's scores against a block of m rows of the other side (`columns`; zeros past
+/// m): with the mask's bias, and -inf where a key is dropped (past m, by causality, by a
+/// boolean mask). `own` is the own row's index and `first` the other block's first, query
+/// rows when `own_is_query` is false.
+template <typename Mask, typename Acc>
+void block_scores(const Acc *row, const Acc *columns, int64_t depth, int64_t m, const typename Mask::storage *mask,
+                  const Shape &s, int64_t b, int64_t h, bool own_is_query, int64_t own, int64_t first, Acc *score) {
+  row_times_columns(row, columns, depth, score);
+  const Acc neg_inf = -std::numeric_limits<Acc>::infinity();
+  for (int64_t c = 0; c < kBlock; ++c) {
+    int64_t qi = own_is_query ? own : first + c, kj = own_is_query ? first + c : own;
+    if (c >= m || (s.causal && kj > qi)) {
+      score[c] = neg_inf;
+    } else if constexpr (std::is_same_v<Mask, Bool>) {
+      if (!*mask_at<Mask>(mask, s, b, h, qi, kj)) score[c] = neg_inf;
+    } else if constexpr (!std::is_same_v<Mask, NoMask>) {
+      score[c] += Acc(Mask::get(*mask_at<Mask>(mask, s, b, h, qi, kj)));
+    }
+  }
+}
+
+/// A thread's scratch of n accumulator values, kept from call to call.
+template <typename Acc> Acc *scratch(size_t n) {
+  static thread_local std::vector<Acc> buffer;
+  if (buffer.size() < n) buffer.resize(n);
+  return buffer.data();
+}
+
+/// The output (`v` and `out` given) or each row's logsumexp (`v` null: into `lse`, [B, H, L]
+/// through s.out's first three strides, -inf for a row whose keys are all dropped).
+template <typename T, typename Mask>
+void forward(const typename T::storage *q, const typename T::storage *k, const typename T::storage *v,
+             const typename Mask::storage *mask, typename T::storage *out, typename T::acc *lse, const Shape &s) {
+  using Acc = typename T::acc;
+  constexpr int64_t R = kBlock;
+  const int64_t blocks = (s.lq + R - 1) / R, items = s.batch * s.heads * blocks;
+  const Acc neg_inf = -std::numeric_limits<Acc>::infinity();
+#pragma omp parallel for num_threads(threads_for(s.batch * s.heads * s.lq * s.lk * (s.d + (v ? s.dv : 0)))) schedule(static)
+  for (int64_t item = 0; item < items; ++item) {
+    int64_t block = item % blocks, h = (item / blocks) % s.heads, b = item / (blocks * s.heads), hk = h / s.kv_group;
+    int64_t first = block * R, n = s.lq - first < R ? s.lq - first : R;
+    const int64_t tile = R * (s.d > s.dv ? s.d : s.dv);
+    // Scratch: the queries scaled, the keys' columns, the values' rows, the output rows,
+    // and per row its running max and sum.
+    Acc *qs = scratch<Acc>(size_t(4 * tile + 2 * R)), *columns = qs + tile, *values = columns + tile, *acc = values + tile;
+    Acc *run_max = acc + tile, *run_sum = run_max + R;
+    load_rows<T>(q, s.q, b, h, first, n, s.d, Acc(s.scale), qs);
+    for (int64_t x = 0; x < n * s.dv; ++x) acc[x] = 0;
+    for (int64_t i = 0; i < n; ++i) run_max[i] = neg_inf, run_sum[i] = 0;
+    Acc score[R], weight[R];
+    int64_t end = s.causal ? (first + n < s.lk ? first + n : s.lk) : s.lk;
+    for (int64_t j0 = 0; j0 < end; j0 += R) {
+      int64_t m = end - j0 < R ? end - j0 : R;
+      load_columns<T>(k, s.k, b, hk, j0, m, s.d, Acc(1), columns);
+      if (v) load_rows<T>(v, s.v, b, hk, j0, m, s.dv, Acc(1), values);
+      for (int64_t i = 0; i < n; ++i) {
+        block_scores<Mask>(qs + i * s.d, columns, s.d, m, mask, s, b, h, true, first + i, j0, score);
+        Acc block_max = neg_inf;
+        for (int64_t c = 0; c < m; ++c) block_max = max_nan(score[c], block_max);
+        if (block_max == neg_inf) continue;  // every key of the block dropped
+        Acc new_max = max_nan(block_max, run_max[i]);
+        Acc rescale = coil_rt::exp(run_max[i] - new_max);  // 0 while the running max is -inf
+        Acc sum = 0;
+#pragma omp simd reduction(+ : sum)
+        for (int64_t c = 0; c < R; ++c) {
+          Acc p = coil_rt::exp(score[c] - new_max);
+          sum += p;
+          weight[c] = Acc(T::get(T::put(p)));  // rounded to the inputs' dtype, as PyTorch's kernels multiply it
+        }
+        run_sum[i] = run_sum[i] * rescale + sum;
+        run_max[i] = new_max;
+        if (!v) continue;
+        Acc *row = acc + i * s.dv;
+        for (int64_t d = 0; d < s.dv; ++d) row[d] *= rescale;
+        add_weighted_rows(weight, m, values, s.dv, row);
+      }
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      if (!v) {
+        lse[b * s.out.b + h * s.out.h + (first + i) * s.out.r] =
+            run_max[i] == neg_inf ? run_max[i] : run_max[i] + std::log(run_sum[i]);
+        continue;
+      }
+      auto *o = out + b * s.out.b + h * s.out.h + (first + i) * s.out.r;
+      Acc inv = run_sum[i] > 0 ? Acc(1) / run_sum[i] : Acc(0);
+      for (int64_t d = 0; d < s.dv; ++d) o[d * s.out.c] = T::put(acc[i * s.dv + d] * inv);
+    }
+  }
 }
 
 /// `Mask` is NoMask, Bool (false drops the key) or an element type (added to the score).
 template <typename T, typename Mask>
 void run(const typename T::storage *q, const typename T::storage *k, const typename T::storage *v,
          const typename Mask::storage *mask, typename T::storage *out, const Shape &s) {
-  using Acc = typename T::acc;
-  int64_t rows = s.batch * s.heads * s.lq;
-#pragma omp parallel for num_threads(threads_for(rows * s.lk * (s.d + s.dv))) schedule(static)
-  for (int64_t row = 0; row < rows; ++row) {
-    int64_t i = row % s.lq, h = (row / s.lq) % s.heads, b = row / (s.lq * s.heads);
-    Acc qf[kMaxHeadDim], acc[kMaxHeadDim], run_max, run_sum;
-    int64_t hk = scaled_query<T>(q, s, b, h, i, qf);
-    for (int64_t d = 0; d < s.dv; ++d) acc[d] = 0;
-    online_row<T, Mask>(qf, k + b * s.k.b + hk * s.k.h, v + b * s.v.b + hk * s.v.h, mask, s, b, h, i, acc, run_max,
-                        run_sum);
-    auto *o = out + b * s.out.b + h * s.out.h + i * s.out.r;
-    Acc inv = run_sum > 0 ? Acc(1) / run_sum : Acc(0);
-    for (int64_t d = 0; d < s.dv; ++d) o[d * s.out.c] = T::put(acc[d] * inv);
-  }
+  forward<T, Mask>(q, k, v, mask, out, nullptr, s);
 }
 
-/// Each row's logsumexp of its scores, -inf for a row whose keys are all dropped, into
-/// `lse` ([B, H, L] through s.out's first three strides), in the accumulator's type.
+/// Each row's logsumexp of its scores into `lse`, in the accumulator's type.
 template <typename T, typename Mask>
 void logsumexp(const typename T::storage *q, const typename T::storage *k, const typename Mask::storage *mask,
                typename T::acc *lse, const Shape &s) {
-  using Acc = typename T::acc;
-  int64_t rows = s.batch * s.heads * s.lq;
-#pragma omp parallel for num_threads(threads_for(rows * s.lk * s.d)) schedule(static)
-  for (int64_t row = 0; row < rows; ++row) {
-    int64_t i = row % s.lq, h = (row / s.lq) % s.heads, b = row / (s.lq * s.heads);
-    Acc qf[kMaxHeadDim], run_max, run_sum;
-    int64_t hk = scaled_query<T>(q, s, b, h, i, qf);
-    online_row<T, Mask>(qf, k + b * s.k.b + hk * s.k.h, nullptr, mask, s, b, h, i, qf, run_max, run_sum);
-    lse[b * s.out.b + h * s.out.h + i * s.out.r] =
-        run_max == -std::numeric_limits<Acc>::infinity() ? run_max : run_max + std::log(run_sum);
-  }
+  forward<T, Mask>(q, k, nullptr, mask, nullptr, lse, s);
 }
 
 /// The gradients' other operands: the incoming gradient dO [B, H, L, Dv], and the
@@ -192,52 +294,93 @@ struct GradOperands {
   Strides grad_out_strides, lse_strides, delta_strides;
 };
 
-/// P_ij and dS_ij (as they multiply: rounded to the inputs' dtype) from the score, the
-/// row's logsumexp and D, and dp = dO_i . v_j.
-template <typename T, typename Acc>
-void weights(Acc score, Acc lse, Acc delta, Acc dp, double scale, Acc &p, Acc &ds) {
-  Acc shift = lse == -std::numeric_limits<Acc>::infinity() ? Acc(0) : lse;
-  Acc e = std::exp(score - shift);
-  p = Acc(T::get(T::put(e)));
-  ds = Acc(T::get(T::put(e * (dp - delta) * Acc(scale))));
-}
-
-/// The gradient of the query (`part` 0, rows on threads: dq_i = sum_j dS_ij k_j), the key
-/// (1, keys on threads: dk_j = sum_i dS_ij q_i) or the value (2: dv_j = sum_i P_ij dO_i),
-/// written to `grad` through s.out's strides. Key and value heads equal the query's.
+/// The gradient of the query (`part` 0: dq_i = sum_j dS_ij k_j), the key (1: dk_j =
+/// sum_i dS_ij q_i) or the value (2: dv_j = sum_i P_ij dO_i), written to `grad` through
+/// s.out's strides. A thread owns a block of kBlock rows of its gradient (query rows, or
+/// keys), so no two threads add to one row, and walks the other side in blocks of as many;
+/// for each own row, a row of scores, of P and of dS against the other block runs in
+/// vectors across that block. Key and value heads equal the query's.
 template <typename T, typename Mask>
 void gradient(int part, const typename T::storage *q, const typename T::storage *k, const typename T::storage *v,
               const GradOperands<T> &g, const typename Mask::storage *mask, typename T::storage *grad, const Shape &s) {
   using Acc = typename T::acc;
-  const int64_t rows = part == 0 ? s.lq : s.lk, width = part == 2 ? s.dv : s.d, all = s.batch * s.heads * rows;
-#pragma omp parallel for num_threads(threads_for(all * (part == 0 ? s.lk : s.lq) * (s.d + s.dv))) schedule(static)
-  for (int64_t row = 0; row < all; ++row) {
-    int64_t r = row % rows, h = (row / rows) % s.heads, b = row / (rows * s.heads);
-    Acc acc[kMaxHeadDim], qf[kMaxHeadDim];
-    for (int64_t d = 0; d < width; ++d) acc[d] = 0;
-    if (part == 0) scaled_query<T>(q, s, b, h, r, qf);
-    // The pairs (i, j) of this row: its keys (part 0) or its queries (1, 2).
-    int64_t first = part == 0 ? 0 : (s.causal ? r : 0), last = part == 0 ? (s.causal && r + 1 < s.lk ? r + 1 : s.lk) : s.lq;
-    for (int64_t other = first; other < last; ++other) {
-      int64_t i = part == 0 ? r : other, j = part == 0 ? other : r;
-      if (part != 0) scaled_query<T>(q, s, b, h, i, qf);
-      const auto *kr = k + b * s.k.b + h * s.k.h + j * s.k.r, *vr = v + b * s.v.b + h * s.v.h + j * s.v.r;
-      const auto *dy = g.grad_out + b * g.grad_out_strides.b + h * g.grad_out_strides.h + i * g.grad_out_strides.r;
-      Acc score = score_of<T, Mask>(qf, kr, mask_at<Mask>(mask, s, b, h, i, j), s), dp = 0, p, ds;
-      for (int64_t d = 0; d < s.dv; ++d) dp += Acc(T::get(dy[d * g.grad_out_strides.c])) * Acc(T::get(vr[d * s.v.c]));
-      weights<T>(score, g.lse[b * g.lse_strides.b + h * g.lse_strides.h + i * g.lse_strides.r],
-                 g.delta[b * g.delta_strides.b + h * g.delta_strides.h + i * g.delta_strides.r], dp, s.scale, p, ds);
-      if (part == 0) {
-        for (int64_t d = 0; d < s.d; ++d) acc[d] += ds * Acc(T::get(kr[d * s.k.c]));
-      } else if (part == 1) {
-        const auto *qr = q + b * s.q.b + h * s.q.h + i * s.q.r;
-        for (int64_t d = 0; d < s.d; ++d) acc[d] += ds * Acc(T::get(qr[d * s.q.c]));
-      } else {
-        for (int64_t d = 0; d < s.dv; ++d) acc[d] += p * Acc(T::get(dy[d * g.grad_out_strides.c]));
+  constexpr int64_t R = kBlock;
+  const int64_t own_rows = part == 0 ? s.lq : s.lk, other_rows = part == 0 ? s.lk : s.lq;
+  const int64_t width = part == 2 ? s.dv : s.d, blocks = (own_rows + R - 1) / R, items = s.batch * s.heads * blocks;
+#pragma omp parallel for num_threads(threads_for(s.batch * s.heads * own_rows * other_rows * (s.d + s.dv))) schedule(static)
+  for (int64_t item = 0; item < items; ++item) {
+    int64_t block = item % blocks, h = (item / blocks) % s.heads, b = item / (blocks * s.heads);
+    int64_t first = block * R, n = own_rows - first < R ? own_rows - first : R;
+    // Scratch, [R, max(D, Dv)] each: the own block's rows (part 0: queries scaled and dO;
+    // else keys and values), the other block's columns (part 0: keys and values; else
+    // queries scaled and dO) and rows (part 0: keys; part 1: queries; part 2: dO), and the
+    // own rows' gradient; per query row of the query block its logsumexp's shift and D.
+    const int64_t tile = R * (s.d > s.dv ? s.d : s.dv);
+    Acc *own_a = scratch<Acc>(size_t(6 * tile + 2 * R)), *own_b = own_a + tile, *cols_a = own_b + tile;
+    Acc *cols_b = cols_a + tile, *rows = cols_b + tile, *acc = rows + tile, *shift = acc + tile, *delta = shift + R;
+    for (int64_t x = 0; x < n * width; ++x) acc[x] = 0;
+    auto row_stats = [&](int64_t i0, int64_t ni) {
+      for (int64_t i = 0; i < ni; ++i) {
+        Acc lse = g.lse[b * g.lse_strides.b + h * g.lse_strides.h + (i0 + i) * g.lse_strides.r];
+        shift[i] = lse == -std::numeric_limits<Acc>::infinity() ? Acc(0) : lse;
+        delta[i] = g.delta[b * g.delta_strides.b + h * g.delta_strides.h + (i0 + i) * g.delta_strides.r];
+      }
+      for (int64_t i = ni; i < R; ++i) shift[i] = delta[i] = 0;  // past the last row: finite, read by nothing
+    };
+    const Acc scale = Acc(s.scale);
+    Acc score[R], dp[R];
+    if (part == 0) {
+      load_rows<T>(q, s.q, b, h, first, n, s.d, scale, own_a);
+      load_rows<T>(g.grad_out, g.grad_out_strides, b, h, first, n, s.dv, Acc(1), own_b);
+      row_stats(first, n);
+      int64_t end = s.causal ? (first + n < s.lk ? first + n : s.lk) : s.lk;
+      for (int64_t j0 = 0; j0 < end; j0 += R) {
+        int64_t m = end - j0 < R ? end - j0 : R;
+        load_columns<T>(k, s.k, b, h, j0, m, s.d, Acc(1), cols_a);
+        load_columns<T>(v, s.v, b, h, j0, m, s.dv, Acc(1), cols_b);
+        load_rows<T>(k, s.k, b, h, j0, m, s.d, Acc(1), rows);
+        for (int64_t i = 0; i < n; ++i) {
+          block_scores<Mask>(own_a + i * s.d, cols_a, s.d, m, mask, s, b, h, true, first + i, j0, score);
+          row_times_columns(own_b + i * s.dv, cols_b, s.dv, dp);
+#pragma omp simd
+          for (int64_t c = 0; c < R; ++c)
+            dp[c] = Acc(T::get(T::put(coil_rt::exp(score[c] - shift[i]) * (dp[c] - delta[i]) * scale)));
+          add_weighted_rows(dp, m, rows, s.d, acc + i * s.d);
+        }
+      }
+    } else {
+      load_rows<T>(k, s.k, b, h, first, n, s.d, Acc(1), own_a);
+      if (part == 1) load_rows<T>(v, s.v, b, h, first, n, s.dv, Acc(1), own_b);
+      for (int64_t i0 = s.causal ? first : 0; i0 < s.lq; i0 += R) {
+        int64_t m = s.lq - i0 < R ? s.lq - i0 : R;
+        load_columns<T>(q, s.q, b, h, i0, m, s.d, scale, cols_a);
+        if (part == 1) {
+          load_columns<T>(g.grad_out, g.grad_out_strides, b, h, i0, m, s.dv, Acc(1), cols_b);
+          load_rows<T>(q, s.q, b, h, i0, m, s.d, Acc(1), rows);
+        } else {
+          load_rows<T>(g.grad_out, g.grad_out_strides, b, h, i0, m, s.dv, Acc(1), rows);
+        }
+        row_stats(i0, m);
+        for (int64_t j = 0; j < n; ++j) {
+          block_scores<Mask>(own_a + j * s.d, cols_a, s.d, m, mask, s, b, h, false, first + j, i0, score);
+          if (part == 2) {
+#pragma omp simd
+            for (int64_t c = 0; c < R; ++c) score[c] = Acc(T::get(T::put(coil_rt::exp(score[c] - shift[c]))));
+            add_weighted_rows(score, m, rows, s.dv, acc + j * s.dv);
+            continue;
+          }
+          row_times_columns(own_b + j * s.dv, cols_b, s.dv, dp);
+#pragma omp simd
+          for (int64_t c = 0; c < R; ++c)
+            dp[c] = Acc(T::get(T::put(coil_rt::exp(score[c] - shift[c]) * (dp[c] - delta[c]) * scale)));
+          add_weighted_rows(dp, m, rows, s.d, acc + j * s.d);
+        }
       }
     }
-    auto *o = grad + b * s.out.b + h * s.out.h + r * s.out.r;
-    for (int64_t d = 0; d < width; ++d) o[d * s.out.c] = T::put(acc[d]);
+    for (int64_t r = 0; r < n; ++r) {
+      auto *o = grad + b * s.out.b + h * s.out.h + (first + r) * s.out.r;
+      for (int64_t d = 0; d < width; ++d) o[d * s.out.c] = T::put(acc[r * width + d]);
+    }
   }
 }
 
