@@ -70,6 +70,15 @@ def export(module: torch.nn.Module, inputs: tuple, folder: Path) -> None:
                           {name: capture.host(t) for name, t in capture.placeholder_tensors(ep, inputs).items()})
 
 
+def case(work: Path, b: int, h: int, s: int, d: int, causal: bool, count: int) -> tuple[list, Path]:
+    """`count` bf16 tensors [b, h, s, d] on the GPU drawn from seed 0, and a new folder for the case."""
+    torch.manual_seed(0)
+    tensors = [torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16) for _ in range(count)]
+    folder = work / f"b{b}_h{h}_s{s}_d{d}_{'causal' if causal else 'full'}"
+    folder.mkdir()
+    return tensors, folder
+
+
 def coil_ms(coil: str, folder: Path, iters: int) -> float:
     saved = folder / "out.safetensors"
     r = subprocess.run([coil, "run", str(folder / "graph.py"), "--inputs", str(folder / "inputs.safetensors"),
@@ -98,10 +107,7 @@ def main() -> int:
     print("| b | h | s | d | causal | coil (ms) | flash (ms) | cuDNN (ms) | coil TFLOP/s | flash | cuDNN | coil / best |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for b, h, s, d, causal in cases:
-        torch.manual_seed(0)
-        q, k, v = (torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
-        folder = work / f"b{b}_h{h}_s{s}_d{d}_{'causal' if causal else 'full'}"
-        folder.mkdir()
+        (q, k, v), folder = case(work, b, h, s, d, causal, 3)
         export(Attention(causal), (q, k, v), folder)
         ours_ms = coil_ms(a.coil, folder, a.iters)
         got = run_plan.read_safetensors(str(folder / "out.safetensors"))["out0"].float()
@@ -135,10 +141,7 @@ def backward(a) -> int:
     print("| b | h | s | d | causal | coil (ms) | flash (ms) | efficient (ms) | cuDNN (ms) | coil TFLOP/s | coil / best |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for b, h, s, d, causal in cases:
-        torch.manual_seed(0)
-        q, k, v, dy = (torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16) for _ in range(4))
-        folder = work / f"b{b}_h{h}_s{s}_d{d}_{'causal' if causal else 'full'}"
-        folder.mkdir()
+        (q, k, v, dy), folder = case(work, b, h, s, d, causal, 4)
         export(AttentionTraining(causal), (q, k, v, dy), folder)
         ours_ms = coil_ms(a.coil, folder, a.iters)
         got = run_plan.read_safetensors(str(folder / "out.safetensors"))
