@@ -180,22 +180,20 @@ class Training(unittest.TestCase):
         check_training(self, "gpt2", "cpu", torch.bfloat16)
 
     def test_attention_gradients_in_bf16_on_both_dialects(self):
-        # Attention's forward with its logsumexp and its backward op in bf16, as a training
-        # graph holds them (causal, 70 rows: blocks with tails; heads of 24: a padded head),
-        # run by coil's CPU kernels and by its Triton kernels under Triton's interpreter: the
-        # output and the three gradients against float64, coil's error at most 3x eager's.
+        # Attention's fused op with its logsumexp and its backward op in bf16, as a training
+        # graph on the CPU holds them (causal, 70 rows: blocks with tails; heads of 24: a
+        # padded head), run by coil's CPU kernels and by its Triton kernels under Triton's
+        # interpreter: the output and the three gradients against float64, coil's error at
+        # most 3x eager's.
         import shutil
         import subprocess
         import tempfile
         from pathlib import Path
 
-        sys.path.insert(0, os.path.join(HERE, "..", "..", "scripts"))
         sys.path.insert(0, os.path.join(HERE, "..", "..", "python", "coil_triton"))
         import attention_bench
-        import capture_fixtures
         import run_plan
 
-        capture_fixtures.cuda_attention_on_cpu()
         torch.manual_seed(0)
         q, k, v, dy = (torch.randn(1, 2, 70, 24, dtype=torch.bfloat16) for _ in range(4))
         module = attention_bench.AttentionTraining(True)
