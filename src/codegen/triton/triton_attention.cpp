@@ -246,8 +246,16 @@ GpuKernel emit_attention(const ir::Program &p, const ir::Kernel &k, const Attent
       if (part == ir::AttentionPart::Output) w.line(str_cat("acc = tl.zeros([BLOCK_M, ", dvp, "], ", acc_t, ")"));
     }
     loop_keys();
-    w.line(str_cat("k = tl.load(k_base + cols[None, :] * ", c.k.strides[2], " + offs_d[:, None] * ", c.k.strides[3],
-                   masked(both(key_bound("cols", true), d_bound(true)), "0.0"), ")"));
+    std::string kr_tile = str_cat("tl.load(k_base + cols[:, None] * ", c.k.strides[2], " + offs_d[None, :] * ",
+                                  c.k.strides[3], masked(both(key_bound("cols", false), d_bound(false)), "0.0"), ")");
+    if (part == ir::AttentionPart::GradQuery) {
+      // The keys once, [BLOCK_N, D] for dq += dS k, transposed for the scores.
+      w.line("kr = " + kr_tile);
+      w.line("k = tl.trans(kr)");
+    } else {
+      w.line(str_cat("k = tl.load(k_base + cols[None, :] * ", c.k.strides[2], " + offs_d[:, None] * ", c.k.strides[3],
+                     masked(both(key_bound("cols", true), d_bound(true)), "0.0"), ")"));
+    }
     dot("qk = ", "q", "k", str_cat(" * ", num(c.c.scale * log2e)));
     finish_scores("qk", "offs_m", "cols", false, false);
     std::string v_tile = str_cat("tl.load(v_base + cols[:, None] * ", c.v.strides[2], " + offs_e[None, :] * ", c.v.strides[3],
@@ -258,8 +266,6 @@ GpuKernel emit_attention(const ir::Program &p, const ir::Kernel &k, const Attent
                      masked(both(key_bound("cols", true), e_bound(true)), "0.0"), ")"));
       dot("dp = ", "do", "vt", "");
       w.line(str_cat("ds = p * (dp - delta[:, None]) * ", num(c.c.scale)));
-      w.line(str_cat("kr = tl.load(k_base + cols[:, None] * ", c.k.strides[2], " + offs_d[None, :] * ", c.k.strides[3],
-                     masked(both(key_bound("cols", false), d_bound(false)), "0.0"), ")"));
       dot("acc += ", operand("ds"), "kr", "");
       w.dedent();
       result = "acc";
@@ -306,17 +312,22 @@ GpuKernel emit_attention(const ir::Program &p, const ir::Kernel &k, const Attent
       w.line(str_cat("for start_m in range(0, ", c.rows, ", BLOCK_M):"));
     w.indent();
     w.line("offs_m = start_m + tl.arange(0, BLOCK_M)");
-    w.line(str_cat("qt = ", tile(qp, c.q, "h", "offs_m", "offs_d", true, both(row_bound("offs_m", true), d_bound(true)))));
+    if (key) {
+      // The query rows once, [BLOCK_M, D] for dk += dS^T q, transposed for the scores.
+      w.line(str_cat("qr = ", tile(qp, c.q, "h", "offs_m", "offs_d", false, both(row_bound("offs_m", false), d_bound(false)))));
+      w.line("qt = tl.trans(qr)");
+    } else {
+      w.line(str_cat("qt = ", tile(qp, c.q, "h", "offs_m", "offs_d", true, both(row_bound("offs_m", true), d_bound(true)))));
+    }
     dot("qk = ", "k", "qt", str_cat(" * ", num(c.c.scale * log2e)));
     finish_scores("qk", "offs_m", "cols", true, true);
     row_stats("offs_m");
     w.line("p = tl.math.exp2(qk - shift[None, :])");
     if (key) {
-      w.line(str_cat("dot_ = ", tile(dop, *c.c.grad_out, "h", "offs_m", "offs_e", true,
+      w.line(str_cat("do_t = ", tile(dop, *c.c.grad_out, "h", "offs_m", "offs_e", true,
                                      both(row_bound("offs_m", true), e_bound(true)))));
-      dot("dp = ", "v", "dot_", "");
+      dot("dp = ", "v", "do_t", "");
       w.line(str_cat("ds = p * (dp - delta[None, :]) * ", num(c.c.scale)));
-      w.line(str_cat("qr = ", tile(qp, c.q, "h", "offs_m", "offs_d", false, both(row_bound("offs_m", false), d_bound(false)))));
       dot("acc += ", operand("ds"), "qr", "");
     } else {
       w.line(str_cat("do = ", tile(dop, *c.c.grad_out, "h", "offs_m", "offs_e", false,
