@@ -8,13 +8,14 @@
 // block of kBlock query rows and walks the keys in blocks of as many, keeping per row a
 // running maximum, sum and weighted sum of values (the online softmax), so the scores
 // never exist whole: no buffer of Lq x Lk. Both blocks are first copied into contiguous
-// accumulator rows (the keys as columns) of a scratch of the thread's, kept from call to
-// call; a row of scores against a block of keys, its exponentials and the weighted sum of
-// values then run in vectors (GCC's vector extension, registers of the ISA). A row whose
-// keys are all dropped is 0, as PyTorch's math backend gives. Accumulation in float (double
-// for f64 inputs); each weight is rounded to the inputs' dtype before it multiplies a
-// value (bf16 and f16, as PyTorch's fused kernels do), while the sum that divides the row
-// is of the unrounded weights.
+// accumulator rows (the keys as columns) of a scratch of the thread's: one allocation per
+// thread and call, a few blocks of rows, and no thread_local state, whose per-thread
+// destructors would outlive the threads of OpenMP's pool. A row of scores against a block
+// of keys, its exponentials and the weighted sum of values then run in vectors (GCC's
+// vector extension, registers of the ISA). A row whose keys are all dropped is 0, as
+// PyTorch's math backend gives. Accumulation in float (double for f64 inputs); each weight
+// is rounded to the inputs' dtype before it multiplies a value (bf16 and f16, as PyTorch's
+// fused kernels do), while the sum that divides the row is of the unrounded weights.
 //
 // For training (ir::AttentionPart): `logsumexp` writes each row's log(sum_j exp(S_ij)) by
 // the same walk without the values; `gradient` recomputes P = exp(S - lse) from it,
@@ -27,8 +28,8 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <type_traits>
-#include <vector>
 
 #include "coil/prelude.h"
 
@@ -202,13 +203,6 @@ void block_scores(const Acc *row, const Acc *columns, int64_t depth, int64_t m, 
   }
 }
 
-/// A thread's scratch of n accumulator values, kept from call to call.
-template <typename Acc> Acc *scratch(size_t n) {
-  static thread_local std::vector<Acc> buffer;
-  if (buffer.size() < n) buffer.resize(n);
-  return buffer.data();
-}
-
 /// The output (`v` and `out` given) or each row's logsumexp (`v` null: into `lse`, [B, H, L]
 /// through s.out's first three strides, -inf for a row whose keys are all dropped).
 template <typename T, typename Mask>
@@ -218,55 +212,59 @@ void forward(const typename T::storage *q, const typename T::storage *k, const t
   constexpr int64_t R = kBlock;
   const int64_t blocks = (s.lq + R - 1) / R, items = s.batch * s.heads * blocks;
   const Acc neg_inf = -std::numeric_limits<Acc>::infinity();
-#pragma omp parallel for num_threads(threads_for(s.batch * s.heads * s.lq * s.lk * (s.d + (v ? s.dv : 0)))) schedule(static)
-  for (int64_t item = 0; item < items; ++item) {
-    int64_t block = item % blocks, h = (item / blocks) % s.heads, b = item / (blocks * s.heads), hk = h / s.kv_group;
-    int64_t first = block * R, n = s.lq - first < R ? s.lq - first : R;
-    const int64_t tile = R * (s.d > s.dv ? s.d : s.dv);
-    // Scratch: the queries scaled, the keys' columns, the values' rows, the output rows,
-    // and per row its running max and sum.
-    Acc *qs = scratch<Acc>(size_t(4 * tile + 2 * R)), *columns = qs + tile, *values = columns + tile, *acc = values + tile;
+  const int64_t tile = R * (s.d > s.dv ? s.d : s.dv);
+#pragma omp parallel num_threads(threads_for(s.batch * s.heads * s.lq * s.lk * (s.d + (v ? s.dv : 0))))
+  {
+    // A thread's scratch for this call: the queries scaled, the keys' columns, the values'
+    // rows, the output rows, and per row its running max and sum.
+    std::unique_ptr<Acc[]> buffer(new Acc[size_t(4 * tile + 2 * R)]);
+    Acc *qs = buffer.get(), *columns = qs + tile, *values = columns + tile, *acc = values + tile;
     Acc *run_max = acc + tile, *run_sum = run_max + R;
-    load_rows<T>(q, s.q, b, h, first, n, s.d, Acc(s.scale), qs);
-    for (int64_t x = 0; x < n * s.dv; ++x) acc[x] = 0;
-    for (int64_t i = 0; i < n; ++i) run_max[i] = neg_inf, run_sum[i] = 0;
-    Acc score[R], weight[R];
-    int64_t end = s.causal ? (first + n < s.lk ? first + n : s.lk) : s.lk;
-    for (int64_t j0 = 0; j0 < end; j0 += R) {
-      int64_t m = end - j0 < R ? end - j0 : R;
-      load_columns<T>(k, s.k, b, hk, j0, m, s.d, Acc(1), columns);
-      if (v) load_rows<T>(v, s.v, b, hk, j0, m, s.dv, Acc(1), values);
-      for (int64_t i = 0; i < n; ++i) {
-        block_scores<Mask>(qs + i * s.d, columns, s.d, m, mask, s, b, h, true, first + i, j0, score);
-        Acc block_max = neg_inf;
-        for (int64_t c = 0; c < m; ++c) block_max = max_nan(score[c], block_max);
-        if (block_max == neg_inf) continue;  // every key of the block dropped
-        Acc new_max = max_nan(block_max, run_max[i]);
-        Acc rescale = coil_rt::exp(run_max[i] - new_max);  // 0 while the running max is -inf
-        Acc sum = 0;
+#pragma omp for schedule(static)
+    for (int64_t item = 0; item < items; ++item) {
+      int64_t block = item % blocks, h = (item / blocks) % s.heads, b = item / (blocks * s.heads), hk = h / s.kv_group;
+      int64_t first = block * R, n = s.lq - first < R ? s.lq - first : R;
+      load_rows<T>(q, s.q, b, h, first, n, s.d, Acc(s.scale), qs);
+      for (int64_t x = 0; x < n * s.dv; ++x) acc[x] = 0;
+      for (int64_t i = 0; i < n; ++i) run_max[i] = neg_inf, run_sum[i] = 0;
+      Acc score[R], weight[R];
+      int64_t end = s.causal ? (first + n < s.lk ? first + n : s.lk) : s.lk;
+      for (int64_t j0 = 0; j0 < end; j0 += R) {
+        int64_t m = end - j0 < R ? end - j0 : R;
+        load_columns<T>(k, s.k, b, hk, j0, m, s.d, Acc(1), columns);
+        if (v) load_rows<T>(v, s.v, b, hk, j0, m, s.dv, Acc(1), values);
+        for (int64_t i = 0; i < n; ++i) {
+          block_scores<Mask>(qs + i * s.d, columns, s.d, m, mask, s, b, h, true, first + i, j0, score);
+          Acc block_max = neg_inf;
+          for (int64_t c = 0; c < m; ++c) block_max = max_nan(score[c], block_max);
+          if (block_max == neg_inf) continue;  // every key of the block dropped
+          Acc new_max = max_nan(block_max, run_max[i]);
+          Acc rescale = coil_rt::exp(run_max[i] - new_max);  // 0 while the running max is -inf
+          Acc sum = 0;
 #pragma omp simd reduction(+ : sum)
-        for (int64_t c = 0; c < R; ++c) {
-          Acc p = coil_rt::exp(score[c] - new_max);
-          sum += p;
-          weight[c] = Acc(T::get(T::put(p)));  // rounded to the inputs' dtype, as PyTorch's kernels multiply it
+          for (int64_t c = 0; c < R; ++c) {
+            Acc p = coil_rt::exp(score[c] - new_max);
+            sum += p;
+            weight[c] = Acc(T::get(T::put(p)));  // rounded to the inputs' dtype, as PyTorch's kernels multiply it
+          }
+          run_sum[i] = run_sum[i] * rescale + sum;
+          run_max[i] = new_max;
+          if (!v) continue;
+          Acc *row = acc + i * s.dv;
+          for (int64_t d = 0; d < s.dv; ++d) row[d] *= rescale;
+          add_weighted_rows(weight, m, values, s.dv, row);
         }
-        run_sum[i] = run_sum[i] * rescale + sum;
-        run_max[i] = new_max;
-        if (!v) continue;
-        Acc *row = acc + i * s.dv;
-        for (int64_t d = 0; d < s.dv; ++d) row[d] *= rescale;
-        add_weighted_rows(weight, m, values, s.dv, row);
       }
-    }
-    for (int64_t i = 0; i < n; ++i) {
-      if (!v) {
-        lse[b * s.out.b + h * s.out.h + (first + i) * s.out.r] =
-            run_max[i] == neg_inf ? run_max[i] : run_max[i] + std::log(run_sum[i]);
-        continue;
+      for (int64_t i = 0; i < n; ++i) {
+        if (!v) {
+          lse[b * s.out.b + h * s.out.h + (first + i) * s.out.r] =
+              run_max[i] == neg_inf ? run_max[i] : run_max[i] + std::log(run_sum[i]);
+          continue;
+        }
+        auto *o = out + b * s.out.b + h * s.out.h + (first + i) * s.out.r;
+        Acc inv = run_sum[i] > 0 ? Acc(1) / run_sum[i] : Acc(0);
+        for (int64_t d = 0; d < s.dv; ++d) o[d * s.out.c] = T::put(acc[i * s.dv + d] * inv);
       }
-      auto *o = out + b * s.out.b + h * s.out.h + (first + i) * s.out.r;
-      Acc inv = run_sum[i] > 0 ? Acc(1) / run_sum[i] : Acc(0);
-      for (int64_t d = 0; d < s.dv; ++d) o[d * s.out.c] = T::put(acc[i * s.dv + d] * inv);
     }
   }
 }
@@ -307,79 +305,84 @@ void gradient(int part, const typename T::storage *q, const typename T::storage 
   constexpr int64_t R = kBlock;
   const int64_t own_rows = part == 0 ? s.lq : s.lk, other_rows = part == 0 ? s.lk : s.lq;
   const int64_t width = part == 2 ? s.dv : s.d, blocks = (own_rows + R - 1) / R, items = s.batch * s.heads * blocks;
-#pragma omp parallel for num_threads(threads_for(s.batch * s.heads * own_rows * other_rows * (s.d + s.dv))) schedule(static)
-  for (int64_t item = 0; item < items; ++item) {
-    int64_t block = item % blocks, h = (item / blocks) % s.heads, b = item / (blocks * s.heads);
-    int64_t first = block * R, n = own_rows - first < R ? own_rows - first : R;
-    // Scratch, [R, max(D, Dv)] each: the own block's rows (part 0: queries scaled and dO;
-    // else keys and values), the other block's columns (part 0: keys and values; else
-    // queries scaled and dO) and rows (part 0: keys; part 1: queries; part 2: dO), and the
-    // own rows' gradient; per query row of the query block its logsumexp's shift and D.
-    const int64_t tile = R * (s.d > s.dv ? s.d : s.dv);
-    Acc *own_a = scratch<Acc>(size_t(6 * tile + 2 * R)), *own_b = own_a + tile, *cols_a = own_b + tile;
+  const int64_t tile = R * (s.d > s.dv ? s.d : s.dv);
+#pragma omp parallel num_threads(threads_for(s.batch * s.heads * own_rows * other_rows * (s.d + s.dv)))
+  {
+    // A thread's scratch for this call, [R, max(D, Dv)] each: the own block's rows (part 0:
+    // queries scaled and dO; else keys and values), the other block's columns (part 0: keys
+    // and values; else queries scaled and dO) and rows (part 0: keys; part 1: queries; part
+    // 2: dO), and the own rows' gradient; per query row of the query block its logsumexp's
+    // shift and D.
+    std::unique_ptr<Acc[]> buffer(new Acc[size_t(6 * tile + 2 * R)]);
+    Acc *own_a = buffer.get(), *own_b = own_a + tile, *cols_a = own_b + tile;
     Acc *cols_b = cols_a + tile, *rows = cols_b + tile, *acc = rows + tile, *shift = acc + tile, *delta = shift + R;
-    for (int64_t x = 0; x < n * width; ++x) acc[x] = 0;
-    auto row_stats = [&](int64_t i0, int64_t ni) {
-      for (int64_t i = 0; i < ni; ++i) {
-        Acc lse = g.lse[b * g.lse_strides.b + h * g.lse_strides.h + (i0 + i) * g.lse_strides.r];
-        shift[i] = lse == -std::numeric_limits<Acc>::infinity() ? Acc(0) : lse;
-        delta[i] = g.delta[b * g.delta_strides.b + h * g.delta_strides.h + (i0 + i) * g.delta_strides.r];
-      }
-      for (int64_t i = ni; i < R; ++i) shift[i] = delta[i] = 0;  // past the last row: finite, read by nothing
-    };
-    const Acc scale = Acc(s.scale);
-    Acc score[R], dp[R];
-    if (part == 0) {
-      load_rows<T>(q, s.q, b, h, first, n, s.d, scale, own_a);
-      load_rows<T>(g.grad_out, g.grad_out_strides, b, h, first, n, s.dv, Acc(1), own_b);
-      row_stats(first, n);
-      int64_t end = s.causal ? (first + n < s.lk ? first + n : s.lk) : s.lk;
-      for (int64_t j0 = 0; j0 < end; j0 += R) {
-        int64_t m = end - j0 < R ? end - j0 : R;
-        load_columns<T>(k, s.k, b, h, j0, m, s.d, Acc(1), cols_a);
-        load_columns<T>(v, s.v, b, h, j0, m, s.dv, Acc(1), cols_b);
-        load_rows<T>(k, s.k, b, h, j0, m, s.d, Acc(1), rows);
-        for (int64_t i = 0; i < n; ++i) {
-          block_scores<Mask>(own_a + i * s.d, cols_a, s.d, m, mask, s, b, h, true, first + i, j0, score);
-          row_times_columns(own_b + i * s.dv, cols_b, s.dv, dp);
-#pragma omp simd
-          for (int64_t c = 0; c < R; ++c)
-            dp[c] = Acc(T::get(T::put(coil_rt::exp(score[c] - shift[i]) * (dp[c] - delta[i]) * scale)));
-          add_weighted_rows(dp, m, rows, s.d, acc + i * s.d);
+#pragma omp for schedule(static)
+    for (int64_t item = 0; item < items; ++item) {
+      int64_t block = item % blocks, h = (item / blocks) % s.heads, b = item / (blocks * s.heads);
+      int64_t first = block * R, n = own_rows - first < R ? own_rows - first : R;
+      for (int64_t x = 0; x < n * width; ++x) acc[x] = 0;
+      auto row_stats = [&](int64_t i0, int64_t ni) {
+        for (int64_t i = 0; i < ni; ++i) {
+          Acc lse = g.lse[b * g.lse_strides.b + h * g.lse_strides.h + (i0 + i) * g.lse_strides.r];
+          shift[i] = lse == -std::numeric_limits<Acc>::infinity() ? Acc(0) : lse;
+          delta[i] = g.delta[b * g.delta_strides.b + h * g.delta_strides.h + (i0 + i) * g.delta_strides.r];
         }
-      }
-    } else {
-      load_rows<T>(k, s.k, b, h, first, n, s.d, Acc(1), own_a);
-      if (part == 1) load_rows<T>(v, s.v, b, h, first, n, s.dv, Acc(1), own_b);
-      for (int64_t i0 = s.causal ? first : 0; i0 < s.lq; i0 += R) {
-        int64_t m = s.lq - i0 < R ? s.lq - i0 : R;
-        load_columns<T>(q, s.q, b, h, i0, m, s.d, scale, cols_a);
-        if (part == 1) {
-          load_columns<T>(g.grad_out, g.grad_out_strides, b, h, i0, m, s.dv, Acc(1), cols_b);
-          load_rows<T>(q, s.q, b, h, i0, m, s.d, Acc(1), rows);
-        } else {
-          load_rows<T>(g.grad_out, g.grad_out_strides, b, h, i0, m, s.dv, Acc(1), rows);
-        }
-        row_stats(i0, m);
-        for (int64_t j = 0; j < n; ++j) {
-          block_scores<Mask>(own_a + j * s.d, cols_a, s.d, m, mask, s, b, h, false, first + j, i0, score);
-          if (part == 2) {
+        for (int64_t i = ni; i < R; ++i) shift[i] = delta[i] = 0;  // past the last row: finite, read by nothing
+      };
+      const Acc scale = Acc(s.scale);
+      Acc score[R], dp[R];
+      if (part == 0) {
+        load_rows<T>(q, s.q, b, h, first, n, s.d, scale, own_a);
+        load_rows<T>(g.grad_out, g.grad_out_strides, b, h, first, n, s.dv, Acc(1), own_b);
+        row_stats(first, n);
+        int64_t end = s.causal ? (first + n < s.lk ? first + n : s.lk) : s.lk;
+        for (int64_t j0 = 0; j0 < end; j0 += R) {
+          int64_t m = end - j0 < R ? end - j0 : R;
+          load_columns<T>(k, s.k, b, h, j0, m, s.d, Acc(1), cols_a);
+          load_columns<T>(v, s.v, b, h, j0, m, s.dv, Acc(1), cols_b);
+          load_rows<T>(k, s.k, b, h, j0, m, s.d, Acc(1), rows);
+          for (int64_t i = 0; i < n; ++i) {
+            block_scores<Mask>(own_a + i * s.d, cols_a, s.d, m, mask, s, b, h, true, first + i, j0, score);
+            row_times_columns(own_b + i * s.dv, cols_b, s.dv, dp);
 #pragma omp simd
-            for (int64_t c = 0; c < R; ++c) score[c] = Acc(T::get(T::put(coil_rt::exp(score[c] - shift[c]))));
-            add_weighted_rows(score, m, rows, s.dv, acc + j * s.dv);
-            continue;
+            for (int64_t c = 0; c < R; ++c)
+              dp[c] = Acc(T::get(T::put(coil_rt::exp(score[c] - shift[i]) * (dp[c] - delta[i]) * scale)));
+            add_weighted_rows(dp, m, rows, s.d, acc + i * s.d);
           }
-          row_times_columns(own_b + j * s.dv, cols_b, s.dv, dp);
+        }
+      } else {
+        load_rows<T>(k, s.k, b, h, first, n, s.d, Acc(1), own_a);
+        if (part == 1) load_rows<T>(v, s.v, b, h, first, n, s.dv, Acc(1), own_b);
+        for (int64_t i0 = s.causal ? first : 0; i0 < s.lq; i0 += R) {
+          int64_t m = s.lq - i0 < R ? s.lq - i0 : R;
+          load_columns<T>(q, s.q, b, h, i0, m, s.d, scale, cols_a);
+          if (part == 1) {
+            load_columns<T>(g.grad_out, g.grad_out_strides, b, h, i0, m, s.dv, Acc(1), cols_b);
+            load_rows<T>(q, s.q, b, h, i0, m, s.d, Acc(1), rows);
+          } else {
+            load_rows<T>(g.grad_out, g.grad_out_strides, b, h, i0, m, s.dv, Acc(1), rows);
+          }
+          row_stats(i0, m);
+          for (int64_t j = 0; j < n; ++j) {
+            block_scores<Mask>(own_a + j * s.d, cols_a, s.d, m, mask, s, b, h, false, first + j, i0, score);
+            if (part == 2) {
 #pragma omp simd
-          for (int64_t c = 0; c < R; ++c)
-            dp[c] = Acc(T::get(T::put(coil_rt::exp(score[c] - shift[c]) * (dp[c] - delta[c]) * scale)));
-          add_weighted_rows(dp, m, rows, s.d, acc + j * s.d);
+              for (int64_t c = 0; c < R; ++c) score[c] = Acc(T::get(T::put(coil_rt::exp(score[c] - shift[c]))));
+              add_weighted_rows(score, m, rows, s.dv, acc + j * s.dv);
+              continue;
+            }
+            row_times_columns(own_b + j * s.dv, cols_b, s.dv, dp);
+#pragma omp simd
+            for (int64_t c = 0; c < R; ++c)
+              dp[c] = Acc(T::get(T::put(coil_rt::exp(score[c] - shift[c]) * (dp[c] - delta[c]) * scale)));
+            add_weighted_rows(dp, m, rows, s.d, acc + j * s.d);
+          }
         }
       }
-    }
-    for (int64_t r = 0; r < n; ++r) {
-      auto *o = grad + b * s.out.b + h * s.out.h + (first + r) * s.out.r;
-      for (int64_t d = 0; d < width; ++d) o[d * s.out.c] = T::put(acc[r * width + d]);
+      for (int64_t r = 0; r < n; ++r) {
+        auto *o = grad + b * s.out.b + h * s.out.h + (first + r) * s.out.r;
+        for (int64_t d = 0; d < width; ++d) o[d * s.out.c] = T::put(acc[r * width + d]);
+      }
     }
   }
 }
