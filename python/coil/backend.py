@@ -189,21 +189,17 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs, options: list[tuple[
     return split
 
 
-def _allocator(target: torch.device):
-    """A function (sizes, strides, dtype) -> a new tensor on `target`: the allocation that
-    Inductor's generated code calls, a third of torch.empty_strided's time, where this
-    PyTorch has it (on CUDA while cuda:0 is the current device, which it allocates on)."""
+def _allocators(target: torch.device):
+    """(fast, plain): functions (sizes, strides, dtype) -> a new tensor on `target`. fast is
+    the allocation Inductor's generated code calls, a third of torch.empty_strided's time
+    (None where this PyTorch lacks it); on CUDA it allocates on the current device, so a
+    call takes it only while that is `target`. plain is torch.empty_strided."""
     guards = getattr(torch._C._dynamo, "guards", None)
-    fast = getattr(guards, "_empty_strided_" + target.type, None)
-    if fast is not None and target.type == "cpu":
-        return fast
 
-    def allocate(sizes, strides, dtype):
-        if fast is not None and torch.cuda.current_device() == target.index:
-            return fast(sizes, strides, dtype)
+    def plain(sizes, strides, dtype):
         return torch.empty_strided(sizes, strides, dtype=dtype, device=target)
 
-    return allocate
+    return getattr(guards, "_empty_strided_" + target.type, None), plain
 
 
 def compile_whole(gm: torch.fx.GraphModule, example_inputs, options: list[tuple[str, str]], guarded: bool = False):
@@ -257,9 +253,10 @@ def compile_whole(gm: torch.fx.GraphModule, example_inputs, options: list[tuple[
         constants.append(value)
     moved: list = []
     checked = [True]  # whether this call is checked in full: the first, and every one when not guarded
-    alloc = _allocator(target)
+    fast, plain = _allocators(target)
     count = len(outputs)
-    fresh = [(k, *outputs[k]) for k in range(count) if k not in {k for k, _, _ in same}]
+    reused = {k for k, _, _ in same}
+    fresh = [(k, *outputs[k]) for k in range(count) if k not in reused]
     whole = all(tensor_outputs)
 
     def run(*args):
@@ -268,6 +265,8 @@ def compile_whole(gm: torch.fx.GraphModule, example_inputs, options: list[tuple[
         given = args + tuple(moved)
         if random:
             given += (torch.randint(0, 2**62, (2,), dtype=torch.int64, device=target),)
+        on_target = target.type == "cpu" or torch.cuda.current_device() == target.index
+        alloc = fast if fast is not None and on_target else plain
         outs = [None] * count
         # Guarded calls after the first hold the layouts: only other calls look.
         for k, j, strides in same:

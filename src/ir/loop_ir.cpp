@@ -61,16 +61,14 @@ std::string_view attention_part_name(AttentionPart part) {
 AttentionCall attention_call(const Node &n) {
   COIL_ASSERT(n.kind == NodeKind::Extern && n.extern_op == ExternOp::Attention, "not an attention call: ", n.origin);
   AttentionCall c;
-  auto part = n.attrs.find("part");
-  c.part = part == n.attrs.end() ? AttentionPart::Output : AttentionPart(part->second.at(0));
-  bool grads = c.part == AttentionPart::GradQuery || c.part == AttentionPart::GradKey || c.part == AttentionPart::GradValue;
-  size_t fixed = grads ? 6 : 3;
+  c.part = AttentionPart(n.attrs.at("part").at(0));
+  size_t fixed = c.gradient() ? 6 : 3;
   COIL_ASSERT(n.operands.size() == fixed || n.operands.size() == fixed + 1, "attention call ", n.origin, " has ",
               n.operands.size(), " operands");
   c.q = &n.operands[0];
   c.k = &n.operands[1];
   c.v = &n.operands[2];
-  if (grads) {
+  if (c.gradient()) {
     c.grad_out = &n.operands[3];
     c.lse = &n.operands[4];
     c.delta = &n.operands[5];

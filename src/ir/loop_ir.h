@@ -124,6 +124,9 @@ struct AttentionCall {
   bool causal = false;
   int64_t group = 1;  // query heads per key/value head
   double scale = 1;
+
+  /// One of the gradients: operands dO, the logsumexp and D after q, k and v.
+  bool gradient() const { return part >= AttentionPart::GradQuery; }
 };
 AttentionCall attention_call(const Node &n);
 

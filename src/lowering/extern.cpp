@@ -396,16 +396,6 @@ AttentionOperands attention_operands(Lowering &l, const Node &n, const char *mas
 // probabilities from the logsumexp; D = rowsum(dO * out), which those of query and key
 // read, is a reduction of its own.
 
-/// The CPU's kernels keep a row of query, of values and of their gradients in arrays of
-/// coil_rt::attention::kMaxHeadDim elements (coil/attention.h).
-void check_cpu_heads(const Graph &g, const Node &n, const AttentionOperands &at) {
-  constexpr int64_t kCpuMaxHeadDim = 1024;
-  COIL_USER_CHECK(g.type(n.outputs[0]).device.kind != Device::Kind::CPU ||
-                      std::max(at.q.sizes[3], at.v.sizes[3]) <= kCpuMaxHeadDim,
-                  "heads of ", at.q.sizes[3], " and ", at.v.sizes[3], " elements: the CPU's attention kernel takes at most ",
-                  kCpuMaxHeadDim);
-}
-
 /// An Attention call computing `part` of `at` from `operands` (q, k, v, and for the
 /// gradients dO, the logsumexp and D; the mask is added last) into a buffer of `out`.
 TensorRef attention_call(Lowering &l, const std::string &origin, const AttentionOperands &at, ir::AttentionPart part,
@@ -462,7 +452,6 @@ LowerFn attention_backward(const char *mask, const char *grad_name) {
     if (n.outputs.size() > 3)
       COIL_USER_CHECK(!arg(n, "grad_input_mask").as<ArgList>().at(3).as<bool>() || !is_read(g, n.outputs[3]),
                       "the gradient of attn_bias is asked for; coil computes those of query, key and value");
-    check_cpu_heads(g, n, at);
     const std::string &o = n.name;
     const DType f = opmath_dtype(at.q.dtype);
     TensorRef dy = as_4d(l, o, l.ref(arg(n, grad_name).as<ValueId>()));
@@ -512,7 +501,6 @@ LowerFn attention(const char *mask, bool gqa) {
     bool grouped = gqa && arg(n, "enable_gqa").as<bool>();
     COIL_USER_CHECK(k.sizes[1] == q.sizes[1] || grouped, "key and value have ", k.sizes[1], " heads, query ", q.sizes[1],
                     (gqa ? " (enable_gqa=True shares each key/value head among query heads)" : ""));
-    check_cpu_heads(g, n, at);
     // The output as the graph types it, written through a [B, H, L, Ev] view of its buffer.
     TensorRef result = attention_result(l, n.name, at, ir::AttentionPart::Output, {view_of(q), view_of(k), view_of(v)},
                                         g.type(n.outputs[0]), {q.sizes[0], q.sizes[1], q.sizes[2], v.sizes[3]});

@@ -101,10 +101,11 @@ int Lowering::draw(ir::BodyBuilder &b, ir::Op op, DType dtype, int64_t first, co
                    const Shape &sizes, const TensorRef *state) {
   Expr linear = ir::offset_of(x, contiguous_strides(sizes));
   COIL_ASSERT(state || random_state_ >= 0, "a draw before its counters were reserved");
-  int seed = state ? b.load(state->buffer, offset(*state, {Expr(0)}), DType::I64) : b.load(random_state_, Expr(0), DType::I64);
-  int offset = state ? b.load(state->buffer, Lowering::offset(*state, {Expr(1)}), DType::I64)
-                     : b.load(random_state_, Expr(1), DType::I64);
-  int counter = b.binary(ir::Op::Add, offset, b.index(linear + first, DType::I64), DType::I64);
+  // (seed, offset): the state operand's two elements, or the call's random state.
+  ir::BufferId from = state ? state->buffer : random_state_;
+  auto at = [&](int64_t i) { return state ? offset(*state, {Expr(i)}) : Expr(i); };
+  int seed = b.load(from, at(0), DType::I64), first_counter = b.load(from, at(1), DType::I64);
+  int counter = b.binary(ir::Op::Add, first_counter, b.index(linear + first, DType::I64), DType::I64);
   return b.binary(op, seed, counter, dtype);
 }
 

@@ -83,7 +83,6 @@ struct Shape {
 /// The larger of a and b, NaN if either is (a NaN score makes its row NaN, as in eager).
 template <typename Acc> Acc max_nan(Acc a, Acc b) { return a != a || a > b ? a : b; }
 
-inline constexpr int64_t kMaxHeadDim = 1024;  // lowering/extern.cpp refuses longer heads on the CPU
 inline constexpr int64_t kBlock = 32;         // rows a thread owns, and rows of the other side per step
 
 /// The mask's element at [b, h, i, j], or nullptr without a mask.

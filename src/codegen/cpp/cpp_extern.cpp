@@ -511,12 +511,10 @@ std::string extern_library(const ir::Program &p, const ir::Kernel &k) {
   sched::Epilogue e = sched::epilogue_of(p, k);
   const Node &n = p.nodes[size_t(k.nodes[0])];
   if (n.extern_op == ir::ExternOp::Attention) {
-    ir::AttentionPart part = ir::attention_call(n).part;
-    if (part == ir::AttentionPart::Output || part == ir::AttentionPart::Logsumexp)
-      return str_cat("coil's fused attention loop, ", ir::attention_part_name(part),
-                     " (online softmax over blocks of 64 keys; the scores never stored)");
-    return str_cat("coil's fused attention loop, ", ir::attention_part_name(part),
-                   " (the probabilities recomputed from the logsumexp; the scores never stored)");
+    ir::AttentionCall c = ir::attention_call(n);
+    return str_cat("coil's fused attention loop, ", ir::attention_part_name(c.part), " (blocks of 32 rows by 32 keys; ",
+                   c.gradient() ? "the probabilities recomputed from the logsumexp" : "an online softmax",
+                   "; the scores never stored)");
   }
   std::string why_not = why_not_onednn(p, k, e);
   if (why_not.empty()) {

@@ -25,7 +25,6 @@ struct Call {
   const ir::View &q, &k, &v;
   DType dtype;
   int64_t batch, heads, group, rows, keys, e, ev;
-  bool grads() const { return c.part >= ir::AttentionPart::GradQuery; }
   /// Program blocks over keys (the gradients of key and value), not over query rows.
   bool over_keys() const { return c.part == ir::AttentionPart::GradKey || c.part == ir::AttentionPart::GradValue; }
 };
@@ -59,7 +58,7 @@ AttentionPlan plan_attention(const ir::Program &p, const ir::Kernel &k, const Tr
   int64_t head = std::max(c.e, c.ev);
   if (c.dtype == DType::F64) {
     plan = {16, 16, 4, 1};  // broadcast products: the tile's cube lives in registers
-  } else if (c.grads()) {
+  } else if (c.c.gradient()) {
     // A program keeps its own block (query rows or keys) of the operands it multiplies by
     // and its gradient's accumulator, and walks the other side's blocks.
     plan = c.dtype == DType::F32 ? AttentionPlan{32, 32, 4, 1} : AttentionPlan{64, 64, head > 64 ? 8 : 4, 2};
@@ -83,7 +82,7 @@ std::vector<AttentionPlan> attention_tuning_plans(const ir::Program &p, const ir
   std::vector<AttentionPlan> out = {chosen};
   // Not worth timing: short sequences (one block either way), f64 (one plan fits) and the
   // gradients (one plan, for now).
-  if (c.dtype == DType::F64 || c.grads() || c.batch * c.heads * c.rows * c.keys < (int64_t(1) << 16)) return out;
+  if (c.dtype == DType::F64 || c.c.gradient() || c.batch * c.heads * c.rows * c.keys < (int64_t(1) << 16)) return out;
   int64_t head = std::max(c.e, c.ev);
   std::vector<AttentionPlan> grid;
   for (int64_t bm : {64, 128})
@@ -119,7 +118,7 @@ GpuKernel emit_attention(const ir::Program &p, const ir::Kernel &k, const Attent
   };
   std::string qp = name_of(c.q.buffer, false), kp = name_of(c.k.buffer, false), vp = name_of(c.v.buffer, false);
   std::string dop, lsep, deltap;
-  if (c.grads()) {
+  if (c.c.gradient()) {
     dop = name_of(c.c.grad_out->buffer, false);
     lsep = name_of(c.c.lse->buffer, false);
     deltap = name_of(c.c.delta->buffer, false);
