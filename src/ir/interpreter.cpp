@@ -204,8 +204,10 @@ class Interpreter {
   }
 
   void store(BufferId b, const Node &n, const std::vector<int64_t> &point, Scalar value) {
+    store_at(b, ir::eval(store_index(n, p_.buffer(b)), point), value);
+  }
+  void store_at(BufferId b, int64_t at, Scalar value) {
     Storage &s = storage_[size_t(b)];
-    int64_t at = ir::eval(store_index(n, p_.buffer(b)), point);
     s.elems[size_t(at)] = round_to(value, s.dtype);
     if (!s.stamps.empty()) s.stamps[size_t(at)] = now_;
   }
@@ -575,10 +577,16 @@ void Interpreter::run_attention(const Node &n) {
   const View &q = *c.q, &k = *c.k, &v = *c.v;
   bool bool_mask = c.mask && p_.buffer(c.mask->buffer).type.dtype == DType::Bool;
   int64_t e = q.sizes[3], s = k.sizes[2], ev = v.sizes[3], rows = q.sizes[2], group = c.group;
-  DType out_dtype = p_.buffer(n.outputs[0]).type.dtype, q_dtype = p_.buffer(q.buffer).type.dtype;
+  DType q_dtype = p_.buffer(q.buffer).type.dtype;
   // A weight as the fused kernels multiply it: rounded to the inputs' dtype (bf16, f16).
   auto operand = [&](double x) { return round_to(Scalar::of(x, q_dtype), q_dtype).as_double(q_dtype); };
-  auto put = [&](const std::vector<int64_t> &at, double x) { store(n.outputs[0], n, at, Scalar::of(x, out_dtype)); };
+  // Output `i` of the call (a whole buffer) at index `at`.
+  auto put = [&](size_t i, const std::vector<int64_t> &at, double x) {
+    const TensorType &t = p_.buffer(n.outputs[i]).type;
+    int64_t offset = 0;
+    for (size_t d = 0; d < at.size(); ++d) offset += at[d] * t.strides[d];
+    store_at(n.outputs[i], offset, Scalar::of(x, t.dtype));
+  };
   // Row i of the scores into `score`; returns its max (NaN if any is NaN).
   std::vector<double> score(static_cast<size_t>(s));
   auto scores = [&](int64_t b, int64_t h, int64_t i) {
@@ -599,23 +607,19 @@ void Interpreter::run_attention(const Node &n) {
   };
   for (int64_t b = 0; b < q.sizes[0]; ++b)
     for (int64_t h = 0; h < q.sizes[1]; ++h) {
-      if (c.part == ir::AttentionPart::Output || c.part == ir::AttentionPart::Logsumexp) {
+      if (!c.gradient()) {
         for (int64_t i = 0; i < rows; ++i) {
           double top = scores(b, h, i), sum = 0;
-          if (c.part == ir::AttentionPart::Logsumexp) {
-            for (double x : score) sum += top == -INFINITY ? 0 : std::exp(x - top);
-            put({b, h, i}, top == -INFINITY ? -INFINITY : top + std::log(sum));
-            continue;
-          }
           // The weights sum unrounded and multiply the values rounded.
           for (double &x : score) {
             sum += x = top == -INFINITY ? 0 : std::exp(x - top);
             x = operand(x);
           }
+          if (c.writes_logsumexp) put(1, {b, h, i}, top == -INFINITY ? -INFINITY : top + std::log(sum));
           for (int64_t d = 0; d < ev; ++d) {
             double acc = 0;
             for (int64_t j = 0; j < s; ++j) acc += score[size_t(j)] * read(v, {b, h / group, j, d});
-            put({b, h, i, d}, top == -INFINITY ? 0 : acc / sum);
+            put(0, {b, h, i, d}, top == -INFINITY ? 0 : acc / sum);
           }
         }
         continue;
@@ -632,29 +636,23 @@ void Interpreter::run_attention(const Node &n) {
           grad_score[size_t(i * s + j)] = operand(pij * (dp - delta) * c.scale);
         }
       }
-      switch (c.part) {
-        case ir::AttentionPart::GradQuery:
-          for (int64_t i = 0; i < rows; ++i)
-            for (int64_t d = 0; d < e; ++d) {
-              double acc = 0;
-              for (int64_t j = 0; j < s; ++j) acc += grad_score[size_t(i * s + j)] * read(k, {b, h / group, j, d});
-              put({b, h, i, d}, acc);
-            }
-          break;
-        case ir::AttentionPart::GradKey:
-        case ir::AttentionPart::GradValue: {
-          bool key = c.part == ir::AttentionPart::GradKey;
-          for (int64_t j = 0; j < s; ++j)
-            for (int64_t d = 0; d < (key ? e : ev); ++d) {
-              double acc = 0;
-              for (int64_t i = 0; i < rows; ++i)
-                acc += key ? grad_score[size_t(i * s + j)] * read(q, {b, h, i, d})
-                           : prob[size_t(i * s + j)] * read(*c.grad_out, {b, h, i, d});
-              put({b, h, j, d}, acc);
-            }
-          break;
+      for (int64_t i = 0; i < rows; ++i)
+        for (int64_t d = 0; d < e; ++d) {
+          double acc = 0;
+          for (int64_t j = 0; j < s; ++j) acc += grad_score[size_t(i * s + j)] * read(k, {b, h / group, j, d});
+          put(0, {b, h, i, d}, acc);
         }
-        default: break;
+      for (int64_t j = 0; j < s; ++j) {
+        for (int64_t d = 0; d < e; ++d) {
+          double acc = 0;
+          for (int64_t i = 0; i < rows; ++i) acc += grad_score[size_t(i * s + j)] * read(q, {b, h, i, d});
+          put(1, {b, h, j, d}, acc);
+        }
+        for (int64_t d = 0; d < ev; ++d) {
+          double acc = 0;
+          for (int64_t i = 0; i < rows; ++i) acc += prob[size_t(i * s + j)] * read(*c.grad_out, {b, h, i, d});
+          put(2, {b, h, j, d}, acc);
+        }
       }
     }
 }

@@ -49,11 +49,8 @@ std::string_view extern_op_name(ExternOp op) {
 
 std::string_view attention_part_name(AttentionPart part) {
   switch (part) {
-    case AttentionPart::Output: return "output";
-    case AttentionPart::Logsumexp: return "logsumexp";
-    case AttentionPart::GradQuery: return "grad_query";
-    case AttentionPart::GradKey: return "grad_key";
-    case AttentionPart::GradValue: return "grad_value";
+    case AttentionPart::Forward: return "forward";
+    case AttentionPart::Backward: return "backward";
   }
   return "?";
 }
@@ -65,6 +62,8 @@ AttentionCall attention_call(const Node &n) {
   size_t fixed = c.gradient() ? 6 : 3;
   COIL_ASSERT(n.operands.size() == fixed || n.operands.size() == fixed + 1, "attention call ", n.origin, " has ",
               n.operands.size(), " operands");
+  COIL_ASSERT(c.gradient() ? n.outputs.size() == 3 : n.outputs.size() == 1 || n.outputs.size() == 2, "attention call ",
+              n.origin, " has ", n.outputs.size(), " outputs");
   c.q = &n.operands[0];
   c.k = &n.operands[1];
   c.v = &n.operands[2];
@@ -77,6 +76,7 @@ AttentionCall attention_call(const Node &n) {
   c.causal = n.attrs.at("causal").at(0) != 0;
   c.group = n.attrs.at("kv_group").at(0);
   c.scale = n.scalars.at("scale");
+  c.writes_logsumexp = !c.gradient() && n.outputs.size() == 2;
   return c;
 }
 

@@ -46,14 +46,16 @@ std::string_view extern_op_name(ExternOp op);
 /// What an Attention call computes (its attr "part"), over the scores
 /// S = scale * q k^T (+ the mask's bias; -inf where a boolean mask or causality leaves a
 /// key out) and P = softmax(S) by rows:
-///   Output     P v, [B, H, L, Ev] (0 for a row every key is left out of);
-///   Logsumexp  log(sum_j exp(S_ij)) per row, [B, H, L] in f32 (f64 for f64 operands),
-///              -inf for a row every key is left out of;
-///   GradQuery  dq = dS k,  GradKey dk = dS^T q,  GradValue dv = P^T dO, where
-///              P = exp(S - lse) recomputed from the logsumexp, dS = P * (dO v^T - D) *
-///              scale and D = rowsum(dO * out). P and dS enter their products rounded to the
-///              operands' dtype (bf16, f16), as fused kernels hand them to their matrix units.
-enum class AttentionPart : uint8_t { Output, Logsumexp, GradQuery, GradKey, GradValue };
+///   Forward    outputs P v, [B, H, L, Ev] (0 for a row every key is left out of), and,
+///              as a second output when the node has one, log(sum_j exp(S_ij)) per row,
+///              [B, H, L] in f32 (f64 for f64 operands; -inf for a row every key is left
+///              out of): one walk over the keys serves both;
+///   Backward   outputs dq = dS k, dk = dS^T q and dv = P^T dO, where P = exp(S - lse) is
+///              recomputed from the logsumexp, dS = P * (dO v^T - D) * scale and
+///              D = rowsum(dO * out). P and dS enter their products rounded to the
+///              operands' dtype (bf16, f16), as fused kernels hand them to their matrix
+///              units. The key-side gradients share their walk over the query rows.
+enum class AttentionPart : uint8_t { Forward, Backward };
 std::string_view attention_part_name(AttentionPart part);
 
 struct Buffer {
@@ -116,17 +118,19 @@ struct Node {
 /// An Attention node's operands and attributes, decoded. Operands: q, k, v [B, H, rows, E]
 /// (k and v with H / group heads), then for the gradients dO [B, H, L, Ev], the logsumexp
 /// and D ([B, H, L] each), then the mask (broadcast to [B, H, L, S]) when there is one.
+/// Outputs: as AttentionPart says, each a whole buffer.
 struct AttentionCall {
-  AttentionPart part = AttentionPart::Output;
+  AttentionPart part = AttentionPart::Forward;
   const View *q = nullptr, *k = nullptr, *v = nullptr;
   const View *grad_out = nullptr, *lse = nullptr, *delta = nullptr;  // the gradients' only
   const View *mask = nullptr;                                         // or none
   bool causal = false;
   int64_t group = 1;  // query heads per key/value head
   double scale = 1;
+  bool writes_logsumexp = false;  // Forward: the rows' logsumexp is its second output
 
-  /// One of the gradients: operands dO, the logsumexp and D after q, k and v.
-  bool gradient() const { return part >= AttentionPart::GradQuery; }
+  /// The gradients: operands dO, the logsumexp and D after q, k and v.
+  bool gradient() const { return part == AttentionPart::Backward; }
 };
 AttentionCall attention_call(const Node &n);
 

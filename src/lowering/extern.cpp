@@ -21,21 +21,31 @@ using ir::Expr;
 
 ir::View view_of(const TensorRef &r) { return ir::View{r.buffer, r.sizes, r.strides, r.offset}; }
 
-/// An Extern node writing a new buffer of type `out` from `operands`.
-TensorRef extern_node(Lowering &l, const std::string &origin, ir::ExternOp op, std::vector<ir::View> operands,
-                      const TensorType &out, int64_t reduction_size, std::map<std::string, double> scalars = {}) {
-  TensorRef result = l.new_buffer(out);
+/// An extern call writing one buffer of each of `outs` (in the call's order).
+std::vector<TensorRef> extern_node(Lowering &l, const std::string &origin, ir::ExternOp op, std::vector<ir::View> operands,
+                                   const std::vector<TensorType> &outs, int64_t reduction_size,
+                                   std::map<std::string, double> scalars = {}) {
   ir::Node node;
   node.kind = ir::NodeKind::Extern;
   node.extern_op = op;
   node.origin = origin;
-  node.ranges = out.sizes;
+  node.ranges = outs.at(0).sizes;
   node.operands = std::move(operands);
   node.scalars = std::move(scalars);
   node.attrs["reduction_size"] = {reduction_size};
-  node.outputs = {result.buffer};
+  std::vector<TensorRef> results;
+  for (const TensorType &out : outs) {
+    results.push_back(l.new_buffer(out));  // produced by the node pushed next
+    node.outputs.push_back(results.back().buffer);
+  }
   l.program().nodes.push_back(std::move(node));
-  return result;
+  return results;
+}
+
+/// An Extern node writing a new buffer of type `out` from `operands`.
+TensorRef extern_node(Lowering &l, const std::string &origin, ir::ExternOp op, std::vector<ir::View> operands,
+                      const TensorType &out, int64_t reduction_size, std::map<std::string, double> scalars = {}) {
+  return extern_node(l, origin, op, std::move(operands), std::vector<TensorType>{out}, reduction_size, std::move(scalars))[0];
 }
 
 /// A product's beta and alpha (those the node's op has) in the result's type, as eager
@@ -390,19 +400,25 @@ AttentionOperands attention_operands(Lowering &l, const Node &n, const char *mas
 
 // ---- attention's calls ----------------------------------------------------------------------
 //
-// The forward ops, the logsumexp a training graph reads from them, and the backward ops
-// are Attention calls, one per part (ir::AttentionPart): each dialect's fused kernel
-// recomputes the scores block by block and never stores them. The gradients recompute the
-// probabilities from the logsumexp; D = rowsum(dO * out), which those of query and key
-// read, is a reduction of its own.
+// A forward op is one Attention call (ir::AttentionPart::Forward) whose second output is the
+// rows' logsumexp when a training graph reads it; a backward op is one call writing the
+// three gradients (Backward), after D = rowsum(dO * out), a reduction of its own. Each
+// dialect's fused kernel recomputes the scores block by block and never stores them; the
+// gradients recompute the probabilities from the logsumexp.
 
-/// An Attention call computing `part` of `at` from `operands` (q, k, v, and for the
-/// gradients dO, the logsumexp and D; the mask is added last) into a buffer of `out`.
-TensorRef attention_call(Lowering &l, const std::string &origin, const AttentionOperands &at, ir::AttentionPart part,
-                         std::vector<ir::View> operands, const TensorType &out) {
+/// The Attention call computing `part` of `at` from `operands` (q, k, v, and for the
+/// gradients dO, the logsumexp and D; the mask is added last) into buffers of `outs`.
+std::vector<TensorRef> attention_call(Lowering &l, const std::string &origin, const AttentionOperands &at,
+                                      ir::AttentionPart part, std::vector<ir::View> operands,
+                                      const std::vector<TensorType> &outs) {
   if (at.mask) operands.push_back(view_of(expand(*at.mask, at.scores())));
-  TensorRef r = extern_node(l, origin, ir::ExternOp::Attention, std::move(operands), out,
-                            at.k.sizes[2] * at.q.sizes[3], {{"scale", at.scale}});
+  // The most terms a result sums: the forward's over the keys' dot products; the
+  // gradients' over the query rows (key side) or the keys (query side).
+  int64_t terms = at.k.sizes[2] * at.q.sizes[3];
+  if (part == ir::AttentionPart::Backward)
+    terms = std::max(at.q.sizes[2], at.k.sizes[2]) * std::max(at.q.sizes[3], at.v.sizes[3]);
+  std::vector<TensorRef> r =
+      extern_node(l, origin, ir::ExternOp::Attention, std::move(operands), outs, terms, {{"scale", at.scale}});
   ir::Node &node = l.program().nodes.back();
   node.attrs["causal"] = {at.causal ? 1 : 0};
   node.attrs["kv_group"] = {at.q.sizes[1] / at.k.sizes[1]};
@@ -410,34 +426,30 @@ TensorRef attention_call(Lowering &l, const std::string &origin, const Attention
   return r;
 }
 
-/// A result of an attention call as the graph types it (`type`): written through a
-/// [B, H, rows, cols] view of a buffer of that type, or of a contiguous one when the
-/// graph's has another rank ([B*H, L, E], say), reinterpreted after.
-TensorRef attention_result(Lowering &l, const std::string &origin, const AttentionOperands &at, ir::AttentionPart part,
-                           std::vector<ir::View> operands, const TensorType &type, const Shape &four) {
-  TensorType buffer = type.rank() == 4 ? type : TensorType{type.dtype, four, contiguous_strides(four), type.device};
-  TensorRef r = attention_call(l, origin, at, part, std::move(operands), buffer);
+/// The buffer an attention result of the graph's `type` is written to: that type when it
+/// is [B, H, rows, cols] (`four`), else a contiguous one of `four`, reinterpreted after by
+/// as_typed.
+TensorType attention_buffer(const TensorType &type, const Shape &four) {
+  return type.rank() == 4 ? type : TensorType{type.dtype, four, contiguous_strides(four), type.device};
+}
+
+/// A result `r` written through attention_buffer(type, ...), as the graph types it.
+TensorRef as_typed(TensorRef r, const TensorType &type) {
   if (type.rank() != 4) r = TensorRef{r.buffer, type.dtype, type.sizes, contiguous_strides(type.sizes), 0};
   return r;
 }
 
-/// The logsumexp of the scores' rows written as the graph types the op's output: [B, H, L]
-/// (the kernel writes it in place), or rows padded (the memory-efficient op's, padding 0)
-/// or [B, H, L, 1] through a copy.
-TensorRef logsumexp_as(Lowering &l, const std::string &origin, const AttentionOperands &at, const TensorType &type) {
-  const TensorRef &q = at.q, &k = at.k, &v = at.v;
-  Shape rows = {q.sizes[0], q.sizes[1], q.sizes[2]};
-  DType acc = opmath_dtype(q.dtype);
-  std::vector<ir::View> operands = {view_of(q), view_of(k), view_of(v)};
-  if (type.sizes == rows && type.dtype == acc)
-    return attention_call(l, origin + " logsumexp", at, ir::AttentionPart::Logsumexp, operands, type);
-  TensorRef lse = attention_call(l, origin + " logsumexp", at, ir::AttentionPart::Logsumexp, operands,
-                                 TensorType{acc, rows, contiguous_strides(rows), type.device});
+/// The logsumexp `lse` ([B, H, L] in the accumulator's type, as the kernels write it) as
+/// the graph types the op's output: itself, or rows padded (the memory-efficient op's,
+/// padding 0) or [B, H, L, 1] through a copy.
+TensorRef logsumexp_as(Lowering &l, const std::string &origin, const TensorRef &lse, const TensorType &type) {
+  if (type.sizes == lse.sizes && type.strides == lse.strides && type.dtype == lse.dtype) return lse;  // in place
+  const Shape &rows = lse.sizes;
   return l.pointwise(type, origin + " logsumexp", [&](ir::BodyBuilder &b, const std::vector<Expr> &x) {
     Expr at_row = Lowering::offset(lse, {x[0], x[1], x[2]});
-    if (type.sizes[2] == rows[2]) return b.cast(b.load(lse.buffer, at_row, acc), type.dtype);
+    if (type.sizes[2] == rows[2]) return b.cast(b.load(lse.buffer, at_row, lse.dtype), type.dtype);
     int in = b.binary(ir::Op::Lt, b.index(x[2], DType::I64), b.constant(double(rows[2]), DType::I64), DType::Bool);
-    return b.cast(b.masked_load(lse.buffer, at_row, acc, in, 0), type.dtype);
+    return b.cast(b.masked_load(lse.buffer, at_row, lse.dtype, in, 0), type.dtype);
   });
 }
 
@@ -474,14 +486,11 @@ LowerFn attention_backward(const char *mask, const char *grad_name) {
                                 return b.binary(ir::Op::Mul, a, c, f);
                               })[0];
     std::vector<ir::View> operands = {view_of(at.q), view_of(at.k), view_of(at.v), view_of(dy), view_of(lse), view_of(d)};
-    std::vector<TensorRef> grads;
-    const std::pair<ir::AttentionPart, const TensorRef *> parts[] = {
-        {ir::AttentionPart::GradQuery, &at.q}, {ir::AttentionPart::GradKey, &at.k}, {ir::AttentionPart::GradValue, &at.v}};
-    for (size_t i = 0; i < 3; ++i) {
-      const auto &[part, like] = parts[i];
-      grads.push_back(attention_result(l, str_cat(o, " ", ir::attention_part_name(part)), at, part, operands,
-                                       g.type(n.outputs[i]), like->sizes));
-    }
+    const TensorRef *like[] = {&at.q, &at.k, &at.v};
+    std::vector<TensorType> buffers;
+    for (size_t i = 0; i < 3; ++i) buffers.push_back(attention_buffer(g.type(n.outputs[i]), like[i]->sizes));
+    std::vector<TensorRef> grads = attention_call(l, o + " gradients", at, ir::AttentionPart::Backward, operands, buffers);
+    for (size_t i = 0; i < 3; ++i) grads[i] = as_typed(grads[i], g.type(n.outputs[i]));
     if (n.outputs.size() > 3) grads.push_back(l.fill(g.type(n.outputs[3]), o + " (not asked)"));
     return grads;
   };
@@ -490,9 +499,9 @@ LowerFn attention_backward(const char *mask, const char *grad_name) {
 /// scaled_dot_product_attention and the fused ops it dispatches to. `mask` names the
 /// optional mask argument (nullptr: the op takes none), `gqa` whether the op has an
 /// enable_gqa flag (the fused ops take equal heads only). Of the fused ops' other outputs,
-/// logsumexp is computed when a graph reads it (lowering/extern.cpp's training section);
-/// the rest (sequence offsets, random state, debug mask) are zeros, which is what an
-/// attention without dropout leaves in them for its backward op.
+/// logsumexp is computed when a graph reads it, by the same call as the output; the rest
+/// (sequence offsets, random state, debug mask) are zeros, which is what an attention
+/// without dropout leaves in them for its backward op.
 LowerFn attention(const char *mask, bool gqa) {
   return [=](Lowering &l, const Node &n) {
     const Graph &g = l.graph();
@@ -501,18 +510,27 @@ LowerFn attention(const char *mask, bool gqa) {
     bool grouped = gqa && arg(n, "enable_gqa").as<bool>();
     COIL_USER_CHECK(k.sizes[1] == q.sizes[1] || grouped, "key and value have ", k.sizes[1], " heads, query ", q.sizes[1],
                     (gqa ? " (enable_gqa=True shares each key/value head among query heads)" : ""));
-    // The output as the graph types it, written through a [B, H, L, Ev] view of its buffer.
-    TensorRef result = attention_result(l, n.name, at, ir::AttentionPart::Output, {view_of(q), view_of(k), view_of(v)},
-                                        g.type(n.outputs[0]), {q.sizes[0], q.sizes[1], q.sizes[2], v.sizes[3]});
-    std::vector<TensorRef> outs = {result};
-    for (size_t i = 1; i < n.outputs.size(); ++i) {
-      const TensorType &t = g.type(n.outputs[i]);
-      if (i == 1 && is_read(g, n.outputs[i])) {
-        outs.push_back(logsumexp_as(l, n.name, at, t));
-      } else {
-        // Zeros; the scheduler drops those nothing reads.
-        outs.push_back(l.fill(t, n.name));
-      }
+    // The output as the graph types it, written through a [B, H, L, Ev] view of its
+    // buffer; the rows' logsumexp beside it when the graph reads it.
+    const TensorType &type = g.type(n.outputs[0]);
+    std::vector<TensorType> buffers = {attention_buffer(type, {q.sizes[0], q.sizes[1], q.sizes[2], v.sizes[3]})};
+    bool lse = n.outputs.size() > 1 && is_read(g, n.outputs[1]);
+    Shape rows = {q.sizes[0], q.sizes[1], q.sizes[2]};
+    if (lse) {
+      // The kernels write the logsumexp in place where the graph's is [B, H, L] in the
+      // accumulator's type, whatever its strides.
+      const TensorType &graph_lse = g.type(n.outputs[1]);
+      DType acc = opmath_dtype(q.dtype);
+      bool in_place = graph_lse.sizes == rows && graph_lse.dtype == acc;
+      buffers.push_back(in_place ? graph_lse : TensorType{acc, rows, contiguous_strides(rows), type.device});
+    }
+    std::vector<TensorRef> results =
+        attention_call(l, n.name, at, ir::AttentionPart::Forward, {view_of(q), view_of(k), view_of(v)}, buffers);
+    std::vector<TensorRef> outs = {as_typed(results[0], type)};
+    if (lse) outs.push_back(logsumexp_as(l, n.name, results[1], g.type(n.outputs[1])));
+    for (size_t i = outs.size(); i < n.outputs.size(); ++i) {
+      // Zeros; the scheduler drops those nothing reads.
+      outs.push_back(l.fill(g.type(n.outputs[i]), n.name));
     }
     return outs;
   };

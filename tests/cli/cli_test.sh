@@ -128,9 +128,9 @@ class GraphModule(torch.nn.Module):
         out: "f32[1, 1, 4, 1100][4400, 4400, 1100, 1]cpu" = torch.ops.aten.scaled_dot_product_attention.default(q, q, q)
         return (out,)
 GRAPH
-expect compile-attention-long-heads 0 "coil's fused attention loop, output" -- \
+expect compile-attention-long-heads 0 "coil's fused attention loop, forward" -- \
   "$coil" compile "$tmp/long_heads.py" --out "$tmp/lh" --explain
-expect compile-cuda-attention 0 "kernel1  fused attention, output: causal, scale 0.25; grid 6x1x1" -- \
+expect compile-cuda-attention 0 "kernel1  fused attention, forward: causal, scale 0.25; grid 6x1x1" -- \
   "$coil" compile tests/fixtures/op_sdpa_flash_cpu/graph.py --device cuda --out "$tmp/cu6" --explain
 # Only a missing Triton leaves the sources alone, and says so; a kernel Triton fails to
 # compile (here its compiler dies: a Python that has Triton for --version only, and a

@@ -17,11 +17,11 @@
 // is rounded to the inputs' dtype before it multiplies a value (bf16 and f16, as PyTorch's
 // fused kernels do), while the sum that divides the row is of the unrounded weights.
 //
-// For training (ir::AttentionPart): `logsumexp` writes each row's log(sum_j exp(S_ij)) by
-// the same walk without the values; `gradient` recomputes P = exp(S - lse) from it,
-// dv = P^T dO, dS = P * (dO v^T - D) * scale, dq = dS k, dk = dS^T q, with P and dS rounded
-// to the inputs' dtype before they multiply, a thread owning a block of rows of its
-// gradient (query rows for dq, keys for dk and dv) so that no two add to one row.
+// For training (ir::AttentionPart): `forward` also writes each row's log(sum_j exp(S_ij))
+// when asked; `gradients` recomputes P = exp(S - lse) from it, dv = P^T dO,
+// dS = P * (dO v^T - D) * scale, dq = dS k, dk = dS^T q, with P and dS rounded to the
+// inputs' dtype before they multiply, a thread owning a block of rows of each gradient
+// (query rows for dq, keys for dk and dv) so that no two add to one row.
 #pragma once
 
 #include <cmath>
@@ -77,7 +77,9 @@ struct Shape {
   int64_t batch, heads, kv_group, lq, lk, d, dv;
   double scale;
   bool causal;
-  Strides q, k, v, mask, out;
+  Strides q, k, v, mask;
+  /// The results': the output and the logsumexp (its first three), or dq, dk and dv.
+  Strides result[3];
 };
 
 /// The larger of a and b, NaN if either is (a NaN score makes its row NaN, as in eager).
@@ -202,8 +204,9 @@ void block_scores(const Acc *row, const Acc *columns, int64_t depth, int64_t m, 
   }
 }
 
-/// The output (`v` and `out` given) or each row's logsumexp (`v` null: into `lse`, [B, H, L]
-/// through s.out's first three strides, -inf for a row whose keys are all dropped).
+/// The output into `out`, and each row's logsumexp into `lse` unless it is null ([B, H, L]
+/// in the accumulator's type, -inf for a row whose keys are all dropped). `Mask` is NoMask,
+/// Bool (false drops the key) or an element type (added to the score).
 template <typename T, typename Mask>
 void forward(const typename T::storage *q, const typename T::storage *k, const typename T::storage *v,
              const typename Mask::storage *mask, typename T::storage *out, typename T::acc *lse, const Shape &s) {
@@ -212,7 +215,8 @@ void forward(const typename T::storage *q, const typename T::storage *k, const t
   const int64_t blocks = (s.lq + R - 1) / R, items = s.batch * s.heads * blocks;
   const Acc neg_inf = -std::numeric_limits<Acc>::infinity();
   const int64_t tile = R * (s.d > s.dv ? s.d : s.dv);
-#pragma omp parallel num_threads(threads_for(s.batch * s.heads * s.lq * s.lk * (s.d + (v ? s.dv : 0))))
+  const Strides &os = s.result[0], &ls = s.result[1];
+#pragma omp parallel num_threads(threads_for(s.batch * s.heads * s.lq * s.lk * (s.d + s.dv)))
   {
     // A thread's scratch for this call: the queries scaled, the keys' columns, the values'
     // rows, the output rows, and per row its running max and sum.
@@ -231,7 +235,7 @@ void forward(const typename T::storage *q, const typename T::storage *k, const t
       for (int64_t j0 = 0; j0 < end; j0 += R) {
         int64_t m = end - j0 < R ? end - j0 : R;
         load_columns<T>(k, s.k, b, hk, j0, m, s.d, Acc(1), columns);
-        if (v) load_rows<T>(v, s.v, b, hk, j0, m, s.dv, Acc(1), values);
+        load_rows<T>(v, s.v, b, hk, j0, m, s.dv, Acc(1), values);
         for (int64_t i = 0; i < n; ++i) {
           block_scores<Mask>(qs + i * s.d, columns, s.d, m, mask, s, b, h, true, first + i, j0, score);
           Acc block_max = neg_inf;
@@ -248,38 +252,20 @@ void forward(const typename T::storage *q, const typename T::storage *k, const t
           }
           run_sum[i] = run_sum[i] * rescale + sum;
           run_max[i] = new_max;
-          if (!v) continue;
           Acc *row = acc + i * s.dv;
           for (int64_t d = 0; d < s.dv; ++d) row[d] *= rescale;
           add_weighted_rows(weight, m, values, s.dv, row);
         }
       }
       for (int64_t i = 0; i < n; ++i) {
-        if (!v) {
-          lse[b * s.out.b + h * s.out.h + (first + i) * s.out.r] =
-              run_max[i] == neg_inf ? run_max[i] : run_max[i] + std::log(run_sum[i]);
-          continue;
-        }
-        auto *o = out + b * s.out.b + h * s.out.h + (first + i) * s.out.r;
+        if (lse)
+          lse[b * ls.b + h * ls.h + (first + i) * ls.r] = run_max[i] == neg_inf ? run_max[i] : run_max[i] + std::log(run_sum[i]);
+        auto *o = out + b * os.b + h * os.h + (first + i) * os.r;
         Acc inv = run_sum[i] > 0 ? Acc(1) / run_sum[i] : Acc(0);
-        for (int64_t d = 0; d < s.dv; ++d) o[d * s.out.c] = T::put(acc[i * s.dv + d] * inv);
+        for (int64_t d = 0; d < s.dv; ++d) o[d * os.c] = T::put(acc[i * s.dv + d] * inv);
       }
     }
   }
-}
-
-/// `Mask` is NoMask, Bool (false drops the key) or an element type (added to the score).
-template <typename T, typename Mask>
-void run(const typename T::storage *q, const typename T::storage *k, const typename T::storage *v,
-         const typename Mask::storage *mask, typename T::storage *out, const Shape &s) {
-  forward<T, Mask>(q, k, v, mask, out, nullptr, s);
-}
-
-/// Each row's logsumexp of its scores into `lse`, in the accumulator's type.
-template <typename T, typename Mask>
-void logsumexp(const typename T::storage *q, const typename T::storage *k, const typename Mask::storage *mask,
-               typename T::acc *lse, const Shape &s) {
-  forward<T, Mask>(q, k, nullptr, mask, nullptr, lse, s);
 }
 
 /// The gradients' other operands: the incoming gradient dO [B, H, L, Dv], and the
@@ -291,96 +277,109 @@ struct GradOperands {
   Strides grad_out_strides, lse_strides, delta_strides;
 };
 
-/// The gradient of the query (`part` 0: dq_i = sum_j dS_ij k_j), the key (1: dk_j =
-/// sum_i dS_ij q_i) or the value (2: dv_j = sum_i P_ij dO_i), written to `grad` through
-/// s.out's strides. A thread owns a block of kBlock rows of its gradient (query rows, or
-/// keys), so no two threads add to one row, and walks the other side in blocks of as many;
-/// for each own row, a row of scores, of P and of dS against the other block runs in
-/// vectors across that block. Key and value heads equal the query's.
+/// The gradients dq_i = sum_j dS_ij k_j, dk_j = sum_i dS_ij q_i and dv_j = sum_i P_ij dO_i,
+/// each written through its s.result strides. A thread takes a block of kBlock query rows
+/// and the block of as many keys with the same index: the keys' gradients walk the query
+/// rows, and the query rows' walk the keys, so no two threads add to one row; under
+/// causality the two walks of a block are long where the other is short. For each own row,
+/// a row of scores, of P and of dS against the other block runs in vectors across that
+/// block. Key and value heads equal the query's.
 template <typename T, typename Mask>
-void gradient(int part, const typename T::storage *q, const typename T::storage *k, const typename T::storage *v,
-              const GradOperands<T> &g, const typename Mask::storage *mask, typename T::storage *grad, const Shape &s) {
+void gradients(const typename T::storage *q, const typename T::storage *k, const typename T::storage *v,
+               const GradOperands<T> &g, const typename Mask::storage *mask, typename T::storage *dq,
+               typename T::storage *dk, typename T::storage *dv, const Shape &s) {
   using Acc = typename T::acc;
   constexpr int64_t R = kBlock;
-  const int64_t own_rows = part == 0 ? s.lq : s.lk, other_rows = part == 0 ? s.lk : s.lq;
-  const int64_t width = part == 2 ? s.dv : s.d, blocks = (own_rows + R - 1) / R, items = s.batch * s.heads * blocks;
+  const int64_t query_blocks = (s.lq + R - 1) / R, key_blocks = (s.lk + R - 1) / R;
+  const int64_t blocks = query_blocks > key_blocks ? query_blocks : key_blocks, items = s.batch * s.heads * blocks;
   const int64_t tile = R * (s.d > s.dv ? s.d : s.dv);
-#pragma omp parallel num_threads(threads_for(s.batch * s.heads * own_rows * other_rows * (s.d + s.dv)))
+  const Acc scale = Acc(s.scale);
+#pragma omp parallel num_threads(threads_for(3 * s.batch * s.heads * s.lq * s.lk * (s.d + s.dv)))
   {
-    // A thread's scratch for this call, [R, max(D, Dv)] each: the own block's rows (part 0:
-    // queries scaled and dO; else keys and values), the other block's columns (part 0: keys
-    // and values; else queries scaled and dO) and rows (part 0: keys; part 1: queries; part
-    // 2: dO), and the own rows' gradient; per query row of the query block its logsumexp's
+    // A thread's scratch for this call, [R, max(D, Dv)] each: the own block's rows (query
+    // side: queries scaled and dO; key side: keys and values), the other block's columns
+    // (keys and values; queries scaled and dO) and rows (keys; queries and dO), and the own
+    // rows' gradients (dq; dk and dv); per query row of the query block its logsumexp's
     // shift and D.
-    std::unique_ptr<Acc[]> buffer(new Acc[size_t(6 * tile + 2 * R)]);
-    Acc *own_a = buffer.get(), *own_b = own_a + tile, *cols_a = own_b + tile;
-    Acc *cols_b = cols_a + tile, *rows = cols_b + tile, *acc = rows + tile, *shift = acc + tile, *delta = shift + R;
+    std::unique_ptr<Acc[]> buffer(new Acc[size_t(9 * tile + 2 * R)]);
+    Acc *own_a = buffer.get(), *own_b = own_a + tile, *cols_a = own_b + tile, *cols_b = cols_a + tile;
+    Acc *rows_a = cols_b + tile, *rows_b = rows_a + tile, *acc_a = rows_b + tile, *acc_b = acc_a + tile;
+    Acc *shift = acc_b + tile, *delta = shift + R;
+    Acc score[R], dp[R];
+    // The logsumexp's shift and D of query rows i0..i0+ni.
+    auto row_stats = [&](int64_t b, int64_t h, int64_t i0, int64_t ni) {
+      for (int64_t i = 0; i < ni; ++i) {
+        Acc lse = g.lse[b * g.lse_strides.b + h * g.lse_strides.h + (i0 + i) * g.lse_strides.r];
+        shift[i] = lse == -std::numeric_limits<Acc>::infinity() ? Acc(0) : lse;
+        delta[i] = g.delta[b * g.delta_strides.b + h * g.delta_strides.h + (i0 + i) * g.delta_strides.r];
+      }
+      for (int64_t i = ni; i < R; ++i) shift[i] = delta[i] = 0;  // past the last row: finite, read by nothing
+    };
+    // n rows of `acc` ([n, width]) into rows first.. of head (b, h) of `to`.
+    auto store = [&](const Acc *acc, int64_t width, typename T::storage *to, const Strides &st, int64_t b, int64_t h,
+                     int64_t first, int64_t n) {
+      for (int64_t r = 0; r < n; ++r) {
+        auto *o = to + b * st.b + h * st.h + (first + r) * st.r;
+        for (int64_t d = 0; d < width; ++d) o[d * st.c] = T::put(acc[r * width + d]);
+      }
+    };
 #pragma omp for schedule(static)
     for (int64_t item = 0; item < items; ++item) {
       int64_t block = item % blocks, h = (item / blocks) % s.heads, b = item / (blocks * s.heads);
-      int64_t first = block * R, n = own_rows - first < R ? own_rows - first : R;
-      for (int64_t x = 0; x < n * width; ++x) acc[x] = 0;
-      auto row_stats = [&](int64_t i0, int64_t ni) {
-        for (int64_t i = 0; i < ni; ++i) {
-          Acc lse = g.lse[b * g.lse_strides.b + h * g.lse_strides.h + (i0 + i) * g.lse_strides.r];
-          shift[i] = lse == -std::numeric_limits<Acc>::infinity() ? Acc(0) : lse;
-          delta[i] = g.delta[b * g.delta_strides.b + h * g.delta_strides.h + (i0 + i) * g.delta_strides.r];
+      int64_t first = block * R;
+      if (block < key_blocks) {
+        // dk and dv of keys first..first+n: dS and P by rows of keys against the query rows.
+        int64_t n = s.lk - first < R ? s.lk - first : R;
+        for (int64_t x = 0; x < n * s.d; ++x) acc_a[x] = 0;
+        for (int64_t x = 0; x < n * s.dv; ++x) acc_b[x] = 0;
+        load_rows<T>(k, s.k, b, h, first, n, s.d, Acc(1), own_a);
+        load_rows<T>(v, s.v, b, h, first, n, s.dv, Acc(1), own_b);
+        for (int64_t i0 = s.causal ? first : 0; i0 < s.lq; i0 += R) {
+          int64_t m = s.lq - i0 < R ? s.lq - i0 : R;
+          load_columns<T>(q, s.q, b, h, i0, m, s.d, scale, cols_a);
+          load_columns<T>(g.grad_out, g.grad_out_strides, b, h, i0, m, s.dv, Acc(1), cols_b);
+          load_rows<T>(q, s.q, b, h, i0, m, s.d, Acc(1), rows_a);
+          load_rows<T>(g.grad_out, g.grad_out_strides, b, h, i0, m, s.dv, Acc(1), rows_b);
+          row_stats(b, h, i0, m);
+          for (int64_t j = 0; j < n; ++j) {
+            block_scores<Mask>(own_a + j * s.d, cols_a, s.d, m, mask, s, b, h, false, first + j, i0, score);
+            row_times_columns(own_b + j * s.dv, cols_b, s.dv, dp);
+#pragma omp simd
+            for (int64_t c = 0; c < R; ++c) {
+              Acc p = coil_rt::exp(score[c] - shift[c]);
+              score[c] = Acc(T::get(T::put(p)));
+              dp[c] = Acc(T::get(T::put(p * (dp[c] - delta[c]) * scale)));
+            }
+            add_weighted_rows(score, m, rows_b, s.dv, acc_b + j * s.dv);
+            add_weighted_rows(dp, m, rows_a, s.d, acc_a + j * s.d);
+          }
         }
-        for (int64_t i = ni; i < R; ++i) shift[i] = delta[i] = 0;  // past the last row: finite, read by nothing
-      };
-      const Acc scale = Acc(s.scale);
-      Acc score[R], dp[R];
-      if (part == 0) {
+        store(acc_a, s.d, dk, s.result[1], b, h, first, n);
+        store(acc_b, s.dv, dv, s.result[2], b, h, first, n);
+      }
+      if (block < query_blocks) {
+        // dq of query rows first..first+n: dS by rows of queries against the keys.
+        int64_t n = s.lq - first < R ? s.lq - first : R;
+        for (int64_t x = 0; x < n * s.d; ++x) acc_a[x] = 0;
         load_rows<T>(q, s.q, b, h, first, n, s.d, scale, own_a);
         load_rows<T>(g.grad_out, g.grad_out_strides, b, h, first, n, s.dv, Acc(1), own_b);
-        row_stats(first, n);
+        row_stats(b, h, first, n);
         int64_t end = s.causal ? (first + n < s.lk ? first + n : s.lk) : s.lk;
         for (int64_t j0 = 0; j0 < end; j0 += R) {
           int64_t m = end - j0 < R ? end - j0 : R;
           load_columns<T>(k, s.k, b, h, j0, m, s.d, Acc(1), cols_a);
           load_columns<T>(v, s.v, b, h, j0, m, s.dv, Acc(1), cols_b);
-          load_rows<T>(k, s.k, b, h, j0, m, s.d, Acc(1), rows);
+          load_rows<T>(k, s.k, b, h, j0, m, s.d, Acc(1), rows_a);
           for (int64_t i = 0; i < n; ++i) {
             block_scores<Mask>(own_a + i * s.d, cols_a, s.d, m, mask, s, b, h, true, first + i, j0, score);
             row_times_columns(own_b + i * s.dv, cols_b, s.dv, dp);
 #pragma omp simd
             for (int64_t c = 0; c < R; ++c)
               dp[c] = Acc(T::get(T::put(coil_rt::exp(score[c] - shift[i]) * (dp[c] - delta[i]) * scale)));
-            add_weighted_rows(dp, m, rows, s.d, acc + i * s.d);
+            add_weighted_rows(dp, m, rows_a, s.d, acc_a + i * s.d);
           }
         }
-      } else {
-        load_rows<T>(k, s.k, b, h, first, n, s.d, Acc(1), own_a);
-        if (part == 1) load_rows<T>(v, s.v, b, h, first, n, s.dv, Acc(1), own_b);
-        for (int64_t i0 = s.causal ? first : 0; i0 < s.lq; i0 += R) {
-          int64_t m = s.lq - i0 < R ? s.lq - i0 : R;
-          load_columns<T>(q, s.q, b, h, i0, m, s.d, scale, cols_a);
-          if (part == 1) {
-            load_columns<T>(g.grad_out, g.grad_out_strides, b, h, i0, m, s.dv, Acc(1), cols_b);
-            load_rows<T>(q, s.q, b, h, i0, m, s.d, Acc(1), rows);
-          } else {
-            load_rows<T>(g.grad_out, g.grad_out_strides, b, h, i0, m, s.dv, Acc(1), rows);
-          }
-          row_stats(i0, m);
-          for (int64_t j = 0; j < n; ++j) {
-            block_scores<Mask>(own_a + j * s.d, cols_a, s.d, m, mask, s, b, h, false, first + j, i0, score);
-            if (part == 2) {
-#pragma omp simd
-              for (int64_t c = 0; c < R; ++c) score[c] = Acc(T::get(T::put(coil_rt::exp(score[c] - shift[c]))));
-              add_weighted_rows(score, m, rows, s.dv, acc + j * s.dv);
-              continue;
-            }
-            row_times_columns(own_b + j * s.dv, cols_b, s.dv, dp);
-#pragma omp simd
-            for (int64_t c = 0; c < R; ++c)
-              dp[c] = Acc(T::get(T::put(coil_rt::exp(score[c] - shift[c]) * (dp[c] - delta[c]) * scale)));
-            add_weighted_rows(dp, m, rows, s.d, acc + j * s.d);
-          }
-        }
-      }
-      for (int64_t r = 0; r < n; ++r) {
-        auto *o = grad + b * s.out.b + h * s.out.h + (first + r) * s.out.r;
-        for (int64_t d = 0; d < width; ++d) o[d * s.out.c] = T::put(acc[r * width + d]);
+        store(acc_a, s.d, dq, s.result[0], b, h, first, n);
       }
     }
   }

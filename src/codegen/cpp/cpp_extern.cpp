@@ -17,7 +17,7 @@
 //
 //   static const coil_rt::attention::Shape shape = {2, 12, 1, 128, 128, 64, 64, 0.125, true,
 //       {98304, 64, 768, 1}, ...};
-//   coil_rt::attention::run<coil_rt::attention::F32, coil_rt::attention::NoMask>(in_ptr0, ...);
+//   coil_rt::attention::forward<coil_rt::attention::F32, coil_rt::attention::NoMask>(in_ptr0, ...);
 #include "codegen/cpp/cpp_extern.h"
 
 #include <cmath>
@@ -474,35 +474,30 @@ std::string strides4(const Shape &strides) {
 void emit_attention(const ir::Program &p, const Node &n, const std::map<BufferId, std::string> &names, Writer &w) {
   ir::AttentionCall c = ir::attention_call(n);
   const ir::View &q = *c.q, &k = *c.k, &v = *c.v;
-  const TensorType &out = p.buffer(n.outputs[0]).type;
+  // The results' strides: the output and the logsumexp, or the three gradients (zeros for
+  // a result the call does not write).
+  std::vector<std::string> results;
+  for (size_t i = 0; i < 3; ++i)
+    results.push_back(i < n.outputs.size() ? strides4(p.buffer(n.outputs[i]).type.strides) : "{0, 0, 0, 0}");
   w.line(str_cat("static const coil_rt::attention::Shape shape = {", q.sizes[0], ", ", q.sizes[1], ", ", c.group, ", ",
                  q.sizes[2], ", ", k.sizes[2], ", ", q.sizes[3], ", ", v.sizes[3], ", ", literal(c.scale, DType::F64), ", ",
                  c.causal ? "true" : "false", ","));
   w.line(str_cat("    ", array(q.strides), ", ", array(k.strides), ", ", array(v.strides), ", ",
-                 c.mask ? array(c.mask->strides) : "{0, 0, 0, 0}", ", ", strides4(out.strides), "};"));
+                 c.mask ? array(c.mask->strides) : "{0, 0, 0, 0}", ","));
+  w.line(str_cat("    {", results[0], ", ", results[1], ", ", results[2], "}};"));
   std::string types = str_cat("<", attention_type(p.buffer(q.buffer).type.dtype), ", ",
                               c.mask ? attention_type(p.buffer(c.mask->buffer).type.dtype) : "coil_rt::attention::NoMask", ">");
   std::string qkv = str_cat(pointer(names, q), ", ", pointer(names, k), ", ", pointer(names, v), ", ");
-  std::string mask = c.mask ? pointer(names, *c.mask) : "nullptr", result = names.at(n.outputs[0]);
-  switch (c.part) {
-    case ir::AttentionPart::Output:
-      return w.line(str_cat("coil_rt::attention::run", types, "(", qkv, mask, ", ", result, ", shape);"));
-    case ir::AttentionPart::Logsumexp:
-      return w.line(str_cat("coil_rt::attention::logsumexp", types, "(", pointer(names, q), ", ", pointer(names, k), ", ",
-                            mask, ", ", result, ", shape);"));
-    case ir::AttentionPart::GradQuery:
-    case ir::AttentionPart::GradKey:
-    case ir::AttentionPart::GradValue: {
-      std::string T = attention_type(p.buffer(q.buffer).type.dtype);
-      w.line(str_cat("const coil_rt::attention::GradOperands<", T, "> grads = {", pointer(names, *c.grad_out), ", ",
-                     pointer(names, *c.lse), ", ", pointer(names, *c.delta), ","));
-      w.line(str_cat("    ", array(c.grad_out->strides), ", ", strides4(c.lse->strides), ", ", strides4(c.delta->strides),
-                     "};"));
-      int part = int(c.part) - int(ir::AttentionPart::GradQuery);
-      return w.line(str_cat("coil_rt::attention::gradient", types, "(", part, ", ", qkv, "grads, ", mask, ", ", result,
-                            ", shape);"));
-    }
-  }
+  std::string mask = c.mask ? pointer(names, *c.mask) : "nullptr";
+  if (!c.gradient())
+    return w.line(str_cat("coil_rt::attention::forward", types, "(", qkv, mask, ", ", names.at(n.outputs[0]), ", ",
+                          c.writes_logsumexp ? names.at(n.outputs[1]) : "nullptr", ", shape);"));
+  std::string T = attention_type(p.buffer(q.buffer).type.dtype);
+  w.line(str_cat("const coil_rt::attention::GradOperands<", T, "> grads = {", pointer(names, *c.grad_out), ", ",
+                 pointer(names, *c.lse), ", ", pointer(names, *c.delta), ","));
+  w.line(str_cat("    ", array(c.grad_out->strides), ", ", strides4(c.lse->strides), ", ", strides4(c.delta->strides), "};"));
+  w.line(str_cat("coil_rt::attention::gradients", types, "(", qkv, "grads, ", mask, ", ", names.at(n.outputs[0]), ", ",
+                 names.at(n.outputs[1]), ", ", names.at(n.outputs[2]), ", shape);"));
 }
 
 }  // namespace
@@ -512,7 +507,8 @@ std::string extern_library(const ir::Program &p, const ir::Kernel &k) {
   const Node &n = p.nodes[size_t(k.nodes[0])];
   if (n.extern_op == ir::ExternOp::Attention) {
     ir::AttentionCall c = ir::attention_call(n);
-    return str_cat("coil's fused attention loop, ", ir::attention_part_name(c.part), " (blocks of 32 rows by 32 keys; ",
+    return str_cat("coil's fused attention loop, ", ir::attention_part_name(c.part),
+                   c.writes_logsumexp ? " with the logsumexp" : "", " (blocks of 32 rows by 32 keys; ",
                    c.gradient() ? "the probabilities recomputed from the logsumexp" : "an online softmax",
                    "; the scores never stored)");
   }

@@ -25,8 +25,6 @@ struct Call {
   const ir::View &q, &k, &v;
   DType dtype;
   int64_t batch, heads, group, rows, keys, e, ev;
-  /// Program blocks over keys (the gradients of key and value), not over query rows.
-  bool over_keys() const { return c.part == ir::AttentionPart::GradKey || c.part == ir::AttentionPart::GradValue; }
 };
 
 Call call_of(const ir::Program &p, const ir::Kernel &k) {
@@ -103,28 +101,28 @@ std::vector<AttentionPlan> attention_tuning_plans(const ir::Program &p, const ir
 
 GpuKernel emit_attention(const ir::Program &p, const ir::Kernel &k, const AttentionPlan &plan, std::vector<int> &args) {
   Call c = call_of(p, k);
-  const ir::AttentionPart part = c.c.part;
+  const bool grads = c.c.gradient();
   const ir::Node &n = p.nodes[size_t(k.nodes[0])];
-  const TensorType &out = p.buffer(n.outputs[0]).type;
   const ir::View *mask = c.c.mask;
   // One pointer per distinct buffer (q, k and v are often views of one qkv buffer).
   std::vector<std::pair<int, std::string>> params;
-  int inputs = 0;
+  int inputs = 0, outputs = 0;
   auto name_of = [&](ir::BufferId b, bool output) {
     for (const auto &[id, name] : params)
       if (id == b) return name;
-    params.push_back({b, output ? "out_ptr0" : "in_ptr" + std::to_string(inputs++)});
+    params.push_back({b, output ? "out_ptr" + std::to_string(outputs++) : "in_ptr" + std::to_string(inputs++)});
     return params.back().second;
   };
   std::string qp = name_of(c.q.buffer, false), kp = name_of(c.k.buffer, false), vp = name_of(c.v.buffer, false);
   std::string dop, lsep, deltap;
-  if (c.c.gradient()) {
+  if (grads) {
     dop = name_of(c.c.grad_out->buffer, false);
     lsep = name_of(c.c.lse->buffer, false);
     deltap = name_of(c.c.delta->buffer, false);
   }
   std::string mp = mask ? name_of(mask->buffer, false) : "";
-  std::string op = name_of(n.outputs[0], true);
+  std::vector<std::string> outs;  // the results' pointers, in the node's order
+  for (ir::BufferId b : n.outputs) outs.push_back(name_of(b, true));
 
   bool f64 = c.dtype == DType::F64, f32 = c.dtype == DType::F32, bf16 = c.dtype == DType::BF16;
   std::string acc_t = f64 ? "tl.float64" : "tl.float32";
@@ -205,104 +203,43 @@ GpuKernel emit_attention(const ir::Program &p, const ir::Kernel &k, const Attent
     w.line(str_cat("shift = tl.where(lse == float(\"-inf\"), 0.0, lse) * ", num(log2e)));
     w.line(str_cat("delta = tl.load(", deltap, " + ", base(d, "h"), " + ", rows, " * ", d.strides[2], bound, ")"));
   };
+  // Result `i` (a [B, H, rows, cols] buffer) at rows `rows` (the query rows, or `keys`)
+  // and the head's elements `cols` (offs_d or offs_e) from tile `value`.
+  auto store_tile = [&](size_t i, const std::string &rows, bool keys, const std::string &cols, const std::string &value) {
+    const TensorType &t = p.buffer(n.outputs[i]).type;
+    bool head_d = cols == "offs_d";
+    std::string bound = both(keys ? key_bound(rows, false) : row_bound(rows, false), head_d ? d_bound(false) : e_bound(false));
+    w.line(str_cat("tl.store(", outs[i], " + ", base(ir::View{n.outputs[i], t.sizes, t.strides, 0}, "h"), " + ", rows,
+                   "[:, None] * ", t.strides[2], " + ", cols, "[None, :] * ", t.strides[3], ", ", value, ".to(", outs[i],
+                   ".dtype.element_ty)", bound.empty() ? "" : ", mask=" + bound, ")"));
+  };
 
+  // Programs: per (batch, head), one per block of query rows (the forward, dq), and for the
+  // gradients first one per block of keys (dk and dv), so that no two add to one row.
+  const int64_t key_programs = grads ? blocks_n * c.batch * c.heads : 0;
   w.line("pid = tl.program_id(0)");
-  int64_t blocks = c.over_keys() ? blocks_n : blocks_m;
-  w.line(str_cat(c.over_keys() ? "start_n" : "start_m", " = pid % ", blocks));
-  w.line(str_cat("bh = (pid // ", blocks, ").to(tl.int64)"));
-  w.line(str_cat("b = bh // ", c.heads));
-  w.line(str_cat("h = bh % ", c.heads));
-  w.line(str_cat("hk = h // ", c.group));
   w.line(str_cat("offs_d = tl.arange(0, ", dp, ")"));
   w.line(str_cat("offs_e = tl.arange(0, ", dvp, ")"));
-  // Causal programs stop at their last row's block. Triton's interpreter cannot loop to a
-  // bound computed from the program id: there, and only there, they visit every block.
-  auto loop_keys = [&] {
-    if (c.c.causal)
-      w.line(str_cat("for start_n in range(0, ", c.keys, " if INTERPRETED else tl.minimum(", c.keys,
-                     ", (start_m + 1) * BLOCK_M), BLOCK_N):"));
-    else
-      w.line(str_cat("for start_n in range(0, ", c.keys, ", BLOCK_N):"));
-    w.indent();
-    w.line("cols = start_n + tl.arange(0, BLOCK_N)");
+  // The program's block `var` among `blocks` of its (b, h), from pid less `first`.
+  auto head_of = [&](const char *var, int64_t blocks, int64_t first) {
+    std::string id = first ? str_cat("(pid - ", first, ")") : std::string("pid");
+    w.line(str_cat(var, " = ", id, " % ", blocks));
+    w.line(str_cat("bh = (", id, " // ", blocks, ").to(tl.int64)"));
+    w.line(str_cat("b = bh // ", c.heads));
+    w.line(str_cat("h = bh % ", c.heads));
+    w.line(str_cat("hk = h // ", c.group));
   };
-  std::string result;  // the tile stored, [BLOCK_M or BLOCK_N, D or Dv]
-  std::string store_rows, store_cols;
-  bool store_rows_tail, store_cols_tail;
-  if (!c.over_keys()) {
-    w.line("offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)");
-    w.line(str_cat("q = ", tile(qp, c.q, "h", "offs_m", "offs_d", false, both(row_bound("offs_m", false), d_bound(false)))));
-    w.line(str_cat("k_base = ", kp, " + ", base(c.k, "hk")));
-    w.line(str_cat("v_base = ", vp, " + ", base(c.v, "hk")));
-    if (part == ir::AttentionPart::GradQuery) {
-      w.line(str_cat("do = ", tile(dop, *c.c.grad_out, "h", "offs_m", "offs_e", false,
-                                   both(row_bound("offs_m", false), e_bound(false)))));
-      row_stats("offs_m");
-      w.line(str_cat("acc = tl.zeros([BLOCK_M, ", dp, "], ", acc_t, ")"));
-    } else {
-      w.line(str_cat("m_i = tl.full([BLOCK_M], float(\"-inf\"), ", acc_t, ")"));
-      w.line(str_cat("l_i = tl.zeros([BLOCK_M], ", acc_t, ")"));
-      if (part == ir::AttentionPart::Output) w.line(str_cat("acc = tl.zeros([BLOCK_M, ", dvp, "], ", acc_t, ")"));
-    }
-    loop_keys();
-    std::string kr_tile = str_cat("tl.load(k_base + cols[:, None] * ", c.k.strides[2], " + offs_d[None, :] * ",
-                                  c.k.strides[3], masked(both(key_bound("cols", false), d_bound(false)), "0.0"), ")");
-    if (part == ir::AttentionPart::GradQuery) {
-      // The keys once, [BLOCK_N, D] for dq += dS k, transposed for the scores.
-      w.line("kr = " + kr_tile);
-      w.line("k = tl.trans(kr)");
-    } else {
-      w.line(str_cat("k = tl.load(k_base + cols[None, :] * ", c.k.strides[2], " + offs_d[:, None] * ", c.k.strides[3],
-                     masked(both(key_bound("cols", true), d_bound(true)), "0.0"), ")"));
-    }
-    dot("qk = ", "q", "k", str_cat(" * ", num(c.c.scale * log2e)));
-    finish_scores("qk", "offs_m", "cols", false, false);
-    std::string v_tile = str_cat("tl.load(v_base + cols[:, None] * ", c.v.strides[2], " + offs_e[None, :] * ", c.v.strides[3],
-                                 masked(both(key_bound("cols", false), e_bound(false)), "0.0"), ")");
-    if (part == ir::AttentionPart::GradQuery) {
-      w.line("p = tl.math.exp2(qk - shift[:, None])");
-      w.line(str_cat("vt = tl.load(v_base + cols[None, :] * ", c.v.strides[2], " + offs_e[:, None] * ", c.v.strides[3],
-                     masked(both(key_bound("cols", true), e_bound(true)), "0.0"), ")"));
-      dot("dp = ", "do", "vt", "");
-      w.line(str_cat("ds = p * (dp - delta[:, None]) * ", num(c.c.scale)));
-      dot("acc += ", operand("ds"), "kr", "");
-      w.dedent();
-      result = "acc";
-    } else {
-      w.line("m_new = tl.maximum(m_i, tl.max(qk, 1))");
-      w.line("m_safe = tl.where(m_new == float(\"-inf\"), 0.0, m_new)");
-      w.line("p = tl.math.exp2(qk - m_safe[:, None])");
-      w.line("alpha = tl.math.exp2(m_i - m_safe)");
-      w.line("l_i = l_i * alpha + tl.sum(p, 1)");
-      if (part == ir::AttentionPart::Output) {
-        w.line("v = " + v_tile);
-        dot("acc = acc * alpha[:, None] + ", operand("p"), "v", "");
-      }
-      w.line("m_i = m_new");
-      w.dedent();
-      if (part == ir::AttentionPart::Output) {
-        w.line("acc = acc / tl.where(l_i == 0.0, 1.0, l_i)[:, None]");
-        result = "acc";
-      } else {
-        // log(sum) in natural units from the log2 ones: (m + log2 l) ln 2.
-        w.line(str_cat("lse = tl.where(l_i == 0.0, float(\"-inf\"), (m_i + tl.math.log2(tl.where(l_i == 0.0, 1.0, l_i))) * ",
-                       num(1 / log2e), ")"));
-        w.line(str_cat("tl.store(", op, " + ", base(ir::View{n.outputs[0], out.sizes, out.strides, 0}, "h"),
-                       " + offs_m * ", out.strides[2], ", lse", m_tail ? str_cat(", mask=offs_m < ", c.rows) : "", ")"));
-      }
-    }
-    store_rows = "offs_m";
-    store_cols = part == ir::AttentionPart::GradQuery ? "offs_d" : "offs_e";
-    store_rows_tail = m_tail;
-    store_cols_tail = part == ir::AttentionPart::GradQuery ? d_tail : dv_tail;
-  } else {
-    // The gradient of key or value: a program per block of keys walks the query rows.
-    bool key = part == ir::AttentionPart::GradKey;
+
+  if (grads) {
+    // dk and dv of a block of keys: dS and P against each block of query rows.
+    w.line(str_cat("if pid < ", key_programs, ":"));
+    w.indent();
+    head_of("start_n", blocks_n, 0);
     w.line("cols = start_n * BLOCK_N + tl.arange(0, BLOCK_N)");
     w.line(str_cat("k = ", tile(kp, c.k, "hk", "cols", "offs_d", false, both(key_bound("cols", false), d_bound(false)))));
-    if (key)
-      w.line(str_cat("v = ", tile(vp, c.v, "hk", "cols", "offs_e", false, both(key_bound("cols", false), e_bound(false)))));
-    w.line(str_cat("acc = tl.zeros([BLOCK_N, ", key ? dp : dvp, "], ", acc_t, ")"));
+    w.line(str_cat("v = ", tile(vp, c.v, "hk", "cols", "offs_e", false, both(key_bound("cols", false), e_bound(false)))));
+    w.line(str_cat("dk = tl.zeros([BLOCK_N, ", dp, "], ", acc_t, ")"));
+    w.line(str_cat("dv = tl.zeros([BLOCK_N, ", dvp, "], ", acc_t, ")"));
     // Causal: the rows before a key's own see none of the block's keys.
     if (c.c.causal)
       w.line(str_cat("for start_m in range(0 if INTERPRETED else (start_n * BLOCK_N // BLOCK_M) * BLOCK_M, ", c.rows,
@@ -311,43 +248,94 @@ GpuKernel emit_attention(const ir::Program &p, const ir::Kernel &k, const Attent
       w.line(str_cat("for start_m in range(0, ", c.rows, ", BLOCK_M):"));
     w.indent();
     w.line("offs_m = start_m + tl.arange(0, BLOCK_M)");
-    if (key) {
-      // The query rows once, [BLOCK_M, D] for dk += dS^T q, transposed for the scores.
-      w.line(str_cat("qr = ", tile(qp, c.q, "h", "offs_m", "offs_d", false, both(row_bound("offs_m", false), d_bound(false)))));
-      w.line("qt = tl.trans(qr)");
-    } else {
-      w.line(str_cat("qt = ", tile(qp, c.q, "h", "offs_m", "offs_d", true, both(row_bound("offs_m", true), d_bound(true)))));
-    }
-    dot("qk = ", "k", "qt", str_cat(" * ", num(c.c.scale * log2e)));
+    // The query rows and dO once each, [BLOCK_M, D or Dv] for the products, transposed
+    // for the scores and dP.
+    w.line(str_cat("qr = ", tile(qp, c.q, "h", "offs_m", "offs_d", false, both(row_bound("offs_m", false), d_bound(false)))));
+    w.line(str_cat("do = ", tile(dop, *c.c.grad_out, "h", "offs_m", "offs_e", false,
+                                 both(row_bound("offs_m", false), e_bound(false)))));
+    dot("qk = ", "k", "tl.trans(qr)", str_cat(" * ", num(c.c.scale * log2e)));
     finish_scores("qk", "offs_m", "cols", true, true);
     row_stats("offs_m");
     w.line("p = tl.math.exp2(qk - shift[None, :])");
-    if (key) {
-      w.line(str_cat("do_t = ", tile(dop, *c.c.grad_out, "h", "offs_m", "offs_e", true,
-                                     both(row_bound("offs_m", true), e_bound(true)))));
-      dot("dp = ", "v", "do_t", "");
-      w.line(str_cat("ds = p * (dp - delta[None, :]) * ", num(c.c.scale)));
-      dot("acc += ", operand("ds"), "qr", "");
-    } else {
-      w.line(str_cat("do = ", tile(dop, *c.c.grad_out, "h", "offs_m", "offs_e", false,
-                                   both(row_bound("offs_m", false), e_bound(false)))));
-      dot("acc += ", operand("p"), "do", "");
-    }
+    dot("dv += ", operand("p"), "do", "");
+    dot("dp = ", "v", "tl.trans(do)", "");
+    w.line(str_cat("ds = p * (dp - delta[None, :]) * ", num(c.c.scale)));
+    dot("dk += ", operand("ds"), "qr", "");
     w.dedent();
-    result = "acc";
-    store_rows = "cols";
-    store_cols = key ? "offs_d" : "offs_e";
-    store_rows_tail = n_tail;
-    store_cols_tail = key ? d_tail : dv_tail;
+    store_tile(1, "cols", true, "offs_d", "dk");
+    store_tile(2, "cols", true, "offs_e", "dv");
+    w.dedent();
+    w.line("else:");
+    w.indent();
   }
-  if (!result.empty()) {
-    int64_t row_limit = c.over_keys() ? c.keys : c.rows, col_limit = store_cols == "offs_d" ? c.e : c.ev;
-    std::string store_mask = both(store_rows_tail ? str_cat(store_rows, "[:, None] < ", row_limit) : "",
-                                  store_cols_tail ? str_cat(store_cols, "[None, :] < ", col_limit) : "");
-    w.line(str_cat("tl.store(", op, " + ", base(ir::View{n.outputs[0], out.sizes, out.strides, 0}, "h"), " + ", store_rows,
-                   "[:, None] * ", out.strides[2], " + ", store_cols, "[None, :] * ", out.strides[3], ", ", result, ".to(", op,
-                   ".dtype.element_ty)", store_mask.empty() ? "" : ", mask=" + store_mask, ")"));
+  // A block of query rows: the output (and the logsumexp) by the online softmax, or dq.
+  head_of("start_m", blocks_m, key_programs);
+  w.line("offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)");
+  w.line(str_cat("q = ", tile(qp, c.q, "h", "offs_m", "offs_d", false, both(row_bound("offs_m", false), d_bound(false)))));
+  w.line(str_cat("k_base = ", kp, " + ", base(c.k, "hk")));
+  w.line(str_cat("v_base = ", vp, " + ", base(c.v, "hk")));
+  if (grads) {
+    w.line(str_cat("do = ", tile(dop, *c.c.grad_out, "h", "offs_m", "offs_e", false,
+                                 both(row_bound("offs_m", false), e_bound(false)))));
+    row_stats("offs_m");
+    w.line(str_cat("acc = tl.zeros([BLOCK_M, ", dp, "], ", acc_t, ")"));
+  } else {
+    w.line(str_cat("m_i = tl.full([BLOCK_M], float(\"-inf\"), ", acc_t, ")"));
+    w.line(str_cat("l_i = tl.zeros([BLOCK_M], ", acc_t, ")"));
+    w.line(str_cat("acc = tl.zeros([BLOCK_M, ", dvp, "], ", acc_t, ")"));
   }
+  // Causal programs stop at their last row's block. Triton's interpreter cannot loop to a
+  // bound computed from the program id: there, and only there, they visit every block.
+  if (c.c.causal)
+    w.line(str_cat("for start_n in range(0, ", c.keys, " if INTERPRETED else tl.minimum(", c.keys,
+                   ", (start_m + 1) * BLOCK_M), BLOCK_N):"));
+  else
+    w.line(str_cat("for start_n in range(0, ", c.keys, ", BLOCK_N):"));
+  w.indent();
+  w.line("cols = start_n + tl.arange(0, BLOCK_N)");
+  if (grads) {
+    // The keys once, [BLOCK_N, D] for dq += dS k, transposed for the scores.
+    w.line(str_cat("kr = tl.load(k_base + cols[:, None] * ", c.k.strides[2], " + offs_d[None, :] * ", c.k.strides[3],
+                   masked(both(key_bound("cols", false), d_bound(false)), "0.0"), ")"));
+    dot("qk = ", "q", "tl.trans(kr)", str_cat(" * ", num(c.c.scale * log2e)));
+  } else {
+    w.line(str_cat("k = tl.load(k_base + cols[None, :] * ", c.k.strides[2], " + offs_d[:, None] * ", c.k.strides[3],
+                   masked(both(key_bound("cols", true), d_bound(true)), "0.0"), ")"));
+    dot("qk = ", "q", "k", str_cat(" * ", num(c.c.scale * log2e)));
+  }
+  finish_scores("qk", "offs_m", "cols", false, false);
+  if (grads) {
+    w.line("p = tl.math.exp2(qk - shift[:, None])");
+    w.line(str_cat("vt = tl.load(v_base + cols[None, :] * ", c.v.strides[2], " + offs_e[:, None] * ", c.v.strides[3],
+                   masked(both(key_bound("cols", true), e_bound(true)), "0.0"), ")"));
+    dot("dp = ", "do", "vt", "");
+    w.line(str_cat("ds = p * (dp - delta[:, None]) * ", num(c.c.scale)));
+    dot("acc += ", operand("ds"), "kr", "");
+    w.dedent();
+    store_tile(0, "offs_m", false, "offs_d", "acc");
+  } else {
+    w.line("m_new = tl.maximum(m_i, tl.max(qk, 1))");
+    w.line("m_safe = tl.where(m_new == float(\"-inf\"), 0.0, m_new)");
+    w.line("p = tl.math.exp2(qk - m_safe[:, None])");
+    w.line("alpha = tl.math.exp2(m_i - m_safe)");
+    w.line("l_i = l_i * alpha + tl.sum(p, 1)");
+    w.line(str_cat("v = tl.load(v_base + cols[:, None] * ", c.v.strides[2], " + offs_e[None, :] * ", c.v.strides[3],
+                   masked(both(key_bound("cols", false), e_bound(false)), "0.0"), ")"));
+    dot("acc = acc * alpha[:, None] + ", operand("p"), "v", "");
+    w.line("m_i = m_new");
+    w.dedent();
+    w.line("acc = acc / tl.where(l_i == 0.0, 1.0, l_i)[:, None]");
+    store_tile(0, "offs_m", false, "offs_e", "acc");
+    if (c.c.writes_logsumexp) {
+      // log(sum) in natural units from the log2 ones: (m + log2 l) ln 2.
+      w.line(str_cat("lse = tl.where(l_i == 0.0, float(\"-inf\"), (m_i + tl.math.log2(tl.where(l_i == 0.0, 1.0, l_i))) * ",
+                     num(1 / log2e), ")"));
+      const TensorType &t = p.buffer(n.outputs[1]).type;
+      w.line(str_cat("tl.store(", outs[1], " + ", base(ir::View{n.outputs[1], t.sizes, t.strides, 0}, "h"), " + offs_m * ",
+                     t.strides[2], ", lse", m_tail ? str_cat(", mask=offs_m < ", c.rows) : "", ")"));
+    }
+  }
+  if (grads) w.dedent();
 
   GpuKernel g;
   g.name = k.name;
@@ -364,11 +352,12 @@ GpuKernel emit_attention(const ir::Program &p, const ir::Kernel &k, const Attent
   g.constexprs["BLOCK_N"] = plan.block_n;
   g.num_warps = plan.warps;
   g.num_stages = plan.stages;
-  g.grid = {blocks * c.batch * c.heads, 1, 1};
-  g.attrs = {{"layout", str_cat("fused attention, ", ir::attention_part_name(part), ": ", c.c.causal ? "causal, " : "",
+  g.grid = {key_programs + blocks_m * c.batch * c.heads, 1, 1};
+  g.attrs = {{"layout", str_cat("fused attention, ", ir::attention_part_name(c.c.part),
+                                c.c.writes_logsumexp ? " with the logsumexp" : "", ": ", c.c.causal ? "causal, " : "",
                                 mask ? "masked, " : "", "scale ", num(c.c.scale),
                                 c.group > 1 ? str_cat(", ", c.group, " query heads per key head") : "",
-                                c.over_keys() ? ", a program per block of keys" : "")},
+                                grads ? ", a program per block of keys (dk, dv) and per block of query rows (dq)" : "")},
              {"plan", plan.str()},
              {"grid", str_cat(g.grid[0], "x1x1")}};
   std::string head = "# " + ir::kernel_summary(p, k) + "\n";

@@ -20,10 +20,10 @@
 // compute them; f64 uses broadcast products. The plan (block sizes, warps, stages) is
 // decided before the kernel is printed and tuned by driver/autotune.h.
 //
-// The other parts of a call (ir::AttentionPart) for training: the logsumexp, the same walk
-// without the values; the gradient of the query, a program per block of query rows walking
-// the keys (dq += dS k); those of key and value, a program per block of keys walking the
-// query rows (dk += dS^T q, dv += P^T dO), so that no two programs add to one row. Each
+// For training (ir::AttentionPart), the forward also stores each row's logsumexp when the
+// call has it as a second output, and the backward is one kernel of two kinds of programs:
+// one per block of keys walks the query rows (dk += dS^T q, dv += P^T dO), one per block of
+// query rows walks the keys (dq += dS k), so that no two programs add to one row. Each
 // recomputes P = exp2(S log2 e - lse log2 e) from the logsumexp.
 // Tests: tests/gpu (the attention fixtures on the H200), tests/unit/triton_test.cpp.
 #pragma once
