@@ -120,6 +120,12 @@ struct TensorInfo {
   /// returns one of its inputs, as a training graph's forward returns the parameters its
   /// backward reads), or -1. A caller may hand that input back in place of the output.
   int64_t same_as_input = -1;
+  /// Outputs: the inputs over whose memory this output may be written instead of its own
+  /// (the caller passing that input's address for it), when the caller means to replace
+  /// the input with it, as an optimizer step updates its parameters: the kernel that writes
+  /// the output reads such an input only at each element it writes, before writing it, and
+  /// nothing reads the input after that kernel. Target cpu only; empty elsewhere.
+  std::vector<int64_t> writable_over;
 };
 
 struct CompileOptions {

@@ -31,6 +31,12 @@ by PyTorch (torch.empty_strided on the inputs' device, in the layout coil writes
 caching allocator on the GPU), so they are ordinary tensors the caller owns, on the stream
 that writes them; a later call never writes them. coil runs on cuda:0; a graph on another
 GPU runs in eager PyTorch.
+
+Inputs a graph mutates (an optimizer step's parameters and state, batch norm's running
+statistics) stay in an inference graph as copy_ at its end (keep_inference_input_mutations);
+coil computes each new value as an output and, on the CPU, writes it over the input's own
+memory where the schedule allows (CompiledGraph's TensorInfo::writable_over); the rest are
+copied into their inputs by one _foreach_copy_ after the call.
 Tests: tests/python/test_backend.py.
 """
 from __future__ import annotations
@@ -153,10 +159,67 @@ def _part(name: str, gm: torch.fx.GraphModule, fn) -> dict:
             "why": getattr(fn, "coil_why", "")}
 
 
+def input_updates(gm: torch.fx.GraphModule) -> list[int]:
+    """Takes out of `gm` the input mutations AOTAutograd keeps in it (copy_(input, new) at
+    the graph's end; keep_inference_input_mutations): each new value becomes an extra output
+    after the graph's own, and the list says which placeholder (by position) each updates.
+    compile_graph's caller then writes them all with one _foreach_copy_, where AOTAutograd
+    would copy each in eager PyTorch (an optimizer step updates three tensors per parameter)."""
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    output = next(n for n in gm.graph.nodes if n.op == "output")
+    updated: list[int] = []
+    news = []
+    for node in list(gm.graph.nodes):
+        if node.op != "call_function" or node.target is not torch.ops.aten.copy_.default:
+            continue
+        target, new = node.args[0], node.args[1]
+        if target.op != "placeholder" or node.users or len(node.args) > 2 or node.kwargs or target in (
+                placeholders[i] for i in updated):
+            continue  # anything else stays an op of the graph
+        new_val, target_val = new.meta.get("val"), target.meta.get("val")
+        if not isinstance(new_val, torch.Tensor) or new_val.shape != target_val.shape or new_val.dtype != target_val.dtype:
+            continue
+        updated.append(placeholders.index(target))
+        news.append(new)
+        gm.graph.erase_node(node)
+    if updated:
+        returned = output.args[0]
+        returned = tuple(returned) if isinstance(returned, (list, tuple)) else (returned,)
+        output.args = (returned + tuple(news),)
+        gm.recompile()
+    return updated
+
+
 def compile_graph(gm: torch.fx.GraphModule, example_inputs, options: list[tuple[str, str]], guarded: bool = True):
     """A function running `gm`: through coil when coil supports every op, else coil's parts
     with the rest in eager PyTorch between them (partition.py); eager as a whole when coil
-    cannot compile it."""
+    cannot compile it. The inputs the graph mutates are updated after each call
+    (input_updates)."""
+    updated = input_updates(gm)
+    returned = next(n for n in gm.graph.nodes if n.op == "output").args[0]
+    own = len(returned) - len(updated)
+    fn = _compile_graph(gm, example_inputs, options, guarded, [(own + i, j) for i, j in enumerate(updated)])
+    if not updated:
+        return fn
+    counters["inputs_updated"] += len(updated)
+    # The updates coil did not write over the input's own memory, copied after the call.
+    copied = [(own + i, j) for i, j in enumerate(updated) if own + i not in getattr(fn, "coil_in_place", ())]
+    counters["inputs_updated_in_place"] += len(updated) - len(copied)
+
+    def run(*args):
+        outs = fn(*args)
+        if copied:
+            torch._foreach_copy_([args[j] for _, j in copied], [outs[k] for k, _ in copied])
+        return outs[:own]
+
+    for name in ("coil_graph", "coil_why", "coil_in_place"):
+        if hasattr(fn, name):
+            setattr(run, name, getattr(fn, name))
+    return run
+
+
+def _compile_graph(gm: torch.fx.GraphModule, example_inputs, options: list[tuple[str, str]], guarded: bool,
+                   updates: list[tuple[int, int]]):
     native = set(_C.supported_ops())
     record = {"graph": counters["graphs"], "ops": _calls(gm), "parts": [], "eager_ops": []}
     counters["graphs"] += 1
@@ -166,7 +229,7 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs, options: list[tuple[
     if symbolic or not any(partition.unsupported(n, native) for n in gm.graph.nodes):
         # A graph of symbolic sizes runs in eager whole. The graph's inputs are held to the
         # example inputs' layouts by Dynamo's guards: its calls pass addresses alone.
-        fn = compile_whole(gm, example_inputs, options, guarded=guarded)
+        fn = compile_whole(gm, example_inputs, options, guarded=guarded, updates=updates)
         record["parts"].append(_part("the whole graph", gm, fn))
         counters["graphs_compiled" if hasattr(fn, "coil_graph") else "graphs_eager"] += 1
         return fn
@@ -202,12 +265,16 @@ def _allocators(target: torch.device):
     return getattr(guards, "_empty_strided_" + target.type, None), plain
 
 
-def compile_whole(gm: torch.fx.GraphModule, example_inputs, options: list[tuple[str, str]], guarded: bool = False):
+def compile_whole(gm: torch.fx.GraphModule, example_inputs, options: list[tuple[str, str]], guarded: bool = False,
+                  updates: list[tuple[int, int]] = ()):
     """A function running all of `gm` through coil, or gm itself (eager) when coil cannot.
     `guarded`: every call's inputs have the example inputs' dtypes, sizes and strides (as
     Dynamo's guards hold a whole graph's), so that after the first call, checked in full,
     a call passes the tensors' addresses alone (CompiledGraph.run_addresses); a part
-    between eager ops takes whatever layouts they produce, and is checked every call."""
+    between eager ops takes whatever layouts they produce, and is checked every call.
+    `updates`: (output, input) pairs, each output the new value of that input (input_updates):
+    where coil says it may (TensorInfo::writable_over), the output is written over the
+    input's memory, and the function's attribute coil_in_place lists those outputs."""
     if not all(isinstance(x, torch.Tensor) for x in example_inputs):
         return _eager(gm, "an input is not a tensor (symbolic sizes are not compiled yet)")
     devices = {x.device.type for x in example_inputs}
@@ -235,6 +302,8 @@ def compile_whole(gm: torch.fx.GraphModule, example_inputs, options: list[tuple[
     # first call). (output index, input index, the input's strides)
     same = [(k, info[6], tuple(compiled.inputs[info[6]][3])) for k, info in enumerate(compiled.outputs)
             if info[6] >= 0 and device == "cpu"]
+    # Updates written over their input (the input's own memory passed for the output).
+    in_place = [(k, j) for k, j in updates if j in compiled.outputs[k][7]]
     target = torch.device("cuda", 0) if device == "cuda" else torch.device("cpu")
     # The graph's constants (`_tensor_constant0 = self._tensor_constant0`, a tensor the traced
     # code made) are inputs of the compiled graph after the placeholders, by name. They are
@@ -255,7 +324,7 @@ def compile_whole(gm: torch.fx.GraphModule, example_inputs, options: list[tuple[
     checked = [True]  # whether this call is checked in full: the first, and every one when not guarded
     fast, plain = _allocators(target)
     count = len(outputs)
-    reused = {k for k, _, _ in same}
+    reused = {k for k, _, _ in same} | {k for k, _ in in_place}
     fresh = [(k, *outputs[k]) for k in range(count) if k not in reused]
     whole = all(tensor_outputs)
 
@@ -275,6 +344,8 @@ def compile_whole(gm: torch.fx.GraphModule, example_inputs, options: list[tuple[
             else:
                 dtype, sizes, out_strides = outputs[k]
                 outs[k] = alloc(sizes, out_strides, dtype)
+        for k, j in in_place:
+            outs[k] = given[j]
         for k, dtype, sizes, strides in fresh:
             outs[k] = alloc(sizes, strides, dtype)
         stream = torch.cuda.current_stream(target).cuda_stream if target.type == "cuda" else 0
@@ -292,6 +363,7 @@ def compile_whole(gm: torch.fx.GraphModule, example_inputs, options: list[tuple[
         return tuple(next(it) if t else None for t in tensor_outputs)
 
     run.coil_graph = compiled
+    run.coil_in_place = {k for k, _ in in_place}
     return run
 
 
@@ -368,8 +440,10 @@ def coil_backend(gm: torch.fx.GraphModule, example_inputs, options: dict | None 
     def backward(fx, inputs):
         return make_boxed_func(compile_graph(fx, inputs, pairs, guarded=False))
 
+    # Input mutations (an optimizer's parameters and state, batch norm's running stats) stay
+    # in an inference graph as copy_ at its end, which compile_graph takes over.
     compile_aot = aot_autograd(fw_compiler=forward, bw_compiler=backward, decompositions=decompositions(),
-                               partition_fn=_partition)
+                               partition_fn=_partition, keep_inference_input_mutations=True)
     # scaled_dot_product_attention traces to the fused op PyTorch would run on the inputs'
     # device (flash, memory-efficient or cuDNN on CUDA, flash on the CPU): coil compiles each
     # into its own attention kernel, and their backward ops. A training graph on CUDA is

@@ -29,7 +29,8 @@ std::vector<coil::TensorRef> refs(const std::vector<PyTensor> &tensors) {
 }
 
 nb::tuple info_tuple(const coil::TensorInfo &t) {
-  return nb::make_tuple(t.name, int(t.dtype), t.sizes, t.strides, t.reduced_elements, t.random_state, t.same_as_input);
+  return nb::make_tuple(t.name, int(t.dtype), t.sizes, t.strides, t.reduced_elements, t.random_state, t.same_as_input,
+                       t.writable_over);
 }
 
 }  // namespace

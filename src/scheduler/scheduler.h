@@ -82,6 +82,14 @@ std::vector<std::string> order_loops(ir::Program &p, const ScheduleOptions &o);
 /// Schedules a lowered program.
 Schedule schedule(ir::Program p, const ScheduleOptions &o = {});
 
+/// The graph inputs (indices into program.inputs) over whose memory the computed buffer `b`
+/// may be written in place of its own: `b` has the input's dtype, sizes and strides and is
+/// stored by one pointwise kernel, which reads the input only at the element it stores and
+/// before storing it; no later kernel reads the input. A caller that updates an input with
+/// a graph output (a compiled optimizer step's parameters) then passes the input's memory
+/// for that output and copies nothing.
+std::vector<int> inputs_writable_by(const ir::ScheduledProgram &s, ir::BufferId b);
+
 /// The memory plan of a schedule as memory_plan.txt prints it.
 std::string memory_plan_str(const Schedule &s);
 

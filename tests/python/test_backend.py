@@ -429,6 +429,36 @@ class Backend(unittest.TestCase):
                     torch.testing.assert_close(ours.get_buffer(name), buffer, rtol=1e-5, atol=1e-6, msg=name)
         self.assertTrue(graphs and all(g is not None for g in graphs), graphs)
 
+    def test_input_updates_are_written_in_place_only_where_safe(self):
+        # An inference graph's input mutations (AOTAutograd keeps them as copy_ at the
+        # graph's end) are written over the input's own memory where the kernel writing the
+        # new value reads the old one only at the element it writes and nothing reads it
+        # after (m and p), and copied after the call otherwise (x: its new value reads
+        # another element of the old). Three calls, each against eager's.
+        from coil import backend
+
+        def update(p, m, g, x):
+            m.mul_(0.9).add_(g, alpha=0.1)
+            p.sub_(m * 0.5)
+            x.add_(x.flip(0))
+            return p.sum()
+
+        tensors = [torch.randn(33, 17, generator=torch.Generator().manual_seed(i)) for i in range(4)]
+        ours, eager = [t.clone() for t in tensors], [t.clone() for t in tensors]
+        addresses = [t.data_ptr() for t in ours]
+        torch._dynamo.reset()
+        before = backend.counters.copy()
+        compiled = torch.compile(update, backend="coil")
+        with no_fallback(), torch.no_grad():
+            for call in range(3):
+                torch.testing.assert_close(compiled(*ours), update(*eager), rtol=1e-5, atol=1e-5)
+                for name, o, e in zip("pmgx", ours, eager):
+                    torch.testing.assert_close(o, e, rtol=1e-6, atol=1e-6, msg=f"call {call}: {name}")
+        counted = backend.counters - before
+        self.assertEqual(counted["inputs_updated"], 3, counted)
+        self.assertEqual(counted["inputs_updated_in_place"], 2, counted)
+        self.assertEqual([t.data_ptr() for t in ours], addresses)
+
     def test_a_graph_coil_fails_on_runs_in_eager_or_raises(self):
         def f(x):
             return (x * 2).relu().sum(-1)

@@ -159,7 +159,13 @@ def check_optimizer_steps(test, kind: str):
     counted = backend.counters - before
     test.assertGreaterEqual(counted["graphs_compiled"], 1, counted)
     test.assertEqual(counted["graphs"], counted["graphs_compiled"], counted)
+    print(f"{kind}: {counted['inputs_updated_in_place']} of {counted['inputs_updated']} input updates in place",
+          file=sys.stderr)
     test.assertEqual(counted["ops_eager"], 0, counted)
+    # The parameters and the optimizer's state are written in place (the parameters' own
+    # memory passed for their new values), not copied after the call.
+    test.assertGreater(counted["inputs_updated"], 0, counted)
+    test.assertEqual(counted["inputs_updated_in_place"], counted["inputs_updated"], counted)
     assert_model_close(list(models[0].parameters()), list(models[1].parameters()), list(models[2].parameters()))
     test.assertTrue(torch.equal(models[0][0].bias, model[0].bias), "the frozen bias changed")
     test.assertFalse(torch.equal(models[0][0].weight, model[0].weight), "the weight never changed")
