@@ -188,7 +188,7 @@ class Training(unittest.TestCase):
     def test_attention_gradients_in_bf16_on_both_dialects(self):
         # Attention's fused op with its logsumexp and its backward op in bf16, as a training
         # graph on the CPU holds them (causal, 70 rows: blocks with tails; heads of 24: a
-        # padded head), run by coil's CPU kernels and by its Triton kernels under Triton's
+        # padded head; two heads), run by coil's CPU kernels and by its Triton kernels under Triton's
         # interpreter: the output and the three gradients against float64, coil's error at
         # most 3x eager's.
         import shutil
@@ -217,14 +217,18 @@ class Training(unittest.TestCase):
 
         eager, reference = autograd(torch.bfloat16), autograd(torch.float64)
         coil = os.environ.get("COIL_BIN", os.path.join(HERE, "..", "..", "build", "coil"))
-        for device in (["cpu"], ["cuda", "--interpret"]):
-            saved = folder / f"{device[0]}.safetensors"
+        # On the CPU twice: two heads for two threads each take whole heads; three threads
+        # take blocks of rows instead (runtime/include/coil/attention.h, gradients()).
+        runs = {"cpu": ["cpu"], "cpu, blocks of rows": ["cpu", "--set", "num_threads=3"],
+                "cuda": ["cuda", "--interpret"]}
+        for name, device in runs.items():
+            saved = folder / f"{name}.safetensors"
             r = subprocess.run([coil, "run", str(folder / "graph.py"), "--inputs", str(folder / "inputs.safetensors"),
                                 "--device", *device, "--save", str(saved)], capture_output=True, text=True,
                                env={**os.environ, "COIL_TRITON_PYTHON": sys.executable})
             self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
             got = run_plan.read_safetensors(str(saved))
-            with self.subTest(device[0]):
+            with self.subTest(name):
                 assert_model_close([got[f"out{i}"] for i in range(4)], list(eager), list(reference))
 
     def test_optimizer_steps(self):

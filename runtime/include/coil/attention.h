@@ -278,12 +278,22 @@ struct GradOperands {
 };
 
 /// The gradients dq_i = sum_j dS_ij k_j, dk_j = sum_i dS_ij q_i and dv_j = sum_i P_ij dO_i,
-/// each written through its s.result strides. A thread takes a block of kBlock query rows
-/// and the block of as many keys with the same index: the keys' gradients walk the query
-/// rows, and the query rows' walk the keys, so no two threads add to one row; under
-/// causality the two walks of a block are long where the other is short. For each own row,
-/// a row of scores, of P and of dS against the other block runs in vectors across that
-/// block. Key and value heads equal the query's.
+/// each written through its s.result strides. Key and value heads equal the query's.
+///
+/// With heads enough to share out (at least four per thread, or as many for each), a
+/// thread takes whole heads: it walks each head's blocks of kBlock keys, and for each, the
+/// blocks of query rows that see them, computing a block of scores, P and dS once for all
+/// three gradients (dk and dv of the key block, and dq of every query row, kept for the
+/// head in the thread's scratch): five products per pair of blocks.
+///
+/// Otherwise a thread takes a block of kBlock query rows and the block of as many keys with
+/// the same index: the keys' gradients walk the query rows, and the query rows' walk the
+/// keys, so no two threads add to one row (the scores, P and dS computed by both walks:
+/// seven products per pair of blocks); under causality the two walks of a block are long
+/// where the other is short.
+///
+/// For each own row, a row of scores, of P and of dS against the other block runs in
+/// vectors across that block.
 template <typename T, typename Mask>
 void gradients(const typename T::storage *q, const typename T::storage *k, const typename T::storage *v,
                const GradOperands<T> &g, const typename Mask::storage *mask, typename T::storage *dq,
@@ -291,20 +301,25 @@ void gradients(const typename T::storage *q, const typename T::storage *k, const
   using Acc = typename T::acc;
   constexpr int64_t R = kBlock;
   const int64_t query_blocks = (s.lq + R - 1) / R, key_blocks = (s.lk + R - 1) / R;
-  const int64_t blocks = query_blocks > key_blocks ? query_blocks : key_blocks, items = s.batch * s.heads * blocks;
+  const int64_t heads = s.batch * s.heads;
+  const int threads = threads_for(3 * heads * s.lq * s.lk * (s.d + s.dv));
+  const bool whole_heads = heads % threads == 0 || heads >= 4 * threads;
+  const int64_t blocks = query_blocks > key_blocks ? query_blocks : key_blocks;
+  const int64_t items = whole_heads ? heads : heads * blocks;
   const int64_t tile = R * (s.d > s.dv ? s.d : s.dv);
   const Acc scale = Acc(s.scale);
-#pragma omp parallel num_threads(threads_for(3 * s.batch * s.heads * s.lq * s.lk * (s.d + s.dv)))
+#pragma omp parallel num_threads(threads)
   {
     // A thread's scratch for this call, [R, max(D, Dv)] each: the own block's rows (query
     // side: queries scaled and dO; key side: keys and values), the other block's columns
     // (keys and values; queries scaled and dO) and rows (keys; queries and dO), and the own
     // rows' gradients (dq; dk and dv); per query row of the query block its logsumexp's
-    // shift and D.
-    std::unique_ptr<Acc[]> buffer(new Acc[size_t(9 * tile + 2 * R)]);
+    // shift and D; with whole heads, a block's dS transposed and the head's dq.
+    const size_t head_dq = whole_heads ? size_t(R * R + s.lq * s.d) : 0;
+    std::unique_ptr<Acc[]> buffer(new Acc[size_t(9 * tile + 2 * R) + head_dq]);
     Acc *own_a = buffer.get(), *own_b = own_a + tile, *cols_a = own_b + tile, *cols_b = cols_a + tile;
     Acc *rows_a = cols_b + tile, *rows_b = rows_a + tile, *acc_a = rows_b + tile, *acc_b = acc_a + tile;
-    Acc *shift = acc_b + tile, *delta = shift + R;
+    Acc *shift = acc_b + tile, *delta = shift + R, *ds_t = delta + R, *head = ds_t + R * R;
     Acc score[R], dp[R];
     // The logsumexp's shift and D of query rows i0..i0+ni.
     auto row_stats = [&](int64_t b, int64_t h, int64_t i0, int64_t ni) {
@@ -323,40 +338,54 @@ void gradients(const typename T::storage *q, const typename T::storage *k, const
         for (int64_t d = 0; d < width; ++d) o[d * st.c] = T::put(acc[r * width + d]);
       }
     };
+    // dk and dv of keys first..first+n of head (b, h): dS and P by rows of keys against the
+    // query rows; with `head_dq`, each block's dS also adds to the head's dq.
+    auto key_side = [&](int64_t b, int64_t h, int64_t first, Acc *head_dq_rows) {
+      int64_t n = s.lk - first < R ? s.lk - first : R;
+      for (int64_t x = 0; x < n * s.d; ++x) acc_a[x] = 0;
+      for (int64_t x = 0; x < n * s.dv; ++x) acc_b[x] = 0;
+      load_rows<T>(k, s.k, b, h, first, n, s.d, Acc(1), own_a);
+      load_rows<T>(v, s.v, b, h, first, n, s.dv, Acc(1), own_b);
+      for (int64_t i0 = s.causal ? first : 0; i0 < s.lq; i0 += R) {
+        int64_t m = s.lq - i0 < R ? s.lq - i0 : R;
+        load_columns<T>(q, s.q, b, h, i0, m, s.d, scale, cols_a);
+        load_columns<T>(g.grad_out, g.grad_out_strides, b, h, i0, m, s.dv, Acc(1), cols_b);
+        load_rows<T>(q, s.q, b, h, i0, m, s.d, Acc(1), rows_a);
+        load_rows<T>(g.grad_out, g.grad_out_strides, b, h, i0, m, s.dv, Acc(1), rows_b);
+        row_stats(b, h, i0, m);
+        for (int64_t j = 0; j < n; ++j) {
+          block_scores<Mask>(own_a + j * s.d, cols_a, s.d, m, mask, s, b, h, false, first + j, i0, score);
+          row_times_columns(own_b + j * s.dv, cols_b, s.dv, dp);
+#pragma omp simd
+          for (int64_t c = 0; c < R; ++c) {
+            Acc p = coil_rt::exp(score[c] - shift[c]);
+            score[c] = Acc(T::get(T::put(p)));
+            dp[c] = Acc(T::get(T::put(p * (dp[c] - delta[c]) * scale)));
+          }
+          add_weighted_rows(score, m, rows_b, s.dv, acc_b + j * s.dv);
+          add_weighted_rows(dp, m, rows_a, s.d, acc_a + j * s.d);
+          if (head_dq_rows)
+            for (int64_t c = 0; c < m; ++c) ds_t[c * R + j] = dp[c];
+        }
+        // dq of the block's query rows: sum over the block's keys of dS times the key.
+        if (head_dq_rows)
+          for (int64_t c = 0; c < m; ++c) add_weighted_rows(ds_t + c * R, n, own_a, s.d, head_dq_rows + (i0 + c) * s.d);
+      }
+      store(acc_a, s.d, dk, s.result[1], b, h, first, n);
+      store(acc_b, s.dv, dv, s.result[2], b, h, first, n);
+    };
 #pragma omp for schedule(static)
     for (int64_t item = 0; item < items; ++item) {
+      if (whole_heads) {
+        int64_t h = item % s.heads, b = item / s.heads;
+        for (int64_t x = 0; x < s.lq * s.d; ++x) head[x] = 0;
+        for (int64_t first = 0; first < s.lk; first += R) key_side(b, h, first, head);
+        store(head, s.d, dq, s.result[0], b, h, 0, s.lq);
+        continue;
+      }
       int64_t block = item % blocks, h = (item / blocks) % s.heads, b = item / (blocks * s.heads);
       int64_t first = block * R;
-      if (block < key_blocks) {
-        // dk and dv of keys first..first+n: dS and P by rows of keys against the query rows.
-        int64_t n = s.lk - first < R ? s.lk - first : R;
-        for (int64_t x = 0; x < n * s.d; ++x) acc_a[x] = 0;
-        for (int64_t x = 0; x < n * s.dv; ++x) acc_b[x] = 0;
-        load_rows<T>(k, s.k, b, h, first, n, s.d, Acc(1), own_a);
-        load_rows<T>(v, s.v, b, h, first, n, s.dv, Acc(1), own_b);
-        for (int64_t i0 = s.causal ? first : 0; i0 < s.lq; i0 += R) {
-          int64_t m = s.lq - i0 < R ? s.lq - i0 : R;
-          load_columns<T>(q, s.q, b, h, i0, m, s.d, scale, cols_a);
-          load_columns<T>(g.grad_out, g.grad_out_strides, b, h, i0, m, s.dv, Acc(1), cols_b);
-          load_rows<T>(q, s.q, b, h, i0, m, s.d, Acc(1), rows_a);
-          load_rows<T>(g.grad_out, g.grad_out_strides, b, h, i0, m, s.dv, Acc(1), rows_b);
-          row_stats(b, h, i0, m);
-          for (int64_t j = 0; j < n; ++j) {
-            block_scores<Mask>(own_a + j * s.d, cols_a, s.d, m, mask, s, b, h, false, first + j, i0, score);
-            row_times_columns(own_b + j * s.dv, cols_b, s.dv, dp);
-#pragma omp simd
-            for (int64_t c = 0; c < R; ++c) {
-              Acc p = coil_rt::exp(score[c] - shift[c]);
-              score[c] = Acc(T::get(T::put(p)));
-              dp[c] = Acc(T::get(T::put(p * (dp[c] - delta[c]) * scale)));
-            }
-            add_weighted_rows(score, m, rows_b, s.dv, acc_b + j * s.dv);
-            add_weighted_rows(dp, m, rows_a, s.d, acc_a + j * s.d);
-          }
-        }
-        store(acc_a, s.d, dk, s.result[1], b, h, first, n);
-        store(acc_b, s.dv, dv, s.result[2], b, h, first, n);
-      }
+      if (block < key_blocks) key_side(b, h, first, nullptr);
       if (block < query_blocks) {
         // dq of query rows first..first+n: dS by rows of queries against the keys.
         int64_t n = s.lq - first < R ? s.lq - first : R;
