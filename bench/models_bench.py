@@ -357,6 +357,8 @@ def main() -> int:
     p.add_argument("--train", action="store_true",
                    help="time training steps instead (bench/training_bench.py; models of its TRAINING)")
     p.add_argument("--tiny", action="store_true", help="with --train: the tests' tiny sizes")
+    p.add_argument("--compile-optimizer", action="store_true",
+                   help="with --train: optimizer.step() compiled by each step's backend (else eager for all)")
     a = p.parse_args()
     if a.train:
         return train(a)
@@ -406,14 +408,16 @@ def train(a) -> int:
     rows = []
     with tempfile.TemporaryDirectory() as temporary:
         for name in names.split(","):
-            rows.append(training_bench.bench_training(name, a.device, a.iters, median_ms, a.tiny))
+            rows.append(training_bench.bench_training(name, a.device, a.iters, median_ms, a.tiny, a.compile_optimizer))
             if not a.no_compile_times:
-                args = [str(REPO / "bench"), name, a.device, "tiny" if a.tiny else "full"]
+                args = [str(REPO / "bench"), name, a.device, "tiny" if a.tiny else "full",
+                        "compiled" if a.compile_optimizer else "eager"]
                 rows[-1]["compile"] = compile_times(
                     name, Path(temporary),
                     lambda backend, caches: process_seconds(training_bench.FIRST_STEP, [*args, backend], caches))
             print(rows[-1], flush=True)
     precision = ("f32 weights, bf16 autocast" if a.device == "cuda" else "f32") + (", tiny sizes" if a.tiny else "")
+    precision += ", optimizer step compiled by each backend" if a.compile_optimizer else ", optimizer step eager"
     text = (f"Training steps on {machine} ({a.device}), commit {commit}, torch {torch.__version__}; {precision}, "
             f"AdamW, medians of {a.iters} steps; ratios > 1: coil faster\n\n" +
             training_bench.table(rows, a.device, compile_table))

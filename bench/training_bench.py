@@ -6,7 +6,8 @@ of bench/model_zoo.py's TRAINING at full size (GPT-2 small and BERT-base at batc
 ResNet-50 at batch 64; --tiny: the tests' sizes): f32 master weights under bf16 autocast on CUDA, f32 on the CPU.
 Eager, Inductor (torch.compile, default mode) and coil (torch.compile(backend="coil")) each
 train a copy of the same weights in this process (on the CPU side by side, taking turns in
-rounds); the optimizer runs eagerly for all three. Every time is the median of N steps after
+rounds); the optimizer runs eagerly for all three, or (--compile-optimizer) its step is
+compiled by the step's backend. Every time is the median of N steps after
 warm-up ones (CUDA events on the GPU, a steady clock on the CPU: the median of the rounds'
 medians). Peak memory (CUDA): the most PyTorch's allocator held during
 a step, weights, gradients and optimizer state included. The first step's loss of each is
@@ -39,12 +40,19 @@ def autocast(device: str):
     return torch.autocast(device, dtype=torch.bfloat16) if device == "cuda" else contextlib.nullcontext()
 
 
-def make_step(model, args, device: str, optimizer):
+def make_step(model, args, device: str, optimizer, backend: str | None = None):
+    """A training step; with `backend`, optimizer.step() compiled by it too."""
+    update = optimizer.step
+    if backend:
+        @torch.compile(backend=backend)
+        def update():
+            optimizer.step()
+
     def step():
         with autocast(device):
             loss = model(*args)
         loss.backward()
-        optimizer.step()
+        update()
         optimizer.zero_grad(set_to_none=True)
         return loss
     return step
@@ -53,7 +61,8 @@ def make_step(model, args, device: str, optimizer):
 ROUNDS = 5  # on the CPU, each backend's steps are timed in this many rounds, taking turns
 
 
-def bench_training(name: str, device: str, iters: int, median_ms, tiny: bool = False) -> dict:
+def bench_training(name: str, device: str, iters: int, median_ms, tiny: bool = False,
+                   compile_optimizer: bool = False) -> dict:
     """One row: each backend's median step (ms), peak memory (MB), first loss; or why not.
     On CUDA each backend trains alone (its peak memory is its own); on the CPU the three
     train side by side and take turns, ROUNDS rounds of iters / ROUNDS steps each, so that a
@@ -71,7 +80,7 @@ def bench_training(name: str, device: str, iters: int, median_ms, tiny: bool = F
                 torch._dynamo.reset()
             run = torch.compile(model, backend=backend) if backend else model
             optimizer = torch.optim.AdamW(model.parameters(), lr=1e-5)
-            step = make_step(run, args, device, optimizer)
+            step = make_step(run, args, device, optimizer, backend if compile_optimizer else None)
             if key == "coil":
                 from coil import backend as coil_backend
                 coil_backend.counters.clear()
@@ -108,16 +117,18 @@ def bench_training(name: str, device: str, iters: int, median_ms, tiny: bool = F
 
 # The first training step, timed in a process of its own (compiles included): the script
 # models_bench.py's process_seconds runs, with the bench folder, model, device, "tiny" or
-# "full" and the backend as its arguments.
+# "full", "compiled" or "eager" (the optimizer step) and the backend as its arguments.
 FIRST_STEP = """
 import json, sys, time, torch
 sys.path.insert(0, sys.argv[1])
 from model_zoo import build_training
 from training_bench import make_step
-name, device, tiny, backend = sys.argv[2], sys.argv[3], sys.argv[4] == "tiny", sys.argv[5]
+name, device, tiny, backend = sys.argv[2], sys.argv[3], sys.argv[4] == "tiny", sys.argv[6]
+compile_optimizer = sys.argv[5] == "compiled"
 torch.manual_seed(0)
 model, args = build_training(name, device, torch.float32, tiny)
-step = make_step(torch.compile(model, backend=backend), args, device, torch.optim.AdamW(model.parameters(), lr=1e-5))
+step = make_step(torch.compile(model, backend=backend), args, device, torch.optim.AdamW(model.parameters(), lr=1e-5),
+                 backend if compile_optimizer else None)
 start = time.perf_counter()
 step()
 if device == "cuda":
