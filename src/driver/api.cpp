@@ -115,7 +115,12 @@ void write_back(const HostTensor &h, const TensorRef &r) {
 }
 
 TensorInfo info_of(const ir::Program &p, const std::string &name, const ir::View &v) {
-  return {name, public_type(p.buffer(v.buffer).type.dtype), v.sizes, v.strides, 1};
+  TensorInfo info;
+  info.name = name;
+  info.dtype = public_type(p.buffer(v.buffer).type.dtype);
+  info.sizes = v.sizes;
+  info.strides = v.strides;
+  return info;
 }
 
 ir::View whole(const ir::Program &p, ir::BufferId b) {

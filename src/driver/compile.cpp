@@ -52,7 +52,7 @@ Compilation compile_graph(Graph g, const sched::ScheduleOptions &o, const std::s
   c.optimized = passes::run_graph_passes(c.graph, reference_evaluator(), &c.passes);
   if (o.channels_last_convolutions) c.optimized = passes::channels_last_convolutions(c.optimized, &c.passes);
   dump(trace_dir, "graph_after_passes.txt", with_log(frontend::print_graph(c.optimized), c.passes));
-  c.lowered = lowering::lower(c.optimized);
+  c.lowered = lowering::lower(c.optimized, lowering::LowerOptions::from_registry());
   dump(trace_dir, "ir_pre_fusion.txt", ir::str(c.lowered));
   c.schedule = sched::schedule(c.lowered, o);
   dump(trace_dir, "ir_post_fusion.txt", ir::str(c.schedule.ir));

@@ -113,6 +113,109 @@ TensorRef reshaped(Lowering &l, const std::string &origin, const TensorRef &r, c
   return TensorRef{c.buffer, c.dtype, sizes, contiguous_strides(sizes), 0};
 }
 
+// ---- aligned rows --------------------------------------------------------------------------
+//
+// cuBLAS reads and writes a matrix through a leading dimension (the stride between its rows,
+// or its columns), and one that is not a multiple of 16 bytes keeps it off its fast kernels:
+// on the H200, GPT-2's language-model head, whose logits have rows of 50,257 elements, ran
+// its three products in 7.9 ms against Inductor's 1.5 ms, which pads them. Where the option
+// extern.align_product_rows says so (auto: bf16 and f16 on the GPU, matrices of 2^20
+// elements or more), such an operand is read from a copy with rows padded to 16 bytes, one
+// copy per source view shared by the products that read it (the scheduler fuses it into its
+// producer where that is a generated kernel), and such a result is written with padded
+// rows: its consumers read it through them (the copy in the graph's layout is inlined into
+// them), and only where the value leaves the graph or meets a library is that copy stored.
+
+/// The matrix dims (the last two) of `r` as (rows, columns, row stride, column stride).
+struct MatrixLayout {
+  int64_t rows, cols, row_stride, col_stride;
+};
+MatrixLayout matrix_layout(const TensorRef &r) {
+  size_t n = r.sizes.size();
+  return {r.sizes[n - 2], r.sizes[n - 1], r.strides[n - 2], r.strides[n - 1]};
+}
+
+/// Whether a product of `type`'s dtype and device on a matrix of `elements` pads its rows.
+bool aligns_rows(Lowering &l, DType dtype, const Device &device, int64_t elements) {
+  const std::string &mode = l.options().align_product_rows;
+  if (mode == "never" || !is_floating(dtype)) return false;
+  // auto: bf16 and f16 products on the GPU, whose tensor-core kernels want the alignment;
+  // small matrices are not worth a copy.
+  return mode == "always" ||
+         (device.kind == Device::Kind::CUDA && itemsize(dtype) == 2 && elements >= (int64_t(1) << 20));
+}
+
+/// Elements of `dtype` in 16 bytes.
+int64_t alignment_of(DType dtype) { return std::max<int64_t>(16 / itemsize(dtype), 1); }
+
+/// Strides of `sizes` in row-major order with the rows (the second-to-last dim's stride)
+/// padded to `align` elements.
+Shape padded_strides(const Shape &sizes, int64_t align) {
+  Shape strides(sizes.size(), 1);
+  size_t n = sizes.size();
+  if (n >= 2) strides[n - 2] = (sizes[n - 1] + align - 1) / align * align;
+  for (size_t d = n - 2; n >= 3 && d-- > 0;) strides[d] = strides[d + 1] * sizes[d + 1];
+  return strides;
+}
+
+/// `r` with its last two dims swapped (a view).
+TensorRef transposed(TensorRef r) {
+  size_t n = r.sizes.size();
+  std::swap(r.sizes[n - 1], r.sizes[n - 2]);
+  std::swap(r.strides[n - 1], r.strides[n - 2]);
+  return r;
+}
+
+/// A product's matrix operand `r` (rank 2, or 3 with a batch stride): itself when its
+/// leading dimension is aligned (or it is small, or its layout is not one a library reads
+/// directly), else a view of a copy with aligned rows, in r's orientation.
+TensorRef aligned_operand(Lowering &l, const std::string &origin, const TensorRef &r) {
+  if (r.rank() < 2 || r.rank() > 3 || (r.rank() == 3 && r.strides[0] == 0)) return r;
+  MatrixLayout m = matrix_layout(r);
+  const Device &device = l.program().buffer(r.buffer).type.device;
+  int64_t align = alignment_of(r.dtype);
+  bool row_major = m.col_stride == 1 || m.cols == 1, col_major = m.row_stride == 1 || m.rows == 1;
+  if ((row_major && (m.row_stride % align == 0 || m.rows == 1)) || (col_major && (m.col_stride % align == 0 || m.cols == 1)))
+    return r;
+  if ((!row_major && !col_major) || !aligns_rows(l, r.dtype, device, checked_numel(r.sizes))) return r;
+  // The copy is made row-major in the view's own orientation: rows along its unit stride.
+  bool flip = !row_major;
+  TensorRef source = flip ? transposed(r) : r;
+  auto key = std::make_tuple(source.buffer, source.offset, source.sizes, source.strides);
+  auto &copies = l.aligned_copies();
+  auto it = copies.find(key);
+  if (it == copies.end()) {
+    TensorType padded{source.dtype, source.sizes, padded_strides(source.sizes, align), device};
+    it = copies.emplace(key, laid_out(l, origin + " (rows aligned)", source, padded)).first;
+  }
+  return flip ? transposed(it->second) : it->second;
+}
+
+/// A matrix product node (Mm, Bmm, Addmm, Baddbmm, Mv, Addmv) of `operands` into a result
+/// of `out`, with aligned rows where they are not (see above): its matrix operands read
+/// through aligned copies, its result written with padded rows and given back in `out`'s
+/// layout by a copy that its readers take in (node attr aligned_rows).
+TensorRef product_node(Lowering &l, const std::string &origin, ir::ExternOp op, std::vector<TensorRef> operands,
+                       const TensorType &out, int64_t reduction_size, std::map<std::string, double> scalars = {}) {
+  bool matrices = op == ir::ExternOp::Mm || op == ir::ExternOp::Bmm || op == ir::ExternOp::Addmm || op == ir::ExternOp::Baddbmm;
+  size_t first = op == ir::ExternOp::Addmm || op == ir::ExternOp::Baddbmm ? 1 : 0;  // after the bias
+  std::vector<ir::View> views;
+  for (size_t i = 0; i < operands.size(); ++i) {
+    const TensorRef &r = operands[i];
+    bool matrix = matrices && i >= first && r.buffer >= 0;
+    views.push_back(r.buffer < 0 ? ir::View{} : view_of(matrix ? aligned_operand(l, origin, r) : r));
+  }
+  int64_t align = alignment_of(out.dtype);
+  bool pad = matrices && out.rank() >= 2 && out.strides.back() == 1 && out.sizes.back() > 1 &&
+             out.strides[out.strides.size() - 2] % align != 0 && out.strides == contiguous_strides(out.sizes) &&
+             aligns_rows(l, out.dtype, out.device, checked_numel(out.sizes));
+  if (!pad) return extern_node(l, origin, op, std::move(views), out, reduction_size, std::move(scalars));
+  TensorType padded{out.dtype, out.sizes, padded_strides(out.sizes, align), out.device};
+  TensorRef result = extern_node(l, origin, op, std::move(views), padded, reduction_size, std::move(scalars));
+  l.program().nodes.back().attrs["aligned_rows"] = {1};
+  return laid_out(l, origin + " (rows unpadded)", result, out);
+}
+
 /// [d0, ..., n, k] as [d0 * ... * n, k].
 TensorRef rows_of(Lowering &l, const std::string &origin, const TensorRef &r) {
   Shape rows(r.sizes.begin(), r.sizes.end() - 1);
@@ -132,16 +235,16 @@ TensorRef matmul(Lowering &l, const std::string &origin, const TensorRef &a, con
   auto typed = [&](Shape sizes) { return TensorType{out.dtype, sizes, contiguous_strides(sizes), out.device}; };
   if (b.rank() == 1 && a.rank() >= 2) {  // [..., n, k] @ [k]: one mv over the rows
     TensorRef rows = rows_of(l, origin, a);
-    return result(extern_node(l, origin, ExternOp::Mv, {view_of(rows), view_of(b)}, typed({rows.sizes[0]}), k));
+    return result(product_node(l, origin, ExternOp::Mv, {rows, b}, typed({rows.sizes[0]}), k));
   }
   if (b.rank() <= 2 && a.rank() != 0) {  // [..., n, k] @ [k, m], and [k] @ [k] or [k, m] as one row
     TensorRef lhs = a.rank() == 1 ? unsqueeze(a, 0) : rows_of(l, origin, a);
     TensorRef rhs = b.rank() == 1 ? unsqueeze(b, 1) : b;
     Shape shape = {lhs.sizes[0], rhs.sizes[1]};
     if (bias)
-      return result(extern_node(l, origin, ExternOp::Addmm, {view_of(*bias), view_of(lhs), view_of(rhs)}, typed(shape), k,
-                                {{"beta", 1.0}, {"alpha", 1.0}}));
-    return result(extern_node(l, origin, ExternOp::Mm, {view_of(lhs), view_of(rhs)}, typed(shape), k));
+      return result(product_node(l, origin, ExternOp::Addmm, {*bias, lhs, rhs}, typed(shape), k,
+                                 {{"beta", 1.0}, {"alpha", 1.0}}));
+    return result(product_node(l, origin, ExternOp::Mm, {lhs, rhs}, typed(shape), k));
   }
   // Batched: batch dims broadcast and folded into one, then one bmm.
   TensorRef lhs = a.rank() == 1 ? unsqueeze(a, 0) : a, rhs = b.rank() == 1 ? unsqueeze(b, 1) : b;
@@ -154,7 +257,7 @@ TensorRef matmul(Lowering &l, const std::string &origin, const TensorRef &a, con
     return reshaped(l, origin, expand(r, full), {count, rows, cols});
   };
   TensorRef x = batched(lhs, n, k), y = batched(rhs, k, m);
-  return result(extern_node(l, origin, ExternOp::Bmm, {view_of(x), view_of(y)}, typed({count, n, m}), k));
+  return result(product_node(l, origin, ExternOp::Bmm, {x, y}, typed({count, n, m}), k));
 }
 
 /// addbmm(self, batch1 [b, n, k], batch2 [b, k, m]) = beta * self + alpha * sum over the
@@ -167,8 +270,8 @@ std::vector<TensorRef> addbmm(Lowering &l, const Node &n) {
   TensorRef side_by_side{x.buffer, x.dtype, {rows, batch, k}, {x.strides[1], x.strides[0], x.strides[2]}, x.offset};
   TensorRef lhs = reshaped(l, n.name, side_by_side, {rows, batch * k});
   TensorRef rhs = reshaped(l, n.name, y, {batch * k, cols});
-  return {extern_node(l, n.name, ir::ExternOp::Addmm, {view_of(self), view_of(lhs), view_of(rhs)},
-                      l.graph().type(n.outputs[0]), batch * k, factors(l, n))};
+  return {product_node(l, n.name, ir::ExternOp::Addmm, {self, lhs, rhs}, l.graph().type(n.outputs[0]), batch * k,
+                       factors(l, n))};
 }
 
 std::vector<TensorRef> lower_matmul(Lowering &l, const Node &n) {
@@ -204,7 +307,13 @@ int64_t inner_size(Lowering &l, const Node &n, const char *name) {
 
 LowerFn product(ir::ExternOp op, std::vector<const char *> operands, const char *contracted) {
   return [=](Lowering &l, const Node &n) {
-    return std::vector<TensorRef>{extern_call(l, n, op, operands, inner_size(l, n, contracted))};
+    std::vector<TensorRef> refs;
+    for (const char *name : operands) {
+      const Arg &a = arg(n, name);
+      refs.push_back(a.is_none() ? TensorRef{} : l.ref(a.as<ValueId>()));
+    }
+    return std::vector<TensorRef>{product_node(l, n.name, op, std::move(refs), l.graph().type(n.outputs[0]),
+                                               inner_size(l, n, contracted), factors(l, n))};
   };
 }
 

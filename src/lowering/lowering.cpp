@@ -2,6 +2,7 @@
 
 #include "graph/registry.h"
 #include "graph/strides.h"
+#include "support/options.h"
 
 namespace coil::lowering {
 
@@ -218,8 +219,14 @@ ir::BufferId add_graph_buffer(ir::Program &p, const Value &v, ir::Buffer::Kind k
 
 }  // namespace
 
-ir::Program lower(const Graph &g) {
-  Lowering l(g);
+LowerOptions LowerOptions::from_registry() {
+  LowerOptions o;
+  o.align_product_rows = options::get_string("extern.align_product_rows");
+  return o;
+}
+
+ir::Program lower(const Graph &g, const LowerOptions &o) {
+  Lowering l(g, o);
   ir::Program &p = l.program();
   for (const auto &[ids, kind] : {std::pair{g.inputs(), ir::Buffer::Kind::Input},
                                   std::pair{g.constants(), ir::Buffer::Kind::Constant}}) {

@@ -9,6 +9,7 @@
 
 #include <functional>
 #include <map>
+#include <tuple>
 
 #include "graph/graph.h"
 #include "ir/loop_ir.h"
@@ -19,8 +20,18 @@ namespace coil::lowering {
 /// input can have it).
 inline constexpr const char *kRandomStateName = "coil.random_state";
 
+/// Choices lowering makes by option.
+struct LowerOptions {
+  /// Matrix products read operands and write results with rows padded to 16 bytes
+  /// (lowering/extern.cpp, aligned rows): "auto" on the GPU for bf16 and f16 matrices of
+  /// 2^20 elements or more, "always", or "never" (option extern.align_product_rows).
+  std::string align_product_rows = "auto";
+
+  static LowerOptions from_registry();
+};
+
 /// Lowers `g`. Throws UserError naming the node for an op that has no lowering yet.
-ir::Program lower(const Graph &g);
+ir::Program lower(const Graph &g, const LowerOptions &o = {});
 
 /// A graph value as the IR sees it: a strided view of a buffer.
 struct TensorRef {
@@ -36,9 +47,10 @@ struct TensorRef {
 /// The state of one lowering and the helpers every family uses.
 class Lowering {
  public:
-  explicit Lowering(const Graph &g) : g_(g) {}
+  explicit Lowering(const Graph &g, LowerOptions o = {}) : g_(g), o_(std::move(o)) {}
 
   const Graph &graph() const { return g_; }
+  const LowerOptions &options() const { return o_; }
   ir::Program &program() { return p_; }
 
   /// The tensor a node argument refers to.
@@ -98,9 +110,15 @@ class Lowering {
                                    const std::function<int(ir::BodyBuilder &, const std::vector<ir::Expr> &out_index,
                                                            const std::vector<ir::Expr> &r_index)> &fn);
 
+ /// The copies of matrices with aligned rows made so far, by source view (buffer, offset,
+  /// sizes, strides), so that products reading one view share one copy.
+  std::map<std::tuple<ir::BufferId, int64_t, Shape, Shape>, TensorRef> &aligned_copies() { return aligned_; }
+
  private:
   const Graph &g_;
+  LowerOptions o_;
   ir::Program p_;
+  std::map<std::tuple<ir::BufferId, int64_t, Shape, Shape>, TensorRef> aligned_;
   ir::BufferId random_state_ = -1;
   int64_t draws_ = 0;
   std::map<int, TensorRef> refs_;

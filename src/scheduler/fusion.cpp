@@ -49,9 +49,11 @@ std::string space_str(const Group &g) {
   return dims(g.ranges);
 }
 
+// A buffer's bytes: its storage's extent, which is more than its elements where rows are
+// padded (extern.align_product_rows).
 int64_t buffer_bytes(const ir::Program &p, BufferId b) {
   const TensorType &t = p.buffer(b).type;
-  return checked_numel(t.sizes) * itemsize(t.dtype);
+  return storage_extent(t) * itemsize(t.dtype);
 }
 
 std::vector<BufferId> written_by(const ir::Program &p, const Group &g) {
@@ -521,6 +523,9 @@ struct Fuser {
                                   ") runs in a library, not in a generated loop");
     if (p.nodes[size_t(call.nodes[0])].extern_op == ir::ExternOp::Attention)
       return "an attention kernel takes no epilogue (its dialects' kernels store their result as it is)";
+    if (p.nodes[size_t(call.nodes[0])].attrs.count("aligned_rows"))
+      return "the product writes its result with rows padded for the library (extern.align_product_rows), which "
+             "an epilogue storing another layout would undo";
     BufferId result = chain_end(call);
     if (consumer.kind != KernelKind::Pointwise || !read_by(p, consumer).count(result)) return refusal;
     if (!o.extern_epilogues) return str_cat(refusal, "; this device's extern calls take no epilogue");

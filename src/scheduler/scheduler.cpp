@@ -160,9 +160,11 @@ Kernel make_kernel(const ir::Program &p, const Group &g, int index, const std::v
   return k;
 }
 
+// A buffer's bytes: its storage's extent, which is more than its elements where rows are
+// padded (extern.align_product_rows).
 int64_t buffer_bytes(const ir::Program &p, BufferId b) {
   const TensorType &t = p.buffer(b).type;
-  return checked_numel(t.sizes) * itemsize(t.dtype);
+  return storage_extent(t) * itemsize(t.dtype);
 }
 
 // Whether kernel k may write `out` over `dying`: every read of `dying` in the kernel

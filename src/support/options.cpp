@@ -55,6 +55,9 @@ std::vector<Entry> registered_entries() {
                   "than the producer, read from cache, not counted)"),
       bool_option("fusion.memory_order_loops", true,
                   "pointwise and reduction loops in their output's memory order (channels-last, transposed), not its logical one"),
+      choice_option("extern.align_product_rows", {"auto", "always", "never"},
+                    "matrix products read operands and write results whose rows are not 16-byte aligned through "
+                    "copies with padded rows (auto: bf16 and f16 matrices of 2^20 elements or more on the GPU)"),
       bool_option("layout.channels_last_convolutions", true,
                   "convolutions write channels-last outputs where an operand is, and the values after them follow"),
       bool_option("emulate_precision_casts", false,

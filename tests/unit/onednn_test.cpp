@@ -231,6 +231,36 @@ TEST_F(OneDnn, PlainLoopsRunTheEpilogue) {
             "cpp.onednn is off), post-ops in the loop: relu");
 }
 
+// Products under extern.align_product_rows=always (on the GPU, auto does this for large
+// matrices): operands read through copies with rows padded to 16 bytes, results written
+// with padded rows, through oneDNN and the plain loops alike, every output as eager's. On
+// the CPU, auto pads nothing.
+TEST_F(OneDnn, ProductsWithRowsPaddedForTheLibrary) {
+  auto padded_results = [&] {
+    int n = 0;
+    for (const ir::Node &node : c_.lowered.nodes) n += node.attrs.count("aligned_rows") > 0;
+    return n;
+  };
+  const char *names[] = {"op_mm", "op_addmm", "op_bmm", "op_baddbmm", "op_mm_epilogues", "op_matmul_linear"};
+  for (const char *onednn : {"true", "false"}) {
+    options::clear_overrides();
+    options::set_override("cpp.onednn", onednn);
+    options::set_override("extern.align_product_rows", "always");
+    int padded = 0;
+    for (const char *name : names) {
+      compile(name);
+      padded += padded_results();
+      run_and_compare(name);
+    }
+    EXPECT_GT(padded, 10) << "onednn " << onednn;
+  }
+  options::clear_overrides();
+  for (const char *name : names) {
+    compile(name);
+    EXPECT_EQ(padded_results(), 0) << name;
+  }
+}
+
 // Concurrent calls of one module share its primitives (coil/artifact.h: calls are safe).
 TEST_F(OneDnn, ConcurrentCallsOnOneModule) { expect_concurrent_calls_agree("op_mm_epilogues"); }
 

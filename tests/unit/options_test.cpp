@@ -97,7 +97,7 @@ TEST_F(Options, Defaults) {
 }
 
 TEST_F(Options, SortedByName) {
-  ASSERT_EQ(all().size(), 23u);
+  ASSERT_EQ(all().size(), 24u);
   for (size_t i = 1; i < all().size(); ++i) EXPECT_LT(all()[i - 1].name, all()[i].name);
 }
 
@@ -428,6 +428,15 @@ std::string channels_last_ir() {
 )", "relu.py")).schedule.ir);
 }
 
+// A product of matrices whose rows (3 and 5 floats) are not 16-byte aligned.
+std::string unaligned_product_ir() {
+  return ir::str(compile_graph(frontend::parse_graph(R"(class GraphModule(torch.nn.Module):
+    def forward(self, a: "f32[5, 3][3, 1]cpu", b: "f32[3, 5][5, 1]cpu"):
+        m: "f32[5, 5][5, 1]cpu" = torch.ops.aten.mm.default(a, b)
+        return (m,)
+)", "mm.py")).lowered);
+}
+
 std::string cpu_source() { return build_cpu(rows_compilation().schedule).source; }
 
 std::string cpu_source_or_error() {
@@ -477,6 +486,7 @@ std::vector<Row> rows(const std::string &scratch) {
       {"fusion.max_inline_reads", "0", "the kernels fusion makes", fused_ir},
       {"fusion.memory_order_loops", "0", "the loops of a channels-last relu (logical order)", channels_last_ir},
       {"emulate_precision_casts", "1", "bf16 roundings in the fused IR", fused_ir},
+      {"extern.align_product_rows", "always", "a product's operands and result with padded rows", unaligned_product_ir},
       {"layout.channels_last_convolutions", "0", "the layouts of the graph after the passes", conv_graph_after_passes},
       {"num_threads", "3", "the threads of a compiled graph", threads_of_a_run},
       {"cpp.isa", "scalar", "the generated C++", cpu_source},
