@@ -193,6 +193,8 @@ bool same_space(const Group &a, const Group &b) {
 // so a longer chain goes into several kernels.
 constexpr size_t kMaxKernelInstructions = 1024;
 
+std::string bytes_str(int64_t b);
+
 struct Fuser {
   ir::Program &p;
   const ScheduleOptions &o;
@@ -633,6 +635,23 @@ struct Fuser {
     int64_t bytes;
   };
 
+  // Why groups a and b, which fusing saves `saving` bytes, stay apart for the streams they
+  // would read and write at once (ScheduleOptions::max_streams), or nothing.
+  std::optional<std::string> too_many_streams(int a, int b, int64_t saving) const {
+    if (o.max_streams <= 0) return std::nullopt;
+    std::set<BufferId> large;
+    int64_t traffic = 0;
+    for (int g : {a, b}) {
+      std::vector<BufferId> touched = written_by(p, groups[size_t(g)]);
+      for (BufferId x : read_by(p, groups[size_t(g)])) touched.push_back(x);
+      for (BufferId x : touched)
+        if (int64_t bytes = buffer_bytes(p, x); bytes >= (int64_t(1) << 20) && large.insert(x).second) traffic += bytes;
+    }
+    if (int64_t(large.size()) <= o.max_streams || saving * 16 >= traffic) return std::nullopt;
+    return str_cat("together they stream ", large.size(), " buffers of 1 MiB or more at once (fusion.max_streams ",
+                   o.max_streams, ") to save ", bytes_str(saving));
+  }
+
   // The live groups after `a` that share a buffer with it: one writes what the other
   // reads, or (with horizontal fusion) both read it. Only these can save traffic.
   std::set<int> sharing_after(int a, const Access &access) const {
@@ -722,6 +741,10 @@ std::vector<Group> fuse(ir::Program &p, std::vector<Group> groups, const Schedul
     bool fused = false;
     for (const auto &c : f.candidates()) {
       if (touched[size_t(c.a)] || touched[size_t(c.b)]) continue;
+      if (auto why = f.too_many_streams(c.a, c.b, c.bytes)) {
+        reasons.push_back({c.a, c.b, *why});
+        continue;
+      }
       auto result = f.try_fuse(c.a, c.b);
       if (auto *reason = std::get_if<std::string>(&result)) {
         reasons.push_back({c.a, c.b, *reason});

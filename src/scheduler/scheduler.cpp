@@ -242,6 +242,7 @@ ScheduleOptions ScheduleOptions::from_registry() {
   ScheduleOptions o;
   o.max_fusion_size = options::get_int("max_fusion_size");
   o.horizontal = options::get_bool("fusion.horizontal");
+  o.max_streams = options::get_int("fusion.max_streams");
   o.inline_pointwise = options::get_bool("fusion.inline_pointwise");
   o.max_inline_reads = options::get_int("fusion.max_inline_reads");
   o.memory_order_loops = options::get_bool("fusion.memory_order_loops");
@@ -326,7 +327,7 @@ std::vector<int> inputs_writable_by(const ir::ScheduledProgram &s, ir::BufferId 
   const ir::Program &p = s.program;
   const ir::Buffer &out = p.buffer(b);
   if (out.kind != ir::Buffer::Kind::Computed || std::count(p.outputs.begin(), p.outputs.end(), b) > 1) return {};
-  // The one kernel that stores b, and the node in it that computes b.
+  // The one kernel that stores b.
   int writer = -1;
   for (size_t k = 0; k < s.kernels.size(); ++k)
     if (std::count(s.kernels[k].stores.begin(), s.kernels[k].stores.end(), b)) {
@@ -334,46 +335,23 @@ std::vector<int> inputs_writable_by(const ir::ScheduledProgram &s, ir::BufferId 
       writer = int(k);
     }
   if (writer < 0) return {};
-  const ir::Kernel &k = s.kernels[size_t(writer)];
-  if (!k.is_loop_nest()) return {};
-  auto at = std::find_if(k.nodes.begin(), k.nodes.end(), [&](int n) {
-    const std::vector<ir::BufferId> &o = p.nodes[size_t(n)].outputs;
-    return std::count(o.begin(), o.end(), b) > 0;
-  });
-  if (at == k.nodes.end()) return {};
-  const ir::Node &store = p.nodes[size_t(*at)];
-  if (store.kind != ir::NodeKind::Pointwise) return {};
-  const ir::Expr stored = ir::store_index(store, out);
-  // Whether node n loads `input` anywhere but at the stored element (or at all, `any`).
-  auto loads = [&](const ir::Node &n, ir::BufferId input, bool any) {
-    for (const ir::View &v : n.operands)
-      if (v.buffer == input) return true;
-    for (const ir::Instr &i : n.body.instrs)
-      if (i.op == ir::Op::Load && i.buffer == input && (any || !i.indirect.empty() || !(i.index == stored))) return true;
-    return false;
-  };
-  std::vector<int> out_inputs;
+  std::vector<int> writable;
   for (size_t j = 0; j < p.inputs.size(); ++j) {
     ir::BufferId input = p.inputs[j];
-    const ir::Buffer &in = p.buffer(input);
-    if (!(in.type.dtype == out.type.dtype && in.type.sizes == out.type.sizes && in.type.strides == out.type.strides)) continue;
+    const TensorType &in = p.buffer(input).type;
+    if (!(in.dtype == out.type.dtype && in.sizes == out.type.sizes && in.strides == out.type.strides)) continue;
     if (std::count(p.outputs.begin(), p.outputs.end(), input)) continue;  // returned as it was
-    bool read_here = false, safe = true;
-    for (size_t kk = 0; kk < k.nodes.size() && safe; ++kk) {
-      const ir::Node &n = p.nodes[size_t(k.nodes[kk])];
-      bool after_store = kk > size_t(at - k.nodes.begin());
-      if (!loads(n, input, true)) continue;
-      read_here = true;
-      // Nodes of the kernel (in any pass of a reduction's) reading the input where b is
-      // stored, before b is stored: each element is read, then written, by one thread.
-      safe = !after_store && !loads(n, input, false);
-    }
+    // The writing kernel reads the input only where and before it writes b (as the memory
+    // plan lets a kernel write over a buffer that dies in it); no later kernel reads it.
+    bool safe = may_write_over(p, s.kernels[size_t(writer)], b, input);
     for (size_t later = size_t(writer) + 1; later < s.kernels.size() && safe; ++later)
-      for (int n : s.kernels[later].nodes)
-        if (loads(p.nodes[size_t(n)], input, true)) safe = false;
-    if (read_here && safe) out_inputs.push_back(int(j));
+      for (int n : s.kernels[later].nodes) {
+        std::vector<ir::BufferId> reads = p.nodes[size_t(n)].reads();
+        if (std::count(reads.begin(), reads.end(), input)) safe = false;
+      }
+    if (safe) writable.push_back(int(j));
   }
-  return out_inputs;
+  return writable;
 }
 
 }  // namespace coil::sched

@@ -97,7 +97,7 @@ TEST_F(Options, Defaults) {
 }
 
 TEST_F(Options, SortedByName) {
-  ASSERT_EQ(all().size(), 24u);
+  ASSERT_EQ(all().size(), 25u);
   for (size_t i = 1; i < all().size(); ++i) EXPECT_LT(all()[i - 1].name, all()[i].name);
 }
 
@@ -224,7 +224,7 @@ TEST_F(Options, UnknownNamesSuggestCloseOnes) {
   EXPECT_EQ(error("threads"), "unknown option 'threads' (did you mean 'num_threads'?)");
   EXPECT_EQ(error("fusion"),
             "unknown option 'fusion' (did you mean 'max_fusion_size', 'fusion.horizontal' or "
-            "'fusion.inline_pointwise'?)");
+            "'fusion.max_streams'?)");
   EXPECT_EQ(error("frobnicate"), "unknown option 'frobnicate'; 'coil config' lists every option");
   EXPECT_THROW(get_bool("nonsense"), UserError);
 }
@@ -437,6 +437,16 @@ std::string unaligned_product_ir() {
 )", "mm.py")).lowered);
 }
 
+// Two independent sums of 1 MiB tensors: one kernel by horizontal fusion, streaming six.
+std::string streams_ir() {
+  return ir::str(compile_graph(frontend::parse_graph(R"(class GraphModule(torch.nn.Module):
+    def forward(self, a: "f32[512, 512][512, 1]cpu", b: "f32[512, 512][512, 1]cpu", c: "f32[512, 512][512, 1]cpu", d: "f32[512, 512][512, 1]cpu"):
+        s: "f32[512, 512][512, 1]cpu" = torch.ops.aten.add.Tensor(a, b)
+        t: "f32[512, 512][512, 1]cpu" = torch.ops.aten.add.Tensor(c, d)
+        return (s, t)
+)", "streams.py")).schedule.ir);
+}
+
 std::string cpu_source() { return build_cpu(rows_compilation().schedule).source; }
 
 std::string cpu_source_or_error() {
@@ -483,6 +493,7 @@ std::vector<Row> rows(const std::string &scratch) {
       {"max_fusion_size", "1", "the kernels fusion makes", fused_ir},
       {"fusion.horizontal", "0", "the kernels fusion makes", fused_ir},
       {"fusion.inline_pointwise", "0", "the kernels fusion makes", fused_ir},
+      {"fusion.max_streams", "2", "the kernels horizontal fusion makes of large independent sums", streams_ir},
       {"fusion.max_inline_reads", "0", "the kernels fusion makes", fused_ir},
       {"fusion.memory_order_loops", "0", "the loops of a channels-last relu (logical order)", channels_last_ir},
       {"emulate_precision_casts", "1", "bf16 roundings in the fused IR", fused_ir},

@@ -49,6 +49,7 @@ std::string cublaslt_problem(const ir::Program &p, const ir::Node &call, const s
 sched::ScheduleOptions gpu_schedule_options(sched::ScheduleOptions base) {
   base.extern_epilogues = true;
   base.epilogue_check = cublaslt_epilogue_problem;
+  base.max_streams = 0;  // a GPU's memory system serves many streams; each launch saved counts
   return base;
 }
 
