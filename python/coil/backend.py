@@ -173,6 +173,8 @@ def input_updates(gm: torch.fx.GraphModule) -> list[int]:
         if node.op != "call_function" or node.target is not torch.ops.aten.copy_.default:
             continue
         target, new = node.args[0], node.args[1]
+        if not isinstance(target, torch.fx.Node) or not isinstance(new, torch.fx.Node):
+            continue
         if target.op != "placeholder" or node.users or len(node.args) > 2 or node.kwargs or target in (
                 placeholders[i] for i in updated):
             continue  # anything else stays an op of the graph
@@ -196,11 +198,11 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs, options: list[tuple[
     cannot compile it. The inputs the graph mutates are updated after each call
     (input_updates)."""
     updated = input_updates(gm)
-    returned = next(n for n in gm.graph.nodes if n.op == "output").args[0]
-    own = len(returned) - len(updated)
-    fn = _compile_graph(gm, example_inputs, options, guarded, [(own + i, j) for i, j in enumerate(updated)])
     if not updated:
-        return fn
+        return _compile_graph(gm, example_inputs, options, guarded, [])
+    # input_updates made the graph return a tuple: its own outputs, then the new values.
+    own = len(next(n for n in gm.graph.nodes if n.op == "output").args[0]) - len(updated)
+    fn = _compile_graph(gm, example_inputs, options, guarded, [(own + i, j) for i, j in enumerate(updated)])
     counters["inputs_updated"] += len(updated)
     # The updates coil did not write over the input's own memory, copied after the call.
     copied = [(own + i, j) for i, j in enumerate(updated) if own + i not in getattr(fn, "coil_in_place", ())]
