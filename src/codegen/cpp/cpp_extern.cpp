@@ -184,13 +184,13 @@ std::string why_not_onednn(const ir::Program &p, const ir::Kernel &k, const sche
     if (op.binary() && p.buffer(op.operand.buffer).type.dtype == DType::F16)
       return "oneDNN 2 takes no f16 tensor in a post-op";
   if (p.buffer(e.out.buffer).type.dtype == DType::F16) return "oneDNN 2 writes no f16 result";
+  const std::vector<PostOp> ops = onednn_call(n, k.ranges, e).ops;
   const TensorType &out = p.buffer(e.out.buffer).type;
-  if (t == DType::BF16 && storage_extent(out) != checked_numel(out.sizes))
-    for (const PostOp &op : onednn_call(n, k.ranges, e).ops)
-      if (op.binary())
-        return "oneDNN 2 adds a tensor post-op to a bf16 result with padded rows wrongly (op_baddbmm under "
-               "extern.align_product_rows=always)";
-  if (auto kind = repeated_with_other_parameters(onednn_call(n, k.ranges, e).ops))
+  if (t == DType::BF16 && storage_extent(out) != checked_numel(out.sizes) &&
+      std::any_of(ops.begin(), ops.end(), [](const PostOp &op) { return op.binary(); }))
+    return "oneDNN 2 adds a tensor post-op to a bf16 result with padded rows wrongly (op_baddbmm under "
+           "extern.align_product_rows=always)";
+  if (auto kind = repeated_with_other_parameters(ops))
     return str_cat("oneDNN 2 would run both ", sched::post_op_name(*kind), " post-ops with the first one's parameters");
   if (is_product(n)) {
     Product m = product(n);

@@ -204,15 +204,16 @@ GpuKernel emit_attention(const ir::Program &p, const ir::Kernel &k, const Attent
     w.line(str_cat("delta = tl.load(", deltap, " + ", base(d, "h"), " + ", rows, " * ", d.strides[2], bound, ")"));
   };
   // Result `i` (a [B, H, rows, cols] buffer) at rows `rows` (the query rows, or `keys`)
-  // and the head's elements `cols` (offs_d or offs_e) from tile `value`.
-  auto store_tile = [&](size_t i, const std::string &rows, bool keys, const std::string &cols, const std::string &value) {
+  // and the head's elements (offs_d over E where `head_d`, else offs_e over Ev) from tile
+  // `value`.
+  auto store_tile = [&](size_t i, const std::string &rows, bool keys, bool head_d, const std::string &value) {
     const TensorType &t = p.buffer(n.outputs[i]).type;
-    bool head_d = cols == "offs_d";
     std::string bound = both(keys ? key_bound(rows, false) : row_bound(rows, false), head_d ? d_bound(false) : e_bound(false));
     w.line(str_cat("tl.store(", outs[i], " + ", base(ir::View{n.outputs[i], t.sizes, t.strides, 0}, "h"), " + ", rows,
-                   "[:, None] * ", t.strides[2], " + ", cols, "[None, :] * ", t.strides[3], ", ", value, ".to(", outs[i],
-                   ".dtype.element_ty)", bound.empty() ? "" : ", mask=" + bound, ")"));
+                   "[:, None] * ", t.strides[2], " + ", head_d ? "offs_d" : "offs_e", "[None, :] * ", t.strides[3], ", ",
+                   value, ".to(", outs[i], ".dtype.element_ty)", bound.empty() ? "" : ", mask=" + bound, ")"));
   };
+
 
   // Programs: per (batch, head), one per block of query rows (the forward, dq), and for the
   // gradients first one per block of keys (dk and dv), so that no two add to one row.
@@ -262,8 +263,8 @@ GpuKernel emit_attention(const ir::Program &p, const ir::Kernel &k, const Attent
     w.line(str_cat("ds = p * (dp - delta[None, :]) * ", num(c.c.scale)));
     dot("dk += ", operand("ds"), "qr", "");
     w.dedent();
-    store_tile(1, "cols", true, "offs_d", "dk");
-    store_tile(2, "cols", true, "offs_e", "dv");
+    store_tile(1, "cols", true, true, "dk");
+    store_tile(2, "cols", true, false, "dv");
     w.dedent();
     w.line("else:");
     w.indent();
@@ -312,7 +313,7 @@ GpuKernel emit_attention(const ir::Program &p, const ir::Kernel &k, const Attent
     w.line(str_cat("ds = p * (dp - delta[:, None]) * ", num(c.c.scale)));
     dot("acc += ", operand("ds"), "kr", "");
     w.dedent();
-    store_tile(0, "offs_m", false, "offs_d", "acc");
+    store_tile(0, "offs_m", false, true, "acc");
   } else {
     w.line("m_new = tl.maximum(m_i, tl.max(qk, 1))");
     w.line("m_safe = tl.where(m_new == float(\"-inf\"), 0.0, m_new)");
@@ -325,7 +326,7 @@ GpuKernel emit_attention(const ir::Program &p, const ir::Kernel &k, const Attent
     w.line("m_i = m_new");
     w.dedent();
     w.line("acc = acc / tl.where(l_i == 0.0, 1.0, l_i)[:, None]");
-    store_tile(0, "offs_m", false, "offs_e", "acc");
+    store_tile(0, "offs_m", false, false, "acc");
     if (c.c.writes_logsumexp) {
       // log(sum) in natural units from the log2 ones: (m + log2 l) ln 2.
       w.line(str_cat("lse = tl.where(l_i == 0.0, float(\"-inf\"), (m_i + tl.math.log2(tl.where(l_i == 0.0, 1.0, l_i))) * ",
