@@ -88,7 +88,7 @@ DTYPE_NAMES = {
 }
 DTYPE_ORDER = list(DTYPE_NAMES.values())
 
-TAGS = ("size0", "size1", "noncontig", "broadcast", "odd")
+TAGS = ("size0", "size1", "noncontig", "broadcast", "odd", "dynamic")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -3410,14 +3410,17 @@ def build_case(case: Case, dev: str):
 
 
 def export_case(case: Case, module: nn.Module, args: tuple):
+    if isinstance(case, DynCase):   # exported at its example sizes, with symbolic dims
+        return export_program(module, case.example_args(args), case.decompositions, case.dynamic_shapes(module))
     return export_program(module, args, case.decompositions)
 
 
-def export_program(module: nn.Module, args: tuple, decompositions: str):
+def export_program(module: nn.Module, args: tuple, decompositions: str, dynamic_shapes=None):
     """torch.export, then the decomposition table named: "default" (Inductor's graph), "empty"
     (the ops as called), "attention" (the default but scaled_dot_product_attention, which stays
-    one op, as coil's torch.compile backend keeps it) or "none" (no run_decompositions)."""
-    ep = torch.export.export(module, args)
+    one op, as coil's torch.compile backend keeps it) or "none" (no run_decompositions).
+    `dynamic_shapes` (torch.export's argument) makes the dims it names symbolic."""
+    ep = torch.export.export(module, args, dynamic_shapes=dynamic_shapes)
     if decompositions == "default":
         ep = ep.run_decompositions()
     elif decompositions == "attention":
@@ -3626,6 +3629,8 @@ def capture(name: str, out_dir: str, inductor: bool) -> dict:
         "inductor_kernels_cuda": old.get("inductor_kernels_cuda") if same_graph else None,
         "seed": case_seed(name),
     }
+    if isinstance(case, DynCase):
+        meta["dynamic"] = case.meta(ep)
     if err:
         meta["inductor_error"] = err
     if same_graph and old.get("inductor_error_cuda"):
@@ -3689,6 +3694,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     names = list(CASES)
     if opts.only:
         wanted = [n.strip() for n in opts.only.split(",") if n.strip()]
+        # A dynamic case's own name stands for its folders, one per size.
+        wanted = [f for n in wanted for f in (DYNAMIC[n].folders() if n in DYNAMIC else [n])]
         unknown = [n for n in wanted if n not in CASES]
         if unknown:
             print(f"unknown case(s): {', '.join(unknown)} (see --list)", file=sys.stderr)
@@ -3697,7 +3704,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if opts.list:
         for n in names:
             c = CASES[n]
-            print(f"{n:40} {c.kind:9} {','.join(c.tags):38} {' '.join(c.ops)}")
+            what = c.describe() if isinstance(c, DynCase) else ' '.join(c.ops)
+            print(f"{n:40} {c.kind:9} {','.join(c.tags):38} {what}")
         return 0
 
     mode = "cpu"
@@ -4081,6 +4089,180 @@ def _matmul_linear(dev):
     return fn, [make([4]), make([4]), make([5, 4]), make([4, 3]), make([2, 5, 4]), make([2, 4, 3]),
                 make([2, 1, 5, 4]), make([3, 4, 6]), make([4, 5]), make([6, 4]), make([6]), make([5, 2, 4]),
                 make([5, 6]), make([5, 4], f64), make([6, 4], f64), make([6], f64), make([0, 5, 4])]
+
+
+# ---------------------------------------------------------------------------------------------
+# Dynamic shapes: graphs exported with symbolic dims (torch.export.Dim), each captured at several
+# sizes. A fixture folder holds one input set, so every size is a case of its own,
+# dyn_<name>_s<values>, and all of a case's folders hold the same graph.py, exported once at the
+# case's example sizes; each folder has its own inputs and eager outputs. At the end of the file
+# so that the `# File:` line numbers of the graphs above stay as they are.
+# ---------------------------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class Dynamic:
+    """One symbolic graph. `module()` is called right after seeding with dyn_<name> (so every
+    size has the same weights); `inputs(*values)` is called with one value per Dim, in `dims`
+    order, right after seeding with the folder's name (or with dyn_<name> for the example the
+    graph is exported at) and returns the arguments, on the CPU. `shapes` gives, per argument,
+    {dim index: Dim name}; every Dim is torch.export.Dim(name, min=2), since export specializes
+    sizes 0 and 1. `sizes` holds one tuple of values per folder."""
+
+    name: str
+    kind: str                                  # "workload" (a function) or "model" (weights)
+    module: Callable[[], nn.Module]
+    inputs: Callable[..., list]
+    dims: tuple[str, ...]
+    shapes: tuple[dict[int, str], ...]
+    sizes: tuple[tuple[int, ...], ...]      # here and in example, an int stands for a 1-tuple
+    example: tuple[int, ...]
+
+    @property
+    def case(self) -> str:
+        return "dyn_" + self.name
+
+    def folder(self, values: tuple[int, ...]) -> str:
+        return f"{self.case}_s" + "x".join(str(v) for v in values)
+
+    def folders(self) -> list[str]:
+        return [self.folder(v) for v in self.sizes]
+
+
+@dataclasses.dataclass(frozen=True)
+class DynCase(Case):
+    """One size of a Dynamic case; `build` gives the module and this size's arguments."""
+
+    dynamic: Dynamic | None = None
+    values: tuple[int, ...] = ()
+
+    def example_args(self, args: tuple) -> tuple:
+        """The arguments the graph is exported at, on the device of `args`."""
+        torch.manual_seed(case_seed(self.dynamic.case))
+        dev = args[0].device
+        return tuple(a.contiguous().to(dev) for a in self.dynamic.inputs(*self.dynamic.example))
+
+    def dynamic_shapes(self, module: nn.Module) -> tuple:
+        dims = {n: torch.export.Dim(n, min=2) for n in self.dynamic.dims}
+        per_arg = tuple({i: dims[n] for i, n in s.items()} for s in self.dynamic.shapes)
+        return (per_arg,) if isinstance(module, Fn) else per_arg   # Fn's forward takes *a
+
+    def meta(self, ep) -> dict:
+        """meta.json's "dynamic": each Dim's symbol in graph.py, the symbols' values in this
+        folder and at export, and the symbolic shape of every placeholder that has one."""
+        users = [s.arg.name for s in ep.graph_signature.input_specs if s.kind.name == "USER_INPUT"]
+        vals = {n.name: n.meta["val"] for n in ep.graph.nodes if n.op == "placeholder"}
+        symbol = {}
+        shapes = {}
+        for name, dims in zip(users, self.dynamic.shapes):
+            if not dims:
+                continue
+            shape = vals[name].shape
+            for i, d in dims.items():
+                symbol[d] = str(shape[i])
+            shapes[name] = [d if isinstance(d, int) else str(d) for d in shape]
+        return {
+            "dims": {d: symbol[d] for d in self.dynamic.dims},
+            "sizes": {symbol[d]: v for d, v in zip(self.dynamic.dims, self.values)},
+            "example": {symbol[d]: v for d, v in zip(self.dynamic.dims, self.dynamic.example)},
+            "shapes": shapes,
+        }
+
+    def describe(self) -> str:
+        """For --list: the symbolic shapes and this folder's values."""
+        d = self.dynamic
+        dims = " ".join(f"arg{k}[{i}]={n}" for k, s in enumerate(d.shapes) for i, n in s.items())
+        return dims + ": " + " ".join(f"{n}={v}" for n, v in zip(d.dims, self.values))
+
+
+DYNAMIC: dict[str, Dynamic] = {}   # by case name, dyn_<name>
+
+
+def register_dynamic(d: Dynamic) -> None:
+    sizes = tuple(v if isinstance(v, tuple) else (v,) for v in d.sizes)
+    example = d.example if isinstance(d.example, tuple) else (d.example,)
+    d = dataclasses.replace(d, sizes=sizes, example=example)
+    assert d.case not in DYNAMIC and all(len(v) == len(d.dims) for v in sizes + (example,))
+    DYNAMIC[d.case] = d
+    for values in sizes:
+        folder = d.folder(values)
+
+        def build(dev, values=values, folder=folder):
+            torch.manual_seed(case_seed(d.case))
+            module = d.module()
+            torch.manual_seed(case_seed(folder))
+            return module, tuple(d.inputs(*values))
+
+        tags = ("dynamic",) + (("odd",) if any(v % 2 for v in values) else ())
+        add_case(DynCase(folder, d.kind, build, (), tags, dynamic=d, values=values))
+
+
+class DynConv(nn.Module):
+    """nn.Conv2d inside a module: exporting nn.Conv2d itself names its placeholder `input`, which
+    shadows a Python builtin, and the printed graph then begins with an alias `input_1 = input`."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3, padding=1)
+
+    def forward(self, x):
+        return self.conv(x)
+
+
+class DynLinearGelu(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(16, 8)
+
+    def forward(self, x):
+        return F.gelu(self.fc(x))
+
+
+class DynAttentionBlock(nn.Module):
+    """Pre-norm self-attention over [b, s, 32], two heads, attention written with matmul and
+    softmax (no scaled_dot_product_attention), then a residual."""
+
+    def __init__(self, d: int = 32, heads: int = 2):
+        super().__init__()
+        self.heads = heads
+        self.ln = nn.LayerNorm(d)
+        self.qkv = nn.Linear(d, 3 * d)
+        self.proj = nn.Linear(d, d)
+
+    def forward(self, x):
+        b, s, d = x.shape
+        q, k, v = self.qkv(self.ln(x)).split(d, -1)
+        q, k, v = (t.view(b, s, self.heads, d // self.heads).transpose(1, 2) for t in (q, k, v))
+        att = (q @ k.transpose(-2, -1)) * (d // self.heads) ** -0.5
+        y = (att.softmax(-1) @ v).transpose(1, 2).reshape(b, s, d)
+        return x + self.proj(y)
+
+
+SIZES = (2, 7, 16, 61)   # the smallest size export keeps symbolic, a prime, a power of two, a larger prime
+
+for _d in (
+    Dynamic("sum", "workload", lambda: Fn(lambda x: (x.sum(0), x.sum(1))),
+            lambda n: [make([n, 24])], ("n",), ({0: "n"},), SIZES, 7),
+    Dynamic("softmax_seq", "workload", lambda: Fn(lambda x: torch.softmax(x, -1)),
+            lambda s: [make([2, 3, s])], ("seq",), ({2: "seq"},), SIZES, 7),
+    Dynamic("softmax_seq_bf16", "workload", lambda: Fn(lambda x: torch.softmax(x, -1)),
+            lambda s: [make([2, 3, s], bf16)], ("seq",), ({2: "seq"},), SIZES, 7),
+    Dynamic("reshape", "workload",
+            lambda: Fn(lambda x: (x.reshape(-1) * 2, x.reshape(x.shape[0] * 4, 8).sum(1))),
+            lambda n: [make([n, 4, 8])], ("n",), ({0: "n"},), SIZES, 7),
+    Dynamic("cat", "workload", lambda: Fn(lambda a, b: torch.cat([a, b])),
+            lambda m, n: [make([m, 5]), make([n, 5])], ("m", "n"), ({0: "m"}, {0: "n"}),
+            ((2, 3), (7, 2), (16, 5), (61, 9)), (7, 2)),
+    Dynamic("conv2d_hw", "model", DynConv,
+            lambda h, w: [make([1, 3, h, w])], ("h", "w"), ({2: "h", 3: "w"},),
+            ((2, 5), (7, 11), (16, 16), (61, 9)), (7, 11)),
+    Dynamic("matmul_inner", "workload", lambda: Fn(lambda a, b: a @ b),
+            lambda k: [make([5, k]), make([k, 6])], ("k",), ({1: "k"}, {0: "k"}), SIZES, 7),
+    Dynamic("linear_gelu", "model", DynLinearGelu, lambda n: [make([n, 16])], ("n",), ({0: "n"},), SIZES, 7),
+    Dynamic("attention_block", "model", lambda: jitter_norms(DynAttentionBlock()),
+            lambda b, s: [make([b, s, 32])], ("b", "s"), ({0: "b", 1: "s"},),
+            ((2, 2), (3, 7), (4, 16), (2, 61)), (3, 7)),
+):
+    register_dynamic(_d)
 
 
 if __name__ == "__main__":

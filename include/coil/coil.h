@@ -136,6 +136,11 @@ struct CompileOptions {
   /// When not empty: every stage's dump goes to this folder (graph.txt, ..., kernel_plans.txt),
   /// as the option `trace` does.
   std::string trace_dir;
+  /// The values of the graph's symbolic sizes, for a graph traced with dynamic shapes
+  /// (`x: "f32[s0, 768]"`, `n: "Sym(s0)"`): it is compiled for these sizes, its SymInt
+  /// inputs are not inputs of the compiled graph, and its assertions on sizes are checked
+  /// (an Error naming the failed one). A symbol without a value is an Error naming it.
+  std::vector<std::pair<std::string, int64_t>> sizes;
 };
 
 /// One kernel's time in a profiled graph (the option cpp.profile, target cpu; triton.profile,
@@ -242,5 +247,9 @@ inline constexpr int64_t kMaxSortLength = int64_t(1) << 17;
 /// An Error naming the first option that is unknown or whose value is malformed (and the
 /// names or values it could be), as compile() would report it.
 void check_options(const std::vector<std::pair<std::string, std::string>> &options);
+
+/// The value option `name` takes under `options` (over the environment's COIL_* values and
+/// the defaults), as `coil config` prints it; an Error for an unknown name.
+std::string option_value(const std::string &name, const std::vector<std::pair<std::string, std::string>> &options);
 
 }  // namespace coil

@@ -163,8 +163,9 @@ def input_updates(gm: torch.fx.GraphModule) -> list[int]:
     """Takes out of `gm` the input mutations AOTAutograd keeps in it (copy_(input, new) at
     the graph's end; keep_inference_input_mutations): each new value becomes an extra output
     after the graph's own, and the list says which placeholder (by position) each updates.
-    compile_graph's caller then writes them all with one _foreach_copy_, where AOTAutograd
-    would copy each in eager PyTorch (an optimizer step updates three tensors per parameter)."""
+    compile_graph writes each over its input's memory where coil says it may, and copies the
+    rest with one _foreach_copy_ after the call, where AOTAutograd would copy each in eager
+    PyTorch (an optimizer step updates three tensors per parameter)."""
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     output = next(n for n in gm.graph.nodes if n.op == "output")
     updated: list[int] = []
@@ -227,11 +228,14 @@ def _compile_graph(gm: torch.fx.GraphModule, example_inputs, options: list[tuple
     counters["graphs"] += 1
     for listener in _listeners:
         listener.append(record)
-    symbolic = not all(isinstance(x, torch.Tensor) for x in example_inputs)
+    symbolic = any(_symbolic(x) for x in example_inputs)
     if symbolic or not any(partition.unsupported(n, native) for n in gm.graph.nodes):
-        # A graph of symbolic sizes runs in eager whole. The graph's inputs are held to the
-        # example inputs' layouts by Dynamo's guards: its calls pass addresses alone.
-        fn = compile_whole(gm, example_inputs, options, guarded=guarded, updates=updates)
+        # The graph's inputs are held to the example inputs' layouts by Dynamo's guards: its
+        # calls pass addresses alone. A graph of symbolic sizes is compiled for each size.
+        if symbolic:
+            fn = compile_dynamic(gm, example_inputs, options, guarded=guarded)
+        else:
+            fn = compile_whole(gm, example_inputs, options, guarded=guarded, updates=updates)
         record["parts"].append(_part("the whole graph", gm, fn))
         counters["graphs_compiled" if hasattr(fn, "coil_graph") else "graphs_eager"] += 1
         return fn
@@ -254,6 +258,85 @@ def _compile_graph(gm: torch.fx.GraphModule, example_inputs, options: list[tuple
     return split
 
 
+def _symbolic(x) -> bool:
+    """Whether a graph input is a symbolic size or a tensor of symbolic sizes or strides."""
+    if isinstance(x, torch.SymInt):
+        return True
+    return isinstance(x, torch.Tensor) and any(isinstance(s, torch.SymInt) for s in (*x.shape, *x.stride()))
+
+
+def size_sources(example_inputs) -> tuple[list[tuple[str, int, int | None]], list[str]]:
+    """Where each symbol of a graph of symbolic sizes takes its value at a call: (symbol,
+    input, dim), dim None for a SymInt input, one per symbol; and the symbols that no input
+    gives (then the graph cannot be compiled for a call's sizes)."""
+    sources: list[tuple[str, int, int | None]] = []
+    named: set[str] = set()
+    free: list[str] = []
+    for i, x in enumerate(example_inputs):
+        if isinstance(x, torch.SymInt):
+            sizes, dims = [x], [None]
+        elif isinstance(x, torch.Tensor):
+            sizes, dims = [*x.shape, *x.stride()], [*range(x.dim()), *[-1] * x.dim()]
+        else:
+            continue
+        for s, d in zip(sizes, dims):
+            if not isinstance(s, torch.SymInt):
+                continue
+            expr = s.node.expr
+            if expr.is_Symbol and d != -1 and str(expr) not in named:
+                named.add(str(expr))
+                sources.append((str(expr), i, d))
+            free += [str(f) for f in expr.free_symbols]
+    return sources, sorted(set(free) - named)
+
+
+def compile_dynamic(gm: torch.fx.GraphModule, example_inputs, options: list[tuple[str, str]], guarded: bool):
+    """A function running a graph of symbolic sizes (torch.compile's dynamic shapes): coil
+    compiles it for each size it is called at (the first at compile time, for the sizes
+    Dynamo traced it at), reads a call's sizes from its inputs (size_sources) and keeps one
+    compiled graph per size, up to the option dynamic.sizes_per_graph; a call at another size
+    runs in eager PyTorch. An input it updates is copied after the call (compile_graph), never
+    written over in place, as which ones may be can change with the size."""
+    sources, unknown = size_sources(example_inputs)
+    if unknown:
+        return _eager(gm, f"symbolic sizes {', '.join(unknown)} are no input's dim")
+    names = [name for name, _, _ in sources]
+
+    def hint(x):
+        return x.node.hint if isinstance(x, torch.SymInt) else x
+
+    key = tuple(hint(example_inputs[i] if d is None else example_inputs[i].shape[d]) for _, i, d in sources)
+    if any(not isinstance(k, int) for k in key):
+        return _eager(gm, "a symbolic size without a value to compile for")
+    first = compile_whole(gm, example_inputs, options, guarded=guarded, sizes=list(zip(names, key)))
+    if not hasattr(first, "coil_graph"):
+        return first
+    limit = int(_C.option_value("dynamic.sizes_per_graph", options))
+    log.info("coil: graph of symbolic sizes %s compiled per size, up to %d sizes",
+             ", ".join(f"{n} (input {i}{'' if d is None else f' dim {d}'})" for n, i, d in sources), limit)
+    by_size = {key: first}
+    counters["sizes_compiled"] += 1
+
+    def run(*args):
+        at = tuple(args[i] if d is None else args[i].shape[d] for _, i, d in sources)
+        fn = by_size.get(at)
+        if fn is None:
+            if len(by_size) < limit:
+                fn = compile_whole(gm, args, options, guarded=guarded, sizes=list(zip(names, at)))
+                counters["sizes_compiled" if hasattr(fn, "coil_graph") else "sizes_eager"] += 1
+            else:
+                log.warning("coil: graph called at a size beyond dynamic.sizes_per_graph (%d): %s runs in eager "
+                            "PyTorch", limit, ", ".join(f"{n}={v}" for n, v in zip(names, at)))
+                fn = _eager(gm, "beyond dynamic.sizes_per_graph")
+                counters["sizes_eager"] += 1
+            by_size[at] = fn
+        return fn(*args)
+
+    run.coil_graph = first.coil_graph
+    run.coil_sizes = by_size
+    return run
+
+
 def _allocators(target: torch.device):
     """(fast, plain): functions (sizes, strides, dtype) -> a new tensor on `target`. fast is
     the allocation Inductor's generated code calls, a third of torch.empty_strided's time
@@ -268,7 +351,7 @@ def _allocators(target: torch.device):
 
 
 def compile_whole(gm: torch.fx.GraphModule, example_inputs, options: list[tuple[str, str]], guarded: bool = False,
-                  updates: list[tuple[int, int]] = ()):
+                  updates: list[tuple[int, int]] = (), sizes: list[tuple[str, int]] | None = None):
     """A function running all of `gm` through coil, or gm itself (eager) when coil cannot.
     `guarded`: every call's inputs have the example inputs' dtypes, sizes and strides (as
     Dynamo's guards hold a whole graph's), so that after the first call, checked in full,
@@ -276,9 +359,15 @@ def compile_whole(gm: torch.fx.GraphModule, example_inputs, options: list[tuple[
     between eager ops takes whatever layouts they produce, and is checked every call.
     `updates`: (output, input) pairs, each output the new value of that input (input_updates):
     where coil says it may (TensorInfo::writable_over), the output is written over the
-    input's memory, and the function's attribute coil_in_place lists those outputs."""
-    if not all(isinstance(x, torch.Tensor) for x in example_inputs):
-        return _eager(gm, "an input is not a tensor (symbolic sizes are not compiled yet)")
+    input's memory, and the function's attribute coil_in_place lists those outputs.
+    `sizes`: for a graph of symbolic sizes, their values [(symbol, value)], which it is
+    compiled for; its SymInt inputs are then not passed to coil."""
+    # The inputs coil takes: all but SymInts (their values are compiled in).
+    tensors = [i for i, x in enumerate(example_inputs) if isinstance(x, torch.Tensor)]
+    if len(tensors) != len(example_inputs) and sizes is None:
+        return _eager(gm, "an input is not a tensor")
+    sizes_only = len(tensors) != len(example_inputs)
+    example_inputs = [example_inputs[i] for i in tensors]
     devices = {x.device.type for x in example_inputs}
     if not devices <= {"cpu", "cuda"} or len(devices) > 1:
         return _eager(gm, f"inputs on devices {sorted(devices)}")
@@ -287,13 +376,22 @@ def compile_whole(gm: torch.fx.GraphModule, example_inputs, options: list[tuple[
         return _eager(gm, f"inputs on {sorted({str(x.device) for x in example_inputs})}: coil runs on cuda:0 only")
     returned = next(n for n in gm.graph.nodes if n.op == "output").args[0]
     returned = returned if isinstance(returned, (list, tuple)) else (returned,)
+    # Sizes a graph of symbolic sizes returns (a training forward's, for its backward) are
+    # numbers at the sizes it is compiled for: returned as they are, beside coil's outputs.
+    size_outputs = {k: _size_value(r.meta["val"], sizes) for k, r in enumerate(returned)
+                    if sizes is not None and isinstance(r, torch.fx.Node) and isinstance(r.meta.get("val"), torch.SymInt)}
+    if None in size_outputs.values():
+        return _eager(gm, "an output is a size known only when the graph runs")
+    if size_outputs:
+        gm = _without_outputs(gm, size_outputs)
+        returned = [r for k, r in enumerate(returned) if k not in size_outputs]
     tensor_outputs = [isinstance(r, torch.fx.Node) and isinstance(r.meta.get("val"), torch.Tensor) for r in returned]
     if not all(t or r is None for t, r in zip(tensor_outputs, returned)):
         return _eager(gm, "an output is not a tensor")
     text = gm.print_readable(print_output=False, include_stride=True, include_device=True)
     trace, rest = _trace_dir(options)
     try:
-        compiled = _C.compile(text, "cuda" if device == "cuda" else "cpu", rest, trace, "graph.py")
+        compiled = _C.compile(text, "cuda" if device == "cuda" else "cpu", rest, trace, "graph.py", sizes or [])
     except _C.CoilError as e:
         return _eager(gm, str(e))
     log.info("coil: compiled a graph of %d nodes for %s", len(gm.graph.nodes), device)
@@ -311,7 +409,7 @@ def compile_whole(gm: torch.fx.GraphModule, example_inputs, options: list[tuple[
     # code made) are inputs of the compiled graph after the placeholders, by name. They are
     # moved to the target at the first call (here the compile runs under fake tensors).
     attrs = {n.name: n.target for n in gm.graph.nodes if n.op == "get_attr"}
-    placeholders = sum(n.op == "placeholder" for n in gm.graph.nodes)
+    placeholders = len(example_inputs)
     # A graph that draws random numbers takes its random state last (seed, offset): two
     # words drawn from PyTorch's generator of the target device at each call, so that
     # torch.manual_seed reproduces a run and every call draws new numbers.
@@ -331,6 +429,8 @@ def compile_whole(gm: torch.fx.GraphModule, example_inputs, options: list[tuple[
     whole = all(tensor_outputs)
 
     def run(*args):
+        if sizes_only:
+            args = tuple(args[i] for i in tensors)
         if len(moved) != len(constants):
             moved[:] = [c.detach().to(target) for c in constants]
         given = args + tuple(moved)
@@ -366,7 +466,34 @@ def compile_whole(gm: torch.fx.GraphModule, example_inputs, options: list[tuple[
 
     run.coil_graph = compiled
     run.coil_in_place = {k for k, _ in in_place}
-    return run
+    if not size_outputs:
+        return run
+    slots = [size_outputs.get(k) for k in range(len(returned) + len(size_outputs))]
+
+    def run_with_sizes(*args):
+        outs = iter(run(*args))
+        return tuple(next(outs) if v is None else v for v in slots)
+
+    run_with_sizes.coil_graph = compiled
+    return run_with_sizes
+
+
+def _size_value(size: torch.SymInt, sizes: list[tuple[str, int]]) -> int | None:
+    """The value of a symbolic size at `sizes`, None when it has a symbol they lack."""
+    values = dict(sizes)
+    expr = size.node.expr
+    if any(str(s) not in values for s in expr.free_symbols):
+        return None
+    return int(expr.subs({s: values[str(s)] for s in expr.free_symbols}))
+
+
+def _without_outputs(gm: torch.fx.GraphModule, drop) -> torch.fx.GraphModule:
+    """A copy of `gm` that returns its outputs but those at the positions `drop`."""
+    graph = torch.fx.Graph()
+    returned = graph.graph_copy(gm.graph, {})
+    returned = returned if isinstance(returned, (list, tuple)) else (returned,)
+    graph.output(tuple(r for k, r in enumerate(returned) if k not in drop))
+    return torch.fx.GraphModule(gm, graph)
 
 
 def regenerated_dropout(joint: torch.fx.GraphModule) -> int:

@@ -401,7 +401,8 @@ double CompiledGraph::median_seconds(std::span<const TensorRef> inputs, std::spa
 CompiledGraph compile(std::string_view graph_text, const CompileOptions &o, std::string_view file_name) {
   return publicly([&] {
     options::ScopedOverrides scope(o.options);
-    return CompiledGraph(build(frontend::parse_graph(graph_text, std::string(file_name)), o));
+    frontend::SizeValues sizes(o.sizes.begin(), o.sizes.end());
+    return CompiledGraph(build(frontend::parse_graph(graph_text, std::string(file_name), &sizes), o));
   });
 }
 
@@ -420,10 +421,18 @@ void check_options(const std::vector<std::pair<std::string, std::string>> &optio
   publicly([&] { options::ScopedOverrides scope(options); });
 }
 
+std::string option_value(const std::string &name, const std::vector<std::pair<std::string, std::string>> &options) {
+  return publicly([&] {
+    options::ScopedOverrides scope(options);
+    return options::current(name).first;
+  });
+}
+
 CompiledGraph compile_file(const std::string &path, const CompileOptions &o) {
   return publicly([&] {
     options::ScopedOverrides scope(o.options);
-    return CompiledGraph(build(frontend::parse_graph_file(path), o));
+    frontend::SizeValues sizes(o.sizes.begin(), o.sizes.end());
+    return CompiledGraph(build(frontend::parse_graph_file(path, &sizes), o));
   });
 }
 

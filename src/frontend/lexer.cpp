@@ -32,7 +32,8 @@ class Lexer {
     } else if (c == '\\' && pos_ + 1 < s_.size() && s_[pos_ + 1] == '\n') {
       advance();  // explicit line joining
       advance();
-    } else if (std::isalpha(uint8_t(c)) || c == '_' || c == '<') {
+    } else if (std::isalpha(uint8_t(c)) || c == '_' ||
+               (c == '<' && pos_ + 1 < s_.size() && std::isalpha(uint8_t(s_[pos_ + 1])))) {
       name();
     } else if (std::isdigit(uint8_t(c)) || (c == '.' && pos_ + 1 < s_.size() && std::isdigit(uint8_t(s_[pos_ + 1])))) {
       number();
@@ -125,7 +126,9 @@ class Lexer {
       return;
     }
     if (s_.substr(pos_, kByteOrderMark.size()) == kByteOrderMark) fail(loc, byte_order_mark_error());
-    if (std::string_view("()[]{},:=.;-+*").find(c) == std::string_view::npos)
+    // Python's operators besides: FX prints arithmetic and comparisons of sizes (`s0 * 2`,
+    // `s0 >= 2`) as operators, one character a token.
+    if (std::string_view("()[]{},:=.;-+*/%<>!&|~").find(c) == std::string_view::npos)
       fail(loc, str_cat("unexpected character ", describe(c)));
     if (c == '(' || c == '[' || c == '{') {
       if (open_.size() >= kMaxBracketDepth) fail(loc, "brackets nested too deeply");

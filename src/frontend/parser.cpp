@@ -6,6 +6,7 @@
 #include <map>
 
 #include "frontend/lexer.h"
+#include "frontend/size_expr.h"
 #include "support/python_repr.h"
 #include "graph/core_aten.h"
 #include "graph/registry.h"
@@ -32,16 +33,17 @@ std::string describe(const Token &t) {
 
 // What a name in the forward body is bound to.
 struct Binding {
-  enum class Kind { Tensor, Tuple, Nothing };
+  enum class Kind { Tensor, Tuple, Nothing, Size };
   Kind kind;
-  ValueId value;  // Tensor
-  int node = -1;  // Tuple and Nothing: the node whose result the name holds
+  ValueId value;     // Tensor
+  int node = -1;     // Tuple and Nothing: the node whose result the name holds
+  int64_t size = 0;  // Size: a symbolic size's value (an input "Sym(s0)", a node "Sym(2*s0)")
 };
 
 class Parser {
  public:
-  Parser(std::string_view text, const std::string &filename)
-      : file_(filename), toks_(tokenize(text, filename)) {}
+  Parser(std::string_view text, const std::string &filename, const SizeValues *sizes)
+      : file_(filename), toks_(tokenize(text, filename)), sizes_(sizes) {}
 
   Graph run() {
     bool wrapped = accept_name("ExportedProgram");
@@ -97,8 +99,46 @@ class Parser {
     if (!at_punct(":")) fail(peek(), str_cat("input '", name.text, "' needs a type annotation such as \"f32[4, 4]\""));
     next();
     const Token &ann = expect_kind(Tok::String, "a type annotation string");
+    std::string_view expr;
+    if (is_sym_annotation(ann.text, &expr)) {  // a size the caller passes: its value is given
+      define(name, Binding{Binding::Kind::Size, {}, -1, size_value(ann, expr)});
+      return;
+    }
     TensorType type = input_type(ann);
     define(name, Binding{Binding::Kind::Tensor, builder_.add_input(name.text, type, name.loc)});
+  }
+
+  // A SymInt's value: its annotation's expression (`Sym(2*s0)`) with the given sizes.
+  int64_t size_value(const Token &ann, std::string_view expr) {
+    SourceLoc at = inside(ann);
+    at.col += 4;  // "Sym("
+    if (!sizes_)
+      fail(ann, str_cat("symbolic size ", ann.text, ": this graph has symbolic sizes, and coil compiles it for their "
+                        "values (", kHowSizesAreGiven, ")"));
+    return eval_size_expr(expr, *sizes_, at);
+  }
+
+  // name: "Sym(...)" = <anything>: a size computed from sizes (arg0_1 * 2,
+  // torch.ops.aten.sym_size.int(x, 0)), which its annotation states; the rest of the line
+  // is not read.
+  void size_statement(const Token &name, const Token &ann, std::string_view expr) {
+    define(name, Binding{Binding::Kind::Size, {}, -1, size_value(ann, expr)});
+    while (peek().kind != Tok::Newline && peek().kind != Tok::End) next();
+  }
+
+  // torch.ops.aten._assert_scalar.default(ge, "Runtime assertion failed for expression ...")
+  // on sizes: checked now, for the given sizes; it leaves no node.
+  void size_assertion(const Token &start) {
+    expect_punct("(");
+    Arg cond = argument(0);
+    std::string message = "a size assertion failed";
+    if (accept_punct(",")) message = expect_kind(Tok::String, "the assertion's message").text;
+    accept_punct(",");
+    expect_punct(")");
+    if (!cond.is<int64_t>() && !cond.is<bool>())
+      fail(start, "_assert_scalar takes a size condition; coil checks assertions on sizes only");
+    if (cond.number() == 0)
+      fail(start, str_cat(message, " (sizes ", size_values_str(*sizes_), ")"));
   }
 
   // name[: "type"] = rhs[;  a = b = None]
@@ -107,7 +147,10 @@ class Parser {
     const Token *ann = nullptr;
     if (accept_punct(":")) ann = &expect_kind(Tok::String, "a type annotation string");
     expect_punct("=");
-    if (at_name("self")) {
+    std::string_view size_expr;
+    if (ann && is_sym_annotation(ann->text, &size_expr)) {
+      size_statement(name, *ann, size_expr);
+    } else if (at_name("self")) {
       constant(name, ann);
     } else if (at_name("torch")) {
       call(name, ann);
@@ -139,6 +182,11 @@ class Parser {
     if (parts.size() != 5 || parts[1] != "ops")
       fail(start, str_cat("expected an op as torch.ops.<namespace>.<op>.<overload>, found ", join(parts)));
     std::string target = parts[2] + "." + parts[3] + "." + parts[4];
+    if (sizes_ && target == "aten._assert_scalar.default") {
+      size_assertion(start);
+      define(name, Binding{Binding::Kind::Nothing, {}, -1});
+      return;
+    }
     const OpDef *op = Registry::get().find(target);
     if (!op) fail(start, unknown_op(parts[2], parts[3], target));
 
@@ -237,6 +285,8 @@ class Parser {
     }
     const Token &t = expect_kind(Tok::Name, "a returned value");
     const Binding &b = lookup(t);
+    if (b.kind == Binding::Kind::Size)
+      fail(t, str_cat("'", t.text, "' is a size (", b.size, "), not a tensor; coil's graphs return tensors"));
     if (b.kind != Binding::Kind::Tensor) fail(t, str_cat("'", t.text, "' is not a tensor; return its items"));
     return OutputTree{OutputTree::Kind::Value, b.value, {}};
   }
@@ -305,6 +355,7 @@ class Parser {
     if (t.text == "torch" && at_punct(".")) return torch_attribute(t);
     if (t.text == "device" && at_punct("(")) return device(t);
     const Binding &b = lookup(t);
+    if (b.kind == Binding::Kind::Size) return Arg(b.size, loc);
     if (b.kind != Binding::Kind::Tensor)
       fail(t, str_cat("'", t.text, "' holds the tuple returned by ", builder_.graph().nodes()[size_t(b.node)].target(),
                       "; pass one item, ", t.text, "[i]"));
@@ -353,7 +404,7 @@ class Parser {
 
   // Annotations of graph inputs and constants: strides default to contiguous.
   TensorType input_type(const Token &ann) {
-    Annotation a = parse_annotation(ann.text, inside(ann));
+    Annotation a = parse_annotation(ann.text, inside(ann), sizes_);
     if (!a.has_strides) a.type.strides = contiguous_strides(a.type.sizes);
     return a.type;
   }
@@ -364,7 +415,7 @@ class Parser {
   void check_annotation(const Token &ann, int node, int64_t index) {
     const Node &n = builder_.graph().nodes()[size_t(node)];
     const TensorType &actual = builder_.graph().type(n.outputs[size_t(index)]);
-    Annotation a = parse_annotation(ann.text, inside(ann));
+    Annotation a = parse_annotation(ann.text, inside(ann), sizes_);
     std::string what = n.multi_output() ? str_cat(" item ", index) : "";
     auto mismatch = [&](const std::string &part) {
       fail(ann, str_cat("node '", n.name, "' (", n.target(), "): annotation says ", ann.text, " but", what,
@@ -481,12 +532,13 @@ class Parser {
   size_t pos_ = 0;
   GraphBuilder builder_;
   std::map<std::string, Binding> names_;
+  const SizeValues *sizes_;  // the values of symbolic sizes, when given
 };
 
 // f32[64, 256][256, 1]cuda:0
 class AnnotationReader {
  public:
-  AnnotationReader(std::string_view s, const SourceLoc &loc) : s_(s), loc_(loc) {}
+  AnnotationReader(std::string_view s, const SourceLoc &loc, const SizeValues *sizes) : s_(s), loc_(loc), sizes_(sizes) {}
 
   Annotation read() {
     Annotation a;
@@ -535,17 +587,26 @@ class AnnotationReader {
     return out;
   }
 
+  // An integer, or a size expression (`s0`, `2*s0 + 1`) with the given sizes.
   int64_t integer() {
     size_t start = pos_;
-    if (pos_ < s_.size() && s_[pos_] == '-') ++pos_;
-    while (pos_ < s_.size() && std::isalnum(uint8_t(s_[pos_]))) ++pos_;
+    int depth = 0;
+    while (pos_ < s_.size() && (depth > 0 || (s_[pos_] != ',' && s_[pos_] != ']'))) {
+      depth += s_[pos_] == '(' ? 1 : s_[pos_] == ')' ? -1 : 0;
+      ++pos_;
+    }
     std::string_view text = s_.substr(start, pos_ - start);
+    while (!text.empty() && text.back() == ' ') text.remove_suffix(1);
     if (text.empty()) fail(start, "expected an integer in annotation");
-    if (std::isalpha(uint8_t(text[0])))
-      fail(start, str_cat("symbolic size '", text, "' is not supported: coil compiles static shapes"));
-    auto v = parse_python_int(text);
-    if (!v) fail(start, str_cat("invalid integer '", text, "' in annotation"));
-    return *v;
+    if (auto v = parse_python_int(text)) return *v;
+    if (text.find_first_not_of("-0123456789") == std::string_view::npos)
+      fail(start, str_cat("invalid integer '", text, "' in annotation"));
+    if (!sizes_)
+      fail(start, str_cat("symbolic size '", text, "': this graph has symbolic sizes, and coil compiles it for their "
+                          "values (", kHowSizesAreGiven, ")"));
+    SourceLoc at = loc_;
+    if (at.known()) at.col += int(start);
+    return eval_size_expr(text, *sizes_, at);
   }
 
   void checked_numel_at(const Shape &sizes) {
@@ -568,29 +629,45 @@ class AnnotationReader {
 
   std::string_view s_;
   SourceLoc loc_;
+  const SizeValues *sizes_;
   size_t pos_ = 0;
 };
 
 }  // namespace
 
-Annotation parse_annotation(std::string_view text, const SourceLoc &loc) {
-  return AnnotationReader(text, loc).read();
+Annotation parse_annotation(std::string_view text, const SourceLoc &loc, const SizeValues *sizes) {
+  return AnnotationReader(text, loc, sizes).read();
 }
 
-Graph parse_graph(std::string_view text, const std::string &filename) {
-  return Parser(text, filename).run();
+Graph parse_graph(std::string_view text, const std::string &filename, const SizeValues *sizes) {
+  return Parser(text, filename, sizes).run();
 }
 
 // The most graph text coil reads; a graph of 100,000 nodes is about 10 MB. A device or a
 // pipe without end (/dev/zero) is then an error, not all of memory.
 constexpr uint64_t kMaxGraphBytes = uint64_t(256) << 20;
 
-Graph parse_graph_file(const std::string &path) {
+namespace {
+std::string graph_text(const std::string &path) {
   std::string text = read_file(path, kMaxGraphBytes);
   if (text.size() > kMaxGraphBytes)
     throw UserError(str_cat("more than ", kMaxGraphBytes >> 20, " MiB of graph text: not a graph coil reads"),
                     SourceLoc{path, 0, 0});
-  return parse_graph(text, path);
+  return text;
+}
+}  // namespace
+
+Graph parse_graph_file(const std::string &path, const SizeValues *sizes) {
+  return parse_graph(graph_text(path), path, sizes);
+}
+
+Graph parse_graph_file(const std::string &path, const std::function<std::optional<Shape>(const std::string &)> &shape_of,
+                       SizeValues *bound) {
+  std::string text = graph_text(path);
+  SizeValues sizes = bind_sizes(declared_inputs(text, path), shape_of);
+  Graph g = parse_graph(text, path, &sizes);
+  if (bound) *bound = std::move(sizes);
+  return g;
 }
 
 }  // namespace coil::frontend

@@ -13,18 +13,32 @@
 // tests/unit/errors_test.cpp.
 #pragma once
 
+#include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 
+#include "frontend/size_expr.h"
 #include "graph/graph.h"
 
 namespace coil::frontend {
 
 /// Parses graph text; `filename` is used in error locations. Throws UserError.
-Graph parse_graph(std::string_view text, const std::string &filename);
+///
+/// A graph of symbolic sizes (frontend/size_expr.h) is read for `sizes`, their values: every
+/// annotation is evaluated with them, a SymInt input (`s0: "Sym(s0)"`) or node
+/// (`mul: "Sym(2*s0)" = s0 * 2`) is that number wherever it is passed, and an assertion on
+/// sizes (aten._assert_scalar) is checked. The graph read is static, of those sizes. Without
+/// `sizes`, a symbol is a UserError saying how to give them.
+Graph parse_graph(std::string_view text, const std::string &filename, const SizeValues *sizes = nullptr);
 
 /// Reads and parses a file. Throws UserError, also when the file cannot be read.
-Graph parse_graph_file(const std::string &path);
+Graph parse_graph_file(const std::string &path, const SizeValues *sizes = nullptr);
+
+/// The same for a graph run on given inputs: its symbolic sizes, if it has any, take their
+/// values from the inputs' shapes (`shape_of(name)`, bind_sizes), which land in `bound`.
+Graph parse_graph_file(const std::string &path, const std::function<std::optional<Shape>(const std::string &)> &shape_of,
+                       SizeValues *bound = nullptr);
 
 /// An annotation such as `f32[64, 256][256, 1]cpu`; strides and device are optional.
 struct Annotation {
@@ -32,6 +46,6 @@ struct Annotation {
   bool has_strides = false;
   bool has_device = false;
 };
-Annotation parse_annotation(std::string_view text, const SourceLoc &loc);
+Annotation parse_annotation(std::string_view text, const SourceLoc &loc, const SizeValues *sizes = nullptr);
 
 }  // namespace coil::frontend

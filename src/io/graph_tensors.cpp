@@ -1,5 +1,10 @@
 #include "io/graph_tensors.h"
 
+#include <filesystem>
+#include <memory>
+
+#include "io/safetensors.h"
+
 namespace coil {
 namespace {
 
@@ -26,6 +31,22 @@ void check_graph_inputs(const Graph &g, const TensorList &tensors, const std::st
 void check_graph_outputs(const Graph &g, const TensorList &tensors, const std::string &file) {
   auto outputs = g.outputs();
   for (size_t i = 0; i < outputs.size(); ++i) check_tensor(tensors, output_tensor_name(i), g.type(outputs[i]), file);
+}
+
+std::function<std::optional<Shape>(const std::string &)> tensor_shapes_in(const std::string &safetensors_path) {
+  auto tensors = std::make_shared<std::optional<TensorList>>();
+  return [tensors, safetensors_path](const std::string &name) -> std::optional<Shape> {
+    if (!*tensors)
+      *tensors = std::filesystem::exists(safetensors_path) ? read_safetensors(safetensors_path) : TensorList{};
+    return tensor_shapes(**tensors)(name);
+  };
+}
+
+std::function<std::optional<Shape>(const std::string &)> tensor_shapes(const TensorList &tensors) {
+  return [&tensors](const std::string &name) -> std::optional<Shape> {
+    if (const HostTensor *t = find_tensor(tensors, name)) return t->sizes;
+    return std::nullopt;
+  };
 }
 
 }  // namespace coil

@@ -2,6 +2,8 @@
 // outputs as out0, out1, ... in return order.
 #pragma once
 
+#include <functional>
+#include <optional>
 #include <string>
 
 #include "graph/graph.h"
@@ -18,5 +20,14 @@ void check_graph_outputs(const Graph &g, const TensorList &tensors, const std::s
 
 /// The name of output i in tensor files: out0, out1, ...
 std::string output_tensor_name(size_t i);
+
+/// The shape of the tensor called `name` in `tensors`, nullopt when there is none: where the
+/// parser reads a graph's symbolic sizes (frontend::parse_graph_file). `tensors` must outlive
+/// the function.
+std::function<std::optional<Shape>(const std::string &)> tensor_shapes(const TensorList &tensors);
+
+/// The same for the tensors of a safetensors file, read when first asked (a graph without
+/// symbolic sizes never asks); nullopt for every name when there is no such file.
+std::function<std::optional<Shape>(const std::string &)> tensor_shapes_in(const std::string &safetensors_path);
 
 }  // namespace coil

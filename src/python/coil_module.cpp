@@ -109,18 +109,24 @@ NB_MODULE(_C, m) {
       "(rtol, atol) an output of dtype code `dtype` is compared with: by dtype, scaled by sqrt(n) for a reduction over n.");
   m.def("check_options", &coil::check_options, nb::arg("options"),
         "Raises CoilError naming the first unknown or malformed option.");
+  m.def("option_value", &coil::option_value, nb::arg("name"), nb::arg("options"),
+        "The value (a string) of option `name` under `options`, over the environment's and the defaults.");
   m.def(
       "compile",
       [](const std::string &text, const std::string &target, const std::vector<std::pair<std::string, std::string>> &options,
-         const std::string &trace_dir, const std::string &file_name) {
+         const std::string &trace_dir, const std::string &file_name,
+         const std::vector<std::pair<std::string, int64_t>> &sizes) {
         coil::CompileOptions o;
         o.target = coil::parse_target(target);
         o.options = options;
         o.trace_dir = trace_dir;
+        o.sizes = sizes;
         nb::gil_scoped_release release;
         return coil::compile(text, o, file_name);
       },
       nb::arg("text"), nb::arg("target") = "cpu", nb::arg("options") = std::vector<std::pair<std::string, std::string>>{},
       nb::arg("trace_dir") = "", nb::arg("file_name") = "<graph>",
-      "Compiles a graph as PyTorch prints it for a target: ref, cpu, cuda or cuda-interpret.");
+      nb::arg("sizes") = std::vector<std::pair<std::string, int64_t>>{},
+      "Compiles a graph as PyTorch prints it for a target: ref, cpu, cuda or cuda-interpret; a graph of symbolic "
+      "sizes for their values `sizes`, [(symbol, value)].");
 }

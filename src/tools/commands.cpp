@@ -78,9 +78,10 @@ int run_check(const std::vector<std::string> &args) {
   bool with_tensors = p.options.count("--inputs") || p.options.count("--expect");
   if (with_tensors && p.files.size() != 1) throw UserError("coil check: --inputs and --expect take one graph file");
   return for_each_file(p.files, [&](const std::string &file) {
-    Graph g = frontend::parse_graph_file(file);
-    if (auto it = p.options.find("--inputs"); it != p.options.end())
-      check_graph_inputs(g, read_safetensors(it->second), it->second);
+    TensorList inputs;
+    if (auto it = p.options.find("--inputs"); it != p.options.end()) inputs = read_safetensors(it->second);
+    Graph g = frontend::parse_graph_file(file, tensor_shapes(inputs));
+    if (auto it = p.options.find("--inputs"); it != p.options.end()) check_graph_inputs(g, inputs, it->second);
     if (auto it = p.options.find("--expect"); it != p.options.end())
       check_graph_outputs(g, read_safetensors(it->second), it->second);
     std::cout << file << ": ok (" << g.nodes().size() << " nodes, " << g.inputs().size() << " inputs, "
@@ -209,8 +210,10 @@ int run_run(const std::vector<std::string> &all_args) {
   if (!p.options.count("--inputs")) throw UserError("coil run: --inputs IN.safetensors is required");
   // The tensors are checked against the graph before anything is compiled; the graph read
   // here is the one compiled.
-  Graph g = frontend::parse_graph_file(file);
   TensorList inputs = read_safetensors(p.options["--inputs"]);
+  frontend::SizeValues sizes;
+  Graph g = frontend::parse_graph_file(file, tensor_shapes(inputs), &sizes);
+  if (!sizes.empty()) std::cerr << "coil run: symbolic sizes " << frontend::size_values_str(sizes) << " (from --inputs)\n";
   check_graph_inputs(g, inputs, p.options["--inputs"]);
   TensorList expected;
   if (auto it = p.options.find("--expect"); it != p.options.end()) {

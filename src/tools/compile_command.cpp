@@ -14,6 +14,7 @@
 #include "runtime/triton_build.h"
 #include "support/error.h"
 #include "support/options.h"
+#include "support/python_repr.h"
 
 namespace coil::tools {
 
@@ -42,8 +43,8 @@ CudaBuild build_cuda_of(const std::string &file, const sched::Schedule &s) {
 
 // `coil compile --device cuda`: the Triton kernels and the host program that launches
 // them; the cubins too where Triton is installed (no GPU needed).
-int compile_cuda(const std::string &file, const std::string &out, bool explain) {
-  Graph g = frontend::parse_graph_file(file);
+int compile_cuda(const std::string &file, const frontend::SizeValues &sizes, const std::string &out, bool explain) {
+  Graph g = frontend::parse_graph_file(file, &sizes);
   sched::ScheduleOptions o = codegen::gpu_schedule_options(sched::ScheduleOptions::from_registry());
   Compilation c = compile_graph(std::move(g), o, out);
   auto start = std::chrono::steady_clock::now();
@@ -114,6 +115,7 @@ int compile_cuda(const std::string &file, const std::string &out, bool explain) 
 
 int run_compile(const std::vector<std::string> &args) {
   std::string file, out, device = "cpu";
+  frontend::SizeValues sizes;
   bool explain = false;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string &a = args[i];
@@ -129,6 +131,13 @@ int run_compile(const std::vector<std::string> &args) {
       options::set_override(value());
     } else if (a == "--explain") {
       explain = true;
+    } else if (a == "--size") {
+      const std::string &v = value();
+      size_t eq = v.find('=');
+      auto n = eq == std::string::npos ? std::nullopt : parse_python_int(v.substr(eq + 1));
+      if (!n || *n < 0 || eq == 0)
+        throw UserError(str_cat("coil compile: --size takes SYMBOL=N with N a size, such as s0=8; got '", v, "'"));
+      sizes[v.substr(0, eq)] = *n;
     } else if (a.rfind("--", 0) == 0) {
       throw UserError(str_cat("coil compile: unknown option '", a, "' (see coil compile --help)"));
     } else if (file.empty()) {
@@ -141,8 +150,8 @@ int run_compile(const std::vector<std::string> &args) {
   if (device != "cpu" && device != "cuda")
     throw UserError(str_cat("coil compile: unknown device '", device, "'; this build has: cpu, cuda"));
   if (out.empty()) throw UserError("coil compile: --out DIR is required");
-  if (device == "cuda") return compile_cuda(file, out, explain);
-  Graph g = frontend::parse_graph_file(file);
+  if (device == "cuda") return compile_cuda(file, sizes, out, explain);
+  Graph g = frontend::parse_graph_file(file, &sizes);
   Compilation c = compile_graph(std::move(g), sched::ScheduleOptions::from_registry(), out);
   CpuBuild build = build_for_cpu(c, out);
   std::filesystem::path dir(out);

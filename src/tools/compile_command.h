@@ -10,7 +10,7 @@ namespace coil::tools {
 int run_compile(const std::vector<std::string> &args);
 
 inline constexpr const char *kCompileHelp =
-    "usage: coil compile FILE --out DIR [--device cpu] [--explain] [--set name=value]...\n\n"
+    "usage: coil compile FILE --out DIR [--device cpu] [--explain] [--size s0=N]... [--set name=value]...\n\n"
     "Compiles a graph: graph passes, lowering to the loop IR, fusion into kernels and the\n"
     "memory plan. Writes to DIR:\n"
     "  graph.txt               the graph as read\n"
@@ -27,6 +27,8 @@ inline constexpr const char *kCompileHelp =
     "  --device D         cpu (the default)\n"
     "  --explain          print each kernel with its nodes, and every fusion not made with\n"
     "                     the reason\n"
+    "  --size s0=N        the value of a symbolic size of the graph (`f32[s0, 768]`,\n"
+    "                     `Sym(s0)`), which it is compiled for; one --size per symbol\n"
     "  --set name=value   override an option for this run (see coil config)\n\n"
     "exit status: 0 on success, 1 on a bad graph or option.\n";
 

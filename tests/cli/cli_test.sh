@@ -104,6 +104,15 @@ if "$coil" compile $fc/graph.py --out "$tmp/fc" --explain 2>&1 | grep -q "extern
     failures=$((failures + 1))
   fi
 fi
+# A graph of symbolic sizes: run for the sizes of its inputs, compiled for --size, refused
+# without sizes with the ways to give them.
+dy=tests/fixtures/dyn_cat_s7x2
+expect run-symbolic-sizes 0 "out0 f32[9, 5]" -- \
+  "$coil" run $dy/graph.py --device cpu --inputs $dy/inputs.safetensors --expect $dy/expected.safetensors
+expect compile-symbolic-sizes 0 "1 kernel, 0 extern calls" -- \
+  "$coil" compile $dy/graph.py --out "$tmp/dy" --size s10=7 --size s86=2
+expect compile-symbolic-no-size 1 "symbolic size 's10' has no value (none given: coil run reads them from --inputs' shapes, coil compile takes --size s0=N" -- \
+  "$coil" compile $dy/graph.py --out "$tmp/dy2"
 # Findings of the differential tester that need an option: without inlining, a constant of
 # one member forwarded to a later one, and a value of one pass read in another.
 df=tests/fixtures/difftest_findings

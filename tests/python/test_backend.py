@@ -8,8 +8,9 @@ error at most 3x eager's). The backend is found by its entry point, without impo
 options are coil's and checked; ops coil does not compile (a higher-order op such as
 torch.cond among them) run in eager PyTorch between coil's parts (coil.explain says which
 and why); an installed package needs no checkout; a graph coil fails on runs in eager with a
-warning, or raises with COIL_FALLBACK=error; graphs of symbolic sizes (a second batch size)
-run in eager, counted; a backward graph is compiled by coil (tests/python/test_training.py
+warning, or raises with COIL_FALLBACK=error; graphs of symbolic sizes (dynamic=True,
+mark_dynamic, a second batch size) are compiled for each size they run at (DynamicShapes);
+a backward graph is compiled by coil (tests/python/test_training.py
 trains the model suite). On CUDA: tensors in and out without host
 copies or host synchronisation (torch.cuda.set_sync_debug_mode("error") around the calls),
 on the current stream, outputs the caller keeps across later calls, CUDA graphs.
@@ -353,26 +354,6 @@ class Backend(unittest.TestCase):
         with self.assertRaisesRegex(_C.CoilError, f"topk.*coil sorts rows of at most {_C.MAX_SORT_LENGTH}"):
             _C.compile(text, "cpu", [], "", "graph.py")
 
-    def test_a_second_batch_size_is_counted_not_hidden(self):
-        # Dynamo recompiles with symbolic sizes once it sees a second batch size; coil does
-        # not compile symbolic sizes yet, so that graph runs in eager, logged and counted.
-        from coil import backend
-        from torch._dynamo.utils import counters as dynamo_counters
-
-        model = Block().eval()
-        torch._dynamo.reset()
-        dynamo_counters.clear()
-        before = backend.counters.copy()
-        compiled = torch.compile(model, backend="coil")
-        with torch.no_grad(), self.assertLogs("coil", level=logging.WARNING) as logs:
-            for batch in (2, 3):
-                x = torch.randn(batch, 8, 32)
-                torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-5)
-        counted = backend.counters - before
-        self.assertEqual((counted["graphs"], counted["graphs_compiled"], counted["graphs_eager"]), (2, 1, 1), counted)
-        self.assertEqual(dynamo_counters["stats"]["unique_graphs"], 2)
-        self.assertTrue(any("symbolic sizes" in line for line in logs.output), logs.output)
-
     def test_forward_and_backward_are_compiled_when_parameters_require_grad(self):
         # Parameters that require grad: AOTAutograd builds a joint graph, partitions it, and
         # coil compiles both halves; the gradients match eager's.
@@ -474,6 +455,107 @@ class Backend(unittest.TestCase):
         torch._dynamo.reset()
         with no_fallback(), self.assertRaisesRegex(Exception, "cannot compile graph"):
             torch.compile(f, backend="coil", options=broken)(x)
+
+
+class SeqAttention(torch.nn.Module):
+    """Attention over a sequence of any length, written as products and a softmax."""
+
+    def __init__(self, d=32):
+        super().__init__()
+        self.qkv = torch.nn.Linear(d, 3 * d)
+        self.norm = torch.nn.LayerNorm(d)
+
+    def forward(self, x):
+        q, k, v = self.qkv(self.norm(x)).chunk(3, -1)
+        scores = (q @ k.transpose(-1, -2)) / q.shape[-1] ** 0.5
+        return x + scores.softmax(-1) @ v
+
+
+class DynamicShapes(unittest.TestCase):
+    """Graphs of symbolic sizes (dynamic=True, mark_dynamic, Dynamo's automatic dynamic
+    shapes): coil compiles one Dynamo graph for each size it is called at, without Dynamo
+    recompiling, up to the option dynamic.sizes_per_graph."""
+
+    def run_sizes(self, model, shapes, **compile_kwargs):
+        """Runs `model` compiled at each shape, each compared with eager as models are; returns
+        what coil counted and how many graphs Dynamo made."""
+        from coil import backend
+        from torch._dynamo.utils import counters as dynamo_counters
+
+        model = model.eval()
+        reference = copy.deepcopy(model).double()
+        torch._dynamo.reset()
+        dynamo_counters.clear()
+        before = backend.counters.copy()
+        compiled = torch.compile(model, backend="coil", **compile_kwargs)
+        with torch.no_grad():
+            for shape in shapes:
+                x = torch.randn(*shape)
+                assert_model_close(compiled(x), model(x), reference(x.double()))
+        return backend.counters - before, dynamo_counters["stats"]["unique_graphs"]
+
+    def test_one_graph_serves_every_batch_size_and_sequence_length(self):
+        shapes = [(2, 8, 32), (7, 8, 32), (16, 5, 32), (61, 3, 32), (7, 8, 32)]
+        with no_fallback(), self.assertLogs("coil", level=logging.INFO) as logs:
+            counted, graphs = self.run_sizes(SeqAttention(), shapes, dynamic=True)
+        self.assertEqual(graphs, 1)
+        self.assertEqual((counted["graphs_compiled"], counted["sizes_compiled"], counted["sizes_eager"]), (1, 4, 0), counted)
+        self.assertTrue(any("graph of symbolic sizes" in line and "compiled per size" in line for line in logs.output),
+                        logs.output)
+
+    def test_a_second_batch_size_compiles_symbolic_sizes(self):
+        # Without dynamic=True Dynamo compiles the first size statically, and after a second
+        # size the graph of symbolic sizes (automatic dynamic shapes), which coil compiles too.
+        with no_fallback():
+            counted, graphs = self.run_sizes(Block(), [(2, 8, 32), (3, 8, 32), (5, 8, 32), (3, 8, 32)])
+        self.assertEqual(graphs, 2)
+        self.assertEqual((counted["graphs_compiled"], counted["graphs_eager"], counted["sizes_compiled"]), (2, 0, 2),
+                         counted)
+
+    def test_mark_dynamic(self):
+        from coil import backend
+
+        model = Block().eval()
+        torch._dynamo.reset()
+        before = backend.counters.copy()
+        compiled = torch.compile(model, backend="coil")
+        with no_fallback(), torch.no_grad():
+            for batch in (4, 9):
+                x = torch.randn(batch, 6, 32)
+                torch._dynamo.mark_dynamic(x, 0)
+                torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-5)
+        counted = backend.counters - before
+        self.assertEqual((counted["graphs"], counted["sizes_compiled"]), (1, 2), counted)
+
+    def test_sizes_beyond_the_limit_run_in_eager(self):
+        shapes = [(2, 4, 32), (3, 4, 32), (4, 4, 32), (2, 4, 32)]
+        with self.assertLogs("coil", level=logging.WARNING) as logs:
+            counted, graphs = self.run_sizes(Block(), shapes, dynamic=True, options={"dynamic.sizes_per_graph": 2})
+        self.assertEqual(graphs, 1)
+        self.assertEqual((counted["sizes_compiled"], counted["sizes_eager"]), (2, 1), counted)
+        self.assertTrue(any("beyond dynamic.sizes_per_graph (2)" in line and "s" in line for line in logs.output),
+                        logs.output)
+
+    def test_training_steps_at_several_batch_sizes(self):
+        # The forward returns sizes its backward takes (symbolic in both graphs).
+        from coil import backend
+
+        torch.manual_seed(0)
+        model = Block()
+        twin = copy.deepcopy(model)
+        torch._dynamo.reset()
+        before = backend.counters.copy()
+        compiled = torch.compile(model, backend="coil", dynamic=True)
+        with no_fallback():
+            for batch in (2, 5, 11):
+                x = torch.randn(batch, 4, 32)
+                compiled(x).square().sum().backward()
+                twin(x).square().sum().backward()
+                for p, q in zip(model.parameters(), twin.parameters()):
+                    torch.testing.assert_close(p.grad, q.grad, rtol=1e-4, atol=1e-4)
+        counted = backend.counters - before
+        self.assertEqual((counted["graphs_compiled"], counted["graphs_eager"], counted["sizes_compiled"]), (2, 0, 6),
+                         counted)
 
 
 def _mixed(x, w):

@@ -43,22 +43,53 @@ def check(test, name, device="cpu", dtype=torch.float32):
     test.assertEqual([op for g in graphs for op in g["eager_ops"]], [], f"{name}: ops left to eager PyTorch")
 
 
-def check_second_batch(test, name):
-    """A second batch size makes Dynamo trace the model again with symbolic sizes, which
-    coil does not compile yet: that graph runs in eager PyTorch, and is counted so."""
+# The inputs each model runs at with dynamic shapes: three batch sizes, and for the language
+# models three sequence lengths.
+LANGUAGE = {"gpt2_b1", "bert", "llama"}
+
+
+def resized(args, batch, seq=None):
+    """The model's inputs at another batch size (rows repeated) and sequence length (tokens
+    cut or repeated)."""
+    out = []
+    for a in args:
+        a = a.repeat(*([-(-batch // a.shape[0])] + [1] * (a.dim() - 1)))[:batch]
+        if seq is not None:
+            a = a.repeat(1, -(-seq // a.shape[1]))[:, :seq]
+        out.append(a.clone())  # not a view: Dynamo guards on a view's base
+    return out
+
+
+def check_sizes(test, name):
+    """The model compiled with dynamic=True and run at several sizes: each matches eager, no
+    size makes Dynamo trace again, and coil compiles each graph, once per size."""
     from coil import backend
+    from torch._dynamo.utils import counters as dynamo_counters
 
     torch.manual_seed(0)
     model, args = build(name, "cpu", torch.float32, tiny=True)
+    batch = args[0].shape[0]
+    sizes = [(batch, None), (batch + 1, None), (batch + 3, None)]
+    if name in LANGUAGE:
+        seq = args[0].shape[1]
+        sizes = [(batch, seq), (batch + 1, seq), (batch + 3, seq), (batch, seq - 5), (batch, seq + 8)]
     torch._dynamo.reset()
+    dynamo_counters.clear()
     before = backend.counters.copy()
-    compiled = torch.compile(model, backend="coil")
-    with torch.no_grad():
-        for batch in (args, [torch.cat([a, a[:1]]) for a in args]):
-            torch.testing.assert_close(compiled(*batch), model(*batch), rtol=1e-4, atol=1e-4)
+    compiled = torch.compile(model, backend="coil", dynamic=True)
+    start = time.perf_counter()
+    with torch.no_grad(), no_fallback():
+        for k, (b, s) in enumerate(sizes):
+            inputs = resized(args, b, s)
+            torch.testing.assert_close(compiled(*inputs), model(*inputs), rtol=1e-4, atol=1e-4)
+            if k == 0:
+                graphs = dynamo_counters["stats"]["unique_graphs"]
     counted = backend.counters - before
-    test.assertEqual((counted["graphs"], counted["graphs_compiled"], counted["graphs_eager"]), (2, 1, 1),
-                     f"{name}: {counted}")
+    print(f"{name}: {len(sizes)} sizes, {graphs} graph(s), {counted['sizes_compiled']} compiles in "
+          f"{time.perf_counter() - start:.1f} s", file=sys.stderr)
+    test.assertEqual(dynamo_counters["stats"]["unique_graphs"], graphs, f"{name}: Dynamo traced again at a new size")
+    test.assertEqual((counted["graphs_compiled"], counted["graphs_eager"]), (graphs, 0), f"{name}: {counted}")
+    test.assertEqual((counted["sizes_compiled"], counted["sizes_eager"]), (graphs * len(sizes), 0), f"{name}: {counted}")
 
 
 class Models(unittest.TestCase):
@@ -69,10 +100,10 @@ class Models(unittest.TestCase):
             with self.subTest(name):
                 check(self, name)
 
-    def test_a_second_batch_size_runs_in_eager_counted(self):
+    def test_dynamic_batch_sizes_and_sequence_lengths(self):
         for name in SUITE:
             with self.subTest(name):
-                check_second_batch(self, name)
+                check_sizes(self, name)
 
 
 @unittest.skipUnless(torch.cuda.is_available(), "no CUDA device")

@@ -29,7 +29,7 @@ namespace coil {
 namespace {
 
 void expect_matches_eager(const std::filesystem::path &dir) {
-  Compilation c = compile_graph(frontend::parse_graph_file((dir / "graph.py").string()), sched::ScheduleOptions{});
+  Compilation c = compile_graph(test::fixture_graph(dir), sched::ScheduleOptions{});
   TensorList inputs = read_safetensors((dir / "inputs.safetensors").string());
   TensorList expected = read_safetensors((dir / "expected.safetensors").string());
   CpuBuild build = build_cpu(c.schedule);
@@ -245,7 +245,7 @@ TEST(CpuArtifact, IntegerDivisionByZeroIsAnError) {
 // row index math is scalar, with no vector of int64 lanes; the outputs match eager.
 TEST(CpuCodegen, RowMaskIsTestedOncePerVector) {
   std::filesystem::path dir = test::source_dir() / "tests" / "fixtures" / "cat_rows_layernorm";
-  Compilation c = compile_graph(frontend::parse_graph_file((dir / "graph.py").string()), sched::ScheduleOptions{});
+  Compilation c = compile_graph(test::fixture_graph(dir), sched::ScheduleOptions{});
   std::string source = codegen::generate_cpp(c.schedule, codegen::CppOptions{});
   EXPECT_NE(source.find(" ? coil_rt::strided<16>(in_ptr"), std::string::npos) << source;
   EXPECT_NE(source.find(" ? Vec<float, 16>::loadu(in_ptr"), std::string::npos) << source;

@@ -127,7 +127,8 @@ const BadGraph kCases[] = {
     {"DunderIsNotInPlace", "        a = torch.ops.aten.__and__.Tensor(x, y)\n        return (a,)\n",
      "bad.py:3:13: error: unknown op 'aten.__and__.Tensor': coil does not support aten.__and__ yet"},
     {"SymbolicSize", "        a: \"f32[s0, 256]\" = torch.ops.aten.relu.default(x)\n        return (a,)\n",
-     "bad.py:3:17: error: symbolic size 's0' is not supported: coil compiles static shapes"},
+     "bad.py:3:17: error: symbolic size 's0': this graph has symbolic sizes, and coil compiles it for their values (coil "
+     "run reads them from --inputs' shapes, coil compile takes --size s0=N, the API CompileOptions::sizes)"},
     {"UnknownDtype", "        a: \"q32[64, 256]\" = torch.ops.aten.relu.default(x)\n        return (a,)\n",
      "bad.py:3:13: error: unknown dtype 'q32' in annotation; expected one of f64, f32, f16, bf16, i64, i32, "
      "i16, i8, u8, b8"},

@@ -26,7 +26,7 @@ class GraphCase : public testing::TestWithParam<std::filesystem::path> {};
 
 TEST_P(GraphCase, ParsesVerifiesAndRoundTrips) {
   const auto dir = GetParam();
-  Graph g = frontend::parse_graph_file((dir / "graph.py").string());
+  Graph g = test::fixture_graph(dir);
   check_graph_inputs(g, read_safetensors((dir / "inputs.safetensors").string()), "inputs");
   check_graph_outputs(g, read_safetensors((dir / "expected.safetensors").string()), "expected");
   std::string once = frontend::print_graph(g);

@@ -5,8 +5,10 @@
 
 #include "frontend/parser.h"
 #include "frontend/printer.h"
+#include "frontend/size_expr.h"
 #include "support/python_repr.h"
 #include "graph/registry.h"
+#include "test_util.h"
 
 namespace coil::frontend {
 namespace {
@@ -208,6 +210,122 @@ TEST(Frontend, OutputsTypedByTheKernelTakeTheGraphsType) {
         return (getitem, getitem_1)
 )");
   EXPECT_EQ(bag.type(bag.outputs()[1]).str(), "i64[0][1]cpu");
+}
+
+// ---- symbolic sizes (frontend/size_expr.h) ------------------------------------------------
+
+int64_t size_of(const std::string &expr) { return eval_size_expr(expr, {{"s0", 7}, {"s1", 3}}, {}); }
+
+TEST(SymbolicSizes, ExpressionsEvaluateAsPythonDoes) {
+  EXPECT_EQ(size_of("2*s0 + 1"), 15);
+  EXPECT_EQ(size_of("s0*s1"), 21);
+  EXPECT_EQ(size_of("s0 - s1 - 1"), 3);
+  EXPECT_EQ(size_of("s0 - 2*s1"), 1);
+  EXPECT_EQ(size_of("s0*s1//2"), 10);
+  EXPECT_EQ(size_of("(s0//2)"), 3);
+  EXPECT_EQ(size_of("(-s0)//2"), -4);  // floor, not truncation
+  EXPECT_EQ(size_of("-s0 % 3"), 2);    // Python's sign of the divisor
+  EXPECT_EQ(size_of("s0**2"), 49);
+  EXPECT_EQ(size_of("2**s1 + -2"), 6);
+  EXPECT_EQ(size_of("-2**2"), -4);     // ** binds tighter than unary minus
+  EXPECT_EQ(size_of("12/s1"), 4);
+  EXPECT_EQ(size_of("Max(1, s0 - 8)"), 1);
+  EXPECT_EQ(size_of("Min(s0, s1, 5)"), 3);
+  EXPECT_EQ(size_of("FloorDiv(s0, 2)"), 3);
+  EXPECT_EQ(size_of("CeilDiv(s0, 2)"), 4);
+  EXPECT_EQ(size_of("Mod(s0, 4)"), 3);
+  EXPECT_EQ(size_of("ModularIndexing(s0, 2, 2)"), 1);
+  EXPECT_EQ(size_of("s0 >= 2"), 1);
+  EXPECT_EQ(size_of("Eq(s0, 4)"), 0);
+  EXPECT_EQ(size_of("(s0 >= 2) & (s1 < 3)"), 0);
+  EXPECT_EQ(size_of("Ne(s1, 3) | True"), 1);
+  EXPECT_EQ(symbols_in("2*s27*s77 + Max(1, u0) + s27"), (std::vector<std::string>{"s27", "s77", "u0"}));
+  EXPECT_TRUE(symbols_in("16").empty());
+}
+
+TEST(SymbolicSizes, ErrorsNameTheSymbolOrTheFault) {
+  auto error = [](const std::string &expr) { return test::user_error_of([&] { size_of(expr); }); };
+  EXPECT_EQ(error("s2 + 1"), "symbolic size 's2' has no value (given: s0=7, s1=3)");
+  EXPECT_NE(error("u0*4").find("'u0' is known only when the graph runs (a data-dependent size"), std::string::npos);
+  EXPECT_EQ(error("s0 // 0"), "division by zero in a size expression");
+  EXPECT_EQ(error("s0**70"), "size expression 's0**70' overflows 64 bits");
+  EXPECT_EQ(error("7/s1"), "7/3 in size expression '7/s1' is not an integer");
+  EXPECT_EQ(error("s0 +"), "size expression 's0 +' ends early");
+  EXPECT_EQ(error("Foo(s0)"), "unknown function 'Foo' in size expression 'Foo(s0)'");
+  try {
+    eval_size_expr("2*s9", {}, SourceLoc{"g.py", 3, 10});
+    ADD_FAILURE() << "no error";
+  } catch (const UserError &e) {
+    EXPECT_EQ(e.loc().col, 12);  // at the symbol
+  }
+}
+
+// A graph as torch.compile(dynamic=True) prints it: SymInt inputs, sizes computed from
+// them, an assertion on a size.
+const char *kSymbolicGraph = R"G(class GraphModule(torch.nn.Module):
+    def forward(self, arg0_1: "f32[32, 16][16, 1]cpu", arg1_1: "Sym(s77)", arg2_1: "Sym(s27)", arg3_1: "f32[s77, s27, 16][16*s27, 16, 1]cpu"):
+        mul_6: "Sym(s27*s77)" = arg1_1 * arg2_1
+        view: "f32[s27*s77, 16][16, 1]cpu" = torch.ops.aten.view.default(arg3_1, [mul_6, 16]);  arg3_1 = mul_6 = None
+        ge: "Sym(s77 >= 2)" = arg1_1 >= 2
+        _assert_scalar = torch.ops.aten._assert_scalar.default(ge, "Runtime assertion failed for expression s77 >= 2 on node 'ge'");  ge = _assert_scalar = None
+        sym_size_int: "Sym(s27*s77)" = torch.ops.aten.sym_size.int(view, 0)
+        permute: "f32[16, 32][1, 16]cpu" = torch.ops.aten.permute.default(arg0_1, [1, 0]);  arg0_1 = None
+        mm: "f32[s27*s77, 32][32, 1]cpu" = torch.ops.aten.mm.default(view, permute);  view = permute = None
+        view_1: "f32[s77, s27, 32][32*s27, 32, 1]cpu" = torch.ops.aten.view.default(mm, [arg1_1, arg2_1, 32]);  mm = None
+        return (view_1,)
+)G";
+
+TEST(SymbolicSizes, AGraphIsReadForTheSizesGiven) {
+  for (auto [batch, seq] : {std::pair<int64_t, int64_t>{4, 3}, {2, 61}}) {
+    SizeValues sizes{{"s77", batch}, {"s27", seq}};
+    Graph g = parse_graph(kSymbolicGraph, "dynamic.py", &sizes);
+    ASSERT_EQ(g.inputs().size(), 2u);  // the SymInts are not inputs: their values are compiled in
+    EXPECT_EQ(g.type(g.inputs()[1]).str(), str_cat("f32[", batch, ", ", seq, ", 16][", 16 * seq, ", 16, 1]cpu"));
+    EXPECT_EQ(g.type(g.outputs()[0]).str(), str_cat("f32[", batch, ", ", seq, ", 32][", 32 * seq, ", 32, 1]cpu"));
+    EXPECT_EQ(arg(g, "view", "size").as<ArgList>()[0], Arg(batch * seq));
+  }
+  SizeValues one{{"s77", 1}, {"s27", 3}};
+  EXPECT_EQ(test::user_error_of([&] { parse_graph(kSymbolicGraph, "dynamic.py", &one); }),
+            "Runtime assertion failed for expression s77 >= 2 on node 'ge' (sizes s27=3, s77=1)");
+  SizeValues partial{{"s77", 4}};
+  EXPECT_EQ(test::user_error_of([&] { parse_graph(kSymbolicGraph, "dynamic.py", &partial); }),
+            "symbolic size 's27' has no value (given: s77=4)");
+  EXPECT_NE(test::user_error_of([&] { parse(kSymbolicGraph); })
+                .find("this graph has symbolic sizes, and coil compiles it for their values"),
+            std::string::npos);
+}
+
+TEST(SymbolicSizes, ValuesAreReadFromTheInputsShapes) {
+  std::vector<InputDecl> inputs = declared_inputs(kSymbolicGraph, "dynamic.py");
+  ASSERT_EQ(inputs.size(), 4u);
+  EXPECT_EQ(inputs[1].annotation, "Sym(s77)");
+  std::map<std::string, Shape> shapes{{"arg0_1", {32, 16}}, {"arg3_1", {5, 9, 16}}};
+  auto shape_of = [&](const std::string &name) -> std::optional<Shape> {
+    if (auto it = shapes.find(name); it != shapes.end()) return it->second;
+    return std::nullopt;
+  };
+  EXPECT_EQ(bind_sizes(inputs, shape_of), (SizeValues{{"s77", 5}, {"s27", 9}}));
+  EXPECT_TRUE(bind_sizes(declared_inputs(R"(class GraphModule(torch.nn.Module):
+    def forward(self, x: "f32[4, 4][4, 1]cpu"):
+        return (x,)
+)", "static.py"), shape_of).empty());
+  // One symbol, two inputs that disagree.
+  std::string two = R"(class GraphModule(torch.nn.Module):
+    def forward(self, a: "f32[s0, 4][4, 1]cpu", b: "f32[s0][1]cpu"):
+        return (a, b)
+)";
+  shapes = {{"a", {6, 4}}, {"b", {5}}};
+  EXPECT_EQ(test::user_error_of([&] { bind_sizes(declared_inputs(two, "two.py"), shape_of); }),
+            "symbolic size s0 is 6 by input 'a' dim 0 but 5 by input 'b' dim 0");
+  // A symbol that is no input's dim.
+  std::string hidden = R"G(class GraphModule(torch.nn.Module):
+    def forward(self, n: "Sym(s1)", a: "f32[2*s1, 4][4, 1]cpu"):
+        return (a,)
+)G";
+  shapes = {{"a", {6, 4}}};
+  EXPECT_EQ(test::user_error_of([&] { bind_sizes(declared_inputs(hidden, "hidden.py"), shape_of); }),
+            "symbolic size s1 of input 'n' (Sym(s1)) is no input's dim: its value cannot be read from the inputs' "
+            "shapes");
 }
 
 TEST(Registry, EveryOpHasAParsedSchemaAndTarget) {

@@ -138,7 +138,7 @@ TEST_P(KernelCount, AtMostInductors) {
                         ? "inductor_kernels_cuda"
                         : "inductor_kernels_cpu";
   int inductor = meta[key].get<int>();
-  Compilation c = compile_graph(frontend::parse_graph_file((dir / "graph.py").string()), sched::ScheduleOptions{});
+  Compilation c = compile_graph(test::fixture_graph(dir), sched::ScheduleOptions{});
   int kernels = 0;
   for (const ir::Kernel &k : c.schedule.ir.kernels) kernels += k.kind != ir::KernelKind::Extern;
   std::string name = dir.filename().string();

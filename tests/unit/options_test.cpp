@@ -97,7 +97,7 @@ TEST_F(Options, Defaults) {
 }
 
 TEST_F(Options, SortedByName) {
-  ASSERT_EQ(all().size(), 25u);
+  ASSERT_EQ(all().size(), 26u);
   for (size_t i = 1; i < all().size(); ++i) EXPECT_LT(all()[i - 1].name, all()[i].name);
 }
 
@@ -481,13 +481,15 @@ std::string threads_of_a_run() {
 struct Row {
   std::string option, value;             // setting option to value
   std::string changes;                   // changes this (what the row documents)
-  std::function<std::string()> observe;  // as this shows; empty: checked on a GPU only
-  std::string gpu_test = {};             // the GPU test that checks a row without `observe`
+  std::function<std::string()> observe;  // as this shows; empty: checked elsewhere only
+  std::string gpu_test = {};             // the test (on a GPU, of the Python package) that checks a row without `observe`
 };
 
 std::vector<Row> rows(const std::string &scratch) {
   return {
       {"debug", "1", "the generated C++ printed to stderr", stderr_of_cpu_build},
+      {"dynamic.sizes_per_graph", "1", "the sizes a torch.compile graph of symbolic sizes is compiled for", nullptr,
+       "tests/python/test_backend.py (DynamicShapes)"},
       {"trace", scratch + "/trace", "each stage's dump written to the folder", [=] { return trace_files(scratch + "/trace"); }},
       {"cache_dir", scratch + "/cache", "the cache's folder", [] { return cache_root().string(); }},
       {"max_fusion_size", "1", "the kernels fusion makes", fused_ir},

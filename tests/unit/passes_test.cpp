@@ -522,7 +522,7 @@ class PassesOnCase : public testing::TestWithParam<std::filesystem::path> {};
 
 TEST_P(PassesOnCase, KeepOutputTypesAndValues) {
   const auto dir = GetParam();
-  Graph g = frontend::parse_graph_file((dir / "graph.py").string());
+  Graph g = test::fixture_graph(dir);
   PassLog log;
   Graph out = run_graph_passes(g, reference_evaluator(), &log);
   ASSERT_EQ(out.outputs().size(), g.outputs().size());

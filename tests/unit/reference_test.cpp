@@ -22,7 +22,7 @@ class Reference : public testing::TestWithParam<std::filesystem::path> {};
 
 TEST_P(Reference, MatchesEager) {
   const auto dir = GetParam();
-  Graph g = frontend::parse_graph_file((dir / "graph.py").string());
+  Graph g = test::fixture_graph(dir);
   TensorList inputs = read_safetensors((dir / "inputs.safetensors").string());
   TensorList expected = read_safetensors((dir / "expected.safetensors").string());
   size_t outputs_expected = g.outputs().size();

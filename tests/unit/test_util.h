@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "frontend/parser.h"
+#include "io/graph_tensors.h"
 #include "support/error.h"
 
 // COIL_ASAN: this test binary is built with AddressSanitizer (the sanitizer build of
@@ -50,6 +52,12 @@ inline std::vector<std::filesystem::path> case_dirs(const std::filesystem::path 
 /// The bundled examples and the fixtures captured from PyTorch.
 inline std::vector<std::filesystem::path> example_dirs() { return case_dirs(source_dir() / "examples"); }
 inline std::vector<std::filesystem::path> fixture_dirs() { return case_dirs(source_dir() / "tests" / "fixtures"); }
+
+/// A case's graph.py, read as `coil run` reads it: a graph of symbolic sizes (the dyn_
+/// fixtures) for the sizes of the case's inputs.safetensors.
+inline Graph fixture_graph(const std::filesystem::path &dir) {
+  return frontend::parse_graph_file((dir / "graph.py").string(), tensor_shapes_in((dir / "inputs.safetensors").string()));
+}
 
 /// The message of the UserError `fn` throws, or "(no error)".
 inline std::string user_error_of(const std::function<void()> &fn) {

@@ -49,7 +49,7 @@ class TritonGolden : public testing::TestWithParam<std::string> {};
 // tests/golden/<case>/kernels.py: every kernel of the case, in launch order.
 TEST_P(TritonGolden, GeneratedTritonIsUnchanged) {
   auto dir = test::source_dir() / "tests" / "golden" / GetParam();
-  Compilation c = compile_graph(frontend::parse_graph_file((dir / "graph.py").string()), gpu_schedule());
+  Compilation c = compile_graph(test::fixture_graph(dir), gpu_schedule());
   codegen::GpuProgram g = codegen::generate_triton(c.schedule);
   std::string source;
   for (const codegen::GpuStep &st : g.steps)
@@ -100,7 +100,7 @@ TEST(TritonInterpreter, EveryFixtureAndExampleMatchesEager) {
   for (const fs::path &dir : dirs) {
     std::string name = dir.parent_path().filename().string() + "_" + dir.filename().string();
     if (exceptions.count(dir.filename().string())) continue;
-    Case c{dir, compile_graph(frontend::parse_graph_file((dir / "graph.py").string()), gpu_schedule()), root / name};
+    Case c{dir, compile_graph(test::fixture_graph(dir), gpu_schedule()), root / name};
     write_launch_plan(c.compilation.schedule, codegen::generate_triton(c.compilation.schedule), c.work.string());
     std::string &batch = batches[cases.size() % 2];
     batch += std::string(batch.size() > 1 ? ",\n" : "\n") + "{\"plan\": \"" + (c.work / "launch_plan.json").string() +
@@ -285,7 +285,7 @@ TEST(TritonCompiler, EveryGeneratedKernelCompilesForSm90) {
   std::set<std::string> seen;
   size_t kernels = 0;
   for (const fs::path &dir : dirs) {
-    Compilation c = compile_graph(frontend::parse_graph_file((dir / "graph.py").string()), gpu_schedule());
+    Compilation c = compile_graph(test::fixture_graph(dir), gpu_schedule());
     for (TritonCompileRequest &r : codegen::compile_requests(codegen::generate_triton(c.schedule))) {
       r.capability = 90;
       ++kernels;
