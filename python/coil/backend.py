@@ -109,8 +109,60 @@ def decompositions() -> dict:
     table.update({op: fn for op, fn in decomposition_table.items()
                   if isinstance(op, torch._ops.OpOverload) and op.namespace == "aten"
                   and op.overloadpacket.__name__ in extra and op not in table})
+    table.update(foreach_decompositions())
     table.update(_OWN_DECOMPOSITIONS)
     return {op: fn for op, fn in table.items() if str(op) not in native}
+
+
+def foreach_decompositions() -> dict:
+    """Each aten._foreach_<op> overload (an optimizer's foreach step: the default on CUDA) as
+    <op> on each element of its lists, which coil fuses into few kernels:
+    _foreach_add.List(xs, ys, alpha=a) is [add(x, y, alpha=a) for x, y in zip(xs, ys)], and
+    the in-place _foreach_add_.List copies those into xs. An overload whose scalars come in a
+    tensor (_foreach_addcdiv.Tensor) or that returns more than one list is left out."""
+    table = {}
+    # Every registered aten op ("aten::_foreach_add.List"): torch.ops.aten lists only those
+    # looked up so far.
+    names = {op.split("::")[1].split(".")[0] for op in torch._C._dispatch_get_all_op_names()
+             if op.startswith("aten::_foreach_")}
+    for name in sorted(names):
+        base = getattr(torch.ops.aten, name.removeprefix("_foreach_").removesuffix("_"), None)
+        if not name.startswith("_foreach_") or base is None:
+            continue
+        in_place = name.endswith("_")
+        # Arguments the base op takes by keyword only (add's alpha, addcdiv's value).
+        keywords = {a.name for overload in base.overloads() for a in getattr(base, overload)._schema.arguments
+                    if a.kwarg_only}
+        packet = getattr(torch.ops.aten, name)
+        for overload in packet.overloads():
+            op = getattr(packet, overload)
+            schema = op._schema
+            if [str(r.type) for r in schema.returns] != ([] if in_place else ["List[Tensor]"]) or any(
+                    str(a.type) == "Tensor" and a.name == "scalars" for a in schema.arguments):
+                continue
+            fn = functools.partial(_per_element, base, schema, frozenset(keywords))
+            table[op] = functools.partial(_in_place, fn) if in_place else fn
+    return table
+
+
+def _in_place(fn, *args, **kwargs):
+    for x, new in zip(args[0], fn(*args, **kwargs)):
+        x.copy_(new)
+
+
+def _per_element(base, schema, keywords, *args, **kwargs):
+    """base on the i-th elements of the list arguments of a foreach op (schema), the other
+    arguments as they are."""
+    bound = dict(zip((a.name for a in schema.arguments), args)) | kwargs
+    lists = {a.name for a in schema.arguments if str(a.type).startswith("List[")}
+    count = len(next(bound[a] for a in bound if a in lists))
+    out = []
+    for i in range(count):
+        value = {k: v[i] if k in lists else v for k, v in bound.items()}
+        positional = [value[a.name] for a in schema.arguments if a.name in value and a.name not in keywords]
+        named = {k: v for k, v in value.items() if k in keywords}
+        out.append(base(*positional, **named))
+    return out
 
 
 def _foreach_norm(tensors, ord=2, dtype=None):
@@ -118,12 +170,10 @@ def _foreach_norm(tensors, ord=2, dtype=None):
 
 
 # Ops that PyTorch has no decomposition of, written as ops coil compiles, one op per tensor:
-# clip_grad_norm_'s _foreach_norm and its scaling by a 0-dim tensor, as a compiled optimizer
-# step calls them.
+# clip_grad_norm_'s _foreach_norm, as a compiled optimizer step calls it (the other foreach
+# ops: foreach_decompositions).
 _OWN_DECOMPOSITIONS = {
     torch.ops.aten._foreach_norm.Scalar: _foreach_norm,
-    torch.ops.aten._foreach_mul.Tensor: lambda tensors, other: [t * other for t in tensors],
-    torch.ops.aten._foreach_div.Tensor: lambda tensors, other: [t / other for t in tensors],
 }
 
 

@@ -121,27 +121,30 @@ def check_training(test, name, device="cpu", autocast=None):
     test.assertEqual([op for g in graphs for op in g["eager_ops"]], [], f"{name}: ops left to eager PyTorch")
 
 
-def check_optimizer_steps(test, kind: str):
+def check_optimizer_steps(test, kind: str, device: str = "cpu"):
     """optimizer.step() with clip_grad_norm_ and zero_grad compiled through coil, 4 steps: the
-    parameters against eager's steps and float64's (a frozen parameter stays as it was)."""
+    parameters against eager's steps and float64's (a frozen parameter stays as it was). The
+    foreach kinds step all parameters by _foreach_ ops, as PyTorch does by default on CUDA."""
     from coil import backend
 
     torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(32, 32), torch.nn.ReLU(), torch.nn.Linear(32, 10))
+    model = torch.nn.Sequential(torch.nn.Linear(32, 32), torch.nn.ReLU(), torch.nn.Linear(32, 10)).to(device)
     model[0].bias.requires_grad_(False)
     models = [copy.deepcopy(model), copy.deepcopy(model), copy.deepcopy(model).double()]
     lr = torch.tensor(1e-2) if kind == "adamw, tensor lr" else 1e-2
+    foreach = "foreach" in kind or None
 
     def optimizer(m):
         params = [p for p in m.parameters() if p.requires_grad]
-        if kind == "sgd":
-            return torch.optim.SGD(params, lr=0.1, momentum=0.9)
-        return torch.optim.AdamW(params, lr=lr.double() if isinstance(lr, torch.Tensor) and m is models[2] else lr)
+        if kind.startswith("sgd"):
+            return torch.optim.SGD(params, lr=0.1, momentum=0.9, foreach=foreach)
+        return torch.optim.AdamW(params, lr=lr.double() if isinstance(lr, torch.Tensor) and m is models[2] else lr,
+                                 foreach=foreach)
 
     optimizers = [optimizer(m) for m in models]
 
     def update(opt, m):
-        torch.nn.utils.clip_grad_norm_(m.parameters(), 0.5)
+        torch.nn.utils.clip_grad_norm_(m.parameters(), 0.5, foreach=foreach)
         opt.step()
         opt.zero_grad()
 
@@ -150,7 +153,7 @@ def check_optimizer_steps(test, kind: str):
     compiled = torch.compile(update, backend="coil")
     with no_fallback():
         for i in range(4):
-            x = torch.randn(8, 32)
+            x = torch.randn(8, 32, device=device)
             for m in models:
                 m(x.double() if m is models[2] else x).square().mean().backward()
             compiled(optimizers[0], models[0])
@@ -165,7 +168,8 @@ def check_optimizer_steps(test, kind: str):
     # The parameters and the optimizer's state are written in place (the parameters' own
     # memory passed for their new values), not copied after the call.
     test.assertGreater(counted["inputs_updated"], 0, counted)
-    test.assertEqual(counted["inputs_updated_in_place"], counted["inputs_updated"], counted)
+    if device == "cpu":  # on CUDA the updates are copied after the call (one _foreach_copy_)
+        test.assertEqual(counted["inputs_updated_in_place"], counted["inputs_updated"], counted)
     assert_model_close(list(models[0].parameters()), list(models[1].parameters()), list(models[2].parameters()))
     test.assertTrue(torch.equal(models[0][0].bias, model[0].bias), "the frozen bias changed")
     test.assertFalse(torch.equal(models[0][0].weight, model[0].weight), "the weight never changed")
@@ -232,7 +236,7 @@ class Training(unittest.TestCase):
                 assert_model_close([got[f"out{i}"] for i in range(4)], list(eager), list(reference))
 
     def test_optimizer_steps(self):
-        for kind in ("sgd", "adamw", "adamw, tensor lr"):
+        for kind in ("sgd", "adamw", "adamw, tensor lr", "sgd, foreach", "adamw, foreach"):
             with self.subTest(kind):
                 check_optimizer_steps(self, kind)
 
@@ -347,6 +351,12 @@ class CudaTraining(unittest.TestCase):
 
     def test_dropout_keep_is_its_eager_form(self):
         check_dropout_keep(self, "cuda")
+
+    def test_optimizer_steps(self):
+        # PyTorch's default on CUDA: the foreach steps.
+        for kind in ("sgd", "adamw"):
+            with self.subTest(kind):
+                check_optimizer_steps(self, kind, "cuda")
 
 
 if __name__ == "__main__":
