@@ -503,9 +503,12 @@ void check_bound_in_place(const std::string &mode) {
       return str_cat("calls 2 and 3 on the same tensors set up ", cuda::extern_setups() - setups, " extern steps");
     // Every tensor at a new address on each call: bound again where it is, three times (no
     // copy, the steps set up again), then copied on every call, the steps bound again only
-    // the first time (cuda_binding.cpp, kRebinds).
+    // the first time (cuda_binding.cpp, kRebinds). Every call's tensors stay allocated to
+    // the end, so that a call's cannot come back at the addresses of the one before.
+    std::vector<DeviceCall> held;
+    held.reserve(5);
     for (size_t i = 3; i < 8; ++i) {
-      DeviceCall moved = device_call(p);
+      DeviceCall &moved = held.emplace_back(device_call(p));
       upload_inputs(p, inputs[i % 5], moved.in);
       COIL_CU(cuCtxSynchronize);
       int64_t copies = c.program->copies();
