@@ -156,6 +156,9 @@ class Parser {
       call(name, ann);
     } else if (at_name("operator")) {
       operator_getitem(name, ann);
+    } else if (peek().kind == Tok::Name && (peek_at(1).kind == Tok::Newline || peek_at(1).kind == Tok::End ||
+                                            (peek_at(1).kind == Tok::Punct && peek_at(1).text == ";"))) {
+      alias(name, ann);
     } else {
       getitem(name, ann);
     }
@@ -217,6 +220,21 @@ class Parser {
     if (ann) fail(*ann, str_cat("node '", name.text, "' (", target, ") returns ", n.outputs.size(),
                                 " values; annotate its items (", name.text, "[i]), not the tuple"));
     define(name, Binding{n.outputs.empty() ? Binding::Kind::Nothing : Binding::Kind::Tuple, {}, node});
+  }
+
+  // input_1 = input: another name for a value (export writes one for an input named like a
+  // Python builtin).
+  void alias(const Token &name, const Token *ann) {
+    const Token &of = next();
+    Binding b = lookup(of);
+    if (ann && b.kind == Binding::Kind::Tensor) {
+      TensorType want = parse_annotation(ann->text, inside(*ann), sizes_).type;
+      const TensorType &actual = builder_.graph().type(b.value);
+      if (want.dtype != actual.dtype || want.sizes != actual.sizes)
+        fail(*ann, str_cat("'", name.text, "' = '", of.text, "': annotation says ", ann->text, " but '", of.text, "' is ",
+                           actual.str()));
+    }
+    define(name, b);
   }
 
   // getitem = var_mean[1]

@@ -130,6 +130,27 @@ TEST(Frontend, LinesJoinInsideBrackets) {
   EXPECT_EQ(g.type(g.outputs()[0]).strides, (Shape{1, 4, 12}));
 }
 
+TEST(Frontend, AnAliasNamesTheSameValue) {
+  // torch.export of nn.Conv2d: its input is named like a Python builtin, and export writes
+  // another name for it.
+  Graph g = parse(R"(class GraphModule(torch.nn.Module):
+    def forward(self, p_weight: "f32[4, 3, 3, 3][27, 9, 3, 1]cpu", input: "f32[1, 3, 8, 8][192, 64, 8, 1]cpu"):
+        input_1 = input
+        convolution: "f32[1, 4, 8, 8][256, 64, 8, 1]cpu" = torch.ops.aten.convolution.default(input_1, p_weight, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1);  input_1 = p_weight = None
+        return (convolution,)
+)");
+  ASSERT_EQ(g.nodes().size(), 1u);
+  EXPECT_EQ(g.nodes()[0].args[0], Arg(g.inputs()[1]));
+  EXPECT_EQ(test::user_error_of([] {
+              parse(R"(class GraphModule(torch.nn.Module):
+    def forward(self, input: "f32[2][1]cpu"):
+        x: "f32[3][1]cpu" = input
+        return (x,)
+)");
+            }),
+            "'x' = 'input': annotation says f32[3][1]cpu but 'input' is f32[2][1]cpu");
+}
+
 TEST(Frontend, ConstantsDevicesAndLayouts) {
   Graph g = parse(R"(class GraphModule(torch.nn.Module):
     def forward(self, x: "f32[4][1]cuda:0"):
