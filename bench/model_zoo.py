@@ -201,3 +201,30 @@ def build_training(name: str, device, dtype, tiny: bool = False):
     """The training step of model `name` (a module returning its loss) in train mode, and its inputs."""
     model, args = TRAINING[name](device, dtype, tiny)
     return model.train(), args
+
+
+# The models whose inputs are token ids (batch, sequence); the others take images.
+LANGUAGE_MODELS = {"gpt2_b1", "gpt2_b8", "bert", "llama"}
+
+
+def resized(args, batch: int, seq: int | None = None) -> list:
+    """The model's inputs at another batch size (rows repeated) and sequence length (tokens
+    cut or repeated); new tensors, not views (Dynamo guards on a view's base)."""
+    out = []
+    for a in args:
+        a = a.repeat(*([-(-batch // a.shape[0])] + [1] * (a.dim() - 1)))[:batch]
+        if seq is not None:
+            a = a.repeat(1, -(-seq // a.shape[1]))[:, :seq]
+        out.append(a.clone())
+    return out
+
+
+def dynamic_sizes(name: str, args) -> list[tuple[int, int | None]]:
+    """(batch, sequence length or None) a model runs at with dynamic shapes: three batch sizes,
+    and for a language model two more sequence lengths."""
+    batch = args[0].shape[0]
+    sizes = [(batch, None), (batch + 1, None), (batch + 3, None)]
+    if name in LANGUAGE_MODELS:
+        seq = args[0].shape[1]
+        sizes = [(b, seq) for b, _ in sizes] + [(batch, seq - 5), (batch, seq + 8)]
+    return sizes

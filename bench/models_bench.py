@@ -32,6 +32,10 @@ cold run filled), in a second table.
 
 Prints a markdown table with the commit and the machine, and writes it to DIR/models.md.
 With --train, training steps instead (bench/training_bench.py), written to DIR/training.md.
+With --dynamic, shapes that change (DIR/dynamic.md): each model through torch.compile with
+dynamic=False (a compile for every size) and dynamic=True, Inductor and coil, each in a new
+process with empty caches, called at the sizes of model_zoo.dynamic_sizes: the first call's
+seconds, each new size's, and the median call at the first size.
 """
 from __future__ import annotations
 
@@ -198,6 +202,97 @@ print(json.dumps({"seconds": time.perf_counter() - start}))
 """
 
 
+_DYNAMIC_CALLS = """
+import json, statistics, sys, time, torch
+sys.path.insert(0, sys.argv[1])
+from model_zoo import build, dynamic_sizes, resized
+from torch._dynamo.utils import counters
+name, device, dtype, backend, mode, tiny, iters = sys.argv[2:9]
+torch.manual_seed(0)
+model, args = build(name, device, getattr(torch, dtype), tiny=tiny == "tiny")
+f = torch.compile(model, backend=backend, dynamic=mode == "dynamic")
+sync = torch.cuda.synchronize if device == "cuda" else lambda: None
+seconds = []
+with torch.no_grad():
+    for batch, seq in dynamic_sizes(name, args):
+        inputs = resized(args, batch, seq)
+        start = time.perf_counter()
+        f(*inputs)
+        sync()
+        seconds.append(time.perf_counter() - start)
+    inputs = resized(args, *dynamic_sizes(name, args)[0])
+    calls = []
+    for _ in range(int(iters)):
+        start = time.perf_counter()
+        f(*inputs)
+        sync()
+        calls.append(time.perf_counter() - start)
+print(json.dumps({"seconds": seconds[0], "sizes": seconds[1:], "steady_ms": statistics.median(calls) * 1e3,
+                  "graphs": counters["stats"]["unique_graphs"]}))
+"""
+
+
+def dynamic_row(name: str, device: str, dtype, tiny: bool, iters: int, work: Path) -> list[dict]:
+    """--dynamic: one row per backend and mode, each in a new process with empty caches."""
+    rows = []
+    for backend in ("inductor", "coil"):
+        for mode in ("static", "dynamic"):
+            caches = work / f"{name}_{backend}_{mode}"
+            shutil.rmtree(caches, ignore_errors=True)
+            env = {**os.environ, "COIL_CACHE_DIR": str(caches / "coil"),
+                   "TORCHINDUCTOR_CACHE_DIR": str(caches / "inductor"), "TRITON_CACHE_DIR": str(caches / "triton")}
+            args = [str(REPO / "bench"), name, device, str(dtype).removeprefix("torch."), backend, mode,
+                    "tiny" if tiny else "full", str(iters)]
+            r = subprocess.run([sys.executable, "-c", _DYNAMIC_CALLS, *args], capture_output=True, text=True, env=env)
+            shutil.rmtree(caches, ignore_errors=True)
+            lines = r.stdout.strip().splitlines()
+            row = {"model": name, "backend": backend, "mode": mode}
+            if r.returncode != 0 or not lines:
+                why = (r.stderr.strip() or r.stdout.strip()).splitlines()
+                row["error"] = (why[-1] if why else f"exit {r.returncode}")[:200]
+            else:
+                row.update(json.loads(lines[-1]))
+            rows.append(row)
+            print(row, flush=True)
+    return rows
+
+
+def dynamic_table(rows: list[dict]) -> str:
+    lines = ["| model | backend | dynamic | first call (s) | each new size (s) | Dynamo graphs | median call (ms) |",
+             "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        mode = "True" if r["mode"] == "dynamic" else "False"
+        if "error" in r:
+            lines.append(f"| {r['model']} | {r['backend']} | {mode} | — | — | — | {r['error']} |")
+            continue
+        sizes = ", ".join(f"{s:.2f}" for s in r["sizes"])
+        lines.append(f"| {r['model']} | {r['backend']} | {mode} | {r['seconds']:.2f} | {sizes} | {r['graphs']} | "
+                     f"{r['steady_ms']:.2f} |")
+    return "\n".join(lines) + "\n"
+
+
+def dynamic(a) -> int:
+    """--dynamic: the table of dynamic_row, per model."""
+    head, dirty = gpu_bench.commit()
+    commit = head + (" with uncommitted changes" if dirty else "")
+    machine = torch.cuda.get_device_name() if a.device == "cuda" else platform.processor() or platform.machine()
+    dtype = {"bf16": torch.bfloat16, "f32": torch.float32}.get(a.dtype) or (
+        torch.bfloat16 if a.device == "cuda" else torch.float32)
+    rows = []
+    with tempfile.TemporaryDirectory() as temporary:
+        for name in a.models.split(","):
+            rows += dynamic_row(name, a.device, dtype, a.tiny, a.iters, Path(temporary))
+    text = (f"Shapes that change, on {machine} ({a.device}), commit {commit}, torch {torch.__version__}; "
+            f"{str(dtype).removeprefix('torch.')}{', tiny sizes' if a.tiny else ''}; each row a new process with empty "
+            f"caches; the sizes of model_zoo.dynamic_sizes; the median of {a.iters} calls at the first size\n\n"
+            + dynamic_table(rows))
+    print(text)
+    if a.out:
+        Path(a.out).mkdir(parents=True, exist_ok=True)
+        (Path(a.out) / "dynamic.md").write_text(text)
+    return 0
+
+
 def process_seconds(script: str, args: list[str], caches: Path) -> tuple[float | None, str]:
     """The seconds `script` (run as python -c with `args`) prints as its last line's JSON, in a
     new process whose coil, Inductor and Triton caches are the folders under `caches` (empty:
@@ -356,12 +451,16 @@ def main() -> int:
                    help="leave out the cold and warm compile times (new processes, a minute or more per model)")
     p.add_argument("--train", action="store_true",
                    help="time training steps instead (bench/training_bench.py; models of its TRAINING)")
-    p.add_argument("--tiny", action="store_true", help="with --train: the tests' tiny sizes")
+    p.add_argument("--tiny", action="store_true", help="with --train or --dynamic: the tests' tiny sizes")
+    p.add_argument("--dynamic", action="store_true",
+                   help="shapes that change: dynamic=False against dynamic=True, the first call and each new size's")
     p.add_argument("--compile-optimizer", action="store_true",
                    help="with --train: optimizer.step() compiled by each step's backend (else eager for all)")
     a = p.parse_args()
     if a.train:
         return train(a)
+    if a.dynamic:
+        return dynamic(a)
     head, dirty = gpu_bench.commit()
     commit = head + (" with uncommitted changes" if dirty else "")
     machine = torch.cuda.get_device_name() if a.device == "cuda" else platform.processor() or platform.machine()

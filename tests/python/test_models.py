@@ -16,7 +16,7 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "..", "bench"))
-from model_zoo import build  # noqa: E402
+from model_zoo import build, dynamic_sizes, resized  # noqa: E402
 from test_backend import compare_with_eager, no_fallback  # noqa: E402
 
 # Every model of the suite once (the bench's gpt2_b8 is gpt2_b1 at another size).
@@ -43,23 +43,6 @@ def check(test, name, device="cpu", dtype=torch.float32):
     test.assertEqual([op for g in graphs for op in g["eager_ops"]], [], f"{name}: ops left to eager PyTorch")
 
 
-# The inputs each model runs at with dynamic shapes: three batch sizes, and for the language
-# models three sequence lengths.
-LANGUAGE = {"gpt2_b1", "bert", "llama"}
-
-
-def resized(args, batch, seq=None):
-    """The model's inputs at another batch size (rows repeated) and sequence length (tokens
-    cut or repeated)."""
-    out = []
-    for a in args:
-        a = a.repeat(*([-(-batch // a.shape[0])] + [1] * (a.dim() - 1)))[:batch]
-        if seq is not None:
-            a = a.repeat(1, -(-seq // a.shape[1]))[:, :seq]
-        out.append(a.clone())  # not a view: Dynamo guards on a view's base
-    return out
-
-
 def check_sizes(test, name):
     """The model compiled with dynamic=True and run at several sizes: each matches eager, no
     size makes Dynamo trace again, and coil compiles each graph, once per size."""
@@ -68,11 +51,7 @@ def check_sizes(test, name):
 
     torch.manual_seed(0)
     model, args = build(name, "cpu", torch.float32, tiny=True)
-    batch = args[0].shape[0]
-    sizes = [(batch, None), (batch + 1, None), (batch + 3, None)]
-    if name in LANGUAGE:
-        seq = args[0].shape[1]
-        sizes = [(batch, seq), (batch + 1, seq), (batch + 3, seq), (batch, seq - 5), (batch, seq + 8)]
+    sizes = dynamic_sizes(name, args)
     torch._dynamo.reset()
     dynamo_counters.clear()
     before = backend.counters.copy()
