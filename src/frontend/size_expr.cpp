@@ -103,14 +103,7 @@ class SizeExprReader {
     int64_t base = primary();
     size_t at = pos_;
     if (!accept("**")) return base;
-    int64_t exponent = unary();
-    if (exponent < 0) fail(at, "a negative power in a size expression");
-    int64_t v = 1;
-    for (int64_t i = 0; i < exponent; ++i) {
-      v = mul(at, v, base);
-      if (v == 0 || v == 1) break;
-    }
-    return v;
+    return pow(at, base, unary());
   }
 
   int64_t primary() {
@@ -214,13 +207,19 @@ class SizeExprReader {
     }
     if (name == "Pow" || name == "PowByNatural") {
       arity(2);
-      if (a[1] < 0) fail(at, "a negative power in a size expression");
-      int64_t v = 1;
-      for (int64_t i = 0; i < a[1] && v != 0 && !(v == 1 && a[0] == 1); ++i)
-        v = mul(at, v, a[0]);
-      return v;
+      return pow(at, a[0], a[1]);
     }
     fail(at, str_cat("unknown function '", name, "' in size expression '", s_, "'"));
+  }
+
+  // base**exponent; a base other than 0 and +-1 overflows within 63 products.
+  int64_t pow(size_t at, int64_t base, int64_t exponent) {
+    if (exponent < 0) fail(at, "a negative power in a size expression");
+    if (base == 0 || base == 1) return exponent == 0 ? 1 : base;
+    if (base == -1) return exponent % 2 ? -1 : 1;
+    int64_t v = 1;
+    for (int64_t i = 0; i < exponent; ++i) v = mul(at, v, base);
+    return v;
   }
 
   int64_t floor_div(size_t at, int64_t a, int64_t b) {

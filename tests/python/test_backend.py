@@ -471,28 +471,33 @@ class SeqAttention(torch.nn.Module):
         return x + scores.softmax(-1) @ v
 
 
+def run_sizes(model, shapes, device, **compile_kwargs):
+    """Runs `model` compiled at each input shape on `device`, each compared with eager as
+    models are (the float64 reference on the CPU); returns what coil counted and how many
+    graphs Dynamo made."""
+    from coil import backend
+    from torch._dynamo.utils import counters as dynamo_counters
+
+    model = model.to(device).eval()
+    reference = copy.deepcopy(model).cpu().double()
+    torch._dynamo.reset()
+    dynamo_counters.clear()
+    before = backend.counters.copy()
+    compiled = torch.compile(model, backend="coil", **compile_kwargs)
+    with torch.no_grad():
+        for shape in shapes:
+            x = torch.randn(*shape, device=device)
+            assert_model_close(compiled(x), model(x), reference(x.cpu().double()))
+    return backend.counters - before, dynamo_counters["stats"]["unique_graphs"]
+
+
 class DynamicShapes(unittest.TestCase):
     """Graphs of symbolic sizes (dynamic=True, mark_dynamic, Dynamo's automatic dynamic
     shapes): coil compiles one Dynamo graph for each size it is called at, without Dynamo
     recompiling, up to the option dynamic.sizes_per_graph."""
 
     def run_sizes(self, model, shapes, **compile_kwargs):
-        """Runs `model` compiled at each shape, each compared with eager as models are; returns
-        what coil counted and how many graphs Dynamo made."""
-        from coil import backend
-        from torch._dynamo.utils import counters as dynamo_counters
-
-        model = model.eval()
-        reference = copy.deepcopy(model).double()
-        torch._dynamo.reset()
-        dynamo_counters.clear()
-        before = backend.counters.copy()
-        compiled = torch.compile(model, backend="coil", **compile_kwargs)
-        with torch.no_grad():
-            for shape in shapes:
-                x = torch.randn(*shape)
-                assert_model_close(compiled(x), model(x), reference(x.double()))
-        return backend.counters - before, dynamo_counters["stats"]["unique_graphs"]
+        return run_sizes(model, shapes, "cpu", **compile_kwargs)
 
     def test_one_graph_serves_every_batch_size_and_sequence_length(self):
         shapes = [(2, 8, 32), (7, 8, 32), (16, 5, 32), (61, 3, 32), (7, 8, 32)]
@@ -571,6 +576,13 @@ class Cuda(unittest.TestCase):
 
     def randn(self, *sizes):
         return torch.randn(*sizes, device=self.device)
+
+    def test_dynamic_shapes(self):
+        shapes = [(2, 8, 32), (7, 8, 32), (16, 5, 32), (61, 3, 32)]
+        with no_fallback():
+            counted, graphs = run_sizes(SeqAttention(), shapes, self.device, dynamic=True)
+        self.assertEqual(graphs, 1)
+        self.assertEqual((counted["graphs_compiled"], counted["sizes_compiled"], counted["sizes_eager"]), (1, 4, 0), counted)
 
     def test_models_match_eager(self):
         with compiled_graphs() as compiled, no_fallback():

@@ -249,6 +249,8 @@ TEST(SymbolicSizes, ExpressionsEvaluateAsPythonDoes) {
   EXPECT_EQ(size_of("s0**2"), 49);
   EXPECT_EQ(size_of("2**s1 + -2"), 6);
   EXPECT_EQ(size_of("-2**2"), -4);     // ** binds tighter than unary minus
+  EXPECT_EQ(size_of("(-1)**s0"), -1);
+  EXPECT_EQ(size_of("Pow(s1 - 3, 0) + Pow(-2, s1)"), -7);
   EXPECT_EQ(size_of("12/s1"), 4);
   EXPECT_EQ(size_of("Max(1, s0 - 8)"), 1);
   EXPECT_EQ(size_of("Min(s0, s1, 5)"), 3);
