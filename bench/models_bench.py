@@ -239,19 +239,11 @@ def dynamic_row(name: str, device: str, dtype, tiny: bool, iters: int, work: Pat
         for mode in ("static", "dynamic"):
             caches = work / f"{name}_{backend}_{mode}"
             shutil.rmtree(caches, ignore_errors=True)
-            env = {**os.environ, "COIL_CACHE_DIR": str(caches / "coil"),
-                   "TORCHINDUCTOR_CACHE_DIR": str(caches / "inductor"), "TRITON_CACHE_DIR": str(caches / "triton")}
             args = [str(REPO / "bench"), name, device, str(dtype).removeprefix("torch."), backend, mode,
                     "tiny" if tiny else "full", str(iters)]
-            r = subprocess.run([sys.executable, "-c", _DYNAMIC_CALLS, *args], capture_output=True, text=True, env=env)
+            printed, why = process_json(_DYNAMIC_CALLS, args, caches)
             shutil.rmtree(caches, ignore_errors=True)
-            lines = r.stdout.strip().splitlines()
-            row = {"model": name, "backend": backend, "mode": mode}
-            if r.returncode != 0 or not lines:
-                why = (r.stderr.strip() or r.stdout.strip()).splitlines()
-                row["error"] = (why[-1] if why else f"exit {r.returncode}")[:200]
-            else:
-                row.update(json.loads(lines[-1]))
+            row = {"model": name, "backend": backend, "mode": mode, **(printed or {"error": why})}
             rows.append(row)
             print(row, flush=True)
     return rows
@@ -293,10 +285,10 @@ def dynamic(a) -> int:
     return 0
 
 
-def process_seconds(script: str, args: list[str], caches: Path) -> tuple[float | None, str]:
-    """The seconds `script` (run as python -c with `args`) prints as its last line's JSON, in a
-    new process whose coil, Inductor and Triton caches are the folders under `caches` (empty:
-    a cold compile; kept from an earlier call: a warm one), or None and why."""
+def process_json(script: str, args: list[str], caches: Path) -> tuple[dict | None, str]:
+    """What `script` (run as python -c with `args`) prints as its last line's JSON, in a new
+    process whose coil, Inductor and Triton caches are the folders under `caches` (empty: a
+    cold compile; kept from an earlier call: a warm one), or None and why."""
     env = {**os.environ, "COIL_CACHE_DIR": str(caches / "coil"), "TORCHINDUCTOR_CACHE_DIR": str(caches / "inductor"),
            "TRITON_CACHE_DIR": str(caches / "triton")}
     r = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, env=env)
@@ -304,7 +296,13 @@ def process_seconds(script: str, args: list[str], caches: Path) -> tuple[float |
     if r.returncode != 0 or not lines:
         why = (r.stderr.strip() or r.stdout.strip()).splitlines()
         return None, (why[-1] if why else f"exit {r.returncode}")[:300]
-    return json.loads(lines[-1])["seconds"], ""
+    return json.loads(lines[-1]), ""
+
+
+def process_seconds(script: str, args: list[str], caches: Path) -> tuple[float | None, str]:
+    """The "seconds" of process_json."""
+    printed, why = process_json(script, args, caches)
+    return (printed["seconds"] if printed else None), why
 
 
 def compile_times(name: str, work: Path, measure) -> dict:

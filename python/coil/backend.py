@@ -127,7 +127,7 @@ def foreach_decompositions() -> dict:
              if op.startswith("aten::_foreach_")}
     for name in sorted(names):
         base = getattr(torch.ops.aten, name.removeprefix("_foreach_").removesuffix("_"), None)
-        if not name.startswith("_foreach_") or base is None:
+        if base is None:
             continue
         in_place = name.endswith("_")
         # Arguments the base op takes by keyword only (add's alpha, addcdiv's value).

@@ -69,6 +69,10 @@ struct Buffer {
   /// comparison sees the same bits (a vector and a scalar evaluation of log1p may differ in
   /// the last one).
   bool compared = false;
+
+  /// The bytes its allocation spans: the storage's extent, more than its elements where
+  /// rows are padded (extern.align_product_rows).
+  int64_t bytes() const { return storage_extent(type) * itemsize(type.dtype); }
 };
 
 /// A strided view of a buffer: how an Extern call sees its operands.

@@ -62,13 +62,20 @@ std::map<std::string, double> factors(Lowering &l, const Node &n) {
 }
 
 /// An Extern node over the named tensor arguments (absent optional ones kept as -1).
+/// The tensors of `n`'s arguments `names`, an empty ref (buffer -1) for a None.
+std::vector<TensorRef> operand_refs(Lowering &l, const Node &n, const std::vector<const char *> &names) {
+  std::vector<TensorRef> refs;
+  for (const char *name : names) {
+    const Arg &a = arg(n, name);
+    refs.push_back(a.is_none() ? TensorRef{} : l.ref(a.as<ValueId>()));
+  }
+  return refs;
+}
+
 TensorRef extern_call(Lowering &l, const Node &n, ir::ExternOp op, const std::vector<const char *> &operands,
                       int64_t reduction_size) {
   std::vector<ir::View> views;
-  for (const char *name : operands) {
-    const Arg &a = arg(n, name);
-    views.push_back(a.is_none() ? ir::View{} : view_of(l.ref(a.as<ValueId>())));
-  }
+  for (const TensorRef &r : operand_refs(l, n, operands)) views.push_back(r.buffer < 0 ? ir::View{} : view_of(r));
   return extern_node(l, n.name, op, std::move(views), l.graph().type(n.outputs[0]), reduction_size, factors(l, n));
 }
 
@@ -307,12 +314,7 @@ int64_t inner_size(Lowering &l, const Node &n, const char *name) {
 
 LowerFn product(ir::ExternOp op, std::vector<const char *> operands, const char *contracted) {
   return [=](Lowering &l, const Node &n) {
-    std::vector<TensorRef> refs;
-    for (const char *name : operands) {
-      const Arg &a = arg(n, name);
-      refs.push_back(a.is_none() ? TensorRef{} : l.ref(a.as<ValueId>()));
-    }
-    return std::vector<TensorRef>{product_node(l, n.name, op, std::move(refs), l.graph().type(n.outputs[0]),
+    return std::vector<TensorRef>{product_node(l, n.name, op, operand_refs(l, n, operands), l.graph().type(n.outputs[0]),
                                                inner_size(l, n, contracted), factors(l, n))};
   };
 }

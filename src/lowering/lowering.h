@@ -110,7 +110,7 @@ class Lowering {
                                    const std::function<int(ir::BodyBuilder &, const std::vector<ir::Expr> &out_index,
                                                            const std::vector<ir::Expr> &r_index)> &fn);
 
- /// The copies of matrices with aligned rows made so far, by source view (buffer, offset,
+  /// The copies of matrices with aligned rows made so far, by source view (buffer, offset,
   /// sizes, strides), so that products reading one view share one copy.
   std::map<std::tuple<ir::BufferId, int64_t, Shape, Shape>, TensorRef> &aligned_copies() { return aligned_; }
 

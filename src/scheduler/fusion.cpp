@@ -49,13 +49,6 @@ std::string space_str(const Group &g) {
   return dims(g.ranges);
 }
 
-// A buffer's bytes: its storage's extent, which is more than its elements where rows are
-// padded (extern.align_product_rows).
-int64_t buffer_bytes(const ir::Program &p, BufferId b) {
-  const TensorType &t = p.buffer(b).type;
-  return storage_extent(t) * itemsize(t.dtype);
-}
-
 std::vector<BufferId> written_by(const ir::Program &p, const Group &g) {
   std::vector<BufferId> out;
   for (int n : g.nodes)
@@ -193,7 +186,17 @@ bool same_space(const Group &a, const Group &b) {
 // so a longer chain goes into several kernels.
 constexpr size_t kMaxKernelInstructions = 1024;
 
-std::string bytes_str(int64_t b);
+std::string bytes_str(int64_t b) {
+  std::ostringstream os;
+  if (b < 1024) {
+    os << b << " B";
+  } else if (b < 1024 * 1024) {
+    os << double(b) / 1024 << " KiB";
+  } else {
+    os << double(b) / (1024 * 1024) << " MiB";
+  }
+  return os.str();
+}
 
 struct Fuser {
   ir::Program &p;
@@ -359,12 +362,12 @@ struct Fuser {
       return true;
     };
     for (BufferId x : wa)
-      if (rb.count(x)) bytes += buffer_bytes(p, x) * (internal_after(x) ? 2 : 1);
+      if (rb.count(x)) bytes += p.buffer(x).bytes() * (internal_after(x) ? 2 : 1);
     for (BufferId x : wb)
-      if (ra.count(x)) bytes += buffer_bytes(p, x) * (internal_after(x) ? 2 : 1);
+      if (ra.count(x)) bytes += p.buffer(x).bytes() * (internal_after(x) ? 2 : 1);
     if (o.horizontal || bytes > 0)
       for (BufferId x : ra)
-        if (rb.count(x) && !contains(wa, x) && !contains(wb, x)) bytes += buffer_bytes(p, x);
+        if (rb.count(x) && !contains(wa, x) && !contains(wb, x)) bytes += p.buffer(x).bytes();
     return bytes;
   }
 
@@ -645,7 +648,7 @@ struct Fuser {
       std::vector<BufferId> touched = written_by(p, groups[size_t(g)]);
       for (BufferId x : read_by(p, groups[size_t(g)])) touched.push_back(x);
       for (BufferId x : touched)
-        if (int64_t bytes = buffer_bytes(p, x); bytes >= (int64_t(1) << 20) && large.insert(x).second) traffic += bytes;
+        if (int64_t bytes = p.buffer(x).bytes(); bytes >= (int64_t(1) << 20) && large.insert(x).second) traffic += bytes;
     }
     if (int64_t(large.size()) <= o.max_streams || saving * 16 >= traffic) return std::nullopt;
     return str_cat("together they stream ", large.size(), " buffers of 1 MiB or more at once (fusion.max_streams ",
@@ -693,17 +696,6 @@ struct Fuser {
   }
 };
 
-std::string bytes_str(int64_t b) {
-  std::ostringstream os;
-  if (b < 1024) {
-    os << b << " B";
-  } else if (b < 1024 * 1024) {
-    os << double(b) / 1024 << " KiB";
-  } else {
-    os << double(b) / (1024 * 1024) << " MiB";
-  }
-  return os.str();
-}
 
 }  // namespace
 

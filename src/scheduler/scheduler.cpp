@@ -160,17 +160,10 @@ Kernel make_kernel(const ir::Program &p, const Group &g, int index, const std::v
   return k;
 }
 
-// A buffer's bytes: its storage's extent, which is more than its elements where rows are
-// padded (extern.align_product_rows).
-int64_t buffer_bytes(const ir::Program &p, BufferId b) {
-  const TensorType &t = p.buffer(b).type;
-  return storage_extent(t) * itemsize(t.dtype);
-}
-
 // Whether kernel k may write `out` over `dying`: every read of `dying` in the kernel
 // happens no later than the write, at the element written.
 bool may_write_over(const ir::Program &p, const Kernel &k, BufferId out, BufferId dying) {
-  if (!k.is_loop_nest() || buffer_bytes(p, out) != buffer_bytes(p, dying)) return false;
+  if (!k.is_loop_nest() || p.buffer(out).bytes() != p.buffer(dying).bytes()) return false;
   const Node &writer = p.nodes[size_t(p.buffer(out).producer)];
   ir::Ranges r = ranges_of(k.ranges, k.reduction_ranges);
   ir::Expr at = ir::simplify(ir::store_index(writer, p.buffer(out)), r);
@@ -201,7 +194,7 @@ void plan(Schedule &s) {
     if (p.buffer(b).kind != ir::Buffer::Kind::Computed || contains(p.outputs, b)) continue;
     BufferLife life;
     life.name = p.buffer(b).name;
-    life.bytes = buffer_bytes(p, b);
+    life.bytes = p.buffer(b).bytes();
     life.def = k;
     life.last_use = last.count(b) ? std::max(k, last.at(b)) : k;
     index[b] = int(s.lives.size());

@@ -496,13 +496,10 @@ class DynamicShapes(unittest.TestCase):
     shapes): coil compiles one Dynamo graph for each size it is called at, without Dynamo
     recompiling, up to the option dynamic.sizes_per_graph."""
 
-    def run_sizes(self, model, shapes, **compile_kwargs):
-        return run_sizes(model, shapes, "cpu", **compile_kwargs)
-
     def test_one_graph_serves_every_batch_size_and_sequence_length(self):
         shapes = [(2, 8, 32), (7, 8, 32), (16, 5, 32), (61, 3, 32), (7, 8, 32)]
         with no_fallback(), self.assertLogs("coil", level=logging.INFO) as logs:
-            counted, graphs = self.run_sizes(SeqAttention(), shapes, dynamic=True)
+            counted, graphs = run_sizes(SeqAttention(), shapes, "cpu", dynamic=True)
         self.assertEqual(graphs, 1)
         self.assertEqual((counted["graphs_compiled"], counted["sizes_compiled"], counted["sizes_eager"]), (1, 4, 0), counted)
         self.assertTrue(any("graph of symbolic sizes" in line and "compiled per size" in line for line in logs.output),
@@ -512,7 +509,7 @@ class DynamicShapes(unittest.TestCase):
         # Without dynamic=True Dynamo compiles the first size statically, and after a second
         # size the graph of symbolic sizes (automatic dynamic shapes), which coil compiles too.
         with no_fallback():
-            counted, graphs = self.run_sizes(Block(), [(2, 8, 32), (3, 8, 32), (5, 8, 32), (3, 8, 32)])
+            counted, graphs = run_sizes(Block(), [(2, 8, 32), (3, 8, 32), (5, 8, 32), (3, 8, 32)], "cpu")
         self.assertEqual(graphs, 2)
         self.assertEqual((counted["graphs_compiled"], counted["graphs_eager"], counted["sizes_compiled"]), (2, 0, 2),
                          counted)
@@ -535,7 +532,7 @@ class DynamicShapes(unittest.TestCase):
     def test_sizes_beyond_the_limit_run_in_eager(self):
         shapes = [(2, 4, 32), (3, 4, 32), (4, 4, 32), (2, 4, 32)]
         with self.assertLogs("coil", level=logging.WARNING) as logs:
-            counted, graphs = self.run_sizes(Block(), shapes, dynamic=True, options={"dynamic.sizes_per_graph": 2})
+            counted, graphs = run_sizes(Block(), shapes, "cpu", dynamic=True, options={"dynamic.sizes_per_graph": 2})
         self.assertEqual(graphs, 1)
         self.assertEqual((counted["sizes_compiled"], counted["sizes_eager"]), (2, 1), counted)
         self.assertTrue(any("beyond dynamic.sizes_per_graph (2)" in line and "s" in line for line in logs.output),

@@ -214,7 +214,6 @@ GpuKernel emit_attention(const ir::Program &p, const ir::Kernel &k, const Attent
                    value, ".to(", outs[i], ".dtype.element_ty)", bound.empty() ? "" : ", mask=" + bound, ")"));
   };
 
-
   // Programs: per (batch, head), one per block of query rows (the forward, dq), and for the
   // gradients first one per block of keys (dk and dv), so that no two add to one row.
   const int64_t key_programs = grads ? blocks_n * c.batch * c.heads : 0;
