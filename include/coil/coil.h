@@ -118,13 +118,15 @@ struct TensorInfo {
   bool random_state = false;
   /// Outputs: the input this output is, element for element and in its layout (a graph that
   /// returns one of its inputs, as a training graph's forward returns the parameters its
-  /// backward reads), or -1. A caller may hand that input back in place of the output.
+  /// backward reads), or -1. A caller may hand that input back in place of the output, and
+  /// pass it as the output too: on cuda, when it comes in its layout, nothing is copied.
   int64_t same_as_input = -1;
   /// Outputs: the inputs over whose memory this output may be written instead of its own
   /// (the caller passing that input's address for it), when the caller means to replace
   /// the input with it, as an optimizer step updates its parameters: the kernel that writes
   /// the output reads such an input only at each element it writes, before writing it, and
-  /// nothing reads the input after that kernel. Target cpu only; empty elsewhere.
+  /// nothing reads the input after that kernel. On cuda, the call binds such an output and
+  /// its input to the one address (neither is copied) when both come in their layouts.
   std::vector<int64_t> writable_over;
 };
 

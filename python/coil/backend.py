@@ -447,11 +447,11 @@ def compile_whole(gm: torch.fx.GraphModule, example_inputs, options: list[tuple[
     log.info("coil: compiled a graph of %d nodes for %s", len(gm.graph.nodes), device)
     outputs = [(_DTYPES[code], tuple(sizes), tuple(strides)) for _, code, sizes, strides, *_ in compiled.outputs]
     # An output that is one of the graph's inputs (a training forward returns the parameters
-    # its backward reads) is that input itself on the CPU, where the call then copies nothing:
-    # when the input comes in the layout the graph states (always, after a guarded graph's
-    # first call). (output index, input index, the input's strides)
+    # and the logits its backward reads) is that input itself, where the call then copies
+    # nothing: when the input comes in the layout the graph states (always, after a guarded
+    # graph's first call). (output index, input index, the input's strides)
     same = [(k, info[6], tuple(compiled.inputs[info[6]][3])) for k, info in enumerate(compiled.outputs)
-            if info[6] >= 0 and device == "cpu"]
+            if info[6] >= 0]
     # Updates written over their input (the input's own memory passed for the output).
     in_place = [(k, j) for k, j in updates if j in compiled.outputs[k][7]]
     target = torch.device("cuda", 0) if device == "cuda" else torch.device("cpu")

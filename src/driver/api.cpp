@@ -294,7 +294,7 @@ std::shared_ptr<CompiledGraph::Impl> build(Graph g, const CompileOptions &o) {
     const TensorType &t = p.buffer(v.buffer).type;
     bool whole_buffer = v.offset == 0 && v.sizes == t.sizes && v.strides == t.strides;
     if (input != p.inputs.end() && whole_buffer) impl->outputs.back().same_as_input = int64_t(input - p.inputs.begin());
-    if (o.target == Target::Cpu && input == p.inputs.end() && whole_buffer)
+    if (input == p.inputs.end() && whole_buffer)
       for (int j : sched::inputs_writable_by(c.schedule.ir, v.buffer)) impl->outputs.back().writable_over.push_back(j);
   }
   if (auto *host = dynamic_cast<HostTensorsGraph *>(impl.get())) host->schedule = std::move(c.schedule);

@@ -28,7 +28,9 @@ using cuda::CUdeviceptr;
 // until the caching allocator settles: the optimizer's state appears in the first step),
 // and after that copied into the workspace's own buffer on every call (Copied). Outputs
 // other than the home of their buffer's whole extent, empty tensors, and tensors that
-// overlap another of the call stay copied.
+// overlap another of the call stay copied, but for an output given the very bytes of an
+// input it may be written over (an optimizer's update of its parameter): both are bound
+// there, and the kernel that writes the output reads the input there first.
 
 namespace {
 
@@ -128,9 +130,25 @@ bool CudaProgram::overlaps_another(size_t t, std::span<const DeviceTensor> input
   for (size_t u = t < ni ? ni : 0; u < ni + outputs.size(); ++u) {
     if (u == t) continue;
     auto [ulo, uhi] = span_at(u);
+    if (ulo == lo && uhi == hi && one_tensor_by_design(t, u, outputs)) continue;
     if (ulo < hi && lo < uhi) return true;
   }
   return false;
+}
+
+// Whether tensors t and u, given the same bytes, may be (an output and an input): an output
+// that may be written over that input, both bound there; or an output that is that input,
+// given in its layout, which the call then copies nothing into (CudaProgram::run).
+bool CudaProgram::one_tensor_by_design(size_t t, size_t u, std::span<const DeviceTensor> outputs) const {
+  size_t ni = program_.inputs.size();
+  if ((t < ni) == (u < ni)) return false;
+  size_t input = std::min(t, u), output = std::max(t, u) - ni;
+  const std::vector<int> &over = writable_over_[output];
+  if (std::find(over.begin(), over.end(), int(input)) != over.end()) return true;
+  const ir::View &v = output_views_[output];
+  const TensorType &in = program_.buffer(program_.inputs[input]).type;
+  return v.buffer == program_.inputs[input] && v.offset == 0 && v.sizes == in.sizes && v.strides == in.strides &&
+         same_layout(v.sizes, outputs[output].strides, v.strides);
 }
 
 ir::BufferId CudaProgram::buffer_of(size_t t) const {

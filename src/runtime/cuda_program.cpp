@@ -221,6 +221,7 @@ CudaProgram::CudaProgram(const sched::Schedule &s, codegen::GpuProgram gpu, cons
     TensorType t{p.buffer(p.outputs[k]).type.dtype, v.sizes, v.strides, {}};
     output_in_place_.push_back(has_own(p.inputs.size() + k) && slot.bytes > 0 && v.offset == 0 &&
                                storage_extent(t) * itemsize(t.dtype) == slot.bytes);
+    writable_over_.push_back(output_in_place_.back() ? sched::inputs_writable_by(s.ir, p.outputs[k]) : std::vector<int>{});
   }
 
   device_ = &cuda::Device::get();
@@ -574,10 +575,12 @@ std::vector<HostTensor> CudaProgram::read_outputs(const Workspace &c) const {
 }
 
 // With graphs: the first call on a workspace launches its steps one by one on the
-// workspace's own stream (libraries set up their handles and scratch there), captures
-// them, and replays the graph once, so that its own results come from the graph; later
-// calls replay it alone. A capture that fails (a step a graph cannot hold) turns graphs off
-// for the program, with the reason in graphs_note(); that call's results are in place.
+// workspace's own stream (libraries set up their handles and scratch there), waits for
+// them and captures them; its results are those of the launches, and later calls replay
+// the graph alone. The graph is not replayed at once: a step that writes an output over
+// an input it reads (an optimizer's update bound to its parameter) would apply twice. A
+// capture that fails (a step a graph cannot hold) turns graphs off for the program, with
+// the reason in graphs_note(); that call's results are in place.
 void CudaProgram::launch_all(Workspace &w, CUstream stream, bool sync_each_step) const {
   if (profile_ && !sync_each_step) return run_profiled(w, stream);
   if (!graphs_ || sync_each_step || graphs_failed_.load()) return run_steps(w, stream, sync_each_step);
@@ -594,8 +597,8 @@ void CudaProgram::launch_all(Workspace &w, CUstream stream, bool sync_each_step)
       std::lock_guard<std::mutex> lock(pool_mutex_);
       graphs_failed_ = true;
       graphs_note_ = str_cat("CUDA graph off: capturing the steps failed (", e.what(), "); the steps are launched one by one");
-      return;
     }
+    return;
   }
   w.graph->launch(stream);
 }
@@ -632,6 +635,10 @@ void CudaProgram::run(std::span<const DeviceTensor> inputs, std::span<const Devi
     const cuda::StridedCopy &c = output_copy(k, outputs[k].strides, adhoc);
     ir::BufferId b = p.outputs[k];
     CUdeviceptr from = w.address[size_t(b)] + CUdeviceptr(output_views_[k].offset * itemsize(p.buffer(b).type.dtype));
+    // An output that is an input bound in place, handed that input's own tensor (a training
+    // forward returning what its backward reads): already there.
+    if (from == outputs[k].data && same_layout(output_views_[k].sizes, outputs[k].strides, output_views_[k].strides))
+      continue;
     copies_.fetch_add(1, std::memory_order_relaxed);
     in_context([&] { cuda::enqueue_copy(c, outputs[k].data, from, stream, {}); },
                [&] { return str_cat("copying output '", output_tensor_name(k), "' (", c.str(), ") out of the workspace"); });

@@ -45,8 +45,9 @@
 //
 // CUDA graphs (option triton.cudagraphs): the first call on a workspace launches the steps
 // one by one on the workspace's own stream (after the caller's stream's copies), waits for
-// them, captures them on the workspace's fixed addresses and replays the graph on the
-// caller's stream; every later call replays the graph as one launch between its copies. A
+// them and captures them on the workspace's fixed addresses (the call's results are those
+// of the launches: a replay would apply an update written over its input twice); every
+// later call replays the graph on the caller's stream as one launch between its copies. A
 // tensor bound anew (its address seen first, or moved) has the graph captured again.
 // Extern calls through cuBLAS and cuDNN are captured with the kernels; a program with an
 // extern call on the host's loops, or whose capture fails, launches its steps one by one
@@ -199,6 +200,7 @@ class CudaProgram {
   void use_own(Workspace &w, size_t t) const;
   bool place(Workspace &w, size_t t, std::span<const DeviceTensor> inputs, std::span<const DeviceTensor> outputs) const;
   bool overlaps_another(size_t t, std::span<const DeviceTensor> inputs, std::span<const DeviceTensor> outputs) const;
+  bool one_tensor_by_design(size_t t, size_t u, std::span<const DeviceTensor> outputs) const;
   ir::BufferId buffer_of(size_t t) const;  // tensor t: an input, or output t - inputs
   void move(Workspace &w, size_t t, cuda::CUdeviceptr to) const;
   void rebind(Workspace &w) const;
@@ -226,6 +228,9 @@ class CudaProgram {
   std::vector<std::string> input_copy_errors_, output_copy_errors_;
   std::vector<ir::View> output_views_;  // per output: its view of its buffer
   std::vector<bool> output_in_place_;    // per output: the home of its buffer's whole extent
+  // Per output: the inputs it may be written over (sched::inputs_writable_by): a call that
+  // passes one address for both binds both there, not counting them as overlapping.
+  std::vector<std::vector<int>> writable_over_;
   std::unique_ptr<cuda::Stream> stream_;
   bool graphs_ = false;                          // triton.cudagraphs, and nothing rules them out
   mutable std::atomic<bool> graphs_failed_{false};  // a capture failed: launches one by one

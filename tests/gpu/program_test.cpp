@@ -530,6 +530,53 @@ void check_bound_in_place(const std::string &mode) {
   });
 }
 
+// An output that may be written over an input (an optimizer's update of its parameter,
+// sched::inputs_writable_by), given that input's own address: both are bound there, nothing
+// is copied, and after each call the memory holds what the output would, three times over
+// (each call's input the last call's result). An output that is an input (g, as a training
+// forward returns what its backward reads), given that input, is not copied either.
+void check_update_in_place(const std::string &mode) {
+  run_check(mode + "an update given its input's address is written there, nothing copied", [&] {
+    const std::string text = R"(class GraphModule(torch.nn.Module):
+    def forward(self, p: "f32[1000, 33][33, 1]cpu", g: "f32[1000, 33][33, 1]cpu"):
+        mul: "f32[1000, 33][33, 1]cpu" = torch.ops.aten.mul.Tensor(g, 0.5)
+        sub: "f32[1000, 33][33, 1]cpu" = torch.ops.aten.sub.Tensor(p, mul)
+        mul_1: "f32[1000, 33][33, 1]cpu" = torch.ops.aten.mul.Tensor(g, 0.9)
+        return (mul_1, sub, g)
+)";
+    Compiled c = compile_for_gpu(frontend::parse_graph(text, "test.py"));
+    // The reference calls on host tensors run on a program of their own: a host call binds
+    // a workspace to its own buffers.
+    Compiled reference = compile_for_gpu(frontend::parse_graph(text, "test.py"));
+    const ir::Program &p = c.c.schedule.ir.program;
+    if (sched::inputs_writable_by(c.c.schedule.ir, p.outputs[1]) != std::vector<int>{0})
+      return std::string("the update is not writable over p");
+    TensorList inputs = make_inputs(c.c.lowered, 3);
+    DeviceCall call = device_call(p);
+    upload_inputs(p, inputs, call.in);
+    COIL_CU(cuCtxSynchronize);
+    std::vector<DeviceTensor> ins = call.ins(), outs = call.outs();
+    outs[1] = ins[0];  // the update over p
+    outs[2] = ins[1];  // g itself
+    cuda::Stream stream;
+    for (int i = 0; i < 3; ++i) {
+      std::vector<HostTensor> want = reference.program->run(inputs);
+      c.program->run(ins, outs, stream.get());
+      stream.synchronize();
+      if (c.program->copies() != 0) return str_cat("call ", i + 1, ": ", c.program->copies(), " tensors copied");
+      // p's memory now holds the update: the next call's p.
+      HostTensor now = HostTensor::zeros(DType::F32, {1000, 33});
+      call.in[0].download(now.data.data(), now.data.size());
+      if (!same_bits({now}, {want[1]})) return str_cat("call ", i + 1, ": p's memory does not hold the update");
+      std::vector<HostTensor> got = download_outputs(p, call);
+      if (!same_bits({got[0]}, {want[0]})) return str_cat("call ", i + 1, ": the other output differs");
+      for (auto &[name, t] : inputs)
+        if (name == p.buffer(p.inputs[0]).name) t = now;
+    }
+    return std::string();
+  });
+}
+
 // triton.profile (with CUDA graphs asked for, which it turns off): one row per step, each
 // counted once per call and timed, the results unchanged; reset_profile starts from zero.
 void check_profile() {
@@ -575,6 +622,7 @@ int run(int argc, char **argv) {
   check_contract("");
   check_prepared_once("");
   check_bound_in_place("");
+  check_update_in_place("");
   // The same contract with every launch replayed from a CUDA graph and every kernel tuned.
   options::set_override("triton.cudagraphs", "1");
   options::set_override("triton.autotune", "1");
@@ -589,6 +637,7 @@ int run(int argc, char **argv) {
   check_graph_cases("graphs+autotune: ");
   check_prepared_once("graphs+autotune: ");
   check_bound_in_place("graphs+autotune: ");
+  check_update_in_place("graphs+autotune: ");
   check_profile();
   options::clear_overrides();
   std::vector<std::filesystem::path> dirs;

@@ -143,6 +143,38 @@ def compare_with_eager(test, model, *inputs, **compile_kwargs):
     return got
 
 
+def check_input_updates(test, device, **compile_kwargs):
+    """An inference graph's input mutations (AOTAutograd keeps them as copy_ at the graph's
+    end) are written over the input's own memory where the kernel writing the new value
+    reads the old one only at the element it writes and nothing reads it after (m and p),
+    and copied after the call otherwise (x: its new value reads another element of the
+    old). Three calls, each against eager's; the tensors stay where they were."""
+    from coil import backend
+
+    def update(p, m, g, x):
+        m.mul_(0.9).add_(g, alpha=0.1)
+        p.sub_(m * 0.5)
+        x.add_(x.flip(0))
+        return p.sum()
+
+    tensors = [torch.randn(33, 17, generator=torch.Generator().manual_seed(i)).to(device) for i in range(4)]
+    ours, eager = [t.clone() for t in tensors], [t.clone() for t in tensors]
+    addresses = [t.data_ptr() for t in ours]
+    torch._dynamo.reset()
+    before = backend.counters.copy()
+    compiled = torch.compile(update, backend="coil", **compile_kwargs)
+    with no_fallback(), torch.no_grad():
+        for call in range(3):
+            torch.testing.assert_close(compiled(*ours), update(*eager), rtol=1e-5, atol=1e-5)
+            for name, o, e in zip("pmgx", ours, eager):
+                torch.testing.assert_close(o, e, rtol=1e-6, atol=1e-6, msg=f"call {call}: {name}")
+    counted = backend.counters - before
+    test.assertEqual(counted["inputs_updated"], 3, counted)
+    test.assertEqual(counted["inputs_updated_in_place"], 2, counted)
+    test.assertEqual([t.data_ptr() for t in ours], addresses)
+    return compiled
+
+
 class Backend(unittest.TestCase):
     def test_models_match_eager(self):
         torch.manual_seed(0)
@@ -411,34 +443,7 @@ class Backend(unittest.TestCase):
         self.assertTrue(graphs and all(g is not None for g in graphs), graphs)
 
     def test_input_updates_are_written_in_place_only_where_safe(self):
-        # An inference graph's input mutations (AOTAutograd keeps them as copy_ at the
-        # graph's end) are written over the input's own memory where the kernel writing the
-        # new value reads the old one only at the element it writes and nothing reads it
-        # after (m and p), and copied after the call otherwise (x: its new value reads
-        # another element of the old). Three calls, each against eager's.
-        from coil import backend
-
-        def update(p, m, g, x):
-            m.mul_(0.9).add_(g, alpha=0.1)
-            p.sub_(m * 0.5)
-            x.add_(x.flip(0))
-            return p.sum()
-
-        tensors = [torch.randn(33, 17, generator=torch.Generator().manual_seed(i)) for i in range(4)]
-        ours, eager = [t.clone() for t in tensors], [t.clone() for t in tensors]
-        addresses = [t.data_ptr() for t in ours]
-        torch._dynamo.reset()
-        before = backend.counters.copy()
-        compiled = torch.compile(update, backend="coil")
-        with no_fallback(), torch.no_grad():
-            for call in range(3):
-                torch.testing.assert_close(compiled(*ours), update(*eager), rtol=1e-5, atol=1e-5)
-                for name, o, e in zip("pmgx", ours, eager):
-                    torch.testing.assert_close(o, e, rtol=1e-6, atol=1e-6, msg=f"call {call}: {name}")
-        counted = backend.counters - before
-        self.assertEqual(counted["inputs_updated"], 3, counted)
-        self.assertEqual(counted["inputs_updated_in_place"], 2, counted)
-        self.assertEqual([t.data_ptr() for t in ours], addresses)
+        check_input_updates(self, "cpu")
 
     def test_a_graph_coil_fails_on_runs_in_eager_or_raises(self):
         def f(x):
@@ -580,6 +585,11 @@ class Cuda(unittest.TestCase):
             counted, graphs = run_sizes(SeqAttention(), shapes, self.device, dynamic=True)
         self.assertEqual(graphs, 1)
         self.assertEqual((counted["graphs_compiled"], counted["sizes_compiled"], counted["sizes_eager"]), (1, 4, 0), counted)
+
+    def test_input_updates_are_written_in_place_only_where_safe(self):
+        check_input_updates(self, "cuda")
+        # From a CUDA graph too: the call that captures it applies each update once.
+        check_input_updates(self, "cuda", mode="reduce-overhead")
 
     def test_models_match_eager(self):
         with compiled_graphs() as compiled, no_fallback():
