@@ -918,6 +918,35 @@ def _scatter(dev):
                 make([7, 5]), make([7, 5], i64), make([3, 5], i64)]
 
 
+@op_case("gather_of_computed", [A.gather.default, A.index_select.default], ("odd",))
+def _gather_of_computed(dev):
+    """Gathers of computed values, recomputed at the gathered elements only: cross-entropy's
+    log-probability of each row's target (log-softmax written out, as training graphs
+    decompose it), and rows of a bf16 product picked by index_select."""
+    def fn(x, t, y, rows):
+        m = A.amax.default(x, [1], True)
+        shifted = A.sub.Tensor(x, m)
+        logp = A.sub.Tensor(shifted, A.log.default(A.sum.dim_IntList(A.exp.default(shifted), [1], True)))
+        picked = A.gather.default(logp, 1, t)
+        scaled = A.mul.Tensor(A.add.Tensor(y, 1.0), 3.0)
+        return A.neg.default(picked), A.index_select.default(scaled, 0, rows)
+    return fn, [make([9, 37]), torch.randint(0, 37, [9, 1]), make([6, 10], torch.bfloat16),
+                torch.tensor([5, 0, 2, 2])]
+
+
+@op_case("scatter_one_per_row", [A.scatter.src, A.scatter.value], ("odd",))
+def _scatter_one_per_row(dev):
+    """Scatters that write one element of each row (an index of size 1 along dim, full along
+    the others), computed as pointwise nodes: cross-entropy's one-hot gradient, into zeros
+    and read by a product, and over a tensor along dim 0, 1 and a middle dim in bf16."""
+    def fn(x, t, src, t0, src0, xb, tb):
+        onehot = A.scatter.value(A.zeros_like.default(x), 1, t, -1.0)
+        return (A.mul.Tensor(onehot, A.exp.default(x)), A.scatter.src(x, 1, t, src),
+                A.scatter.src(x, 0, t0, src0), A.scatter.value(xb, 1, tb, 2.0))
+    return fn, [make([9, 37]), torch.randint(0, 37, [9, 1]), make([9, 1]), torch.randint(0, 9, [1, 37]),
+                make([1, 37]), make([5, 6, 11], torch.bfloat16), torch.randint(0, 6, [5, 1, 11])]
+
+
 @op_case("embedding", [A.embedding.default], ("odd", "size1"))
 def _embedding(dev):
     def fn(w, i, j, k, wh):

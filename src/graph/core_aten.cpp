@@ -23,7 +23,9 @@ constexpr const char *kLinearAlgebra =
     "it is a linear algebra factorization or solver, which waits for a binding to LAPACK on the CPU and "
     "cuSOLVER on the GPU (coil's own kernels are not the right tool for it)";
 constexpr const char *kSparse = "sparse layouts are not supported: coil's tensors are strided";
-constexpr const char *kSymbolic = "symbolic sizes are not compiled yet; a graph of static sizes has no use for it";
+constexpr const char *kSymbolic =
+    "a size of a graph of symbolic sizes, which the parser reads as the number it is at the sizes the graph is "
+    "compiled for (kernels over symbolic sizes are not generated yet)";
 
 const std::map<std::string_view, const char *, std::less<>> &refusals() {
   static const std::map<std::string_view, const char *, std::less<>> table = {

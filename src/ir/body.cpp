@@ -270,7 +270,7 @@ std::vector<int> copy_body(const Body &body, BodyBuilder &out, const std::functi
       if (a >= 0) a = map[size_t(a)];
     for (int &a : i.indirect) a = map[size_t(a)];
     if (i.op == Op::Load || i.op == Op::Index) i.index = reindex(i.index);
-    if (i.op == Op::Load && i.indirect.empty() && inline_load) {
+    if (i.op == Op::Load && inline_load) {
       if (auto inlined = inline_load(int(v), i)) {
         map[v] = *inlined;
         continue;

@@ -142,7 +142,7 @@ using InlineLoadFn = std::function<std::optional<int>(int value, const Instr &lo
 using DivisorFn = std::function<int(int divisor)>;
 
 /// Copies `body`'s values into `out`, rewriting every load and index expression through
-/// `reindex`, offering each direct (not indirect) load to `inline_load` and the divisor of
+/// `reindex`, offering each load (direct or indirect) to `inline_load` and the divisor of
 /// each integer division (floordiv, truncdiv, remainder, fmod) to `guard_divisor` (either may
 /// be empty). Returns the map from `body`'s values to `out`'s.
 std::vector<int> copy_body(const Body &body, BodyBuilder &out, const std::function<Expr(const Expr &)> &reindex,

@@ -148,9 +148,33 @@ ScatterOperands scatter_operands(Lowering &l, const Node &n) {
   return {self, tensor_arg(l, n, "index"), src >= 0 ? std::optional(tensor_arg(l, n, "src")) : std::nullopt, dim};
 }
 
+/// Whether a scatter writes one element of each row along `dim` and nothing else: its index
+/// has size 1 along dim and the output's size along every other dim (cross-entropy's
+/// gradient, a one-hot row per token).
+bool one_write_per_row(const TensorType &out, const TensorRef &index, size_t dim) {
+  if (index.rank() != out.rank() || index.rank() == 0) return false;
+  for (size_t d = 0; d < out.sizes.size(); ++d)
+    if (index.sizes[d] != (d == dim ? 1 : out.sizes[d])) return false;
+  return true;
+}
+
 TensorRef scatter_with(Lowering &l, const Node &n, const ScatterOperands &s, const ScatterWrites &w) {
   const TensorRef &index = s.index;
   const TensorType &out = l.graph().type(n.outputs[0]);
+  // One write per row, over self: out[x] = x[dim] == index[x'] ? value[x'] : self[x], x' being
+  // x at 0 along dim. A pointwise node, which fuses into its readers and needs no buffer of
+  // its own, where the scatter kernel copies self whole and then writes. (An index outside
+  // the dim writes nothing here; the scatter kernel would report it.)
+  if (!w.combine && !w.init && one_write_per_row(out, index, s.dim))
+    return l.pointwise(out, n.name, [&](BodyBuilder &b, const std::vector<Expr> &x) {
+      std::vector<Expr> row = x;
+      row[s.dim] = Expr(0);
+      int at = load_index(b, index, row, std::nullopt);
+      int here = b.binary(Op::Eq, b.index(x[s.dim], DType::I64), at, DType::Bool);
+      int value = w.from_src ? b.cast(Lowering::load_broadcast(b, *s.src, row), out.dtype)
+                             : b.constant(w.value ? *w.value : number(arg(n, "value")), out.dtype);
+      return b.where(here, value, b.cast(Lowering::load_broadcast(b, s.self, x), out.dtype), out.dtype);
+    });
   TensorRef dense{-1, out.dtype, out.sizes, out.strides, 0};
   return l.scatter(
       n.name, out, w.init ? *w.init : s.self, index.sizes, w.combine.has_value(),

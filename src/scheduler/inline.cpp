@@ -5,7 +5,9 @@
 //   buf2[x0] = buf1[x0] * 2     ->
 //
 // The consumer's load index is solved for the producer's variables (the producer's
-// buffer is dense, so the solution is exact); a masked load (padding, cat) masks every
+// buffer is dense, so the solution is exact). A gathered load (an index read from data:
+// gather, cross-entropy's pick of each row's target) recomputes the producer at the
+// elements it gathers only, its loads gathered by the same values; a masked load (padding, cat) masks every
 // load of the producer too, and the bounds its mask states let the solution follow the
 // window's position dim by dim instead of dividing a flat offset. Decision 14: the rounding of a bf16/f16 result at its store
 // disappears with the store, unless emulate_precision_casts asks for eager's roundings
@@ -36,6 +38,10 @@ bool has_indirect_load(const ir::Body &body) {
   return std::any_of(body.instrs.begin(), body.instrs.end(), [](const Instr &i) { return !i.indirect.empty(); });
 }
 
+bool has_index(const ir::Body &body) {
+  return std::any_of(body.instrs.begin(), body.instrs.end(), [](const Instr &i) { return i.op == Op::Index; });
+}
+
 // Whether `body` computes with integers and booleans only: then any evaluation of it, scalar
 // or vector, in any dialect, gives the same bits (a compared buffer's values may be
 // recomputed; randperm's random keys are).
@@ -56,6 +62,25 @@ bool only_widened(const ir::Body &body, int v) {
   return true;
 }
 
+// A gathered point's outermost variable without its remainder: v = t // stride and not
+// (t // stride) % size, so that a gathered offset outside the buffer (a bad index) stays
+// outside it in the producer's own loads, whose bounds checks then report it, instead of
+// wrapping around to an element that exists.
+void unwrap_outermost(VarMap &map, const Expr &store) {
+  int outer = -1;
+  int64_t widest = 0;
+  for (const ir::Term &t : store.terms())
+    if (t.factors.size() == 1 && t.factors[0].kind() == ir::AtomKind::Var && std::abs(t.coeff) > widest) {
+      widest = std::abs(t.coeff);
+      outer = t.factors[0].var().id;
+    }
+  if (outer < 0 || size_t(outer) >= map.size()) return;
+  const Expr &v = map[size_t(outer)];
+  if (v.constant() == 0 && v.terms().size() == 1 && v.terms()[0].coeff == 1 && v.terms()[0].factors.size() == 1 &&
+      v.terms()[0].factors[0].kind() == ir::AtomKind::Mod)
+    map[size_t(outer)] = v.terms()[0].factors[0].arg();
+}
+
 struct Inliner {
   const ir::Program &p;
   const Node &producer;
@@ -68,12 +93,14 @@ struct Inliner {
     ir::Ranges r = ranges_of(consumer.ranges, consumer.reduction_ranges);
     Expr store = ir::store_index(producer, p.buffer(out));
     int mask = load.args[0];
+    bool gathered = !load.indirect.empty();
     // Under a mask (padding, cat), the producer's point comes from the mask's bounds when
     // they place the load in every dim, else from the remainders of the flat offset.
     std::optional<VarMap> map;
-    if (mask >= 0) map = solve_under_mask(store, producer.ranges, load.index, r, mask_facts(b.body(), mask));
+    if (mask >= 0 && !gathered) map = solve_under_mask(store, producer.ranges, load.index, r, mask_facts(b.body(), mask));
     if (!map) map = solve_injective(store, producer.ranges, load.index, r);
     COIL_ASSERT(map, "the dense buffer ", p.buffer(out).name, " has a store index that cannot be solved");
+    if (gathered) unwrap_outermost(*map, store);
     auto reindex = [&](const Expr &e) {
       return ir::simplify(ir::substitute(e, [&](ir::VarId x) -> std::optional<Expr> {
                             if (x.id >= 0 && x.id < int(map->size())) return (*map)[size_t(x.id)];
@@ -84,6 +111,12 @@ struct Inliner {
     // The producer's loads read only under the mask, unless their index stays inside
     // the buffer anyway (a per-channel weight): those need no mask and stay hoistable.
     auto mask_loads = [&](int, const Instr &inner) -> std::optional<int> {
+      if (gathered) {  // at the gathered point: indexed by the consumer's gathered values
+        std::vector<ir::VarId> vars = ir::vars_of(inner.index);
+        if (std::none_of(vars.begin(), vars.end(), [](ir::VarId v) { return v.id >= ir::kIndirectBase; }))
+          return std::nullopt;
+        return b.indirect_load(inner.buffer, inner.index, inner.dtype, load.indirect);
+      }
       if (mask < 0) return std::nullopt;
       ir::Interval at = ir::bounds(inner.index, r);
       if (inner.indirect.empty() && at.lo >= 0 && at.hi < storage_extent(p.buffer(inner.buffer).type))
@@ -166,7 +199,9 @@ bool may_inline(const ir::Program &p, const Node &n, const std::vector<int> &con
       if (v.buffer == out) return false;
     for (const Instr &i : cn.body.instrs) {
       if (i.op != Op::Load || i.buffer != out) continue;
-      if (!i.indirect.empty()) return false;                       // its values are gathered
+      // Gathered: recomputed at the gathered elements, unless it gathers itself, computes
+      // with its index (which would name the gathered values outside a load) or is masked.
+      if (!i.indirect.empty() && (has_indirect_load(n.body) || i.args[0] >= 0 || has_index(n.body))) return false;
       if (i.args[0] >= 0 && has_indirect_load(n.body)) return false;  // a gather under a mask
       ++uses;
     }

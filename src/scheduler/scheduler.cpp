@@ -160,10 +160,26 @@ Kernel make_kernel(const ir::Program &p, const Group &g, int index, const std::v
   return k;
 }
 
+// Whether scatter kernel k may write `out` over `dying`, its initial tensor: `out` starts
+// as a copy of all of `dying` in `out`'s own dtype and layout (a copy of itself, which the
+// dialects then skip), and the values it writes read `dying` nowhere.
+bool scatter_may_write_over(const ir::Program &p, const Kernel &k, BufferId out, BufferId dying) {
+  const Node &scatter = p.nodes[size_t(k.nodes[0])];
+  const ir::View &init = scatter.operands[0];
+  const TensorType &o = p.buffer(out).type, &d = p.buffer(dying).type;
+  if (scatter.outputs[0] != out || init.buffer != dying || init.offset != 0 || init.sizes != o.sizes ||
+      init.strides != o.strides || d.dtype != o.dtype || d.strides != o.strides)
+    return false;
+  return std::none_of(scatter.body.instrs.begin(), scatter.body.instrs.end(),
+                      [&](const ir::Instr &i) { return i.op == ir::Op::Load && i.buffer == dying; });
+}
+
 // Whether kernel k may write `out` over `dying`: every read of `dying` in the kernel
 // happens no later than the write, at the element written.
 bool may_write_over(const ir::Program &p, const Kernel &k, BufferId out, BufferId dying) {
-  if (!k.is_loop_nest() || p.buffer(out).bytes() != p.buffer(dying).bytes()) return false;
+  if (p.buffer(out).bytes() != p.buffer(dying).bytes()) return false;
+  if (k.kind == ir::KernelKind::Scatter) return scatter_may_write_over(p, k, out, dying);
+  if (!k.is_loop_nest()) return false;
   const Node &writer = p.nodes[size_t(p.buffer(out).producer)];
   ir::Ranges r = ranges_of(k.ranges, k.reduction_ranges);
   ir::Expr at = ir::simplify(ir::store_index(writer, p.buffer(out)), r);
@@ -215,6 +231,12 @@ void plan(Schedule &s) {
     }
   }
   s.memory = plan_memory(s.lives);
+  // A scatter placed over its initial tensor copies nothing: the dialects read this.
+  for (size_t i = 0; i < s.lives.size(); ++i) {
+    Kernel &k = s.ir.kernels[size_t(s.lives[i].def)];
+    if (k.kind == ir::KernelKind::Scatter && s.memory.reused[i] >= 0)
+      k.attrs["written_over"] = s.lives[size_t(s.memory.reused[i])].name;
+  }
 }
 
 std::string members(const ir::Program &p, const std::vector<int> &nodes) {

@@ -495,6 +495,52 @@ TEST(SchedulerMemory, InPlaceOverADyingIntermediate) {
   EXPECT_EQ(s.memory.arena_bytes, 64 * 64 * 4);
 }
 
+// A scatter whose initial tensor dies in it writes over it (embedding_dense_backward's
+// zeros, then the rows added): one buffer in the arena, and the kernel says that it copies
+// nothing (the dialects skip the copy).
+TEST(SchedulerMemory, ScatterWritesOverItsInitialTensor) {
+  Schedule s = run(R"(g: "f32[6, 4][4, 1]cpu", i: "i64[6][1]cpu")", R"(
+        embedding_dense_backward: "f32[50, 4][4, 1]cpu" = torch.ops.aten.embedding_dense_backward.default(g, i, 50, -1, False)
+        mul: "f32[50, 4][4, 1]cpu" = torch.ops.aten.mul.Tensor(embedding_dense_backward, 2)
+        return (mul,)
+)");
+  int scatters = 0;
+  for (const ir::Kernel &k : s.ir.kernels)
+    if (k.kind == ir::KernelKind::Scatter) {
+      ++scatters;
+      EXPECT_EQ(k.attrs.count("written_over"), 1u) << memory_plan_str(s);
+    }
+  EXPECT_EQ(scatters, 1);
+  EXPECT_LT(s.memory.arena_bytes, 2 * 50 * 4 * 4) << memory_plan_str(s);  // one buffer, not two
+}
+
+// Cross-entropy's pieces in a training graph: the log-probabilities are recomputed at the
+// elements the gather picks (never stored: the arena holds each row's max and log-sum),
+// and the one-hot gradient (a scatter of one element per row into zeros) is a pointwise
+// value fused into its reader, with no scatter kernel.
+TEST(SchedulerMemory, CrossEntropyKeepsNoRowsOfTheVocabulary) {
+  Schedule forward = run(R"(x: "f32[16, 1000][1000, 1]cpu", t: "i64[16, 1][1, 1]cpu")", R"(
+        amax: "f32[16, 1][1, 1]cpu" = torch.ops.aten.amax.default(x, [1], True)
+        sub: "f32[16, 1000][1000, 1]cpu" = torch.ops.aten.sub.Tensor(x, amax)
+        exp: "f32[16, 1000][1000, 1]cpu" = torch.ops.aten.exp.default(sub)
+        sum_1: "f32[16, 1][1, 1]cpu" = torch.ops.aten.sum.dim_IntList(exp, [1], True)
+        log: "f32[16, 1][1, 1]cpu" = torch.ops.aten.log.default(sum_1)
+        sub_1: "f32[16, 1000][1000, 1]cpu" = torch.ops.aten.sub.Tensor(sub, log)
+        gather: "f32[16, 1][1, 1]cpu" = torch.ops.aten.gather.default(sub_1, 1, t)
+        return (gather,)
+)");
+  EXPECT_LE(forward.memory.arena_bytes, 2 * 128) << memory_plan_str(forward);
+  Schedule backward = run(R"(x: "f32[16, 1000][1000, 1]cpu", t: "i64[16, 1][1, 1]cpu")", R"(
+        zeros_like: "f32[16, 1000][1000, 1]cpu" = torch.ops.aten.zeros_like.default(x)
+        scatter: "f32[16, 1000][1000, 1]cpu" = torch.ops.aten.scatter.value(zeros_like, 1, t, -1.0)
+        mul: "f32[16, 1000][1000, 1]cpu" = torch.ops.aten.mul.Tensor(scatter, x)
+        return (mul,)
+)");
+  for (const ir::Kernel &k : backward.ir.kernels) EXPECT_NE(k.kind, ir::KernelKind::Scatter);
+  EXPECT_EQ(backward.ir.kernels.size(), 1u);
+  EXPECT_EQ(backward.memory.arena_bytes, 0) << memory_plan_str(backward);
+}
+
 TEST(Reindex, LinearizeMapsPointKToPointK) {
   ir::Ranges r = ranges_of({8, 16});
   VarMap m = linearize({4, 32}, {0, 1}, {8, 16}, 0, r);

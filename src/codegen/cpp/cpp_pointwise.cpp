@@ -174,23 +174,29 @@ void KernelEmitter::emit_scatter() {
   const TensorType &ot = p_.buffer(out).type;
   DType it = p_.buffer(init.buffer).type.dtype;
   push();
-  // First the copy of the initial tensor, then the writes in iteration order (the last
-  // write to an element wins, as on PyTorch's CPU).
-  Shape sizes = ot.sizes;
-  int loops = 0;
-  for (size_t d = 0; d < sizes.size(); ++d) {
-    std::string x = "c" + std::to_string(d);
-    w_.open("for (int64_t " + x + " = 0; " + x + " < " + std::to_string(sizes[d]) + "; ++" + x + ")");
-    ++loops;
+  // First the copy of the initial tensor (none when the memory plan placed the output over
+  // it: scheduler.cpp, "written_over"), then the writes in iteration order (the last write
+  // to an element wins, as on PyTorch's CPU).
+  if (auto over = k_.attrs.find("written_over"); over != k_.attrs.end()) {
+    w_.line("// written over " + over->second + ", its initial tensor: nothing to copy");
+  } else {
+    Shape sizes = ot.sizes;
+    int loops = 0;
+    for (size_t d = 0; d < sizes.size(); ++d) {
+      std::string x = "c" + std::to_string(d);
+      w_.open("for (int64_t " + x + " = 0; " + x + " < " + std::to_string(sizes[d]) + "; ++" + x + ")");
+      ++loops;
+    }
+    std::vector<std::string> c;
+    std::string dst = "0";
+    for (size_t d = 0; d < sizes.size(); ++d) {
+      c.push_back("c" + std::to_string(d));
+      dst += " + c" + std::to_string(d) + "*" + std::to_string(ot.strides[d]);
+    }
+    w_.line(names_.at(out) + "[" + dst + "] = " +
+            to_storage(cpp_cast(strided_element(p_, init, names_.at(init.buffer), c), it, ot.dtype), ot.dtype) + ";");
+    for (int i = 0; i < loops; ++i) w_.close();
   }
-  std::vector<std::string> c;
-  std::string dst = "0";
-  for (size_t d = 0; d < sizes.size(); ++d) {
-    c.push_back("c" + std::to_string(d));
-    dst += " + c" + std::to_string(d) + "*" + std::to_string(ot.strides[d]);
-  }
-  w_.line(names_.at(out) + "[" + dst + "] = " + to_storage(cpp_cast(strided_element(p_, init, names_.at(init.buffer), c), it, ot.dtype), ot.dtype) + ";");
-  for (int i = 0; i < loops; ++i) w_.close();
   int opened = open_loops(n.ranges, 0, false, false, 0);
   if (opened == 0) w_.open("");
   push();

@@ -152,7 +152,9 @@ void TritonEmitter::emit_scatter() {
   DType it = p_.buffer(init.buffer).type.dtype;
   int64_t numel = checked_numel(ot.sizes);
   std::vector<std::pair<int, std::string>> params = buffer_params();
-  {
+  // The copy of the initial tensor, unless the memory plan placed the output over it
+  // (scheduler.cpp, "written_over").
+  if (!k_.attrs.count("written_over")) {
     Layout l;
     l.block0 = std::min<int64_t>(1024, next_pow2(std::max<int64_t>(numel, 1)));
     l.n0 = numel;
