@@ -81,6 +81,8 @@ def bench_training(name: str, device: str, iters: int, median_ms, tiny: bool = F
             run = torch.compile(model, backend=backend) if backend else model
             optimizer = torch.optim.AdamW(model.parameters(), lr=1e-5)
             step = make_step(run, args, device, optimizer, backend if compile_optimizer else None)
+            if device == "cuda":
+                outside = Outside()
             if key == "coil":
                 from coil import backend as coil_backend
                 coil_backend.counters.clear()
@@ -92,6 +94,8 @@ def bench_training(name: str, device: str, iters: int, median_ms, tiny: bool = F
                 step()
                 torch.cuda.synchronize()
                 row[key + "_mb"] = torch.cuda.max_memory_allocated() / 2**20
+                row[key + "_phases"] = phases(run, args, device)
+                row[key + "_outside_mb"] = outside.mb()
             else:
                 steps[key] = step
             if key == "coil":
@@ -113,6 +117,41 @@ def bench_training(name: str, device: str, iters: int, median_ms, tiny: bool = F
     for key, times in samples.items():
         row[key] = statistics.median(times)
     return row
+
+
+class Outside:
+    """Device memory held outside PyTorch's allocator (a compiler's own arenas and buffers,
+    loaded kernels, the libraries' workspaces): the fall in free memory (cuMemGetInfo) from
+    now, less the growth of what PyTorch's allocator reserves."""
+
+    def __init__(self):
+        torch.cuda.synchronize()
+        self.free, self.reserved = torch.cuda.mem_get_info()[0], torch.cuda.memory_reserved()
+
+    def mb(self) -> float:
+        torch.cuda.synchronize()
+        used = self.free - torch.cuda.mem_get_info()[0]
+        return (used - (torch.cuda.memory_reserved() - self.reserved)) / 2**20
+
+
+def phases(run, args, device: str) -> dict:
+    """One more step's forward and backward apart (CUDA), in MB of PyTorch's allocator above
+    what it held before the step: what the forward leaves for the backward (its saved tensors
+    and the loss), the peak within the forward, the peak within the backward."""
+    torch.cuda.synchronize()
+    base = torch.cuda.memory_allocated()
+    torch.cuda.reset_peak_memory_stats()
+    with autocast(device):
+        loss = run(*args)
+    torch.cuda.synchronize()
+    saved, forward_peak = torch.cuda.memory_allocated() - base, torch.cuda.max_memory_allocated() - base
+    torch.cuda.reset_peak_memory_stats()
+    loss.backward()
+    torch.cuda.synchronize()
+    backward_peak = torch.cuda.max_memory_allocated() - base
+    for p in run.parameters():
+        p.grad = None
+    return {"saved": saved / 2**20, "forward_peak": forward_peak / 2**20, "backward_peak": backward_peak / 2**20}
 
 
 # The first training step, timed in a process of its own (compiles included): the script
@@ -159,6 +198,18 @@ def table(rows: list[dict], device: str, compile_table) -> str:
             ratio = f"{r['coil_mb'] / r['inductor_mb']:.2f}x" if r.get("coil_mb") and r.get("inductor_mb") else "—"
             text += f"| {r['model']} | " + " | ".join(_cell(r.get(k + "_mb"), "{:.0f}") for k, _ in BACKENDS) + \
                     f" | {ratio} |\n"
+        text += ("\nWhere it goes (MB): what the forward leaves for the backward (saved tensors, the loss), the "
+                 "peaks within the forward and within the backward (PyTorch's allocator, above what it held before "
+                 "the step), and what each holds outside PyTorch's allocator (its own arenas, loaded kernels, "
+                 "libraries' workspaces)\n\n"
+                 "| model | backend | saved | forward peak | backward peak | outside the allocator |\n"
+                 "|---|---|---|---|---|---|\n")
+        for r in rows:
+            for k, _ in BACKENDS:
+                ph = r.get(k + "_phases")
+                if ph:
+                    text += (f"| {r['model']} | {k} | {ph['saved']:.0f} | {ph['forward_peak']:.0f} | "
+                             f"{ph['backward_peak']:.0f} | {_cell(r.get(k + '_outside_mb'), '{:.0f}')} |\n")
     if any("compile" in r for r in rows):
         text += ("\nThe first step through torch.compile (forward and backward compiled), each in a new process: "
                  "cold with empty coil, Inductor and Triton caches, warm with those the cold run filled\n\n" +
