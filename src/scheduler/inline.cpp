@@ -7,9 +7,10 @@
 // The consumer's load index is solved for the producer's variables (the producer's
 // buffer is dense, so the solution is exact). A gathered load (an index read from data:
 // gather, cross-entropy's pick of each row's target) recomputes the producer at the
-// elements it gathers only, its loads gathered by the same values; a masked load (padding, cat) masks every
-// load of the producer too, and the bounds its mask states let the solution follow the
-// window's position dim by dim instead of dividing a flat offset. Decision 14: the rounding of a bf16/f16 result at its store
+// elements it gathers only, the producer's loads gathered by the same values. A masked
+// load (padding, cat) masks every load of the producer too, and the bounds its mask states
+// let the solution follow the window's position dim by dim instead of dividing a flat
+// offset. Decision 14: the rounding of a bf16/f16 result at its store
 // disappears with the store, unless emulate_precision_casts asks for eager's roundings
 // or the cast is the op itself (`_to_copy`).
 #include <algorithm>

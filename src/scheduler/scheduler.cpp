@@ -52,7 +52,8 @@ void drop_loads_of_empty(const ir::Program &p, Node &n) {
   if (n.kind == ir::NodeKind::Extern || std::none_of(reads.begin(), reads.end(), empty)) return;
   ir::BodyBuilder b;
   auto fill = [&](int, const ir::Instr &load) -> std::optional<int> {
-    if (!empty(load.buffer)) return std::nullopt;
+    // A gathered load stays: any index into an empty buffer is out of range, which it reports.
+    if (!empty(load.buffer) || !load.indirect.empty()) return std::nullopt;
     return b.constant(load.args[0] >= 0 ? load.value : 0, load.dtype);
   };
   std::vector<int> values = ir::copy_body(n.body, b, [](const ir::Expr &e) { return e; }, fill);

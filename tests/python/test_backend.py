@@ -175,6 +175,42 @@ def check_input_updates(test, device, **compile_kwargs):
     return compiled
 
 
+class KvCache(torch.nn.Module):
+    """A decoder's key cache: each call writes one position's rows (index_copy_, as a static
+    cache does) and reads them back."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("k", torch.zeros(2, 3, 16, 8))
+
+    def forward(self, new, pos):
+        self.k.index_copy_(2, pos, new)
+        return self.k.index_select(2, pos) * 2
+
+
+def check_cache_rows_in_place(test, device):
+    """The cache's update is written over the buffer itself (its scatter copies nothing when
+    handed the buffer's own memory), five positions, each call and the whole cache against
+    eager's."""
+    from coil import backend
+
+    ours, eager = KvCache().to(device), KvCache().to(device)
+    address = ours.k.data_ptr()
+    torch._dynamo.reset()
+    before = backend.counters.copy()
+    compiled = torch.compile(ours, backend="coil")
+    with no_fallback(), torch.no_grad():
+        for t in range(5):
+            new = torch.randn(2, 3, 1, 8, device=device)
+            pos = torch.tensor([t], device=device)
+            torch.testing.assert_close(compiled(new, pos), eager(new, pos), rtol=0, atol=0)
+            torch.testing.assert_close(ours.k, eager.k, rtol=0, atol=0, msg=f"position {t}")
+    counted = backend.counters - before
+    test.assertEqual((counted["graphs"], counted["inputs_updated"], counted["inputs_updated_in_place"]), (1, 1, 1),
+                     counted)
+    test.assertEqual(ours.k.data_ptr(), address)
+
+
 class Backend(unittest.TestCase):
     def test_models_match_eager(self):
         torch.manual_seed(0)
@@ -445,6 +481,9 @@ class Backend(unittest.TestCase):
     def test_input_updates_are_written_in_place_only_where_safe(self):
         check_input_updates(self, "cpu")
 
+    def test_cache_rows_are_written_in_place(self):
+        check_cache_rows_in_place(self, "cpu")
+
     def test_a_graph_coil_fails_on_runs_in_eager_or_raises(self):
         def f(x):
             return (x * 2).relu().sum(-1)
@@ -590,6 +629,9 @@ class Cuda(unittest.TestCase):
         check_input_updates(self, "cuda")
         # From a CUDA graph too: the call that captures it applies each update once.
         check_input_updates(self, "cuda", mode="reduce-overhead")
+
+    def test_cache_rows_are_written_in_place(self):
+        check_cache_rows_in_place(self, "cuda")
 
     def test_models_match_eager(self):
         with compiled_graphs() as compiled, no_fallback():

@@ -180,6 +180,12 @@ void KernelEmitter::emit_scatter() {
   if (auto over = k_.attrs.find("written_over"); over != k_.attrs.end()) {
     w_.line("// written over " + over->second + ", its initial tensor: nothing to copy");
   } else {
+    // An output the caller passes over the initial tensor's own memory (a graph input updated
+    // in place: sched::inputs_writable_by; a KV cache taking its new rows) is a copy of itself.
+    bool identity = init.offset == 0 && init.sizes == ot.sizes && init.strides == ot.strides && it == ot.dtype;
+    if (identity)
+      w_.open("if (static_cast<const void *>(" + names_.at(out) + ") != static_cast<const void *>(" +
+              names_.at(init.buffer) + "))");
     Shape sizes = ot.sizes;
     int loops = 0;
     for (size_t d = 0; d < sizes.size(); ++d) {
@@ -196,6 +202,7 @@ void KernelEmitter::emit_scatter() {
     w_.line(names_.at(out) + "[" + dst + "] = " +
             to_storage(cpp_cast(strided_element(p_, init, names_.at(init.buffer), c), it, ot.dtype), ot.dtype) + ";");
     for (int i = 0; i < loops; ++i) w_.close();
+    if (identity) w_.close();
   }
   int opened = open_loops(n.ranges, 0, false, false, 0);
   if (opened == 0) w_.open("");
