@@ -34,9 +34,9 @@ GPU runs in eager PyTorch.
 
 Inputs a graph mutates (an optimizer step's parameters and state, batch norm's running
 statistics) stay in an inference graph as copy_ at its end (keep_inference_input_mutations);
-coil computes each new value as an output and, on the CPU, writes it over the input's own
-memory where the schedule allows (CompiledGraph's TensorInfo::writable_over); the rest are
-copied into their inputs by one _foreach_copy_ after the call.
+coil computes each new value as an output and writes it over the input's own memory where
+the schedule allows (CompiledGraph's TensorInfo::writable_over; on the CPU and on CUDA); the
+rest are copied into their inputs by one _foreach_copy_ after the call.
 Tests: tests/python/test_backend.py.
 """
 from __future__ import annotations
