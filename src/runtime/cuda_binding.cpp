@@ -30,7 +30,9 @@ using cuda::CUdeviceptr;
 // other than the home of their buffer's whole extent, empty tensors, and tensors that
 // overlap another of the call stay copied, but for an output given the very bytes of an
 // input it may be written over (an optimizer's update of its parameter): both are bound
-// there, and the kernel that writes the output reads the input there first.
+// there, and the kernel that writes the output reads the input there first. An output that
+// is an input, handed that input in its layout, is already where it belongs: the input is
+// bound in place and the output copies nothing (CudaProgram::run).
 
 namespace {
 
