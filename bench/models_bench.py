@@ -21,7 +21,9 @@ coil's outputs are checked as the model tests check them (tests/python/model_tol
 against the same weights in float64 on the CPU, coil's error at most 3x eager's); a model
 coil cannot run, or runs wrongly, shows the reason in the notes under the table. Where coil
 misses that rule but is within 3x of Inductor's own error, its time is shown and the note
-says so (Inductor's outputs are checked against the same float64 run).
+says so (Inductor's outputs are checked against the same float64 run). A table gives each
+way's error against that float64 run: the largest absolute difference and the root mean
+square, over every floating-point output element.
 
 Device memory (CUDA): for eager, Inductor and coil through torch.compile, what each holds
 between calls beyond the weights and inputs plus the peak of PyTorch's allocator within a call
@@ -98,9 +100,9 @@ def median_ms(fn, iters: int, device: str) -> float:
     return statistics.median(times)
 
 
-def coil_ms(coil: str, folder: Path, device: str, iters: int, env: dict) -> tuple[float | None, str]:
-    """coil run's median, or None and why not; the outputs are checked against
-    folder/eager.pt and folder/reference.pt."""
+def coil_ms(coil: str, folder: Path, device: str, iters: int, env: dict, key: str) -> dict:
+    """coil run's median as row[key], or None and why not (row[key + "_why"]); the outputs are
+    checked against folder/eager.pt and folder/reference.pt, their error in row[key + "_err"]."""
     saved = folder / "coil_outputs.safetensors"
     cmd = [coil, "run", str(folder / "graph.py"), "--inputs", str(folder / "inputs.safetensors"), "--device", device,
            "--save", str(saved), "--bench", str(iters)]
@@ -108,27 +110,41 @@ def coil_ms(coil: str, folder: Path, device: str, iters: int, env: dict) -> tupl
     m = re.search(r"median ([0-9.e+-]+) us per call", r.stdout)
     if r.returncode != 0 or not m:
         why = (r.stderr.strip() or r.stdout.strip()).splitlines()
-        return None, (why[-1] if why else f"exit {r.returncode}")[:400]
+        return {key: None, key + "_why": (why[-1] if why else f"exit {r.returncode}")[:400]}
     got = run_plan.read_safetensors(str(saved))
-    counts, note = verdict([got[f"out{i}"] for i in range(len(got))], folder)
-    return (float(m.group(1)) / 1e3 if counts else None), note
+    counts, note, err = verdict([got[f"out{i}"] for i in range(len(got))], folder)
+    return {key: float(m.group(1)) / 1e3 if counts else None, key + "_why": note, key + "_err": err}
 
 
-def verdict(got: list, folder: Path) -> tuple[bool, str]:
-    """Whether a time with outputs `got` counts, and the note its row gets: against the same
-    weights in float64 (folder/reference.pt), coil's error at most 3x eager's; a miss within
-    3x of Inductor's own error is timed but noted, a worse one is wrong (no time)."""
+def output_error(got: list, reference: list) -> tuple[float, float]:
+    """The largest absolute difference from the float64 outputs and the root mean square of
+    the differences, over every floating-point element of every output."""
+    most, squares, count = 0.0, 0.0, 0
+    for g, r in zip(got, reference, strict=True):
+        if not r.is_floating_point() or r.numel() == 0:
+            continue
+        d = (g.detach().cpu().double() - r.detach().cpu().double()).abs()
+        most, squares, count = max(most, float(d.max())), squares + float(d.square().sum()), count + d.numel()
+    return most, (squares / count) ** 0.5 if count else 0.0
+
+
+def verdict(got: list, folder: Path) -> tuple[bool, str, tuple[float, float]]:
+    """Whether a time with outputs `got` counts, the note its row gets, and their error
+    (output_error): against the same weights in float64 (folder/reference.pt), coil's error at
+    most 3x eager's; a miss within 3x of Inductor's own error is timed but noted, a worse one
+    is wrong (no time)."""
     eager, reference = torch.load(folder / "eager.pt"), torch.load(folder / "reference.pt")
     inductor = torch.load(folder / "inductor.pt")
     got = [capture.host(o) for o in capture.pytree.tree_leaves(got)]
+    err = output_error(got, reference)
     for i, ((ours, theirs, dtype), (theirs_inductor, _, _)) in enumerate(
             zip(model_errors(got, eager, reference), model_errors(inductor, eager, reference))):
         if ours > MULTIPLIER * theirs + FLOOR.get(dtype, 0.0):
             wrong = ours > MULTIPLIER * theirs_inductor + FLOOR.get(dtype, 0.0)
             return not wrong, (
                 f"{'wrong' if wrong else 'as accurate as Inductor, not within 3x of eager'}: output {i}: "
-                f"coil's error {ours:.3g} against float64, eager's {theirs:.3g}, Inductor's {theirs_inductor:.3g}")
-    return True, ""
+                f"coil's error {ours:.3g} against float64, eager's {theirs:.3g}, Inductor's {theirs_inductor:.3g}"), err
+    return True, "", err
 
 
 class Memory:
@@ -161,9 +177,10 @@ class Memory:
         return (max(held, 0) + within) / 2**20
 
 
-def torch_compile_ms(model, args, device: str, iters: int, folder: Path, options: dict) -> tuple[float | None, str, float | None]:
+def torch_compile_ms(model, args, device: str, iters: int, folder: Path, options: dict, key: str) -> dict:
     """torch.compile(model, backend="coil")'s median (the package's backend function, so
-    that no entry point is needed), or None and why; a note when ops ran in eager."""
+    that no entry point is needed) as row[key], or None and why (row[key + "_why"], with a note
+    when ops ran in eager); its memory (row[key + "_mb"]) and error (row[key + "_err"])."""
     import functools
 
     torch._dynamo.reset()
@@ -172,16 +189,16 @@ def torch_compile_ms(model, args, device: str, iters: int, folder: Path, options
     compiled = torch.compile(model, backend=functools.partial(coil_backend.coil_backend, options=options))
     try:
         with torch.no_grad():
-            counts, note = verdict(compiled(*args), folder)
+            counts, note, err = verdict(compiled(*args), folder)
             ms = median_ms(lambda: compiled(*args), iters, device) if counts else None
             mb = memory.of(lambda: compiled(*args)) if counts else None
     except Exception as e:  # noqa: BLE001  (the row says why)
-        return None, f"{type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}", None
+        return {key: None, key + "_why": f"{type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}"}
     c = coil_backend.counters
     if c["graphs_eager"] + c["parts_eager"] + c["ops_eager"] or c["graphs"] != 1:
         note = "; ".join(x for x in (note, f"{c['graphs']} graph(s), {c['graphs_eager']} in eager whole, "
                                            f"{c['parts_eager']} part(s) and {c['ops_eager']} op(s) in eager") if x)
-    return ms, note, mb
+    return {key: ms, key + "_why": note, key + "_mb": mb, key + "_err": err}
 
 
 # One compile, timed in a process of its own: the model built, torch.compile with the backend
@@ -190,9 +207,9 @@ _FIRST_CALL = """
 import json, sys, time, torch
 sys.path.insert(0, sys.argv[1])
 from model_zoo import build
-name, device, dtype, backend = sys.argv[2], sys.argv[3], getattr(torch, sys.argv[4]), sys.argv[5]
+name, device, dtype, backend = sys.argv[2], sys.argv[3], getattr(torch, sys.argv[4]), sys.argv[6]
 torch.manual_seed(0)
-model, args = build(name, device, dtype)
+model, args = build(name, device, dtype, sys.argv[5] == "tiny")
 start = time.perf_counter()
 with torch.no_grad():
     torch.compile(model, backend=backend)(*args)
@@ -330,6 +347,19 @@ def memory_table(rows: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def error_table(rows: list[dict]) -> str:
+    """Each way's error against the same weights in float64: the largest absolute difference /
+    the root mean square, over every floating-point output element."""
+    cols = [("eager_err", "eager"), ("inductor_err", "Inductor"), ("coil_err", "coil run"),
+            ("coil_tc_err", "torch.compile coil")]
+    lines = ["| model | " + " | ".join(label for _, label in cols) + " |", "|" + "---|" * (len(cols) + 1)]
+    for r in rows:
+        if "error" not in r:
+            lines.append(f"| {r['model']} | " + " | ".join(
+                f"{r[k][0]:.2e} / {r[k][1]:.2e}" if r.get(k) is not None else "—" for k, _ in cols) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def compile_table(rows: list[dict]) -> str:
     cols = [("inductor_cold", "Inductor cold"), ("inductor_warm", "Inductor warm"), ("coil_cold", "coil cold"),
             ("coil_warm", "coil warm")]
@@ -348,9 +378,10 @@ def compile_table(rows: list[dict]) -> str:
     return "\n".join(lines + ([""] + notes if notes else [])) + "\n"
 
 
-def bench_model(name: str, device: str, dtype: torch.dtype, iters: int, coil: str, baseline: str, work: Path) -> dict:
+def bench_model(name: str, device: str, dtype: torch.dtype, iters: int, coil: str, baseline: str, work: Path,
+                tiny: bool = False) -> dict:
     torch.manual_seed(0)
-    model, args = build(name, device, dtype)
+    model, args = build(name, device, dtype, tiny)
     row = {"model": name}
     with torch.no_grad():
         model(*args)  # the libraries' kernels loaded (CUDA loads them lazily) before memory counts
@@ -378,25 +409,28 @@ def bench_model(name: str, device: str, dtype: torch.dtype, iters: int, coil: st
                               {k: capture.host(v) for k, v in capture.placeholder_tensors(ep, args).items()})
         outs = capture.eager_outputs(ep, args)
         torch.save([capture.host(o) for o in outs], folder / "eager.pt")
-        torch.save([capture.host(o) for o in capture.pytree.tree_leaves(inductor_out)], folder / "inductor.pt")
+        inductor_flat = [capture.host(o) for o in capture.pytree.tree_leaves(inductor_out)]
+        torch.save(inductor_flat, folder / "inductor.pt")
         reference = copy.deepcopy(model).to(device="cpu", dtype=torch.float64)
         flat = reference(*[a.cpu().double() if a.is_floating_point() else a.cpu() for a in args])
-        torch.save([capture.host(o) for o in capture.pytree.tree_leaves(flat)], folder / "reference.pt")
+        reference_flat = [capture.host(o) for o in capture.pytree.tree_leaves(flat)]
+        torch.save(reference_flat, folder / "reference.pt")
+        row["eager_err"] = output_error([capture.host(o) for o in outs], reference_flat)
+        row["inductor_err"] = output_error(inductor_flat, reference_flat)
         del reference
     if coil_backend is not None:
-        row["coil_tc"], row["coil_tc_why"], row["coil_tc_mb"] = torch_compile_ms(model, args, device, iters, folder, {})
+        row.update(torch_compile_ms(model, args, device, iters, folder, {}, "coil_tc"))
         if device == "cuda":
-            row["coil_tc_graphs"], row["coil_tc_graphs_why"], row["coil_tc_graphs_mb"] = torch_compile_ms(
-                model, args, device, iters, folder, {"triton.cudagraphs": "1"})
+            row.update(torch_compile_ms(model, args, device, iters, folder, {"triton.cudagraphs": "1"}, "coil_tc_graphs"))
         torch._dynamo.reset()
     del model
     if device == "cuda":
         torch.cuda.empty_cache()
-    row["coil"], row["coil_why"] = coil_ms(coil, folder, device, iters, {})
+    row.update(coil_ms(coil, folder, device, iters, {}, "coil"))
     if baseline:
-        row["baseline"], row["baseline_why"] = coil_ms(baseline, folder, device, iters, {})
+        row.update(coil_ms(baseline, folder, device, iters, {}, "baseline"))
     if device == "cuda":
-        row["coil_graphs"], row["coil_graphs_why"] = coil_ms(coil, folder, device, iters, {"COIL_TRITON_CUDAGRAPHS": "1"})
+        row.update(coil_ms(coil, folder, device, iters, {"COIL_TRITON_CUDAGRAPHS": "1"}, "coil_graphs"))
     return row
 
 
@@ -449,7 +483,7 @@ def main() -> int:
                    help="leave out the cold and warm compile times (new processes, a minute or more per model)")
     p.add_argument("--train", action="store_true",
                    help="time training steps instead (bench/training_bench.py; models of its TRAINING)")
-    p.add_argument("--tiny", action="store_true", help="with --train or --dynamic: the tests' tiny sizes")
+    p.add_argument("--tiny", action="store_true", help="the tests' tiny sizes")
     p.add_argument("--dynamic", action="store_true",
                    help="shapes that change: dynamic=False against dynamic=True, the first call and each new size's")
     p.add_argument("--compile-optimizer", action="store_true",
@@ -469,9 +503,10 @@ def main() -> int:
         work = Path(a.keep or temporary)
         for name in a.models.split(","):
             try:
-                rows.append(bench_model(name, a.device, dtype, a.iters, a.coil, a.baseline, work))
+                rows.append(bench_model(name, a.device, dtype, a.iters, a.coil, a.baseline, work, a.tiny))
                 if not a.no_compile_times:
-                    args = [str(REPO / "bench"), name, a.device, str(dtype).removeprefix("torch.")]
+                    args = [str(REPO / "bench"), name, a.device, str(dtype).removeprefix("torch."),
+                            "tiny" if a.tiny else "full"]
                     rows[-1]["compile"] = compile_times(
                         name, work, lambda backend, caches: process_seconds(_FIRST_CALL, [*args, backend], caches))
             except Exception as e:  # a model that cannot be built, exported or compiled: its row says why
@@ -480,7 +515,9 @@ def main() -> int:
     if coil_backend is None:
         print(f"no torch.compile columns: the package coil does not import ({COIL_IMPORT_ERROR})")
     text = (f"Models on {machine} ({a.device}), commit {commit}, torch {torch.__version__}; "
-            f"{str(dtype).removeprefix('torch.')}, medians of {a.iters} calls; ratios > 1: coil faster\n\n" + table(rows, a.device, bool(a.baseline)))
+            f"{str(dtype).removeprefix('torch.')}{', tiny sizes' if a.tiny else ''}, medians of {a.iters} calls; ratios > 1: coil faster\n\n" + table(rows, a.device, bool(a.baseline)))
+    text += ("\nError against the same weights in float64 on the CPU: largest absolute difference / root mean "
+             "square, over every floating-point output element\n\n" + error_table(rows))
     if a.device == "cuda":
         text += ("\nDevice memory beyond the weights and inputs: what each holds between calls (cuMemGetInfo, "
                  "from before its compile) plus the peak PyTorch's allocator hands out within a call\n\n" + memory_table(rows))
