@@ -1234,6 +1234,17 @@ def _bmm_transposed(dev):
     return fn, [make([3, 10, 17]), make([3, 12, 17]), make([3, 10, 17])]
 
 
+@op_case("bmm_broadcast_weight", [A.bmm.default, A.expand.default], ("odd", "noncontig", "broadcast"))
+def _bmm_broadcast_weight(dev):
+    """A sequence-first projection as nn.MultiheadAttention exports it: the activations
+    transposed to [seq, batch, dim] and one weight expanded over the sequence (a batch
+    stride of 0)."""
+    def fn(x, w):
+        weight = A.expand.default(A.unsqueeze.default(A.t.default(w), 0), [17, 64, 192])
+        return (A.bmm.default(A.permute.default(x, [1, 0, 2]), weight),)
+    return fn, [make([2, 17, 64]), make([192, 64])]
+
+
 @op_case("convolution_bias_relu", [A.convolution.default, A.relu.default, A.hardtanh.default, A.silu.default],
          ("odd",))
 def _convolution_bias_relu(dev):

@@ -122,6 +122,20 @@ TEST_F(OneDnn, BmmWithATransposedOperand) {
   EXPECT_TRUE(contains(source, "{dnnl_f32, 3, {3, 17, 12}, {204, 1, 17}}")) << source;
 }
 
+// One weight expanded over the batch (stride 0, as nn.MultiheadAttention's projection
+// exports): oneDNN takes the call. Given a stride of 0 on that batch dim of one it declined,
+// and the plain loop ran a ViT's projections 30 times slower.
+TEST_F(OneDnn, BmmOfABroadcastWeight) {
+  auto libraries = compile("op_bmm_broadcast_weight");
+  if (without_onednn(libraries)) GTEST_SKIP() << "coil was built without oneDNN";
+  EXPECT_EQ(libraries, (std::vector<std::string>{"oneDNN matmul"}));
+  testing::internal::CaptureStderr();
+  std::string source = run_and_compare("op_bmm_broadcast_weight");
+  std::string said = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(said.find("declined"), std::string::npos) << said;
+  EXPECT_TRUE(contains(source, "{dnnl_f32, 3, {1, 64, 192}, {12288, 1, 64}}")) << source;
+}
+
 TEST_F(OneDnn, ConvolutionBiasRelu) {
   auto libraries = compile("op_convolution_bias_relu");
   if (without_onednn(libraries)) GTEST_SKIP() << "coil was built without oneDNN";

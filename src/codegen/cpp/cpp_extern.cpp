@@ -339,6 +339,14 @@ std::string desc(DType t, Shape dims, Shape strides, bool broadcast) {
   if (broadcast)
     for (size_t d = 0; d < dims.size(); ++d)
       if (strides[d] == 0) dims[d] = 1;
+  // A dim of one element is never stepped along, so its stride is free: oneDNN takes the
+  // extent of the others (a stride of 0 there, a batch of one broadcast, makes it decline
+  // the call, which then runs the plain loop).
+  int64_t extent = 1;
+  for (size_t d = 0; d < dims.size(); ++d)
+    if (dims[d] > 1) extent = std::max(extent, strides[d] * dims[d]);
+  for (size_t d = 0; d < dims.size(); ++d)
+    if (dims[d] == 1 && strides[d] == 0) strides[d] = extent;
   return std::string("{") + (t == DType::BF16 ? "dnnl_bf16" : "dnnl_f32") + ", " + std::to_string(dims.size()) + ", " +
          array(dims) + ", " + array(strides) + "}";
 }
