@@ -135,6 +135,13 @@ Expr store_index(const Node &node, const Buffer &out) {
   return offset_of(index, out.type.strides);
 }
 
+bool scatter_copies_in_place_layout(const Program &p, const Node &n) {
+  const View &init = n.operands.at(0);
+  const TensorType &out = p.buffer(n.outputs.at(0)).type;
+  return init.offset == 0 && init.sizes == out.sizes && init.strides == out.strides &&
+         p.buffer(init.buffer).type.dtype == out.dtype;
+}
+
 int64_t max_reduction_size(const Program &p, BufferId b) {
   std::vector<bool> seen(p.buffers.size(), false);
   std::vector<BufferId> work = {b};

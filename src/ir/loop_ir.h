@@ -166,6 +166,11 @@ Expr store_index(const Node &node, const Buffer &out);
 /// `reduction_ranges`: a node's or a kernel's loop variables.
 Ranges ranges_of(const Shape &ranges, const Shape &reduction_ranges = {});
 
+/// Whether scatter node `n` starts from the whole of its initial tensor in its output's own
+/// dtype and layout: its copy is then element for element, a copy of itself where the output
+/// lives in the initial tensor's memory (the memory plan's reuse, an input updated in place).
+bool scatter_copies_in_place_layout(const Program &p, const Node &n);
+
 /// The largest number of elements a reduction or scan combines on the way to `b`
 /// (1 when none does): the comparison tolerance of an output grows with it.
 int64_t max_reduction_size(const Program &p, BufferId b);

@@ -61,7 +61,6 @@ std::map<std::string, double> factors(Lowering &l, const Node &n) {
   return scalars;
 }
 
-/// An Extern node over the named tensor arguments (absent optional ones kept as -1).
 /// The tensors of `n`'s arguments `names`, an empty ref (buffer -1) for a None.
 std::vector<TensorRef> operand_refs(Lowering &l, const Node &n, const std::vector<const char *> &names) {
   std::vector<TensorRef> refs;
@@ -72,6 +71,7 @@ std::vector<TensorRef> operand_refs(Lowering &l, const Node &n, const std::vecto
   return refs;
 }
 
+/// An Extern node over the named tensor arguments (absent optional ones kept as -1).
 TensorRef extern_call(Lowering &l, const Node &n, ir::ExternOp op, const std::vector<const char *> &operands,
                       int64_t reduction_size) {
   std::vector<ir::View> views;

@@ -148,9 +148,7 @@ bool CudaProgram::one_tensor_by_design(size_t t, size_t u, std::span<const Devic
   const std::vector<int> &over = writable_over_[output];
   if (std::find(over.begin(), over.end(), int(input)) != over.end()) return true;
   const ir::View &v = output_views_[output];
-  const TensorType &in = program_.buffer(program_.inputs[input]).type;
-  return v.buffer == program_.inputs[input] && v.offset == 0 && v.sizes == in.sizes && v.strides == in.strides &&
-         same_layout(v.sizes, outputs[output].strides, v.strides);
+  return output_input_[output] == int(input) && same_layout(v.sizes, outputs[output].strides, v.strides);
 }
 
 ir::BufferId CudaProgram::buffer_of(size_t t) const {

@@ -222,6 +222,10 @@ CudaProgram::CudaProgram(const sched::Schedule &s, codegen::GpuProgram gpu, cons
     output_in_place_.push_back(has_own(p.inputs.size() + k) && slot.bytes > 0 && v.offset == 0 &&
                                storage_extent(t) * itemsize(t.dtype) == slot.bytes);
     writable_over_.push_back(output_in_place_.back() ? sched::inputs_writable_by(s.ir, p.outputs[k]) : std::vector<int>{});
+    auto input = std::find(p.inputs.begin(), p.inputs.end(), v.buffer);
+    const TensorType &whole = p.buffer(v.buffer).type;
+    bool is_input = input != p.inputs.end() && v.offset == 0 && v.sizes == whole.sizes && v.strides == whole.strides;
+    output_input_.push_back(is_input ? int(input - p.inputs.begin()) : -1);
   }
 
   device_ = &cuda::Device::get();

@@ -231,6 +231,7 @@ class CudaProgram {
   // Per output: the inputs it may be written over (sched::inputs_writable_by): a call that
   // passes one address for both binds both there, not counting them as overlapping.
   std::vector<std::vector<int>> writable_over_;
+  std::vector<int> output_input_;  // per output: the input it is, whole and in its layout, or -1
   std::unique_ptr<cuda::Stream> stream_;
   bool graphs_ = false;                          // triton.cudagraphs, and nothing rules them out
   mutable std::atomic<bool> graphs_failed_{false};  // a capture failed: launches one by one

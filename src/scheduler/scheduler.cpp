@@ -166,10 +166,8 @@ Kernel make_kernel(const ir::Program &p, const Group &g, int index, const std::v
 // dialects then skip), and the values it writes read `dying` nowhere.
 bool scatter_may_write_over(const ir::Program &p, const Kernel &k, BufferId out, BufferId dying) {
   const Node &scatter = p.nodes[size_t(k.nodes[0])];
-  const ir::View &init = scatter.operands[0];
-  const TensorType &o = p.buffer(out).type, &d = p.buffer(dying).type;
-  if (scatter.outputs[0] != out || init.buffer != dying || init.offset != 0 || init.sizes != o.sizes ||
-      init.strides != o.strides || d.dtype != o.dtype || d.strides != o.strides)
+  if (scatter.outputs[0] != out || scatter.operands[0].buffer != dying || !ir::scatter_copies_in_place_layout(p, scatter) ||
+      p.buffer(dying).type.strides != p.buffer(out).type.strides)
     return false;
   return std::none_of(scatter.body.instrs.begin(), scatter.body.instrs.end(),
                       [&](const ir::Instr &i) { return i.op == ir::Op::Load && i.buffer == dying; });

@@ -182,7 +182,7 @@ void KernelEmitter::emit_scatter() {
   } else {
     // An output the caller passes over the initial tensor's own memory (a graph input updated
     // in place: sched::inputs_writable_by; a KV cache taking its new rows) is a copy of itself.
-    bool identity = init.offset == 0 && init.sizes == ot.sizes && init.strides == ot.strides && it == ot.dtype;
+    bool identity = ir::scatter_copies_in_place_layout(p_, n);
     if (identity)
       w_.open("if (static_cast<const void *>(" + names_.at(out) + ") != static_cast<const void *>(" +
               names_.at(init.buffer) + "))");

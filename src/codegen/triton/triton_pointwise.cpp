@@ -161,8 +161,7 @@ void TritonEmitter::emit_scatter() {
     begin(k_.name + "_copy", l);
     // An output the caller passes over the initial tensor's own memory (a graph input updated
     // in place: sched::inputs_writable_by; a KV cache taking its new rows) copies nothing.
-    bool identity = init.buffer != out && init.offset == 0 && init.sizes == ot.sizes && init.strides == ot.strides &&
-                    it == ot.dtype;
+    bool identity = init.buffer != out && ir::scatter_copies_in_place_layout(p_, n);
     if (identity) {
       w_.line("if " + names_.at(init.buffer) + ".to(tl.int64) != " + names_.at(out) + ".to(tl.int64):");
       w_.indent();
