@@ -1319,6 +1319,27 @@ def _convolution_few_channels(dev):
                 make([16, 8, 3, 3]), make([16]), make([2, 16, 9, 7])]
 
 
+@op_case("convolution_1x1", [A.convolution.default, A.relu.default, A.add.Tensor], ("odd", "noncontig"))
+def _convolution_1x1(dev):
+    """1x1 convolutions, which coil runs as products where the channels are innermost: with
+    bias and relu; strided with a residual add; 1-d; on transposed weights; in bf16; and
+    two that stay convolutions (two groups, and channels outermost)."""
+    def fn(x4, w, b, res4, x1, w1, wt, xb4, wb, bb, xc):
+        c = A.convolution.default
+        x = x4.permute(0, 3, 1, 2)
+        return (A.relu.default(c(x, w, b, [1, 1], [0, 0], [1, 1], False, [0, 0], 1)),
+                A.relu.default(A.add.Tensor(c(x, w, None, [2, 2], [0, 0], [1, 1], False, [0, 0], 1),
+                                            res4.permute(0, 3, 1, 2))),
+                c(x1.permute(0, 2, 1), w1, b[:8], [1], [0], [1], False, [0], 1),
+                c(x, wt.transpose(0, 1), None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1),
+                c(xb4.permute(0, 3, 1, 2), wb, bb, [1, 1], [0, 0], [1, 1], False, [0, 0], 1),
+                c(x, w[:, :8], None, [1, 1], [0, 0], [1, 1], False, [0, 0], 2),
+                c(xc, w, b, [1, 1], [0, 0], [1, 1], False, [0, 0], 1))
+    return fn, [make([2, 6, 5, 16]), make([24, 16, 1, 1]), make([24]), make([2, 3, 3, 24]), make([2, 7, 16]),
+                make([8, 16, 1]), make([16, 24, 1, 1]), make([2, 4, 3, 32], bf16), make([16, 32, 1, 1], bf16),
+                make([16], bf16), make([2, 16, 6, 5])]
+
+
 @op_case("max_pool2d", [A.max_pool2d_with_indices.default], ("odd",))
 def _max_pool2d(dev):
     def fn(x, x3, xi):

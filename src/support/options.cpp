@@ -79,6 +79,10 @@ std::vector<Entry> registered_entries() {
       bool_option("cpp.onednn", true,
                   "run CPU matrix products and convolutions through oneDNN (with their epilogues as post-ops) when "
                   "coil was built with it; off: plain loops"),
+      bool_option("cpp.conv1x1_as_matmul", true,
+                  "run a 1x1 convolution without padding whose input and result hold their channels innermost as "
+                  "a oneDNN matmul on the tensors where they are; off: a oneDNN convolution, which reorders the "
+                  "weights into its blocked layout on every call"),
       bool_option("cpp.pch", true,
                   "compile CPU kernels with a precompiled header of the kernel prelude (built once per compiler, "
                   "flags and ISA)"),

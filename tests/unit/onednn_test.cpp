@@ -5,6 +5,7 @@
 // build without oneDNN). The layout line of each kernel says which library ran it.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <thread>
 
@@ -205,6 +206,35 @@ TEST_F(OneDnn, FewChannelConvolutionsInBlockedLayouts) {
                        }));
   std::string source = run_and_compare("op_convolution_few_channels");
   EXPECT_TRUE(contains(source, "{dnnl_f32, 4, {8, 3, 7, 7}, {147, 49, 7, 1}}")) << "plain weights: " << source;
+}
+
+// A 1x1 convolution whose input and result hold their channels innermost runs as a
+// oneDNN matmul on the tensors where they are (ConvolutionAsProduct in cpp_extern.cpp),
+// not as a convolution that reorders its weights on every call: with bias and relu, strided
+// with a residual add (the rows a batch of products), on transposed weights, and in bf16.
+// A 1-d convolution whose result is channels-first, a grouped one and a channels-first one
+// stay convolutions. Both ways match eager.
+TEST_F(OneDnn, OneByOneConvolutionsAsProducts) {
+  auto libraries = compile("op_convolution_1x1");
+  if (without_onednn(libraries)) GTEST_SKIP() << "coil was built without oneDNN";
+  std::string product = "oneDNN matmul, the 1x1 convolution as a product of its pixels by the weights";
+  EXPECT_EQ(libraries, (std::vector<std::string>{
+                           product + " plus the bias (post-ops: relu)",
+                           product + " (post-ops: add a_3[6, 3, 24], relu)",
+                           "oneDNN convolution",
+                           product,
+                           product + " plus the bias",
+                           "oneDNN convolution",
+                           "oneDNN convolution",
+                       }));
+  std::string source = run_and_compare("op_convolution_1x1");
+  // N, H and W of a stride-1 convolution are one dim of rows; a strided one's are 6 batches of 3.
+  EXPECT_TRUE(contains(source, "{dnnl_f32, 2, {60, 16}, {16, 1}}")) << source;
+  EXPECT_TRUE(contains(source, "{dnnl_f32, 3, {6, 3, 16}, {160, 32, 1}}")) << source;
+  options::set_override("cpp.conv1x1_as_matmul", "0");
+  libraries = compile("op_convolution_1x1");
+  EXPECT_EQ(std::count(libraries.begin(), libraries.end(), "oneDNN convolution (post-ops: relu)"), 1);
+  EXPECT_FALSE(contains(run_and_compare("op_convolution_1x1"), "product.run")) << "the option turns products off";
 }
 
 // The blocked copies of src, weights and dst belong to the calling thread: concurrent

@@ -97,7 +97,7 @@ TEST_F(Options, Defaults) {
 }
 
 TEST_F(Options, SortedByName) {
-  ASSERT_EQ(all().size(), 26u);
+  ASSERT_EQ(all().size(), 27u);
   for (size_t i = 1; i < all().size(); ++i) EXPECT_LT(all()[i - 1].name, all()[i].name);
 }
 
@@ -449,6 +449,15 @@ std::string streams_ir() {
 
 std::string cpu_source() { return build_cpu(rows_compilation().schedule).source; }
 
+// A 1x1 convolution in channels last, as C++.
+std::string conv1x1_source() {
+  return build_cpu(compile_graph(frontend::parse_graph(R"(class GraphModule(torch.nn.Module):
+    def forward(self, x: "f32[2, 4, 6, 6][144, 1, 24, 4]cpu", w: "f32[8, 4, 1, 1][4, 1, 1, 1]cpu"):
+        c: "f32[2, 8, 6, 6][288, 1, 48, 8]cpu" = torch.ops.aten.convolution.default(x, w, None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1)
+        return (c,)
+)", "conv1x1.py")).schedule).source;
+}
+
 std::string cpu_source_or_error() {
   try {
     return cpu_source();
@@ -506,6 +515,8 @@ std::vector<Row> rows(const std::string &scratch) {
       {"cpp.prefault", "0", "the generated C++ (no prefault of large outputs)", cpu_source},
       {"cpp.profile", "1", "the generated C++ (kernel timers)", cpu_source},
       {"cpp.onednn", "0", "the generated C++ (the matrix product as a loop)", cpu_source},
+      {"cpp.conv1x1_as_matmul", "0", "the generated C++ of a 1x1 convolution (a convolution, not a matmul)",
+       conv1x1_source},
       {"cpp.pch", "0", "the flags of the C++ compile (its cache entry's metadata names no header)",
        [] {
          std::string so = build_cpu(rows_compilation().schedule).so_path;

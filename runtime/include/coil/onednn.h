@@ -146,11 +146,20 @@ inline const dnnl_memory_desc_t &query_md(const_dnnl_primitive_desc_t pd, dnnl_q
   return *dnnl_primitive_desc_query_md(pd, what, 0);
 }
 
-/// Whether oneDNN implements `pd` with one of its slow kernels: gemm-based ("gemm:jit")
-/// or reference ("ref:any") ones rather than jit or brgemm ("jit:avx512_core", "brgconv:...").
-inline bool slow(const_dnnl_primitive_desc_t pd) {
+/// The name of the kernel oneDNN implements `pd` with: "jit:avx512_core", "brgconv:...",
+/// "gemm:jit", "ref:any"; "" when it does not say.
+inline const char *kernel_name(const_dnnl_primitive_desc_t pd) {
   const char *impl = nullptr;
-  if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success || !impl) return false;
+  return dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl ? impl : "";
+}
+
+/// Whether oneDNN implements `pd` with a reference kernel, the slowest.
+inline bool reference(const_dnnl_primitive_desc_t pd) { return std::strstr(kernel_name(pd), "ref"); }
+
+/// Whether oneDNN implements a convolution `pd` with one of its slow kernels: gemm-based
+/// ("gemm:jit") or reference ones rather than jit or brgemm.
+inline bool slow(const_dnnl_primitive_desc_t pd) {
+  const char *impl = kernel_name(pd);
   return std::strstr(impl, "ref") || (std::strstr(impl, "gemm") && !std::strstr(impl, "brg"));
 }
 
@@ -273,7 +282,8 @@ class Primitive {
            std::initializer_list<const void *> operands) const;
 
  private:
-  friend Primitive matmul(const Desc &, const Desc &, const Desc &, float, std::initializer_list<PostOp>, int64_t);
+  friend Primitive matmul(const Desc &, const Desc &, const Desc &, float, std::initializer_list<PostOp>, int64_t,
+                          bool, const Desc *);
   friend Primitive convolution(const Desc &, const Desc &, const Desc *, const Desc &, std::initializer_list<int64_t>,
                                std::initializer_list<int64_t>, std::initializer_list<int64_t>,
                                std::initializer_list<int64_t>, std::initializer_list<PostOp>, int64_t, bool);
@@ -310,15 +320,17 @@ class Primitive {
   }
 
   // Creates the primitive of `pd` (made when `s` is success); when oneDNN declined the
-  // call, says so on stderr and stays empty.
-  void create(const detail::DescPtr &pd, dnnl_status_t s, const char *what) {
+  // call, says so on stderr (unless `quiet`: the caller has another way) and stays empty.
+  void create(const detail::DescPtr &pd, dnnl_status_t s, const char *what, bool quiet = false) {
     if (s == dnnl_success) {
       scratchpad_ = detail::query_md(pd.get(), dnnl_query_scratchpad_md);
       s = dnnl_primitive_create(&primitive_, pd.get());
     }
     if (s == dnnl_success) return;
     primitive_ = nullptr;
-    std::fprintf(stderr, "coil: oneDNN declined a %s (%s); the kernel runs its plain loop\n", what, dnnl_status2str(s));
+    if (!quiet)
+      std::fprintf(stderr, "coil: oneDNN declined a %s (%s); the kernel runs its plain loop\n", what,
+                   dnnl_status2str(s));
   }
 
   // The reorders from the caller's src and weights into the layouts of `pd`, and from its
@@ -382,23 +394,29 @@ inline bool Primitive::run(const void *src, const void *weights, const void *bia
   return !dst_out_ || dst_out_.run(state.stream, scratchpad, state.blocked_dst.data, dst);
 }
 
-/// dst = scale * (src x weights) (matrices, or batches of them: rank 3), then the
-/// post-ops. `work` is the multiply-adds, which size the threads as threads_for does.
+/// dst = scale * (src x weights) (matrices, or batches of them: rank 3 or more, a batch
+/// of one broadcast), then the post-ops. `work` is the multiply-adds, which size the
+/// threads as threads_for does. `fast_only`: the caller has another way to make the call
+/// (a 1x1 convolution seen as a product), so a reference kernel counts as declined, and
+/// a declined call is not reported. `bias`: added before the post-ops, of dst's rank, its
+/// dims 1 but the last.
 inline Primitive matmul(const Desc &src, const Desc &weights, const Desc &dst, float scale,
-                        std::initializer_list<PostOp> post_ops, int64_t work) {
+                        std::initializer_list<PostOp> post_ops, int64_t work, bool fast_only = false,
+                        const Desc *bias = nullptr) {
   Primitive p(work);
   detail::ThreadCount threads(p.threads_);
   dnnl_matmul_desc_t op;
   detail::AttrPtr attr(nullptr, dnnl_primitive_attr_destroy);
   detail::DescPtr pd = detail::no_desc();
   dnnl_primitive_desc_t made = nullptr;
-  dnnl_status_t s = p.describe(src, weights, nullptr, dst)
-                        ? dnnl_matmul_desc_init(&op, &p.src_, &p.weights_, nullptr, &p.dst_)
+  dnnl_status_t s = p.describe(src, weights, bias, dst)
+                        ? dnnl_matmul_desc_init(&op, &p.src_, &p.weights_, bias ? &p.bias_ : nullptr, &p.dst_)
                         : dnnl_invalid_arguments;
   if (s == dnnl_success) s = p.attributes(&attr, scale, post_ops);
   if (s == dnnl_success) s = dnnl_primitive_desc_create(&made, &op, attr.get(), detail::engine(), nullptr);
   pd.reset(made);
-  p.create(pd, s, "matmul");
+  if (s == dnnl_success && fast_only && detail::reference(pd.get())) s = dnnl_unimplemented;
+  p.create(pd, s, "matmul", fast_only);
   return p;
 }
 
