@@ -1323,7 +1323,8 @@ def _convolution_few_channels(dev):
 def _convolution_1x1(dev):
     """1x1 convolutions, which coil runs as products where the channels are innermost: with
     bias and relu; strided with a residual add; 1-d; on transposed weights; in bf16; and
-    two that stay convolutions (two groups, and channels outermost)."""
+    two that stay convolutions (two groups, and channels outermost); transposed (a
+    convolution's input gradient) at stride 1, a product, and at stride 2, a convolution."""
     def fn(x4, w, b, res4, x1, w1, wt, xb4, wb, bb, xc):
         c = A.convolution.default
         x = x4.permute(0, 3, 1, 2)
@@ -1334,7 +1335,9 @@ def _convolution_1x1(dev):
                 c(x, wt.transpose(0, 1), None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1),
                 c(xb4.permute(0, 3, 1, 2), wb, bb, [1, 1], [0, 0], [1, 1], False, [0, 0], 1),
                 c(x, w[:, :8], None, [1, 1], [0, 0], [1, 1], False, [0, 0], 2),
-                c(xc, w, b, [1, 1], [0, 0], [1, 1], False, [0, 0], 1))
+                c(xc, w, b, [1, 1], [0, 0], [1, 1], False, [0, 0], 1),
+                c(x, wt, None, [1, 1], [0, 0], [1, 1], True, [0, 0], 1),
+                c(x, wt, None, [2, 2], [0, 0], [1, 1], True, [1, 1], 1))
     return fn, [make([2, 6, 5, 16]), make([24, 16, 1, 1]), make([24]), make([2, 3, 3, 24]), make([2, 7, 16]),
                 make([8, 16, 1]), make([16, 24, 1, 1]), make([2, 4, 3, 32], bf16), make([16, 32, 1, 1], bf16),
                 make([16], bf16), make([2, 16, 6, 5])]
@@ -2850,6 +2853,24 @@ def _convolution_backward(dev):
     return fn, [make([2, 6, 4, 4]), make([2, 4, 7, 6]), make([6, 2, 3, 3]), make([1, 4, 4, 4]), make([1, 3, 5, 5]),
                 make([4, 3, 2, 2]), make([2, 5, 5]), make([2, 3, 9]), make([5, 3, 3]),
                 make([2, 4, 5, 3]), make([2, 3, 12, 7]), make([4, 3, 3, 3])]
+
+
+@op_case("convolution_backward_1x1", [A.convolution_backward.default], ("odd", "noncontig"))
+def _convolution_backward_1x1(dev):
+    """convolution_backward of 1x1 convolutions, whose weight gradient is one product of the
+    pixels on the CPU: channels last at stride 1 (the rows views), channels first at stride 2
+    (the rows copied), channels last at stride 2 with the weight gradient alone, and 1-d."""
+    cb = A.convolution_backward.default
+
+    def fn(dy4, x4, w, dy2, x2, dy24, x24, dy3, x3, w3):
+        # [N, H, W, C] inputs seen as [N, C, H, W]: channels last.
+        dy, x, dycl, xcl = (t.permute(0, 3, 1, 2) for t in (dy4, x4, dy24, x24))
+        return (*cb(dy, x, w, [6], [1, 1], [0, 0], [1, 1], False, [0, 0], 1, [True, True, True]),
+                *cb(dy2, x2, w, None, [2, 2], [0, 0], [1, 1], False, [0, 0], 1, [True, True, False])[:2],
+                cb(dycl, xcl, w, None, [2, 2], [0, 0], [1, 1], False, [0, 0], 1, [False, True, False])[1],
+                *cb(dy3, x3, w3, [5], [1], [0], [1], False, [0], 1, [True, True, True]))
+    return fn, [make([2, 5, 4, 6]), make([2, 5, 4, 4]), make([6, 4, 1, 1]), make([2, 6, 4, 3]), make([2, 4, 7, 6]),
+                make([2, 4, 3, 6]), make([2, 7, 6, 4]), make([3, 5, 9]), make([3, 2, 9]), make([5, 2, 1])]
 
 
 @op_case("embedding_bag", [A._embedding_bag.default], ("odd", "size0"))

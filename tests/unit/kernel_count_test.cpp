@@ -44,6 +44,10 @@ const std::map<std::string, Fallback> kInductorFallbacks = {
       "grad_input (a transposed convolution) and, without groups on the CPU, grad_weight (a convolution), and "
       "generates grad_bias and the grouped grad_weight as reductions",
       4}},
+    {"op_convolution_backward_1x1",
+     {"Inductor runs the 4 convolution_backward calls through ATen's kernels; coil calls the library for "
+      "grad_input and grad_weight and generates the two grad_bias as reductions",
+      2}},
     {"op_sdpa_backward_cuda_ops",
      {"Inductor runs the fused CUDA attention ops and their backward ops through ATen's kernels; coil's attention "
       "kernels are extern calls, and it generates each backward op's D = rowsum(grad_out * out) and the copy of the "

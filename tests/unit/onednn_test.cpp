@@ -211,9 +211,10 @@ TEST_F(OneDnn, FewChannelConvolutionsInBlockedLayouts) {
 // A 1x1 convolution whose input and result hold their channels innermost runs as a
 // oneDNN matmul on the tensors where they are (ConvolutionAsProduct in cpp_extern.cpp),
 // not as a convolution that reorders its weights on every call: with bias and relu, strided
-// with a residual add (the rows a batch of products), on transposed weights, and in bf16.
-// A 1-d convolution whose result is channels-first, a grouped one and a channels-first one
-// stay convolutions. Both ways match eager.
+// with a residual add (the rows a batch of products), on transposed weights, in bf16, and a
+// transposed convolution at stride 1 (a convolution's input gradient). A 1-d convolution
+// whose result is channels-first, a grouped one, a channels-first one and a transposed one
+// at stride 2 stay convolutions. Both ways match eager.
 TEST_F(OneDnn, OneByOneConvolutionsAsProducts) {
   auto libraries = compile("op_convolution_1x1");
   if (without_onednn(libraries)) GTEST_SKIP() << "coil was built without oneDNN";
@@ -226,6 +227,8 @@ TEST_F(OneDnn, OneByOneConvolutionsAsProducts) {
                            product + " plus the bias",
                            "oneDNN convolution",
                            "oneDNN convolution",
+                           "oneDNN matmul, the 1x1 transposed convolution as a product of its pixels by the weights",
+                           "oneDNN transposed convolution",
                        }));
   std::string source = run_and_compare("op_convolution_1x1");
   // N, H and W of a stride-1 convolution are one dim of rows; a strided one's are 6 batches of 3.

@@ -209,7 +209,8 @@ std::string why_not_onednn(const ir::Program &p, const ir::Kernel &k, const sche
 
 // ---- a 1x1 convolution as a matrix product ------------------------------------------------
 
-// A convolution over a window of one element, with no padding and one group, whose input
+// A convolution over a window of one element (or a transposed one at stride 1), with no
+// padding and one group, whose input
 // and result hold their channels innermost (channels last), is a matrix product: each
 // output pixel is the input pixel under it (every stride-th) times the weights,
 // [N, pixels..., in] x [in, out] = [N, pixels..., out], on strided views of the caller's
@@ -255,14 +256,17 @@ void merge_rows(ConvolutionAsProduct &c) {
 }
 
 std::optional<ConvolutionAsProduct> convolution_as_product(const Node &n, const Shape &ranges, const sched::Epilogue &e) {
-  if (!options::get_bool("cpp.conv1x1_as_matmul") || n.extern_op != ir::ExternOp::Convolution || transposed(n) ||
+  if (!options::get_bool("cpp.conv1x1_as_matmul") || n.extern_op != ir::ExternOp::Convolution ||
       n.attrs.at("groups")[0] != 1)
     return std::nullopt;
   const ir::View &x = n.operands[0], &wt = n.operands[1], &bias = n.operands[2];
   const Shape &stride = n.attrs.at("stride"), &padding = n.attrs.at("padding");
   size_t spatial = wt.sizes.size() - 2;
+  // A transposed one (the gradient of a convolution's input) is a product at stride 1 only:
+  // at a larger stride it leaves the pixels between its inputs' zero.
+  bool swap = transposed(n);
   for (size_t d = 0; d < spatial; ++d)
-    if (wt.sizes[2 + d] != 1 || padding[d] != 0) return std::nullopt;
+    if (wt.sizes[2 + d] != 1 || padding[d] != 0 || (swap && stride[d] != 1)) return std::nullopt;
   if ((x.sizes[1] > 1 && x.strides[1] != 1) || (e.out.sizes[1] > 1 && e.out.strides[1] != 1)) return std::nullopt;
   // Many rows: the reorder is a few percent of the convolution (it moves the weights once,
   // each row multiplies them), and oneDNN's convolution was 1-3% faster than the product at
@@ -278,8 +282,10 @@ std::optional<ConvolutionAsProduct> convolution_as_product(const Node &n, const 
     c.src.strides[1 + d] = x.strides[2 + d] * stride[d];
   }
   c.weights = {wt.buffer, Shape(spatial, 1), Shape(spatial, 0), wt.offset};
-  c.weights.sizes.insert(c.weights.sizes.end(), {wt.sizes[1], wt.sizes[0]});
-  c.weights.strides.insert(c.weights.strides.end(), {wt.strides[1], wt.strides[0]});
+  // [out, in] (a transposed convolution's weights: [in, out]) as [in, out].
+  size_t in = swap ? 0 : 1, out = 1 - in;
+  c.weights.sizes.insert(c.weights.sizes.end(), {wt.sizes[in], wt.sizes[out]});
+  c.weights.strides.insert(c.weights.strides.end(), {wt.strides[in], wt.strides[out]});
   c.dst = channels_innermost(e.out);
   c.bias = {bias.buffer, c.dst.sizes, Shape(c.dst.sizes.size(), 0), bias.offset};
   if (bias.buffer >= 0) c.bias.strides.back() = bias.strides[0];
@@ -293,7 +299,7 @@ std::optional<ConvolutionAsProduct> convolution_as_product(const Node &n, const 
   // 512 -> 512 channels: 12 batches 0.60 against 0.81 ms, 16 batches 0.83 against 0.59).
   constexpr int64_t kMostBatches = 8;
   if (checked_numel(Shape(c.dst.sizes.begin(), c.dst.sizes.end() - 2)) > kMostBatches) return std::nullopt;
-  c.work = checked_numel(ranges) * wt.sizes[1];
+  c.work = checked_numel(ranges) * wt.sizes[in];
   return c;
 }
 
@@ -636,7 +642,8 @@ std::string extern_library(const ir::Program &p, const ir::Kernel &k) {
   std::string why_not = why_not_onednn(p, k, e);
   if (why_not.empty()) {
     if (auto c = convolution_as_product(n, k.ranges, e))
-      return std::string("oneDNN matmul, the 1x1 convolution as a product of its pixels by the weights") +
+      return std::string("oneDNN matmul, the 1x1 ") + (transposed(n) ? "transposed " : "") +
+             "convolution as a product of its pixels by the weights" +
              (c->bias.buffer >= 0 ? " plus the bias" : "") +
              (c->ops.empty() ? "" : " (post-ops: " + sched::str(p, c->ops) + ")");
     OnednnCall call = onednn_call(n, k.ranges, e);
