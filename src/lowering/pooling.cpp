@@ -466,7 +466,19 @@ std::vector<TensorRef> max_pool_backward(Lowering &l, const Node &n) {
   Shape planes(out.sizes.begin(), out.sizes.begin() + long(lead));
   Shape flat = planes;
   flat.push_back(out.sizes[lead] * out.sizes[lead + 1]);
-  TensorType acc{c, flat, contiguous_strides(flat), out.device};
+  // The sums in the result's layout where its two spatial dims are one (channels last, as
+  // a channels-last network's gradients are): its readers then walk both alike. In NCHW
+  // beside channels-last operands, the batch norm backward reading the tiny ResNet-18's
+  // stem took 1.27 ms, its lanes of channels gathering 1024 elements apart.
+  const Shape &os = out.strides;
+  bool merged = os[lead] == os[lead + 1] * out.sizes[lead + 1] &&
+                storage_extent(out) == checked_numel(out.sizes) && checked_numel(out.sizes) > 0;
+  Shape acc_strides = contiguous_strides(flat);
+  if (merged) {
+    acc_strides.assign(os.begin(), os.begin() + long(lead));
+    acc_strides.push_back(os[lead + 1]);
+  }
+  TensorType acc{c, flat, acc_strides, out.device};
   TensorRef zero = l.fill(acc, n.name + " zeros");
   TensorRef dense{-1, c, flat, acc.strides, 0};
   TensorRef sum = l.scatter(
