@@ -104,6 +104,11 @@ bool is_non_overlapping_and_dense(const Shape &sizes, const Shape &strides) {
   return true;
 }
 
+void channels_innermost(Shape &sizes, Shape &strides) {
+  std::rotate(sizes.begin() + 1, sizes.begin() + 2, sizes.end());
+  std::rotate(strides.begin() + 1, strides.begin() + 2, strides.end());
+}
+
 bool is_channels_last_contiguous(const Shape &sizes, const Shape &strides) {
   if (sizes.size() != 4 && sizes.size() != 5) return false;
   std::vector<size_t> order = {1};

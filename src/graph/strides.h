@@ -16,6 +16,10 @@ Shape broadcast_shapes(const Shape &a, const Shape &b);
 /// NHWC strides of a 4-d shape (NDHWC for 5-d).
 Shape channels_last_strides(const Shape &sizes);
 
+/// The dims [N, C, spatial...] of a layout reordered as [N, spatial..., C] (the order a
+/// channels-last tensor walks memory in), sizes and strides alike.
+void channels_innermost(Shape &sizes, Shape &strides);
+
 /// c10's is_channels_last_strides_2d / _3d: does this layout read as channels-last?
 bool is_channels_last(const Shape &sizes, const Shape &strides);
 

@@ -388,8 +388,7 @@ std::vector<TensorRef> convolution_backward(Lowering &l, const Node &n) {
       if (sampled) r.strides[k + 2] *= stride[k];
       r.sizes[k + 2] = dy.sizes[k + 2];
     }
-    std::rotate(r.sizes.begin() + 1, r.sizes.begin() + 2, r.sizes.end());
-    std::rotate(r.strides.begin() + 1, r.strides.begin() + 2, r.strides.end());
+    channels_innermost(r.sizes, r.strides);
     Shape rows = {checked_numel(Shape(r.sizes.begin(), r.sizes.end() - 1)), r.sizes.back()};
     auto strides = view_strides(r.sizes, r.strides, rows);
     if (!strides) return std::nullopt;

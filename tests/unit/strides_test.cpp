@@ -94,5 +94,16 @@ TEST(ViewSize, InfersMinusOne) {
   EXPECT_THROW(infer_view_size({3, 5}, 16), UserError);
 }
 
+TEST(ChannelsInnermost, MovesTheChannelsAfterTheSpatialDims) {
+  Shape sizes = {2, 3, 5, 7}, strides = {105, 1, 21, 3};
+  channels_innermost(sizes, strides);
+  EXPECT_EQ(sizes, (Shape{2, 5, 7, 3}));
+  EXPECT_EQ(strides, (Shape{105, 21, 3, 1}));
+  Shape sizes1 = {4, 6, 9}, strides1 = {54, 9, 1};
+  channels_innermost(sizes1, strides1);
+  EXPECT_EQ(sizes1, (Shape{4, 9, 6}));
+  EXPECT_EQ(strides1, (Shape{54, 1, 9}));
+}
+
 }  // namespace
 }  // namespace coil

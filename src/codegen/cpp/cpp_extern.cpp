@@ -26,6 +26,7 @@
 #include <optional>
 
 #include "codegen/cpp/cpp_ops.h"
+#include "graph/strides.h"
 #include "support/error.h"
 #include "support/options.h"
 
@@ -210,9 +211,9 @@ std::string why_not_onednn(const ir::Program &p, const ir::Kernel &k, const sche
 // ---- a 1x1 convolution as a matrix product ------------------------------------------------
 
 // A convolution over a window of one element (or a transposed one at stride 1), with no
-// padding and one group, whose input
-// and result hold their channels innermost (channels last), is a matrix product: each
-// output pixel is the input pixel under it (every stride-th) times the weights,
+// padding and one group, whose input and result hold their channels innermost (channels
+// last), is a matrix product: each output pixel is the input pixel under it (every
+// stride-th) times the weights,
 // [N, pixels..., in] x [in, out] = [N, pixels..., out], on strided views of the caller's
 // tensors that oneDNN's matmul reads where they are. oneDNN's convolution instead reorders
 // the weights into a blocked layout on every call (they may change between calls), which
@@ -227,8 +228,7 @@ struct ConvolutionAsProduct {
 
 // View `v` of a convolution's [N, C, spatial...] seen as [N, spatial..., C].
 ir::View channels_innermost(ir::View v) {
-  std::rotate(v.sizes.begin() + 1, v.sizes.begin() + 2, v.sizes.end());
-  std::rotate(v.strides.begin() + 1, v.strides.begin() + 2, v.strides.end());
+  coil::channels_innermost(v.sizes, v.strides);
   return v;
 }
 
