@@ -254,6 +254,7 @@ class Interpreter {
   void run_product(const Node &n);
   void run_scatter(const Node &n);
   void run_convolution(const Node &n);
+  void run_convolution_weight_grad(const Node &n);
   void run_attention(const Node &n);
   double read(const View &v, const std::vector<int64_t> &index) const;
 
@@ -499,8 +500,10 @@ void Interpreter::run_product(const Node &n) {
 
 // A direct convolution: groups, stride, padding and dilation, any number of spatial
 // dims. Transposed, output o gathers input i wherever o = i*stride - padding + k*dilation;
-// its weight is [in, out / groups, window...].
+// its weight is [in, out / groups, window...]. With attr weight_grad, the operands are x
+// and dy and the output the weight's gradient (run_convolution_weight_grad).
 void Interpreter::run_convolution(const Node &n) {
+  if (n.attrs.count("weight_grad") && n.attrs.at("weight_grad")[0]) return run_convolution_weight_grad(n);
   const View &x = n.operands[0], &w = n.operands[1], &bias = n.operands[2];
   const Buffer &out = p_.buffer(n.outputs[0]);
   const auto &stride = n.attrs.at("stride"), &padding = n.attrs.at("padding"), &dilation = n.attrs.at("dilation");
@@ -536,6 +539,34 @@ void Interpreter::run_convolution(const Node &n) {
         acc += read(x, xi) * read(w, wi);
       });
     }
+    store(n.outputs[0], n, point, Scalar::of(acc, out.type.dtype));
+  });
+}
+
+// dw[co, ci, k...] = sum over the batch and output positions o of dy[b, co, o] *
+// x[b, g * cin_g + ci, o * stride - padding + k * dilation], where that lies inside x.
+void Interpreter::run_convolution_weight_grad(const Node &n) {
+  const View &x = n.operands[0], &dy = n.operands[1];
+  const Buffer &out = p_.buffer(n.outputs[0]);
+  const auto &stride = n.attrs.at("stride"), &padding = n.attrs.at("padding"), &dilation = n.attrs.at("dilation");
+  int64_t cin_g = out.type.sizes[1], cout_g = out.type.sizes[0] / n.attrs.at("groups")[0];
+  size_t spatial = out.type.sizes.size() - 2;
+  Shape positions = {dy.sizes[0]};
+  positions.insert(positions.end(), dy.sizes.begin() + 2, dy.sizes.end());
+  std::vector<int64_t> point(out.type.sizes.size(), 0), at(positions.size(), 0);
+  for_each_point(out.type.sizes, point, 0, [&] {
+    int64_t co = point[0], channel = co / cout_g * cin_g + point[1];
+    double acc = 0;
+    for_each_point(positions, at, 0, [&] {
+      std::vector<int64_t> xi = {at[0], channel}, dyi = {at[0], co};
+      for (size_t d = 0; d < spatial; ++d) {
+        int64_t pos = at[d + 1] * stride[d] - padding[d] + point[d + 2] * dilation[d];
+        if (pos < 0 || pos >= x.sizes[d + 2]) return;
+        xi.push_back(pos);
+        dyi.push_back(at[d + 1]);
+      }
+      acc += read(dy, dyi) * read(x, xi);
+    });
     store(n.outputs[0], n, point, Scalar::of(acc, out.type.dtype));
   });
 }

@@ -342,7 +342,9 @@ std::vector<TensorRef> convolution(Lowering &l, const Node &n) {
 /// transposed convolution of grad_output by the weight (a library call, output_padding
 /// making up the rows the forward's stride dropped); grad_weight, for each weight element,
 /// the sum over the batch and output positions of grad_output times the input element it
-/// met (a reduction, masked where the window reached into padding); grad_bias, grad_output
+/// met (on the GPU a library call, cuDNN's backward filter pass; on the CPU a product or a
+/// convolution of swapped dims; else a reduction, masked where the window reached into
+/// padding); grad_bias, grad_output
 /// summed over all dims but the channels. Outputs output_mask leaves out are dead fills.
 std::vector<TensorRef> convolution_backward(Lowering &l, const Node &n) {
   const TensorRef &dy = l.ref(arg(n, "grad_output").as<ValueId>()), &x = l.ref(arg(n, "input").as<ValueId>());
@@ -413,6 +415,26 @@ std::vector<TensorRef> convolution_backward(Lowering &l, const Node &n) {
                                   xs->sizes[0]);
     outs.push_back(laid_out(l, n.name + " grad_weight", reshaped(l, n.name + " grad_weight", made, grad_weight.sizes),
                             grad_weight));
+  } else if (mask[1].as<bool>() && grad_weight.device.kind == Device::Kind::CUDA && l.options().conv_weight_grad_call) {
+    // On the GPU, the library's backward-filter pass (cuDNN's, as eager's and Inductor's),
+    // any window, stride, dilation and groups. It writes dw in the order of x and dy:
+    // channels last where both are, else contiguous; laid_out copies it where the graph
+    // wants it elsewhere.
+    bool channels_last = x.strides[1] == 1 && dy.strides[1] == 1 && x.sizes[1] > 1 && dy.sizes[1] > 1;
+    Shape strides = channels_last ? channels_last_strides(grad_weight.sizes) : contiguous_strides(grad_weight.sizes);
+    int64_t positions = dy.sizes[0];
+    for (size_t k = 0; k < spatial; ++k) positions *= dy.sizes[k + 2];
+    TensorRef made = extern_node(l, n.name + " grad_weight", ir::ExternOp::Convolution, {view_of(x), view_of(dy)},
+                                 TensorType{grad_weight.dtype, grad_weight.sizes, strides, grad_weight.device}, positions);
+    ir::Node &node = l.program().nodes.back();
+    node.attrs["stride"] = stride;
+    node.attrs["padding"] = padding;
+    node.attrs["dilation"] = dilation;
+    node.attrs["output_padding"] = std::vector<int64_t>(spatial, 0);
+    node.attrs["groups"] = {groups};
+    node.attrs["transposed"] = {0};
+    node.attrs["weight_grad"] = {1};
+    outs.push_back(laid_out(l, n.name + " grad_weight", made, grad_weight));
   } else if (mask[1].as<bool>() && groups == 1 && grad_weight.device.kind == Device::Kind::CPU) {
     // On the CPU, where oneDNN convolves and a generated reduction over the batch and every
     // output position would not keep up: dW[o, i, k] = sum over n, y of

@@ -222,6 +222,7 @@ ir::BufferId add_graph_buffer(ir::Program &p, const Value &v, ir::Buffer::Kind k
 LowerOptions LowerOptions::from_registry() {
   LowerOptions o;
   o.align_product_rows = options::get_string("extern.align_product_rows");
+  o.conv_weight_grad_call = options::get_string("extern.conv_weight_grad") == "library";
   return o;
 }
 

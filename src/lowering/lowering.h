@@ -26,6 +26,9 @@ struct LowerOptions {
   /// (lowering/extern.cpp, aligned rows): "auto" on the GPU for bf16 and f16 matrices of
   /// 2^20 elements or more, "always", or "never" (option extern.align_product_rows).
   std::string align_product_rows = "auto";
+  /// A convolution's weight gradient on the GPU as one library call (cuDNN's backward
+  /// filter pass), else a generated reduction (option extern.conv_weight_grad).
+  bool conv_weight_grad_call = true;
 
   static LowerOptions from_registry();
 };

@@ -218,7 +218,8 @@ struct BoundExtern {
   std::unique_ptr<LtMatmul> lt;
   const void *lt_a = nullptr, *lt_b = nullptr;
   void *lt_d = nullptr;
-  const void *x = nullptr, *w = nullptr, *bias = nullptr;  // Conv
+  // Conv, in cuDNN's names: a weight gradient writes w (dw) and reads y (dy).
+  const void *x = nullptr, *w = nullptr, *bias = nullptr;
   void *y = nullptr;
   // Conv through the backend API: the plan for this workspace's handle (when it is not the
   // one the step was prepared with) and the variant pack of its addresses.
@@ -265,7 +266,8 @@ std::string missing_library(const GpuExternPlan &plan) {
       if (!cublaslt_available()) return cublaslt_unavailable_reason();
       return plan.gemm.bias_copy.empty() ? "" : cublas_unavailable_reason();
     case GpuExternLibrary::CudnnForward:
-    case GpuExternLibrary::CudnnBackwardData: return cudnn_unavailable_reason();
+    case GpuExternLibrary::CudnnBackwardData:
+    case GpuExternLibrary::CudnnBackwardFilter: return cudnn_unavailable_reason();
   }
   return "";
 }
@@ -298,7 +300,8 @@ PreparedExtern::PreparedExtern(const Program &p, const Node &n, const sched::Epi
     case GpuExternLibrary::CublasGemm: mode_ = missing_.empty() ? Mode::Gemm : Mode::Host; break;
     case GpuExternLibrary::CublasLt: mode_ = missing_.empty() ? Mode::Lt : Mode::Host; break;
     case GpuExternLibrary::CudnnForward:
-    case GpuExternLibrary::CudnnBackwardData: mode_ = missing_.empty() ? Mode::Conv : Mode::Host; break;
+    case GpuExternLibrary::CudnnBackwardData:
+    case GpuExternLibrary::CudnnBackwardFilter: mode_ = missing_.empty() ? Mode::Conv : Mode::Host; break;
   }
   epilogue_on_host_ = epilogue_ && mode_ != Mode::Lt && mode_ != Mode::Nothing;
   if (mode_ == Mode::Lt) workspace_bytes_ = size_t(plan_.workspace_bytes);
@@ -349,11 +352,15 @@ void PreparedExtern::prepare_convolution(ExternHandles &handles) {
   cudnnHandle_t h = handles.dnn(what);
   cudnnAlgoPerf perf[16];
   int returned = 0;
-  if (c.transposed)
+  if (c.weight_grad)
+    COIL_CUDNN(cudnnGetConvolutionBackwardFilterAlgorithm_v7, h, d.x.desc, d.y.desc, d.conv.desc, d.w.desc, 16, &returned, perf);
+  else if (c.transposed)
     COIL_CUDNN(cudnnGetConvolutionBackwardDataAlgorithm_v7, h, d.w.desc, d.x.desc, d.conv.desc, d.y.desc, 16, &returned, perf);
   else
     COIL_CUDNN(cudnnGetConvolutionForwardAlgorithm_v7, h, d.x.desc, d.w.desc, d.conv.desc, d.y.desc, 16, &returned, perf);
-  d.algo = c.transposed ? CUDNN_CONVOLUTION_BWD_DATA_ALGO_1 : CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
+  d.algo = c.weight_grad  ? CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1
+           : c.transposed ? CUDNN_CONVOLUTION_BWD_DATA_ALGO_1
+                          : CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
   for (int i = 0; i < returned; ++i)
     if (perf[i].status == CUDNN_STATUS_SUCCESS && (d.math != CUDNN_FMA_MATH || perf[i].math_type == CUDNN_FMA_MATH)) {
       d.algo = perf[i].algo;
@@ -363,7 +370,10 @@ void PreparedExtern::prepare_convolution(ExternHandles &handles) {
       }
       break;
     }
-  if (c.transposed)
+  if (c.weight_grad)
+    COIL_CUDNN(cudnnGetConvolutionBackwardFilterWorkspaceSize, h, d.x.desc, d.y.desc, d.conv.desc, d.w.desc, d.algo,
+               &d.workspace);
+  else if (c.transposed)
     COIL_CUDNN(cudnnGetConvolutionBackwardDataWorkspaceSize, h, d.w.desc, d.x.desc, d.conv.desc, d.y.desc, d.algo, &d.workspace);
   else
     COIL_CUDNN(cudnnGetConvolutionForwardWorkspaceSize, h, d.x.desc, d.w.desc, d.conv.desc, d.y.desc, d.algo, &d.workspace);
@@ -434,17 +444,32 @@ void PreparedExtern::plan_backend(cudnnHandle_t h) {
     be.set(conv, CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, spatial, padding.data());
     be.finalize(conv);
 
-    // A transposed convolution is the backward pass of the data: x is dy, y is dx.
-    BackendDescriptor op = be.make(c.transposed ? CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR
-                                                : CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR);
-    be.set_descriptor(op, c.transposed ? CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY : CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, x);
-    be.set_descriptor(op, c.transposed ? CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W : CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, w);
-    be.set_descriptor(op, c.transposed ? CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX : CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, y);
-    be.set_descriptor(op, c.transposed ? CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC
-                                       : CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC,
-                      conv);
-    int alpha_name = c.transposed ? CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA : CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA;
-    int beta_name = c.transposed ? CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA : CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA;
+    // The operation's attributes for x, w, y, the convolution, alpha and beta. A transposed
+    // convolution is the backward pass of the data (x is dy, y is dx); a weight gradient
+    // the backward pass of the filter (w is dw, y is dy).
+    struct Names {
+      int op, x, w, y, conv, alpha, beta;
+    };
+    Names names = c.weight_grad
+                      ? Names{CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR,
+                              CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW,
+                              CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC,
+                              CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA}
+                  : c.transposed
+                      ? Names{CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR,
+                              CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W,
+                              CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC,
+                              CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA}
+                      : Names{CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR,
+                              CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W,
+                              CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC,
+                              CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA};
+    BackendDescriptor op = be.make(names.op);
+    be.set_descriptor(op, names.x, x);
+    be.set_descriptor(op, names.w, w);
+    be.set_descriptor(op, names.y, y);
+    be.set_descriptor(op, names.conv, conv);
+    int alpha_name = names.alpha, beta_name = names.beta;
     if (t == DType::F64) {
       double one = 1, zero = 0;
       be.set(op, alpha_name, CUDNN_TYPE_DOUBLE, 1, &one);
@@ -616,10 +641,13 @@ BoundExternPtr PreparedExtern::bind(ExternHandles &handles, const BufferAddress 
         break;
       }
       handles.dnn(what);
-      const View &x = n_.operands[0], &w = n_.operands[1];
+      // The second operand is the weight, or a weight gradient's dy; the output y, or dw.
+      const View &x = n_.operands[0], &second = n_.operands[1];
+      void *read = device_pointer(address(second.buffer), second.offset, t);
+      void *written = device_pointer(b->product_address(n_.outputs[0]), 0, t);
       b->x = device_pointer(address(x.buffer), x.offset, t);
-      b->w = device_pointer(address(w.buffer), w.offset, t);
-      b->y = device_pointer(b->product_address(n_.outputs[0]), 0, t);
+      b->w = plan_.conv.weight_grad ? written : read;
+      b->y = plan_.conv.weight_grad ? read : written;
       if (plan_.conv.bias) b->bias = device_pointer(address(n_.operands[2].buffer), n_.operands[2].offset, t);
       bind_backend(*b, handles);
       break;
@@ -681,6 +709,9 @@ void PreparedExtern::run(BoundExtern &b, CUstream stream) const {
       }
       if (b.plan)
         COIL_CUDNN(cudnnBackendExecute, h, b.plan, b.variant_pack.desc);
+      else if (plan_.conv.weight_grad)
+        COIL_CUDNN(cudnnConvolutionBackwardFilter, h, one, d.x.desc, b.x, d.y.desc, b.y, d.conv.desc, d.algo, b.workspace,
+                   d.workspace, zero, d.w.desc, const_cast<void *>(b.w));
       else if (plan_.conv.transposed)
         COIL_CUDNN(cudnnConvolutionBackwardData, h, one, d.w.desc, w, d.x.desc, b.x, d.conv.desc, d.algo, b.workspace,
                    d.workspace, zero, d.y.desc, b.y);

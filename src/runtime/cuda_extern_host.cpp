@@ -175,6 +175,25 @@ void run_extern_on_host(const Program &p, const Node &n, const BufferAddress &ad
           for (size_t d = 0; d < rank; ++d) at += o[d] * ot.strides[d];
           out.put(at, v);
         });
+  } else if (n.attrs.count("weight_grad") && n.attrs.at("weight_grad")[0]) {
+    const View &xv = n.operands[0], &dyv = n.operands[1];
+    const HostCopy &x = host.at(xv.buffer), &dy = host.at(dyv.buffer);
+    int spatial = int(ot.sizes.size()) - 2;
+    auto at4 = [&](const View &v, int64_t i0, int64_t i1, const int64_t *rest) {
+      int64_t idx[5] = {i0, i1, 0, 0, 0};
+      for (int d = 0; d < spatial; ++d) idx[2 + d] = rest[d];
+      return element(v, idx);
+    };
+    coil_rt::convolution_weight_grad(
+        spatial, ot.sizes.data(), xv.sizes.data(), dyv.sizes.data(), n.attrs.at("stride").data(),
+        n.attrs.at("padding").data(), n.attrs.at("dilation").data(), n.attrs.at("groups")[0],
+        [&](int64_t bi, int64_t c, const int64_t *pos) { return x.get(at4(xv, bi, c, pos)); },
+        [&](int64_t bi, int64_t c, const int64_t *pos) { return dy.get(at4(dyv, bi, c, pos)); },
+        [&](int64_t o, int64_t i, const int64_t *k, double v) {
+          int64_t at = o * ot.strides[0] + i * ot.strides[1];
+          for (int d = 0; d < spatial; ++d) at += k[d] * ot.strides[2 + d];
+          out.put(at, v);
+        });
   } else {
     const View &xv = n.operands[0], &wv = n.operands[1];
     const View *bv = n.operands.size() > 2 && n.operands[2].buffer >= 0 ? &n.operands[2] : nullptr;

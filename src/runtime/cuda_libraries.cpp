@@ -37,6 +37,9 @@ void bind_cudnn(Symbols &symbols, Cudnn &c) {
   symbols.need("cudnnGetConvolutionBackwardDataAlgorithm_v7", c.cudnnGetConvolutionBackwardDataAlgorithm_v7);
   symbols.need("cudnnGetConvolutionBackwardDataWorkspaceSize", c.cudnnGetConvolutionBackwardDataWorkspaceSize);
   symbols.need("cudnnConvolutionBackwardData", c.cudnnConvolutionBackwardData);
+  symbols.need("cudnnGetConvolutionBackwardFilterAlgorithm_v7", c.cudnnGetConvolutionBackwardFilterAlgorithm_v7);
+  symbols.need("cudnnGetConvolutionBackwardFilterWorkspaceSize", c.cudnnGetConvolutionBackwardFilterWorkspaceSize);
+  symbols.need("cudnnConvolutionBackwardFilter", c.cudnnConvolutionBackwardFilter);
   symbols.need("cudnnAddTensor", c.cudnnAddTensor);
   symbols.need("cudnnTransformTensor", c.cudnnTransformTensor);
   // All of the backend API or none of it.

@@ -77,6 +77,7 @@ constexpr int CUDNN_FMA_MATH = 3;
 // cudnnConvolutionBwdDataAlgo_t, each the most general of its kind.
 constexpr int CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM = 0;
 constexpr int CUDNN_CONVOLUTION_BWD_DATA_ALGO_1 = 1;
+constexpr int CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1 = 1;  // cudnnConvolutionBwdFilterAlgo_t
 
 // ---- cuDNN's backend (graph) API: a convolution planned once and run by one call, with
 // cudnn_graph.h's values. The legacy calls above plan inside every call (tens to hundreds
@@ -91,6 +92,7 @@ constexpr int CUDNN_BACKEND_ENGINECFG_DESCRIPTOR = 3;
 constexpr int CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR = 4;
 constexpr int CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR = 5;
 constexpr int CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR = 10;
+constexpr int CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR = 11;
 constexpr int CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR = 12;
 constexpr int CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR = 15;
 constexpr int CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR = 16;
@@ -133,6 +135,12 @@ constexpr int CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC = 708;
 constexpr int CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W = 709;
 constexpr int CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX = 710;
 constexpr int CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY = 711;
+constexpr int CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA = 712;
+constexpr int CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA = 713;
+constexpr int CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC = 714;
+constexpr int CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW = 715;
+constexpr int CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X = 716;
+constexpr int CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY = 717;
 constexpr int CUDNN_ATTR_OPERATIONGRAPH_HANDLE = 800;
 constexpr int CUDNN_ATTR_OPERATIONGRAPH_OPS = 801;
 constexpr int CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT = 900;
@@ -151,7 +159,8 @@ constexpr int CUDNN_HEUR_MODE_A = 3;
 constexpr int CUDNN_NUMERICAL_NOTE_TENSOR_CORE = 0;
 constexpr int CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS = 1;
 
-// cudnnConvolutionFwdAlgoPerf_t and cudnnConvolutionBwdDataAlgoPerf_t share this layout.
+// cudnnConvolutionFwdAlgoPerf_t, cudnnConvolutionBwdDataAlgoPerf_t and
+// cudnnConvolutionBwdFilterAlgoPerf_t share this layout.
 struct cudnnAlgoPerf {
   int algo;
   cudnnStatus_t status;
@@ -209,6 +218,20 @@ struct Cudnn {
                                                 cudnnConvolutionDescriptor_t conv, int algo, void *workspace,
                                                 size_t workspace_bytes, const void *beta,
                                                 cudnnTensorDescriptor_t dx_desc, void *dx);
+  cudnnStatus_t (*cudnnGetConvolutionBackwardFilterAlgorithm_v7)(cudnnHandle_t handle, cudnnTensorDescriptor_t x,
+                                                                 cudnnTensorDescriptor_t dy,
+                                                                 cudnnConvolutionDescriptor_t conv,
+                                                                 cudnnFilterDescriptor_t dw, int requested,
+                                                                 int *returned, cudnnAlgoPerf *results);
+  cudnnStatus_t (*cudnnGetConvolutionBackwardFilterWorkspaceSize)(cudnnHandle_t handle, cudnnTensorDescriptor_t x,
+                                                                  cudnnTensorDescriptor_t dy,
+                                                                  cudnnConvolutionDescriptor_t conv,
+                                                                  cudnnFilterDescriptor_t dw, int algo, size_t *bytes);
+  cudnnStatus_t (*cudnnConvolutionBackwardFilter)(cudnnHandle_t handle, const void *alpha, cudnnTensorDescriptor_t x_desc,
+                                                  const void *x, cudnnTensorDescriptor_t dy_desc, const void *dy,
+                                                  cudnnConvolutionDescriptor_t conv, int algo, void *workspace,
+                                                  size_t workspace_bytes, const void *beta,
+                                                  cudnnFilterDescriptor_t dw_desc, void *dw);
   cudnnStatus_t (*cudnnAddTensor)(cudnnHandle_t handle, const void *alpha, cudnnTensorDescriptor_t a_desc,
                                   const void *a, const void *beta, cudnnTensorDescriptor_t c_desc, void *c);
   cudnnStatus_t (*cudnnTransformTensor)(cudnnHandle_t handle, const void *alpha, cudnnTensorDescriptor_t x_desc,

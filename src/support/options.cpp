@@ -54,7 +54,7 @@ std::vector<Entry> registered_entries() {
       bool_option("fusion.horizontal", true, "fuse independent kernels of one iteration space that share reads"),
       int_option("fusion.max_streams", 16, 0,
                  "most buffers of 1 MiB or more a CPU kernel of horizontal fusion that saves little traffic may stream "
-                 "at once; 0: no limit (GPU kernels take none)"),
+                 "at once; 0: no limit (GPU kernels take none unless it is set)"),
       bool_option("fusion.inline_pointwise", true,
                   "recompute cheap pointwise producers inside consumers instead of storing them"),
       int_option("fusion.max_inline_reads", 8, 0, "most distinct loads a recomputed producer may add to a consumer (loads of tensors 16 times smaller "
@@ -64,6 +64,9 @@ std::vector<Entry> registered_entries() {
       choice_option("extern.align_product_rows", {"auto", "always", "never"},
                     "matrix products read operands and write results whose rows are not 16-byte aligned through "
                     "copies with padded rows (auto: bf16 and f16 matrices of 2^20 elements or more on the GPU)"),
+      choice_option("extern.conv_weight_grad", {"library", "loops"},
+                    "convolution weight gradients on the GPU: the library's backward-filter pass (cuDNN), or a generated "
+                    "reduction over the batch and output positions"),
       bool_option("layout.channels_last_convolutions", true,
                   "convolutions write channels-last outputs where an operand is, and the values after them follow"),
       bool_option("emulate_precision_casts", false,

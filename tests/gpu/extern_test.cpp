@@ -21,6 +21,7 @@
 #pragma GCC diagnostic ignored "-Wunused-variable"
 #include "coil/extern_loops.h"
 #pragma GCC diagnostic pop
+#include "graph/strides.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/cuda_extern.h"
 #include "support/error.h"
@@ -151,6 +152,22 @@ std::vector<double> reference(const Case &c) {
     out[size_t(off)] = round_to(ot.dtype, v);
   };
   auto get = [&](const View &v, const int64_t *idx) { return c.values.at(v.buffer)[size_t(at(v, idx))]; };
+  if (n.extern_op == ExternOp::Convolution && n.attrs.count("weight_grad")) {
+    const View &x = n.operands[0], &dy = n.operands[1];
+    int spatial = int(ot.sizes.size()) - 2;
+    auto full = [&](int64_t i0, int64_t i1, const int64_t *rest) {
+      std::vector<int64_t> idx = {i0, i1};
+      idx.insert(idx.end(), rest, rest + spatial);
+      return idx;
+    };
+    coil_rt::convolution_weight_grad(
+        spatial, ot.sizes.data(), x.sizes.data(), dy.sizes.data(), n.attrs.at("stride").data(), n.attrs.at("padding").data(),
+        n.attrs.at("dilation").data(), n.attrs.at("groups")[0],
+        [&](int64_t i, int64_t ch, const int64_t *pos) { return get(x, full(i, ch, pos).data()); },
+        [&](int64_t i, int64_t ch, const int64_t *pos) { return get(dy, full(i, ch, pos).data()); },
+        [&](int64_t o, int64_t i, const int64_t *k, double v) { put(full(o, i, k).data(), v); });
+    return out;
+  }
   if (n.extern_op == ExternOp::Convolution) {
     const View &x = n.operands[0], &w = n.operands[1], &b = n.operands[2];
     int spatial = int(w.sizes.size()) - 2;
@@ -292,6 +309,25 @@ void conv_case(Case &c, DType t, Shape x_sizes, Shape w_sizes, std::vector<int64
   View b = bias ? c.whole(c.buffer(t, {cout})) : View{};
   c.node(ExternOp::Convolution, {c.whole(x), c.whole(w), b}, t, out, channels_last_output ? channels_last(out) : Shape{}, {},
          conv_attrs(stride, padding, dilation, out_padding, groups, transposed, window));
+}
+
+// The weight gradient of a convolution of input [N, C, spatial...] by weight sizes `w`: a
+// call reading x and dy (dy's sizes as PyTorch computes the output's), writing dw, all
+// three channels-last or all contiguous.
+void weight_grad_case(Case &c, DType t, Shape x_sizes, Shape w_sizes, std::vector<int64_t> stride,
+                      std::vector<int64_t> padding, std::vector<int64_t> dilation, int64_t groups, bool channels_last) {
+  size_t spatial = w_sizes.size() - 2;
+  Shape dy_sizes = {x_sizes[0], w_sizes[0]};
+  int64_t positions = x_sizes[0];
+  for (size_t d = 0; d < spatial; ++d) {
+    dy_sizes.push_back((x_sizes[2 + d] + 2 * padding[d] - dilation[d] * (w_sizes[2 + d] - 1) - 1) / stride[d] + 1);
+    positions *= dy_sizes.back();
+  }
+  auto layout = [&](const Shape &sizes) { return channels_last ? channels_last_strides(sizes) : Shape{}; };
+  BufferId x = c.buffer(t, x_sizes, layout(x_sizes)), dy = c.buffer(t, dy_sizes, layout(dy_sizes));
+  auto attrs = conv_attrs(stride, padding, dilation, std::vector<int64_t>(spatial, 0), groups, false, positions);
+  attrs["weight_grad"] = {1};
+  c.node(ExternOp::Convolution, {c.whole(x), c.whole(dy)}, t, w_sizes, layout(w_sizes), {}, attrs);
 }
 
 void product(Case &c, ExternOp op, std::vector<View> operands, DType t, Shape out, int64_t inner, Shape out_strides = {},
@@ -521,6 +557,46 @@ void run_all() {
     Case c{"conv_transpose1d f32, dilation 2"};
     conv_case(c, DType::F32, {2, 6, 15}, {6, 4, 3}, {1}, {2}, {2}, {0}, 1, true, false);
     check(c, dnn, stream);
+  }
+  // Weight gradients: cuDNN's backward-filter pass (ResNet's 1x1 and 3x3 in channels
+  // last, strided, grouped, depthwise, 1-d and 3-d), and the host loops where it cannot.
+  const std::string filter = "cuDNN convolution backward filter";
+  for (DType t : {DType::F32, DType::BF16, DType::F16}) {
+    Case c{str_cat("conv2d weight gradient ", short_name(t), ", channels last, 3x3")};
+    weight_grad_case(c, t, {4, 16, 12, 10}, {24, 16, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, true);
+    check(c, filter + " (NHWC", stream);
+  }
+  for (Dnn path : {Dnn::Plan, Dnn::Legacy}) {
+    Case c{str_cat("conv2d weight gradient bf16, channels last, 1x1, stride 2, ",
+                   path == Dnn::Plan ? "execution plan" : "legacy calls")};
+    weight_grad_case(c, DType::BF16, {4, 32, 14, 14}, {64, 32, 1, 1}, {2, 2}, {0, 0}, {1, 1}, 1, true);
+    check(c, filter + " (NHWC", stream, path);
+  }
+  {
+    Case c{"conv2d weight gradient f32, groups 2, stride 2, padding 1, dilation 2"};
+    weight_grad_case(c, DType::F32, {2, 4, 11, 13}, {6, 2, 3, 3}, {2, 2}, {1, 1}, {2, 2}, 2, false);
+    check(c, filter + " (NCHW", stream);
+  }
+  {
+    Case c{"conv2d weight gradient f64, depthwise"};
+    weight_grad_case(c, DType::F64, {2, 6, 9, 9}, {6, 1, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 6, false);
+    check(c, filter, stream);
+  }
+  {
+    Case c{"conv1d weight gradient f32, stride 2, padding 3"};
+    weight_grad_case(c, DType::F32, {3, 5, 40}, {7, 5, 5}, {2}, {3}, {1}, 1, false);
+    check(c, filter, stream);
+  }
+  {
+    Case c{"conv3d weight gradient f32"};
+    weight_grad_case(c, DType::F32, {2, 3, 6, 7, 8}, {4, 3, 3, 3, 3}, {1, 1, 2}, {1, 0, 1}, {1, 1, 1}, 1, false);
+    check(c, filter, stream);
+  }
+  {
+    Case c{"conv2d weight gradient f32, channels-last tensors, contiguous 3x3 gradient (host loops)"};
+    weight_grad_case(c, DType::F32, {2, 8, 6, 6}, {8, 8, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, true);
+    c.p.buffers[size_t(c.the_node().outputs[0])].type.strides = contiguous_strides({8, 8, 3, 3});
+    check(c, host, stream);
   }
   {
     Case c{"conv2d i32 (host loops)"};

@@ -180,6 +180,35 @@ TEST(CudaExternLibrary, ConvolutionsGoToCudnn) {
   EXPECT_EQ(t.library(), "cuDNN convolution backward data, as a transposed convolution (NCHW, bf16, f32 accumulation)");
 }
 
+// A convolution's weight gradient (attr weight_grad: operands x and dy, output dw) is
+// cuDNN's backward-filter pass, dw written in the tensors' order.
+TEST(CudaExternLibrary, WeightGradientsGoToCudnnBackwardFilter) {
+  auto attrs = conv_attrs(2, false);
+  attrs["weight_grad"] = {1};
+  Call c;
+  BufferId x = c.buffer(DType::F32, {2, 4, 9, 9}), dy = c.buffer(DType::F32, {2, 6, 9, 9});
+  c.node(ir::ExternOp::Convolution, {c.whole(x), c.whole(dy)}, DType::F32, {6, 2, 3, 3}, attrs);
+  EXPECT_EQ(c.library(), "cuDNN convolution backward filter, the weight's gradient (NCHW, f32, TF32 off)");
+  codegen::GpuExternPlan plan = c.plan();
+  EXPECT_EQ(plan.library, codegen::GpuExternLibrary::CudnnBackwardFilter);
+  EXPECT_NE(plan.str().find("w [6, 2, 3, 3] NCHW (written), dy [2, 6, 9, 9][486, 81, 9, 1]"), std::string::npos)
+      << plan.str();
+
+  // Channels last: x and dy in NHWC, dw too; dw in NCHW is refused (cuDNN writes the
+  // filter in the tensors' order), and the host loops run it.
+  attrs = conv_attrs(1, false);
+  attrs["weight_grad"] = {1};
+  for (bool nhwc_dw : {true, false}) {
+    Call l;
+    x = l.buffer(DType::BF16, {2, 4, 9, 9}, {324, 1, 36, 4}), dy = l.buffer(DType::BF16, {2, 6, 9, 9}, {486, 1, 54, 6});
+    const ir::Node &n = l.node(ir::ExternOp::Convolution, {l.whole(x), l.whole(dy)}, DType::BF16, {6, 4, 3, 3}, attrs);
+    if (nhwc_dw) l.program.buffers[size_t(n.outputs[0])].type.strides = {36, 1, 12, 4};
+    EXPECT_EQ(l.library(), nhwc_dw ? "cuDNN convolution backward filter, the weight's gradient (NHWC, bf16, f32 accumulation)"
+                                   : "host loops: the weight's gradient is packed in NCHW order, the tensors in NHWC: "
+                                     "cuDNN writes a filter in the tensors' order");
+  }
+}
+
 TEST(CudaExternLibrary, AStridedWeightOrIntegersRunOnTheHost) {
   Call c;  // the weight a permuted view: a cuDNN filter has no strides
   BufferId x = c.buffer(DType::F32, {2, 4, 9, 9}), w = c.buffer(DType::F32, {4, 6, 3, 3});

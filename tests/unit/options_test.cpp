@@ -97,7 +97,7 @@ TEST_F(Options, Defaults) {
 }
 
 TEST_F(Options, SortedByName) {
-  ASSERT_EQ(all().size(), 27u);
+  ASSERT_EQ(all().size(), 28u);
   for (size_t i = 1; i < all().size(); ++i) EXPECT_LT(all()[i - 1].name, all()[i].name);
 }
 
@@ -447,6 +447,16 @@ std::string streams_ir() {
 )", "streams.py")).schedule.ir);
 }
 
+// A convolution's weight gradient on the GPU, lowered (no GPU needed).
+std::string weight_grad_ir() {
+  return ir::str(compile_graph(frontend::parse_graph(R"(class GraphModule(torch.nn.Module):
+    def forward(self, dy: "f32[2, 8, 6, 6][288, 36, 6, 1]cuda:0", x: "f32[2, 4, 6, 6][144, 36, 6, 1]cuda:0", w: "f32[8, 4, 3, 3][36, 9, 3, 1]cuda:0"):
+        b = torch.ops.aten.convolution_backward.default(dy, x, w, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1, [False, True, False])
+        dw: "f32[8, 4, 3, 3][36, 9, 3, 1]cuda:0" = b[1]
+        return (dw,)
+)", "weight_grad.py")).lowered);
+}
+
 std::string cpu_source() { return build_cpu(rows_compilation().schedule).source; }
 
 // A 1x1 convolution in channels last, as C++.
@@ -509,6 +519,7 @@ std::vector<Row> rows(const std::string &scratch) {
       {"fusion.memory_order_loops", "0", "the loops of a channels-last relu (logical order)", channels_last_ir},
       {"emulate_precision_casts", "1", "bf16 roundings in the fused IR", fused_ir},
       {"extern.align_product_rows", "always", "a product's operands and result with padded rows", unaligned_product_ir},
+      {"extern.conv_weight_grad", "loops", "a GPU convolution's weight gradient (a reduction, not a call)", weight_grad_ir},
       {"layout.channels_last_convolutions", "0", "the layouts of the graph after the passes", conv_graph_after_passes},
       {"num_threads", "3", "the threads of a compiled graph", threads_of_a_run},
       {"cpp.isa", "scalar", "the generated C++", cpu_source},

@@ -43,6 +43,35 @@ TEST_P(Reference, MatchesEager) {
   }
 }
 
+// The weight gradients of the convolution fixtures as the GPU lowers them (one call per
+// gradient, cuDNN's backward-filter pass there), run by the interpreter here: the same
+// graphs on cuda, against eager's outputs on the CPU. The GPU check runs the calls on cuDNN.
+TEST(ReferenceOnCuda, ConvolutionWeightGradientCallsMatchEager) {
+  for (const char *name : {"op_convolution_backward", "op_convolution_backward_1x1"}) {
+    SCOPED_TRACE(name);
+    std::filesystem::path dir = test::source_dir() / "tests" / "fixtures" / name;
+    std::string text = test::read_text(dir / "graph.py");
+    for (size_t at = 0; (at = text.find("]cpu\"", at)) != std::string::npos;) text.replace(at, 5, "]cuda:0\""), at += 8;
+    Graph g = frontend::parse_graph(text, (dir / "graph.py").string());
+    TensorList inputs = read_safetensors((dir / "inputs.safetensors").string());
+    TensorList expected = read_safetensors((dir / "expected.safetensors").string());
+    Compilation compiled = compile_graph(g, sched::ScheduleOptions{});
+    const ir::Program &p = compiled.lowered;
+    int calls = 0;
+    for (const ir::Node &n : p.nodes) calls += n.attrs.count("weight_grad") && n.attrs.at("weight_grad")[0];
+    EXPECT_GT(calls, 0) << "no weight gradient was lowered as a call";
+    std::vector<HostTensor> outputs = ir::interpret(ir::unfused(p), inputs);
+    ASSERT_EQ(outputs.size(), g.outputs().size());
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      const HostTensor *want = find_tensor(expected, output_tensor_name(i));
+      ASSERT_NE(want, nullptr);
+      Comparison c = compare(outputs[i], *want, default_tolerance(want->dtype, ir::max_reduction_size(p, p.outputs[i])));
+      EXPECT_TRUE(c.pass) << output_tensor_name(i) << ": " << c.mismatches << " mismatches, first " << c.first_mismatch
+                          << ", max abs error " << c.max_abs_error;
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Fixtures, Reference, testing::ValuesIn(test::fixture_dirs()),
                          [](const auto &info) { return info.param.filename().string(); });
 INSTANTIATE_TEST_SUITE_P(Examples, Reference, testing::ValuesIn(test::example_dirs()),

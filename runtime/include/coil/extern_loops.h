@@ -92,6 +92,48 @@ void convolution(int spatial, const int64_t *out_sizes, const int64_t *x_sizes, 
   }
 }
 
+/// The weight gradient of a convolution (not a transposed one): for each weight element
+/// [co, ci, k...], the sum over the batch and the output positions o of dy[b, co, o] times
+/// x[b, g*cin_g + ci, o*stride - padding + k*dilation] where that lies inside x.
+template <typename GetX, typename GetDy, typename Put>
+void convolution_weight_grad(int spatial, const int64_t *dw_sizes, const int64_t *x_sizes, const int64_t *dy_sizes,
+                             const int64_t *stride, const int64_t *padding, const int64_t *dilation, int64_t groups,
+                             GetX get_x, GetDy get_dy, Put put) {
+  int64_t cin_g = dw_sizes[1], cout_g = dw_sizes[0] / groups;
+  int64_t out_points = 1, window = 1;
+  for (int d = 0; d < spatial; ++d) {
+    out_points *= dy_sizes[2 + d];
+    window *= dw_sizes[2 + d];
+  }
+  int64_t total = dw_sizes[0] * cin_g * window;
+#pragma omp parallel for num_threads(threads_for(total * dy_sizes[0] * out_points)) schedule(static)
+  for (int64_t flat = 0; flat < total; ++flat) {
+    int64_t rest = flat;
+    std::vector<int64_t> k(static_cast<size_t>(spatial)), o(static_cast<size_t>(spatial)), xi(static_cast<size_t>(spatial));
+    for (int d = spatial - 1; d >= 0; --d) {
+      k[size_t(d)] = rest % dw_sizes[2 + d];
+      rest /= dw_sizes[2 + d];
+    }
+    int64_t ci = rest % cin_g, co = rest / cin_g, channel = co / cout_g * cin_g + ci;
+    double acc = 0;
+    for (int64_t batch = 0; batch < dy_sizes[0]; ++batch)
+      for (int64_t oflat = 0; oflat < out_points; ++oflat) {
+        int64_t orest = oflat;
+        bool inside = true;
+        for (int d = spatial - 1; d >= 0; --d) {
+          o[size_t(d)] = orest % dy_sizes[2 + d];
+          orest /= dy_sizes[2 + d];
+        }
+        for (int d = 0; d < spatial && inside; ++d) {
+          xi[size_t(d)] = o[size_t(d)] * stride[d] - padding[d] + k[size_t(d)] * dilation[d];
+          inside = xi[size_t(d)] >= 0 && xi[size_t(d)] < x_sizes[2 + d];
+        }
+        if (inside) acc += get_dy(batch, co, o.data()) * get_x(batch, channel, xi.data());
+      }
+    put(co, ci, k.data(), acc);
+  }
+}
+
 }  // namespace coil_rt
 
 // The oneDNN calls of kernels that src/codegen/cpp/cpp_extern.cpp hands to oneDNN: the

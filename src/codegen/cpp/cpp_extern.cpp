@@ -662,6 +662,10 @@ void emit_extern_kernel(const ir::Program &p, const ir::Kernel &k, const std::ma
     COIL_ASSERT(k.nodes.size() == 1, "an attention kernel takes no epilogue");
     return emit_attention(p, n, names, w);
   }
+  // lowering/extern.cpp makes weight gradients as calls for the GPU only (cuDNN's backward
+  // filter pass); the CPU's are products or convolutions of their own.
+  COIL_ASSERT(!n.attrs.count("weight_grad") || !n.attrs.at("weight_grad")[0], "a convolution weight gradient call (",
+              n.origin, ") in a CPU kernel");
   sched::Epilogue e = sched::epilogue_of(p, k);
   if (why_not_onednn(p, k, e).empty()) {
     if (auto c = convolution_as_product(n, k.ranges, e)) emit_convolution_as_product(p, *c, names, w);

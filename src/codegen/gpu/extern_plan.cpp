@@ -336,6 +336,8 @@ bool channels_last(const std::vector<int> &sizes, const std::vector<int> &stride
 
 TensorFormat other_format(TensorFormat f) { return f == TensorFormat::NCHW ? TensorFormat::NHWC : TensorFormat::NCHW; }
 
+std::string format_name(TensorFormat f) { return f == TensorFormat::NCHW ? "NCHW" : "NHWC"; }
+
 // The packed strides of cuDNN sizes in format `f`: NCHW row-major, NHWC with the channels
 // innermost, then the spatial dims, then the batch.
 std::vector<int> packed_strides(const std::vector<int> &sizes, TensorFormat f) {
@@ -353,26 +355,32 @@ std::vector<int> packed_strides(const std::vector<int> &sizes, TensorFormat f) {
 std::string plan_convolution(const Program &p, const Node &n, GpuExternPlan &plan, bool &empty) {
   if (std::string why = dtype_problem(p, n, "cuDNN", plan.dtype); !why.empty()) return why;
   ConvPlan &c = plan.conv;
-  const View &x = n.operands[0], &w = n.operands[1];
-  const View *bias = n.operands.size() > 2 && n.operands[2].buffer >= 0 ? &n.operands[2] : nullptr;
-  const TensorType &out = p.buffer(n.outputs[0]).type;
-  size_t spatial = w.sizes.size() - 2;
   c.transposed = n.attrs.count("transposed") && n.attrs.at("transposed")[0];
+  c.weight_grad = n.attrs.count("weight_grad") && n.attrs.at("weight_grad")[0];
+  const TensorType &out = p.buffer(n.outputs[0]).type;
+  // x, w and y as cuDNN names them: a weight gradient reads x and y (dy) and writes w (dw).
+  const View &x = n.operands[0];
+  const View written{n.outputs[0], out.sizes, out.strides, 0};
+  const View &w = c.weight_grad ? written : n.operands[1], &y = c.weight_grad ? n.operands[1] : written;
+  const View *bias = !c.weight_grad && n.operands.size() > 2 && n.operands[2].buffer >= 0 ? &n.operands[2] : nullptr;
+  size_t spatial = w.sizes.size() - 2;
   c.bias = bias != nullptr;
   if (spatial < 1 || spatial > 3) return str_cat("cuDNN convolves over 1 to 3 dims, not ", spatial);
   empty = out.numel() == 0;
   if (empty) return "";
-  for (const Shape *s : {&x.sizes, &w.sizes})
-    for (int64_t v : *s)
-      if (v == 0) return "an operand has no elements";
-  for (size_t d = 0; d < x.sizes.size(); ++d)
-    if (x.strides[d] <= 0 && x.sizes[d] > 1)
-      return str_cat("the input repeats its elements along dim ", d, " (stride ", x.strides[d], "), which a cuDNN tensor cannot");
+  for (const View *v : {&x, &w, &y})
+    for (int64_t s : v->sizes)
+      if (s == 0) return "an operand has no elements";
+  for (const View *v : {&x, &y})
+    for (size_t d = 0; d < v->sizes.size(); ++d)
+      if (v->strides[d] <= 0 && v->sizes[d] > 1)
+        return str_cat(v == &x ? "the input" : "the output's gradient", " repeats its elements along dim ", d,
+                       " (stride ", v->strides[d], "), which a cuDNN tensor cannot");
   if (bias && bias->strides[0] <= 0 && bias->sizes[0] > 1)
     return "the bias repeats one element (stride 0), which a cuDNN tensor cannot";
   int64_t groups = n.attrs.at("groups")[0];
   if (!to_cudnn(x.sizes, x.strides, spatial, c.x_sizes, &c.x_strides) || !to_cudnn(w.sizes, w.strides, spatial, c.w_sizes, nullptr) ||
-      !to_cudnn(out.sizes, out.strides, spatial, c.y_sizes, &c.y_strides) || !fits_int(groups))
+      !to_cudnn(y.sizes, y.strides, spatial, c.y_sizes, &c.y_strides) || !fits_int(groups))
     return "a size or stride is more than cuDNN's int takes";
   // NHWC when the input and the output both are; mixed orders stay as cuDNN's NCHW.
   bool both_nhwc = channels_last(c.x_sizes, c.x_strides) && channels_last(c.y_sizes, c.y_strides);
@@ -388,6 +396,9 @@ std::string plan_convolution(const Program &p, const Node &n, GpuExternPlan &pla
     return str_cat("the weight has strides ", shape_str(w.strides), ": a cuDNN filter is packed, in NCHW or NHWC order");
   c.filter = c.tensors;
   c.repack_filter = c.tensors == TensorFormat::NHWC ? !as_nhwc : !as_nchw;
+  if (c.repack_filter && c.weight_grad)
+    return str_cat("the weight's gradient is packed in ", format_name(other_format(c.tensors)), " order, the tensors in ",
+                   format_name(c.tensors), ": cuDNN writes a filter in the tensors' order");
   c.w_strides = packed_strides(c.w_sizes, c.filter);
   if (c.repack_filter) c.w_given_strides = packed_strides(c.w_sizes, other_format(c.filter));
   c.groups = int(groups);
@@ -413,8 +424,6 @@ std::string plan_convolution(const Program &p, const Node &n, GpuExternPlan &pla
 }
 
 // ---- printing ---------------------------------------------------------------------------------
-
-std::string format_name(TensorFormat f) { return f == TensorFormat::NCHW ? "NCHW" : "NHWC"; }
 
 std::string ints(const std::vector<int> &v) {
   std::string out = "[";
@@ -479,9 +488,10 @@ GpuExternPlan plan_gpu_extern(const Program &p, const Node &n, const sched::Epil
     bool empty = false;
     if (!is_product(n)) {
       if (std::string why = plan_convolution(p, n, plan, empty); !why.empty()) return host(why);
-      plan.library = empty ? GpuExternLibrary::Nothing
-                     : plan.conv.transposed ? GpuExternLibrary::CudnnBackwardData
-                                            : GpuExternLibrary::CudnnForward;
+      plan.library = empty                    ? GpuExternLibrary::Nothing
+                     : plan.conv.weight_grad  ? GpuExternLibrary::CudnnBackwardFilter
+                     : plan.conv.transposed   ? GpuExternLibrary::CudnnBackwardData
+                                              : GpuExternLibrary::CudnnForward;
       plan.workspace_bytes = empty ? 0 : -1;
       if (epilogue) plan.epilogue_host_reason = "cuBLASLt runs epilogues of matrix-matrix products, not of convolution";
       return plan;
@@ -528,9 +538,13 @@ std::string GpuExternPlan::words() const {
         base += str_cat(", the bias broadcast by ", gemm.bias_copy.size() == 1 ? "a GEMM" : "GEMMs", " with a vector of ones");
       break;
     case GpuExternLibrary::CudnnForward:
-    case GpuExternLibrary::CudnnBackwardData: {
-      base = str_cat("cuDNN convolution ", conv.transposed ? "backward data, as a transposed convolution" : "forward", " (",
-                     format_name(conv.tensors), ", ", precision_words(dtype), ")");
+    case GpuExternLibrary::CudnnBackwardData:
+    case GpuExternLibrary::CudnnBackwardFilter: {
+      base = str_cat("cuDNN convolution ",
+                     conv.weight_grad  ? "backward filter, the weight's gradient"
+                     : conv.transposed ? "backward data, as a transposed convolution"
+                                       : "forward",
+                     " (", format_name(conv.tensors), ", ", precision_words(dtype), ")");
       if (conv.repack_filter)
         base += str_cat(", the weight repacked to ", format_name(conv.filter), " by cudnnTransformTensor");
       if (conv.bias) base += ", the bias by cudnnAddTensor";
@@ -565,9 +579,10 @@ std::string GpuExternPlan::str() const {
       break;
     case GpuExternLibrary::CudnnForward:
     case GpuExternLibrary::CudnnBackwardData:
+    case GpuExternLibrary::CudnnBackwardFilter:
       out << "    x " << ints(conv.x_sizes) << ints(conv.x_strides) << ", w " << ints(conv.w_sizes) << " "
           << format_name(conv.repack_filter ? other_format(conv.filter) : conv.filter)
-          << (conv.repack_filter ? str_cat(" repacked to ", format_name(conv.filter)) : "") << ", y " << ints(conv.y_sizes) << ints(conv.y_strides) << "\n";
+          << (conv.repack_filter ? str_cat(" repacked to ", format_name(conv.filter)) : "") << (conv.weight_grad ? " (written), dy " : ", y ") << ints(conv.y_sizes) << ints(conv.y_strides) << "\n";
       out << "    padding " << ints(conv.padding) << " stride " << ints(conv.stride) << " dilation " << ints(conv.dilation)
           << " groups " << conv.groups << "\n";
       if (conv.bias) out << "    bias " << ints(conv.bias_sizes) << ints(conv.bias_strides) << "\n";

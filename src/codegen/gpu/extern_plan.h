@@ -21,8 +21,10 @@
 // input and output described by their strides (NHWC where both are channels-last), the
 // weight a packed cuDNN filter in NCHW or NHWC order (NHWC tensors pick NHWC when the
 // weight is packed both ways, as a 1x1 weight is), groups, dilation; the bias added
-// after by cudnnAddTensor; a transposed convolution is cuDNN's backward-data pass. f32
-// without TF32. The algorithm and its workspace are decided when the program is loaded.
+// after by cudnnAddTensor; a transposed convolution is cuDNN's backward-data pass, and a
+// weight gradient (attr weight_grad: operands x and dy, the output dw) its backward-filter
+// pass, dw packed in the tensors' order. f32 without TF32. The algorithm and its workspace
+// are decided when the program is loaded.
 //
 // Tests: tests/unit/cuda_extern_test.cpp (the plans, any machine), tests/gpu/extern_test.cpp
 // and tests/gpu/program_test.cpp (run on a GPU).
@@ -46,6 +48,7 @@ enum class GpuExternLibrary : uint8_t {
   CublasLt,           // cublasLtMatmul with an epilogue
   CudnnForward,       // cudnnConvolutionForward
   CudnnBackwardData,  // cudnnConvolutionBackwardData (a transposed convolution)
+  CudnnBackwardFilter,  // cudnnConvolutionBackwardFilter (a convolution's weight gradient)
   HostLoops,          // coil's plain loops on the host (runtime/include/coil/extern_loops.h)
 };
 
@@ -88,6 +91,9 @@ enum class TensorFormat : uint8_t { NCHW, NHWC };
 /// A convolution as cuDNN sees it: 4 or 5 dims (a 1-d convolution gains a unit height).
 struct ConvPlan {
   bool transposed = false;
+  /// The weight's gradient: x is the input, y the output's gradient (both read), w the
+  /// gradient written (never repacked).
+  bool weight_grad = false;
   bool bias = false;
   int groups = 1;
   TensorFormat filter = TensorFormat::NCHW;  // the filter's order as cuDNN reads it: the tensors'
@@ -110,7 +116,7 @@ struct GpuExternPlan {
   std::string host_reason;  // HostLoops: why no library takes the call
   DType dtype = DType::F32;
   GemmPlan gemm;            // CublasGemm, CublasLt
-  ConvPlan conv;            // CudnnForward, CudnnBackwardData
+  ConvPlan conv;            // CudnnForward, CudnnBackwardData, CudnnBackwardFilter
   /// With an epilogue fused onto the call: cuBLASLt's (library CublasLt), else the reason
   /// it runs on the host after the product, which then writes a buffer of its own.
   bool has_epilogue = false;
