@@ -175,51 +175,47 @@ void run_extern_on_host(const Program &p, const Node &n, const BufferAddress &ad
           for (size_t d = 0; d < rank; ++d) at += o[d] * ot.strides[d];
           out.put(at, v);
         });
-  } else if (n.attrs.count("weight_grad") && n.attrs.at("weight_grad")[0]) {
-    const View &xv = n.operands[0], &dyv = n.operands[1];
-    const HostCopy &x = host.at(xv.buffer), &dy = host.at(dyv.buffer);
+  } else {
+    // [i0, i1, rest...] of a view, and of the output.
     int spatial = int(ot.sizes.size()) - 2;
     auto at4 = [&](const View &v, int64_t i0, int64_t i1, const int64_t *rest) {
       int64_t idx[5] = {i0, i1, 0, 0, 0};
       for (int d = 0; d < spatial; ++d) idx[2 + d] = rest[d];
       return element(v, idx);
     };
-    coil_rt::convolution_weight_grad(
-        spatial, ot.sizes.data(), xv.sizes.data(), dyv.sizes.data(), n.attrs.at("stride").data(),
-        n.attrs.at("padding").data(), n.attrs.at("dilation").data(), n.attrs.at("groups")[0],
-        [&](int64_t bi, int64_t c, const int64_t *pos) { return x.get(at4(xv, bi, c, pos)); },
-        [&](int64_t bi, int64_t c, const int64_t *pos) { return dy.get(at4(dyv, bi, c, pos)); },
-        [&](int64_t o, int64_t i, const int64_t *k, double v) {
-          int64_t at = o * ot.strides[0] + i * ot.strides[1];
-          for (int d = 0; d < spatial; ++d) at += k[d] * ot.strides[2 + d];
-          out.put(at, v);
-        });
-  } else {
-    const View &xv = n.operands[0], &wv = n.operands[1];
-    const View *bv = n.operands.size() > 2 && n.operands[2].buffer >= 0 ? &n.operands[2] : nullptr;
-    const HostCopy &x = host.at(xv.buffer), &w = host.at(wv.buffer);
-    const HostCopy *bias = bv ? &host.at(bv->buffer) : nullptr;
-    int spatial = int(wv.sizes.size()) - 2;
-    bool transposed = n.attrs.count("transposed") && n.attrs.at("transposed")[0];
-    auto at4 = [&](const View &v, int64_t i0, int64_t i1, const int64_t *rest) {
-      int64_t idx[5] = {i0, i1, 0, 0, 0};
-      for (int d = 0; d < spatial; ++d) idx[2 + d] = rest[d];
-      return element(v, idx);
+    auto out_at = [&](int64_t i0, int64_t i1, const int64_t *rest) {
+      int64_t at = i0 * ot.strides[0] + i1 * ot.strides[1];
+      for (int d = 0; d < spatial; ++d) at += rest[d] * ot.strides[2 + d];
+      return at;
     };
-    coil_rt::convolution(
-        spatial, ot.sizes.data(), xv.sizes.data(), wv.sizes.data(), n.attrs.at("stride").data(),
-        n.attrs.at("padding").data(), n.attrs.at("dilation").data(), n.attrs.at("groups")[0], transposed,
-        bias != nullptr, [&](int64_t bi, int64_t c, const int64_t *pos) { return x.get(at4(xv, bi, c, pos)); },
-        [&](int64_t o, int64_t i, const int64_t *k) { return w.get(at4(wv, o, i, k)); },
-        [&](int64_t c) {
-          int64_t idx[1] = {c};
-          return bias->get(element(*bv, idx));
-        },
-        [&](int64_t bi, int64_t c, const int64_t *pos, double v) {
-          int64_t at = bi * ot.strides[0] + c * ot.strides[1];
-          for (int d = 0; d < spatial; ++d) at += pos[d] * ot.strides[2 + d];
-          out.put(at, v);
-        });
+    const View &xv = n.operands[0];
+    const HostCopy &x = host.at(xv.buffer);
+    if (n.attrs.count("weight_grad") && n.attrs.at("weight_grad")[0]) {
+      const View &dyv = n.operands[1];
+      const HostCopy &dy = host.at(dyv.buffer);
+      coil_rt::convolution_weight_grad(
+          spatial, ot.sizes.data(), xv.sizes.data(), dyv.sizes.data(), n.attrs.at("stride").data(),
+          n.attrs.at("padding").data(), n.attrs.at("dilation").data(), n.attrs.at("groups")[0],
+          [&](int64_t bi, int64_t c, const int64_t *pos) { return x.get(at4(xv, bi, c, pos)); },
+          [&](int64_t bi, int64_t c, const int64_t *pos) { return dy.get(at4(dyv, bi, c, pos)); },
+          [&](int64_t o, int64_t i, const int64_t *k, double v) { out.put(out_at(o, i, k), v); });
+    } else {
+      const View &wv = n.operands[1];
+      const View *bv = n.operands.size() > 2 && n.operands[2].buffer >= 0 ? &n.operands[2] : nullptr;
+      const HostCopy &w = host.at(wv.buffer);
+      const HostCopy *bias = bv ? &host.at(bv->buffer) : nullptr;
+      bool transposed = n.attrs.count("transposed") && n.attrs.at("transposed")[0];
+      coil_rt::convolution(
+          spatial, ot.sizes.data(), xv.sizes.data(), wv.sizes.data(), n.attrs.at("stride").data(),
+          n.attrs.at("padding").data(), n.attrs.at("dilation").data(), n.attrs.at("groups")[0], transposed,
+          bias != nullptr, [&](int64_t bi, int64_t c, const int64_t *pos) { return x.get(at4(xv, bi, c, pos)); },
+          [&](int64_t o, int64_t i, const int64_t *k) { return w.get(at4(wv, o, i, k)); },
+          [&](int64_t c) {
+            int64_t idx[1] = {c};
+            return bias->get(element(*bv, idx));
+          },
+          [&](int64_t bi, int64_t c, const int64_t *pos, double v) { out.put(out_at(bi, c, pos), v); });
+    }
   }
   if (!out.bytes.empty())
     check(driver().cuMemcpyHtoD(out.device, out.bytes.data(), out.bytes.size()), "cuMemcpyHtoD",

@@ -152,30 +152,25 @@ std::vector<double> reference(const Case &c) {
     out[size_t(off)] = round_to(ot.dtype, v);
   };
   auto get = [&](const View &v, const int64_t *idx) { return c.values.at(v.buffer)[size_t(at(v, idx))]; };
-  if (n.extern_op == ExternOp::Convolution && n.attrs.count("weight_grad")) {
-    const View &x = n.operands[0], &dy = n.operands[1];
+  if (n.extern_op == ExternOp::Convolution) {
+    const View &x = n.operands[0];
     int spatial = int(ot.sizes.size()) - 2;
     auto full = [&](int64_t i0, int64_t i1, const int64_t *rest) {
       std::vector<int64_t> idx = {i0, i1};
       idx.insert(idx.end(), rest, rest + spatial);
       return idx;
     };
-    coil_rt::convolution_weight_grad(
-        spatial, ot.sizes.data(), x.sizes.data(), dy.sizes.data(), n.attrs.at("stride").data(), n.attrs.at("padding").data(),
-        n.attrs.at("dilation").data(), n.attrs.at("groups")[0],
-        [&](int64_t i, int64_t ch, const int64_t *pos) { return get(x, full(i, ch, pos).data()); },
-        [&](int64_t i, int64_t ch, const int64_t *pos) { return get(dy, full(i, ch, pos).data()); },
-        [&](int64_t o, int64_t i, const int64_t *k, double v) { put(full(o, i, k).data(), v); });
-    return out;
-  }
-  if (n.extern_op == ExternOp::Convolution) {
-    const View &x = n.operands[0], &w = n.operands[1], &b = n.operands[2];
-    int spatial = int(w.sizes.size()) - 2;
-    auto full = [&](int64_t i0, int64_t i1, const int64_t *rest) {
-      std::vector<int64_t> idx = {i0, i1};
-      idx.insert(idx.end(), rest, rest + spatial);
-      return idx;
-    };
+    if (n.attrs.count("weight_grad")) {
+      const View &dy = n.operands[1];
+      coil_rt::convolution_weight_grad(
+          spatial, ot.sizes.data(), x.sizes.data(), dy.sizes.data(), n.attrs.at("stride").data(),
+          n.attrs.at("padding").data(), n.attrs.at("dilation").data(), n.attrs.at("groups")[0],
+          [&](int64_t i, int64_t ch, const int64_t *pos) { return get(x, full(i, ch, pos).data()); },
+          [&](int64_t i, int64_t ch, const int64_t *pos) { return get(dy, full(i, ch, pos).data()); },
+          [&](int64_t o, int64_t i, const int64_t *k, double v) { put(full(o, i, k).data(), v); });
+      return out;
+    }
+    const View &w = n.operands[1], &b = n.operands[2];
     coil_rt::convolution(
         spatial, ot.sizes.data(), x.sizes.data(), w.sizes.data(), n.attrs.at("stride").data(), n.attrs.at("padding").data(),
         n.attrs.at("dilation").data(), n.attrs.at("groups")[0], n.attrs.at("transposed")[0] != 0, b.buffer >= 0,
