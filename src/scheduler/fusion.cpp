@@ -11,7 +11,9 @@
 //   5. one of a few variable maps moves the other group into the kernel's variables so
 //      that every buffer passed inside the kernel is read at the point that wrote it,
 //   6. the row can be ordered into passes (steps): a value computed in a pass over the
-//      row is read in that pass only, a reduction's result after its pass.
+//      row is read in that pass only, a reduction's result after its pass,
+//   7. a second pass over the rows has rows enough to fill the device
+//      (ScheduleOptions::min_rows_for_second_pass; the GPU's).
 // Rounds repeat until nothing fuses; the reasons of the last round's failures are kept.
 #include "scheduler/fusion.h"
 
@@ -496,11 +498,26 @@ struct Fuser {
         move_into(trial, *m, map, outer ? Role::Outer : Role::Inner);
         auto reason = check_indices(p, trial);
         if (!reason) reason = order_steps(p, trial);
-        if (!reason) return trial;
+        if (!reason) {
+          // Every map orders the same passes: this reason holds for all of them.
+          if (auto narrow = second_pass_too_narrow(trial)) return *narrow;
+          return trial;
+        }
         if (first_reason.empty()) first_reason = *reason;
       }
     }
     return first_reason;
+  }
+
+  // Why a reduction kernel may not walk its rows a second time (ScheduleOptions::
+  // min_rows_for_second_pass), or nothing.
+  std::optional<std::string> second_pass_too_narrow(const Trial &t) const {
+    if (o.min_rows_for_second_pass <= 0 || t.kind != KernelKind::Reduction) return std::nullopt;
+    int64_t rows = checked_numel(t.ranges), rn = checked_numel(t.reduction_ranges);
+    int64_t passes = std::count_if(t.steps.begin(), t.steps.end(), [](const ir::Step &s) { return s.inner; });
+    if (passes < 2 || rows >= o.min_rows_for_second_pass || rows * rn < (int64_t(1) << 21)) return std::nullopt;
+    return str_cat("a second pass over ", rows, " rows of ", rn, " elements would run in at most ", rows,
+                   " programs, too few to fill the device (fewer than ", o.min_rows_for_second_pass, " rows)");
   }
 
   // The last value an extern group computes: its call's result, or its epilogue's.

@@ -33,10 +33,19 @@ struct ScheduleOptions {
   /// Horizontal fusion that saves little traffic stops where the kernel would stream more
   /// buffers of 1 MiB or more than this at once (a CPU core's prefetchers follow some
   /// sixteen streams: AdamW's updates of sixteen GPT-2 weights in one loop ran 2.5x slower
-  /// per element than one weight's); 0: no limit (the GPU's kernels, codegen::gpu_schedule_options).
+  /// per element than one weight's); 0: no limit. The GPU's kernels take the same limit:
+  /// GPT-2's AdamW step of 148 tensors on an H100 took 3.17 ms unlimited, 2.44 ms at 16.
   int64_t max_streams = 16;
   bool inline_pointwise = true;
   int64_t max_inline_reads = 8;
+  /// A reduction kernel walks each row again for the values that need the row's reduced
+  /// ones (a normalization after its statistics) in the same programs, one per row or per
+  /// block of rows. With fewer rows than this and 2^21 elements or more, that second walk
+  /// runs as a kernel of its own, and the reduction alone can be split across programs: on
+  /// a GPU, 64 channels of a channels-last batch norm ran in one program (ResNet-50's
+  /// training step, 22 ms for one kernel). 0: no limit (the CPU's threads share rows);
+  /// codegen::gpu_schedule_options sets it.
+  int64_t min_rows_for_second_pass = 0;
   /// order_loops: outer loops in their output's memory order, not its logical order.
   bool memory_order_loops = true;
   bool emulate_precision_casts = false;

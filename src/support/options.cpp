@@ -53,8 +53,8 @@ std::vector<Entry> registered_entries() {
       int_option("max_fusion_size", 64, 1, "most nodes one kernel may hold"),
       bool_option("fusion.horizontal", true, "fuse independent kernels of one iteration space that share reads"),
       int_option("fusion.max_streams", 16, 0,
-                 "most buffers of 1 MiB or more a CPU kernel of horizontal fusion that saves little traffic may stream "
-                 "at once; 0: no limit (GPU kernels take none unless it is set)"),
+                 "most buffers of 1 MiB or more a kernel of horizontal fusion that saves little traffic may stream "
+                 "at once; 0: no limit"),
       bool_option("fusion.inline_pointwise", true,
                   "recompute cheap pointwise producers inside consumers instead of storing them"),
       int_option("fusion.max_inline_reads", 8, 0, "most distinct loads a recomputed producer may add to a consumer (loads of tensors 16 times smaller "

@@ -555,7 +555,7 @@ void run_all() {
   }
   // Weight gradients: cuDNN's backward-filter pass (ResNet's 1x1 and 3x3 in channels
   // last, strided, grouped, depthwise, 1-d and 3-d), and the host loops where it cannot.
-  const std::string filter = "cuDNN convolution backward filter";
+  const std::string filter = "cuDNN convolution backward filter, the weight's gradient";
   for (DType t : {DType::F32, DType::BF16, DType::F16}) {
     Case c{str_cat("conv2d weight gradient ", short_name(t), ", channels last, 3x3")};
     weight_grad_case(c, t, {4, 16, 12, 10}, {24, 16, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, true);

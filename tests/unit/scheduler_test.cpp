@@ -296,6 +296,31 @@ TEST(SchedulerReject, ValueAcrossPasses) {
   EXPECT_EQ(loop_kernels(s), 2);
 }
 
+// A second pass over a reduction's rows (a normalization after its statistics) stays
+// apart where the rows are too few to fill a GPU (ScheduleOptions::min_rows_for_second_pass,
+// the GPU's); with fewer than 2^21 elements, or on the CPU, it is fused.
+TEST(SchedulerReject, SecondPassOverFewRows) {
+  auto schedule = [](const std::string &rows, const std::string &cols, int64_t min_rows) {
+    ScheduleOptions o;
+    o.min_rows_for_second_pass = min_rows;
+    std::string t = "f32[" + rows + ", " + cols + "][" + cols + ", 1]cpu";
+    return run("x: \"" + t + "\"", R"(
+        exp: ")" + t + R"(" = torch.ops.aten.exp.default(x)
+        sum_1: "f32[)" + rows + R"(, 1][1, 1]cpu" = torch.ops.aten.sum.dim_IntList(exp, [1], True)
+        div: ")" + t + R"(" = torch.ops.aten.div.Tensor(exp, sum_1)
+        return (div,)
+)",
+               o);
+  };
+  Schedule apart = schedule("64", "65536", 4096);
+  EXPECT_TRUE(rejected_with(apart, "a second pass over 64 rows of 65536 elements would run in at most 64 programs"))
+      << explain(apart);
+  EXPECT_EQ(loop_kernels(apart), 2);
+  EXPECT_EQ(loop_kernels(schedule("64", "65536", 0)), 1);
+  EXPECT_EQ(loop_kernels(schedule("64", "1024", 4096)), 1);
+  EXPECT_EQ(loop_kernels(schedule("4096", "1024", 4096)), 1);
+}
+
 // Decision 14: an inlined bf16 result is not rounded before its consumer, unless
 // emulate_precision_casts; a `_to_copy` to bf16 always rounds.
 TEST(SchedulerInline, LowPrecisionRoundingGoesWithTheStore) {

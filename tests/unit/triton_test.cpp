@@ -78,6 +78,18 @@ TEST(TritonLayout, ReductionStrategyFollowsTheShape) {
   EXPECT_NE(layout(sum("[512, 100000]", "[100000, 1]", "1", "[512][1]")).find("looped"), std::string::npos);
   EXPECT_NE(layout(sum("[4, 100000]", "[100000, 1]", "1", "[4][1]")).find("split"), std::string::npos);
   EXPECT_NE(layout(sum("[4096, 512]", "[512, 1]", "0", "[512][1]")).find("rows side by side"), std::string::npos);
+  // Batch norm's statistics over a channels-last batch: Welford's partials of 64 channels
+  // split across programs, the normalization a kernel of its own (the scheduler's
+  // min_rows_for_second_pass on the GPU).
+  std::string bn = layout(R"(class GraphModule(torch.nn.Module):
+    def forward(self, x: "f32[16, 64, 64, 64][262144, 1, 4096, 64]cpu", w: "f32[64][1]cpu", b: "f32[64][1]cpu", rm: "f32[64][1]cpu", rv: "f32[64][1]cpu"):
+        bn = torch.ops.aten._native_batch_norm_legit_functional.default(x, w, b, rm, rv, True, 0.1, 1e-05)
+        y: "f32[16, 64, 64, 64][262144, 1, 4096, 64]cpu" = bn[0]
+        m: "f32[64][1]cpu" = bn[1]
+        return (y, m)
+)");
+  EXPECT_NE(bn.find("split: 512 programs per block of XBLOCK rows side by side"), std::string::npos) << bn;
+  EXPECT_NE(bn.find("blocks of XBLOCK elements"), std::string::npos) << bn;
 }
 
 // ---- every fixture under the interpreter ---------------------------------------------------
@@ -179,6 +191,9 @@ TEST(TritonTuning, EveryCandidateMatchesTheReference) {
                            "        s: \"f32[2][1]cpu\" = torch.ops.aten.amax.default(x, [1])\n", "s")},
       {"split_columns", graph("x: \"f32[1024, 256][256, 1]cpu\"",
                               "        s: \"f32[256][1]cpu\" = torch.ops.aten.sum.dim_IntList(x, [0])\n", "s")},
+      {"split_welford", graph("x: \"f32[4096, 16][16, 1]cpu\"",
+                              "        v = torch.ops.aten.var_mean.correction(x, [0], correction = 1)\n"
+                              "        a: \"f32[16][1]cpu\" = v[0]\n        b: \"f32[16][1]cpu\" = v[1]\n", "a, b")},
       {"columns", graph("x: \"f32[512, 256][256, 1]cpu\"",
                         "        v = torch.ops.aten.var_mean.correction(x, [0], correction = 1)\n"
                         "        a: \"f32[256][1]cpu\" = v[0]\n        b: \"f32[256][1]cpu\" = v[1]\n", "a, b")},

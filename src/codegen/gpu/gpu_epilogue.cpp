@@ -49,7 +49,9 @@ std::string cublaslt_problem(const ir::Program &p, const ir::Node &call, const s
 sched::ScheduleOptions gpu_schedule_options(sched::ScheduleOptions base) {
   base.extern_epilogues = true;
   base.epilogue_check = cublaslt_epilogue_problem;
-  base.max_streams = 0;  // a GPU's memory system serves many streams; each launch saved counts
+  // A row walked again after its reduction runs as a kernel of its own where the rows are
+  // too few to fill the GPU (fusion.cpp, ScheduleOptions::min_rows_for_second_pass).
+  base.min_rows_for_second_pass = 4096;
   return base;
 }
 

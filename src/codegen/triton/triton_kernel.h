@@ -185,6 +185,8 @@ class TritonEmitter {
 
   // The reduction of the accumulator lanes after a looped pass: one value per row.
   std::vector<Value> reduce_looped(const Acc &a);
+  // Welford lanes (mean, m2, weight) along the reduced axis merged into one per row.
+  std::vector<Value> merge_welford(const std::string &mean, const std::string &m2, const std::string &weight);
 
   std::string cast_sum(const std::string &e, DType t);
 

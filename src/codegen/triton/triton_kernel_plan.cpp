@@ -25,8 +25,8 @@ T pick(T configured, T otherwise) {
 }
 
 // Whether the reduced elements of a row may be split across programs: a single pass of
-// combinable reductions (no argmax/argmin, no Welford) whose other members are internal,
-// followed by row values only.
+// combinable reductions (no argmax/argmin; Welford's partials merge by Chan's formula)
+// whose other members are internal, followed by row values only.
 bool splittable(const ir::Program &p, const ir::Kernel &k) {
   if (k.steps.empty() || !k.steps[0].inner) return false;
   for (size_t s = 1; s < k.steps.size(); ++s)
@@ -39,7 +39,7 @@ bool splittable(const ir::Program &p, const ir::Kernel &k) {
       continue;
     }
     ir::ReduceOp op = node.reduce_op;
-    if (op == ir::ReduceOp::ArgMax || op == ir::ReduceOp::ArgMin || op == ir::ReduceOp::Welford) return false;
+    if (op == ir::ReduceOp::ArgMax || op == ir::ReduceOp::ArgMin) return false;
   }
   return true;
 }
@@ -54,7 +54,7 @@ int64_t default_split(const ir::Program &p, const ir::Kernel &k, bool columns) {
   if (!columns) return rows > 64 || rn < 65536 ? 1 : std::clamp<int64_t>(next_pow2(ceil_div(rn, 32768)), 2, 1024);
   int64_t programs = ceil_div(rows, std::min<int64_t>(64, next_pow2(rows)));
   if (programs >= 256 || rn < 1024) return 1;
-  return std::clamp<int64_t>(next_pow2(ceil_div(512, programs)), 2, std::min<int64_t>(64, next_pow2(ceil_div(rn, 128))));
+  return std::clamp<int64_t>(next_pow2(ceil_div(512, programs)), 2, std::min<int64_t>(512, next_pow2(ceil_div(rn, 128))));
 }
 
 void plan_pointwise(TritonKernelPlan &plan, const ir::Program &p, const ir::Kernel &k, const TritonConfig &cfg) {
@@ -193,7 +193,7 @@ std::vector<TritonKernelPlan> tuning_plans(const ir::Program &p, const ir::Kerne
         add({std::min(b0, next_pow2(rows)), std::min(b1, rpow), w, 1, sp});
       if (splittable(p, k) && rn >= 1024)
         for (int64_t f : {sp * 2, sp / 2, sp * 4})
-          if (f >= 1 && f <= 64) add({d.block0, d.block1, d.num_warps, 1, f});
+          if (f >= 1 && f <= 1024) add({d.block0, d.block1, d.num_warps, 1, f});
       break;
     }
     case TritonStrategy::SplitRows:

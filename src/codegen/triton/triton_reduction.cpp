@@ -233,16 +233,17 @@ std::vector<Value> TritonEmitter::reduce_looped(const Acc &a) {
               arg_helper(a.node->reduce_op, "combine") + ")");
       return {def(pair + "_index[:, None]", kA0)};
     }
-    case ReduceOp::Welford: {
-      helpers_.insert("welford_combine");
-      std::string t = "wf" + std::to_string(next_acc_++);
-      w_.line(t + "_mean, " + t + "_m2, " + t + "_weight = tl.reduce((" + a.names[0] + ", " + a.names[1] + ", " + a.names[2] +
-              "), 1, _welford_combine)");
-      return {def(t + "_mean[:, None]", kA0), def(t + "_m2[:, None]", kA0), def(t + "_weight[:, None]", kA0)};
-    }
+    case ReduceOp::Welford: return merge_welford(a.names[0], a.names[1], a.names[2]);
   }
   (void)T;
   return {};
+}
+
+std::vector<Value> TritonEmitter::merge_welford(const std::string &mean, const std::string &m2, const std::string &weight) {
+  helpers_.insert("welford_combine");
+  std::string t = "wf" + std::to_string(next_acc_++);
+  w_.line(t + "_mean, " + t + "_m2, " + t + "_weight = tl.reduce((" + mean + ", " + m2 + ", " + weight + "), 1, _welford_combine)");
+  return {def(t + "_mean[:, None]", kA0), def(t + "_m2[:, None]", kA0), def(t + "_weight[:, None]", kA0)};
 }
 
 std::string TritonEmitter::cast_sum(const std::string &e, DType t) {
@@ -363,16 +364,21 @@ void TritonEmitter::emit_split(bool columns) {
   std::vector<std::pair<int, std::string>> partial_params;
   std::vector<int> scratch_ids;
   std::string row_mask = mask(kA0).empty() ? "" : ", " + mask(kA0);
+  // One partial per accumulator and program; a Welford's three (mean, m2, weight).
   for (const Acc &a : accs) {
-    Value r = reduce_looped(a)[0];
-    int id = (*next_scratch_)++;
-    DType t = a.node->reduce_op == ReduceOp::Any || a.node->reduce_op == ReduceOp::All ? DType::Bool : a.in;
-    (*scratch_)[id] = {t, rows * split};
-    std::string name = "partial_ptr" + std::to_string(scratch_ids.size());
-    std::string at = rows == 1 ? "split + xindex" : "split * " + std::to_string(rows) + " + xindex";
-    w_.line("tl.store(" + name + " + " + at + ", " + r.name + row_mask + ")");
-    scratch_ids.push_back(id);
-    partial_params.push_back({id, name});
+    ReduceOp op = a.node->reduce_op;
+    DType t = op == ReduceOp::Any || op == ReduceOp::All ? DType::Bool
+              : op == ReduceOp::Welford                 ? (a.in == DType::F64 ? DType::F64 : DType::F32)
+                                                        : a.in;
+    for (const Value &r : reduce_looped(a)) {
+      int id = (*next_scratch_)++;
+      (*scratch_)[id] = {t, rows * split};
+      std::string name = "partial_ptr" + std::to_string(scratch_ids.size());
+      std::string at = rows == 1 ? "split + xindex" : "split * " + std::to_string(rows) + " + xindex";
+      w_.line("tl.store(" + name + " + " + at + ", " + r.name + row_mask + ")");
+      scratch_ids.push_back(id);
+      partial_params.push_back({id, name});
+    }
   }
   // Kernel 1 reads what the pass reads and writes only the partials.
   std::vector<std::pair<int, std::string>> first;
@@ -388,7 +394,8 @@ void TritonEmitter::emit_split(bool columns) {
   // Kernel 2: combine the partials, then the row's members.
   Layout c;
   c.two_d = true;
-  c.block0 = columns ? std::min<int64_t>(64, next_pow2(rows)) : 1;
+  // At most 4,096 partials of a kind in one program's registers.
+  c.block0 = columns ? std::clamp<int64_t>(4096 / split, 1, std::min<int64_t>(64, next_pow2(rows))) : 1;
   c.block1 = split;
   c.n0 = rows;
   c.n1 = split;
@@ -396,11 +403,17 @@ void TritonEmitter::emit_split(bool columns) {
   begin(k_.name, c);
   emit_prologue();
   std::string all_rows = mask(kBoth).empty() ? "" : ", " + mask(kBoth);
-  for (size_t i = 0; i < accs.size(); ++i) {
-    const Acc &a = accs[i];
+  size_t next_partial = 0;
+  for (const Acc &a : accs) {
     std::string at = rows == 1 ? "rindex + xindex" : "rindex * " + std::to_string(rows) + " + xindex";
-    Value part = def("tl.load(" + partial_params[i].second + " + " + at + all_rows + ")", kBoth);
+    auto load_partial = [&] { return def("tl.load(" + partial_params[next_partial++].second + " + " + at + all_rows + ")", kBoth); };
     ReduceOp op = a.node->reduce_op;
+    if (op == ReduceOp::Welford) {
+      Value mean = load_partial(), m2 = load_partial(), weight = load_partial();
+      finish(a, merge_welford(mean.name, m2.name, weight.name));
+      continue;
+    }
+    Value part = load_partial();
     std::string e;
     if (op == ReduceOp::Sum) e = cast_sum("tl.sum(" + part.name + ", 1)", a.in);
     else if (op == ReduceOp::Prod) { helpers_.insert("prod"); e = "tl.reduce(" + part.name + ", 1, _prod)"; }
