@@ -191,6 +191,9 @@ TEST(TritonTuning, EveryCandidateMatchesTheReference) {
                            "        s: \"f32[2][1]cpu\" = torch.ops.aten.amax.default(x, [1])\n", "s")},
       {"split_columns", graph("x: \"f32[1024, 256][256, 1]cpu\"",
                               "        s: \"f32[256][1]cpu\" = torch.ops.aten.sum.dim_IntList(x, [0])\n", "s")},
+      {"split_stored", graph("x: \"f32[4096, 16][16, 1]cpu\"",
+                             "        y: \"f32[4096, 16][16, 1]cpu\" = torch.ops.aten.mul.Tensor(x, 2.0)\n"
+                             "        s: \"f32[16][1]cpu\" = torch.ops.aten.sum.dim_IntList(y, [0])\n", "y, s")},
       {"split_welford", graph("x: \"f32[4096, 16][16, 1]cpu\"",
                               "        v = torch.ops.aten.var_mean.correction(x, [0], correction = 1)\n"
                               "        a: \"f32[16][1]cpu\" = v[0]\n        b: \"f32[16][1]cpu\" = v[1]\n", "a, b")},

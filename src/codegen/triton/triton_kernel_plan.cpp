@@ -25,19 +25,16 @@ T pick(T configured, T otherwise) {
 }
 
 // Whether the reduced elements of a row may be split across programs: a single pass of
-// combinable reductions (no argmax/argmin; Welford's partials merge by Chan's formula)
-// whose other members are internal, followed by row values only.
+// combinable reductions (no argmax/argmin; Welford's partials merge by Chan's formula) and
+// members computed at each element (stored by the program whose chunk holds it), followed
+// by row values only.
 bool splittable(const ir::Program &p, const ir::Kernel &k) {
   if (k.steps.empty() || !k.steps[0].inner) return false;
   for (size_t s = 1; s < k.steps.size(); ++s)
     if (k.steps[s].inner) return false;
   for (int m : k.steps[0].nodes) {
     const ir::Node &node = p.nodes[size_t(m)];
-    if (node.kind != ir::NodeKind::Reduction) {
-      for (ir::BufferId b : node.outputs)
-        if (!contains(k.internal, b)) return false;  // an element stored at every point
-      continue;
-    }
+    if (node.kind != ir::NodeKind::Reduction) continue;
     ir::ReduceOp op = node.reduce_op;
     if (op == ir::ReduceOp::ArgMax || op == ir::ReduceOp::ArgMin) return false;
   }

@@ -352,12 +352,18 @@ void TritonEmitter::emit_split(bool columns) {
   r_limit_ = -1;
   std::string all = mask(kBoth);
   size_t next = 0;
+  inner_ = true;
   for (int m : step.nodes) {
     const Node &node = p_.nodes[size_t(m)];
+    if (node.kind != ir::NodeKind::Reduction) {
+      // Each element is in one program's chunk: a member stored at every point is stored here.
+      emit_pointwise_member(node);
+      continue;
+    }
     auto v = emit_body(node.body);
-    if (node.kind != ir::NodeKind::Reduction) continue;  // internal: read by the reductions
     accumulate(accs[next++], v[size_t(node.body.results[0])], all);
   }
+  inner_ = false;
   pop();
   w_.dedent();
   std::vector<std::pair<int, std::string>> params = buffer_params();
@@ -380,10 +386,16 @@ void TritonEmitter::emit_split(bool columns) {
       partial_params.push_back({id, name});
     }
   }
-  // Kernel 1 reads what the pass reads and writes only the partials.
+  // Kernel 1 reads what the pass reads and writes the pass's members and the partials;
+  // kernel 2 writes the rest.
+  auto stored_in_pass = [&](BufferId b) {
+    for (int m : step.nodes)
+      if (p_.nodes[size_t(m)].kind != ir::NodeKind::Reduction && contains(p_.nodes[size_t(m)].outputs, b)) return true;
+    return false;
+  };
   std::vector<std::pair<int, std::string>> first;
   for (const auto &pr : params)
-    if (!contains(k_.stores, pr.first)) first.push_back(pr);
+    if (!contains(k_.stores, pr.first) || stored_in_pass(pr.first)) first.push_back(pr);
   first.insert(first.end(), partial_params.begin(), partial_params.end());
   std::map<std::string, std::string> attrs = {
       {"layout", "split: " + std::to_string(split) + " programs per " + (columns ? "block of XBLOCK rows side by side" : "row") +
@@ -426,7 +438,7 @@ void TritonEmitter::emit_split(bool columns) {
     for (int m : k_.steps[s].nodes) emit_pointwise_member(p_.nodes[size_t(m)]);
   std::vector<std::pair<int, std::string>> second;
   for (const auto &pr : params)
-    if (contains(k_.stores, pr.first) || used_after_pass(pr.first)) second.push_back(pr);
+    if ((contains(k_.stores, pr.first) && !stored_in_pass(pr.first)) || used_after_pass(pr.first)) second.push_back(pr);
   second.insert(second.end(), partial_params.begin(), partial_params.end());
   end(second, int(std::clamp<int64_t>(c.block0 * split / 256, 1, 4)), {ceil_div(rows, c.block0), 1, 1},
       {{"layout", "combines " + std::to_string(split) + " partials per row, then the row's members"}});
