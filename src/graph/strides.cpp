@@ -110,7 +110,11 @@ void channels_innermost(Shape &sizes, Shape &strides) {
 }
 
 bool is_channels_last_contiguous(const Shape &sizes, const Shape &strides) {
-  if (sizes.size() != 4 && sizes.size() != 5) return false;
+  return (sizes.size() == 4 || sizes.size() == 5) && is_channels_innermost_packed(sizes, strides);
+}
+
+bool is_channels_innermost_packed(const Shape &sizes, const Shape &strides) {
+  if (sizes.size() < 2) return false;
   std::vector<size_t> order = {1};
   for (size_t d = sizes.size() - 1; d >= 2; --d) order.push_back(d);
   order.push_back(0);

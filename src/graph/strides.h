@@ -36,6 +36,11 @@ bool is_non_overlapping_and_dense(const Shape &sizes, const Shape &strides);
 /// every dim of size != 1; unlike is_contiguous, an empty tensor does not pass for free.
 bool is_channels_last_contiguous(const Shape &sizes, const Shape &strides);
 
+/// Packed with the channels (dim 1) innermost, then the spatial dims from the last, then the
+/// batch, at any rank from 2; dims of one element may have any stride. The layout the
+/// libraries call NHWC (NWC, NDHWC).
+bool is_channels_innermost_packed(const Shape &sizes, const Shape &strides);
+
 /// empty_like(t) under preserve_format as the graph-facing references compute it: t's
 /// dims ordered the way an elementwise op orders them, then packed densely (the dim
 /// order of a non-dense input is kept; empty tensors pack row-major).

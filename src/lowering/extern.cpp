@@ -419,8 +419,9 @@ std::vector<TensorRef> convolution_backward(Lowering &l, const Node &n) {
     // On the GPU, the library's backward-filter pass (cuDNN's, as eager's and Inductor's),
     // any window, stride, dilation and groups. It writes dw in the order of x and dy:
     // channels last where both are, else contiguous; laid_out copies it where the graph
-    // wants it elsewhere.
-    bool channels_last = x.strides[1] == 1 && dy.strides[1] == 1 && x.sizes[1] > 1 && dy.sizes[1] > 1;
+    // wants it elsewhere. The test is the plan's (codegen/gpu/extern_plan.cpp).
+    bool channels_last = x.sizes[1] > 1 && dy.sizes[1] > 1 && is_channels_innermost_packed(x.sizes, x.strides) &&
+                         is_channels_innermost_packed(dy.sizes, dy.strides);
     Shape strides = channels_last ? channels_last_strides(grad_weight.sizes) : contiguous_strides(grad_weight.sizes);
     int64_t positions = dy.sizes[0];
     for (size_t k = 0; k < spatial; ++k) positions *= dy.sizes[k + 2];

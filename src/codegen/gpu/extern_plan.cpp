@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "codegen/gpu/gpu_epilogue.h"
+#include "graph/strides.h"
 #include "support/error.h"
 
 namespace coil::codegen {
@@ -328,10 +329,7 @@ bool to_cudnn(const Shape &sizes, const Shape &strides, size_t spatial, std::vec
 // Whether a tensor of cuDNN's sizes and strides is channels-last (NHWC, NDHWC).
 bool channels_last(const std::vector<int> &sizes, const std::vector<int> &strides) {
   Shape s(sizes.begin(), sizes.end()), st(strides.begin(), strides.end());
-  std::vector<size_t> order = {1};
-  for (size_t d = s.size(); d-- > 2;) order.push_back(d);
-  order.push_back(0);
-  return s[1] > 1 && packed(s, st, order);
+  return s[1] > 1 && is_channels_innermost_packed(s, st);
 }
 
 TensorFormat other_format(TensorFormat f) { return f == TensorFormat::NCHW ? TensorFormat::NHWC : TensorFormat::NCHW; }
