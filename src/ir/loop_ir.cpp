@@ -126,6 +126,23 @@ Ranges ranges_of(const Shape &ranges, const Shape &reduction_ranges) {
   return r;
 }
 
+bool reads_rows_side_by_side(const std::vector<const Node *> &nodes, const Shape &ranges, const Shape &reduction_ranges,
+                             const std::function<bool(BufferId)> &in_memory) {
+  if (ranges.empty() || reduction_ranges.empty()) return false;
+  int n = int(ranges.size()), rr = -1;
+  for (size_t d = 0; d < reduction_ranges.size(); ++d)
+    if (reduction_ranges[d] > 1) rr = n + int(d);
+  if (rr < 0) return false;
+  Ranges r = ranges_of(ranges, reduction_ranges);
+  for (const Node *node : nodes)
+    for (const Instr &i : node->body.instrs) {
+      if (i.op != Op::Load || !i.indirect.empty() || !in_memory(i.buffer)) continue;
+      AccessFact fx = access_of(i.index, VarId{n - 1}, r), fr = access_of(i.index, VarId{rr}, r);
+      if (fx.kind == Access::Contiguous && fr.kind != Access::Contiguous) return true;
+    }
+  return false;
+}
+
 Expr store_index(const Node &node, const Buffer &out) {
   // A 0-d output has one element, stored at 0 in whatever loops the node was moved into
   // (its explicit index is empty as well: a sum to 0-d fused into a softmax's rows of [1]).

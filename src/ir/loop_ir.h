@@ -17,6 +17,7 @@
 // views are index expressions, never copies. Tests: tests/unit/loop_ir_test.cpp.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -169,6 +170,15 @@ Expr store_index(const Node &node, const Buffer &out);
 /// Ranges of a space whose variables are x0.. over `ranges` then the next ones over
 /// `reduction_ranges`: a node's or a kernel's loop variables.
 Ranges ranges_of(const Shape &ranges, const Shape &reduction_ranges = {});
+
+/// Whether a reduction over `ranges` x `reduction_ranges` reads its rows side by side: a
+/// load of one of `nodes` (in those variables) that reads memory by its own index (not a
+/// buffer `in_memory` says no to, not an index read from data) steps through neighbouring
+/// rows (the last kept variable) contiguously and through the reduced elements (the last
+/// reduced variable of more than one) not: a sum over dim 0, a channels-last batch norm.
+/// The GPU reduces such rows a block of them per program (codegen's Columns plans).
+bool reads_rows_side_by_side(const std::vector<const Node *> &nodes, const Shape &ranges, const Shape &reduction_ranges,
+                             const std::function<bool(BufferId)> &in_memory);
 
 /// Whether scatter node `n` starts from the whole of its initial tensor in its output's own
 /// dtype and layout: its copy is then element for element, a copy of itself where the output

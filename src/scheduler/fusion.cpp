@@ -12,8 +12,8 @@
 //      that every buffer passed inside the kernel is read at the point that wrote it,
 //   6. the row can be ordered into passes (steps): a value computed in a pass over the
 //      row is read in that pass only, a reduction's result after its pass,
-//   7. a second pass over the rows has rows enough to fill the device
-//      (ScheduleOptions::min_rows_for_second_pass; the GPU's).
+//   7. a second pass over the rows has programs enough to fill the device
+//      (ScheduleOptions::min_programs_for_second_pass; the GPU's).
 // Rounds repeat until nothing fuses; the reasons of the last round's failures are kept.
 #include "scheduler/fusion.h"
 
@@ -510,14 +510,26 @@ struct Fuser {
   }
 
   // Why a reduction kernel may not walk its rows a second time (ScheduleOptions::
-  // min_rows_for_second_pass), or nothing.
+  // min_programs_for_second_pass), or nothing.
   std::optional<std::string> second_pass_too_narrow(const Trial &t) const {
-    if (o.min_rows_for_second_pass <= 0 || t.kind != KernelKind::Reduction) return std::nullopt;
+    if (o.min_programs_for_second_pass <= 0 || !o.reduction_programs || t.kind != KernelKind::Reduction)
+      return std::nullopt;
     int64_t rows = checked_numel(t.ranges), rn = checked_numel(t.reduction_ranges);
     int64_t passes = std::count_if(t.steps.begin(), t.steps.end(), [](const ir::Step &s) { return s.inner; });
-    if (passes < 2 || rows >= o.min_rows_for_second_pass || rows * rn < (int64_t(1) << 21)) return std::nullopt;
-    return str_cat("a second pass over ", rows, " rows of ", rn, " elements would run in at most ", rows,
-                   " programs, too few to fill the device (fewer than ", o.min_rows_for_second_pass, " rows)");
+    if (passes < 2 || rows * rn < (int64_t(1) << 21)) return std::nullopt;
+    std::set<BufferId> written;
+    std::vector<const ir::Node *> members;
+    for (const auto &[i, n] : t.nodes) {
+      members.push_back(&n);
+      written.insert(n.outputs.begin(), n.outputs.end());
+    }
+    bool side_by_side = ir::reads_rows_side_by_side(members, t.ranges, t.reduction_ranges,
+                                                    [&](BufferId b) { return !written.count(b); });
+    int64_t programs = o.reduction_programs(rows, rn, side_by_side);
+    if (programs >= o.min_programs_for_second_pass) return std::nullopt;
+    return str_cat("a second pass over ", rows, " rows of ", rn, " elements", side_by_side ? " (side by side)" : "",
+                   " would run in ", programs, " programs, too few to fill the device (fewer than ",
+                   o.min_programs_for_second_pass, ")");
   }
 
   // The last value an extern group computes: its call's result, or its epilogue's.

@@ -40,12 +40,16 @@ struct ScheduleOptions {
   int64_t max_inline_reads = 8;
   /// A reduction kernel walks each row again for the values that need the row's reduced
   /// ones (a normalization after its statistics) in the same programs, one per row or per
-  /// block of rows. With fewer rows than this and 2^21 elements or more, that second walk
-  /// runs as a kernel of its own, and the reduction alone can be split across programs: on
-  /// a GPU, 64 channels of a channels-last batch norm ran in one program (ResNet-50's
-  /// training step, 22 ms for one kernel). 0: no limit (the CPU's threads share rows);
-  /// codegen::gpu_schedule_options sets it.
-  int64_t min_rows_for_second_pass = 0;
+  /// block of rows. Where that kernel would run in fewer programs than this (as
+  /// `reduction_programs` counts them) over 2^21 elements or more, the second walk runs as
+  /// a kernel of its own, and the reduction alone can be split across programs: on a GPU,
+  /// 64 channels of a channels-last batch norm ran in one program (ResNet-50's training
+  /// step, 22 ms for one kernel). 0: no limit (the CPU's threads share rows);
+  /// codegen::gpu_schedule_options sets both.
+  int64_t min_programs_for_second_pass = 0;
+  /// The programs an unsplit reduction kernel of `rows` rows of `rn` elements runs in, its
+  /// rows side by side in memory (ir::reads_rows_side_by_side) or not.
+  std::function<int64_t(int64_t rows, int64_t rn, bool side_by_side)> reduction_programs;
   /// order_loops: outer loops in their output's memory order, not its logical order.
   bool memory_order_loops = true;
   bool emulate_precision_casts = false;

@@ -3,6 +3,7 @@
 // the interpreter's check that a fused kernel only reads what its loop has at hand.
 #include <gtest/gtest.h>
 
+#include "codegen/gpu/gpu_epilogue.h"
 #include "driver/compile.h"
 #include "frontend/parser.h"
 #include "ir/interpreter.h"
@@ -297,28 +298,43 @@ TEST(SchedulerReject, ValueAcrossPasses) {
 }
 
 // A second pass over a reduction's rows (a normalization after its statistics) stays
-// apart where the rows are too few to fill a GPU (ScheduleOptions::min_rows_for_second_pass,
-// the GPU's); with fewer than 2^21 elements, or on the CPU, it is fused.
-TEST(SchedulerReject, SecondPassOverFewRows) {
-  auto schedule = [](const std::string &rows, const std::string &cols, int64_t min_rows) {
-    ScheduleOptions o;
-    o.min_rows_for_second_pass = min_rows;
-    std::string t = "f32[" + rows + ", " + cols + "][" + cols + ", 1]cpu";
+// apart where the GPU's plan would run the kernel in too few programs
+// (ScheduleOptions::min_programs_for_second_pass, codegen::gpu_schedule_options): a row per
+// program, or a block of 64 rows side by side; with fewer than 2^21 elements, or on the
+// CPU, it is fused.
+TEST(SchedulerReject, SecondPassOverFewPrograms) {
+  // softmax-like: exp, its sum over `dim`, the division
+  auto schedule = [](const std::string &sizes, const std::string &strides, const std::string &sum_type, int dim,
+                     bool gpu) {
+    std::string t = "f32" + sizes + strides + "cpu";
     return run("x: \"" + t + "\"", R"(
         exp: ")" + t + R"(" = torch.ops.aten.exp.default(x)
-        sum_1: "f32[)" + rows + R"(, 1][1, 1]cpu" = torch.ops.aten.sum.dim_IntList(exp, [1], True)
+        sum_1: ")" + sum_type + R"(cpu" = torch.ops.aten.sum.dim_IntList(exp, [)" + std::to_string(dim) + R"(], True)
         div: ")" + t + R"(" = torch.ops.aten.div.Tensor(exp, sum_1)
         return (div,)
 )",
-               o);
+               gpu ? codegen::gpu_schedule_options(ScheduleOptions{}) : ScheduleOptions{});
   };
-  Schedule apart = schedule("64", "65536", 4096);
-  EXPECT_TRUE(rejected_with(apart, "a second pass over 64 rows of 65536 elements would run in at most 64 programs"))
+  auto rows = [&](const std::string &r, const std::string &c, bool gpu) {
+    return schedule("[" + r + ", " + c + "]", "[" + c + ", 1]", "f32[" + r + ", 1][1, 1]", 1, gpu);
+  };
+  Schedule apart = rows("64", "65536", true);
+  EXPECT_TRUE(rejected_with(apart, "a second pass over 64 rows of 65536 elements would run in 64 programs"))
       << explain(apart);
   EXPECT_EQ(loop_kernels(apart), 2);
-  EXPECT_EQ(loop_kernels(schedule("64", "65536", 0)), 1);
-  EXPECT_EQ(loop_kernels(schedule("64", "1024", 4096)), 1);
-  EXPECT_EQ(loop_kernels(schedule("4096", "1024", 4096)), 1);
+  EXPECT_EQ(loop_kernels(rows("64", "65536", false)), 1);
+  EXPECT_EQ(loop_kernels(rows("64", "1024", true)), 1);     // 2^16 elements
+  EXPECT_EQ(loop_kernels(rows("512", "4096", true)), 1);    // 512 programs
+  EXPECT_EQ(loop_kernels(rows("4096", "1024", true)), 1);
+  // Rows side by side (the sum over dim 0): 64 columns are one block, one program.
+  auto columns = [&](const std::string &r, const std::string &c) {
+    return schedule("[" + r + ", " + c + "]", "[" + c + ", 1]", "f32[1, " + c + "][" + c + ", 1]", 0, true);
+  };
+  Schedule narrow = columns("32768", "64");
+  EXPECT_TRUE(rejected_with(narrow, "a second pass over 64 rows of 32768 elements (side by side) would run in 1 programs"))
+      << explain(narrow);
+  EXPECT_EQ(loop_kernels(narrow), 2);
+  EXPECT_EQ(loop_kernels(columns("128", "16384")), 1);      // 256 blocks of 64 columns
 }
 
 // Decision 14: an inlined bf16 result is not rounded before its consumer, unless

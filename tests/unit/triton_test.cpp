@@ -80,7 +80,7 @@ TEST(TritonLayout, ReductionStrategyFollowsTheShape) {
   EXPECT_NE(layout(sum("[4096, 512]", "[512, 1]", "0", "[512][1]")).find("rows side by side"), std::string::npos);
   // Batch norm's statistics over a channels-last batch: Welford's partials of 64 channels
   // split across programs, the normalization a kernel of its own (the scheduler's
-  // min_rows_for_second_pass on the GPU).
+  // min_programs_for_second_pass on the GPU).
   std::string bn = layout(R"(class GraphModule(torch.nn.Module):
     def forward(self, x: "f32[16, 64, 64, 64][262144, 1, 4096, 64]cpu", w: "f32[64][1]cpu", b: "f32[64][1]cpu", rm: "f32[64][1]cpu", rv: "f32[64][1]cpu"):
         bn = torch.ops.aten._native_batch_norm_legit_functional.default(x, w, b, rm, rv, True, 0.1, 1e-05)

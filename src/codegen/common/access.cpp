@@ -37,15 +37,10 @@ bool loads_transposed_in_last_two_dims(const ir::Program &p, const ir::Kernel &k
 }
 
 bool rows_contiguous_across_reduction(const ir::Program &p, const ir::Kernel &k) {
-  if (k.ranges.empty() || k.reduction_ranges.empty()) return false;
-  int n = int(k.ranges.size()), rr = -1;
-  for (size_t d = 0; d < k.reduction_ranges.size(); ++d)
-    if (k.reduction_ranges[d] > 1) rr = n + int(d);
-  if (rr < 0) return false;
-  ir::Ranges ranges = ir::ranges_of(k.ranges, k.reduction_ranges);
-  return any_direct_load(p, k, [&](const ir::Instr &i) {
-    ir::AccessFact fx = ir::access_of(i.index, ir::VarId{n - 1}, ranges), fr = ir::access_of(i.index, ir::VarId{rr}, ranges);
-    return fx.kind == ir::Access::Contiguous && fr.kind != ir::Access::Contiguous;
+  std::vector<const ir::Node *> members;
+  for (int m : k.nodes) members.push_back(&p.nodes[size_t(m)]);
+  return ir::reads_rows_side_by_side(members, k.ranges, k.reduction_ranges, [&](ir::BufferId b) {
+    return std::find(k.internal.begin(), k.internal.end(), b) == k.internal.end();
   });
 }
 

@@ -1,5 +1,6 @@
 #include "codegen/gpu/gpu_epilogue.h"
 
+#include "codegen/triton/triton_kernel_plan.h"
 #include "support/error.h"
 
 namespace coil::codegen {
@@ -49,9 +50,15 @@ std::string cublaslt_problem(const ir::Program &p, const ir::Node &call, const s
 sched::ScheduleOptions gpu_schedule_options(sched::ScheduleOptions base) {
   base.extern_epilogues = true;
   base.epilogue_check = cublaslt_epilogue_problem;
-  // A row walked again after its reduction runs as a kernel of its own where the rows are
-  // too few to fill the GPU (fusion.cpp, ScheduleOptions::min_rows_for_second_pass).
-  base.min_rows_for_second_pass = 4096;
+  // A row walked again after its reduction runs as a kernel of its own where the Triton
+  // plan's programs would be too few to fill the GPU, fewer than about one per
+  // multiprocessor of an H100 or H200 (132) (fusion.cpp, ScheduleOptions::
+  // min_programs_for_second_pass).
+  base.min_programs_for_second_pass = 128;
+  base.reduction_programs = [](int64_t rows, int64_t rn, bool side_by_side) {
+    int64_t per_program = default_rows_per_program(rows, rn, side_by_side);
+    return (rows + per_program - 1) / per_program;
+  };
   return base;
 }
 

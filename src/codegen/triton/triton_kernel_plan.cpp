@@ -49,7 +49,7 @@ int64_t default_split(const ir::Program &p, const ir::Kernel &k, bool columns) {
   int64_t rows = checked_numel(k.ranges), rn = checked_numel(k.reduction_ranges);
   if (!splittable(p, k)) return 1;
   if (!columns) return rows > 64 || rn < 65536 ? 1 : std::clamp<int64_t>(next_pow2(ceil_div(rn, 32768)), 2, 1024);
-  int64_t programs = ceil_div(rows, std::min<int64_t>(64, next_pow2(rows)));
+  int64_t programs = ceil_div(rows, default_rows_per_program(rows, rn, true));
   if (programs >= 256 || rn < 1024) return 1;
   return std::clamp<int64_t>(next_pow2(ceil_div(512, programs)), 2, std::min<int64_t>(512, next_pow2(ceil_div(rn, 128))));
 }
@@ -83,7 +83,7 @@ void plan_reduction(TritonKernelPlan &plan, const ir::Program &p, const ir::Kern
   if (split > 1) {
     plan.strategy = columns ? TritonStrategy::SplitColumns : TritonStrategy::SplitRows;
     plan.split = split;
-    plan.block0 = columns ? pick(cfg.block0, std::min<int64_t>(64, next_pow2(rows))) : 1;
+    plan.block0 = columns ? pick(cfg.block0, default_rows_per_program(rows, rn, true)) : 1;
     plan.block1 = pick(cfg.block1, int64_t(columns ? 64 : 2048));
     plan.warps = pick(cfg.num_warps, columns ? 4 : 8);
     return;
@@ -92,12 +92,12 @@ void plan_reduction(TritonKernelPlan &plan, const ir::Program &p, const ir::Kern
   int64_t rpow = next_pow2(std::max<int64_t>(rn, 1));
   if (columns) {
     plan.strategy = TritonStrategy::Columns;
-    plan.block0 = pick(cfg.block0, std::min<int64_t>(64, next_pow2(rows)));
+    plan.block0 = pick(cfg.block0, default_rows_per_program(rows, rn, true));
     plan.block1 = std::min(pick(cfg.block1, int64_t(64)), rpow);
   } else if (rpow <= o.max_persistent_rblock) {
     plan.strategy = TritonStrategy::Persistent;
     plan.block1 = rpow;
-    plan.block0 = pick(cfg.block0, std::clamp<int64_t>(1024 / rpow, 1, std::min<int64_t>(64, next_pow2(std::max<int64_t>(rows, 1)))));
+    plan.block0 = pick(cfg.block0, default_rows_per_program(rows, rn, false));
   } else {
     plan.strategy = TritonStrategy::Looped;
     plan.block0 = 1;
@@ -107,6 +107,12 @@ void plan_reduction(TritonKernelPlan &plan, const ir::Program &p, const ir::Kern
 }
 
 }  // namespace
+
+int64_t default_rows_per_program(int64_t rows, int64_t rn, bool side_by_side) {
+  int64_t most = std::min<int64_t>(64, next_pow2(std::max<int64_t>(rows, 1)));
+  if (side_by_side) return most;
+  return std::clamp<int64_t>(1024 / next_pow2(std::max<int64_t>(rn, 1)), 1, most);
+}
 
 const char *strategy_name(TritonStrategy s) {
   switch (s) {

@@ -50,6 +50,12 @@ TritonKernelPlan plan_triton_kernel(const ir::Program &p, const ir::Kernel &k, c
 std::vector<TritonKernelPlan> tuning_plans(const ir::Program &p, const ir::Kernel &k, const TritonKernelPlan &plan,
                                            const TritonOptions &o);
 
+/// The rows one program of an unsplit reduction holds by default: a block of up to 64 rows
+/// side by side (Columns), or as many rows as fill 1,024 elements (Persistent; a Looped
+/// plan's row of more than 1,024 is one). The scheduler counts programs by it
+/// (gpu_schedule_options).
+int64_t default_rows_per_program(int64_t rows, int64_t rn, bool side_by_side);
+
 /// Every plan as text, a block per kernel (kernel_plans.txt of the GPU).
 std::string plans_str(const std::vector<TritonKernelPlan> &plans);
 
