@@ -83,6 +83,13 @@ using WindowTotal = std::function<int(BodyBuilder &, const std::vector<Expr> &ou
 /// elementwise op.
 constexpr int64_t kUnrolledWindow = 25;
 
+/// Window position `flat` of `window`, counted row-major over its dims.
+std::vector<Expr> window_point(const Shape &window, int64_t flat) {
+  std::vector<Expr> r(window.size(), Expr(0));
+  for (size_t k = window.size(); k-- > 0; flat /= window[k]) r[k] = Expr(flat % window[k]);
+  return r;
+}
+
 /// The sum (`op` Sum) or maximum (Max, NaN winning as in max_pool2d) over each output's
 /// window of `body`, as a function the output's pointwise body calls: unrolled for small
 /// windows, else a Reduction node whose result it loads.
@@ -99,11 +106,8 @@ WindowTotal window_fold(Lowering &l, const TensorType &type, const Shape &window
   Op combine = op == ReduceOp::Max ? Op::Maximum : Op::Add;
   return [window, body, combine, size, dtype = type.dtype](BodyBuilder &b, const std::vector<Expr> &o) {
     int total = -1;
-    for (int64_t flat = 0; flat < size; ++flat) {  // row-major over the window's dims
-      std::vector<Expr> r(window.size(), Expr(0));
-      for (size_t k = window.size(), rest = size_t(flat); k-- > 0; rest /= size_t(window[k]))
-        r[k] = Expr(int64_t(rest % size_t(window[k])));
-      int v = body(b, o, r);
+    for (int64_t flat = 0; flat < size; ++flat) {
+      int v = body(b, o, window_point(window, flat));
       total = total < 0 ? v : b.binary(combine, total, v, dtype);
     }
     return total;
@@ -113,10 +117,25 @@ WindowTotal window_fold(Lowering &l, const TensorType &type, const Shape &window
 /// Where each output's window has its maximum, as eager's max pooling finds it, in
 /// row-major order over the window: the last NaN if the window holds one, else the first of
 /// the largest (the window's first position when every element is -inf). A function the
-/// output's pointwise body calls, loading an ArgMax and, for floats, the largest position
-/// of a NaN (reductions of one window, which fuse).
+/// output's pointwise body calls: for small windows (window_fold's) a chain over the window
+/// that takes each element above the best so far, or NaN; else loading an ArgMax and, for
+/// floats, the largest position of a NaN (reductions of one window, which fuse).
 WindowTotal window_argmax(Lowering &l, const TensorType &type, const Shape &window, DType element,
                           const std::string &origin, const WindowBody &body) {
+  int64_t size = 1;
+  for (int64_t k : window) size *= k;
+  if (size > 0 && size <= kUnrolledWindow)
+    return [window, body, size, element](BodyBuilder &b, const std::vector<Expr> &o) {
+      int best = body(b, o, window_point(window, 0)), at = b.constant(0, DType::I64);
+      for (int64_t flat = 1; flat < size; ++flat) {
+        int v = body(b, o, window_point(window, flat));
+        int take = b.binary(Op::Gt, v, best, DType::Bool);
+        if (is_floating(element)) take = b.binary(Op::LogicalOr, take, b.unary(Op::IsNan, v, DType::Bool), DType::Bool);
+        best = b.where(take, v, best, element);
+        at = b.where(take, b.constant(double(flat), DType::I64), at, DType::I64);
+      }
+      return at;
+    };
   TensorRef first = l.reduction(type, window, ReduceOp::ArgMax, origin + " argmax", body)[0];
   if (!is_floating(element))
     return [first](BodyBuilder &b, const std::vector<Expr> &o) {
