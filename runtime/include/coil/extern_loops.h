@@ -42,6 +42,16 @@ void matmul(int64_t batches, int64_t rows, int64_t inner, int64_t cols, double a
       }
 }
 
+/// `flat` split row-major over `spatial` dims of `sizes` into `coords`; returns what is
+/// left above them (the flat index of the leading dims).
+inline int64_t unflatten(int64_t flat, int spatial, const int64_t *sizes, int64_t *coords) {
+  for (int d = spatial - 1; d >= 0; --d) {
+    coords[d] = flat % sizes[d];
+    flat /= sizes[d];
+  }
+  return flat;
+}
+
 /// A direct convolution with groups, stride, padding and dilation over `spatial` dims;
 /// transposed, output o gathers input i where o = i*stride - padding + k*dilation.
 template <typename GetX, typename GetW, typename GetBias, typename Put>
@@ -58,22 +68,14 @@ void convolution(int spatial, const int64_t *out_sizes, const int64_t *x_sizes, 
   int64_t total = out_sizes[0] * out_sizes[1] * out_points;
 #pragma omp parallel for num_threads(threads_for(total * cin_g * window)) schedule(static)
   for (int64_t flat = 0; flat < total; ++flat) {
-    int64_t rest = flat;
     std::vector<int64_t> o(static_cast<size_t>(spatial)), kpos(static_cast<size_t>(spatial)), xi(static_cast<size_t>(spatial));
-    for (int d = spatial - 1; d >= 0; --d) {
-      o[size_t(d)] = rest % out_sizes[2 + d];
-      rest /= out_sizes[2 + d];
-    }
+    int64_t rest = unflatten(flat, spatial, out_sizes + 2, o.data());
     int64_t co = rest % out_sizes[1], batch = rest / out_sizes[1], g = co / cout_g;
     double acc = has_bias ? get_bias(co) : 0;
     for (int64_t ci = 0; ci < cin_g; ++ci)
       for (int64_t kflat = 0; kflat < window; ++kflat) {
-        int64_t krest = kflat;
         bool inside = true;
-        for (int d = spatial - 1; d >= 0; --d) {
-          kpos[size_t(d)] = krest % w_sizes[2 + d];
-          krest /= w_sizes[2 + d];
-        }
+        unflatten(kflat, spatial, w_sizes + 2, kpos.data());
         for (int d = 0; d < spatial && inside; ++d) {
           int64_t pos = o[size_t(d)] * stride[d] - padding[d] + kpos[size_t(d)] * dilation[d];
           if (transposed) {
@@ -108,22 +110,14 @@ void convolution_weight_grad(int spatial, const int64_t *dw_sizes, const int64_t
   int64_t total = dw_sizes[0] * cin_g * window;
 #pragma omp parallel for num_threads(threads_for(total * dy_sizes[0] * out_points)) schedule(static)
   for (int64_t flat = 0; flat < total; ++flat) {
-    int64_t rest = flat;
     std::vector<int64_t> k(static_cast<size_t>(spatial)), o(static_cast<size_t>(spatial)), xi(static_cast<size_t>(spatial));
-    for (int d = spatial - 1; d >= 0; --d) {
-      k[size_t(d)] = rest % dw_sizes[2 + d];
-      rest /= dw_sizes[2 + d];
-    }
+    int64_t rest = unflatten(flat, spatial, dw_sizes + 2, k.data());
     int64_t ci = rest % cin_g, co = rest / cin_g, channel = co / cout_g * cin_g + ci;
     double acc = 0;
     for (int64_t batch = 0; batch < dy_sizes[0]; ++batch)
       for (int64_t oflat = 0; oflat < out_points; ++oflat) {
-        int64_t orest = oflat;
         bool inside = true;
-        for (int d = spatial - 1; d >= 0; --d) {
-          o[size_t(d)] = orest % dy_sizes[2 + d];
-          orest /= dy_sizes[2 + d];
-        }
+        unflatten(oflat, spatial, dy_sizes + 2, o.data());
         for (int d = 0; d < spatial && inside; ++d) {
           xi[size_t(d)] = o[size_t(d)] * stride[d] - padding[d] + k[size_t(d)] * dilation[d];
           inside = xi[size_t(d)] >= 0 && xi[size_t(d)] < x_sizes[2 + d];
