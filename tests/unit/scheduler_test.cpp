@@ -3,6 +3,8 @@
 // the interpreter's check that a fused kernel only reads what its loop has at hand.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "codegen/gpu/gpu_epilogue.h"
 #include "driver/compile.h"
 #include "frontend/parser.h"
@@ -135,6 +137,23 @@ TEST(SchedulerFusion, HorizontalReductionsShareAPass) {
   ScheduleOptions apart;
   apart.horizontal = false;
   EXPECT_EQ(loop_kernels(run(kX, body, apart)), 2);
+}
+
+// A pointwise group beside a reduction, sharing only their input, walks it as the
+// reduction does: x is loaded at one index in the kernel (the sum over dim 0 and x * 2 in
+// the sum's variables, not the product in its own flat order).
+TEST(SchedulerFusion, SiblingReadsItsInputWhereTheReductionDoes) {
+  Schedule s = run(kX, R"(
+        sum_1: "f32[256][1]cpu" = torch.ops.aten.sum.dim_IntList(x, [0])
+        mul: "f32[64, 256][256, 1]cpu" = torch.ops.aten.mul.Tensor(x, 2)
+        return (sum_1, mul)
+)");
+  ASSERT_EQ(loop_kernels(s), 1);
+  std::set<std::string> indices;
+  for (int m : s.ir.kernels[0].nodes)
+    for (const ir::Instr &i : s.ir.program.nodes[size_t(m)].body.instrs)
+      if (i.op == ir::Op::Load) indices.insert(ir::str(i.index));
+  EXPECT_EQ(indices.size(), 1u) << explain(s);
 }
 
 TEST(SchedulerReject, DifferentIterationSpace) {
