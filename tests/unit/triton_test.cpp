@@ -194,6 +194,12 @@ TEST(TritonTuning, EveryCandidateMatchesTheReference) {
       {"split_stored", graph("x: \"f32[4096, 16][16, 1]cpu\"",
                              "        y: \"f32[4096, 16][16, 1]cpu\" = torch.ops.aten.mul.Tensor(x, 2.0)\n"
                              "        s: \"f32[16][1]cpu\" = torch.ops.aten.sum.dim_IntList(y, [0])\n", "y, s")},
+      // A row value before the pass (batch norm's backward scales by one per channel): both
+      // kernels of the split compute it, the second stores it.
+      {"split_leading", graph("x: \"f32[4096, 16][16, 1]cpu\", w: \"f32[16][1]cpu\", b: \"f32[16][1]cpu\"",
+                              "        s: \"f32[16][1]cpu\" = torch.ops.aten.mul.Tensor(w, b)\n"
+                              "        y: \"f32[4096, 16][16, 1]cpu\" = torch.ops.aten.mul.Tensor(x, s)\n"
+                              "        t: \"f32[16][1]cpu\" = torch.ops.aten.sum.dim_IntList(y, [0])\n", "s, t")},
       {"split_welford", graph("x: \"f32[4096, 16][16, 1]cpu\"",
                               "        v = torch.ops.aten.var_mean.correction(x, [0], correction = 1)\n"
                               "        a: \"f32[16][1]cpu\" = v[0]\n        b: \"f32[16][1]cpu\" = v[1]\n", "a, b")},

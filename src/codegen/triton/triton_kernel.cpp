@@ -357,7 +357,7 @@ void TritonEmitter::store(const Node &n, BufferId out, const Value &v, DType fro
   }
   if (from != t && v.literal) value = {triton_cast("tl.full([], " + v.name + ", " + triton_type(from) + ")", from, t), kNone, false};
   scopes_.forward(forward_key(out, at), value);
-  if (contains(k_.internal, out)) return;
+  if (contains(k_.internal, out) || forward_only_) return;
   auto [idx, dims] = index(at);
   int pdims = dims | value.dims;
   if (pdims == kNone) pdims = kA0;  // a block of one address: no 0-d tensors

@@ -203,11 +203,15 @@ class TritonEmitter {
   // A reduction to few rows, or to rows side by side that would fill few programs: `split`
   // programs share each block of rows, each reducing a chunk of the reduced elements into a
   // scratch buffer of partial results laid out [split, rows]; a second kernel combines them
-  // and runs the row's members after the reduction.
+  // and runs the row's members after the reduction. Row members before the pass (values
+  // the pass reads) are computed in both kernels and stored by the second.
   void emit_split(bool columns);
 
-  // Whether buffer b is read by a member after the first pass (in the combining kernel).
-  bool used_after_pass(BufferId b) const;
+  // The kernel's one pass over the reduced elements (splittable kernels have one).
+  size_t pass_step() const;
+
+  // Whether buffer b is read by a member outside the pass (in the combining kernel).
+  bool used_outside_pass(BufferId b) const;
 
   // ---- scans -------------------------------------------------------------------------------
 
@@ -238,6 +242,7 @@ class TritonEmitter {
   int index_bits_ = 31;
   int64_t r_limit_ = -1;  // the end of axis 1 when a loop may run past it
   bool inner_ = false;    // emitting a pass over the reduced elements
+  bool forward_only_ = false;  // members' values are kept for the kernel's later reads, not stored
   std::vector<GpuKernel> out_;
   std::vector<std::vector<int>> out_args_;
   int *next_scratch_ = nullptr;

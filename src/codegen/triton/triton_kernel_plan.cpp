@@ -26,13 +26,13 @@ T pick(T configured, T otherwise) {
 
 // Whether the reduced elements of a row may be split across programs: a single pass of
 // combinable reductions (no argmax/argmin; Welford's partials merge by Chan's formula) and
-// members computed at each element (stored by the program whose chunk holds it), followed
-// by row values only.
+// members computed at each element (stored by the program whose chunk holds it), with row
+// values only before it (computed by both kernels of the split) and after it.
 bool splittable(const ir::Program &p, const ir::Kernel &k) {
-  if (k.steps.empty() || !k.steps[0].inner) return false;
-  for (size_t s = 1; s < k.steps.size(); ++s)
-    if (k.steps[s].inner) return false;
-  for (int m : k.steps[0].nodes) {
+  auto inner = [](const ir::Step &s) { return s.inner; };
+  if (std::count_if(k.steps.begin(), k.steps.end(), inner) != 1) return false;
+  const ir::Step &pass = *std::find_if(k.steps.begin(), k.steps.end(), inner);
+  for (int m : pass.nodes) {
     const ir::Node &node = p.nodes[size_t(m)];
     if (node.kind != ir::NodeKind::Reduction) continue;
     ir::ReduceOp op = node.reduce_op;

@@ -322,7 +322,16 @@ void TritonEmitter::emit_split(bool columns) {
   const int64_t split = plan_.split;
   int64_t rows = checked_numel(k_.ranges), rn = checked_numel(k_.reduction_ranges);
   int n = int(k_.ranges.size());
-  const ir::Step &step = k_.steps[0];
+  const size_t pass = pass_step();
+  const ir::Step &step = k_.steps[pass];
+  // The row members before the pass, computed where the pass reads them; only kernel 2
+  // stores them (each row once).
+  auto emit_leading = [&](bool stored) {
+    forward_only_ = !stored;
+    for (size_t s = 0; s < pass; ++s)
+      for (int m : k_.steps[s].nodes) emit_pointwise_member(p_.nodes[size_t(m)]);
+    forward_only_ = false;
+  };
   // Kernel 1: the partials.
   Layout l;
   l.two_d = true;
@@ -336,6 +345,7 @@ void TritonEmitter::emit_split(bool columns) {
   for (size_t d = 0; d < k_.reduction_ranges.size(); ++d) l.vars1.push_back({VarId{n + int(d)}, k_.reduction_ranges[d]});
   begin(k_.name + "_partials", l);
   emit_prologue();
+  emit_leading(false);
   w_.line(std::string("split = tl.program_id(1)") + (index_bits_ > 31 ? ".to(tl.int64)" : ""));
   w_.line("rbase = tl.arange(0, RBLOCK)[None, :]");
   std::vector<Acc> accs;
@@ -414,6 +424,7 @@ void TritonEmitter::emit_split(bool columns) {
   for (int d = 0; d < n; ++d) c.vars0.push_back({VarId{d}, k_.ranges[size_t(d)]});
   begin(k_.name, c);
   emit_prologue();
+  emit_leading(true);
   std::string all_rows = mask(kBoth).empty() ? "" : ", " + mask(kBoth);
   size_t next_partial = 0;
   for (const Acc &a : accs) {
@@ -434,20 +445,28 @@ void TritonEmitter::emit_split(bool columns) {
     else e = "tl.min(" + part.name + ".to(tl.int8), 1) > 0";
     finish(a, {def("(" + e + ")[:, None]", kA0)});
   }
-  for (size_t s = 1; s < k_.steps.size(); ++s)
+  for (size_t s = pass + 1; s < k_.steps.size(); ++s)
     for (int m : k_.steps[s].nodes) emit_pointwise_member(p_.nodes[size_t(m)]);
   std::vector<std::pair<int, std::string>> second;
   for (const auto &pr : params)
-    if ((contains(k_.stores, pr.first) && !stored_in_pass(pr.first)) || used_after_pass(pr.first)) second.push_back(pr);
+    if ((contains(k_.stores, pr.first) && !stored_in_pass(pr.first)) || used_outside_pass(pr.first)) second.push_back(pr);
   second.insert(second.end(), partial_params.begin(), partial_params.end());
   end(second, int(std::clamp<int64_t>(c.block0 * split / 256, 1, 4)), {ceil_div(rows, c.block0), 1, 1},
       {{"layout", "combines " + std::to_string(split) + " partials per row, then the row's members"}});
 }
 
-bool TritonEmitter::used_after_pass(BufferId b) const {
-  for (size_t s = 1; s < k_.steps.size(); ++s)
+size_t TritonEmitter::pass_step() const {
+  for (size_t s = 0; s < k_.steps.size(); ++s)
+    if (k_.steps[s].inner) return s;
+  COIL_ASSERT(false, "split reduction ", k_.name, " has no pass over its reduced elements");
+  return 0;
+}
+
+bool TritonEmitter::used_outside_pass(BufferId b) const {
+  size_t pass = pass_step();
+  for (size_t s = 0; s < k_.steps.size(); ++s)
     for (int m : k_.steps[s].nodes)
-      if (contains(p_.nodes[size_t(m)].reads(), b)) return true;
+      if (s != pass && contains(p_.nodes[size_t(m)].reads(), b)) return true;
   return false;
 }
 
