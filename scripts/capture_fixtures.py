@@ -2742,10 +2742,10 @@ def _backward_ops(dev):
     """The backward ops of the norms, poolings and embedding, on statistics and indices their
     forward ops computed in the same graph (bf16 statistics as inputs): layer norm over one
     and two dims, with and without parameters, in bf16, not every output asked; group norm with a weight; max pool's
-    gradient scattered to its argmax (channels-last too); avg pool with padding counted or
+    gradient gathered at its argmax (channels-last too, in ceil mode) and, dilated, scattered; avg pool with padding counted or
     not, ceil mode and a divisor; adaptive avg pool shrinking and growing; embedding with a
     padding index and scaled by frequency."""
-    def fn(x, dy, w, b, xh, dyh, wh, mean3, rstd3, xg, dyg, wg, xp, dyp, xs, dys, dya, idx, dye):
+    def fn(x, dy, w, b, xh, dyh, wh, mean3, rstd3, xg, dyg, wg, xp, dyp, xs, dys, dya, idx, dye, dyd):
         _, mean, rstd = A.native_layer_norm.default(x, [6], w, b, 1e-5)
         ln = A.native_layer_norm_backward.default(dy, x, [6], mean, rstd, w, b, [True, True, True])
         _, mean2, rstd2 = A.native_layer_norm.default(x, [5, 6], None, None, 1e-5)
@@ -2758,6 +2758,10 @@ def _backward_ops(dev):
         xcl = xp.contiguous(memory_format=torch.channels_last)
         _, indcl = A.max_pool2d_with_indices.default(xcl, [2, 2], [2, 2])
         mpcl = A.max_pool2d_with_indices_backward.default(dyp[:, :, :4, :4], xcl, [2, 2], [2, 2], [0, 0], [1, 1], False, indcl)
+        _, indc = A.max_pool2d_with_indices.default(xp, [2, 2], [2, 2], [0, 0], [1, 1], True)
+        mpc = A.max_pool2d_with_indices_backward.default(dyp, xp, [2, 2], [2, 2], [0, 0], [1, 1], True, indc)
+        _, indd = A.max_pool2d_with_indices.default(xp, [2, 2], [1, 1], [0, 0], [2, 2])
+        mpd = A.max_pool2d_with_indices_backward.default(dyd, xp, [2, 2], [1, 1], [0, 0], [2, 2], False, indd)
         ap = A.avg_pool2d_backward.default(dyp, xp, [3, 3], [2, 2], [1, 1], False, True, None)
         ap2 = A.avg_pool2d_backward.default(dyp, xp, [3, 3], [2, 2], [1, 1], False, False, None)
         ap3 = A.avg_pool2d_backward.default(dyp, xp, [2, 2], [2, 2], [0, 0], True, False, None)
@@ -2766,7 +2770,7 @@ def _backward_ops(dev):
         ad2 = A._adaptive_avg_pool2d_backward.default(dys, xs)
         emb = A.embedding_dense_backward.default(dye, idx, 10, -1, False)
         emb2 = A.embedding_dense_backward.default(dye, idx, 10, 2, True)
-        return (*ln, ln2, *ln3, *gn, mp, mpcl, ap, ap2, ap3, ap4, ad, ad2, emb, emb2)
+        return (*ln, ln2, *ln3, *gn, mp, mpcl, mpc, mpd, ap, ap2, ap3, ap4, ad, ad2, emb, emb2)
     idx = torch.randint(0, 10, (4, 5))
     idx[0, :3] = 2  # the padding index, and a row seen often
     # bf16 statistics as inputs: computed in the graph, fusion would read them unrounded.
@@ -2774,7 +2778,8 @@ def _backward_ops(dev):
     _, mean3, rstd3 = A.native_layer_norm.default(xh, [8], None, None, 1e-5)
     return fn, [make([3, 5, 6]), make([3, 5, 6]), make([6]), make([6]), xh, make([4, 8], bf16),
                 make([8], bf16), mean3, rstd3, make([2, 6, 3, 4]), make([2, 6, 3, 4]), make([6]), make([2, 3, 9, 9], dom="distinct"),
-                make([2, 3, 5, 5]), make([1, 2, 3, 3]), make([1, 2, 5, 7]), make([2, 3, 4, 3]), idx, make([4, 5, 8])]
+                make([2, 3, 5, 5]), make([1, 2, 3, 3]), make([1, 2, 5, 7]), make([2, 3, 4, 3]), idx, make([4, 5, 8]),
+                make([2, 3, 7, 7])]
 
 
 @op_case("scatter_fold_distances", [A.masked_scatter.default, A.col2im.default, A._cdist_forward.default,

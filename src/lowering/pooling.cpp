@@ -476,12 +476,46 @@ std::vector<TensorRef> group_norm_backward(Lowering &l, const Node &n) {
 }
 
 // max_pool2d_with_indices_backward: each output's gradient added at the input position its
-// index names within its (n, c) plane (a scatter-add in opmath, then the input's dtype).
+// index names within its (n, c) plane, in opmath, then the input's dtype. Without dilation,
+// a gather: input position p sums the gradients of the outputs whose windows cover it (as
+// avg_pool_backward finds them) and whose index names p; ResNet-50's 3x3 pool at stride 2
+// reads 4 of them, one pointwise kernel where the scatter-add and the zeros it starts from
+// took 0.77 ms of an H100's training step. With dilation, that scatter-add.
 std::vector<TensorRef> max_pool_backward(Lowering &l, const Node &n) {
   const TensorRef &dy = l.ref(arg(n, "grad_output").as<ValueId>()), &indices = l.ref(arg(n, "indices").as<ValueId>());
   const TensorType &out = l.graph().type(n.outputs[0]);
   DType c = opmath_dtype(out.dtype);
   size_t lead = out.sizes.size() - 2;
+  Window w = window_of(n, 2);
+  if (std::all_of(w.dilation.begin(), w.dilation.end(), [](int64_t d) { return d == 1; })) {
+    Shape reach;
+    for (size_t k = 0; k < 2; ++k) reach.push_back((w.kernel[k] + w.stride[k] - 1) / w.stride[k]);
+    TensorType sum_type{c, out.sizes, contiguous_strides(out.sizes), out.device};
+    WindowTotal sum = window_fold(l, sum_type, reach, ReduceOp::Sum, n.name + " sum",
+                                  [&](BodyBuilder &b, const std::vector<Expr> &p, const std::vector<Expr> &r) {
+      auto i64 = [&](int64_t v) { return b.constant(double(v), DType::I64); };
+      std::vector<Expr> at(p.begin(), p.begin() + long(lead));
+      int ok = -1;
+      for (size_t k = 0; k < 2; ++k) {
+        Expr o = ir::floor_div(p[lead + k] + w.padding[k], w.stride[k]) - r[k];
+        at.push_back(o);
+        int oi = b.index(o, DType::I64);
+        int valid = b.binary(Op::LogicalAnd, b.binary(Op::Ge, oi, i64(0), DType::Bool),
+                             b.binary(Op::Lt, oi, i64(dy.sizes[lead + k]), DType::Bool), DType::Bool);
+        // The window starts at or before p; whether it reaches p: p < start + kernel.
+        int reaches = b.binary(Op::Lt, b.index(p[lead + k] + w.padding[k] - o * w.stride[k], DType::I64),
+                               i64(w.kernel[k]), DType::Bool);
+        valid = b.binary(Op::LogicalAnd, valid, reaches, DType::Bool);
+        ok = ok < 0 ? valid : b.binary(Op::LogicalAnd, ok, valid, DType::Bool);
+      }
+      int named = b.cast(b.masked_load(indices.buffer, Lowering::offset(indices, at), indices.dtype, ok, -1), DType::I64);
+      int here = b.binary(Op::Eq, named, b.index(p[lead] * out.sizes[lead + 1] + p[lead + 1], DType::I64), DType::Bool);
+      int take = b.binary(Op::LogicalAnd, ok, here, DType::Bool);
+      int g = b.cast(b.masked_load(dy.buffer, Lowering::offset(dy, at), dy.dtype, take, 0), c);
+      return b.where(take, g, b.constant(0, c), c);
+    });
+    return {l.pointwise(out, n.name, [&](BodyBuilder &b, const std::vector<Expr> &p) { return sum(b, p); })};
+  }
   Shape planes(out.sizes.begin(), out.sizes.begin() + long(lead));
   Shape flat = planes;
   flat.push_back(out.sizes[lead] * out.sizes[lead + 1]);
