@@ -12,7 +12,8 @@
 // let the solution follow the window's position dim by dim instead of dividing a flat
 // offset. Decision 14: the rounding of a bf16/f16 result at its store
 // disappears with the store, unless emulate_precision_casts asks for eager's roundings
-// or the cast is the op itself (`_to_copy`).
+// or the cast is the op itself (`_to_copy`). A bf16 value whose f32 copy would be stored
+// keeps its own buffer instead, and the copy is recomputed in its readers (stays_narrow).
 #include <algorithm>
 #include <set>
 
@@ -212,6 +213,49 @@ bool may_inline(const ir::Program &p, const Node &n, const std::vector<int> &con
   return int64_t(count_streaming_loads(p, n)) * (uses - 1) <= o.max_inline_reads && n.body.instrs.size() <= 64;
 }
 
+// The body of `consumer` with `producer` recomputed at each of its loads of it.
+ir::Body inlined_into(const ir::Program &p, const Node &producer, const Node &consumer, const ScheduleOptions &o) {
+  BodyBuilder b;
+  Inliner inliner{p, producer, o};
+  std::vector<int> values = ir::copy_body(consumer.body, b, [](const Expr &e) { return e; },
+                                          [&](int v, const Instr &load) { return inliner(b, consumer, v, load); });
+  for (int r : consumer.body.results) b.add_result(values[size_t(r)]);
+  return ir::prune_dead_values(b.finish());
+}
+
+// Whether `c` only widens the value of buffer `narrow` to f32 (`_to_copy` of a bf16 value).
+bool widens(const ir::Program &p, const Node &c, BufferId narrow) {
+  if (c.kind != NodeKind::Pointwise || !c.semantic_cast || c.outputs.size() != 1 || c.body.results.size() != 1) return false;
+  if (!is_low_precision(p.buffer(narrow).type.dtype) || p.buffer(c.outputs[0]).type.dtype != DType::F32) return false;
+  const Instr &cast = c.body.at(c.body.results[0]);
+  if (cast.op != Op::Cast) return false;
+  const Instr &load = c.body.at(cast.args[0]);
+  return load.op == Op::Load && load.buffer == narrow && load.indirect.empty() && load.args[0] < 0 &&
+         std::count_if(c.body.instrs.begin(), c.body.instrs.end(), [](const Instr &i) { return i.op == Op::Load; }) == 1;
+}
+
+// The reader of pointwise node `node` for which it keeps its low-precision buffer although it
+// may be inlined, if any: a reader that widens it to f32 and that, with `node` inside, would
+// keep its f32 buffer, where alone it is recomputed in its readers (`node`'s other readers
+// then read its buffer too). The narrow value moves half the bytes (a batch norm's backward
+// under autocast stores each bf16 gradient, not its f32 copy), and the readers see what
+// eager's f32 copy holds: the value rounded to bf16 once.
+std::optional<int> stays_narrow(const ir::Program &p, size_t node, const std::vector<std::vector<int>> &readers,
+                                const ScheduleOptions &o) {
+  const Node &w = p.nodes[node];
+  const std::vector<int> &consumers = readers[node];
+  auto cast = std::find_if(consumers.begin(), consumers.end(),
+                           [&](int c) { return widens(p, p.nodes[size_t(c)], w.outputs[0]); });
+  if (cast == consumers.end()) return std::nullopt;
+  const Node &c = p.nodes[size_t(*cast)];
+  const std::vector<int> &cast_readers = readers[size_t(*cast)];
+  if (!may_inline(p, c, cast_readers, o)) return std::nullopt;
+  Node with_w = c;
+  with_w.body = inlined_into(p, w, c, o);
+  if (may_inline(p, with_w, cast_readers, o)) return std::nullopt;
+  return *cast;
+}
+
 // The nodes after each node that read its output, in order. Inlining a producer into a
 // consumer adds only reads of buffers made before the producer, so the readers of a node
 // not yet visited stay what they were: one pass over the reads at the start suffices.
@@ -239,15 +283,17 @@ std::vector<std::string> inline_pointwise(ir::Program &p, const ScheduleOptions 
   for (size_t i = 0; i < p.nodes.size(); ++i) {
     const std::vector<int> &consumers = readers[i];
     if (p.nodes[i].outputs.empty() || !may_inline(p, p.nodes[i], consumers, o)) continue;
-    Inliner inliner{p, p.nodes[i], o};
+    if (std::optional<int> cast = stays_narrow(p, i, readers, o)) {
+      const ir::Buffer &narrow = p.buffer(p.nodes[i].outputs[0]);
+      log.push_back(narrow.name + " (" + p.nodes[i].origin + ") keeps its " + std::string(short_name(narrow.type.dtype)) +
+                    " buffer: its f32 copy " +
+                    p.nodes[size_t(*cast)].origin + " is recomputed in its readers instead");
+      continue;
+    }
     std::string into;
     for (int c : consumers) {
       Node &cn = p.nodes[size_t(c)];
-      BodyBuilder b;
-      std::vector<int> values = ir::copy_body(cn.body, b, [](const Expr &e) { return e; },
-                                              [&](int v, const Instr &load) { return inliner(b, cn, v, load); });
-      for (int r : cn.body.results) b.add_result(values[size_t(r)]);
-      cn.body = ir::prune_dead_values(b.finish());
+      cn.body = inlined_into(p, p.nodes[i], cn, o);
       into += (into.empty() ? "" : ", ") + cn.origin;
     }
     gone[i] = true;

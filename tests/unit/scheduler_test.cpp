@@ -398,6 +398,38 @@ TEST(SchedulerInline, ProducerReadManyTimesIsStored) {
   EXPECT_EQ(run(kAB, body).inlined.size(), 1u);
 }
 
+// A bf16 value whose f32 copy would be stored (read twice, with two streaming loads inside)
+// keeps its own buffer, and the copy, one load and a cast, is recomputed in both readers.
+TEST(SchedulerInline, WideningCopyReadsTheNarrowValue) {
+  std::string inputs = R"(a: "bf16[64, 256][256, 1]cpu", b: "bf16[64, 256][256, 1]cpu")";
+  std::string copy = R"(
+        add: "bf16[64, 256][256, 1]cpu" = torch.ops.aten.add.Tensor(a, b)
+        _to_copy: "f32[64, 256][256, 1]cpu" = torch.ops.aten._to_copy.default(add, dtype = torch.float32)
+        sum_1: "f32[64][1]cpu" = torch.ops.aten.sum.dim_IntList(_to_copy, [1])
+)";
+  auto origins = [](const Schedule &s) {
+    std::vector<std::string> out;
+    for (const ir::Node &n : s.ir.program.nodes)
+      if (n.kind == ir::NodeKind::Pointwise) out.push_back(n.origin);
+    return out;
+  };
+  ScheduleOptions o;
+  o.max_inline_reads = 1;
+  std::string twice = copy + R"(        amax: "f32[256][1]cpu" = torch.ops.aten.amax.default(_to_copy, [0])
+        return (sum_1, amax)
+)";
+  Schedule narrow = run(inputs, twice, o);
+  EXPECT_EQ(origins(narrow), std::vector<std::string>{"add"}) << explain(narrow);
+  ASSERT_EQ(narrow.inlined.size(), 2u) << explain(narrow);
+  EXPECT_NE(narrow.inlined[0].find("keeps its bf16 buffer: its f32 copy _to_copy is recomputed"), std::string::npos)
+      << narrow.inlined[0];
+  // Where the copy with the value inside would be recomputed too, nothing is stored.
+  Schedule recomputed = run(inputs, twice);
+  EXPECT_TRUE(origins(recomputed).empty()) << explain(recomputed);
+  Schedule once = run(inputs, copy + "        return (sum_1,)\n", o);
+  EXPECT_TRUE(origins(once).empty()) << explain(once);
+}
+
 // A costly value of a smaller space read at every element of a larger one (batch norm's
 // 1/sqrt(var + eps) per channel) keeps its buffer; a cheap one is recomputed, and so is a
 // costly one read at as many points as it has.
