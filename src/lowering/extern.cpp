@@ -188,7 +188,7 @@ TensorRef aligned_operand(Lowering &l, const std::string &origin, const TensorRe
   // The copy is made row-major in the view's own orientation: rows along its unit stride.
   bool flip = !row_major;
   TensorRef source = flip ? transposed(r) : r;
-  auto key = std::make_tuple(source.buffer, source.offset, source.sizes, source.strides);
+  Lowering::CopyKey key{source.buffer, source.offset, source.sizes, source.strides, source.sizes};
   auto &copies = l.aligned_copies();
   auto it = copies.find(key);
   if (it == copies.end()) {
@@ -198,12 +198,93 @@ TensorRef aligned_operand(Lowering &l, const std::string &origin, const TensorRe
   return flip ? transposed(it->second) : it->second;
 }
 
+/// A copy of `r` with sizes `padded` (each at least r's), row-major in r's orientation (rows
+/// along r's unit stride when its last dim has none), the elements past r's sizes zero.
+TensorRef zero_padded(Lowering &l, const std::string &origin, const TensorRef &r, Shape padded) {
+  bool flip = r.rank() == 2 && r.strides[1] != 1 && r.strides[0] == 1;
+  TensorRef source = flip ? transposed(r) : r;
+  if (flip) std::swap(padded[0], padded[1]);
+  Lowering::CopyKey key{source.buffer, source.offset, source.sizes, source.strides, padded};
+  if (auto it = l.aligned_copies().find(key); it != l.aligned_copies().end()) return flip ? transposed(it->second) : it->second;
+  const Device &device = l.program().buffer(r.buffer).type.device;
+  TensorRef copy = l.pointwise(TensorType{r.dtype, padded, contiguous_strides(padded), device}, origin,
+                               [&](ir::BodyBuilder &b, const std::vector<Expr> &x) {
+    int inside = -1;
+    for (size_t d = 0; d < padded.size(); ++d) {
+      if (padded[d] == source.sizes[d]) continue;
+      int ok = b.binary(ir::Op::Lt, b.index(x[d], DType::I64), b.constant(double(source.sizes[d]), DType::I64), DType::Bool);
+      inside = inside < 0 ? ok : b.binary(ir::Op::LogicalAnd, inside, ok, DType::Bool);
+    }
+    if (inside < 0) return b.load(source.buffer, Lowering::offset(source, x), source.dtype);
+    int v = b.masked_load(source.buffer, Lowering::offset(source, x), source.dtype, inside, 0);
+    return b.where(inside, v, b.constant(0, source.dtype), source.dtype);
+  });
+  l.aligned_copies().emplace(key, copy);
+  return flip ? transposed(copy) : copy;
+}
+
+/// `n` rounded up to a multiple of `align`.
+int64_t round_up(int64_t n, int64_t align) { return (n + align - 1) / align * align; }
+
+// Padded dims. With rows aligned, a product whose dims are not multiples of 16 bytes still
+// runs cuBLAS's slow kernels (on the H100, BERT's language-model head: 0.83 ms where the
+// aligned product takes 0.29): a matrix's unit-stride dim must be a multiple too. Such a
+// product (mm or addmm) runs on copies padded with zeros to aligned dims (zeros along the
+// contracted dim add nothing; padded rows and columns of the result are never read) when its
+// arithmetic outweighs the copies: at least kPaddedFlopsPerByte operations per byte copied,
+// so a product over few rows (a language model's head at inference, which only reads its
+// weight once) keeps its slow kernel rather than copy that weight at every call.
+constexpr int64_t kPaddedFlopsPerByte = 400;
+
+/// The mm or addmm of `operands` (bias first for addmm) into `out` on zero-padded copies, or
+/// nothing when its dims are aligned, it is not worth the copies, or the option says never.
+std::optional<TensorRef> padded_product(Lowering &l, const std::string &origin, ir::ExternOp op,
+                                        const std::vector<TensorRef> &operands, const TensorType &out,
+                                        const std::map<std::string, double> &scalars) {
+  if (op != ir::ExternOp::Mm && op != ir::ExternOp::Addmm) return std::nullopt;
+  size_t first = op == ir::ExternOp::Addmm ? 1 : 0;
+  const TensorRef &a = operands[first], &b = operands[first + 1];
+  if (a.rank() != 2 || b.rank() != 2 || a.buffer < 0 || b.buffer < 0 || out.strides != contiguous_strides(out.sizes))
+    return std::nullopt;
+  int64_t m = a.sizes[0], k = a.sizes[1], n = b.sizes[1], align = alignment_of(out.dtype);
+  bool a_col_major = a.strides[0] == 1 && a.strides[1] != 1, b_col_major = b.strides[0] == 1 && b.strides[1] != 1;
+  // The dims some matrix walks with unit stride: the result's columns, and each operand's.
+  int64_t mp = a_col_major ? round_up(m, align) : m, kp = !a_col_major || b_col_major ? round_up(k, align) : k;
+  int64_t np = round_up(n, align);
+  if ((mp == m && kp == k && np == n) || m == 0 || k == 0 || n == 0) return std::nullopt;
+  const std::string &mode = l.options().align_product_rows;
+  if (!aligns_rows(l, out.dtype, out.device, std::max({checked_numel(out.sizes), m * k, k * n}))) return std::nullopt;
+  int64_t copied = (mp != m || kp != k ? mp * kp : 0) + (kp != k || np != n ? kp * np : 0);
+  if (mode != "always" && 2 * m * n * k < kPaddedFlopsPerByte * copied * itemsize(out.dtype)) return std::nullopt;
+  std::vector<ir::View> views;
+  if (op == ir::ExternOp::Addmm) {
+    TensorRef bias = operands[0];
+    if (bias.buffer >= 0) {
+      Shape padded = bias.sizes;
+      if (!padded.empty() && padded.back() == n) padded.back() = np;
+      if (padded.size() >= 2 && padded[padded.size() - 2] == m) padded[padded.size() - 2] = mp;
+      if (padded != bias.sizes) bias = zero_padded(l, origin + " (bias padded)", bias, padded);
+    }
+    views.push_back(bias.buffer < 0 ? ir::View{} : view_of(bias));
+  }
+  auto operand = [&](const TensorRef &r, Shape padded) {
+    return view_of(padded == r.sizes ? aligned_operand(l, origin, r) : zero_padded(l, origin + " (padded)", r, padded));
+  };
+  views.push_back(operand(a, {mp, kp}));
+  views.push_back(operand(b, {kp, np}));
+  TensorType padded{out.dtype, {mp, np}, contiguous_strides({mp, np}), out.device};
+  TensorRef result = extern_node(l, origin, op, std::move(views), padded, kp, scalars);
+  l.program().nodes.back().attrs["aligned_rows"] = {1};
+  return laid_out(l, origin + " (unpadded)", TensorRef{result.buffer, result.dtype, out.sizes, {np, 1}, 0}, out);
+}
+
 /// A matrix product node (Mm, Bmm, Addmm, Baddbmm, Mv, Addmv) of `operands` into a result
 /// of `out`, with aligned rows where they are not (see above): its matrix operands read
 /// through aligned copies, its result written with padded rows and given back in `out`'s
 /// layout by a copy that its readers take in (node attr aligned_rows).
 TensorRef product_node(Lowering &l, const std::string &origin, ir::ExternOp op, std::vector<TensorRef> operands,
                        const TensorType &out, int64_t reduction_size, std::map<std::string, double> scalars = {}) {
+  if (auto padded = padded_product(l, origin, op, operands, out, scalars)) return *padded;
   bool matrices = op == ir::ExternOp::Mm || op == ir::ExternOp::Bmm || op == ir::ExternOp::Addmm || op == ir::ExternOp::Baddbmm;
   size_t first = op == ir::ExternOp::Addmm || op == ir::ExternOp::Baddbmm ? 1 : 0;  // after the bias
   std::vector<ir::View> views;

@@ -113,15 +113,17 @@ class Lowering {
                                    const std::function<int(ir::BodyBuilder &, const std::vector<ir::Expr> &out_index,
                                                            const std::vector<ir::Expr> &r_index)> &fn);
 
-  /// The copies of matrices with aligned rows made so far, by source view (buffer, offset,
-  /// sizes, strides), so that products reading one view share one copy.
-  std::map<std::tuple<ir::BufferId, int64_t, Shape, Shape>, TensorRef> &aligned_copies() { return aligned_; }
+  /// The copies of matrices with aligned rows (or padded sizes) made so far, by source view
+  /// (buffer, offset, sizes, strides) and the copy's sizes, so that products reading one
+  /// view share one copy.
+  using CopyKey = std::tuple<ir::BufferId, int64_t, Shape, Shape, Shape>;
+  std::map<CopyKey, TensorRef> &aligned_copies() { return aligned_; }
 
  private:
   const Graph &g_;
   LowerOptions o_;
   ir::Program p_;
-  std::map<std::tuple<ir::BufferId, int64_t, Shape, Shape>, TensorRef> aligned_;
+  std::map<CopyKey, TensorRef> aligned_;
   ir::BufferId random_state_ = -1;
   int64_t draws_ = 0;
   std::map<int, TensorRef> refs_;

@@ -63,7 +63,9 @@ std::vector<Entry> registered_entries() {
                   "pointwise and reduction loops in their output's memory order (channels-last, transposed), not its logical one"),
       choice_option("extern.align_product_rows", {"auto", "always", "never"},
                     "matrix products read operands and write results whose rows are not 16-byte aligned through "
-                    "copies with padded rows (auto: bf16 and f16 matrices of 2^20 elements or more on the GPU)"),
+                    "copies with padded rows, and an mm or addmm whose dims are not runs on copies padded with zeros "
+                    "(auto: bf16 and f16 matrices of 2^20 elements or more on the GPU, dims padded where the "
+                    "arithmetic outweighs the copies)"),
       choice_option("extern.conv_weight_grad", {"library", "loops"},
                     "convolution weight gradients on the GPU: the library's backward-filter pass (cuDNN), or a generated "
                     "reduction over the batch and output positions"),

@@ -478,5 +478,28 @@ TEST(GpuExternPlan, TheHostProgramKeepsThePlans) {
   EXPECT_NE(g.plans.find("# The GPU's extern calls"), std::string::npos) << g.plans;
 }
 
+// A bf16 product whose dims are not multiples of 8 (a language-model head over 30,522 words)
+// runs on zero-padded copies where its arithmetic outweighs them: in training, 4,096 tokens;
+// at inference over 128 tokens the weight's copy would cost more than the slow kernel loses,
+// and only the result's rows are padded (extern.align_product_rows).
+TEST(GpuExternPlan, ProductsOfUnalignedDimsRunPadded) {
+  auto plans = [](int64_t tokens) {
+    std::string text = str_cat(R"(class GraphModule(torch.nn.Module):
+    def forward(self, x: "bf16[)", tokens, R"(, 768][768, 1]cuda:0", w: "bf16[30522, 768][768, 1]cuda:0", b: "bf16[30522][1]cuda:0"):
+        t: "bf16[768, 30522][1, 768]cuda:0" = torch.ops.aten.t.default(w)
+        addmm: "bf16[)", tokens, R"(, 30522][30522, 1]cuda:0" = torch.ops.aten.addmm.default(b, x, t)
+        return (addmm,)
+)");
+    Compilation c = compile_graph(frontend::parse_graph(text, "head.py"), codegen::gpu_schedule_options(sched::ScheduleOptions{}));
+    return codegen::generate_triton(c.schedule).plans;
+  };
+  std::string training = plans(4096);
+  EXPECT_NE(training.find("gemm m=30528 n=4096 k=768 batches=1 alpha=1 beta=0; A b"), std::string::npos) << training;
+  EXPECT_NE(training.find("N ld=30528 batch_stride=0\n    bias vector: b"), std::string::npos) << training;
+  std::string inference = plans(128);
+  EXPECT_NE(inference.find("gemm m=30522 n=128 k=768"), std::string::npos) << inference;
+  EXPECT_NE(inference.find("N ld=30528 batch_stride=0"), std::string::npos) << inference;  // rows still aligned
+}
+
 }  // namespace
 }  // namespace coil::cuda
