@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <set>
 #include <sstream>
 #include <tuple>
 #include <utility>
@@ -55,30 +56,41 @@ int64_t default_split(const ir::Program &p, const ir::Kernel &k, bool columns) {
   return std::clamp<int64_t>(next_pow2(ceil_div(512, programs)), 2, std::min<int64_t>(512, next_pow2(ceil_div(rn, 128))));
 }
 
-// Registers per thread a block's accumulators may take. Past this a kernel of many
-// reductions side by side spills them to local memory: GPT-2's backward fuses four layer
-// norms' weight and bias gradients into one kernel of twelve accumulators, which took
-// 0.21 ms in blocks of 64 x 64 to read 90 MB.
-constexpr int64_t kAccumulatorRegisters = 96;
+// Registers per thread that a block's accumulators and the blocks of values its loads keep
+// in flight may take. Past this a kernel spills or serializes its loads: GPT-2's backward
+// fuses four layer norms' weight and bias gradients into one kernel of twelve accumulators,
+// which took 0.21 ms to read 90 MB in blocks of 64 x 64 (0.06 to 0.07 ms in blocks that fit);
+// ResNet-50's batch-norm backward sums, three accumulators and six loads, ran at two thirds
+// of the H100's bandwidth in 64 x 64 (its Triton kernels 9.04 ms a step, 8.56 ms fitted).
+constexpr int64_t kBlockRegisters = 160;
 
-// The accumulators of `k`'s pass: one per reduction, Welford's three, an argmax's two.
-int64_t accumulators(const ir::Program &p, const ir::Kernel &k) {
+// The blocks of values `k`'s pass holds: an accumulator per reduction (Welford's three, an
+// argmax's two), and one per distinct load streaming over the reduced elements.
+int64_t blocks_held(const ir::Program &p, const ir::Kernel &k) {
   int64_t n = 0;
+  int first_reduced = int(k.ranges.size());
+  std::set<std::pair<ir::BufferId, size_t>> loads;
   for (const ir::Step &s : k.steps)
     for (int m : s.nodes) {
       const ir::Node &node = p.nodes[size_t(m)];
+      for (const ir::Instr &i : node.body.instrs) {
+        if (i.op != ir::Op::Load) continue;
+        std::vector<ir::VarId> vars = ir::vars_of(i.index);
+        if (std::any_of(vars.begin(), vars.end(), [&](ir::VarId v) { return v.id >= first_reduced; }))
+          loads.insert({i.buffer, i.index.hash()});
+      }
       if (node.kind != ir::NodeKind::Reduction) continue;
       ir::ReduceOp op = node.reduce_op;
       n += op == ir::ReduceOp::Welford ? 3 : op == ir::ReduceOp::ArgMax || op == ir::ReduceOp::ArgMin ? 2 : 1;
     }
-  return n;
+  return n + int64_t(loads.size());
 }
 
 // Halves a block of rows side by side (block1 reduced elements of block0 rows), reduced
-// elements first and down to 8 each, until `accs` accumulators of it fit
-// kAccumulatorRegisters per thread of `warps(block0 * block1)` warps.
-void fit_accumulators(int64_t &block0, int64_t &block1, int64_t accs, const std::function<int(int64_t)> &warps) {
-  auto fits = [&] { return accs * block0 * block1 <= kAccumulatorRegisters * 32 * warps(block0 * block1); };
+// elements first and down to 8 each, until `blocks` blocks of it (accumulators and loads)
+// fit kBlockRegisters per thread of `warps(block0 * block1)` warps.
+void fit_blocks(int64_t &block0, int64_t &block1, int64_t blocks, const std::function<int(int64_t)> &warps) {
+  auto fits = [&] { return blocks * block0 * block1 <= kBlockRegisters * 32 * warps(block0 * block1); };
   while (!fits() && block1 > 8) block1 /= 2;
   while (!fits() && block0 > 8) block0 /= 2;
 }
@@ -109,7 +121,7 @@ void plan_reduction(TritonKernelPlan &plan, const ir::Program &p, const ir::Kern
   // over dim 0), a block holds many rows side by side, so that loads coalesce.
   bool columns = rows_contiguous_across_reduction(p, k);
   int64_t split = cfg.split > 1 && splittable(p, k) ? cfg.split : cfg.split == 1 ? 1 : default_split(p, k, columns);
-  int64_t accs = accumulators(p, k);
+  int64_t held = blocks_held(p, k);
   if (split > 1) {
     plan.strategy = columns ? TritonStrategy::SplitColumns : TritonStrategy::SplitRows;
     plan.split = split;
@@ -117,7 +129,7 @@ void plan_reduction(TritonKernelPlan &plan, const ir::Program &p, const ir::Kern
     plan.block1 = pick(cfg.block1, int64_t(columns ? 64 : 2048));
     plan.warps = pick(cfg.num_warps, columns ? 4 : 8);
     if (columns && cfg.block0 <= 0 && cfg.block1 <= 0)
-      fit_accumulators(plan.block0, plan.block1, accs, [&](int64_t) { return plan.warps; });
+      fit_blocks(plan.block0, plan.block1, held, [&](int64_t) { return plan.warps; });
     return;
   }
   plan.split = 1;
@@ -127,7 +139,7 @@ void plan_reduction(TritonKernelPlan &plan, const ir::Program &p, const ir::Kern
     plan.strategy = TritonStrategy::Columns;
     plan.block0 = pick(cfg.block0, default_rows_per_program(rows, rn, true));
     plan.block1 = std::min(pick(cfg.block1, int64_t(64)), rpow);
-    if (cfg.block0 <= 0 && cfg.block1 <= 0) fit_accumulators(plan.block0, plan.block1, accs, warps_for);
+    if (cfg.block0 <= 0 && cfg.block1 <= 0) fit_blocks(plan.block0, plan.block1, held, warps_for);
   } else if (rpow <= o.max_persistent_rblock) {
     plan.strategy = TritonStrategy::Persistent;
     plan.block1 = rpow;
