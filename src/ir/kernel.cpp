@@ -16,6 +16,16 @@ std::string_view kernel_kind_name(KernelKind k) {
   return "?";
 }
 
+std::optional<size_t> Kernel::only_pass() const {
+  std::optional<size_t> pass;
+  for (size_t s = 0; s < steps.size(); ++s) {
+    if (!steps[s].inner) continue;
+    if (pass) return std::nullopt;
+    pass = s;
+  }
+  return pass;
+}
+
 std::string kernel_summary(const Program &p, const Kernel &k) {
   std::string members;
   for (int n : k.nodes) members += (members.empty() ? "" : ", ") + p.nodes[size_t(n)].origin;

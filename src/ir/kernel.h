@@ -23,6 +23,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,9 @@ struct Kernel {
   std::map<std::string, std::string> attrs;
 
   bool is_loop_nest() const { return kind == KernelKind::Pointwise || kind == KernelKind::Reduction; }
+  /// The index of the one step that passes over the reduction ranges, when exactly one does
+  /// (a split reduction's pass, which its programs share out).
+  std::optional<size_t> only_pass() const;
 };
 
 /// What kernel `k` computes, in one line: "reduction over [64, 1] reducing [256]: amax, sub, exp, sum".

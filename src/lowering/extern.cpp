@@ -13,6 +13,7 @@
 #include "graph/registry.h"
 #include "graph/strides.h"
 #include "lowering/lowering.h"
+#include "support/int_math.h"
 
 namespace coil::lowering {
 namespace {
@@ -160,7 +161,7 @@ int64_t alignment_of(DType dtype) { return std::max<int64_t>(16 / itemsize(dtype
 Shape padded_strides(const Shape &sizes, int64_t align) {
   Shape strides(sizes.size(), 1);
   size_t n = sizes.size();
-  if (n >= 2) strides[n - 2] = (sizes[n - 1] + align - 1) / align * align;
+  if (n >= 2) strides[n - 2] = round_up(sizes[n - 1], align);
   for (size_t d = n - 2; n >= 3 && d-- > 0;) strides[d] = strides[d + 1] * sizes[d + 1];
   return strides;
 }
@@ -222,9 +223,6 @@ TensorRef zero_padded(Lowering &l, const std::string &origin, const TensorRef &r
   l.aligned_copies().emplace(key, copy);
   return flip ? transposed(copy) : copy;
 }
-
-/// `n` rounded up to a multiple of `align`.
-int64_t round_up(int64_t n, int64_t align) { return (n + align - 1) / align * align; }
 
 // Padded dims. With rows aligned, a product whose dims are not multiples of 16 bytes still
 // runs cuBLAS's slow kernels (on the H100, BERT's language-model head: 0.83 ms where the

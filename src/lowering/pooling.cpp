@@ -8,6 +8,7 @@
 
 #include "graph/registry.h"
 #include "lowering/lowering.h"
+#include "support/int_math.h"
 
 namespace coil::lowering {
 namespace {
@@ -475,10 +476,31 @@ std::vector<TensorRef> group_norm_backward(Lowering &l, const Node &n) {
   return outs;
 }
 
+// The outputs whose windows may cover an input position, along each window dim: at most
+// ceil(k / s) of them, from floor((p + pad) / s) down (the gathers of the pools' backwards).
+Shape window_reach(const Window &w) {
+  Shape reach;
+  for (size_t k = 0; k < 2; ++k) reach.push_back(ceil_div(w.kernel[k], w.stride[k]));
+  return reach;
+}
+
+// Along window dim k, output o = floor((p + pad) / s) - r, the r-th that may cover input
+// position p; true where o is an output (0 <= o < outs) whose window reaches p, an output
+// o with o * s - pad <= p < o * s - pad + kernel.
+int covers(BodyBuilder &b, const Window &w, size_t k, const Expr &p, const Expr &r, int64_t outs, Expr &o) {
+  auto i64 = [&](int64_t v) { return b.constant(double(v), DType::I64); };
+  o = ir::floor_div(p + w.padding[k], w.stride[k]) - r;
+  int oi = b.index(o, DType::I64);
+  int valid = b.binary(Op::LogicalAnd, b.binary(Op::Ge, oi, i64(0), DType::Bool), b.binary(Op::Lt, oi, i64(outs), DType::Bool),
+                       DType::Bool);
+  int reaches = b.binary(Op::Lt, b.index(p + w.padding[k] - o * w.stride[k], DType::I64), i64(w.kernel[k]), DType::Bool);
+  return b.binary(Op::LogicalAnd, valid, reaches, DType::Bool);
+}
+
 // max_pool2d_with_indices_backward: each output's gradient added at the input position its
 // index names within its (n, c) plane, in opmath, then the input's dtype. Without dilation,
-// a gather: input position p sums the gradients of the outputs whose windows cover it (as
-// avg_pool_backward finds them) and whose index names p; ResNet-50's 3x3 pool at stride 2
+// a gather: input position p sums the gradients of the outputs whose windows cover it
+// (window_reach, covers) and whose index names p; ResNet-50's 3x3 pool at stride 2
 // reads 4 of them, one pointwise kernel where the scatter-add and the zeros it starts from
 // took 0.77 ms of an H100's training step. With dilation, that scatter-add.
 std::vector<TensorRef> max_pool_backward(Lowering &l, const Node &n) {
@@ -488,24 +510,15 @@ std::vector<TensorRef> max_pool_backward(Lowering &l, const Node &n) {
   size_t lead = out.sizes.size() - 2;
   Window w = window_of(n, 2);
   if (std::all_of(w.dilation.begin(), w.dilation.end(), [](int64_t d) { return d == 1; })) {
-    Shape reach;
-    for (size_t k = 0; k < 2; ++k) reach.push_back((w.kernel[k] + w.stride[k] - 1) / w.stride[k]);
     TensorType sum_type{c, out.sizes, contiguous_strides(out.sizes), out.device};
-    WindowTotal sum = window_fold(l, sum_type, reach, ReduceOp::Sum, n.name + " sum",
+    WindowTotal sum = window_fold(l, sum_type, window_reach(w), ReduceOp::Sum, n.name + " sum",
                                   [&](BodyBuilder &b, const std::vector<Expr> &p, const std::vector<Expr> &r) {
-      auto i64 = [&](int64_t v) { return b.constant(double(v), DType::I64); };
       std::vector<Expr> at(p.begin(), p.begin() + long(lead));
       int ok = -1;
       for (size_t k = 0; k < 2; ++k) {
-        Expr o = ir::floor_div(p[lead + k] + w.padding[k], w.stride[k]) - r[k];
+        Expr o;
+        int valid = covers(b, w, k, p[lead + k], r[k], dy.sizes[lead + k], o);
         at.push_back(o);
-        int oi = b.index(o, DType::I64);
-        int valid = b.binary(Op::LogicalAnd, b.binary(Op::Ge, oi, i64(0), DType::Bool),
-                             b.binary(Op::Lt, oi, i64(dy.sizes[lead + k]), DType::Bool), DType::Bool);
-        // The window starts at or before p; whether it reaches p: p < start + kernel.
-        int reaches = b.binary(Op::Lt, b.index(p[lead + k] + w.padding[k] - o * w.stride[k], DType::I64),
-                               i64(w.kernel[k]), DType::Bool);
-        valid = b.binary(Op::LogicalAnd, valid, reaches, DType::Bool);
         ok = ok < 0 ? valid : b.binary(Op::LogicalAnd, ok, valid, DType::Bool);
       }
       int named = b.cast(b.masked_load(indices.buffer, Lowering::offset(indices, at), indices.dtype, ok, -1), DType::I64);
@@ -553,9 +566,7 @@ std::vector<TensorRef> max_pool_backward(Lowering &l, const Node &n) {
 }
 
 // avg_pool2d_backward: input position p gets the gradient of every output whose window
-// covers it, divided by that window's divisor (the forward's): along each dim, outputs
-// o with o * s - pad <= p < o * s - pad + k, at most ceil(k / s) of them, from
-// floor((p + pad) / s) down.
+// covers it (window_reach, covers), divided by that window's divisor (the forward's).
 std::vector<TensorRef> avg_pool_backward(Lowering &l, const Node &n) {
   const TensorRef &dy = l.ref(arg(n, "grad_output").as<ValueId>()), &x = l.ref(arg(n, "self").as<ValueId>());
   Window w = window_of(n, 2);
@@ -564,25 +575,18 @@ std::vector<TensorRef> avg_pool_backward(Lowering &l, const Node &n) {
   bool include_pad = arg(n, "count_include_pad").as<bool>();
   const Arg &override_arg = arg(n, "divisor_override");
   size_t lead = out.sizes.size() - 2;
-  Shape reach;
-  for (size_t k = 0; k < 2; ++k) reach.push_back((w.kernel[k] + w.stride[k] - 1) / w.stride[k]);
   TensorType sum_type{c, out.sizes, contiguous_strides(out.sizes), out.device};
-  WindowTotal sum = window_fold(l, sum_type, reach, ReduceOp::Sum, n.name + " sum",
+  WindowTotal sum = window_fold(l, sum_type, window_reach(w), ReduceOp::Sum, n.name + " sum",
                                 [&](BodyBuilder &b, const std::vector<Expr> &p, const std::vector<Expr> &r) {
     std::vector<Expr> at(p.begin(), p.begin() + long(lead));
     int ok = -1, count = -1;
     auto i64 = [&](int64_t v) { return b.constant(double(v), DType::I64); };
     for (size_t k = 0; k < 2; ++k) {
-      int64_t size = x.sizes[lead + k], outs = dy.sizes[lead + k];
-      Expr o = ir::floor_div(p[lead + k] + w.padding[k], w.stride[k]) - r[k];
+      int64_t size = x.sizes[lead + k];
+      Expr o;
+      int valid = covers(b, w, k, p[lead + k], r[k], dy.sizes[lead + k], o);
       at.push_back(o);
       int oi = b.index(o, DType::I64);
-      int valid = b.binary(Op::LogicalAnd, b.binary(Op::Ge, oi, i64(0), DType::Bool), b.binary(Op::Lt, oi, i64(outs), DType::Bool),
-                           DType::Bool);
-      // The window starts at or before p; whether it reaches p: p < start + kernel.
-      int reaches = b.binary(Op::Lt, b.index(p[lead + k] + w.padding[k] - o * w.stride[k], DType::I64), i64(w.kernel[k]),
-                             DType::Bool);
-      valid = b.binary(Op::LogicalAnd, valid, reaches, DType::Bool);
       ok = ok < 0 ? valid : b.binary(Op::LogicalAnd, ok, valid, DType::Bool);
       // The forward's divisor along this dim, in integers: the window clipped to the padded
       // input, or (count_include_pad false) to the input.

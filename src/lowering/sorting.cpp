@@ -8,6 +8,7 @@
 #include "graph/registry.h"
 #include "graph/strides.h"
 #include "lowering/lowering.h"
+#include "support/int_math.h"
 
 namespace coil::lowering {
 namespace {
@@ -57,7 +58,7 @@ std::pair<int, int> sort_order(BodyBuilder &b, int other, int mine, bool descend
 /// `block` elements (rows longer than one block).
 TensorRef merge_blocks(Lowering &l, const std::string &origin, const TensorRef &self, size_t dim, const TensorRef &rank,
                        int64_t block, bool descending, const TensorType &rank_type) {
-  int64_t len = self.sizes[dim], blocks = (len + block - 1) / block;
+  int64_t len = self.sizes[dim], blocks = ceil_div(len, block);
   bool floating = is_floating(self.dtype);
   DType compared = self.dtype == DType::Bool ? DType::U8 : self.dtype;
   auto at_position = [&](const TensorRef &t, const std::vector<Expr> &x) {

@@ -2,6 +2,8 @@
 
 #include <limits>
 
+#include "support/int_math.h"
+
 namespace coil::cuda {
 namespace {
 
@@ -24,7 +26,7 @@ size_t parameter_bytes(const std::string &type) {
 
 uint32_t programs_along(const char *axis, int64_t numel, int64_t block, int64_t limit) {
   COIL_ASSERT(numel >= 0 && block > 0, "grid axis ", axis, ": ", numel, " elements in blocks of ", block);
-  int64_t programs = (numel + block - 1) / block;
+  int64_t programs = ceil_div(numel, block);
   if (programs > limit)
     throw UserError(str_cat("a launch needs ", programs, " programs along ", axis, " (", numel, " elements in blocks of ",
                             block, "); CUDA allows ", limit));

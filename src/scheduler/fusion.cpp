@@ -441,17 +441,18 @@ struct Fuser {
     // ... or, for groups that share an input, from where both read it: each element read
     // at the point the target reads it, so that the kernel loads it once (a copy of a matrix
     // beside the sum over its rows walks it as the sum does, not in its own flat order).
-    for (int n : checked_numel(msizes) > 0 ? m.nodes : std::vector<int>{})
-      for (const Instr &i : p.nodes[size_t(n)].body.instrs) {
-        if (i.op != ir::Op::Load || !i.indirect.empty() || contains(t_writes, i.buffer) || contains(m_writes, i.buffer))
-          continue;
-        for (int tn : target.nodes)
-          for (const Instr &j : p.nodes[size_t(tn)].body.instrs) {
-            if (j.op != ir::Op::Load || j.buffer != i.buffer || !j.indirect.empty()) continue;
-            if (auto map = solve_injective(i.index, msizes, j.index, tr))
-              if (is_bijection(*map, msizes, tr)) add(*map);
-          }
-      }
+    if (checked_numel(msizes) > 0)  // (an empty space has no element to solve for)
+      for (int n : m.nodes)
+        for (const Instr &i : p.nodes[size_t(n)].body.instrs) {
+          if (i.op != ir::Op::Load || !i.indirect.empty() || contains(t_writes, i.buffer) || contains(m_writes, i.buffer))
+            continue;
+          for (int tn : target.nodes)
+            for (const Instr &j : p.nodes[size_t(tn)].body.instrs) {
+              if (j.op != ir::Op::Load || j.buffer != i.buffer || !j.indirect.empty()) continue;
+              if (auto map = solve_injective(i.index, msizes, j.index, tr))
+                if (is_bijection(*map, msizes, tr)) add(*map);
+            }
+        }
     add(linearize(msizes, identity, full, 0, tr));
     // The variables that pick a row of what the target writes go first: a consumer of a
     // reduction over dim 0 walks its rows in the reduction's order.

@@ -8,6 +8,7 @@
 
 #include "codegen/common/access.h"
 #include "support/error.h"
+#include "support/int_math.h"
 
 namespace coil::codegen::detail {
 
@@ -311,7 +312,7 @@ void KernelEmitter::close_lanes() {
 void KernelEmitter::emit_tiled_reduction() {
   const int64_t block = plan_.tile;
   int n = int(k_.ranges.size());
-  int64_t last = k_.ranges.back(), blocks = (last + block - 1) / block;
+  int64_t last = k_.ranges.back(), blocks = ceil_div(last, block);
   int64_t work = checked_numel(k_.ranges) * std::max<int64_t>(checked_numel(k_.reduction_ranges), 1) * body_work();
   push();
   Shape outer(k_.ranges.begin(), k_.ranges.end() - 1);

@@ -2,6 +2,7 @@
 
 #include "codegen/triton/triton_kernel_plan.h"
 #include "support/error.h"
+#include "support/int_math.h"
 
 namespace coil::codegen {
 
@@ -56,8 +57,7 @@ sched::ScheduleOptions gpu_schedule_options(sched::ScheduleOptions base) {
   // min_programs_for_second_pass).
   base.min_programs_for_second_pass = 128;
   base.reduction_programs = [](int64_t rows, int64_t rn, bool side_by_side) {
-    int64_t per_program = default_rows_per_program(rows, rn, side_by_side);
-    return (rows + per_program - 1) / per_program;
+    return ceil_div(rows, default_rows_per_program(rows, rn, side_by_side));
   };
   return base;
 }

@@ -19,6 +19,7 @@
 #include "codegen/common/writer.h"
 #include "codegen/triton/triton_codegen.h"
 #include "ir/kernel.h"
+#include "support/int_math.h"
 
 namespace coil::codegen {
 struct TritonKernelPlan;
@@ -41,7 +42,8 @@ inline int64_t next_pow2(int64_t n) {
   return p;
 }
 
-inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+using coil::ceil_div;
+using coil::round_up;
 
 // The block axes a value varies along: axis 0 and axis 1 of the program's block.
 enum Dims : int { kNone = 0, kA0 = 1, kA1 = 2, kBoth = 3 };

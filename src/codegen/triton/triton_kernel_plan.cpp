@@ -31,10 +31,9 @@ T pick(T configured, T otherwise) {
 // members computed at each element (stored by the program whose chunk holds it), with row
 // values only before it (computed by both kernels of the split) and after it.
 bool splittable(const ir::Program &p, const ir::Kernel &k) {
-  auto inner = [](const ir::Step &s) { return s.inner; };
-  if (std::count_if(k.steps.begin(), k.steps.end(), inner) != 1) return false;
-  const ir::Step &pass = *std::find_if(k.steps.begin(), k.steps.end(), inner);
-  for (int m : pass.nodes) {
+  std::optional<size_t> pass = k.only_pass();
+  if (!pass) return false;
+  for (int m : k.steps[*pass].nodes) {
     const ir::Node &node = p.nodes[size_t(m)];
     if (node.kind != ir::NodeKind::Reduction) continue;
     ir::ReduceOp op = node.reduce_op;

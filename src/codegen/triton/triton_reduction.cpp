@@ -338,7 +338,7 @@ void TritonEmitter::emit_split(bool columns) {
   l.looped = true;
   l.block0 = plan_.block0;
   l.block1 = plan_.block1;
-  int64_t chunk = ceil_div(ceil_div(rn, split), l.block1) * l.block1;
+  int64_t chunk = round_up(ceil_div(rn, split), l.block1);
   l.n0 = rows;
   l.n1 = rn;
   for (int d = 0; d < n; ++d) l.vars0.push_back({VarId{d}, k_.ranges[size_t(d)]});
@@ -456,10 +456,9 @@ void TritonEmitter::emit_split(bool columns) {
 }
 
 size_t TritonEmitter::pass_step() const {
-  for (size_t s = 0; s < k_.steps.size(); ++s)
-    if (k_.steps[s].inner) return s;
-  COIL_ASSERT(false, "split reduction ", k_.name, " has no pass over its reduced elements");
-  return 0;
+  std::optional<size_t> pass = k_.only_pass();
+  COIL_ASSERT(pass, "split reduction ", k_.name, " has not one pass over its reduced elements");
+  return *pass;
 }
 
 bool TritonEmitter::used_outside_pass(BufferId b) const {
