@@ -63,8 +63,10 @@ int64_t default_split(const ir::Program &p, const ir::Kernel &k, bool columns) {
 // of the H100's bandwidth in 64 x 64 (its Triton kernels 9.04 ms a step, 8.56 ms fitted).
 constexpr int64_t kBlockRegisters = 160;
 
-// The blocks of values `k`'s pass holds: an accumulator per reduction (Welford's three, an
-// argmax's two), and one per distinct load streaming over the reduced elements.
+// The blocks of values `k`'s pass holds: an accumulator per reduction (an argmax's two), and
+// one per distinct load streaming over the reduced elements. A Welford's mean, m2 and weight
+// count as one: counted as three, ResNet-50's forward batch-norm statistics (two Welfords)
+// ran in 64 x 32 blocks at 0.18 ms where 64 x 64 took 0.13.
 int64_t blocks_held(const ir::Program &p, const ir::Kernel &k) {
   int64_t n = 0;
   int first_reduced = int(k.ranges.size());
@@ -80,7 +82,7 @@ int64_t blocks_held(const ir::Program &p, const ir::Kernel &k) {
       }
       if (node.kind != ir::NodeKind::Reduction) continue;
       ir::ReduceOp op = node.reduce_op;
-      n += op == ir::ReduceOp::Welford ? 3 : op == ir::ReduceOp::ArgMax || op == ir::ReduceOp::ArgMin ? 2 : 1;
+      n += op == ir::ReduceOp::ArgMax || op == ir::ReduceOp::ArgMin ? 2 : 1;
     }
   return n + int64_t(loads.size());
 }
