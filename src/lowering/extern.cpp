@@ -7,6 +7,7 @@
 // each dialect generates the fused kernel) over [B, H, L, E] views of its operands.
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <optional>
 
@@ -174,6 +175,20 @@ TensorRef transposed(TensorRef r) {
   return r;
 }
 
+/// A copy of matrix `r` made by `make` from r in its own orientation (`flip`: r transposed,
+/// so that its rows run along its unit stride) with `sizes` (r's orientation), given back
+/// in r's; one per source view and sizes, shared by the products that read it.
+TensorRef oriented_copy(Lowering &l, const TensorRef &r, bool flip, Shape sizes,
+                        const std::function<TensorRef(const TensorRef &source, const Shape &sizes)> &make) {
+  TensorRef source = flip ? transposed(r) : r;
+  if (flip) std::swap(sizes[sizes.size() - 1], sizes[sizes.size() - 2]);
+  Lowering::CopyKey key{source.buffer, source.offset, source.sizes, source.strides, sizes};
+  auto &copies = l.aligned_copies();
+  auto it = copies.find(key);
+  if (it == copies.end()) it = copies.emplace(key, make(source, sizes)).first;
+  return flip ? transposed(it->second) : it->second;
+}
+
 /// A product's matrix operand `r` (rank 2, or 3 with a batch stride): itself when its
 /// leading dimension is aligned (or it is small, or its layout is not one a library reads
 /// directly), else a view of a copy with aligned rows, in r's orientation.
@@ -186,42 +201,42 @@ TensorRef aligned_operand(Lowering &l, const std::string &origin, const TensorRe
   if ((row_major && (m.row_stride % align == 0 || m.rows == 1)) || (col_major && (m.col_stride % align == 0 || m.cols == 1)))
     return r;
   if ((!row_major && !col_major) || !aligns_rows(l, r.dtype, device, checked_numel(r.sizes))) return r;
-  // The copy is made row-major in the view's own orientation: rows along its unit stride.
-  bool flip = !row_major;
-  TensorRef source = flip ? transposed(r) : r;
-  Lowering::CopyKey key{source.buffer, source.offset, source.sizes, source.strides, source.sizes};
-  auto &copies = l.aligned_copies();
-  auto it = copies.find(key);
-  if (it == copies.end()) {
+  return oriented_copy(l, r, !row_major, r.sizes, [&](const TensorRef &source, const Shape &) {
     TensorType padded{source.dtype, source.sizes, padded_strides(source.sizes, align), device};
-    it = copies.emplace(key, laid_out(l, origin + " (rows aligned)", source, padded)).first;
-  }
-  return flip ? transposed(it->second) : it->second;
+    return laid_out(l, origin + " (rows aligned)", source, padded);
+  });
 }
 
-/// A copy of `r` with sizes `padded` (each at least r's), row-major in r's orientation (rows
-/// along r's unit stride when its last dim has none), the elements past r's sizes zero.
-TensorRef zero_padded(Lowering &l, const std::string &origin, const TensorRef &r, Shape padded) {
+/// A copy of matrix `r` with sizes `padded` (each at least r's), row-major in r's
+/// orientation (rows along r's unit stride), the elements past r's sizes zero.
+TensorRef zero_padded(Lowering &l, const std::string &origin, const TensorRef &r, const Shape &padded) {
   bool flip = r.rank() == 2 && r.strides[1] != 1 && r.strides[0] == 1;
-  TensorRef source = flip ? transposed(r) : r;
-  if (flip) std::swap(padded[0], padded[1]);
-  Lowering::CopyKey key{source.buffer, source.offset, source.sizes, source.strides, padded};
-  if (auto it = l.aligned_copies().find(key); it != l.aligned_copies().end()) return flip ? transposed(it->second) : it->second;
-  const Device &device = l.program().buffer(r.buffer).type.device;
-  TensorRef copy = l.pointwise(TensorType{r.dtype, padded, contiguous_strides(padded), device}, origin,
-                               [&](ir::BodyBuilder &b, const std::vector<Expr> &x) {
-    int inside = -1;
-    for (size_t d = 0; d < padded.size(); ++d) {
-      if (padded[d] == source.sizes[d]) continue;
-      int ok = b.binary(ir::Op::Lt, b.index(x[d], DType::I64), b.constant(double(source.sizes[d]), DType::I64), DType::Bool);
-      inside = inside < 0 ? ok : b.binary(ir::Op::LogicalAnd, inside, ok, DType::Bool);
-    }
-    if (inside < 0) return b.load(source.buffer, Lowering::offset(source, x), source.dtype);
-    int v = b.masked_load(source.buffer, Lowering::offset(source, x), source.dtype, inside, 0);
-    return b.where(inside, v, b.constant(0, source.dtype), source.dtype);
+  return oriented_copy(l, r, flip, padded, [&](const TensorRef &source, const Shape &sizes) {
+    const Device &device = l.program().buffer(source.buffer).type.device;
+    return l.pointwise(TensorType{source.dtype, sizes, contiguous_strides(sizes), device}, origin,
+                       [&](ir::BodyBuilder &b, const std::vector<Expr> &x) {
+      int inside = -1;
+      for (size_t d = 0; d < sizes.size(); ++d) {
+        if (sizes[d] == source.sizes[d]) continue;
+        int ok = b.binary(ir::Op::Lt, b.index(x[d], DType::I64), b.constant(double(source.sizes[d]), DType::I64), DType::Bool);
+        inside = inside < 0 ? ok : b.binary(ir::Op::LogicalAnd, inside, ok, DType::Bool);
+      }
+      if (inside < 0) return b.load(source.buffer, Lowering::offset(source, x), source.dtype);
+      int v = b.masked_load(source.buffer, Lowering::offset(source, x), source.dtype, inside, 0);
+      return b.where(inside, v, b.constant(0, source.dtype), source.dtype);
+    });
   });
-  l.aligned_copies().emplace(key, copy);
-  return flip ? transposed(copy) : copy;
+}
+
+/// The product node of `views` writing a result of type `padded` (rows padded, perhaps
+/// more rows and columns than `out`), given back as `out` by a copy its readers take in
+/// (node attr aligned_rows).
+TensorRef unpadded_result(Lowering &l, const std::string &origin, ir::ExternOp op, std::vector<ir::View> views,
+                          const TensorType &padded, const TensorType &out, int64_t reduction_size,
+                          std::map<std::string, double> scalars) {
+  TensorRef result = extern_node(l, origin, op, std::move(views), padded, reduction_size, std::move(scalars));
+  l.program().nodes.back().attrs["aligned_rows"] = {1};
+  return laid_out(l, origin + " (unpadded)", TensorRef{result.buffer, result.dtype, out.sizes, padded.strides, 0}, out);
 }
 
 // Padded dims. With rows aligned, a product whose dims are not multiples of 16 bytes still
@@ -270,10 +285,8 @@ std::optional<TensorRef> padded_product(Lowering &l, const std::string &origin, 
   };
   views.push_back(operand(a, {mp, kp}));
   views.push_back(operand(b, {kp, np}));
-  TensorType padded{out.dtype, {mp, np}, contiguous_strides({mp, np}), out.device};
-  TensorRef result = extern_node(l, origin, op, std::move(views), padded, kp, scalars);
-  l.program().nodes.back().attrs["aligned_rows"] = {1};
-  return laid_out(l, origin + " (unpadded)", TensorRef{result.buffer, result.dtype, out.sizes, {np, 1}, 0}, out);
+  return unpadded_result(l, origin, op, std::move(views), {out.dtype, {mp, np}, contiguous_strides({mp, np}), out.device},
+                         out, kp, scalars);
 }
 
 /// A matrix product node (Mm, Bmm, Addmm, Baddbmm, Mv, Addmv) of `operands` into a result
@@ -296,10 +309,8 @@ TensorRef product_node(Lowering &l, const std::string &origin, ir::ExternOp op, 
              out.strides[out.strides.size() - 2] % align != 0 && out.strides == contiguous_strides(out.sizes) &&
              aligns_rows(l, out.dtype, out.device, checked_numel(out.sizes));
   if (!pad) return extern_node(l, origin, op, std::move(views), out, reduction_size, std::move(scalars));
-  TensorType padded{out.dtype, out.sizes, padded_strides(out.sizes, align), out.device};
-  TensorRef result = extern_node(l, origin, op, std::move(views), padded, reduction_size, std::move(scalars));
-  l.program().nodes.back().attrs["aligned_rows"] = {1};
-  return laid_out(l, origin + " (rows unpadded)", result, out);
+  return unpadded_result(l, origin, op, std::move(views), {out.dtype, out.sizes, padded_strides(out.sizes, align), out.device},
+                         out, reduction_size, std::move(scalars));
 }
 
 /// [d0, ..., n, k] as [d0 * ... * n, k].

@@ -9,6 +9,7 @@
 #include "coil/artifact.h"
 #include "graph/tensor_type.h"
 #include "support/error.h"
+#include "support/int_math.h"
 #include "support/options.h"
 
 namespace coil {
@@ -50,8 +51,6 @@ bool same_layout(std::span<const int64_t> sizes, std::span<const int64_t> a, std
     if (sizes[d] > 1 && a[d] != b[d]) return false;
   return true;
 }
-
-size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
 
 }  // namespace
 
@@ -106,7 +105,7 @@ CpuModule::Layout CpuModule::layout_of(const coil_tensor_desc &d, size_t &stagin
   l.whole = d.storage_offset == 0 && d.storage_elements == storage_extent(type);
   if (d.kind == COIL_OUTPUT_OWNED) {
     l.staging = staging_bytes;
-    staging_bytes += round_up(size_t(std::max<int64_t>(d.storage_elements, 1) * l.itemsize), kStagingAlignment);
+    staging_bytes += size_t(round_up(std::max<int64_t>(d.storage_elements, 1) * l.itemsize, int64_t(kStagingAlignment)));
   }
   return l;
 }
