@@ -142,10 +142,10 @@ def run_coil(gm, inputs, target):
         if info[5]:  # random state: the graph draws numbers; never compared
             raise Skip("a random op")
         given.append(getattr(gm, attrs[info[0]]).to(device))
-    ins = [(t.data_ptr(), _CODES[t.dtype], tuple(t.shape), t.stride(), t.get_device()) for t in given]
+    ins = [(t.data_ptr(), _CODES[t.dtype], tuple(t.shape), t.stride(), t.get_device(), -1, -1) for t in given]
     outs = [torch.empty_strided(tuple(s), tuple(st), dtype=backend._DTYPES[code], device=device)
             for _, code, s, st, *_ in compiled.outputs]
-    refs = [(o.data_ptr(), _CODES[o.dtype], tuple(o.shape), o.stride(), o.get_device()) for o in outs]
+    refs = [(o.data_ptr(), _CODES[o.dtype], tuple(o.shape), o.stride(), o.get_device(), -1, -1) for o in outs]
     compiled.run(ins, refs, torch.cuda.current_stream().cuda_stream if device == "cuda" else 0)
     if device == "cuda":
         torch.cuda.synchronize()

@@ -97,6 +97,13 @@ struct TensorRef {
   std::vector<int64_t> sizes;
   std::vector<int64_t> strides;
   Memory memory;
+  /// Outputs, when the caller knows it: the allocation the tensor is a view of, as PyTorch
+  /// says it (`storage_offset()`, and its storage's size in elements): element 0 is
+  /// storage_offset elements into an allocation of storage_elements elements, all of them
+  /// the caller's to be written. -1: unknown, the tensor's own elements only. An output
+  /// given in the allocation TensorInfo's storage fields ask for is written in place.
+  int64_t storage_offset = -1;
+  int64_t storage_elements = -1;
 };
 
 /// A graph input or output as compiled.
@@ -128,6 +135,17 @@ struct TensorInfo {
   /// nothing reads the input after that kernel. On cuda, the call binds such an output and
   /// its input to the one address (neither is copied) when both come in their layouts.
   std::vector<int64_t> writable_over;
+  /// Outputs: the allocation that holds the output without a copy. Several outputs may be
+  /// views of one tensor of the graph (a training forward returns the query, key and value
+  /// of attention, three views of one product), as PyTorch's outputs would be. The output
+  /// is a view storage_offset elements into an allocation of storage_elements elements:
+  /// its own when view_of_output is -1, else the allocation of output view_of_output (an
+  /// earlier output). A caller that allocates so, and says so in TensorRef's storage fields
+  /// (run) or by passing these very views (run_addresses), has every output written in
+  /// place; other allocations are written by a copy.
+  int64_t storage_offset = 0;
+  int64_t storage_elements = 0;
+  int64_t view_of_output = -1;
 };
 
 struct CompileOptions {
@@ -185,12 +203,14 @@ class CompiledGraph {
   void run(std::span<const TensorRef> inputs, std::span<const TensorRef> outputs, void *stream = nullptr) const;
 
   /// run() for tensors known to be exactly as inputs() and outputs() give them (dtype,
-  /// sizes and strides), in the memory the target runs on (host memory for ref, cpu and
-  /// cuda-interpret; device 0's for cuda): only their addresses, in that order. For a caller
+  /// sizes and strides; with `outputs_as_stored`, every output also in the allocation its
+  /// storage fields ask for), in the memory the target runs on (host memory for ref, cpu
+  /// and cuda-interpret; device 0's for cuda): only their addresses, in that order. For a caller
   /// whose own checks already hold them so, as torch.compile's guards do for the graphs it
   /// hands over; a tensor of another layout is read or written wrongly. Counts are
   /// checked. Nothing is allocated per call once a thread has made one.
-  void run_addresses(std::span<void *const> inputs, std::span<void *const> outputs, void *stream = nullptr) const;
+  void run_addresses(std::span<void *const> inputs, std::span<void *const> outputs, void *stream = nullptr,
+                     bool outputs_as_stored = false) const;
 
   /// The median time of one run over `iterations` runs after one to warm up, in seconds:
   /// on the GPU, of the steps alone between CUDA events. Targets cpu and cuda only, on

@@ -398,6 +398,11 @@ def compile_dynamic(gm: torch.fx.GraphModule, example_inputs, options: list[tupl
     return run
 
 
+def _extent(sizes, strides) -> int:
+    """Elements a tensor of these sizes and (non-negative) strides spans from element 0."""
+    return 0 if 0 in sizes else 1 + sum((n - 1) * s for n, s in zip(sizes, strides))
+
+
 def _allocators(target: torch.device):
     """(fast, plain): functions (sizes, strides, dtype) -> a new tensor on `target`. fast is
     the allocation Inductor's generated code calls, a third of torch.empty_strided's time
@@ -457,6 +462,11 @@ def compile_whole(gm: torch.fx.GraphModule, example_inputs, options: list[tuple[
         return _eager(gm, str(e))
     log.info("coil: compiled a graph of %d nodes for %s", len(gm.graph.nodes), device)
     outputs = [(_DTYPES[code], tuple(sizes), tuple(strides)) for _, code, sizes, strides, *_ in compiled.outputs]
+    # Where each output lies (TensorInfo's storage fields): outputs that are views of one
+    # tensor of the graph (a training forward's query, key and value, views of one product)
+    # are views of one allocation, as eager's would be, written in place; [(offset,
+    # elements, the output whose allocation it shares or -1)].
+    storage = [tuple(info[8:11]) for info in compiled.outputs]
     # An output that is one of the graph's inputs (a training forward returns the parameters
     # and the logits its backward reads) is that input itself, where the call then copies
     # nothing: when the input comes in the layout the graph states (always, after a guarded
@@ -510,16 +520,23 @@ def compile_whole(gm: torch.fx.GraphModule, example_inputs, options: list[tuple[
         for k, j in in_place:
             outs[k] = given[j]
         for k, dtype, sizes, strides in fresh:
-            outs[k] = alloc(sizes, strides, dtype)
+            offset, elements, home = storage[k]
+            if home >= 0 and outs[home] is not None and home not in reused:
+                outs[k] = outs[home].as_strided(sizes, strides, offset)
+            elif offset or elements != _extent(sizes, strides):
+                outs[k] = alloc((elements,), (1,), dtype).as_strided(sizes, strides, offset)
+            else:
+                outs[k] = alloc(sizes, strides, dtype)
         stream = torch.cuda.current_stream(target).cuda_stream if target.type == "cuda" else 0
         if checked[0]:
             # get_device(): -1 for host memory, else the CUDA device's index, as coil._C takes it.
-            ins = [(t.data_ptr(), _CODES[t.dtype], tuple(t.shape), t.stride(), t.get_device()) for t in given]
-            refs = [(o.data_ptr(), _CODES[o.dtype], tuple(o.shape), o.stride(), o.get_device()) for o in outs]
+            ins = [(t.data_ptr(), _CODES[t.dtype], tuple(t.shape), t.stride(), t.get_device(), -1, -1) for t in given]
+            refs = [(o.data_ptr(), _CODES[o.dtype], tuple(o.shape), o.stride(), o.get_device(), o.storage_offset(),
+                     o.untyped_storage().nbytes() // o.element_size()) for o in outs]
             compiled.run(ins, refs, stream)
             checked[0] = not guarded
         else:
-            compiled.run_addresses([t.data_ptr() for t in given], [o.data_ptr() for o in outs], stream)
+            compiled.run_addresses([t.data_ptr() for t in given], [o.data_ptr() for o in outs], stream, True)
         if whole:
             return tuple(outs)
         it = iter(outs)

@@ -95,6 +95,20 @@ void check_tensor(const TensorRef &given, const TensorInfo &want, const char *wh
   COIL_USER_CHECK(given.strides.empty() || given.strides.size() == given.sizes.size(), what, " '", want.name,
                   "' has ", given.strides.size(), " strides for ", given.sizes.size(), " dims");
   COIL_USER_CHECK(given.data || checked_numel(given.sizes) == 0, what, " '", want.name, "' has no data (a null pointer)");
+  if (given.storage_offset == -1 && given.storage_elements == -1) return;
+  int64_t lowest = 0, highest = 0, dense = 1;  // the elements' offsets from element 0
+  for (size_t d = given.sizes.size(); d-- > 0;) {
+    int64_t reach = (given.sizes[d] - 1) * (given.strides.empty() ? dense : given.strides[d]);
+    (reach < 0 ? lowest : highest) += reach;
+    dense *= given.sizes[d];
+  }
+  COIL_USER_CHECK(given.storage_offset >= 0 && given.storage_elements >= 0 &&
+                      (checked_numel(given.sizes) == 0 || (given.storage_offset + lowest >= 0 &&
+                                                           given.storage_offset + highest < given.storage_elements)),
+                  what, " '", want.name, "' says it lies ", given.storage_offset, " elements into an allocation of ",
+                  given.storage_elements, " elements, which its sizes ", shape_str(given.sizes), " and strides ",
+                  shape_str(given.strides.empty() ? contiguous_strides(given.sizes) : given.strides),
+                  " do not fit in (both -1: unknown)");
 }
 
 void check_count(size_t given, size_t want, const char *what) {
@@ -126,6 +140,22 @@ TensorInfo info_of(const ir::Program &p, const std::string &name, const ir::View
 ir::View whole(const ir::Program &p, ir::BufferId b) {
   const TensorType &t = p.buffer(b).type;
   return {b, t.sizes, t.strides, 0};
+}
+
+// Output `k`, view `v`: the allocation that holds it without a copy. A view of a buffer the
+// graph computes lies in the buffer's extent, which the buffer's first output is given; a
+// view of an input is its own (the call copies it there).
+void set_storage(TensorInfo &info, const ir::Program &p, size_t k, const ir::View &v) {
+  const TensorType &buffer = p.buffer(v.buffer).type;
+  if (std::find(p.inputs.begin(), p.inputs.end(), v.buffer) != p.inputs.end()) {
+    info.storage_offset = 0;
+    info.storage_elements = storage_extent({buffer.dtype, v.sizes, v.strides, {}});
+    return;
+  }
+  info.storage_offset = v.offset;
+  info.storage_elements = storage_extent(buffer);
+  auto home = std::find(p.outputs.begin(), p.outputs.end(), v.buffer) - p.outputs.begin();
+  info.view_of_output = size_t(home) < k ? int64_t(home) : -1;
 }
 
 }  // namespace
@@ -200,7 +230,7 @@ struct CudaGraph : HostTensorsGraph {
   static DeviceTensor device_tensor(const TensorRef &r, const std::string &name, const char *what, Memory here) {
     COIL_USER_CHECK(r.memory == here, what, " '", name, "' is in ", memory_name(r.memory), " memory, but the graph runs on ",
                     memory_name(here));
-    return {cuda::CUdeviceptr(reinterpret_cast<uintptr_t>(r.data)), r.strides};
+    return {cuda::CUdeviceptr(reinterpret_cast<uintptr_t>(r.data)), r.strides, r.storage_offset, r.storage_elements};
   }
   double median_seconds(std::span<const TensorRef> in, std::span<const TensorRef>, int iterations) const override {
     return program->median_seconds(named_inputs(in), iterations);
@@ -223,7 +253,8 @@ struct CpuGraph : CompiledGraph::Impl {
 
   void give(CpuModule::Call &call, std::span<const TensorRef> in, std::span<const TensorRef> out) const {
     for (size_t i = 0; i < in.size(); ++i) call.input(int(i), in[i].data, in[i].strides);
-    for (size_t i = 0; i < out.size(); ++i) call.output(int(i), out[i].data, out[i].strides);
+    for (size_t i = 0; i < out.size(); ++i)
+      call.output(int(i), out[i].data, out[i].strides, out[i].storage_offset, out[i].storage_elements);
   }
 
   void run(std::span<const TensorRef> in, std::span<const TensorRef> out) const override {
@@ -296,6 +327,7 @@ std::shared_ptr<CompiledGraph::Impl> build(Graph g, const CompileOptions &o) {
     if (input != p.inputs.end() && whole_buffer) impl->outputs.back().same_as_input = int64_t(input - p.inputs.begin());
     if (input == p.inputs.end() && whole_buffer)
       for (int j : sched::inputs_writable_by(c.schedule.ir, v.buffer)) impl->outputs.back().writable_over.push_back(j);
+    set_storage(impl->outputs.back(), p, i, v);
   }
   if (auto *host = dynamic_cast<HostTensorsGraph *>(impl.get())) host->schedule = std::move(c.schedule);
   return impl;
@@ -358,10 +390,10 @@ void CompiledGraph::run(std::span<const TensorRef> inputs, std::span<const Tenso
 
 namespace {
 
-// `refs` made the tensors `infos` describe, at `addresses` in `memory`; the vectors keep
-// their capacity from call to call.
+// `refs` made the tensors `infos` describe, at `addresses` in `memory` (`stored`: in the
+// allocations their storage fields ask for); the vectors keep their capacity from call to call.
 void as_compiled(std::vector<TensorRef> &refs, const std::vector<TensorInfo> &infos, std::span<void *const> addresses,
-                 Memory memory) {
+                 Memory memory, bool stored) {
   refs.resize(infos.size());
   for (size_t i = 0; i < infos.size(); ++i) {
     TensorRef &r = refs[i];
@@ -370,19 +402,22 @@ void as_compiled(std::vector<TensorRef> &refs, const std::vector<TensorInfo> &in
     r.sizes = infos[i].sizes;
     r.strides = infos[i].strides;
     r.memory = memory;
+    r.storage_offset = stored ? infos[i].storage_offset : -1;
+    r.storage_elements = stored ? infos[i].storage_elements : -1;
   }
 }
 
 }  // namespace
 
-void CompiledGraph::run_addresses(std::span<void *const> inputs, std::span<void *const> outputs, void *stream) const {
+void CompiledGraph::run_addresses(std::span<void *const> inputs, std::span<void *const> outputs, void *stream,
+                                  bool outputs_as_stored) const {
   publicly([&] {
     check_count(inputs.size(), impl_->inputs.size(), "input");
     check_count(outputs.size(), impl_->outputs.size(), "output");
     Memory memory = impl_->target == Target::Cuda ? Memory::cuda(0) : Memory::host();
     thread_local std::vector<TensorRef> in, out;
-    as_compiled(in, impl_->inputs, inputs, memory);
-    as_compiled(out, impl_->outputs, outputs, memory);
+    as_compiled(in, impl_->inputs, inputs, memory, false);
+    as_compiled(out, impl_->outputs, outputs, memory, outputs_as_stored);
     impl_->run_on(in, out, stream);
   });
 }

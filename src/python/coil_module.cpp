@@ -15,22 +15,23 @@ namespace nb = nanobind;
 
 namespace {
 
-// (data pointer, dtype code, sizes, strides, device), as python/coil/backend.py passes a
-// tensor; device -1 for host memory, else the CUDA device's index.
-using PyTensor = std::tuple<uintptr_t, int, std::vector<int64_t>, std::vector<int64_t>, int>;
+// (data pointer, dtype code, sizes, strides, device, storage offset, storage elements), as
+// python/coil/backend.py passes a tensor; device -1 for host memory, else the CUDA device's
+// index; the storage fields as TensorRef's (-1: unknown).
+using PyTensor = std::tuple<uintptr_t, int, std::vector<int64_t>, std::vector<int64_t>, int, int64_t, int64_t>;
 
 std::vector<coil::TensorRef> refs(const std::vector<PyTensor> &tensors) {
   std::vector<coil::TensorRef> out;
   out.reserve(tensors.size());
-  for (const auto &[data, dtype, sizes, strides, device] : tensors)
+  for (const auto &[data, dtype, sizes, strides, device, storage_offset, storage_elements] : tensors)
     out.push_back({reinterpret_cast<void *>(data), coil::ScalarType(dtype), sizes, strides,
-                   device < 0 ? coil::Memory::host() : coil::Memory::cuda(device)});
+                   device < 0 ? coil::Memory::host() : coil::Memory::cuda(device), storage_offset, storage_elements});
   return out;
 }
 
 nb::tuple info_tuple(const coil::TensorInfo &t) {
   return nb::make_tuple(t.name, int(t.dtype), t.sizes, t.strides, t.reduced_elements, t.random_state, t.same_as_input,
-                       t.writable_over);
+                       t.writable_over, t.storage_offset, t.storage_elements, t.view_of_output);
 }
 
 }  // namespace
@@ -77,25 +78,27 @@ NB_MODULE(_C, m) {
             g.run(in, out, reinterpret_cast<void *>(stream));
           },
           nb::arg("inputs"), nb::arg("outputs"), nb::arg("stream") = 0,
-          "Runs the graph on (pointer, dtype code, sizes, strides, device) tensors (device -1: host\n"
-          "memory, else the CUDA device's index); writes the outputs. CUDA tensors: the work is\n"
-          "queued on `stream` (torch.cuda.current_stream().cuda_stream; 0: the default stream)\n"
-          "and the call returns without waiting for it.")
+          "Runs the graph on (pointer, dtype code, sizes, strides, device, storage offset, storage\n"
+          "elements) tensors (device -1: host memory, else the CUDA device's index; storage -1:\n"
+          "unknown); writes the outputs. CUDA tensors: the work is queued on `stream`\n"
+          "(torch.cuda.current_stream().cuda_stream; 0: the default stream) and the call returns\n"
+          "without waiting for it.")
       .def(
           "run_addresses",
           [](const coil::CompiledGraph &g, const std::vector<uintptr_t> &inputs, const std::vector<uintptr_t> &outputs,
-             uintptr_t stream) {
+             uintptr_t stream, bool outputs_as_stored) {
             thread_local std::vector<void *> in, out;
             in.clear();
             out.clear();
             for (uintptr_t a : inputs) in.push_back(reinterpret_cast<void *>(a));
             for (uintptr_t a : outputs) out.push_back(reinterpret_cast<void *>(a));
             nb::gil_scoped_release release;
-            g.run_addresses(in, out, reinterpret_cast<void *>(stream));
+            g.run_addresses(in, out, reinterpret_cast<void *>(stream), outputs_as_stored);
           },
-          nb::arg("inputs"), nb::arg("outputs"), nb::arg("stream") = 0,
+          nb::arg("inputs"), nb::arg("outputs"), nb::arg("stream") = 0, nb::arg("outputs_as_stored") = false,
           "run() for tensors exactly as `inputs` and `outputs` describe them, in the target's memory:\n"
-          "their data pointers alone (the caller's guards hold their dtypes, sizes and strides).");
+          "their data pointers alone (the caller's guards hold their dtypes, sizes and strides;\n"
+          "outputs_as_stored: each output lies in its allocation as its storage fields say).");
 
   m.def("supported_ops", &coil::supported_ops, "The ops coil compiles natively: aten.add.Tensor, ...");
   m.attr("MAX_SORT_LENGTH") = coil::kMaxSortLength;

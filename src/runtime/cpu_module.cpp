@@ -102,6 +102,7 @@ CpuModule::Layout CpuModule::layout_of(const coil_tensor_desc &d, size_t &stagin
   l.offset = d.storage_offset;
   l.kind = d.kind;  // inputs: 0, which is COIL_OUTPUT_OWNED
   TensorType type{*t, sizes, Shape(l.strides.begin(), l.strides.end()), {}};
+  l.elements = d.storage_elements;
   l.whole = d.storage_offset == 0 && d.storage_elements == storage_extent(type);
   if (d.kind == COIL_OUTPUT_OWNED) {
     l.staging = staging_bytes;
@@ -123,6 +124,7 @@ struct CpuModule::Scratch {
   struct Given {
     std::byte *data = nullptr;
     std::span<const int64_t> strides;
+    int64_t storage_offset = -1, storage_elements = -1;  // outputs: the caller's allocation, when known
   };
   std::vector<void *> in, out;
   std::vector<Given> given_in, given_out;
@@ -184,18 +186,28 @@ void CpuModule::Call::input(int i, const void *data, std::span<const int64_t> st
                             strides.empty() ? std::span<const int64_t>(l.dense) : strides};
 }
 
-void CpuModule::Call::output(int i, void *data, std::span<const int64_t> strides) {
+void CpuModule::Call::output(int i, void *data, std::span<const int64_t> strides, int64_t storage_offset,
+                             int64_t storage_elements) {
   COIL_ASSERT(i >= 0 && size_t(i) < m_.outputs_.size(), "output ", i, " of ", m_.outputs_.size());
   const Layout &l = m_.outputs_[size_t(i)];
   COIL_ASSERT(strides.empty() || strides.size() == l.sizes.size(), strides.size(), " strides for ", l.sizes.size(), " dims");
-  s_.given_out[size_t(i)] = {static_cast<std::byte *>(data), strides.empty() ? std::span<const int64_t>(l.dense) : strides};
+  s_.given_out[size_t(i)] = {static_cast<std::byte *>(data), strides.empty() ? std::span<const int64_t>(l.dense) : strides,
+                             storage_offset, storage_elements};
 }
 
 // Inputs: the caller's allocation starts storage_offset elements before element 0, or a
 // staged copy. Owned outputs: the library writes the whole allocation, so the caller's
-// memory takes it only when the view is the allocation; else staging. Aliasing outputs:
+// memory takes it only when it holds the allocation (holds); else staging. Aliasing outputs:
 // set by the library.
 void CpuModule::Call::copy_in() {
+  // Whether an owned output given as `g` may be written in place: in its layout, in a
+  // caller's allocation that holds the library's whole allocation around it (the view is the
+  // whole allocation, or the caller says where its own lies).
+  auto holds = [](const Layout &l, const Scratch::Given &g) {
+    int64_t before = g.storage_offset - l.offset;  // the caller's elements before the library's allocation
+    bool room = l.whole || (g.storage_offset >= 0 && before >= 0 && before + l.elements <= g.storage_elements);
+    return room && fits(l.sizes, l.strides, g.data, g.strides);
+  };
   bool stage = false;
   for (size_t i = 0; i < m_.inputs_.size(); ++i) {
     const Layout &l = m_.inputs_[i];
@@ -204,7 +216,7 @@ void CpuModule::Call::copy_in() {
   for (size_t i = 0; i < m_.outputs_.size(); ++i) {
     const Layout &l = m_.outputs_[i];
     bool owned = l.kind == COIL_OUTPUT_OWNED;
-    stage = stage || (owned && !(l.whole && fits(l.sizes, l.strides, s_.given_out[i].data, s_.given_out[i].strides)));
+    stage = stage || (owned && !holds(l, s_.given_out[i]));
   }
   std::byte *staging = stage ? s_.staging_of(m_.staging_bytes_) : nullptr;
   for (size_t i = 0; i < m_.inputs_.size(); ++i) {
@@ -223,8 +235,8 @@ void CpuModule::Call::copy_in() {
     const Scratch::Given &g = s_.given_out[i];
     if (l.kind != COIL_OUTPUT_OWNED)
       s_.out[i] = nullptr;
-    else if (l.whole && fits(l.sizes, l.strides, g.data, g.strides))
-      s_.out[i] = g.data;
+    else if (holds(l, g))
+      s_.out[i] = g.data - l.offset * l.itemsize;
     else
       s_.out[i] = staging + l.staging;
   }

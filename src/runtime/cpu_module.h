@@ -67,8 +67,10 @@ class CpuModule {
     /// Input i at `data` (its element 0), `strides` in elements (empty: contiguous); dtype
     /// and sizes are the graph's (the caller checked them).
     void input(int i, const void *data, std::span<const int64_t> strides);
-    /// Output i likewise, written by run().
-    void output(int i, void *data, std::span<const int64_t> strides);
+    /// Output i likewise, written by run(); in place when the caller's allocation holds the
+    /// library's (element 0 storage_offset elements into storage_elements; -1: unknown).
+    void output(int i, void *data, std::span<const int64_t> strides, int64_t storage_offset = -1,
+                int64_t storage_elements = -1);
 
     /// Copies in, calls the library, copies out. A UserError with the library's message
     /// when it fails.
@@ -115,6 +117,7 @@ class CpuModule {
     std::span<const int64_t> sizes, strides;  // the library's (its static arrays)
     std::vector<int64_t> dense;               // contiguous strides: for callers that give none
     int64_t offset = 0;                       // storage_offset: element 0 within the allocation
+    int64_t elements = 0;                     // storage_elements: what the allocation spans
     int32_t kind = 0;                         // outputs: coil_output_kind
     bool whole = false;                       // owned outputs: the view spans its whole allocation
     size_t staging = 0;                       // inputs and owned outputs: where in the staging its copy goes

@@ -26,13 +26,17 @@ using cuda::CUdeviceptr;
 // allocator) costs nothing. One whose address moves is bound again where it now is, up to
 // kRebinds times (a training loop's first steps place its activations and gradients anew
 // until the caching allocator settles: the optimizer's state appears in the first step),
-// and after that copied into the workspace's own buffer on every call (Copied). Outputs
-// other than the home of their buffer's whole extent, empty tensors, and tensors that
-// overlap another of the call stay copied, but for an output given the very bytes of an
-// input it may be written over (an optimizer's update of its parameter): both are bound
-// there, and the kernel that writes the output reads the input there first. An output that
-// is an input, handed that input in its layout, is already where it belongs: the input is
-// bound in place and the output copies nothing (CudaProgram::run).
+// and after that copied into the workspace's own buffer on every call (Copied). An output
+// is bound where its buffer's home is given in an allocation that holds the buffer's whole
+// extent (the view is the whole buffer, or the caller says where its allocation lies: a
+// training forward's query, key and value, three views of one product); the buffer's other
+// views, given around the same buffer start, are then already written. Other outputs,
+// empty tensors, and tensors that overlap another of the call stay copied, but for an
+// output given the very bytes of an input it may be written over (an optimizer's update of
+// its parameter): both are bound there, and the kernel that writes the output reads the
+// input there first. An output that is an input, handed that input in its layout, is
+// already where it belongs: the input is bound in place and the output copies nothing
+// (CudaProgram::run).
 
 namespace {
 
@@ -89,16 +93,17 @@ bool CudaProgram::place(Workspace &w, size_t t, std::span<const DeviceTensor> in
   Binding &b = w.binding[t];
   if (b == Binding::Copied) return false;
   const DeviceTensor &d = t < ni ? inputs[t] : outputs[t - ni];
-  bool fits = d.data % kCallerAlignment == 0;
+  CUdeviceptr at = t < ni ? d.data : buffer_start(t - ni, d);  // where the tensor's buffer would be
+  bool fits = at % kCallerAlignment == 0;
   if (t < ni) {
     const TensorType &type = p.buffer(p.inputs[t]).type;
     fits = fits && slots_[size_t(p.inputs[t])].bytes > 0 && same_layout(type.sizes, d.strides, type.strides);
   } else {
     const ir::View &v = output_views_[t - ni];
-    fits = fits && output_in_place_[t - ni] && same_layout(v.sizes, d.strides, v.strides);
+    fits = fits && holds_buffer(t - ni, d) && same_layout(v.sizes, d.strides, v.strides);
   }
   if (b == Binding::Caller) {
-    if (fits && d.data == w.address[size_t(buffer_of(t))]) return true;
+    if (fits && at == w.address[size_t(buffer_of(t))]) return true;
     if (!fits || w.rebinds[t] == kRebinds || overlaps_another(t, inputs, outputs)) {
       b = Binding::Copied;
       use_own(w, t);
@@ -110,8 +115,27 @@ bool CudaProgram::place(Workspace &w, size_t t, std::span<const DeviceTensor> in
     return false;
   }
   b = Binding::Caller;
-  move(w, t, d.data);
+  move(w, t, at);
   return true;
+}
+
+// Where output k's buffer starts when the output is `d`: its view's offset before element 0.
+CUdeviceptr CudaProgram::buffer_start(size_t k, const DeviceTensor &d) const {
+  int64_t item = itemsize(program_.buffer(program_.outputs[k]).type.dtype);
+  return d.data - CUdeviceptr(output_views_[k].offset * item);
+}
+
+// Whether output k, given as `d`, may be written in place: it is its buffer's home, and the
+// caller's allocation holds the buffer's whole extent around it (the view is the whole
+// buffer, or the caller says where its allocation lies).
+bool CudaProgram::holds_buffer(size_t k, const DeviceTensor &d) const {
+  if (output_in_place_[k]) return true;
+  size_t t = program_.inputs.size() + k;
+  const Slot &slot = slots_[size_t(buffer_of(t))];
+  int64_t item = itemsize(program_.buffer(program_.outputs[k]).type.dtype);
+  int64_t before = d.storage_offset - output_views_[k].offset;  // the allocation's elements before the buffer
+  return has_own(t) && slot.bytes > 0 && d.storage_offset >= 0 && before >= 0 &&
+         before * item + slot.bytes <= d.storage_elements * item;
 }
 
 // Whether tensor `t`'s bytes meet those of a tensor of the call that the steps write while
@@ -125,12 +149,18 @@ bool CudaProgram::overlaps_another(size_t t, std::span<const DeviceTensor> input
       const TensorType &type = p.buffer(p.inputs[u]).type;
       return span_of(inputs[u].data, type.sizes, inputs[u].strides, itemsize(type.dtype));
     }
-    const ir::View &v = output_views_[u - ni];
-    return span_of(outputs[u - ni].data, v.sizes, outputs[u - ni].strides, itemsize(p.buffer(p.outputs[u - ni]).type.dtype));
+    size_t k = u - ni;
+    const DeviceTensor &d = outputs[k];
+    if (!output_in_place_[k] && holds_buffer(k, d)) {  // the whole buffer is written
+      CUdeviceptr start = buffer_start(k, d);
+      return std::pair{start, start + CUdeviceptr(slots_[size_t(p.outputs[k])].bytes)};
+    }
+    const ir::View &v = output_views_[k];
+    return span_of(d.data, v.sizes, d.strides, itemsize(p.buffer(p.outputs[k]).type.dtype));
   };
   auto [lo, hi] = span_at(t);
   for (size_t u = t < ni ? ni : 0; u < ni + outputs.size(); ++u) {
-    if (u == t) continue;
+    if (u == t || views_of_one_buffer(t, u, outputs)) continue;
     auto [ulo, uhi] = span_at(u);
     if (ulo == lo && uhi == hi && one_tensor_by_design(t, u, outputs)) continue;
     if (ulo < hi && lo < uhi) return true;
@@ -149,6 +179,20 @@ bool CudaProgram::one_tensor_by_design(size_t t, size_t u, std::span<const Devic
   if (std::find(over.begin(), over.end(), int(input)) != over.end()) return true;
   const ir::View &v = output_views_[output];
   return output_input_[output] == int(input) && same_layout(v.sizes, outputs[output].strides, v.strides);
+}
+
+// Whether tensors t and u are outputs given as views of one buffer where it lies: both in
+// their layouts, around the one address of the buffer's start. The steps write the buffer
+// once; the view that is not its home is then already written (CudaProgram::run).
+bool CudaProgram::views_of_one_buffer(size_t t, size_t u, std::span<const DeviceTensor> outputs) const {
+  size_t ni = program_.inputs.size();
+  if (t < ni || u < ni || program_.outputs[t - ni] != program_.outputs[u - ni]) return false;
+  auto in_layout = [&](size_t k) {
+    const ir::View &v = output_views_[k];
+    return same_layout(v.sizes, outputs[k].strides, v.strides);
+  };
+  return in_layout(t - ni) && in_layout(u - ni) &&
+         buffer_start(t - ni, outputs[t - ni]) == buffer_start(u - ni, outputs[u - ni]);
 }
 
 ir::BufferId CudaProgram::buffer_of(size_t t) const {

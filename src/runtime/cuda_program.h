@@ -91,11 +91,15 @@ struct StepTime {
 };
 
 /// A caller's tensor in device memory (of the program's device): the address of its
-/// element 0 and its strides in elements (empty: contiguous). Its dtype and sizes are the
-/// graph's; the caller checks them (driver/api.cpp).
+/// element 0 and its strides in elements (empty: contiguous); for an output, the allocation
+/// it lies in when the caller knows it: element 0 is storage_offset elements into
+/// storage_elements (-1: unknown). Its dtype and sizes are the graph's; the caller checks
+/// them (driver/api.cpp).
 struct DeviceTensor {
   cuda::CUdeviceptr data = 0;
   std::span<const int64_t> strides;
+  int64_t storage_offset = -1;
+  int64_t storage_elements = -1;
 };
 
 class CudaProgram {
@@ -201,6 +205,9 @@ class CudaProgram {
   bool place(Workspace &w, size_t t, std::span<const DeviceTensor> inputs, std::span<const DeviceTensor> outputs) const;
   bool overlaps_another(size_t t, std::span<const DeviceTensor> inputs, std::span<const DeviceTensor> outputs) const;
   bool one_tensor_by_design(size_t t, size_t u, std::span<const DeviceTensor> outputs) const;
+  bool views_of_one_buffer(size_t t, size_t u, std::span<const DeviceTensor> outputs) const;
+  cuda::CUdeviceptr buffer_start(size_t k, const DeviceTensor &d) const;
+  bool holds_buffer(size_t k, const DeviceTensor &d) const;
   ir::BufferId buffer_of(size_t t) const;  // tensor t: an input, or output t - inputs
   void move(Workspace &w, size_t t, cuda::CUdeviceptr to) const;
   void rebind(Workspace &w) const;

@@ -577,6 +577,62 @@ void check_update_in_place(const std::string &mode) {
   });
 }
 
+// Outputs that are views of one computed buffer (a training forward's query, key and value,
+// slices of one product), given as views of one allocation of the buffer's extent and said
+// so (DeviceTensor's storage fields): the buffer is bound there and written once, nothing
+// copied, nothing allocated; given in allocations of their own instead, each is copied.
+void check_views_of_one_buffer(const std::string &mode) {
+  run_check(mode + "outputs viewing one buffer, given one allocation, are written in place", [&] {
+    const std::string text = R"(class GraphModule(torch.nn.Module):
+    def forward(self, x: "f32[64, 96][96, 1]cpu"):
+        relu: "f32[64, 96][96, 1]cpu" = torch.ops.aten.relu.default(x)
+        q: "f32[64, 32][96, 1]cpu" = torch.ops.aten.slice.Tensor(relu, 1, 0, 32)
+        k: "f32[64, 32][96, 1]cpu" = torch.ops.aten.slice.Tensor(relu, 1, 32, 64)
+        v: "f32[64, 32][96, 1]cpu" = torch.ops.aten.slice.Tensor(relu, 1, 64, 96)
+        return (k, q, v)
+)";
+    Compiled c = compile_for_gpu(frontend::parse_graph(text, "test.py"));
+    Compiled reference = compile_for_gpu(frontend::parse_graph(text, "test.py"));
+    const ir::Program &p = c.c.schedule.ir.program;
+    if (p.outputs.size() != 3 || p.outputs[0] != p.outputs[1] || p.outputs[0] != p.outputs[2])
+      return std::string("the three outputs are not views of one buffer");
+    TensorList inputs = make_inputs(c.c.lowered, 5);
+    std::vector<HostTensor> want = reference.program->run(inputs);
+    DeviceCall call = device_call(p);
+    upload_inputs(p, inputs, call.in);
+    cuda::DeviceBuffer whole(size_t(64 * 96 * 4));
+    COIL_CU(cuCtxSynchronize);
+    std::vector<DeviceTensor> ins = call.ins(), outs;
+    for (size_t k = 0; k < 3; ++k) {
+      int64_t offset = view_of_output(p, k).offset;
+      outs.push_back({whole.ptr() + cuda::CUdeviceptr(offset * 4), call.out_strides[k], offset, 64 * 96});
+    }
+    cuda::Stream stream;
+    for (int i = 0; i < 2; ++i) {
+      c.program->run(ins, outs, stream.get());
+      stream.synchronize();
+      if (c.program->copies() != 0 || c.program->own_bytes() != 0)
+        return str_cat("call ", i + 1, ": ", c.program->copies(), " tensors copied, ", c.program->own_bytes(),
+                       " bytes of own buffers");
+      std::vector<float> got(64 * 96);
+      whole.download(got.data(), got.size() * 4);
+      for (size_t k = 0; k < 3; ++k) {
+        int64_t offset = view_of_output(p, k).offset;
+        HostTensor h = HostTensor::zeros(DType::F32, {64, 32});
+        for (int64_t r = 0; r < 64; ++r)
+          std::memcpy(h.data.data() + r * 32 * 4, got.data() + offset + r * 96, 32 * 4);
+        if (!same_bits({h}, {want[k]})) return str_cat("call ", i + 1, ": output ", k, " differs");
+      }
+    }
+    // Allocations of their own, the storage unknown: correct, by copies.
+    c.program->run(ins, call.outs(), stream.get());
+    stream.synchronize();
+    if (c.program->copies() == 0) return std::string("outputs in allocations of their own were not copied");
+    if (!same_bits(download_outputs(p, call), want)) return std::string("outputs in allocations of their own differ");
+    return std::string();
+  });
+}
+
 // triton.profile (with CUDA graphs asked for, which it turns off): one row per step, each
 // counted once per call and timed, the results unchanged; reset_profile starts from zero.
 void check_profile() {
@@ -623,6 +679,7 @@ int run(int argc, char **argv) {
   check_prepared_once("");
   check_bound_in_place("");
   check_update_in_place("");
+  check_views_of_one_buffer("");
   // The same contract with every launch replayed from a CUDA graph and every kernel tuned.
   options::set_override("triton.cudagraphs", "1");
   options::set_override("triton.autotune", "1");
@@ -638,6 +695,7 @@ int run(int argc, char **argv) {
   check_prepared_once("graphs+autotune: ");
   check_bound_in_place("graphs+autotune: ");
   check_update_in_place("graphs+autotune: ");
+  check_views_of_one_buffer("graphs+autotune: ");
   check_profile();
   options::clear_overrides();
   std::vector<std::filesystem::path> dirs;

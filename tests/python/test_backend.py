@@ -204,6 +204,27 @@ class KvCache(torch.nn.Module):
         return self.k.index_select(2, pos) * 2
 
 
+def _qkv(x, w):
+    """Attention's query, key and value as a model makes them: three views of one product."""
+    b, s, _ = x.shape
+    q, k, v = (x @ w).view(b, s, 3, 4, 8).unbind(2)
+    return q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
+
+
+def check_views_of_one_buffer(test, device):
+    """Outputs that are views of one tensor of the graph are views of one allocation, as
+    eager's are (coil writes it once; a training forward saves it once), on every call."""
+    x, w = torch.randn(2, 16, 32, device=device), torch.randn(32, 96, device=device)
+    with no_fallback(), torch.no_grad():
+        f = torch.compile(_qkv, backend="coil")
+        for call in range(3):
+            got, want = f(x * call, w), _qkv(x * call, w)
+            for g, e in zip(got, want):
+                torch.testing.assert_close(g, e, msg=f"call {call}")
+                test.assertEqual((g.stride(), g.storage_offset()), (e.stride(), e.storage_offset()))
+            test.assertEqual(len({g.untyped_storage().data_ptr() for g in got}), 1, f"call {call}: separate allocations")
+
+
 def check_cache_rows_in_place(test, device):
     """The cache's update is written over the buffer itself (its scatter copies nothing when
     handed the buffer's own memory), five positions, each call and the whole cache against
@@ -520,6 +541,9 @@ class Backend(unittest.TestCase):
     def test_cache_rows_are_written_in_place(self):
         check_cache_rows_in_place(self, "cpu")
 
+    def test_outputs_viewing_one_tensor_share_its_allocation(self):
+        check_views_of_one_buffer(self, "cpu")
+
     def test_a_graph_coil_fails_on_runs_in_eager_or_raises(self):
         def f(x):
             return (x * 2).relu().sum(-1)
@@ -668,6 +692,9 @@ class Cuda(unittest.TestCase):
 
     def test_cache_rows_are_written_in_place(self):
         check_cache_rows_in_place(self, "cuda")
+
+    def test_outputs_viewing_one_tensor_share_its_allocation(self):
+        check_views_of_one_buffer(self, self.device)
 
     def test_models_match_eager(self):
         with compiled_graphs() as compiled, no_fallback():

@@ -395,6 +395,66 @@ std::string api_error(const std::function<void()> &fn, Error::Kind kind = Error:
   return "";
 }
 
+// Outputs that are views of one computed buffer (slices of one relu here; a training
+// forward's query, key and value) say where they lie in one allocation of the buffer's
+// extent. Given there, by run() with the storage fields or by run_addresses, the buffer is
+// written once, in place: nothing staged, nothing allocated. Given in allocations of their
+// own, they are copied, and right; storage fields that do not fit the tensor are an error.
+TEST(Api, OutputsViewingOneBufferShareOneAllocation) {
+  CompiledGraph g = compile(R"(class GraphModule(torch.nn.Module):
+    def forward(self, x: "f32[4, 6][6, 1]cpu"):
+        relu: "f32[4, 6][6, 1]cpu" = torch.ops.aten.relu.default(x)
+        a: "f32[4, 2][6, 1]cpu" = torch.ops.aten.slice.Tensor(relu, 1, 0, 2)
+        b: "f32[4, 4][6, 1]cpu" = torch.ops.aten.slice.Tensor(relu, 1, 2, 6)
+        return (b, a)
+)", {}, "slices.py");
+  ASSERT_EQ(g.outputs().size(), 2u);
+  const TensorInfo &b = g.outputs()[0], &a = g.outputs()[1];
+  EXPECT_EQ(std::vector<int64_t>({b.storage_offset, b.storage_elements, b.view_of_output}),
+            (std::vector<int64_t>{2, 24, -1}));
+  EXPECT_EQ(std::vector<int64_t>({a.storage_offset, a.storage_elements, a.view_of_output}),
+            (std::vector<int64_t>{0, 24, 0}));
+  Floats x{std::vector<float>(24), {4, 6}, {}};
+  for (size_t k = 0; k < 24; ++k) x.data[k] = float(k) - 11.5f;
+  std::vector<float> whole(24, NAN);
+  auto view = [&](const TensorInfo &t, bool storage) {
+    return TensorRef{whole.data() + t.storage_offset, ScalarType::Float32, t.sizes, t.strides, {},
+                     storage ? t.storage_offset : -1, storage ? t.storage_elements : -1};
+  };
+  auto check = [&] {
+    for (size_t k = 0; k < 24; ++k) EXPECT_EQ(whole[k], std::max(x.data[k], 0.0f)) << k;
+  };
+  std::vector<TensorRef> in = {x.ref()}, out = {view(b, true), view(a, true)};
+  std::vector<void *> addresses_in = {x.data.data()}, addresses_out = {out[0].data, out[1].data};
+  std::thread([&] {
+    g.run(in, out);
+    check();
+    std::fill(whole.begin(), whole.end(), NAN);
+    if (COIL_COUNTS_ALLOCATIONS) {
+      EXPECT_EQ(allocations_of([&] { g.run(in, out); }), 0) << "the outputs were staged";
+    } else {
+      g.run(in, out);
+    }
+    check();
+    std::fill(whole.begin(), whole.end(), NAN);
+    g.run_addresses(addresses_in, addresses_out, nullptr, true);
+    check();
+  }).join();
+  Floats own_b{std::vector<float>(16, NAN), {4, 4}, {}}, own_a{std::vector<float>(8, NAN), {4, 2}, {}};
+  std::vector<TensorRef> own = {own_b.ref(), own_a.ref()};
+  g.run(in, own);
+  for (int64_t i = 0; i < 4; ++i)
+    for (int64_t j = 0; j < 6; ++j) {
+      float want = std::max(x.data[size_t(i * 6 + j)], 0.0f);
+      EXPECT_EQ(j < 2 ? own_a.data[size_t(i * 2 + j)] : own_b.data[size_t(i * 4 + j - 2)], want) << i << "," << j;
+    }
+  std::vector<TensorRef> wrong = {view(b, true), view(a, true)};
+  wrong[0].storage_offset = 12;  // its last element would be the allocation's 33rd
+  EXPECT_EQ(api_error([&] { g.run(in, wrong); }),
+            "coil: error: output 'out0' says it lies 12 elements into an allocation of 24 elements, which its sizes "
+            "[4, 4] and strides [6, 1] do not fit in (both -1: unknown)");
+}
+
 TEST(Api, ErrorsNameWhatWasWrong) {
   EXPECT_NE(api_error([] { compile(kViews, {Target::Cpu, {{"cpp.no_such_option", "1"}}, ""}); })
                 .find("unknown option 'cpp.no_such_option'"),
