@@ -189,8 +189,10 @@ class CompiledGraph {
   ///     waiting for it. The inputs are read and the outputs written by that stream's work,
   ///     so the caller keeps them alive and untouched until the stream reaches the end of
   ///     the call (PyTorch's caching allocator does, for tensors used on the current
-  ///     stream). Outputs are the caller's memory: a later call never writes them. Calls on
-  ///     different streams may overlap; coil orders the memory it reuses between them.
+  ///     stream). Outputs are the caller's memory: a later call never writes them. The
+  ///     intermediates of every graph on the GPU share one arena (option
+  ///     triton.shared_arena), so calls of graphs on different streams take turns; coil
+  ///     orders the memory it reuses between them.
   ///     Nothing is allocated per call. A tensor in the layout inputs() or outputs() give,
   ///     256-byte aligned, is read (written) in place while it comes back at the address
   ///     of its first call; once its address moves it is copied through the graph's own

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "runtime/library_loader.h"
+#include "support/int_math.h"
 
 namespace coil::cuda {
 namespace {
@@ -71,6 +72,21 @@ std::string resolve_all(void *lib, Driver &d) {
                 symbols.want("cuGraphInstantiateWithFlags", d.cuGraphInstantiateWithFlags) &&
                 symbols.want("cuGraphLaunch", d.cuGraphLaunch) && symbols.want("cuGraphExecDestroy", d.cuGraphExecDestroy) &&
                 symbols.want("cuGraphDestroy", d.cuGraphDestroy);
+  // Optional, all or none: virtual memory management.
+  bool vmm = symbols.want("cuDeviceTotalMem_v2", d.cuDeviceTotalMem) &&
+             symbols.want("cuMemGetAllocationGranularity", d.cuMemGetAllocationGranularity) &&
+             symbols.want("cuMemAddressReserve", d.cuMemAddressReserve) && symbols.want("cuMemCreate", d.cuMemCreate) &&
+             symbols.want("cuMemMap", d.cuMemMap) && symbols.want("cuMemSetAccess", d.cuMemSetAccess) &&
+             symbols.want("cuMemRelease", d.cuMemRelease);
+  if (!vmm) {
+    d.cuDeviceTotalMem = nullptr;
+    d.cuMemGetAllocationGranularity = nullptr;
+    d.cuMemAddressReserve = nullptr;
+    d.cuMemCreate = nullptr;
+    d.cuMemMap = nullptr;
+    d.cuMemSetAccess = nullptr;
+    d.cuMemRelease = nullptr;
+  }
   if (!graphs) {
     d.cuStreamBeginCapture = nullptr;
     d.cuStreamEndCapture = nullptr;
@@ -257,6 +273,74 @@ CUdeviceptr DeviceArena::at(int64_t offset, int64_t bytes) const {
   COIL_ASSERT(offset >= 0 && bytes >= 0 && offset + bytes <= size(), "buffer [", offset, ", ", offset + bytes,
               ") is outside the arena of ", size(), " bytes");
   return memory_.ptr() + CUdeviceptr(offset);
+}
+
+SharedArena *SharedArena::of(const Device &device) {
+  if (!driver().has_virtual_memory()) return nullptr;
+  static std::mutex mutex;
+  static std::map<int, SharedArena *> arenas;  // never destroyed: the memory lives as long as the process
+  std::lock_guard<std::mutex> lock(mutex);
+  SharedArena *&arena = arenas[device.ordinal()];
+  if (!arena) arena = new SharedArena(device);
+  return arena;
+}
+
+SharedArena::SharedArena(const Device &device) : device_(device) {
+  device.make_current();
+  CUdevice dev = 0;
+  COIL_CU(cuDeviceGet, &dev, device.ordinal());
+  MemAllocationProp prop;
+  prop.location_id = dev;
+  COIL_CU(cuMemGetAllocationGranularity, &granularity_, &prop, 0 /* CU_MEM_ALLOC_GRANULARITY_MINIMUM */);
+  size_t total = 0;
+  COIL_CU(cuDeviceTotalMem, &total, dev);
+  reserved_ = size_t(round_up(int64_t(total), int64_t(granularity_)));
+  COIL_CU(cuMemAddressReserve, &base_, reserved_, granularity_, 0, 0);
+}
+
+CUdeviceptr SharedArena::reach(int64_t bytes) {
+  std::lock_guard<std::mutex> lock(map_mutex_);
+  size_t want = size_t(round_up(std::max<int64_t>(bytes, 1), int64_t(granularity_)));
+  if (want <= mapped_) return base_;
+  COIL_USER_CHECK(want <= reserved_, "an arena of ", bytes, " bytes is larger than the GPU's memory (", reserved_,
+                  " bytes)");
+  device_.make_current();
+  CUdevice dev = 0;
+  COIL_CU(cuDeviceGet, &dev, device_.ordinal());
+  MemAllocationProp prop;
+  prop.location_id = dev;
+  size_t more = want - mapped_;
+  CUmemGenericAllocationHandle handle = 0;
+  check(driver().cuMemCreate(&handle, more, &prop, 0), "cuMemCreate",
+        str_cat("growing the shared arena from ", mapped_, " to ", want, " bytes"));
+  CUresult mapped = driver().cuMemMap(base_ + mapped_, more, 0, handle, 0);
+  driver().cuMemRelease(handle);  // the mapping holds the memory from here on
+  check(mapped, "cuMemMap", "growing the shared arena");
+  MemAccessDesc access;
+  access.location_id = dev;
+  COIL_CU(cuMemSetAccess, base_ + mapped_, more, &access, 1);
+  mapped_ = want;
+  return base_;
+}
+
+int64_t SharedArena::mapped() const {
+  std::lock_guard<std::mutex> lock(map_mutex_);
+  return int64_t(mapped_);
+}
+
+SharedArena::Turn::Turn(SharedArena &arena, CUstream stream) : arena_(arena), stream_(stream), lock_(arena.turn_mutex_) {
+  if (arena_.used_) arena_.done_.wait_in(stream);
+}
+
+SharedArena::Turn::~Turn() {
+  try {
+    arena_.done_.record(stream_);
+    arena_.used_ = true;
+  } catch (const std::exception &) {
+    // The stream is unusable: wait for whatever may still use the arena instead.
+    driver().cuCtxSynchronize();
+    arena_.used_ = false;
+  }
 }
 
 Stream::Stream(const Device &device) {

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 
@@ -71,6 +72,29 @@ struct Memcpy2D {
 };
 static_assert(sizeof(Memcpy2D) == 128, "CUDA_MEMCPY2D is 128 bytes on 64-bit targets");
 
+/// Virtual memory management (SharedArena): an allocation's handle, and cuda.h's
+/// CUmemAllocationProp and CUmemAccessDesc field for field, filled for pinned memory of
+/// device `id`, read and written by that device.
+using CUmemGenericAllocationHandle = unsigned long long;
+struct MemAllocationProp {
+  int type = 1;                  // CU_MEM_ALLOCATION_TYPE_PINNED
+  int requested_handle_types = 0;
+  int location_type = 1;         // CU_MEM_LOCATION_TYPE_DEVICE
+  int location_id = 0;
+  void *win32_handle_meta_data = nullptr;
+  unsigned char compression_type = 0;
+  unsigned char gpu_direct_rdma_capable = 0;
+  unsigned short usage = 0;
+  unsigned char reserved[4] = {};
+};
+static_assert(sizeof(MemAllocationProp) == 32, "CUmemAllocationProp is 32 bytes on 64-bit targets");
+struct MemAccessDesc {
+  int location_type = 1;  // CU_MEM_LOCATION_TYPE_DEVICE
+  int location_id = 0;
+  int flags = 3;          // CU_MEM_ACCESS_FLAGS_PROT_READWRITE
+};
+static_assert(sizeof(MemAccessDesc) == 12, "CUmemAccessDesc is 12 bytes");
+
 /// The driver functions coil calls, by their ABI names (cuMemAlloc is cuMemAlloc_v2).
 struct Driver {
   CUresult (*cuInit)(unsigned flags);
@@ -120,8 +144,22 @@ struct Driver {
   CUresult (*cuGraphExecDestroy)(CUgraphExec exec);
   CUresult (*cuGraphDestroy)(CUgraph graph);
 
+  // Optional: virtual memory management (driver 10.2+); all null when one is missing.
+  CUresult (*cuDeviceTotalMem)(size_t *bytes, CUdevice device);
+  CUresult (*cuMemGetAllocationGranularity)(size_t *granularity, const MemAllocationProp *prop, int option);
+  CUresult (*cuMemAddressReserve)(CUdeviceptr *pointer, size_t bytes, size_t alignment, CUdeviceptr address,
+                                  unsigned long long flags);
+  CUresult (*cuMemCreate)(CUmemGenericAllocationHandle *handle, size_t bytes, const MemAllocationProp *prop,
+                          unsigned long long flags);
+  CUresult (*cuMemMap)(CUdeviceptr pointer, size_t bytes, size_t offset, CUmemGenericAllocationHandle handle,
+                       unsigned long long flags);
+  CUresult (*cuMemSetAccess)(CUdeviceptr pointer, size_t bytes, const MemAccessDesc *desc, size_t count);
+  CUresult (*cuMemRelease)(CUmemGenericAllocationHandle handle);
+
   bool has_graphs() const { return cuStreamBeginCapture && cuStreamEndCapture && cuGraphInstantiateWithFlags &&
                                    cuGraphLaunch && cuGraphExecDestroy && cuGraphDestroy; }
+  bool has_virtual_memory() const { return cuDeviceTotalMem && cuMemGetAllocationGranularity && cuMemAddressReserve &&
+                                           cuMemCreate && cuMemMap && cuMemSetAccess && cuMemRelease; }
 };
 
 /// Whether the driver loaded, initialized and sees at least one GPU. Never throws; the
@@ -255,6 +293,54 @@ class Event {
 
  private:
   CUevent event_ = nullptr;
+};
+
+/// The intermediates of every graph loaded on one GPU, in one range of device addresses
+/// (DESIGN.md, decision 7, on the GPU): a graph's arena and its extern steps' workspace are
+/// at the start of the range, and the range is backed by memory as far as the largest graph
+/// loaded so far reaches. The range is reserved once per process (the device's memory
+/// size) and memory is mapped onto its end as graphs load, so addresses never move: a
+/// training step's forward and backward graphs hold the larger of their arenas, not both.
+/// Calls take turns (Turn). Tests: tests/gpu/program_test.cpp (a GPU).
+class SharedArena {
+ public:
+  /// The shared arena of `device`; null when the driver cannot map memory into reserved
+  /// addresses (each graph then has an arena of its own).
+  static SharedArena *of(const Device &device);
+
+  /// The start of the range, with memory mapped for at least its first `bytes`. A CudaError
+  /// naming the size when the device has no more memory (the mapped part is kept).
+  CUdeviceptr reach(int64_t bytes);
+  /// The bytes mapped so far.
+  int64_t mapped() const;
+
+  /// One call's use of the arena, from before its first copy or launch to after its last:
+  /// made, it waits for the turn before it on the host only while that one is being
+  /// queued (a mutex), and makes `stream` wait on the GPU for that turn's work (an event);
+  /// destroyed, it marks the end of this turn's work on `stream`. Turns on one stream cost
+  /// the GPU nothing; turns on other streams run one after the other.
+  class Turn {
+   public:
+    Turn(SharedArena &arena, CUstream stream);
+    ~Turn();
+    Turn(const Turn &) = delete;
+    Turn &operator=(const Turn &) = delete;
+
+   private:
+    SharedArena &arena_;
+    CUstream stream_;
+    std::unique_lock<std::mutex> lock_;
+  };
+
+ private:
+  explicit SharedArena(const Device &device);
+  const Device &device_;
+  mutable std::mutex map_mutex_;
+  std::mutex turn_mutex_;
+  Event done_{CU_EVENT_DISABLE_TIMING};  // recorded at the end of the last turn's work
+  bool used_ = false;                    // whether done_ was recorded
+  CUdeviceptr base_ = 0;
+  size_t reserved_ = 0, mapped_ = 0, granularity_ = 0;
 };
 
 /// Runs `launches` on `stream` `runs` + 1 times, each run `calls` times back to back

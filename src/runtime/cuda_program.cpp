@@ -11,6 +11,7 @@
 #include "runtime/cuda_extern.h"
 #include "runtime/cuda_workspace.h"
 #include "support/error.h"
+#include "support/int_math.h"
 #include "support/options.h"
 
 namespace coil {
@@ -94,8 +95,11 @@ class CudaProgram::Lease {
     // Another call holds every workspace made so far: this one gets its own.
     if (!ws_) ws_ = owner.make_workspace();
     try {
+      // A workspace in the shared arena waits for the other graphs' calls there.
+      if (ws_->shared) turn_.emplace(*owner.shared_, stream);
       if (ws_->used) ws_->done.wait_in(stream);
     } catch (...) {
+      turn_.reset();
       give_back();
       throw;
     }
@@ -110,6 +114,7 @@ class CudaProgram::Lease {
       ws_->used = false;
     }
     give_back();
+    turn_.reset();  // after this call's work: the next graph's call may queue its own
   }
   Lease(const Lease &) = delete;
   Lease &operator=(const Lease &) = delete;
@@ -125,6 +130,7 @@ class CudaProgram::Lease {
  private:
   void give_back() {
     if (ws_->broken) {  // steps half bound to new addresses: dropped, a later call makes another
+      if (ws_->shared) owner_.shared_taken_ = false;
       ws_.reset();
       return;
     }
@@ -135,6 +141,7 @@ class CudaProgram::Lease {
   const CudaProgram &owner_;
   CUstream stream_;
   std::unique_ptr<Workspace> ws_;
+  std::optional<cuda::SharedArena::Turn> turn_;
 };
 
 CudaProgram::CudaProgram(const sched::Schedule &s, codegen::GpuProgram gpu, const std::vector<TritonBinary> &binaries)
@@ -254,6 +261,7 @@ CudaProgram::CudaProgram(const sched::Schedule &s, codegen::GpuProgram gpu, cons
     step_seconds_.assign(gpu_.steps.size(), 0);
   }
   decide_graphs();
+  if (options::get_bool("triton.shared_arena")) shared_ = cuda::SharedArena::of(*device_);
   free_workspaces_.push_back(make_workspace(std::move(load_handles_)));
 }
 
@@ -407,15 +415,35 @@ std::unique_ptr<CudaProgram::Workspace> CudaProgram::make_workspace(std::unique_
   // a call on tensors bound in place (parameters among them) never doubles their memory.
   ws->inputs.resize(p.inputs.size());
   ws->outputs.resize(p.outputs.size());
-  ws->arena = std::make_unique<cuda::DeviceArena>(gpu_.arena_bytes, *device_);
   Workspace &w = *ws;
+  // The arena, then the extern steps' workspace: in the GPU's shared arena for one
+  // workspace of the program (its calls take turns with every other graph's, Lease), else
+  // in allocations of the workspace's own (a second call queued while the first is).
+  int64_t scratch_at = round_up(gpu_.arena_bytes, int64_t(kCallerAlignment));
+  int64_t need = scratch_at + int64_t(extern_workspace_bytes_);
+  CUdeviceptr base = 0;
+  if (shared_ && need > 0 && !shared_taken_.exchange(true)) {
+    try {
+      base = shared_->reach(need);
+    } catch (...) {
+      shared_taken_ = false;
+      throw;
+    }
+    w.shared = true;
+    w.extern_scratch = base + CUdeviceptr(scratch_at);
+  } else {
+    w.arena = std::make_unique<cuda::DeviceArena>(gpu_.arena_bytes, *device_);
+    if (extern_workspace_bytes_ > 0) w.extern_workspace = cuda::DeviceBuffer(extern_workspace_bytes_, *device_);
+    w.extern_scratch = w.extern_workspace.ptr();
+  }
   w.address.assign(slots_.size(), 0);
   for (size_t id = 0; id < slots_.size(); ++id) {
     const Slot &slot = slots_[id];
     if (!slot.placed) continue;
-    // An input's or output's address is set when the call places it (runtime/cuda_binding.cpp).
+    // An input's or output's address is set when the call places it (runtime/cuda_binding.cpp);
+    // the constructor checked that the others lie in the arena.
     if (slot.kind == GpuPlace::Kind::Arena || slot.kind == GpuPlace::Kind::Scratch)
-      w.address[id] = w.arena->at(slot.offset, slot.bytes);
+      w.address[id] = w.shared ? base + CUdeviceptr(slot.offset) : w.arena->at(slot.offset, slot.bytes);
   }
   w.args.assign(gpu_.steps.size(), {});
   w.arg_pointers.assign(gpu_.steps.size(), {});
@@ -435,7 +463,6 @@ std::unique_ptr<CudaProgram::Workspace> CudaProgram::make_workspace(std::unique_
   w.moved.reserve(tensors);
   // Extern steps on these addresses, with this workspace's handles and scratch.
   w.handles = handles ? std::move(handles) : std::make_unique<cuda::ExternHandles>();
-  if (extern_workspace_bytes_ > 0) w.extern_workspace = cuda::DeviceBuffer(extern_workspace_bytes_, *device_);
   w.externs.resize(gpu_.steps.size());
   w.extern_buffers.resize(gpu_.steps.size());
   w.address_of = [this, &w](ir::BufferId b) -> CUdeviceptr {
@@ -452,7 +479,7 @@ void CudaProgram::bind_extern(Workspace &w, size_t i) const {
   w.extern_buffers[i].clear();
   w.asked = &w.extern_buffers[i];
   try {
-    in_context([&] { w.externs[i] = externs_[i]->bind(*w.handles, w.address_of, w.extern_workspace.ptr()); },
+    in_context([&] { w.externs[i] = externs_[i]->bind(*w.handles, w.address_of, w.extern_scratch); },
                [&] { return str_cat("preparing ", step_label(i)); });
   } catch (...) {
     w.asked = nullptr;

@@ -40,8 +40,13 @@
 // buffers and arena at fixed addresses, an event recorded on the call's stream after its
 // last copy. The next call that takes the workspace makes its own stream wait for that
 // event before its first copy, so a workspace is reused only after the work of its previous
-// call, on whichever stream, is done; the host does not wait. The loaded kernels are
-// shared, and CudaKernel::launch is safe from several threads.
+// call, on whichever stream, is done; the host does not wait. The first workspace's arena
+// and extern scratch lie in the GPU's shared arena (cuda::SharedArena, option
+// triton.shared_arena), which every program loaded on the GPU uses: a call on it takes a
+// turn (its stream waits for the previous turn's work; the host waits only while another
+// thread queues one), so a training step's forward and backward hold the larger of their
+// arenas, not both. The loaded kernels are shared, and CudaKernel::launch is safe from
+// several threads.
 //
 // CUDA graphs (option triton.cudagraphs): the first call on a workspace launches the steps
 // one by one on the workspace's own stream (after the caller's stream's copies), waits for
@@ -165,6 +170,9 @@ class CudaProgram {
   std::vector<StepTime> profile() const;
   void reset_profile() const;
 
+  /// Whether a workspace of the program has its arena in the GPU's shared arena.
+  bool in_shared_arena() const { return shared_taken_.load(); }
+
   /// Whether calls replay the steps as a CUDA graph (until a capture fails).
   bool uses_graphs() const { return graphs_ && !graphs_failed_.load(); }
 
@@ -246,6 +254,8 @@ class CudaProgram {
   mutable std::atomic<int64_t> own_bytes_{0};       // own_bytes()
   // Workspaces not in use by a call; the pool only grows while calls overlap. The mutex
   // also guards graphs_note_.
+  cuda::SharedArena *shared_ = nullptr;          // triton.shared_arena: the GPU's, where the driver has one
+  mutable std::atomic<bool> shared_taken_{false};  // a workspace of this program lives in it
   mutable std::mutex pool_mutex_;
   mutable std::vector<std::unique_ptr<Workspace>> free_workspaces_;
   mutable std::string graphs_note_;

@@ -50,14 +50,16 @@ struct CudaProgram::Workspace {
   cuda::Event ready{cuda::CU_EVENT_DISABLE_TIMING};          // graphs: the caller's copies, before the first run
   std::vector<cuda::DeviceBuffer> inputs;                    // per graph input; empty until a call needs it
   std::vector<cuda::DeviceBuffer> outputs;                   // per graph output; empty until needed, or not its buffer's home
-  std::unique_ptr<cuda::DeviceArena> arena;
+  bool shared = false;                                       // arena and extern scratch in the GPU's shared arena
+  std::unique_ptr<cuda::DeviceArena> arena;                  // else: its own
   std::vector<cuda::CUdeviceptr> address;                    // per buffer id; 0 where never placed
   std::vector<std::vector<cuda::CUdeviceptr>> args;          // per step: the pointer arguments' values
   std::vector<std::vector<const void *>> arg_pointers;       // per step: what CudaKernel::launch reads
   std::unique_ptr<cuda::Stream> capture_stream;              // graphs: where the steps first ran and were captured
   std::unique_ptr<cuda::Graph> graph;                        // graphs: the steps, captured after the first call
   std::unique_ptr<cuda::ExternHandles> handles;              // cuBLAS and cuDNN handles of this workspace's calls
-  cuda::DeviceBuffer extern_workspace;                       // the extern steps' workspace, one at a time
+  cuda::DeviceBuffer extern_workspace;                       // the extern steps' workspace, one at a time (own arena)
+  cuda::CUdeviceptr extern_scratch = 0;                      // where that workspace is
   std::vector<cuda::BoundExternPtr> externs;                 // per step: the prepared call on these addresses
   std::vector<std::unique_ptr<cuda::Event>> marks;           // triton.profile: before the first step and after each
   // Device tensor calls, per graph input and then per output: where the steps find the

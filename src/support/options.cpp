@@ -101,6 +101,9 @@ std::vector<Entry> registered_entries() {
                     "prefault; kernel_plans.txt shows the plans"),
       bool_option("triton.autotune", false, "benchmark launch configurations of each Triton kernel, keep the fastest"),
       bool_option("triton.cudagraphs", false, "replay a compiled GPU graph's launches as one CUDA graph"),
+      bool_option("triton.shared_arena", true,
+                  "the intermediates of every graph loaded on a GPU share one arena, its calls taking turns; off: "
+                  "each graph holds an arena of its own, and calls on different streams may overlap"),
       bool_option("triton.profile", false,
                   "time each step of a compiled GPU graph with CUDA events (steps launched one by one, the stream "
                   "held until all are queued)"),

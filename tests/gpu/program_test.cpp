@@ -633,6 +633,57 @@ void check_views_of_one_buffer(const std::string &mode) {
   });
 }
 
+// Two programs of one graph (a product kept in the arena, then a reduction of it) share the
+// GPU's arena, at the same offsets. Their calls, queued on two streams without waiting,
+// take turns: every call's result is right, as it would not be if the second stream's
+// product overwrote the first's before its reduction read it.
+void check_shared_arena(const std::string &mode) {
+  run_check(mode + "two programs share the GPU's arena, their calls on two streams taking turns", [&] {
+    const std::string text = R"(class GraphModule(torch.nn.Module):
+    def forward(self, a: "f32[512, 1024][1024, 1]cpu", b: "f32[1024, 2048][2048, 1]cpu"):
+        mm: "f32[512, 2048][2048, 1]cpu" = torch.ops.aten.mm.default(a, b)
+        amax: "f32[512][1]cpu" = torch.ops.aten.amax.default(mm, [1])
+        return (amax,)
+)";
+    Compiled one = compile_for_gpu(frontend::parse_graph(text, "test.py"));
+    Compiled two = compile_for_gpu(frontend::parse_graph(text, "test.py"));
+    if (!cuda::SharedArena::of(cuda::Device::get())) return std::string();  // no virtual memory: own arenas
+    if (!one.program->in_shared_arena() || !two.program->in_shared_arena())
+      return std::string("a program's arena is not in the shared arena");
+    if (one.program->program().arena_bytes < 512 * 2048 * 4)
+      return str_cat("the product is not in the arena (", one.program->program().arena_bytes, " bytes)");
+    if (cuda::SharedArena::of(cuda::Device::get())->mapped() < one.program->program().arena_bytes)
+      return std::string("the shared arena maps less than a program's arena");
+    const ir::Program &p = one.c.schedule.ir.program;
+    TensorList in1 = make_inputs(one.c.lowered, 1), in2 = make_inputs(one.c.lowered, 2);
+    std::vector<HostTensor> want1 = one.program->run(in1), want2 = two.program->run(in2);
+    DeviceCall c1 = device_call(p), c2 = device_call(p);
+    upload_inputs(p, in1, c1.in);
+    upload_inputs(p, in2, c2.in);
+    constexpr int kCalls = 20;
+    std::vector<DeviceCall> outs1, outs2;
+    for (int i = 0; i < kCalls; ++i) outs1.push_back(device_call(p)), outs2.push_back(device_call(p));
+    COIL_CU(cuCtxSynchronize);
+    cuda::Stream s1, s2;
+    for (int i = 0; i < kCalls; ++i) {
+      one.program->run(c1.ins(), outs1[size_t(i)].outs(), s1.get());
+      two.program->run(c2.ins(), outs2[size_t(i)].outs(), s2.get());
+    }
+    COIL_CU(cuCtxSynchronize);
+    for (int i = 0; i < kCalls; ++i) {
+      if (!same_bits(download_outputs(p, outs1[size_t(i)]), want1)) return str_cat("call ", i + 1, " of the first differs");
+      if (!same_bits(download_outputs(p, outs2[size_t(i)]), want2)) return str_cat("call ", i + 1, " of the second differs");
+    }
+    // Without the option, a program's arena is its own.
+    options::set_override("triton.shared_arena", "0");
+    Compiled own = compile_for_gpu(frontend::parse_graph(text, "test.py"));
+    options::set_override("triton.shared_arena", "1");
+    if (own.program->in_shared_arena()) return std::string("triton.shared_arena=0 still shares the arena");
+    if (!same_bits(own.program->run(in1), want1)) return std::string("a program with an arena of its own differs");
+    return std::string();
+  });
+}
+
 // triton.profile (with CUDA graphs asked for, which it turns off): one row per step, each
 // counted once per call and timed, the results unchanged; reset_profile starts from zero.
 void check_profile() {
@@ -680,6 +731,7 @@ int run(int argc, char **argv) {
   check_bound_in_place("");
   check_update_in_place("");
   check_views_of_one_buffer("");
+  check_shared_arena("");
   // The same contract with every launch replayed from a CUDA graph and every kernel tuned.
   options::set_override("triton.cudagraphs", "1");
   options::set_override("triton.autotune", "1");
@@ -696,6 +748,7 @@ int run(int argc, char **argv) {
   check_bound_in_place("graphs+autotune: ");
   check_update_in_place("graphs+autotune: ");
   check_views_of_one_buffer("graphs+autotune: ");
+  check_shared_arena("graphs+autotune: ");
   check_profile();
   options::clear_overrides();
   std::vector<std::filesystem::path> dirs;

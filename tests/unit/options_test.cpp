@@ -97,7 +97,7 @@ TEST_F(Options, Defaults) {
 }
 
 TEST_F(Options, SortedByName) {
-  ASSERT_EQ(all().size(), 28u);
+  ASSERT_EQ(all().size(), 29u);
   for (size_t i = 1; i < all().size(); ++i) EXPECT_LT(all()[i - 1].name, all()[i].name);
 }
 
@@ -539,6 +539,8 @@ std::vector<Row> rows(const std::string &scratch) {
       {"triton.autotune", "1", "the launch configs of Triton kernels", nullptr, "tests/gpu/program_test.cpp (graphs+autotune)"},
       {"triton.cudagraphs", "1", "launches replayed as one CUDA graph", nullptr, "tests/gpu/program_test.cpp (graphs+autotune)"},
       {"triton.profile", "1", "each step's GPU time", nullptr, "tests/gpu/program_test.cpp (profile)"},
+      {"triton.shared_arena", "0", "each graph's arena its own", nullptr,
+       "tests/gpu/program_test.cpp (share the GPU's arena)"},
       {"triton.python", "/no/such/python", "the Python that compiles Triton kernels", [] { return triton_python(); }},
   };
 }
