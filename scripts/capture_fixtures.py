@@ -48,7 +48,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 import torch.utils._pytree as pytree
 
-import coil.ops  # noqa: F401  (coil's own ops: coil::dropout_keep)
+import coil.ops  # noqa: F401  (coil's own ops: coil::dropout_keep, coil::max_pool2d_with_offsets, ...)
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = REPO / "tests" / "fixtures"
@@ -2678,6 +2678,29 @@ def _coil_dropout_keep(dev):
         return (keep(seed, [37, 129], 0.3), keep(seed, [7], 0.0), keep(seed, [3, 5], 1.0), keep(seed, [0, 4], 0.5),
                 keep(other, [2, 3, 65], 0.5))
     return fn, [torch.tensor([12345, 0]), torch.tensor([-8_123_456_789_012, 2**32 + 7])]
+
+
+@op_case("coil_max_pool_offsets", [torch.ops.coil.max_pool2d_with_offsets.default,
+                                    torch.ops.coil.max_pool2d_offsets_backward.default], ("odd",))
+def _coil_max_pool_offsets(dev):
+    """coil's own max pooling of training graphs (coil/ops.py): values and int8 offsets within
+    each window, and the gradient from the offsets and the input's sizes; eager's form
+    converts to and from PyTorch's indices. A 3x3 window at stride 2 with padding (ResNet's
+    stem), channels-last at stride 2, ceil mode, and a dilated window (the scatter path)."""
+    def fn(x, dy, dyd):
+        mp, back = torch.ops.coil.max_pool2d_with_offsets.default, torch.ops.coil.max_pool2d_offsets_backward.default
+        v, o = mp(x, [3, 3], [2, 2], [1, 1], [1, 1], False)
+        g = back(dy, o, [2, 3, 9, 7], [3, 3], [2, 2], [1, 1], [1, 1], False)
+        xcl = x.contiguous(memory_format=torch.channels_last)
+        vcl, ocl = mp(xcl, [2, 2], [2, 2], [0, 0], [1, 1], False)
+        gcl = back(dy[:, :, :4, :3].contiguous(memory_format=torch.channels_last), ocl, [2, 3, 9, 7], [2, 2], [2, 2],
+                   [0, 0], [1, 1], False)
+        vc, oc = mp(x, [2, 2], [2, 2], [0, 0], [1, 1], True)
+        gc = back(dy[:, :, :5, :4], oc, [2, 3, 9, 7], [2, 2], [2, 2], [0, 0], [1, 1], True)
+        vd, od = mp(x, [2, 2], [1, 1], [0, 0], [2, 2], False)
+        gd = back(dyd, od, [2, 3, 9, 7], [2, 2], [1, 1], [0, 0], [2, 2], False)
+        return v, o, g, vcl, ocl, gcl, vc, oc, gc, vd, od, gd
+    return fn, [make([2, 3, 9, 7], f32, "distinct"), make([2, 3, 5, 4]), make([2, 3, 7, 5])]
 
 
 @op_case("multinomial", [A.multinomial.default], ("odd", "noncontig", "size1"))

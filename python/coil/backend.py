@@ -625,12 +625,79 @@ def regenerated_dropout(joint: torch.fx.GraphModule) -> int:
     return count
 
 
+# Max pooling windows of at most this many elements save int8 offsets (max_pool_offsets).
+_MAX_OFFSET_WINDOW = 127
+
+
+def max_pool_offsets(joint: torch.fx.GraphModule) -> int:
+    """Rewrites each 2-d max pooling of AOTAutograd's joint graph whose indices only its
+    backward reads into coil's ops (coil/ops.py): coil.max_pool2d_with_offsets, whose int8
+    offsets within each window the forward saves instead of int64 indices (an eighth of the
+    bytes), and coil.max_pool2d_offsets_backward, which takes them and the input's sizes, so
+    the input is not kept for it. Windows over _MAX_OFFSET_WINDOW elements and graphs of
+    symbolic sizes keep PyTorch's ops. Returns how many it rewrote."""
+    import operator
+
+    from coil import ops  # noqa: F401  (registers coil's ops)
+
+    aten, coil = torch.ops.aten, torch.ops.coil
+    graph, count = joint.graph, 0
+    for node in list(graph.nodes):
+        if node.target is not aten.max_pool2d_with_indices.default:
+            continue
+        items = {u.args[1]: u for u in node.users if u.target is operator.getitem}
+        if len(items) != len(node.users) or 1 not in items:
+            continue
+        indices = items[1]
+        backward = list(indices.users)
+        if not backward or any(b.target is not aten.max_pool2d_with_indices_backward.default or b.args[7] is not indices
+                               or b.args[1] is not node.args[0] for b in backward):
+            continue
+        val = node.args[0].meta.get("val")
+        fake = torch._guards.detect_fake_mode([val]) if isinstance(val, torch.Tensor) else None
+        if fake is None or any(isinstance(d, torch.SymInt) for d in val.shape):
+            continue
+        window = list(node.args[1:]) + [None] * (6 - len(node.args))
+        pool = ops._pair(window[0], ()), ops._pair(window[1] or [], window[0]), ops._pair(window[2] or [], (0,)), \
+            ops._pair(window[3] or [], (1,)), bool(window[4] or False)
+        if pool[0][0] * pool[0][1] > _MAX_OFFSET_WINDOW:
+            continue
+        with graph.inserting_before(node):
+            both = graph.call_function(coil.max_pool2d_with_offsets.default, (node.args[0], *pool))
+            values = graph.call_function(operator.getitem, (both, 0))
+            offsets = graph.call_function(operator.getitem, (both, 1))
+        with fake:
+            both.meta["val"] = coil.max_pool2d_with_offsets.default(val, *pool)
+        values.meta["val"], offsets.meta["val"] = both.meta["val"]
+        for b in backward:
+            with graph.inserting_before(b):
+                grad = graph.call_function(coil.max_pool2d_offsets_backward.default,
+                                           (b.args[0], offsets, list(val.shape), *pool))
+            with fake:
+                grad.meta["val"] = coil.max_pool2d_offsets_backward.default(b.args[0].meta["val"], offsets.meta["val"],
+                                                                             list(val.shape), *pool)
+            b.replace_all_uses_with(grad)
+            graph.erase_node(b)
+        if 0 in items:
+            items[0].replace_all_uses_with(values)
+            graph.erase_node(items[0])
+        graph.erase_node(indices)
+        graph.erase_node(node)
+        count += 1
+    if count:
+        graph.lint()
+        joint.recompile()
+    return count
+
+
 def _partition(joint: torch.fx.GraphModule, joint_inputs, **kwargs):
     """AOTAutograd's min-cut partition of the joint graph, its dropout masks recomputed in
-    the backward (regenerated_dropout)."""
+    the backward (regenerated_dropout) and its max poolings saving int8 offsets
+    (max_pool_offsets)."""
     from functorch.compile import min_cut_rematerialization_partition
 
     counters["dropout_masks_recomputed"] += regenerated_dropout(joint)
+    counters["max_pool_offsets"] += max_pool_offsets(joint)
     return min_cut_rematerialization_partition(joint, joint_inputs, **kwargs)
 
 

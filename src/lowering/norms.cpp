@@ -281,6 +281,130 @@ std::vector<TensorRef> layer_norm_backward(Lowering &l, const Node &n) {
   return outs;
 }
 
+// native_group_norm: per (n, g), Welford over the group's channels and spatial
+// positions; out = (x - mean) * rstd * weight[c] + bias[c].
+std::vector<TensorRef> group_norm(Lowering &l, const Node &n) {
+  const TensorRef &x = l.ref(arg(n, "input").as<ValueId>());
+  auto opt = [&](const char *name) -> std::optional<TensorRef> {
+    const Arg &a = arg(n, name);
+    if (a.is_none()) return std::nullopt;
+    return l.ref(a.as<ValueId>());
+  };
+  auto weight = opt("weight"), bias = opt("bias");
+  int64_t groups = arg(n, "group").as<int64_t>();
+  double eps = arg(n, "eps").as<double>();
+  const TensorType &out = l.graph().type(n.outputs[0]);
+  DType c = opmath_dtype(out.dtype);
+  int64_t batch = x.sizes[0], channels = x.sizes[1], per_group = channels / groups;
+  Shape spatial(x.sizes.begin() + 2, x.sizes.end());
+  Shape reduced = {per_group};
+  reduced.insert(reduced.end(), spatial.begin(), spatial.end());
+  TensorType stat{c, {batch, groups}, contiguous_strides({batch, groups}), out.device};
+  auto w = l.reduction(stat, reduced, ReduceOp::Welford, n.name + " stats",
+                       [&](BodyBuilder &b, const std::vector<Expr> &o, const std::vector<Expr> &r) {
+                         std::vector<Expr> index = {o[0], o[1] * per_group + r[0]};
+                         index.insert(index.end(), r.begin() + 1, r.end());
+                         return b.cast(b.load(x.buffer, Lowering::offset(x, index), x.dtype), c);
+                       });
+  auto stat_at = [&](BodyBuilder &b, const TensorRef &s, const Expr &nb, const Expr &g) {
+    return b.load(s.buffer, Lowering::offset(s, {nb, g}), c);
+  };
+  // rstd once per (n, g), a value of its own that y reads (the inliner keeps it: a square
+  // root and a division per group, not per element).
+  TensorRef mean = l.pointwise(l.graph().type(n.outputs[1]), n.name + " mean",
+                               [&](BodyBuilder &b, const std::vector<Expr> &o) { return stat_at(b, w[0], o[0], o[1]); });
+  TensorRef rstd_c = l.pointwise(stat, n.name + " rstd", [&](BodyBuilder &b, const std::vector<Expr> &o) {
+    int var = b.binary(Op::TrueDiv, stat_at(b, w[1], o[0], o[1]), stat_at(b, w[2], o[0], o[1]), c);
+    return b.unary(Op::Rsqrt, b.binary(Op::Add, var, b.constant(eps, c), c), c);
+  });
+  TensorRef rstd = l.pointwise(l.graph().type(n.outputs[2]), n.name + " rstd",
+                               [&](BodyBuilder &b, const std::vector<Expr> &o) { return stat_at(b, rstd_c, o[0], o[1]); });
+  TensorRef y = l.pointwise(out, n.name, [&](BodyBuilder &b, const std::vector<Expr> &index) {
+    Expr g = ir::floor_div(index[1], per_group);
+    int v = b.binary(Op::Sub, b.cast(b.load(x.buffer, Lowering::offset(x, index), x.dtype), c),
+                     stat_at(b, w[0], index[0], g), c);
+    v = b.binary(Op::Mul, v, stat_at(b, rstd_c, index[0], g), c);
+    auto channel = [&](const TensorRef &p) { return b.cast(b.load(p.buffer, Lowering::offset(p, {index[1]}), p.dtype), c); };
+    if (weight) v = b.binary(Op::Mul, v, channel(*weight), c);
+    if (bias) v = b.binary(Op::Add, v, channel(*bias), c);
+    return v;
+  });
+  return {y, mean, rstd};
+}
+
+// native_group_norm_backward: per (n, group) of D elements, with x^ = (x - mean) * rstd and
+// g = grad_out * weight[c], grad_input = rstd / D * (D g - sum(g) - x^ sum(g x^)); grad_weight
+// and grad_bias sum grad_out x^ and grad_out per channel over the batch and positions.
+std::vector<TensorRef> group_norm_backward(Lowering &l, const Node &n) {
+  const TensorRef &dy = l.ref(arg(n, "grad_out").as<ValueId>()), &x = l.ref(arg(n, "input").as<ValueId>());
+  const TensorRef &mean = l.ref(arg(n, "mean").as<ValueId>()), &rstd = l.ref(arg(n, "rstd").as<ValueId>());
+  const Arg &weight_arg = arg(n, "weight");
+  std::optional<TensorRef> weight;
+  if (!weight_arg.is_none()) weight = l.ref(weight_arg.as<ValueId>());
+  int64_t groups = arg(n, "group").as<int64_t>();
+  const ArgList &mask = arg(n, "output_mask").as<ArgList>();
+  DType c = opmath_dtype(x.dtype);
+  int64_t batch = x.sizes[0], channels = x.sizes[1], per_group = channels / groups;
+  Shape spatial(x.sizes.begin() + 2, x.sizes.end());
+  int64_t count = per_group;
+  for (int64_t d : spatial) count *= d;
+  Device device = l.graph().type(n.outputs[0]).device;
+  auto load = [&](BodyBuilder &b, const TensorRef &t, const std::vector<Expr> &index) {
+    return b.cast(b.load(t.buffer, Lowering::offset(t, index), t.dtype), c);
+  };
+  // The element of x at (n, c, spatial...) and its group's statistics.
+  auto xhat = [&](BodyBuilder &b, const std::vector<Expr> &index) {
+    std::vector<Expr> stat = {index[0], ir::floor_div(index[1], per_group)};
+    int centered = b.binary(Op::Sub, load(b, x, index), load(b, mean, stat), c);
+    return b.binary(Op::Mul, centered, load(b, rstd, stat), c);
+  };
+  auto g = [&](BodyBuilder &b, const std::vector<Expr> &index) {
+    int v = load(b, dy, index);
+    return weight ? b.binary(Op::Mul, v, load(b, *weight, {index[1]}), c) : v;
+  };
+  std::vector<TensorRef> outs;
+  if (mask[0].as<bool>()) {
+    TensorType stat{c, {batch, groups}, contiguous_strides({batch, groups}), device};
+    Shape reduced = {per_group};
+    reduced.insert(reduced.end(), spatial.begin(), spatial.end());
+    auto group_sum = [&](const std::string &origin, bool times_xhat) {
+      return l.reduction(stat, reduced, ReduceOp::Sum, origin,
+                         [&, times_xhat](BodyBuilder &b, const std::vector<Expr> &o, const std::vector<Expr> &r) {
+                           std::vector<Expr> index = {o[0], o[1] * per_group + r[0]};
+                           index.insert(index.end(), r.begin() + 1, r.end());
+                           int v = g(b, index);
+                           return times_xhat ? b.binary(Op::Mul, v, xhat(b, index), c) : v;
+                         })[0];
+    };
+    TensorRef sum_g = group_sum(n.name + " sum", false), sum_gx = group_sum(n.name + " sum x", true);
+    outs.push_back(l.pointwise(l.graph().type(n.outputs[0]), n.name, [&](BodyBuilder &b, const std::vector<Expr> &index) {
+      std::vector<Expr> stat_at = {index[0], ir::floor_div(index[1], per_group)};
+      int v = b.binary(Op::Mul, g(b, index), b.constant(double(count), c), c);
+      v = b.binary(Op::Sub, v, load(b, sum_g, stat_at), c);
+      v = b.binary(Op::Sub, v, b.binary(Op::Mul, xhat(b, index), load(b, sum_gx, stat_at), c), c);
+      return b.binary(Op::Mul, v, b.binary(Op::TrueDiv, load(b, rstd, stat_at), b.constant(double(count), c), c), c);
+    }));
+  } else {
+    outs.push_back(l.fill(l.graph().type(n.outputs[0]), n.name + " (not asked)"));
+  }
+  Shape reduced = {batch};
+  reduced.insert(reduced.end(), spatial.begin(), spatial.end());
+  for (size_t i = 1; i < 3; ++i) {
+    if (!mask[i].as<bool>()) {
+      outs.push_back(l.fill(l.graph().type(n.outputs[i]), n.name + " (not asked)"));
+      continue;
+    }
+    outs.push_back(l.reduction(l.graph().type(n.outputs[i]), reduced, ReduceOp::Sum, n.name + (i == 1 ? " weight" : " bias"),
+                               [&](BodyBuilder &b, const std::vector<Expr> &o, const std::vector<Expr> &r) {
+                                 std::vector<Expr> index = {r[0], o[0]};
+                                 index.insert(index.end(), r.begin() + 1, r.end());
+                                 int v = load(b, dy, index);
+                                 return i == 1 ? b.binary(Op::Mul, v, xhat(b, index), c) : v;
+                               })[0]);
+  }
+  return outs;
+}
+
 }  // namespace
 
 void add_norm_lowerings(std::map<std::string, LowerFn, std::less<>> &t) {
@@ -304,6 +428,8 @@ void add_norm_lowerings(std::map<std::string, LowerFn, std::less<>> &t) {
     return batch_norm(l, n, true, true);
   };
   t["aten.native_layer_norm_backward.default"] = layer_norm_backward;
+  t["aten.native_group_norm.default"] = group_norm;
+  t["aten.native_group_norm_backward.default"] = group_norm_backward;
 }
 
 }  // namespace coil::lowering

@@ -1,6 +1,6 @@
 // Pooling as reductions over each output's window (unrolled into a pointwise body when the
 // window is small), with masked loads where a window reaches into padding; adaptive pooling
-// reduces over the largest window and masks the rest. Group norm is here too: a Welford reduction per (batch, group).
+// reduces over the largest window and masks the rest.
 #include <array>
 #include <cmath>
 #include <functional>
@@ -174,7 +174,10 @@ int plane_position(BodyBuilder &b, int p, const Shape &window, const Shape &plan
   return flat;
 }
 
-std::vector<TensorRef> max_pool(Lowering &l, const Node &n, size_t dims, bool with_indices) {
+/// Max pooling's values; with_indices: and where each maximum lies, as PyTorch's i64 index
+/// within the input plane, or (offsets: coil.max_pool2d_with_offsets) as its i8 offset
+/// within the window, row-major.
+std::vector<TensorRef> max_pool(Lowering &l, const Node &n, size_t dims, bool with_indices, bool offsets = false) {
   const TensorRef &x = l.ref(arg(n, "self").as<ValueId>());
   Window w = window_of(n, dims);
   const TensorType &out = l.graph().type(n.outputs[0]);
@@ -187,6 +190,10 @@ std::vector<TensorRef> max_pool(Lowering &l, const Node &n, size_t dims, bool wi
   if (!with_indices) return {values};
   TensorType pos_type = l.graph().type(n.outputs[1]);
   WindowTotal position = window_argmax(l, pos_type, reduced, x.dtype, n.name, body);
+  if (offsets)
+    return {values, l.pointwise(pos_type, n.name + " offsets", [&](BodyBuilder &b, const std::vector<Expr> &o) {
+              return b.cast(position(b, o), DType::I8);
+            })};
   // The index of the maximum within its input plane (volume): row-major over the spatial
   // dims, h * W + w in 2-d. The position counts row-major over the window's dims.
   TensorRef indices = l.pointwise(pos_type, n.name + " indices", [&](BodyBuilder &b, const std::vector<Expr> &o) {
@@ -352,130 +359,6 @@ std::vector<TensorRef> fractional_max_pool(Lowering &l, const Node &n, size_t di
   return {values, indices};
 }
 
-// native_group_norm: per (n, g), Welford over the group's channels and spatial
-// positions; out = (x - mean) * rstd * weight[c] + bias[c].
-std::vector<TensorRef> group_norm(Lowering &l, const Node &n) {
-  const TensorRef &x = l.ref(arg(n, "input").as<ValueId>());
-  auto opt = [&](const char *name) -> std::optional<TensorRef> {
-    const Arg &a = arg(n, name);
-    if (a.is_none()) return std::nullopt;
-    return l.ref(a.as<ValueId>());
-  };
-  auto weight = opt("weight"), bias = opt("bias");
-  int64_t groups = arg(n, "group").as<int64_t>();
-  double eps = arg(n, "eps").as<double>();
-  const TensorType &out = l.graph().type(n.outputs[0]);
-  DType c = opmath_dtype(out.dtype);
-  int64_t batch = x.sizes[0], channels = x.sizes[1], per_group = channels / groups;
-  Shape spatial(x.sizes.begin() + 2, x.sizes.end());
-  Shape reduced = {per_group};
-  reduced.insert(reduced.end(), spatial.begin(), spatial.end());
-  TensorType stat{c, {batch, groups}, contiguous_strides({batch, groups}), out.device};
-  auto w = l.reduction(stat, reduced, ReduceOp::Welford, n.name + " stats",
-                       [&](BodyBuilder &b, const std::vector<Expr> &o, const std::vector<Expr> &r) {
-                         std::vector<Expr> index = {o[0], o[1] * per_group + r[0]};
-                         index.insert(index.end(), r.begin() + 1, r.end());
-                         return b.cast(b.load(x.buffer, Lowering::offset(x, index), x.dtype), c);
-                       });
-  auto stat_at = [&](BodyBuilder &b, const TensorRef &s, const Expr &nb, const Expr &g) {
-    return b.load(s.buffer, Lowering::offset(s, {nb, g}), c);
-  };
-  // rstd once per (n, g), a value of its own that y reads (the inliner keeps it: a square
-  // root and a division per group, not per element).
-  TensorRef mean = l.pointwise(l.graph().type(n.outputs[1]), n.name + " mean",
-                               [&](BodyBuilder &b, const std::vector<Expr> &o) { return stat_at(b, w[0], o[0], o[1]); });
-  TensorRef rstd_c = l.pointwise(stat, n.name + " rstd", [&](BodyBuilder &b, const std::vector<Expr> &o) {
-    int var = b.binary(Op::TrueDiv, stat_at(b, w[1], o[0], o[1]), stat_at(b, w[2], o[0], o[1]), c);
-    return b.unary(Op::Rsqrt, b.binary(Op::Add, var, b.constant(eps, c), c), c);
-  });
-  TensorRef rstd = l.pointwise(l.graph().type(n.outputs[2]), n.name + " rstd",
-                               [&](BodyBuilder &b, const std::vector<Expr> &o) { return stat_at(b, rstd_c, o[0], o[1]); });
-  TensorRef y = l.pointwise(out, n.name, [&](BodyBuilder &b, const std::vector<Expr> &index) {
-    Expr g = ir::floor_div(index[1], per_group);
-    int v = b.binary(Op::Sub, b.cast(b.load(x.buffer, Lowering::offset(x, index), x.dtype), c),
-                     stat_at(b, w[0], index[0], g), c);
-    v = b.binary(Op::Mul, v, stat_at(b, rstd_c, index[0], g), c);
-    auto channel = [&](const TensorRef &p) { return b.cast(b.load(p.buffer, Lowering::offset(p, {index[1]}), p.dtype), c); };
-    if (weight) v = b.binary(Op::Mul, v, channel(*weight), c);
-    if (bias) v = b.binary(Op::Add, v, channel(*bias), c);
-    return v;
-  });
-  return {y, mean, rstd};
-}
-
-// native_group_norm_backward: per (n, group) of D elements, with x^ = (x - mean) * rstd and
-// g = grad_out * weight[c], grad_input = rstd / D * (D g - sum(g) - x^ sum(g x^)); grad_weight
-// and grad_bias sum grad_out x^ and grad_out per channel over the batch and positions.
-std::vector<TensorRef> group_norm_backward(Lowering &l, const Node &n) {
-  const TensorRef &dy = l.ref(arg(n, "grad_out").as<ValueId>()), &x = l.ref(arg(n, "input").as<ValueId>());
-  const TensorRef &mean = l.ref(arg(n, "mean").as<ValueId>()), &rstd = l.ref(arg(n, "rstd").as<ValueId>());
-  const Arg &weight_arg = arg(n, "weight");
-  std::optional<TensorRef> weight;
-  if (!weight_arg.is_none()) weight = l.ref(weight_arg.as<ValueId>());
-  int64_t groups = arg(n, "group").as<int64_t>();
-  const ArgList &mask = arg(n, "output_mask").as<ArgList>();
-  DType c = opmath_dtype(x.dtype);
-  int64_t batch = x.sizes[0], channels = x.sizes[1], per_group = channels / groups;
-  Shape spatial(x.sizes.begin() + 2, x.sizes.end());
-  int64_t count = per_group;
-  for (int64_t d : spatial) count *= d;
-  Device device = l.graph().type(n.outputs[0]).device;
-  auto load = [&](BodyBuilder &b, const TensorRef &t, const std::vector<Expr> &index) {
-    return b.cast(b.load(t.buffer, Lowering::offset(t, index), t.dtype), c);
-  };
-  // The element of x at (n, c, spatial...) and its group's statistics.
-  auto xhat = [&](BodyBuilder &b, const std::vector<Expr> &index) {
-    std::vector<Expr> stat = {index[0], ir::floor_div(index[1], per_group)};
-    int centered = b.binary(Op::Sub, load(b, x, index), load(b, mean, stat), c);
-    return b.binary(Op::Mul, centered, load(b, rstd, stat), c);
-  };
-  auto g = [&](BodyBuilder &b, const std::vector<Expr> &index) {
-    int v = load(b, dy, index);
-    return weight ? b.binary(Op::Mul, v, load(b, *weight, {index[1]}), c) : v;
-  };
-  std::vector<TensorRef> outs;
-  if (mask[0].as<bool>()) {
-    TensorType stat{c, {batch, groups}, contiguous_strides({batch, groups}), device};
-    Shape reduced = {per_group};
-    reduced.insert(reduced.end(), spatial.begin(), spatial.end());
-    auto group_sum = [&](const std::string &origin, bool times_xhat) {
-      return l.reduction(stat, reduced, ReduceOp::Sum, origin,
-                         [&, times_xhat](BodyBuilder &b, const std::vector<Expr> &o, const std::vector<Expr> &r) {
-                           std::vector<Expr> index = {o[0], o[1] * per_group + r[0]};
-                           index.insert(index.end(), r.begin() + 1, r.end());
-                           int v = g(b, index);
-                           return times_xhat ? b.binary(Op::Mul, v, xhat(b, index), c) : v;
-                         })[0];
-    };
-    TensorRef sum_g = group_sum(n.name + " sum", false), sum_gx = group_sum(n.name + " sum x", true);
-    outs.push_back(l.pointwise(l.graph().type(n.outputs[0]), n.name, [&](BodyBuilder &b, const std::vector<Expr> &index) {
-      std::vector<Expr> stat_at = {index[0], ir::floor_div(index[1], per_group)};
-      int v = b.binary(Op::Mul, g(b, index), b.constant(double(count), c), c);
-      v = b.binary(Op::Sub, v, load(b, sum_g, stat_at), c);
-      v = b.binary(Op::Sub, v, b.binary(Op::Mul, xhat(b, index), load(b, sum_gx, stat_at), c), c);
-      return b.binary(Op::Mul, v, b.binary(Op::TrueDiv, load(b, rstd, stat_at), b.constant(double(count), c), c), c);
-    }));
-  } else {
-    outs.push_back(l.fill(l.graph().type(n.outputs[0]), n.name + " (not asked)"));
-  }
-  Shape reduced = {batch};
-  reduced.insert(reduced.end(), spatial.begin(), spatial.end());
-  for (size_t i = 1; i < 3; ++i) {
-    if (!mask[i].as<bool>()) {
-      outs.push_back(l.fill(l.graph().type(n.outputs[i]), n.name + " (not asked)"));
-      continue;
-    }
-    outs.push_back(l.reduction(l.graph().type(n.outputs[i]), reduced, ReduceOp::Sum, n.name + (i == 1 ? " weight" : " bias"),
-                               [&](BodyBuilder &b, const std::vector<Expr> &o, const std::vector<Expr> &r) {
-                                 std::vector<Expr> index = {r[0], o[0]};
-                                 index.insert(index.end(), r.begin() + 1, r.end());
-                                 int v = load(b, dy, index);
-                                 return i == 1 ? b.binary(Op::Mul, v, xhat(b, index), c) : v;
-                               })[0]);
-  }
-  return outs;
-}
-
 // The outputs whose windows may cover an input position, along each window dim: at most
 // ceil(k / s) of them, from floor((p + pad) / s) down (the gathers of the pools' backwards).
 Shape window_reach(const Window &w) {
@@ -498,13 +381,15 @@ int covers(BodyBuilder &b, const Window &w, size_t k, const Expr &p, const Expr 
 }
 
 // max_pool2d_with_indices_backward: each output's gradient added at the input position its
-// index names within its (n, c) plane, in opmath, then the input's dtype. Without dilation,
-// a gather: input position p sums the gradients of the outputs whose windows cover it
-// (window_reach, covers) and whose index names p; ResNet-50's 3x3 pool at stride 2
-// reads 4 of them, one pointwise kernel where the scatter-add and the zeros it starts from
-// took 0.77 ms of an H100's training step. With dilation, that scatter-add.
-std::vector<TensorRef> max_pool_backward(Lowering &l, const Node &n) {
-  const TensorRef &dy = l.ref(arg(n, "grad_output").as<ValueId>()), &indices = l.ref(arg(n, "indices").as<ValueId>());
+// index names within its (n, c) plane, in opmath, then the input's dtype; the maxima named
+// by `names`: PyTorch's i64 indices, or (offsets, coil.max_pool2d_offsets_backward) i8
+// offsets within each window, row-major. Without dilation, a gather: input position p sums
+// the gradients of the outputs whose windows cover it (window_reach, covers) and whose
+// maximum is p; ResNet-50's 3x3 pool at stride 2 reads 4 of them, one pointwise kernel where
+// the scatter-add and the zeros it starts from took 0.77 ms of an H100's training step.
+// With dilation, that scatter-add.
+std::vector<TensorRef> max_pool_backward_of(Lowering &l, const Node &n, const TensorRef &names, bool offsets) {
+  const TensorRef &dy = l.ref(arg(n, "grad_output").as<ValueId>());
   const TensorType &out = l.graph().type(n.outputs[0]);
   DType c = opmath_dtype(out.dtype);
   size_t lead = out.sizes.size() - 2;
@@ -521,8 +406,12 @@ std::vector<TensorRef> max_pool_backward(Lowering &l, const Node &n) {
         at.push_back(o);
         ok = ok < 0 ? valid : b.binary(Op::LogicalAnd, ok, valid, DType::Bool);
       }
-      int named = b.cast(b.masked_load(indices.buffer, Lowering::offset(indices, at), indices.dtype, ok, -1), DType::I64);
-      int here = b.binary(Op::Eq, named, b.index(p[lead] * out.sizes[lead + 1] + p[lead + 1], DType::I64), DType::Bool);
+      // p as the names say it: its place in the plane, or in output `at`'s window.
+      Expr name = offsets ? (p[lead] + w.padding[0] - at[lead] * w.stride[0]) * w.kernel[1] + p[lead + 1] +
+                                w.padding[1] - at[lead + 1] * w.stride[1]
+                          : p[lead] * out.sizes[lead + 1] + p[lead + 1];
+      int named = b.cast(b.masked_load(names.buffer, Lowering::offset(names, at), names.dtype, ok, -1), DType::I64);
+      int here = b.binary(Op::Eq, named, b.index(name, DType::I64), DType::Bool);
       int take = b.binary(Op::LogicalAnd, ok, here, DType::Bool);
       int g = b.cast(b.masked_load(dy.buffer, Lowering::offset(dy, at), dy.dtype, take, 0), c);
       return b.where(take, g, b.constant(0, c), c);
@@ -547,10 +436,15 @@ std::vector<TensorRef> max_pool_backward(Lowering &l, const Node &n) {
   TensorType acc{c, flat, acc_strides, out.device};
   TensorRef zero = l.fill(acc, n.name + " zeros");
   TensorRef dense{-1, c, flat, acc.strides, 0};
+  Shape plane(out.sizes.end() - 2, out.sizes.end());
   TensorRef sum = l.scatter(
       n.name, acc, zero, dy.sizes, true,
       [&](BodyBuilder &b, const std::vector<Expr> &o) {
-        int at = b.cast(Lowering::load_broadcast(b, indices, o), DType::I64);
+        int at = b.cast(Lowering::load_broadcast(b, names, o), DType::I64);
+        if (offsets) {
+          std::vector<Expr> start = window_pos(w, o, {Expr(0), Expr(0)});
+          at = plane_position(b, at, w.kernel, plane, w.dilation, [&](size_t k) { return b.index(start[k], DType::I64); });
+        }
         return std::pair{b.cast(Lowering::load_broadcast(b, dy, o), c), std::vector<int>{at}};
       },
       [&](const std::vector<Expr> &o) {
@@ -563,6 +457,14 @@ std::vector<TensorRef> max_pool_backward(Lowering &l, const Node &n) {
     at.push_back(x[lead] * out.sizes[lead + 1] + x[lead + 1]);
     return b.load(sum.buffer, Lowering::offset(sum, at), c);
   })};
+}
+
+std::vector<TensorRef> max_pool_backward(Lowering &l, const Node &n) {
+  return max_pool_backward_of(l, n, l.ref(arg(n, "indices").as<ValueId>()), false);
+}
+
+std::vector<TensorRef> max_pool_offsets_backward(Lowering &l, const Node &n) {
+  return max_pool_backward_of(l, n, l.ref(arg(n, "offsets").as<ValueId>()), true);
 }
 
 // avg_pool2d_backward: input position p gets the gradient of every output whose window
@@ -871,9 +773,9 @@ void add_pooling_lowerings(std::map<std::string, LowerFn, std::less<>> &t) {
   t["aten.fractional_max_pool2d.default"] = [](Lowering &l, const Node &n) { return fractional_max_pool(l, n, 2); };
   t["aten.fractional_max_pool3d.default"] = [](Lowering &l, const Node &n) { return fractional_max_pool(l, n, 3); };
   t["aten.adaptive_max_pool3d.default"] = [](Lowering &l, const Node &n) { return adaptive_max_pool(l, n, 3); };
-  t["aten.native_group_norm.default"] = group_norm;
-  t["aten.native_group_norm_backward.default"] = group_norm_backward;
   t["aten.max_pool2d_with_indices_backward.default"] = max_pool_backward;
+  t["coil.max_pool2d_with_offsets.default"] = [](Lowering &l, const Node &n) { return max_pool(l, n, 2, true, true); };
+  t["coil.max_pool2d_offsets_backward.default"] = max_pool_offsets_backward;
   t["aten.avg_pool2d_backward.default"] = avg_pool_backward;
   t["aten._adaptive_avg_pool2d_backward.default"] = adaptive_avg_pool_backward;
   t["aten.upsample_nearest2d.vec"] = upsample_nearest;

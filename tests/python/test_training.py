@@ -319,6 +319,44 @@ class Training(unittest.TestCase):
     def test_dropout_keep_is_its_eager_form(self):
         check_dropout_keep(self, "cpu")
 
+    def test_max_pools_save_int8_offsets(self):
+        # A max pooling whose indices only its backward reads saves int8 offsets within each
+        # window, not int64 indices, and not its input for the backward (coil.max_pool2d_with_offsets);
+        # the gradients are eager's, checked against float64 (padded 3x3 at stride 2, as
+        # ResNet's stem, and a ceil-mode 2x2 after it).
+        from coil import backend
+
+        saved, original = [], backend.compile_graph
+
+        def spy(gm, inputs, options, guarded=True):
+            if not guarded:  # the backward graph: the saved tensors and the tangents
+                saved.extend((tuple(t.shape), t.dtype) for t in inputs)
+            return original(gm, inputs, options, guarded=guarded)
+
+        def pooled(x, w):
+            y = torch.nn.functional.max_pool2d(torch.conv2d(x, w).relu(), 3, 2, 1)
+            return torch.nn.functional.max_pool2d(y * 2, 2, 2, ceil_mode=True).square().sum()
+
+        torch.manual_seed(0)
+        x, w = torch.randn(2, 3, 17, 15), torch.randn(8, 3, 3, 3, requires_grad=True)
+        torch._dynamo.reset()
+        backend.compile_graph, before = spy, backend.counters["max_pool_offsets"]
+        try:
+            with no_fallback():
+                torch.compile(pooled, backend="coil")(x, w).backward()
+        finally:
+            backend.compile_graph = original
+        self.assertEqual(backend.counters["max_pool_offsets"] - before, 2)
+        self.assertIn(((2, 8, 8, 7), torch.int8), saved)
+        self.assertIn(((2, 8, 4, 4), torch.int8), saved)
+        self.assertNotIn(torch.int64, [dtype for _, dtype in saved], saved)
+        got, w.grad = w.grad, None
+        pooled(x, w).backward()
+        eager, w.grad = w.grad, None
+        wd = w.detach().double().requires_grad_()
+        pooled(x.double(), wd).backward()
+        assert_model_close([got], [eager], [wd.grad])
+
     def test_activation_checkpointing(self):
         # torch.utils.checkpoint: the block's activations are recomputed in the backward, which
         # coil compiles with the rest; the gradients match eager's.

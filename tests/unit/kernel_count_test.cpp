@@ -127,6 +127,11 @@ const std::map<std::string, Fallback> kInductorFallbacks = {
      {"Inductor runs coil's own op through its eager form, a custom op it cannot see into; coil generates each "
       "mask of an iteration space of its own",
       5}},
+    {"op_coil_max_pool_offsets",
+     {"Inductor runs coil's own ops through their eager forms, custom ops it cannot see into; coil generates "
+      "each pooling (values and offsets fused) per iteration space, the gathers of the undilated backwards fused, "
+      "and the dilated one as a scatter into zeros",
+      6}},
     {"op_sort_topk",
      {"Inductor runs all 20 sorts and top-ks through ATen's kernels; coil generates each: the ranks' count, the "
       "scatters of values and positions to their ranks, and for topk the first k of each",

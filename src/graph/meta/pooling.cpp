@@ -125,6 +125,37 @@ std::vector<TensorType> max_pool_with_indices(const MetaArgs &a, size_t dims) {
   return {TensorType{x.dtype, sizes, strides, x.device}, TensorType{DType::I64, sizes, strides, x.device}};
 }
 
+/// Windows of at most this many elements have their maxima's offsets in int8
+/// (coil::max_pool2d_with_offsets).
+constexpr int64_t kMaxOffsetWindow = 127;
+
+/// coil::max_pool2d_with_offsets: max_pool2d_with_indices's values, and where in its window
+/// each maximum lies as an i8 offset, row-major over the window (python/coil/ops.py).
+std::vector<TensorType> max_pool_with_offsets(const MetaArgs &a) {
+  std::vector<TensorType> out = max_pool_with_indices(a, 2);
+  Shape kernel = unpack("coil.max_pool2d_with_offsets", "kernel_size", a.ints("kernel_size"), 2);
+  COIL_USER_CHECK(kernel[0] * kernel[1] <= kMaxOffsetWindow, "coil.max_pool2d_with_offsets: a window of ",
+                  kernel[0] * kernel[1], " elements has offsets beyond int8's (at most ", kMaxOffsetWindow, ")");
+  out[1].dtype = DType::I8;
+  return out;
+}
+
+/// coil::max_pool2d_offsets_backward: the gradient of the input of `input_size`, from the
+/// outputs' gradients and the forward's i8 offsets, in grad_output's memory format.
+std::vector<TensorType> max_pool_offsets_backward(const MetaArgs &a) {
+  const char *op = "coil.max_pool2d_offsets_backward";
+  const TensorType &dy = a.tensor("grad_output"), &offsets = a.tensor("offsets");
+  Shape size = a.ints("input_size");
+  COIL_USER_CHECK(offsets.dtype == DType::I8 && offsets.sizes == dy.sizes, op, ": expected i8 offsets of grad_output's shape ",
+                  shape_str(dy.sizes), ", got ", short_name(offsets.dtype), shape_str(offsets.sizes));
+  TensorType x{dy.dtype, size, contiguous_strides(size), dy.device};
+  COIL_USER_CHECK(x.rank() == dy.rank() && pooled_shape(op, x, window(op, a, 2, true, a.boolean("ceil_mode"))) == dy.sizes,
+                  op, ": grad_output of shape ", shape_str(dy.sizes), " is not the pooling of an input of shape ",
+                  shape_str(size));
+  COIL_USER_CHECK(is_floating(dy.dtype), op, " needs a floating point gradient, got ", short_name(dy.dtype));
+  return {TensorType{dy.dtype, size, output_strides(dy, size), dy.device}};
+}
+
 /// avg_pool2d and avg_pool3d: floating inputs, and i64 on CPU.
 std::vector<TensorType> avg_pool(const MetaArgs &a, size_t dims) {
   const TensorType &x = a.tensor("self");
@@ -320,6 +351,12 @@ void register_pooling_ops(Registry &r) {
   r.add("max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, "
         "int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor",
         [](const MetaArgs &a) { return pool_backward(a, "max_pool2d_with_indices_backward"); });
+  r.add("coil::max_pool2d_with_offsets(Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, "
+        "int[2] dilation, bool ceil_mode) -> (Tensor, Tensor)",
+        max_pool_with_offsets);
+  r.add("coil::max_pool2d_offsets_backward(Tensor grad_output, Tensor offsets, SymInt[] input_size, "
+        "int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode) -> Tensor",
+        max_pool_offsets_backward);
   r.add("avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, "
         "bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor",
         [](const MetaArgs &a) { return pool_backward(a, "avg_pool2d_backward"); });
