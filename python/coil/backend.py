@@ -574,6 +574,17 @@ def _without_outputs(gm: torch.fx.GraphModule, drop) -> torch.fx.GraphModule:
     return torch.fx.GraphModule(gm, graph)
 
 
+def _rewrite_each(joint: torch.fx.GraphModule, target, rewrite) -> int:
+    """Calls rewrite(node), which says whether it rewrote the node, on each node of the joint
+    graph that calls `target`; lints and recompiles the graph once when any was. Returns how
+    many were."""
+    count = sum(1 for node in list(joint.graph.nodes) if node.target is target and rewrite(node))
+    if count:
+        joint.graph.lint()
+        joint.recompile()
+    return count
+
+
 def regenerated_dropout(joint: torch.fx.GraphModule) -> int:
     """Rewrites each training dropout of AOTAutograd's joint graph so that its mask is not
     saved for the backward but computed again there: native_dropout(x, p) becomes
@@ -589,19 +600,18 @@ def regenerated_dropout(joint: torch.fx.GraphModule) -> int:
     from coil import ops  # noqa: F401  (registers coil::dropout_keep)
 
     aten = torch.ops.aten
-    graph, count = joint.graph, 0
-    for node in list(graph.nodes):
-        if node.target is not aten.native_dropout.default:
-            continue
+    graph = joint.graph
+
+    def rewrite(node) -> bool:
         x, p = node.args[0], float(node.args[1])
         train = node.args[2] if len(node.args) > 2 else node.kwargs.get("train")
         val = x.meta.get("val")
         items = {u.args[1]: u for u in node.users if u.target is operator.getitem}
         if train is False or not isinstance(val, torch.Tensor) or not val.is_contiguous() or len(items) != len(node.users):
-            continue
+            return False
         fake = torch._guards.detect_fake_mode([val])
         if fake is None:  # no fake tensors to state the new nodes' types with
-            continue
+            return False
         scale = 0.0 if p == 1 else 1.0 / (1.0 - p)
         with graph.inserting_before(node):
             seed = graph.call_function(aten.randint.low, (0, 2**62, [2]), {"dtype": torch.int64, "device": val.device})
@@ -618,11 +628,9 @@ def regenerated_dropout(joint: torch.fx.GraphModule) -> int:
             item.replace_all_uses_with(out if index == 0 else keep)
             graph.erase_node(item)
         graph.erase_node(node)
-        count += 1
-    if count:
-        graph.lint()
-        joint.recompile()
-    return count
+        return True
+
+    return _rewrite_each(joint, aten.native_dropout.default, rewrite)
 
 
 # Max pooling windows of at most this many elements save int8 offsets (max_pool_offsets).
@@ -641,27 +649,27 @@ def max_pool_offsets(joint: torch.fx.GraphModule) -> int:
     from coil import ops  # noqa: F401  (registers coil's ops)
 
     aten, coil = torch.ops.aten, torch.ops.coil
-    graph, count = joint.graph, 0
-    for node in list(graph.nodes):
-        if node.target is not aten.max_pool2d_with_indices.default:
-            continue
+    graph = joint.graph
+
+    def rewrite(node) -> bool:
         items = {u.args[1]: u for u in node.users if u.target is operator.getitem}
         if len(items) != len(node.users) or 1 not in items:
-            continue
+            return False
         indices = items[1]
         backward = list(indices.users)
         if not backward or any(b.target is not aten.max_pool2d_with_indices_backward.default or b.args[7] is not indices
                                or b.args[1] is not node.args[0] for b in backward):
-            continue
+            return False
         val = node.args[0].meta.get("val")
         fake = torch._guards.detect_fake_mode([val]) if isinstance(val, torch.Tensor) else None
         if fake is None or any(isinstance(d, torch.SymInt) for d in val.shape):
-            continue
+            return False
         window = list(node.args[1:]) + [None] * (6 - len(node.args))
-        pool = ops._pair(window[0], ()), ops._pair(window[1] or [], window[0]), ops._pair(window[2] or [], (0,)), \
-            ops._pair(window[3] or [], (1,)), bool(window[4] or False)
+        kernel = ops.per_dim(window[0], ())
+        pool = (kernel, ops.per_dim(window[1], kernel), ops.per_dim(window[2], (0,)), ops.per_dim(window[3], (1,)),
+                bool(window[4]))
         if pool[0][0] * pool[0][1] > _MAX_OFFSET_WINDOW:
-            continue
+            return False
         with graph.inserting_before(node):
             both = graph.call_function(coil.max_pool2d_with_offsets.default, (node.args[0], *pool))
             values = graph.call_function(operator.getitem, (both, 0))
@@ -683,11 +691,9 @@ def max_pool_offsets(joint: torch.fx.GraphModule) -> int:
             graph.erase_node(items[0])
         graph.erase_node(indices)
         graph.erase_node(node)
-        count += 1
-    if count:
-        graph.lint()
-        joint.recompile()
-    return count
+        return True
+
+    return _rewrite_each(joint, aten.max_pool2d_with_indices.default, rewrite)
 
 
 def _partition(joint: torch.fx.GraphModule, joint_inputs, **kwargs):

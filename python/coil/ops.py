@@ -76,16 +76,19 @@ def _window_origin(out_size, stride, padding, device):
     return oh, ow
 
 
-def _pair(v, default):
-    v = list(v) if len(v) else list(default)
+def per_dim(v, default) -> list[int]:
+    """A pooling argument as PyTorch takes it (one value, or one per spatial dim; empty or
+    None: `default`) as one value per dim of 2."""
+    v = [v] if isinstance(v, int) else list(v or ())
+    v = v or list(default)
     return v * 2 if len(v) == 1 else v
 
 
 @torch.library.custom_op("coil::max_pool2d_with_offsets", mutates_args=())
 def max_pool2d_with_offsets(x: torch.Tensor, kernel_size: list[int], stride: list[int], padding: list[int],
                             dilation: list[int], ceil_mode: bool) -> tuple[torch.Tensor, torch.Tensor]:
-    kernel, stride = _pair(kernel_size, ()), _pair(stride, kernel_size)
-    padding, dilation = _pair(padding, (0,)), _pair(dilation, (1,))
+    kernel, stride = per_dim(kernel_size, ()), per_dim(stride, kernel_size)
+    padding, dilation = per_dim(padding, (0,)), per_dim(dilation, (1,))
     values, indices = torch.ops.aten.max_pool2d_with_indices.default(x, kernel, stride, padding, dilation, ceil_mode)
     oh, ow = _window_origin(values.shape, stride, padding, x.device)
     width = x.shape[-1]
@@ -105,8 +108,8 @@ def _(x, kernel_size, stride, padding, dilation, ceil_mode):
 def max_pool2d_offsets_backward(grad: torch.Tensor, offsets: torch.Tensor, input_size: list[int],
                                 kernel_size: list[int], stride: list[int], padding: list[int], dilation: list[int],
                                 ceil_mode: bool) -> torch.Tensor:
-    kernel, stride = _pair(kernel_size, ()), _pair(stride, kernel_size)
-    padding, dilation = _pair(padding, (0,)), _pair(dilation, (1,))
+    kernel, stride = per_dim(kernel_size, ()), per_dim(stride, kernel_size)
+    padding, dilation = per_dim(padding, (0,)), per_dim(dilation, (1,))
     oh, ow = _window_origin(grad.shape, stride, padding, grad.device)
     o = offsets.to(torch.int64)
     rows = oh + torch.div(o, kernel[1], rounding_mode="floor") * dilation[0]

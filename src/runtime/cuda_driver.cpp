@@ -25,6 +25,12 @@ struct Loaded {
   std::string reason;  // empty: usable
 };
 
+// An optional set of driver functions is all or none: when one is missing, none is kept.
+template <typename... Fn>
+void null_all(Fn *&...fns) {
+  ((fns = nullptr), ...);
+}
+
 // Every function coil needs, or the name of the first one missing.
 std::string resolve_all(void *lib, Driver &d) {
   // Names with _v2 are the ABI behind cuda.h's macros (cuMemAlloc -> cuMemAlloc_v2).
@@ -78,23 +84,12 @@ std::string resolve_all(void *lib, Driver &d) {
              symbols.want("cuMemAddressReserve", d.cuMemAddressReserve) && symbols.want("cuMemCreate", d.cuMemCreate) &&
              symbols.want("cuMemMap", d.cuMemMap) && symbols.want("cuMemSetAccess", d.cuMemSetAccess) &&
              symbols.want("cuMemRelease", d.cuMemRelease);
-  if (!vmm) {
-    d.cuDeviceTotalMem = nullptr;
-    d.cuMemGetAllocationGranularity = nullptr;
-    d.cuMemAddressReserve = nullptr;
-    d.cuMemCreate = nullptr;
-    d.cuMemMap = nullptr;
-    d.cuMemSetAccess = nullptr;
-    d.cuMemRelease = nullptr;
-  }
-  if (!graphs) {
-    d.cuStreamBeginCapture = nullptr;
-    d.cuStreamEndCapture = nullptr;
-    d.cuGraphInstantiateWithFlags = nullptr;
-    d.cuGraphLaunch = nullptr;
-    d.cuGraphExecDestroy = nullptr;
-    d.cuGraphDestroy = nullptr;
-  }
+  if (!vmm)
+    null_all(d.cuDeviceTotalMem, d.cuMemGetAllocationGranularity, d.cuMemAddressReserve, d.cuMemCreate, d.cuMemMap,
+             d.cuMemSetAccess, d.cuMemRelease);
+  if (!graphs)
+    null_all(d.cuStreamBeginCapture, d.cuStreamEndCapture, d.cuGraphInstantiateWithFlags, d.cuGraphLaunch,
+             d.cuGraphExecDestroy, d.cuGraphDestroy);
   return "";
 }
 

@@ -53,6 +53,26 @@ def recorded_graphs():
         backend._listeners.remove(graphs)
 
 
+@contextlib.contextmanager
+def backward_inputs():
+    """The (shape, dtype) of each input of the backward graphs coil compiles meanwhile: the
+    tensors their forwards saved, and the gradients of the outputs."""
+    from coil import backend
+
+    saved, original = [], backend.compile_graph
+
+    def spy(gm, inputs, options, guarded=True):
+        if not guarded:  # a backward graph
+            saved.extend((tuple(t.shape), t.dtype) for t in inputs)
+        return original(gm, inputs, options, guarded=guarded)
+
+    backend.compile_graph = spy
+    try:
+        yield saved
+    finally:
+        backend.compile_graph = original
+
+
 def _double(args):
     return [a.double() if a.is_floating_point() else a for a in args]
 
@@ -291,25 +311,15 @@ class Training(unittest.TestCase):
         # computes the mask again from the seed (coil.dropout_keep), and it is the forward's.
         from coil import backend
 
-        saved, original = [], backend.compile_graph
-
-        def spy(gm, inputs, options, guarded=True):
-            if not guarded:  # the backward graph: the saved tensors and the tangents
-                saved.extend((tuple(t.shape), t.dtype) for t in inputs)
-            return original(gm, inputs, options, guarded=guarded)
-
         def dropped(x, w):
             return torch.nn.functional.dropout(x @ w, 0.3, training=True)
 
         x, w = torch.randn(64, 48), torch.randn(48, 40, requires_grad=True)
         torch._dynamo.reset()
-        backend.compile_graph, before = spy, backend.counters["dropout_masks_recomputed"]
-        try:
-            with no_fallback():
-                y = torch.compile(dropped, backend="coil")(x, w)
-                y.backward(torch.ones_like(y))
-        finally:
-            backend.compile_graph = original
+        before = backend.counters["dropout_masks_recomputed"]
+        with no_fallback(), backward_inputs() as saved:
+            y = torch.compile(dropped, backend="coil")(x, w)
+            y.backward(torch.ones_like(y))
         self.assertEqual(backend.counters["dropout_masks_recomputed"] - before, 1)
         self.assertNotIn(torch.bool, [dtype for _, dtype in saved], saved)
         self.assertIn(((2,), torch.int64), saved)
@@ -326,13 +336,6 @@ class Training(unittest.TestCase):
         # ResNet's stem, and a ceil-mode 2x2 after it).
         from coil import backend
 
-        saved, original = [], backend.compile_graph
-
-        def spy(gm, inputs, options, guarded=True):
-            if not guarded:  # the backward graph: the saved tensors and the tangents
-                saved.extend((tuple(t.shape), t.dtype) for t in inputs)
-            return original(gm, inputs, options, guarded=guarded)
-
         def pooled(x, w):
             y = torch.nn.functional.max_pool2d(torch.conv2d(x, w).relu(), 3, 2, 1)
             return torch.nn.functional.max_pool2d(y * 2, 2, 2, ceil_mode=True).square().sum()
@@ -340,12 +343,9 @@ class Training(unittest.TestCase):
         torch.manual_seed(0)
         x, w = torch.randn(2, 3, 17, 15), torch.randn(8, 3, 3, 3, requires_grad=True)
         torch._dynamo.reset()
-        backend.compile_graph, before = spy, backend.counters["max_pool_offsets"]
-        try:
-            with no_fallback():
-                torch.compile(pooled, backend="coil")(x, w).backward()
-        finally:
-            backend.compile_graph = original
+        before = backend.counters["max_pool_offsets"]
+        with no_fallback(), backward_inputs() as saved:
+            torch.compile(pooled, backend="coil")(x, w).backward()
         self.assertEqual(backend.counters["max_pool_offsets"] - before, 2)
         self.assertIn(((2, 8, 8, 7), torch.int8), saved)
         self.assertIn(((2, 8, 4, 4), torch.int8), saved)
