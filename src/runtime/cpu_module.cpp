@@ -74,7 +74,8 @@ CpuModule::CpuModule(const std::string &so_path) : lib_(so_path) {
   num_outputs_ = lib_.symbol<int (*)()>("coil_num_outputs");
   input_ = lib_.symbol<const coil_tensor_desc *(*)(int)>("coil_input");
   output_ = lib_.symbol<const coil_tensor_desc *(*)(int)>("coil_output");
-  run_ = lib_.symbol<int (*)(void *const *, void **)>("coil_run");
+  run_ = lib_.symbol<int (*)(void *const *, void **, void *)>("coil_run_in");
+  arena_bytes_ = lib_.symbol<int64_t (*)()>("coil_arena_bytes")();
   error_message_ = lib_.symbol<const char *(*)(int)>("coil_error_message");
   profile_ = lib_.optional_symbol<int32_t (*)(coil_kernel_profile *, int32_t)>("coil_profile");
   set_num_threads_ = lib_.symbol<int32_t (*)(int32_t)>("coil_set_num_threads");
@@ -111,8 +112,8 @@ CpuModule::Layout CpuModule::layout_of(const coil_tensor_desc &d, size_t &stagin
   return l;
 }
 
-void CpuModule::call(void *const *inputs, void **outputs) const {
-  int status = run_(inputs, outputs);
+void CpuModule::call(void *const *inputs, void **outputs, void *arena) const {
+  int status = run_(inputs, outputs, arena);
   COIL_USER_CHECK(status == COIL_OK, "the compiled graph failed: ", error_message_(status));
 }
 
@@ -130,12 +131,19 @@ struct CpuModule::Scratch {
   std::vector<Given> given_in, given_out;
   std::byte *staging = nullptr;
   size_t capacity = 0;
+  // The intermediates of every module's calls on this thread, one after the other: the
+  // largest arena any of them asked for (a training step's forward and backward hold one).
+  std::byte *arena = nullptr;
+  size_t arena_capacity = 0;
   bool busy = false;  // a Call holds it
 
   Scratch() = default;
   Scratch(const Scratch &) = delete;
   Scratch &operator=(const Scratch &) = delete;
-  ~Scratch() { release(); }
+  ~Scratch() {
+    release();
+    if (arena) ::operator delete(arena, std::align_val_t(kStagingAlignment));
+  }
 
   std::byte *staging_of(size_t bytes) {
     if (bytes > capacity) {
@@ -144,6 +152,17 @@ struct CpuModule::Scratch {
       capacity = bytes;
     }
     return staging;
+  }
+  std::byte *arena_of(int64_t bytes) {
+    size_t want = size_t(round_up(std::max<int64_t>(bytes, 1), int64_t(kStagingAlignment)));
+    if (want > arena_capacity) {
+      if (arena) ::operator delete(arena, std::align_val_t(kStagingAlignment));
+      arena = nullptr;  // a failed allocation leaves none
+      arena_capacity = 0;
+      arena = static_cast<std::byte *>(::operator new(want, std::align_val_t(kStagingAlignment)));
+      arena_capacity = want;
+    }
+    return arena;
   }
   void release() {
     if (staging) ::operator delete(staging, std::align_val_t(kStagingAlignment));
@@ -163,11 +182,14 @@ bool fits(std::span<const int64_t> sizes, std::span<const int64_t> strides, cons
 
 }  // namespace
 
-CpuModule::Call::Call(const CpuModule &m)
-    : m_(m), s_([]() -> Scratch & {
-        thread_local Scratch s;
-        return s;
-      }()) {
+CpuModule::Scratch &CpuModule::thread_scratch() {
+  thread_local Scratch s;
+  return s;
+}
+
+int64_t CpuModule::thread_arena_bytes() { return int64_t(thread_scratch().arena_capacity); }
+
+CpuModule::Call::Call(const CpuModule &m) : m_(m), s_(thread_scratch()) {
   COIL_ASSERT(!s_.busy, "one call of a compiled graph at a time on a thread");
   s_.in.assign(m.inputs_.size(), nullptr);
   s_.out.assign(m.outputs_.size(), nullptr);
@@ -256,7 +278,7 @@ void CpuModule::Call::copy_out() {
 
 void CpuModule::Call::run() {
   copy_in();
-  m_.call(s_.in.data(), s_.out.data());
+  m_.call(s_.in.data(), s_.out.data(), s_.arena_of(m_.arena_bytes_));
   copy_out();
 }
 
@@ -265,7 +287,7 @@ double CpuModule::Call::median_seconds(int iterations) {
   std::vector<double> times;
   for (int i = 0; i < std::max(iterations, 1) + 1; ++i) {
     auto start = std::chrono::steady_clock::now();
-    m_.call(s_.in.data(), s_.out.data());
+    m_.call(s_.in.data(), s_.out.data(), s_.arena_of(m_.arena_bytes_));
     double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (i > 0) times.push_back(t);  // the first call warms up
   }

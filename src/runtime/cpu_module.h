@@ -34,7 +34,8 @@ struct KernelProfile {
 };
 
 class CpuModule {
-  struct Scratch;  // a thread's pointer arrays and staging (cpu_module.cpp)
+  struct Scratch;  // a thread's pointer arrays, staging and arena (cpu_module.cpp)
+  static Scratch &thread_scratch();
 
  public:
   /// Loads the library and gives it the option num_threads (read now, so that a malformed
@@ -56,7 +57,9 @@ class CpuModule {
   /// (outputs, views that alias included). The pointer arrays and the staging are the
   /// calling thread's and reused, sized from what the module worked out at load: a call
   /// allocates nothing once its thread has made one (the staging, once one had to copy).
-  /// One Call per thread at a time.
+  /// The arena of the graph's intermediates is the thread's too, shared by every module
+  /// called on it and as large as the largest asked for (coil_run_in). One Call per thread
+  /// at a time.
   class Call {
    public:
     explicit Call(const CpuModule &m);
@@ -108,6 +111,12 @@ class CpuModule {
   /// threads, oneDNN's primitives).
   void reset_profile();
 
+  /// The bytes of intermediates one call needs (coil_arena_bytes).
+  int64_t arena_bytes() const { return arena_bytes_; }
+  /// The bytes of the calling thread's arena: the largest any module called on it asked
+  /// for (rounded up to 64), 0 before its first call. Kept for the thread's life.
+  static int64_t thread_arena_bytes();
+
  private:
   /// What a call needs of an input or output, worked out at load so that no call
   /// allocates to decide.
@@ -123,8 +132,9 @@ class CpuModule {
     size_t staging = 0;                       // inputs and owned outputs: where in the staging its copy goes
   };
   static Layout layout_of(const coil_tensor_desc &d, size_t &staging_bytes);
-  /// coil_run; a UserError with the library's message when it fails.
-  void call(void *const *inputs, void **outputs) const;
+  /// coil_run_in on the calling thread's arena; a UserError with the library's message
+  /// when it fails.
+  void call(void *const *inputs, void **outputs, void *arena) const;
   std::vector<HostTensor> bind_named(Call &call, const TensorList &inputs) const;
   std::vector<KernelProfile> library_profile() const;
 
@@ -133,7 +143,8 @@ class CpuModule {
   int (*num_outputs_)();
   const coil_tensor_desc *(*input_)(int);
   const coil_tensor_desc *(*output_)(int);
-  int (*run_)(void *const *, void **);
+  int (*run_)(void *const *, void **, void *);  // coil_run_in
+  int64_t arena_bytes_ = 0;
   const char *(*error_message_)(int);
   int32_t (*profile_)(coil_kernel_profile *, int32_t) = nullptr;  // optional
   int32_t (*set_num_threads_)(int32_t);

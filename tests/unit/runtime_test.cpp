@@ -34,6 +34,7 @@
 #include "runtime/pch.h"
 #include "runtime/sha256.h"
 #include "support/error.h"
+#include "support/int_math.h"
 #include "support/options.h"
 #include "tools/cache_command.h"
 #include "test_util.h"
@@ -371,6 +372,40 @@ TEST(CpuCall, OneAtATimeOnAThread) {
     EXPECT_THROW(CpuModule::Call second(m), InternalError);
   }
   CpuModule::Call again(m);  // the first one gave the storage back
+}
+
+// Modules called one after the other on a thread (a training step's forward and backward)
+// share the thread's arena, as large as the largest asked for: calling the smaller module
+// after the larger neither grows it nor changes the results.
+TEST(CpuCall, ModulesOnAThreadShareOneArena) {
+  std::vector<std::string> names = {"resnet_basic_block", "layernorm"};
+  std::vector<Compilation> compiled;
+  std::vector<std::unique_ptr<CpuModule>> modules;
+  int64_t largest = 0;
+  for (const std::string &name : names) {
+    compiled.push_back(
+        compile_graph(frontend::parse_graph_file("examples/" + name + "/graph.py"), sched::ScheduleOptions{}));
+    modules.push_back(std::make_unique<CpuModule>(build_cpu(compiled.back().schedule).so_path));
+    largest = std::max(largest, modules.back()->arena_bytes());
+  }
+  ASSERT_GT(modules[0]->arena_bytes(), modules[1]->arena_bytes()) << "the examples' arenas changed: pick others";
+  std::thread([&] {
+    EXPECT_EQ(CpuModule::thread_arena_bytes(), 0);
+    for (size_t round = 0; round < 2; ++round)
+      for (size_t i = 0; i < names.size(); ++i) {
+        std::string dir = "examples/" + names[i] + "/";
+        std::vector<HostTensor> got = modules[i]->run(read_safetensors(dir + "inputs.safetensors"));
+        TensorList expected = read_safetensors(dir + "expected.safetensors");
+        for (size_t k = 0; k < got.size(); ++k) {
+          const HostTensor *want = find_tensor(expected, output_tensor_name(k));
+          ASSERT_TRUE(want);
+          const ir::Program &lowered = compiled[i].lowered;
+          Tolerance tol = default_tolerance(want->dtype, ir::max_reduction_size(lowered, lowered.outputs[k]));
+          EXPECT_TRUE(compare(got[k], *want, tol).pass) << names[i] << " output " << k;
+        }
+        EXPECT_EQ(CpuModule::thread_arena_bytes(), round_up(largest, 64)) << names[i] << ", round " << round;
+      }
+  }).join();
 }
 
 // examples/<name> compiled for the CPU through the test's cache and checked against

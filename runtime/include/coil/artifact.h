@@ -18,8 +18,13 @@
  *                               pointer; the caller allocates nothing.
  *   COIL_OUTPUT_ALIASES_OUTPUT  the output is a view of output alias_index's allocation:
  *                               coil_run sets outputs[i] to that output's pointer.
- * Intermediates live in an arena owned by the module (coil_arena_bytes per concurrent
- * call), allocated on first use and reused: no allocation per call in steady state.
+ * Intermediates live in an arena of coil_arena_bytes() bytes: coil_run takes one of the
+ * module's own (one per concurrent call, allocated on first use and reused: no allocation
+ * per call in steady state); coil_run_in(inputs, outputs, arena) uses the caller's, at
+ * least coil_arena_bytes() bytes aligned to 64 that no other call uses meanwhile (NULL:
+ * one of the module's own, as coil_run). A caller running several graphs one after the
+ * other (a training step's forward and backward) may give them all one arena, of the
+ * largest size.
  *
  * Errors: coil_run returns COIL_OK or an error code; coil_error_message(code) says what
  * it means. An error inside a kernel (an integer division by zero, an index read from
@@ -49,7 +54,7 @@
 extern "C" {
 #endif
 
-#define COIL_ABI_VERSION 1
+#define COIL_ABI_VERSION 2
 
 enum coil_dtype {
   COIL_F64 = 0, COIL_F32 = 1, COIL_F16 = 2, COIL_BF16 = 3,
@@ -93,6 +98,7 @@ const coil_tensor_desc *coil_input(int32_t i);
 const coil_tensor_desc *coil_output(int32_t i);
 int64_t coil_arena_bytes(void);
 int32_t coil_run(void *const *inputs, void **outputs);
+int32_t coil_run_in(void *const *inputs, void **outputs, void *arena);
 const char *coil_error_message(int32_t status);
 int32_t coil_profile(coil_kernel_profile *rows, int32_t capacity); /* optional: see above */
 int32_t coil_set_num_threads(int32_t n);

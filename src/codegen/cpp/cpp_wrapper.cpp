@@ -175,7 +175,7 @@ void emit_wrapper(const sched::Schedule &s, const Storage &st,
   w.line("default: return \"unknown status\";");
   w.close();
   w.close();
-  w.open("int32_t coil_run(void *const *inputs, void **outputs)");
+  w.open("int32_t coil_run_in(void *const *inputs, void **outputs, void *given_arena)");
   w.line("for (int32_t i = 0; i < coil_num_inputs(); ++i) if (!inputs[i]) return COIL_ERROR_NULL_POINTER;");
   w.open("for (int32_t i = 0; i < coil_num_outputs(); ++i)");
   w.line("const coil_tensor_desc &d = outputs_desc[i];");
@@ -183,7 +183,7 @@ void emit_wrapper(const sched::Schedule &s, const Storage &st,
   w.line("else if (d.kind == COIL_OUTPUT_ALIASES_OUTPUT) outputs[i] = outputs[d.alias_index];");
   w.line("else if (!outputs[i] && d.storage_elements > 0) return COIL_ERROR_NULL_POINTER;");
   w.close();
-  w.line("char *arena = take_arena();");
+  w.line("char *arena = given_arena ? static_cast<char *>(given_arena) : take_arena();");
   w.line("if (!arena) return COIL_ERROR_OUT_OF_MEMORY;");
   w.line("coil_rt::Error err{0};");
   for (size_t i = 0; i < calls.size(); ++i) {
@@ -195,9 +195,10 @@ void emit_wrapper(const sched::Schedule &s, const Storage &st,
     if (profile) call = "{ coil_rt::KernelTimer timer(kernel_times[" + std::to_string(i) + "]); " + call + " }";
     w.line(call);
   }
-  w.line("give_arena(arena);");
+  w.line("if (!given_arena) give_arena(arena);");
   w.line("return err.load();");
   w.close();
+  w.line("int32_t coil_run(void *const *inputs, void **outputs) { return coil_run_in(inputs, outputs, nullptr); }");
   w.close();
 }
 

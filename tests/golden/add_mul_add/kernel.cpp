@@ -89,7 +89,7 @@ extern "C" {
       default: return "unknown status";
     }
   }
-  int32_t coil_run(void *const *inputs, void **outputs) {
+  int32_t coil_run_in(void *const *inputs, void **outputs, void *given_arena) {
     for (int32_t i = 0; i < coil_num_inputs(); ++i) if (!inputs[i]) return COIL_ERROR_NULL_POINTER;
     for (int32_t i = 0; i < coil_num_outputs(); ++i) {
       const coil_tensor_desc &d = outputs_desc[i];
@@ -97,11 +97,12 @@ extern "C" {
       else if (d.kind == COIL_OUTPUT_ALIASES_OUTPUT) outputs[i] = outputs[d.alias_index];
       else if (!outputs[i] && d.storage_elements > 0) return COIL_ERROR_NULL_POINTER;
     }
-    char *arena = take_arena();
+    char *arena = given_arena ? static_cast<char *>(given_arena) : take_arena();
     if (!arena) return COIL_ERROR_OUT_OF_MEMORY;
     coil_rt::Error err{0};
     kernel0(reinterpret_cast<float *>(static_cast<char *>(inputs[0])), reinterpret_cast<float *>(static_cast<char *>(inputs[1])), reinterpret_cast<float *>(static_cast<char *>(outputs[0])), err);
-    give_arena(arena);
+    if (!given_arena) give_arena(arena);
     return err.load();
   }
+  int32_t coil_run(void *const *inputs, void **outputs) { return coil_run_in(inputs, outputs, nullptr); }
 }
