@@ -96,12 +96,7 @@ void check_tensor(const TensorRef &given, const TensorInfo &want, const char *wh
                   "' has ", given.strides.size(), " strides for ", given.sizes.size(), " dims");
   COIL_USER_CHECK(given.data || checked_numel(given.sizes) == 0, what, " '", want.name, "' has no data (a null pointer)");
   if (given.storage_offset == -1 && given.storage_elements == -1) return;
-  int64_t lowest = 0, highest = 0, dense = 1;  // the elements' offsets from element 0
-  for (size_t d = given.sizes.size(); d-- > 0;) {
-    int64_t reach = (given.sizes[d] - 1) * (given.strides.empty() ? dense : given.strides[d]);
-    (reach < 0 ? lowest : highest) += reach;
-    dense *= given.sizes[d];
-  }
+  auto [lowest, highest] = element_span(given.sizes, given.strides);
   COIL_USER_CHECK(given.storage_offset >= 0 && given.storage_elements >= 0 &&
                       (checked_numel(given.sizes) == 0 || (given.storage_offset + lowest >= 0 &&
                                                            given.storage_offset + highest < given.storage_elements)),

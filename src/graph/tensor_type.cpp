@@ -76,6 +76,22 @@ int64_t storage_extent(const TensorType &t, int64_t offset) {
   return last + 1;
 }
 
+std::pair<int64_t, int64_t> element_span(const Shape &sizes, std::span<const int64_t> strides) {
+  int64_t lowest = 0, highest = 0, dense = 1;
+  for (size_t d = sizes.size(); d-- > 0;) {
+    if (sizes[d] == 0) return {0, 0};
+    int64_t reach = (sizes[d] - 1) * (strides.empty() ? dense : strides[d]);
+    (reach < 0 ? lowest : highest) += reach;
+    dense *= sizes[d];
+  }
+  return {lowest, highest};
+}
+
+bool allocation_holds(int64_t storage_offset, int64_t storage_elements, int64_t offset, int64_t extent) {
+  int64_t before = storage_offset - offset;  // the caller's elements before the allocation
+  return storage_offset >= 0 && before >= 0 && before + extent <= storage_elements;
+}
+
 int64_t wrap_dim(int64_t dim, int64_t rank) {
   int64_t r = rank == 0 ? 1 : rank;
   COIL_USER_CHECK(dim >= -r && dim < r, "dim ", dim, " is out of range for a tensor of rank ", rank,

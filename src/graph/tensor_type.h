@@ -3,7 +3,9 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "graph/dtype.h"
@@ -48,6 +50,16 @@ int64_t checked_numel(const Shape &sizes);
 /// Elements a strided allocation of `t` spans when element 0 is `offset` elements in:
 /// 1 + the largest offset, 0 for an empty tensor.
 int64_t storage_extent(const TensorType &t, int64_t offset = 0);
+
+/// The offsets from element 0 of a tensor's lowest and highest elements, for `strides` in
+/// elements (empty: contiguous; negative ones reach below element 0); {0, 0} when empty.
+std::pair<int64_t, int64_t> element_span(const Shape &sizes, std::span<const int64_t> strides);
+
+/// Whether a caller's allocation of `storage_elements` elements, whose element
+/// `storage_offset` is where a view's element 0 is, holds all `extent` elements of an
+/// allocation whose element `offset` is that same element 0 (the caller's fields -1:
+/// unknown, false).
+bool allocation_holds(int64_t storage_offset, int64_t storage_elements, int64_t offset, int64_t extent);
 
 /// Wraps a possibly negative dim into [0, rank); a UserError naming the range otherwise.
 /// A rank-0 tensor accepts dims -1 and 0, as PyTorch does.

@@ -129,46 +129,37 @@ struct CpuModule::Scratch {
   };
   std::vector<void *> in, out;
   std::vector<Given> given_in, given_out;
-  std::byte *staging = nullptr;
-  size_t capacity = 0;
-  // The intermediates of every module's calls on this thread, one after the other: the
-  // largest arena any of them asked for (a training step's forward and backward hold one).
-  std::byte *arena = nullptr;
-  size_t arena_capacity = 0;
+  // Memory aligned for the library's vectors that only grows: the staged copies, and the
+  // arena of the intermediates of every module's calls on this thread, one after the
+  // other (the largest any asked for: a training step's forward and backward hold one).
+  struct Growing {
+    std::byte *data = nullptr;
+    size_t capacity = 0;
+    Growing() = default;
+    Growing(const Growing &) = delete;
+    Growing &operator=(const Growing &) = delete;
+    ~Growing() { release(); }
+    std::byte *of(int64_t bytes) {
+      size_t want = size_t(round_up(std::max<int64_t>(bytes, 1), int64_t(kStagingAlignment)));
+      if (want > capacity) {
+        release();
+        data = static_cast<std::byte *>(::operator new(want, std::align_val_t(kStagingAlignment)));
+        capacity = want;
+      }
+      return data;
+    }
+    void release() {
+      if (data) ::operator delete(data, std::align_val_t(kStagingAlignment));
+      data = nullptr;  // a failed allocation after this leaves none
+      capacity = 0;
+    }
+  };
+  Growing staging, arena;
   bool busy = false;  // a Call holds it
 
   Scratch() = default;
   Scratch(const Scratch &) = delete;
   Scratch &operator=(const Scratch &) = delete;
-  ~Scratch() {
-    release();
-    if (arena) ::operator delete(arena, std::align_val_t(kStagingAlignment));
-  }
-
-  std::byte *staging_of(size_t bytes) {
-    if (bytes > capacity) {
-      release();
-      staging = static_cast<std::byte *>(::operator new(bytes, std::align_val_t(kStagingAlignment)));
-      capacity = bytes;
-    }
-    return staging;
-  }
-  std::byte *arena_of(int64_t bytes) {
-    size_t want = size_t(round_up(std::max<int64_t>(bytes, 1), int64_t(kStagingAlignment)));
-    if (want > arena_capacity) {
-      if (arena) ::operator delete(arena, std::align_val_t(kStagingAlignment));
-      arena = nullptr;  // a failed allocation leaves none
-      arena_capacity = 0;
-      arena = static_cast<std::byte *>(::operator new(want, std::align_val_t(kStagingAlignment)));
-      arena_capacity = want;
-    }
-    return arena;
-  }
-  void release() {
-    if (staging) ::operator delete(staging, std::align_val_t(kStagingAlignment));
-    staging = nullptr;
-    capacity = 0;
-  }
 };
 
 namespace {
@@ -187,7 +178,7 @@ CpuModule::Scratch &CpuModule::thread_scratch() {
   return s;
 }
 
-int64_t CpuModule::thread_arena_bytes() { return int64_t(thread_scratch().arena_capacity); }
+int64_t CpuModule::thread_arena_bytes() { return int64_t(thread_scratch().arena.capacity); }
 
 CpuModule::Call::Call(const CpuModule &m) : m_(m), s_(thread_scratch()) {
   COIL_ASSERT(!s_.busy, "one call of a compiled graph at a time on a thread");
@@ -226,8 +217,7 @@ void CpuModule::Call::copy_in() {
   // caller's allocation that holds the library's whole allocation around it (the view is the
   // whole allocation, or the caller says where its own lies).
   auto holds = [](const Layout &l, const Scratch::Given &g) {
-    int64_t before = g.storage_offset - l.offset;  // the caller's elements before the library's allocation
-    bool room = l.whole || (g.storage_offset >= 0 && before >= 0 && before + l.elements <= g.storage_elements);
+    bool room = l.whole || allocation_holds(g.storage_offset, g.storage_elements, l.offset, l.elements);
     return room && fits(l.sizes, l.strides, g.data, g.strides);
   };
   bool stage = false;
@@ -240,7 +230,7 @@ void CpuModule::Call::copy_in() {
     bool owned = l.kind == COIL_OUTPUT_OWNED;
     stage = stage || (owned && !holds(l, s_.given_out[i]));
   }
-  std::byte *staging = stage ? s_.staging_of(m_.staging_bytes_) : nullptr;
+  std::byte *staging = stage ? s_.staging.of(int64_t(m_.staging_bytes_)) : nullptr;
   for (size_t i = 0; i < m_.inputs_.size(); ++i) {
     const Layout &l = m_.inputs_[i];
     const Scratch::Given &g = s_.given_in[i];
@@ -278,7 +268,7 @@ void CpuModule::Call::copy_out() {
 
 void CpuModule::Call::run() {
   copy_in();
-  m_.call(s_.in.data(), s_.out.data(), s_.arena_of(m_.arena_bytes_));
+  m_.call(s_.in.data(), s_.out.data(), s_.arena.of(m_.arena_bytes_));
   copy_out();
 }
 
@@ -287,7 +277,7 @@ double CpuModule::Call::median_seconds(int iterations) {
   std::vector<double> times;
   for (int i = 0; i < std::max(iterations, 1) + 1; ++i) {
     auto start = std::chrono::steady_clock::now();
-    m_.call(s_.in.data(), s_.out.data(), s_.arena_of(m_.arena_bytes_));
+    m_.call(s_.in.data(), s_.out.data(), s_.arena.of(m_.arena_bytes_));
     double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (i > 0) times.push_back(t);  // the first call warms up
   }

@@ -46,13 +46,8 @@ constexpr uint8_t kRebinds = 3;
 // The lowest and one past the highest byte a caller's tensor spans; {0, 0} when it is empty.
 std::pair<CUdeviceptr, CUdeviceptr> span_of(CUdeviceptr data, const Shape &sizes, std::span<const int64_t> strides,
                                             int64_t item) {
-  Shape given = strides_or_contiguous(sizes, strides);
-  int64_t lo = 0, hi = 0;
-  for (size_t d = 0; d < sizes.size(); ++d) {
-    if (sizes[d] == 0) return {0, 0};
-    int64_t reach = (sizes[d] - 1) * given[d];
-    (reach < 0 ? lo : hi) += reach;
-  }
+  if (checked_numel(sizes) == 0) return {0, 0};
+  auto [lo, hi] = element_span(sizes, strides);
   return {data + CUdeviceptr(lo * item), data + CUdeviceptr((hi + 1) * item)};
 }
 
@@ -133,9 +128,8 @@ bool CudaProgram::holds_buffer(size_t k, const DeviceTensor &d) const {
   size_t t = program_.inputs.size() + k;
   const Slot &slot = slots_[size_t(buffer_of(t))];
   int64_t item = itemsize(program_.buffer(program_.outputs[k]).type.dtype);
-  int64_t before = d.storage_offset - output_views_[k].offset;  // the allocation's elements before the buffer
-  return has_own(t) && slot.bytes > 0 && d.storage_offset >= 0 && before >= 0 &&
-         before * item + slot.bytes <= d.storage_elements * item;
+  return has_own(t) && slot.bytes > 0 &&
+         allocation_holds(d.storage_offset, d.storage_elements, output_views_[k].offset, slot.bytes / item);
 }
 
 // Whether tensor `t`'s bytes meet those of a tensor of the call that the steps write while

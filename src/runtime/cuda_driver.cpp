@@ -284,9 +284,8 @@ SharedArena::SharedArena(const Device &device) : device_(device) {
   device.make_current();
   CUdevice dev = 0;
   COIL_CU(cuDeviceGet, &dev, device.ordinal());
-  MemAllocationProp prop;
-  prop.location_id = dev;
-  COIL_CU(cuMemGetAllocationGranularity, &granularity_, &prop, 0 /* CU_MEM_ALLOC_GRANULARITY_MINIMUM */);
+  prop_.location_id = access_.location_id = dev;
+  COIL_CU(cuMemGetAllocationGranularity, &granularity_, &prop_, 0 /* CU_MEM_ALLOC_GRANULARITY_MINIMUM */);
   size_t total = 0;
   COIL_CU(cuDeviceTotalMem, &total, dev);
   reserved_ = size_t(round_up(int64_t(total), int64_t(granularity_)));
@@ -300,20 +299,14 @@ CUdeviceptr SharedArena::reach(int64_t bytes) {
   COIL_USER_CHECK(want <= reserved_, "an arena of ", bytes, " bytes is larger than the GPU's memory (", reserved_,
                   " bytes)");
   device_.make_current();
-  CUdevice dev = 0;
-  COIL_CU(cuDeviceGet, &dev, device_.ordinal());
-  MemAllocationProp prop;
-  prop.location_id = dev;
   size_t more = want - mapped_;
   CUmemGenericAllocationHandle handle = 0;
-  check(driver().cuMemCreate(&handle, more, &prop, 0), "cuMemCreate",
+  check(driver().cuMemCreate(&handle, more, &prop_, 0), "cuMemCreate",
         str_cat("growing the shared arena from ", mapped_, " to ", want, " bytes"));
   CUresult mapped = driver().cuMemMap(base_ + mapped_, more, 0, handle, 0);
   driver().cuMemRelease(handle);  // the mapping holds the memory from here on
   check(mapped, "cuMemMap", "growing the shared arena");
-  MemAccessDesc access;
-  access.location_id = dev;
-  COIL_CU(cuMemSetAccess, base_ + mapped_, more, &access, 1);
+  COIL_CU(cuMemSetAccess, base_ + mapped_, more, &access_, 1);
   mapped_ = want;
   return base_;
 }

@@ -339,6 +339,8 @@ class SharedArena {
   std::mutex turn_mutex_;
   Event done_{CU_EVENT_DISABLE_TIMING};  // recorded at the end of the last turn's work
   bool used_ = false;                    // whether done_ was recorded
+  MemAllocationProp prop_;  // the device's memory, as mapped onto the range
+  MemAccessDesc access_;    // read and written by the device
   CUdeviceptr base_ = 0;
   size_t reserved_ = 0, mapped_ = 0, granularity_ = 0;
 };

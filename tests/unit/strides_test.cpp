@@ -105,5 +105,20 @@ TEST(ChannelsInnermost, MovesTheChannelsAfterTheSpatialDims) {
   EXPECT_EQ(strides1, (Shape{54, 1, 9}));
 }
 
+// The reach of a strided view from its element 0, negative strides below it; and whether a
+// caller's allocation holds another allocation around the same element 0.
+TEST(ElementSpan, ReachesBothWaysAndHoldsAllocations) {
+  EXPECT_EQ(element_span({4, 6}, {}), std::make_pair(int64_t(0), int64_t(23)));
+  EXPECT_EQ(element_span({4, 6}, std::vector<int64_t>{1, 4}), std::make_pair(int64_t(0), int64_t(23)));
+  EXPECT_EQ(element_span({3, 2}, std::vector<int64_t>{-2, 1}), std::make_pair(int64_t(-4), int64_t(1)));
+  EXPECT_EQ(element_span({3, 0}, {}), std::make_pair(int64_t(0), int64_t(0)));
+  // A slice at element 2 of a 24-element buffer, given 2 elements into a 24-element allocation.
+  EXPECT_TRUE(allocation_holds(2, 24, 2, 24));
+  EXPECT_TRUE(allocation_holds(5, 30, 2, 24));
+  EXPECT_FALSE(allocation_holds(1, 24, 2, 24));   // the buffer would start before the allocation
+  EXPECT_FALSE(allocation_holds(2, 23, 2, 24));   // and end past it
+  EXPECT_FALSE(allocation_holds(-1, -1, 0, 24));  // unknown
+}
+
 }  // namespace
 }  // namespace coil
