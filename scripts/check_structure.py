@@ -4,8 +4,8 @@
 1. Folders import one way. Each folder of src/ has a layer; a file may include headers of
    its own folder and of lower layers only (folders of one layer never include each other):
 
-     support < graph < frontend, io < ir < passes, lowering < scheduler < codegen
-             < runtime < driver < tools, python
+     support < expr < graph < frontend, io < ir < passes, lowering < scheduler
+             < codegen < runtime < driver < tools, python
 
    The public API (include/coil/) includes no header of src/, so that it can be installed,
    and the Python module (src/python/) includes the public API only.
@@ -20,8 +20,8 @@ import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 LAYERS = {
-    "support": 0, "graph": 1, "frontend": 2, "io": 2, "ir": 3, "passes": 4, "lowering": 4,
-    "scheduler": 5, "codegen": 6, "runtime": 7, "driver": 8, "tools": 9, "python": 9,
+    "support": 0, "expr": 1, "graph": 2, "frontend": 3, "io": 3, "ir": 4, "passes": 5, "lowering": 5,
+    "scheduler": 6, "codegen": 7, "runtime": 8, "driver": 9, "tools": 10, "python": 10,
 }
 # Folders that may include only the public API (include/coil/).
 PUBLIC_ONLY = {"python"}

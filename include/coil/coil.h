@@ -223,6 +223,11 @@ class CompiledGraph {
   /// Each kernel's plan, as kernel_plans.txt shows them (empty for ref).
   const std::string &plans() const;
 
+  /// For a graph of symbolic sizes, as sizes.txt shows it: the value each symbol was compiled
+  /// for and whether the compiled graph serves that value only (specialized), then the guards
+  /// a call's sizes must satisfy, each with what relied on it. Empty for a static graph.
+  const std::string &sizes() const;
+
   /// What a user should know about how it runs, one line each (CUDA graphs on or off and
   /// why); empty when nothing.
   std::vector<std::string> notes() const;

@@ -375,6 +375,8 @@ def compile_dynamic(gm: torch.fx.GraphModule, example_inputs, options: list[tupl
     limit = int(_C.option_value("dynamic.sizes_per_graph", options))
     log.info("coil: graph of symbolic sizes %s compiled per size, up to %d sizes",
              ", ".join(f"{n} (input {i}{'' if d is None else f' dim {d}'})" for n, i, d in sources), limit)
+    if first.coil_graph.sizes:
+        log.debug("coil: what the graph of symbolic sizes relies on (sizes.txt):\n%s", first.coil_graph.sizes)
     by_size = {key: first}
     counters["sizes_compiled"] += 1
 

@@ -161,6 +161,7 @@ struct CompiledGraph::Impl {
   Target target = Target::Cpu;
   std::vector<TensorInfo> inputs, outputs;
   std::string plans;
+  std::string sizes;  // size_guards_str of the graph read
 
   virtual ~Impl() = default;
   virtual void run(std::span<const TensorRef> in, std::span<const TensorRef> out) const = 0;
@@ -307,6 +308,7 @@ std::shared_ptr<CompiledGraph::Impl> build(Graph g, const CompileOptions &o) {
     }
   }
   impl->target = o.target;
+  impl->sizes = size_guards_str(c.graph);
   const ir::Program &p = c.schedule.ir.program;
   for (ir::BufferId b : p.inputs) {
     impl->inputs.push_back(info_of(p, p.buffer(b).name, whole(p, b)));
@@ -338,6 +340,7 @@ Target CompiledGraph::target() const { return impl_->target; }
 const std::vector<TensorInfo> &CompiledGraph::inputs() const { return impl_->inputs; }
 const std::vector<TensorInfo> &CompiledGraph::outputs() const { return impl_->outputs; }
 const std::string &CompiledGraph::plans() const { return impl_->plans; }
+const std::string &CompiledGraph::sizes() const { return impl_->sizes; }
 std::vector<std::string> CompiledGraph::notes() const { return impl_->notes(); }
 std::vector<KernelTime> CompiledGraph::profile() const { return impl_->profile(); }
 void CompiledGraph::reset_profile() const { impl_->reset_profile(); }

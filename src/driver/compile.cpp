@@ -49,14 +49,17 @@ Compilation compile_graph(Graph g, const sched::ScheduleOptions &o, const std::s
   Compilation c;
   c.graph = std::move(g);
   dump(trace_dir, "graph.txt", frontend::print_graph(c.graph));
+  GuardActivity what("the graph passes");
   c.optimized = passes::run_graph_passes(c.graph, reference_evaluator(), &c.passes);
   if (o.channels_last_convolutions) c.optimized = passes::channels_last_convolutions(c.optimized, &c.passes);
   dump(trace_dir, "graph_after_passes.txt", with_log(frontend::print_graph(c.optimized), c.passes));
   c.lowered = lowering::lower(c.optimized, lowering::LowerOptions::from_registry());
   dump(trace_dir, "ir_pre_fusion.txt", ir::str(c.lowered));
+  GuardActivity scheduling("scheduling");
   c.schedule = sched::schedule(c.lowered, o);
   dump(trace_dir, "ir_post_fusion.txt", ir::str(c.schedule.ir));
   dump(trace_dir, "memory_plan.txt", sched::memory_plan_str(c.schedule));
+  if (std::string sizes = size_guards_str(c.graph); !sizes.empty()) dump(trace_dir, "sizes.txt", sizes);
   return c;
 }
 

@@ -37,13 +37,14 @@ struct Binding {
   Kind kind;
   ValueId value;     // Tensor
   int node = -1;     // Tuple and Nothing: the node whose result the name holds
-  int64_t size = 0;  // Size: a symbolic size's value (an input "Sym(s0)", a node "Sym(2*s0)")
+  SymInt size;       // Size: a symbolic size (an input "Sym(s0)", a node "Sym(2*s0)")
 };
 
 class Parser {
  public:
   Parser(std::string_view text, const std::string &filename, const SizeValues *sizes)
-      : file_(filename), toks_(tokenize(text, filename)), sizes_(sizes) {}
+      : file_(filename), toks_(tokenize(text, filename)), sizes_(sizes),
+        guards_(sizes ? std::make_shared<SizeGuards>() : nullptr) {}
 
   Graph run() {
     bool wrapped = accept_name("ExportedProgram");
@@ -105,17 +106,17 @@ class Parser {
       return;
     }
     TensorType type = input_type(ann);
-    define(name, Binding{Binding::Kind::Tensor, builder_.add_input(name.text, type, name.loc)});
+    define(name, Binding{Binding::Kind::Tensor, builder_.add_input(name.text, type, name.loc), -1, {}});
   }
 
-  // A SymInt's value: its annotation's expression (`Sym(2*s0)`) with the given sizes.
-  int64_t size_value(const Token &ann, std::string_view expr) {
+  // A SymInt: its annotation's expression (`Sym(2*s0)`), with its value at the given sizes.
+  SymInt size_value(const Token &ann, std::string_view expr) {
     SourceLoc at = inside(ann);
     at.col += 4;  // "Sym("
     if (!sizes_)
       fail(ann, str_cat("symbolic size ", ann.text, ": this graph has symbolic sizes, and coil compiles it for their "
                         "values (", kHowSizesAreGiven, ")"));
-    return eval_size_expr(expr, *sizes_, at);
+    return read_size_expr(expr, *sizes_, at, guards_);
   }
 
   // name: "Sym(...)" = <anything>: a size computed from sizes (arg0_1 * 2,
@@ -135,7 +136,7 @@ class Parser {
     if (accept_punct(",")) message = expect_kind(Tok::String, "the assertion's message").text;
     accept_punct(",");
     expect_punct(")");
-    if (!cond.is<int64_t>() && !cond.is<bool>())
+    if (!cond.is_int() && !cond.is<bool>())
       fail(start, "_assert_scalar takes a size condition; coil checks assertions on sizes only");
     if (cond.number() == 0)
       fail(start, str_cat(message, " (sizes ", size_values_str(*sizes_), ")"));
@@ -228,7 +229,7 @@ class Parser {
     const Token &of = next();
     Binding b = lookup(of);
     if (ann && b.kind == Binding::Kind::Tensor) {
-      TensorType want = parse_annotation(ann->text, inside(*ann), sizes_).type;
+      TensorType want = parse_annotation(ann->text, inside(*ann), sizes_, guards_).type;
       const TensorType &actual = builder_.graph().type(b.value);
       if (want.dtype != actual.dtype || want.sizes != actual.sizes)
         fail(*ann, str_cat("'", name.text, "' = '", of.text, "': annotation says ", ann->text, " but '", of.text, "' is ",
@@ -422,7 +423,7 @@ class Parser {
 
   // Annotations of graph inputs and constants: strides default to contiguous.
   TensorType input_type(const Token &ann) {
-    Annotation a = parse_annotation(ann.text, inside(ann), sizes_);
+    Annotation a = parse_annotation(ann.text, inside(ann), sizes_, guards_);
     if (!a.has_strides) a.type.strides = contiguous_strides(a.type.sizes);
     return a.type;
   }
@@ -433,7 +434,7 @@ class Parser {
   void check_annotation(const Token &ann, int node, int64_t index) {
     const Node &n = builder_.graph().nodes()[size_t(node)];
     const TensorType &actual = builder_.graph().type(n.outputs[size_t(index)]);
-    Annotation a = parse_annotation(ann.text, inside(ann), sizes_);
+    Annotation a = parse_annotation(ann.text, inside(ann), sizes_, guards_);
     std::string what = n.multi_output() ? str_cat(" item ", index) : "";
     auto mismatch = [&](const std::string &part) {
       fail(ann, str_cat("node '", n.name, "' (", n.target(), "): annotation says ", ann.text, " but", what,
@@ -551,12 +552,14 @@ class Parser {
   GraphBuilder builder_;
   std::map<std::string, Binding> names_;
   const SizeValues *sizes_;  // the values of symbolic sizes, when given
+  std::shared_ptr<SizeGuards> guards_;  // the guards of those, when given
 };
 
 // f32[64, 256][256, 1]cuda:0
 class AnnotationReader {
  public:
-  AnnotationReader(std::string_view s, const SourceLoc &loc, const SizeValues *sizes) : s_(s), loc_(loc), sizes_(sizes) {}
+  AnnotationReader(std::string_view s, const SourceLoc &loc, const SizeValues *sizes, std::shared_ptr<SizeGuards> guards)
+      : s_(s), loc_(loc), sizes_(sizes), guards_(std::move(guards)) {}
 
   Annotation read() {
     Annotation a;
@@ -575,8 +578,8 @@ class AnnotationReader {
       a.has_strides = true;
       if (a.type.strides.size() != a.type.sizes.size())
         fail(at, str_cat("annotation has ", a.type.sizes.size(), " sizes but ", a.type.strides.size(), " strides"));
-      for (int64_t st : a.type.strides)
-        if (st < 0) fail(at, str_cat("negative stride ", st, " in annotation"));
+      for (const SymInt &st : a.type.strides)
+        if (st.hint() < 0) fail(at, str_cat("negative stride ", st, " in annotation"));
     }
     if (pos_ < s_.size()) {
       auto d = Device::parse(s_.substr(pos_));
@@ -588,8 +591,8 @@ class AnnotationReader {
   }
 
  private:
-  Shape int_list() {
-    Shape out;
+  SymShape int_list() {
+    SymShape out;
     ++pos_;  // '['
     while (true) {
       skip_spaces();
@@ -605,8 +608,8 @@ class AnnotationReader {
     return out;
   }
 
-  // An integer, or a size expression (`s0`, `2*s0 + 1`) with the given sizes.
-  int64_t integer() {
+  // An integer, or a size expression (`s0`, `2*s0 + 1`) with its value at the given sizes.
+  SymInt integer() {
     size_t start = pos_;
     int depth = 0;
     while (pos_ < s_.size() && (depth > 0 || (s_[pos_] != ',' && s_[pos_] != ']'))) {
@@ -624,12 +627,13 @@ class AnnotationReader {
                           "values (", kHowSizesAreGiven, ")"));
     SourceLoc at = loc_;
     if (at.known()) at.col += int(start);
-    return eval_size_expr(text, *sizes_, at);
+    if (!guards_) guards_ = std::make_shared<SizeGuards>();
+    return read_size_expr(text, *sizes_, at, guards_);
   }
 
-  void checked_numel_at(const Shape &sizes) {
+  void checked_numel_at(const SymShape &sizes) {
     try {
-      checked_numel(sizes);
+      checked_numel(hints(sizes));
     } catch (const UserError &e) {
       fail(0, e.message());
     }
@@ -648,13 +652,15 @@ class AnnotationReader {
   std::string_view s_;
   SourceLoc loc_;
   const SizeValues *sizes_;
+  std::shared_ptr<SizeGuards> guards_;
   size_t pos_ = 0;
 };
 
 }  // namespace
 
-Annotation parse_annotation(std::string_view text, const SourceLoc &loc, const SizeValues *sizes) {
-  return AnnotationReader(text, loc, sizes).read();
+Annotation parse_annotation(std::string_view text, const SourceLoc &loc, const SizeValues *sizes,
+                            std::shared_ptr<SizeGuards> guards) {
+  return AnnotationReader(text, loc, sizes, std::move(guards)).read();
 }
 
 Graph parse_graph(std::string_view text, const std::string &filename, const SizeValues *sizes) {

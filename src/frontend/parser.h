@@ -25,11 +25,11 @@ namespace coil::frontend {
 
 /// Parses graph text; `filename` is used in error locations. Throws UserError.
 ///
-/// A graph of symbolic sizes (frontend/size_expr.h) is read for `sizes`, their values: every
-/// annotation is evaluated with them, a SymInt input (`s0: "Sym(s0)"`) or node
-/// (`mul: "Sym(2*s0)" = s0 * 2`) is that number wherever it is passed, and an assertion on
-/// sizes (aten._assert_scalar) is checked. The graph read is static, of those sizes. Without
-/// `sizes`, a symbol is a UserError saying how to give them.
+/// A graph of symbolic sizes (frontend/size_expr.h) is read for `sizes`, their values: its
+/// sizes, strides and SymInt inputs (`s0: "Sym(s0)"`) and nodes (`mul: "Sym(2*s0)" = s0 * 2`)
+/// are SymInts (graph/sym_int.h) of those values, whose guards go to one SizeGuards of the
+/// graph, and an assertion on sizes (aten._assert_scalar) is checked for the values and kept
+/// as a guard. Without `sizes`, a symbol is a UserError saying how to give them.
 Graph parse_graph(std::string_view text, const std::string &filename, const SizeValues *sizes = nullptr);
 
 /// Reads and parses a file. Throws UserError, also when the file cannot be read.
@@ -46,6 +46,8 @@ struct Annotation {
   bool has_strides = false;
   bool has_device = false;
 };
-Annotation parse_annotation(std::string_view text, const SourceLoc &loc, const SizeValues *sizes = nullptr);
+/// Its symbols' guards go to `guards` (a SizeGuards of its own when null).
+Annotation parse_annotation(std::string_view text, const SourceLoc &loc, const SizeValues *sizes = nullptr,
+                            std::shared_ptr<SizeGuards> guards = nullptr);
 
 }  // namespace coil::frontend

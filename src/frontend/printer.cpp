@@ -1,5 +1,8 @@
 #include "frontend/printer.h"
 
+#include <map>
+#include <set>
+
 #include "support/python_repr.h"
 #include "graph/registry.h"
 
@@ -16,11 +19,21 @@ std::string value_name(const Graph &g, ValueId id) {
   return v.name;
 }
 
+// The names of the symbolic sizes a printed graph passes to its nodes, by expression: FX
+// passes them as values of their own (`mul: "Sym(2*s0)" = ...`), which the printer states
+// before the first node that takes each.
+using SizeNames = std::map<std::string, std::string>;
+
 struct ArgPrinter {
   const Graph &g;
+  const SizeNames *sizes = nullptr;
   std::string operator()(NoneArg) const { return "None"; }
   std::string operator()(bool b) const { return b ? "True" : "False"; }
-  std::string operator()(int64_t i) const { return std::to_string(i); }
+  std::string operator()(const SymInt &i) const {
+    if (!i.symbolic() || !sizes) return str(i);
+    auto it = sizes->find(str(i));
+    return it != sizes->end() ? it->second : str(i);
+  }
   std::string operator()(double d) const { return python_float_repr(d); }
   std::string operator()(const std::string &s) const { return python_str_repr(s); }
   std::string operator()(DType t) const { return torch_name(t); }
@@ -43,7 +56,8 @@ bool is_default(const SchemaArg &s, const Arg &a) { return s.default_value && *s
 
 // Positional arguments up to the last one that differs from its default, then the
 // keyword-only ones that differ: the way FX prints calls.
-std::string print_call_args(const Graph &g, const Node &n) {
+std::string print_call_args(const Graph &g, const Node &n, const SizeNames &sizes) {
+  auto print_arg = [&](const Graph &graph, const Arg &a) { return std::visit(ArgPrinter{graph, &sizes}, a.v); };
   const auto &schema = n.op->schema.args;
   size_t positional_end = 0;
   for (size_t i = 0; i < schema.size(); ++i)
@@ -58,8 +72,22 @@ std::string print_call_args(const Graph &g, const Node &n) {
   return out;
 }
 
-void print_node(const Graph &g, const Node &n, std::string &out) {
-  std::string call = "torch.ops." + n.target() + "(" + print_call_args(g, n) + ")";
+// States each symbolic size `a` holds that no earlier statement named: `size_0: "Sym(s0*2)" = s0*2`.
+void name_sizes(const Arg &a, const std::set<std::string> &taken, SizeNames &sizes, std::string &out) {
+  if (a.is<ArgList>())
+    for (const Arg &x : a.as<ArgList>()) name_sizes(x, taken, sizes, out);
+  if (!a.is_int() || !a.as<SymInt>().symbolic()) return;
+  std::string expr = str(a.as<SymInt>());
+  if (sizes.count(expr)) return;
+  std::string name;
+  for (size_t k = sizes.size(); name.empty() || taken.count(name); ++k) name = "size_" + std::to_string(k);
+  sizes.emplace(expr, name);
+  out += kIndent + name + ": \"Sym(" + expr + ")\" = " + expr + "\n";
+}
+
+void print_node(const Graph &g, const Node &n, const std::set<std::string> &taken, SizeNames &sizes, std::string &out) {
+  for (const Arg &a : n.args) name_sizes(a, taken, sizes, out);
+  std::string call = "torch.ops." + n.target() + "(" + print_call_args(g, n, sizes) + ")";
   if (!n.multi_output()) {
     out += kIndent + n.name + ": " + quoted_type(g.type(n.outputs[0])) + " = " + call + "\n";
     return;
@@ -95,7 +123,11 @@ std::string print_graph(const Graph &g) {
   out += "):\n";
   for (ValueId id : g.constants())
     out += kIndent + g.value(id).name + ": " + quoted_type(g.type(id)) + " = self." + g.value(id).name + "\n";
-  for (const Node &n : g.nodes()) print_node(g, n, out);
+  std::set<std::string> taken;
+  for (const Value &v : g.values()) taken.insert(v.name);
+  for (const Node &n : g.nodes()) taken.insert(n.name);
+  SizeNames sizes;
+  for (const Node &n : g.nodes()) print_node(g, n, taken, sizes, out);
   out += std::string(kIndent) + "return " + print_output(g, g.output_tree()) + "\n";
   return out;
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <limits>
+#include <type_traits>
 
 #include "frontend/lexer.h"
 #include "support/python_repr.h"
@@ -13,50 +14,65 @@ namespace {
 bool name_start(char c) { return std::isalpha(uint8_t(c)) || c == '_'; }
 bool name_char(char c) { return std::isalnum(uint8_t(c)) || c == '_'; }
 
-// Evaluates one expression by recursive descent, with Python's precedence:
-// or < and < comparison < + - < * / // % < unary - < **.
+int64_t hint_of(int64_t v) { return v; }
+int64_t hint_of(const SymInt &v) { return v.hint(); }
+
+// Reads one expression by recursive descent, with Python's precedence:
+// or < and < comparison < + - < * / // % < unary - < **. V is int64_t (its value) or
+// SymInt (its value and its expression in the symbols, graph/sym_int.h): every operation
+// checks the values, for errors that point into the text, then computes a V.
+template <typename V>
 class SizeExprReader {
  public:
-  SizeExprReader(std::string_view s, const SizeValues &values, const SourceLoc &loc)
-      : s_(s), values_(values), loc_(loc) {}
+  SizeExprReader(std::string_view s, const SizeValues &values, const SourceLoc &loc,
+                 std::shared_ptr<SizeGuards> guards = nullptr)
+      : s_(s), values_(values), loc_(loc), guards_(std::move(guards)) {}
 
-  int64_t read() {
-    int64_t v = disjunction();
+  V read() {
+    V v = disjunction();
     skip_spaces();
     if (pos_ < s_.size()) fail(pos_, str_cat("unexpected '", s_.substr(pos_, 1), "' in size expression '", s_, "'"));
     return v;
   }
 
  private:
-  int64_t disjunction() {
-    int64_t v = conjunction();
-    while (accept("|")) v = (conjunction() != 0) | (v != 0);
+  static V truth(bool b) { return V(int64_t(b)); }
+
+  V disjunction() {
+    V v = conjunction();
+    while (accept("|")) {
+      bool rhs = conjunction() != 0;
+      v = truth(rhs || v != 0);
+    }
     return v;
   }
 
-  int64_t conjunction() {
-    int64_t v = comparison();
-    while (accept("&")) v = (comparison() != 0) & (v != 0);
+  V conjunction() {
+    V v = comparison();
+    while (accept("&")) {
+      bool rhs = comparison() != 0;
+      v = truth(rhs && v != 0);
+    }
     return v;
   }
 
-  int64_t comparison() {
-    int64_t a = sum();
+  V comparison() {
+    V a = sum();
     for (std::string_view op : {"==", "!=", "<=", ">=", "<", ">"}) {
       if (!accept(op)) continue;
-      int64_t b = sum();
-      if (op == "==") return a == b;
-      if (op == "!=") return a != b;
-      if (op == "<=") return a <= b;
-      if (op == ">=") return a >= b;
-      if (op == "<") return a < b;
-      return a > b;
+      V b = sum();
+      if (op == "==") return truth(a == b);
+      if (op == "!=") return truth(a != b);
+      if (op == "<=") return truth(a <= b);
+      if (op == ">=") return truth(a >= b);
+      if (op == "<") return truth(a < b);
+      return truth(a > b);
     }
     return a;
   }
 
-  int64_t sum() {
-    int64_t v = product();
+  V sum() {
+    V v = product();
     while (true) {
       size_t at = pos_;
       if (accept("+")) {
@@ -69,8 +85,8 @@ class SizeExprReader {
     }
   }
 
-  int64_t product() {
-    int64_t v = unary();
+  V product() {
+    V v = unary();
     while (true) {
       size_t at = pos_;
       if (accept("**")) {  // binds tighter than *: handled in power(); here it is misplaced
@@ -89,29 +105,29 @@ class SizeExprReader {
     }
   }
 
-  int64_t unary() {
+  V unary() {
     size_t at = pos_;
     if (accept("-")) {
-      int64_t v = unary();
-      return sub(at, 0, v);
+      V v = unary();
+      return sub(at, V(int64_t(0)), v);
     }
     if (accept("+")) return unary();
     return power();
   }
 
-  int64_t power() {
-    int64_t base = primary();
+  V power() {
+    V base = primary();
     size_t at = pos_;
     if (!accept("**")) return base;
     return pow(at, base, unary());
   }
 
-  int64_t primary() {
+  V primary() {
     skip_spaces();
     size_t at = pos_;
     if (pos_ >= s_.size()) fail(at, str_cat("size expression '", s_, "' ends early"));
     if (accept("(")) {
-      int64_t v = disjunction();
+      V v = disjunction();
       expect(")");
       return v;
     }
@@ -119,14 +135,14 @@ class SizeExprReader {
       while (pos_ < s_.size() && name_char(s_[pos_])) ++pos_;
       auto v = parse_python_int(s_.substr(at, pos_ - at));
       if (!v) fail(at, str_cat("invalid integer '", s_.substr(at, pos_ - at), "' in size expression"));
-      return *v;
+      return V(*v);
     }
     if (!name_start(s_[pos_])) fail(at, str_cat("unexpected '", s_.substr(pos_, 1), "' in size expression '", s_, "'"));
     while (pos_ < s_.size() && name_char(s_[pos_])) ++pos_;
     std::string name(s_.substr(at, pos_ - at));
     if (accept("(")) return call(at, name);
-    if (name == "True" || name == "true") return 1;
-    if (name == "False" || name == "false") return 0;
+    if (name == "True" || name == "true") return truth(true);
+    if (name == "False" || name == "false") return truth(false);
     auto it = values_.find(name);
     if (it == values_.end()) {
       bool unbacked = name.size() > 1 && name[0] == 'u' && std::isdigit(uint8_t(name[1]));
@@ -137,12 +153,16 @@ class SizeExprReader {
                                                   : "given: " + size_values_str(values_),
                                   ")"));
     }
-    return it->second;
+    if constexpr (std::is_same_v<V, SymInt>) {
+      guards_->add_symbol(name, it->second);
+      return SymInt::of(ir::Expr::symbol(name), it->second, guards_);
+    }
+    else return it->second;
   }
 
   // The functions sympy and PyTorch's printer write into size expressions.
-  int64_t call(size_t at, const std::string &name) {
-    std::vector<int64_t> a;
+  V call(size_t at, const std::string &name) {
+    std::vector<V> a;
     if (!accept(")")) {
       do a.push_back(disjunction());
       while (accept(","));
@@ -153,8 +173,9 @@ class SizeExprReader {
     };
     if (name == "Max" || name == "Min" || name == "sym_max" || name == "sym_min") {
       if (a.empty()) fail(at, str_cat(name, "() of nothing"));
-      int64_t v = a[0];
-      for (int64_t x : a) v = (name == "Max" || name == "sym_max") ? std::max(v, x) : std::min(v, x);
+      V v = a[0];
+      bool is_max = name == "Max" || name == "sym_max";
+      for (const V &x : a) v = is_max ? maximum(v, x) : minimum(v, x);
       return v;
     }
     if (name == "floor" || name == "ceiling" || name == "FloorToInt" || name == "CeilToInt" || name == "TruncToInt" ||
@@ -164,25 +185,25 @@ class SizeExprReader {
     }
     if (name == "Abs") {
       arity(1);
-      return a[0] < 0 ? sub(at, 0, a[0]) : a[0];
+      return a[0] < 0 ? sub(at, V(int64_t(0)), a[0]) : a[0];
     }
     if (name == "Not") {
       arity(1);
-      return a[0] == 0;
+      return truth(a[0] == 0);
     }
     if (name == "Eq" || name == "Ne" || name == "Ge" || name == "Gt" || name == "Le" || name == "Lt") {
       arity(2);
-      if (name == "Eq") return a[0] == a[1];
-      if (name == "Ne") return a[0] != a[1];
-      if (name == "Ge") return a[0] >= a[1];
-      if (name == "Gt") return a[0] > a[1];
-      if (name == "Le") return a[0] <= a[1];
-      return a[0] < a[1];
+      if (name == "Eq") return truth(a[0] == a[1]);
+      if (name == "Ne") return truth(a[0] != a[1]);
+      if (name == "Ge") return truth(a[0] >= a[1]);
+      if (name == "Gt") return truth(a[0] > a[1]);
+      if (name == "Le") return truth(a[0] <= a[1]);
+      return truth(a[0] < a[1]);
     }
     if (name == "And" || name == "Or") {
       bool v = name == "And";
-      for (int64_t x : a) v = name == "And" ? (v && x) : (v || x);
-      return v;
+      for (const V &x : a) v = name == "And" ? (v && x != 0) : (v || x != 0);
+      return truth(v);
     }
     if (name == "FloorDiv") {
       arity(2);
@@ -190,8 +211,8 @@ class SizeExprReader {
     }
     if (name == "CeilDiv") {
       arity(2);
-      if (a[1] == 0) fail(at, "division by zero in a size expression");
-      return -floor_div(at, -a[0], a[1]);
+      if (hint_of(a[1]) == 0) fail(at, "division by zero in a size expression");
+      return sub(at, V(int64_t(0)), floor_div(at, sub(at, V(int64_t(0)), a[0]), a[1]));
     }
     if (name == "IntTrueDiv" || name == "CleanDiv") {
       arity(2);
@@ -212,17 +233,34 @@ class SizeExprReader {
     fail(at, str_cat("unknown function '", name, "' in size expression '", s_, "'"));
   }
 
-  // base**exponent; a base other than 0 and +-1 overflows within 63 products.
-  int64_t pow(size_t at, int64_t base, int64_t exponent) {
-    if (exponent < 0) fail(at, "a negative power in a size expression");
-    if (base == 0 || base == 1) return exponent == 0 ? 1 : base;
-    if (base == -1) return exponent % 2 ? -1 : 1;
-    int64_t v = 1;
-    for (int64_t i = 0; i < exponent; ++i) v = mul(at, v, base);
+  static V maximum(const V &a, const V &b) {
+    if constexpr (std::is_same_v<V, SymInt>) return sym_max(a, b);
+    else return std::max(a, b);
+  }
+  static V minimum(const V &a, const V &b) {
+    if constexpr (std::is_same_v<V, SymInt>) return sym_min(a, b);
+    else return std::min(a, b);
+  }
+
+  // base**exponent; a base other than 0 and +-1 overflows within 63 products. A symbolic
+  // exponent is specialized.
+  V pow(size_t at, const V &base, const V &exponent) {
+    int64_t e = int64_t(exponent);
+    if (e < 0) fail(at, "a negative power in a size expression");
+    if (base == 0 || base == 1) return e == 0 ? V(int64_t(1)) : base;
+    if (base == -1) return V(int64_t(e % 2 ? -1 : 1));
+    V v = int64_t(1);
+    for (int64_t i = 0; i < e; ++i) v = mul(at, v, base);
     return v;
   }
 
-  int64_t floor_div(size_t at, int64_t a, int64_t b) {
+  V floor_div(size_t at, const V &a, const V &b) {
+    int64_t q = floor_div_values(at, hint_of(a), hint_of(b));
+    if constexpr (std::is_same_v<V, SymInt>) return sym_floor_div(a, b);
+    else return q;
+  }
+
+  int64_t floor_div_values(size_t at, int64_t a, int64_t b) {
     if (b == 0) fail(at, "division by zero in a size expression");
     if (a == std::numeric_limits<int64_t>::min() && b == -1) overflow(at);
     int64_t q = a / b;
@@ -230,31 +268,39 @@ class SizeExprReader {
     return q;
   }
 
-  int64_t exact_div(size_t at, int64_t a, int64_t b) {
-    int64_t q = floor_div(at, a, b);
-    if (q * b != a) fail(at, str_cat(a, "/", b, " in size expression '", s_, "' is not an integer"));
-    return q;
+  V exact_div(size_t at, const V &a, const V &b) {
+    int64_t q = floor_div_values(at, hint_of(a), hint_of(b));
+    if (q * hint_of(b) != hint_of(a))
+      fail(at, str_cat(hint_of(a), "/", hint_of(b), " in size expression '", s_, "' is not an integer"));
+    return floor_div(at, a, b);
   }
 
-  int64_t python_mod(size_t at, int64_t a, int64_t b) {
-    if (b == 0) fail(at, "modulo by zero in a size expression");
-    if (b == -1) return 0;
-    int64_t r = a % b;
-    if (r != 0 && ((r < 0) != (b < 0))) r += b;
-    return r;
+  V python_mod(size_t at, const V &a, const V &b) {
+    if (hint_of(b) == 0) fail(at, "modulo by zero in a size expression");
+    if constexpr (std::is_same_v<V, SymInt>) {
+      return sym_mod(a, b);
+    } else {
+      if (b == -1) return 0;
+      int64_t r = a % b;
+      if (r != 0 && ((r < 0) != (b < 0))) r += b;
+      return r;
+    }
   }
 
-  int64_t add(size_t at, int64_t a, int64_t b) {
-    if (__builtin_add_overflow(a, b, &a)) overflow(at);
-    return a;
+  V add(size_t at, const V &a, const V &b) {
+    int64_t r;
+    if (__builtin_add_overflow(hint_of(a), hint_of(b), &r)) overflow(at);
+    return a + b;
   }
-  int64_t sub(size_t at, int64_t a, int64_t b) {
-    if (__builtin_sub_overflow(a, b, &a)) overflow(at);
-    return a;
+  V sub(size_t at, const V &a, const V &b) {
+    int64_t r;
+    if (__builtin_sub_overflow(hint_of(a), hint_of(b), &r)) overflow(at);
+    return a - b;
   }
-  int64_t mul(size_t at, int64_t a, int64_t b) {
-    if (__builtin_mul_overflow(a, b, &a)) overflow(at);
-    return a;
+  V mul(size_t at, const V &a, const V &b) {
+    int64_t r;
+    if (__builtin_mul_overflow(hint_of(a), hint_of(b), &r)) overflow(at);
+    return a * b;
   }
   [[noreturn]] void overflow(size_t at) const { fail(at, str_cat("size expression '", s_, "' overflows 64 bits")); }
 
@@ -285,6 +331,7 @@ class SizeExprReader {
   std::string_view s_;
   const SizeValues &values_;
   SourceLoc loc_;
+  std::shared_ptr<SizeGuards> guards_;
   size_t pos_ = 0;
 };
 
@@ -319,7 +366,12 @@ std::vector<std::pair<std::string_view, size_t>> size_list(std::string_view ann)
 }  // namespace
 
 int64_t eval_size_expr(std::string_view text, const SizeValues &values, const SourceLoc &loc) {
-  return SizeExprReader(text, values, loc).read();
+  return SizeExprReader<int64_t>(text, values, loc).read();
+}
+
+SymInt read_size_expr(std::string_view text, const SizeValues &values, const SourceLoc &loc,
+                      const std::shared_ptr<SizeGuards> &guards) {
+  return SizeExprReader<SymInt>(text, values, loc, guards).read();
 }
 
 std::vector<std::string> symbols_in(std::string_view text) {

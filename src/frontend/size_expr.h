@@ -41,6 +41,12 @@ inline constexpr const char *kHowSizesAreGiven =
 /// division by zero or a result that does not fit in 64 bits.
 int64_t eval_size_expr(std::string_view text, const SizeValues &values, const SourceLoc &loc);
 
+/// The same as a SymInt: its value with `values` and its expression in the symbols (a
+/// plain integer when it names none), recording into `guards` (graph/sym_int.h): a
+/// comparison of symbolic sizes inside it decides by their values and records a guard.
+SymInt read_size_expr(std::string_view text, const SizeValues &values, const SourceLoc &loc,
+                      const std::shared_ptr<SizeGuards> &guards);
+
 /// The symbols `text` names, in order of first appearance; empty for a plain integer.
 std::vector<std::string> symbols_in(std::string_view text);
 

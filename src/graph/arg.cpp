@@ -33,11 +33,18 @@ std::optional<MemoryFormat> memory_format_from_name(std::string_view s) {
   return lookup_value(kFormats, s);
 }
 
+bool Arg::operator==(const Arg &o) const {
+  if (v.index() != o.v.index()) return false;
+  if (is<SymInt>()) return as<SymInt>().same(o.as<SymInt>());
+  if (is<ArgList>()) return as<ArgList>() == o.as<ArgList>();
+  return v == o.v;
+}
+
 std::string Arg::kind_name() const {
   struct Namer {
     std::string operator()(NoneArg) const { return "None"; }
     std::string operator()(bool) const { return "bool"; }
-    std::string operator()(int64_t) const { return "int"; }
+    std::string operator()(const SymInt &) const { return "int"; }
     std::string operator()(double) const { return "float"; }
     std::string operator()(const std::string &) const { return "str"; }
     std::string operator()(DType) const { return "dtype"; }

@@ -34,8 +34,10 @@ struct NoneArg {
 struct Arg;
 using ArgList = std::vector<Arg>;
 
+/// An int argument: an integer, or a size of a graph of symbolic sizes (`view(x, [mul, 8])`
+/// where `mul: "Sym(2*s0)"`), graph/sym_int.h.
 struct Arg {
-  using Variant = std::variant<NoneArg, bool, int64_t, double, std::string, DType, Device, Layout,
+  using Variant = std::variant<NoneArg, bool, SymInt, double, std::string, DType, Device, Layout,
                                MemoryFormat, ValueId, ArgList>;
   Variant v;
   SourceLoc loc;  // where the argument was written, for errors; not part of equality
@@ -43,21 +45,27 @@ struct Arg {
   Arg() = default;
   template <typename T>
   Arg(T x, SourceLoc l = {}) : v(std::move(x)), loc(std::move(l)) {}
+  Arg(int64_t x, SourceLoc l = {}) : v(SymInt(x)), loc(std::move(l)) {}
+  Arg(int x, SourceLoc l = {}) : v(SymInt(int64_t(x))), loc(std::move(l)) {}
 
   template <typename T>
   bool is() const { return std::holds_alternative<T>(v); }
   template <typename T>
   const T &as() const { return std::get<T>(v); }
   bool is_none() const { return is<NoneArg>(); }
-  bool is_number() const { return is<int64_t>() || is<double>() || is<bool>(); }
+  bool is_int() const { return is<SymInt>(); }
+  /// An int argument's value, specialized (guarded) where it is symbolic.
+  int64_t integer() const { return as<SymInt>().value(); }
+  bool is_number() const { return is_int() || is<double>() || is<bool>(); }
   /// A Python number (int, float or bool) as a double.
   double number() const {
     if (is<double>()) return as<double>();
     if (is<bool>()) return as<bool>();
-    return double(as<int64_t>());
+    return double(integer());
   }
 
-  bool operator==(const Arg &o) const { return v == o.v; }
+  /// Equal kinds and values; symbolic ints by structure (SymInt::same), never guarded.
+  bool operator==(const Arg &o) const;
   /// What kind of argument this is, for error messages: `int`, `float`, `list`, `tensor`.
   std::string kind_name() const;
 };

@@ -1,5 +1,6 @@
 #include "graph/graph.h"
 
+#include <functional>
 #include <set>
 
 #include "graph/registry.h"
@@ -23,8 +24,8 @@ class ArgChecker {
     if (!t.is_list) return element(std::move(arg), t.base, false);
     if (!arg.is<ArgList>()) {
       // `int[2] stride=1` and `int[1] dim=0` accept a bare int, as PyTorch does.
-      if (t.base == BaseType::Int && arg.is<int64_t>() && t.list_len > 0)
-        return Arg(ArgList(size_t(t.list_len), Arg(arg.as<int64_t>())), arg.loc);
+      if (t.base == BaseType::Int && arg.is_int() && t.list_len > 0)
+        return Arg(ArgList(size_t(t.list_len), Arg(arg.as<SymInt>())), arg.loc);
       fail(arg, arg.kind_name());
     }
     ArgList items;
@@ -52,11 +53,11 @@ class ArgChecker {
         if (arg.is_number()) return arg;
         break;
       case BaseType::Int:
-        if (arg.is<int64_t>()) return arg;
+        if (arg.is_int()) return arg;
         break;
       case BaseType::Float:
         if (arg.is<double>()) return arg;
-        if (arg.is<int64_t>()) return Arg(double(arg.as<int64_t>()), arg.loc);
+        if (arg.is_int()) return Arg(double(arg.integer()), arg.loc);
         break;
       case BaseType::Bool:
         if (arg.is<bool>()) return arg;
@@ -178,6 +179,54 @@ ValueId GraphBuilder::add_constant(const std::string &name, const TensorType &ty
   return id;
 }
 
+namespace {
+
+// Calls `fn` on every SymInt of the graph: its values' sizes and strides, its int arguments.
+void each_sym_int(const Graph &g, const std::function<void(const SymInt &)> &fn) {
+  for (const Value &v : g.values()) {
+    for (const SymInt &s : v.type.sizes) fn(s);
+    for (const SymInt &s : v.type.strides) fn(s);
+  }
+  std::function<void(const Arg &)> arg = [&](const Arg &a) {
+    if (a.is_int()) fn(a.as<SymInt>());
+    if (a.is<ArgList>())
+      for (const Arg &x : a.as<ArgList>()) arg(x);
+  };
+  for (const Node &n : g.nodes())
+    for (const Arg &a : n.args) arg(a);
+}
+
+}  // namespace
+
+std::shared_ptr<SizeGuards> size_guards_of(const Graph &g) {
+  std::shared_ptr<SizeGuards> out;
+  each_sym_int(g, [&](const SymInt &s) {
+    if (!out && s.symbolic()) out = s.guards();
+  });
+  return out;
+}
+
+std::map<std::string, int64_t> symbol_values(const Graph &g) {
+  std::map<std::string, int64_t> out;
+  for (ValueId id : g.inputs())
+    for (const SymInt &s : g.type(id).sizes)
+      if (const ir::Atom *a = s.symbolic() ? s.expr().as_atom() : nullptr; a && a->kind() == ir::AtomKind::Symbol)
+        out.emplace(a->symbol(), s.hint());
+  return out;
+}
+
+std::string size_guards_str(const Graph &g) {
+  std::shared_ptr<SizeGuards> guards = size_guards_of(g);
+  if (!guards) return "";
+  std::map<std::string, int64_t> values = symbol_values(g), fixed = guards->specialized(values);
+  std::string out = "# Symbolic sizes: the value each was compiled for; specialized: the compiled graph serves it only\n";
+  for (const auto &[name, v] : values)
+    out += str_cat(name, " = ", v, fixed.count(name) ? "  specialized" : "  symbolic", "\n");
+  out += str_cat("# Guards: what a call's sizes must satisfy, and what relied on each (", guards->guards().size(), ")\n");
+  for (const SizeGuard &gd : guards->guards()) out += str_cat(gd.str(), "  # ", gd.why.empty() ? "?" : gd.why, "\n");
+  return out;
+}
+
 int GraphBuilder::add_node(const std::string &name, const OpDef &op, std::vector<Arg> positional,
                            std::vector<std::pair<std::string, Arg>> keywords, const SourceLoc &loc) {
   const Schema &s = op.schema;
@@ -190,6 +239,7 @@ int GraphBuilder::add_node(const std::string &name, const OpDef &op, std::vector
                                 "'; coil compiles functional graphs only (export with "
                                 "torch.export(...).run_decompositions() to remove mutation)"));
     args = bind(s, std::move(positional), std::move(keywords), loc);
+    GuardActivity what(str_cat("the meta function of node ", name, " (", op.target, ")"));
     types = op.meta(MetaArgs(s, args, g_));
   } catch (const UserError &e) {
     throw UserError(str_cat("node '", name, "' (", op.target, "): ", e.message()),

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -72,6 +73,15 @@ class Graph {
   std::vector<ValueId> constants_;
   OutputTree outputs_;
 };
+
+/// The guards of a graph of symbolic sizes (graph/sym_int.h), which its symbolic sizes
+/// share; null for a graph without symbols.
+std::shared_ptr<SizeGuards> size_guards_of(const Graph &g);
+/// The value each symbol of a graph's inputs was read with: {"s0": 8}.
+std::map<std::string, int64_t> symbol_values(const Graph &g);
+/// What a graph's guards say: each symbol with its value and whether it was specialized,
+/// then each guard with what relied on it; "" for a graph without symbols (a dump, sizes.txt).
+std::string size_guards_str(const Graph &g);
 
 struct Schema;
 struct SchemaArg;

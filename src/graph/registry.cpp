@@ -39,7 +39,7 @@ namespace {
 // number (promotion turns wrapped floats into the default float).
 DType python_number_dtype(const Arg &a) {
   if (a.is<bool>()) return DType::Bool;
-  if (a.is<int64_t>()) return DType::I64;
+  if (a.is_int()) return DType::I64;
   return DType::F64;
 }
 }  // namespace
@@ -55,7 +55,7 @@ PromotionOperand MetaArgs::scalar(std::string_view name) const {
   return {python_number_dtype(arg(name)), 0, true};
 }
 
-int64_t MetaArgs::integer(std::string_view name) const { return arg(name).as<int64_t>(); }
+int64_t MetaArgs::integer(std::string_view name) const { return arg(name).integer(); }
 
 std::optional<int64_t> MetaArgs::optional_integer(std::string_view name) const {
   if (is_none(name)) return std::nullopt;
@@ -64,7 +64,15 @@ std::optional<int64_t> MetaArgs::optional_integer(std::string_view name) const {
 
 std::vector<int64_t> MetaArgs::ints(std::string_view name) const {
   std::vector<int64_t> out;
-  for (const Arg &a : arg(name).as<ArgList>()) out.push_back(a.as<int64_t>());
+  for (const Arg &a : arg(name).as<ArgList>()) out.push_back(a.integer());
+  return out;
+}
+
+SymInt MetaArgs::sym_integer(std::string_view name) const { return arg(name).as<SymInt>(); }
+
+SymShape MetaArgs::sym_ints(std::string_view name) const {
+  SymShape out;
+  for (const Arg &a : arg(name).as<ArgList>()) out.push_back(a.as<SymInt>());
   return out;
 }
 
@@ -75,7 +83,7 @@ std::optional<std::vector<int64_t>> MetaArgs::optional_ints(std::string_view nam
 
 double MetaArgs::floating(std::string_view name) const {
   const Arg &a = arg(name);
-  if (a.is<int64_t>()) return double(a.as<int64_t>());
+  if (a.is_int()) return double(a.integer());
   if (a.is<bool>()) return a.as<bool>() ? 1.0 : 0.0;
   return a.as<double>();
 }

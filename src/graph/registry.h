@@ -39,9 +39,13 @@ class MetaArgs {
   /// A Tensor argument that may also be a Python number.
   Operand operand(std::string_view name) const;
 
+  /// Int arguments' values, specialized (guarded) where they are symbolic sizes.
   int64_t integer(std::string_view name) const;
   std::optional<int64_t> optional_integer(std::string_view name) const;
   std::vector<int64_t> ints(std::string_view name) const;
+  /// The same as symbolic sizes, kept as they are (graph/sym_int.h).
+  SymInt sym_integer(std::string_view name) const;
+  SymShape sym_ints(std::string_view name) const;
   std::optional<std::vector<int64_t>> optional_ints(std::string_view name) const;
   double floating(std::string_view name) const;
   bool boolean(std::string_view name) const;

@@ -19,7 +19,7 @@ const Arg &arg(const Node &n, std::string_view name) {
 std::optional<int64_t> optional_int(const Node &n, std::string_view name) {
   const Arg &a = arg(n, name);
   if (a.is_none()) return std::nullopt;
-  return a.as<int64_t>();
+  return a.integer();
 }
 
 /// Views whose output starts where their input starts.
@@ -49,23 +49,23 @@ std::optional<ViewStart> view_start(const Graph &g, const Node &n, int output) {
     return ViewStart{};
   }
   if (t == "aten.diagonal.default") {
-    return ViewStart{false, diagonal_view(self.sizes, self.strides, arg(n, "offset").as<int64_t>(),
-                                          arg(n, "dim1").as<int64_t>(), arg(n, "dim2").as<int64_t>())
+    return ViewStart{false, diagonal_view(self.sizes, self.strides, arg(n, "offset").integer(),
+                                          arg(n, "dim1").integer(), arg(n, "dim2").integer())
                                 .start};
   }
   if (t == "aten.as_strided.default") {
     auto offset = optional_int(n, "storage_offset");
     return offset ? ViewStart{true, *offset} : ViewStart{};
   }
-  size_t d = size_t(wrap_dim(arg(n, "dim").as<int64_t>(), self.rank()));
+  size_t d = size_t(wrap_dim(arg(n, "dim").integer(), self.rank()));
   int64_t first = 0;  // the index along d where the output starts
   if (t == "aten.slice.Tensor") {
     first = slice_bounds(self.sizes[d], optional_int(n, "start"), optional_int(n, "end"),
-                         arg(n, "step").as<int64_t>())
+                         arg(n, "step").integer())
                 .start;
   } else if (t == "aten.select.int") {
-    int64_t index = arg(n, "index").as<int64_t>();
-    first = index < 0 ? index + self.sizes[d] : index;
+    int64_t index = arg(n, "index").integer();
+    first = index < 0 ? index + int64_t(self.sizes[d]) : index;
   } else if (t == "aten.unbind.int") {
     first = output;
   } else {
@@ -84,11 +84,12 @@ Placement placement_of(const Graph &g, ValueId v) {
 }
 
 int64_t storage_elements(const TensorType &t) {
-  for (int64_t s : t.sizes)
+  const Shape sizes = t.sizes, strides = t.strides;
+  for (int64_t s : sizes)
     if (s == 0) return 0;
   int64_t last = 0, step = 0;
-  for (size_t d = 0; d < t.sizes.size(); ++d)
-    if (__builtin_mul_overflow(t.sizes[d] - 1, t.strides[d], &step) || __builtin_add_overflow(last, step, &last))
+  for (size_t d = 0; d < sizes.size(); ++d)
+    if (__builtin_mul_overflow(sizes[d] - 1, strides[d], &step) || __builtin_add_overflow(last, step, &last))
       return std::numeric_limits<int64_t>::max();
   return last == std::numeric_limits<int64_t>::max() ? last : last + 1;
 }

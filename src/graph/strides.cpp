@@ -5,13 +5,13 @@
 
 namespace coil {
 
-Shape broadcast_shapes(const Shape &a, const Shape &b) {
+SymShape broadcast_shapes(const SymShape &a, const SymShape &b) {
   size_t n = std::max(a.size(), b.size());
-  Shape out(n);
+  SymShape out(n);
   for (size_t i = 0; i < n; ++i) {
     // Align from the right: dim i of the result is dim (size - n + i) of each input.
-    int64_t da = i + a.size() >= n ? a[i + a.size() - n] : 1;
-    int64_t db = i + b.size() >= n ? b[i + b.size() - n] : 1;
+    SymInt da = i + a.size() >= n ? a[i + a.size() - n] : SymInt(1);
+    SymInt db = i + b.size() >= n ? b[i + b.size() - n] : SymInt(1);
     if (da != db && da != 1 && db != 1)
       throw UserError(str_cat("shapes ", shape_str(a), " and ", shape_str(b),
                               " cannot be broadcast: dim ", i, " is ", da, " vs ", db));
@@ -20,15 +20,15 @@ Shape broadcast_shapes(const Shape &a, const Shape &b) {
   return out;
 }
 
-Shape channels_last_strides(const Shape &sizes) {
+SymShape channels_last_strides(const SymShape &sizes) {
   COIL_ASSERT(sizes.size() == 4 || sizes.size() == 5, "channels-last needs 4 or 5 dims");
   // Order the dims C, W, H, (D,) N from fastest to slowest. Unlike row-major strides,
   // PyTorch multiplies the sizes as they are: [2, 0, 4, 5] gives [0, 1, 0, 0].
   std::vector<size_t> order = {1};
   for (size_t d = sizes.size() - 1; d >= 2; --d) order.push_back(d);
   order.push_back(0);
-  Shape strides(sizes.size());
-  int64_t acc = 1;
+  SymShape strides(sizes.size());
+  SymInt acc = 1;
   for (size_t d : order) {
     strides[d] = acc;
     acc *= sizes[d];
@@ -36,13 +36,13 @@ Shape channels_last_strides(const Shape &sizes) {
   return strides;
 }
 
-bool is_channels_last(const Shape &sizes, const Shape &strides) {
+bool is_channels_last(const SymShape &sizes, const SymShape &strides) {
   if (sizes.size() != 4 && sizes.size() != 5) return false;
   if (strides[1] == 0) return false;  // a trivial C dimension defaults to NCHW
   std::vector<size_t> order = {1};
   for (size_t d = sizes.size() - 1; d >= 2; --d) order.push_back(d);
   order.push_back(0);
-  int64_t min = 0;
+  SymInt min = 0;
   for (size_t d : order) {
     if (sizes[d] == 0 || strides[d] < min) return false;
     // N111 tensors and friends are ambiguous: fall back to contiguous.
@@ -53,12 +53,12 @@ bool is_channels_last(const Shape &sizes, const Shape &strides) {
   return true;
 }
 
-MemoryFormat suggest_memory_format(const Shape &sizes, const Shape &strides) {
+MemoryFormat suggest_memory_format(const SymShape &sizes, const SymShape &strides) {
   if (!is_channels_last(sizes, strides)) return MemoryFormat::Contiguous;
   return sizes.size() == 4 ? MemoryFormat::ChannelsLast : MemoryFormat::ChannelsLast3d;
 }
 
-Shape strides_for_format(const Shape &sizes, MemoryFormat format) {
+SymShape strides_for_format(const SymShape &sizes, MemoryFormat format) {
   switch (format) {
     case MemoryFormat::ChannelsLast:
       COIL_USER_CHECK(sizes.size() == 4, "channels_last needs a 4-d tensor, got ", shape_str(sizes));
@@ -72,10 +72,10 @@ Shape strides_for_format(const Shape &sizes, MemoryFormat format) {
   return contiguous_strides(sizes);
 }
 
-bool is_contiguous(const Shape &sizes, const Shape &strides) {
+bool is_contiguous(const SymShape &sizes, const SymShape &strides) {
   // An empty tensor is contiguous whatever its strides, as in PyTorch.
-  if (std::find(sizes.begin(), sizes.end(), 0) != sizes.end()) return true;
-  int64_t expected = 1;
+  if (std::any_of(sizes.begin(), sizes.end(), [](const SymInt &s) { return s == 0; })) return true;
+  SymInt expected = 1;
   for (size_t i = sizes.size(); i-- > 0;) {
     if (sizes[i] == 1) continue;
     if (strides[i] != expected) return false;
@@ -84,7 +84,7 @@ bool is_contiguous(const Shape &sizes, const Shape &strides) {
   return true;
 }
 
-bool is_non_overlapping_and_dense(const Shape &sizes, const Shape &strides) {
+bool is_non_overlapping_and_dense(const SymShape &sizes, const SymShape &strides) {
   size_t n = sizes.size();
   if (n == 1) return sizes[0] < 2 || strides[0] == 1;
   std::vector<size_t> perm(n);
@@ -95,7 +95,7 @@ bool is_non_overlapping_and_dense(const Shape &sizes, const Shape &strides) {
     if (sizes[b] < 2) return true;
     return strides[a] < strides[b];
   });
-  int64_t required = 1;
+  SymInt required = 1;
   for (size_t d : perm) {
     if (sizes[d] < 2) return true;
     if (strides[d] != required) return false;
@@ -104,21 +104,16 @@ bool is_non_overlapping_and_dense(const Shape &sizes, const Shape &strides) {
   return true;
 }
 
-void channels_innermost(Shape &sizes, Shape &strides) {
-  std::rotate(sizes.begin() + 1, sizes.begin() + 2, sizes.end());
-  std::rotate(strides.begin() + 1, strides.begin() + 2, strides.end());
-}
-
-bool is_channels_last_contiguous(const Shape &sizes, const Shape &strides) {
+bool is_channels_last_contiguous(const SymShape &sizes, const SymShape &strides) {
   return (sizes.size() == 4 || sizes.size() == 5) && is_channels_innermost_packed(sizes, strides);
 }
 
-bool is_channels_innermost_packed(const Shape &sizes, const Shape &strides) {
+bool is_channels_innermost_packed(const SymShape &sizes, const SymShape &strides) {
   if (sizes.size() < 2) return false;
   std::vector<size_t> order = {1};
   for (size_t d = sizes.size() - 1; d >= 2; --d) order.push_back(d);
   order.push_back(0);
-  int64_t expected = 1;
+  SymInt expected = 1;
   for (size_t d : order) {
     if (sizes[d] == 1) continue;
     if (strides[d] != expected) return false;
@@ -127,7 +122,7 @@ bool is_channels_innermost_packed(const Shape &sizes, const Shape &strides) {
   return true;
 }
 
-Shape dense_order_strides(const TensorType &t) {
+SymShape dense_order_strides(const TensorType &t) {
   if (t.rank() <= 1) return contiguous_strides(t.sizes);
   // The short cuts of PyTorch's elementwise layout: they decide ambiguous layouts
   // (size-1 dims, empty tensors) before the general ordering.
@@ -139,13 +134,13 @@ Shape dense_order_strides(const TensorType &t) {
   return elementwise_output_strides(t.sizes, operands);
 }
 
-Shape preserve_format_strides(const TensorType &t) {
+SymShape preserve_format_strides(const TensorType &t) {
   bool dense = is_contiguous(t.sizes, t.strides) || is_channels_last_contiguous(t.sizes, t.strides) ||
                is_non_overlapping_and_dense(t.sizes, t.strides);
-  return dense ? t.strides : dense_order_strides(t);
+  return dense ? SymShape(t.strides) : dense_order_strides(t);
 }
 
-Shape empty_like_strides(const TensorType &t, MemoryFormat format) {
+SymShape empty_like_strides(const TensorType &t, MemoryFormat format) {
   if (format != MemoryFormat::Preserve) return strides_for_format(t.sizes, format);
   return preserve_format_strides(t);
 }
@@ -153,27 +148,27 @@ Shape empty_like_strides(const TensorType &t, MemoryFormat format) {
 namespace {
 
 // The strides of operand `t` seen through broadcasting to `shape`: 0 on broadcast dims.
-Shape broadcast_strides(const TensorType &t, const Shape &shape) {
-  Shape s(shape.size(), 0);
+SymShape broadcast_strides(const TensorType &t, const SymShape &shape) {
+  SymShape s(shape.size(), 0);
   size_t offset = shape.size() - t.sizes.size();
   for (size_t i = 0; i < t.sizes.size(); ++i)
-    s[offset + i] = t.sizes[i] == 1 && shape[offset + i] != 1 ? 0 : t.strides[i];
+    s[offset + i] = t.sizes[i] == 1 && shape[offset + i] != 1 ? SymInt(0) : t.strides[i];
   return s;
 }
 
 }  // namespace
 
-Shape elementwise_output_strides(const Shape &shape, std::span<const TensorType *const> operands) {
+SymShape elementwise_output_strides(const SymShape &shape, std::span<const TensorType *const> operands) {
   size_t n = shape.size();
   if (n <= 1) return contiguous_strides(shape);
-  std::vector<Shape> strides;
+  std::vector<SymShape> strides;
   for (const TensorType *t : operands)
     if (t && t->sizes.size() <= n) strides.push_back(broadcast_strides(*t, shape));
 
   // 1: dim0 should come after dim1 (it is slower), -1: before, 0: no operand decides.
   auto compare = [&](size_t dim0, size_t dim1) {
-    for (const Shape &s : strides) {
-      int64_t s0 = s[dim0], s1 = s[dim1];
+    for (const SymShape &s : strides) {
+      const SymInt &s0 = s[dim0], &s1 = s[dim1];
       if (s0 == 0 || s1 == 0) continue;  // broadcast in one of them: ask the next operand
       if (s0 != s1) return s0 < s1 ? -1 : 1;
       if (shape[dim0] > shape[dim1]) return 1;  // equal strides: the smaller dim goes first
@@ -195,27 +190,27 @@ Shape elementwise_output_strides(const Shape &shape, std::span<const TensorType 
       }
     }
   }
-  Shape out(n);
-  int64_t acc = 1;
+  SymShape out(n);
+  SymInt acc = 1;
   for (size_t d : perm) {
     out[d] = acc;
-    acc *= std::max<int64_t>(shape[d], 1);
+    acc *= sym_max(shape[d], 1);
   }
   return out;
 }
 
-std::optional<Shape> view_strides(const Shape &sizes, const Shape &strides, const Shape &new_sizes) {
-  if (sizes.empty()) return Shape(new_sizes.size(), 1);
-  int64_t numel = checked_numel(sizes);
-  if (numel == 0 && sizes == new_sizes) return strides;
+std::optional<SymShape> view_strides(const SymShape &sizes, const SymShape &strides, const SymShape &new_sizes) {
+  if (sizes.empty()) return SymShape(new_sizes.size(), 1);
+  SymInt numel = checked_numel(sizes);
+  if (numel == 0 && same(sizes, new_sizes)) return strides;
   if (numel == 0) return contiguous_strides(new_sizes);
 
   // Walk the old dims from the right in chunks that are contiguous among themselves;
   // each chunk must be matched exactly by a run of new dims.
-  Shape out(new_sizes.size());
+  SymShape out(new_sizes.size());
   int64_t view_d = int64_t(new_sizes.size()) - 1;
-  int64_t chunk_base_stride = strides.back();
-  int64_t tensor_numel = 1, view_numel = 1;
+  SymInt chunk_base_stride = strides.back();
+  SymInt tensor_numel = 1, view_numel = 1;
   for (int64_t d = int64_t(sizes.size()) - 1; d >= 0; --d) {
     tensor_numel *= sizes[size_t(d)];
     bool chunk_ends = d == 0 || (sizes[size_t(d - 1)] != 1 &&
@@ -247,11 +242,12 @@ SliceBounds slice_bounds(int64_t size, std::optional<int64_t> start_arg, std::op
   return {start, len == 0 ? 0 : (len - 1) / step + 1};
 }
 
-DiagonalView diagonal_view(const Shape &sizes, const Shape &strides, int64_t offset, int64_t dim1, int64_t dim2) {
+DiagonalView diagonal_view(const SymShape &sizes, const SymShape &strides, int64_t offset, int64_t dim1, int64_t dim2) {
   int64_t rank = int64_t(sizes.size());
   size_t d1 = size_t(wrap_dim(dim1, rank)), d2 = size_t(wrap_dim(dim2, rank));
   COIL_USER_CHECK(d1 != d2, "diagonal dimensions cannot be identical ", dim1, ", ", dim2);
-  int64_t length = offset >= 0 ? std::min(sizes[d1], sizes[d2] - offset) : std::min(sizes[d1] + offset, sizes[d2]);
+  int64_t length = offset >= 0 ? std::min<int64_t>(sizes[d1], sizes[d2] - offset)
+                                : std::min<int64_t>(sizes[d1] + offset, sizes[d2]);
   DiagonalView v;
   length = std::max<int64_t>(length, 0);
   if (length > 0) v.start = offset >= 0 ? offset * strides[d2] : -offset * strides[d1];
@@ -265,21 +261,21 @@ DiagonalView diagonal_view(const Shape &sizes, const Shape &strides, int64_t off
   return v;
 }
 
-Shape infer_view_size(const Shape &new_sizes, int64_t numel) {
-  Shape out = new_sizes;
+SymShape infer_view_size(const SymShape &new_sizes, const SymInt &numel) {
+  SymShape out = new_sizes;
   int infer = -1;
   for (size_t i = 0; i < out.size(); ++i) {
-    if (out[i] != -1) continue;
+    if (!(out[i].hint() == -1 && !out[i].symbolic())) continue;
     COIL_USER_CHECK(infer < 0, "only one dimension can be inferred in ", shape_str(new_sizes));
     infer = int(i);
     out[i] = 1;
   }
-  for (int64_t s : out) COIL_USER_CHECK(s >= 0, "invalid size ", s, " in ", shape_str(new_sizes));
-  int64_t known = checked_numel(out);
+  for (const SymInt &s : out) COIL_USER_CHECK(s >= 0, "invalid size ", s, " in ", shape_str(new_sizes));
+  SymInt known = checked_numel(out);
   if (infer >= 0) {
-    COIL_USER_CHECK(known != 0 && numel % known == 0, "shape ", shape_str(new_sizes),
+    COIL_USER_CHECK(known != 0 && sym_mod(numel, known) == 0, "shape ", shape_str(new_sizes),
                     " is invalid for input of size ", numel);
-    out[size_t(infer)] = numel / known;
+    out[size_t(infer)] = sym_floor_div(numel, known);
   }
   COIL_USER_CHECK(checked_numel(out) == numel, "shape ", shape_str(new_sizes),
                   " is invalid for input of size ", numel);

@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <limits>
+#include <type_traits>
 
 #include "support/error.h"
 
@@ -30,28 +31,49 @@ std::optional<Device> Device::parse(std::string_view s) {
   return d;
 }
 
-int64_t TensorType::numel() const { return checked_numel(sizes); }
+SymInt TensorType::numel() const { return checked_numel(sizes); }
 
-std::string shape_str(const Shape &s) {
+bool TensorType::operator==(const TensorType &o) const {
+  return dtype == o.dtype && device == o.device && same(sizes, o.sizes) && same(strides, o.strides);
+}
+
+namespace {
+
+template <typename S>
+std::string shape_text(const S &s) {
   std::string out = "[";
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i) out += ", ";
+    if constexpr (std::is_same_v<typename S::value_type, SymInt>) out += coil::str(s[i]);
+    else out += std::to_string(s[i]);
+  }
   return out + "]";
 }
+
+template <typename S>
+S row_major(const S &sizes) {
+  S strides(sizes.size());
+  typename S::value_type acc = int64_t(1);
+  for (size_t i = sizes.size(); i-- > 0;) {
+    strides[i] = acc;
+    // PyTorch treats size-0 dims as size 1 when computing strides.
+    if constexpr (std::is_same_v<typename S::value_type, SymInt>) acc = acc * sym_max(sizes[i], 1);
+    else acc *= sizes[i] > 1 ? sizes[i] : 1;
+  }
+  return strides;
+}
+
+}  // namespace
+
+std::string shape_str(const Shape &s) { return shape_text(s); }
+std::string shape_str(const SymShape &s) { return shape_text(s); }
 
 std::string TensorType::str() const {
   return std::string(short_name(dtype)) + shape_str(sizes) + shape_str(strides) + device.str();
 }
 
-Shape contiguous_strides(const Shape &sizes) {
-  Shape strides(sizes.size());
-  int64_t acc = 1;
-  for (size_t i = sizes.size(); i-- > 0;) {
-    strides[i] = acc;
-    // PyTorch treats size-0 dims as size 1 when computing strides.
-    acc *= sizes[i] > 1 ? sizes[i] : 1;
-  }
-  return strides;
-}
+Shape contiguous_strides(const Shape &sizes) { return row_major(sizes); }
+SymShape contiguous_strides(const SymShape &sizes) { return row_major(sizes); }
 
 int64_t checked_numel(const Shape &sizes) {
   // Also bound the product with size-0 dims counted as 1: strides are computed that way.
@@ -67,11 +89,18 @@ int64_t checked_numel(const Shape &sizes) {
   return n;
 }
 
-int64_t storage_extent(const TensorType &t, int64_t offset) {
-  int64_t last = offset;
+SymInt checked_numel(const SymShape &sizes) {
+  checked_numel(hints(sizes));  // the checks, at the sizes compiled for
+  SymInt n = int64_t(1);
+  for (const SymInt &s : sizes) n = n * s;
+  return n;
+}
+
+SymInt storage_extent(const TensorType &t, const SymInt &offset) {
+  SymInt last = offset;
   for (size_t d = 0; d < t.sizes.size(); ++d) {
-    if (t.sizes[d] == 0) return 0;
-    last += (t.sizes[d] - 1) * t.strides[d];
+    if (t.sizes[d] == 0) return int64_t(0);
+    last = last + (t.sizes[d] - 1) * t.strides[d];
   }
   return last + 1;
 }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "graph/dtype.h"
+#include "graph/sym_int.h"
 
 namespace coil {
 
@@ -23,33 +24,40 @@ struct Device {
   static std::optional<Device> parse(std::string_view s);
 };
 
+/// Sizes or strides known as integers: a tensor at run time, a loop's ranges.
 using Shape = std::vector<int64_t>;
 
+/// A graph value's type. Its sizes and strides may depend on the graph's symbolic sizes
+/// (graph/sym_int.h); a graph without symbols has plain integers throughout.
 struct TensorType {
   DType dtype = DType::F32;
-  Shape sizes;
-  Shape strides;
+  SymShape sizes;
+  SymShape strides;
   Device device;
 
   int64_t rank() const { return int64_t(sizes.size()); }
-  int64_t numel() const;
-  bool operator==(const TensorType &) const = default;
-  /// `f32[64, 256][256, 1]cpu`, the annotation PyTorch prints.
+  SymInt numel() const;
+  /// The same dtype, device, and sizes and strides of the same expressions (no guard).
+  bool operator==(const TensorType &o) const;
+  /// `f32[64, 256][256, 1]cpu`, `f32[s0, 768][768, 1]cpu`: the annotation PyTorch prints.
   std::string str() const;
 };
 
-/// `[64, 256]`
+/// `[64, 256]`, `[s0, 768]`
 std::string shape_str(const Shape &s);
+std::string shape_str(const SymShape &s);
 
 /// Row-major strides of `sizes`.
 Shape contiguous_strides(const Shape &sizes);
+SymShape contiguous_strides(const SymShape &sizes);
 
 /// Product of sizes; a UserError when it overflows int64.
 int64_t checked_numel(const Shape &sizes);
+SymInt checked_numel(const SymShape &sizes);
 
 /// Elements a strided allocation of `t` spans when element 0 is `offset` elements in:
 /// 1 + the largest offset, 0 for an empty tensor.
-int64_t storage_extent(const TensorType &t, int64_t offset = 0);
+SymInt storage_extent(const TensorType &t, const SymInt &offset = 0);
 
 /// The offsets from element 0 of a tensor's lowest and highest elements, for `strides` in
 /// elements (empty: contiguous; negative ones reach below element 0); {0, 0} when empty.

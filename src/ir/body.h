@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "graph/dtype.h"
-#include "ir/index_expr.h"
+#include "expr/index_expr.h"
 
 namespace coil::ir {
 

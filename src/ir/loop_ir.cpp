@@ -98,6 +98,10 @@ std::string Node::var_name(VarId v) const {
 }
 
 BufferId Program::add_buffer(Buffer b) {
+  // The loop IR's sizes are integers: a buffer of symbolic sizes is specialized here, each
+  // size guarded (graph/sym_int.h), until kernels take sizes as arguments.
+  b.type.sizes = SymShape(values(b.type.sizes));
+  b.type.strides = SymShape(values(b.type.strides));
   buffers.push_back(std::move(b));
   return BufferId(buffers.size() - 1);
 }

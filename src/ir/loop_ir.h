@@ -155,6 +155,7 @@ struct Program {
   /// computed buffer) is returned as that view, never copied. Empty: whole buffers.
   std::vector<View> output_views;
 
+  /// Adds `b`, its sizes and strides specialized to integers (guarded where symbolic).
   BufferId add_buffer(Buffer b);
   const Buffer &buffer(BufferId id) const { return buffers.at(size_t(id)); }
   /// Consumers of each buffer: node indices in order, and -1 for a graph output.

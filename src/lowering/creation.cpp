@@ -100,7 +100,7 @@ std::vector<TensorRef> cat(Lowering &l, const Node &n) {
     if (r.rank() == 1 && r.sizes[0] == 0 && t.rank() != 1) continue;  // legacy empty inputs are skipped
     parts.push_back(r);
   }
-  size_t dim = size_t(wrap_dim(arg(n, "dim").as<int64_t>(), t.rank()));
+  size_t dim = size_t(wrap_dim(arg(n, "dim").integer(), t.rank()));
   return {cat_parts(l, t, parts, dim, n.name)};
 }
 
@@ -171,7 +171,7 @@ std::vector<TensorRef> mode_pad(Lowering &l, const Node &n, const std::string &m
 std::vector<TensorRef> flip(Lowering &l, const Node &n) {
   const TensorRef &x = l.ref(arg(n, "self").as<ValueId>());
   std::vector<bool> flipped(size_t(x.rank()), false);
-  for (const Arg &a : arg(n, "dims").as<ArgList>()) flipped[size_t(wrap_dim(a.as<int64_t>(), x.rank()))] = true;
+  for (const Arg &a : arg(n, "dims").as<ArgList>()) flipped[size_t(wrap_dim(a.integer(), x.rank()))] = true;
   return {l.pointwise(out_type(l, n), n.name, [&](BodyBuilder &b, const std::vector<Expr> &index) {
     std::vector<Expr> in = index;
     for (size_t d = 0; d < in.size(); ++d)
@@ -186,17 +186,17 @@ std::vector<TensorRef> scatter_into(Lowering &l, const Node &n, bool select) {
   const TensorRef &self = l.ref(arg(n, "self").as<ValueId>());
   const TensorRef &src = l.ref(arg(n, "src").as<ValueId>());
   const TensorType &t = out_type(l, n);
-  size_t dim = size_t(wrap_dim(arg(n, "dim").as<int64_t>(), t.rank()));
+  size_t dim = size_t(wrap_dim(arg(n, "dim").integer(), t.rank()));
   int64_t start = 0, step = 1, length = 1;
   if (select) {
-    start = arg(n, "index").as<int64_t>();
+    start = arg(n, "index").integer();
     if (start < 0) start += t.sizes[dim];
   } else {
     auto opt = [&](const char *name) -> std::optional<int64_t> {
       const Arg &a = arg(n, name);
-      return a.is_none() ? std::nullopt : std::optional<int64_t>(a.as<int64_t>());
+      return a.is_none() ? std::nullopt : std::optional<int64_t>(a.integer());
     };
-    step = arg(n, "step").as<int64_t>();
+    step = arg(n, "step").integer();
     auto bounds = slice_bounds(t.sizes[dim], opt("start"), opt("end"), step);
     start = bounds.start;
     length = bounds.length;
@@ -227,8 +227,8 @@ std::vector<TensorRef> diagonal_scatter(Lowering &l, const Node &n) {
   const TensorRef &self = l.ref(arg(n, "self").as<ValueId>());
   const TensorRef &src = l.ref(arg(n, "src").as<ValueId>());
   const TensorType &t = out_type(l, n);
-  size_t d1 = size_t(wrap_dim(arg(n, "dim1").as<int64_t>(), t.rank())), d2 = size_t(wrap_dim(arg(n, "dim2").as<int64_t>(), t.rank()));
-  int64_t offset = arg(n, "offset").as<int64_t>();
+  size_t d1 = size_t(wrap_dim(arg(n, "dim1").integer(), t.rank())), d2 = size_t(wrap_dim(arg(n, "dim2").integer(), t.rank()));
+  int64_t offset = arg(n, "offset").integer();
   return {l.pointwise(t, n.name, [&](BodyBuilder &b, const std::vector<Expr> &index) {
     int on = b.binary(Op::Eq, b.index(index[d2] - index[d1], DType::I64), b.constant(double(offset), DType::I64), DType::Bool);
     std::vector<Expr> src_index;
@@ -260,7 +260,7 @@ void add_creation_lowerings(std::map<std::string, LowerFn, std::less<>> &t) {
   t["aten.arange.start"] = arange;
   t["aten.arange.start_step"] = arange;
   t["prims.iota.default"] = [](Lowering &l, const Node &n) {
-    return ramp(l, n, double(arg(n, "start").as<int64_t>()), double(arg(n, "step").as<int64_t>()));
+    return ramp(l, n, double(arg(n, "start").integer()), double(arg(n, "step").integer()));
   };
   t["aten.cat.default"] = cat;
   t["aten.constant_pad_nd.default"] = constant_pad;

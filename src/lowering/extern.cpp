@@ -266,7 +266,7 @@ std::optional<TensorRef> padded_product(Lowering &l, const std::string &origin, 
   int64_t np = round_up(n, align);
   if ((mp == m && kp == k && np == n) || m == 0 || k == 0 || n == 0) return std::nullopt;
   const std::string &mode = l.options().align_product_rows;
-  if (!aligns_rows(l, out.dtype, out.device, std::max({checked_numel(out.sizes), m * k, k * n}))) return std::nullopt;
+  if (!aligns_rows(l, out.dtype, out.device, std::max({int64_t(checked_numel(out.sizes)), m * k, k * n}))) return std::nullopt;
   int64_t copied = (mp != m || kp != k ? mp * kp : 0) + (kp != k || np != n ? kp * np : 0);
   if (mode != "always" && 2 * m * n * k < kPaddedFlopsPerByte * copied * itemsize(out.dtype)) return std::nullopt;
   std::vector<ir::View> views;
@@ -285,7 +285,7 @@ std::optional<TensorRef> padded_product(Lowering &l, const std::string &origin, 
   };
   views.push_back(operand(a, {mp, kp}));
   views.push_back(operand(b, {kp, np}));
-  return unpadded_result(l, origin, op, std::move(views), {out.dtype, {mp, np}, contiguous_strides({mp, np}), out.device},
+  return unpadded_result(l, origin, op, std::move(views), {out.dtype, Shape{mp, np}, contiguous_strides(Shape{mp, np}), out.device},
                          out, kp, scalars);
 }
 
@@ -413,7 +413,7 @@ std::vector<TensorRef> convolution(Lowering &l, const Node &n) {
   bool transposed = arg(n, "transposed").as<bool>();
   const TensorType &w = l.graph().type(arg(n, "weight").as<ValueId>());
   // Each output element sums over one input-channel group times one kernel window.
-  int64_t window = transposed ? w.sizes[0] / arg(n, "groups").as<int64_t>() : w.sizes[1];
+  int64_t window = transposed ? int64_t(w.sizes[0]) / arg(n, "groups").integer() : int64_t(w.sizes[1]);
   for (size_t d = 2; d < w.sizes.size(); ++d) window *= w.sizes[d];
   TensorRef out = extern_call(l, n, ir::ExternOp::Convolution, {"input", "weight", "bias"}, window);
   ir::Node &node = l.program().nodes.back();
@@ -423,7 +423,7 @@ std::vector<TensorRef> convolution(Lowering &l, const Node &n) {
     if (v.size() == 1) v.assign(spatial, v[0]);
     node.attrs[name] = v;
   }
-  node.attrs["groups"] = {arg(n, "groups").as<int64_t>()};
+  node.attrs["groups"] = {arg(n, "groups").integer()};
   node.attrs["transposed"] = {transposed ? 1 : 0};
   return {out};
 }
@@ -447,7 +447,7 @@ std::vector<TensorRef> convolution_backward(Lowering &l, const Node &n) {
     return v;
   };
   std::vector<int64_t> stride = param("stride"), padding = param("padding"), dilation = param("dilation");
-  int64_t groups = arg(n, "groups").as<int64_t>();
+  int64_t groups = arg(n, "groups").integer();
   const ArgList &mask = arg(n, "output_mask").as<ArgList>();
   auto unused = [&](size_t i) { return l.fill(l.graph().type(n.outputs[i]), n.name + " (not asked)"); };
   std::vector<TensorRef> outs;
@@ -512,7 +512,7 @@ std::vector<TensorRef> convolution_backward(Lowering &l, const Node &n) {
     // wants it elsewhere. The test is the plan's (codegen/gpu/extern_plan.cpp).
     bool channels_last = x.sizes[1] > 1 && dy.sizes[1] > 1 && is_channels_innermost_packed(x.sizes, x.strides) &&
                          is_channels_innermost_packed(dy.sizes, dy.strides);
-    Shape strides = channels_last ? channels_last_strides(grad_weight.sizes) : contiguous_strides(grad_weight.sizes);
+    Shape strides = channels_last ? Shape(channels_last_strides(grad_weight.sizes)) : Shape(contiguous_strides(grad_weight.sizes));
     int64_t positions = dy.sizes[0];
     for (size_t k = 0; k < spatial; ++k) positions *= dy.sizes[k + 2];
     TensorRef made = extern_node(l, n.name + " grad_weight", ir::ExternOp::Convolution, {view_of(x), view_of(dy)},

@@ -91,7 +91,7 @@ class GridSampler {
 std::vector<TensorRef> grid_sampler(Lowering &l, const Node &n) {
   const TensorRef &input = l.ref(arg(n, "input").as<ValueId>()), &grid = l.ref(arg(n, "grid").as<ValueId>());
   const TensorType &out = l.graph().type(n.outputs[0]);
-  int64_t mode = arg(n, "interpolation_mode").as<int64_t>(), padding = arg(n, "padding_mode").as<int64_t>();
+  int64_t mode = arg(n, "interpolation_mode").integer(), padding = arg(n, "padding_mode").integer();
   bool align = arg(n, "align_corners").as<bool>();
   DType c = opmath_dtype(out.dtype);
   size_t dims = input.sizes.size() - 2;

@@ -23,7 +23,7 @@ using ir::Op;
 std::vector<TensorRef> histc(Lowering &l, const Node &n) {
   const TensorRef &self = tensor_arg(l, n, "self");
   const TensorType &out = l.graph().type(n.outputs[0]);
-  int64_t bins = arg(n, "bins").as<int64_t>(), numel = checked_numel(self.sizes);
+  int64_t bins = arg(n, "bins").integer(), numel = checked_numel(self.sizes);
   double lo = number(arg(n, "min")), hi = number(arg(n, "max"));
   DType c = opmath_dtype(out.dtype);
   TensorType bound{c, {}, {}, out.device};
@@ -223,7 +223,7 @@ Binned binned(Lowering &l, const Node &n, bool dd, const std::vector<TensorType>
       for (const Arg &e : bins.as<ArgList>()) out.edges.push_back(l.ref(e.as<ValueId>()));
     return out;
   }
-  std::vector<int64_t> counts = dd ? ints_of(bins) : std::vector<int64_t>{bins.as<int64_t>()};
+  std::vector<int64_t> counts = dd ? ints_of(bins) : std::vector<int64_t>{bins.integer()};
   const Arg &range = arg(n, "range");
   for (int64_t d = 0; d < dims; ++d) {
     std::optional<std::pair<double, double>> r;

@@ -34,7 +34,7 @@ int read_at(BodyBuilder &b, const TensorRef &src, std::vector<Expr> index, size_
 
 std::vector<TensorRef> index_select(Lowering &l, const Node &n) {
   const TensorRef &self = tensor_arg(l, n, "self"), &index = tensor_arg(l, n, "index");
-  size_t dim = self.rank() == 0 ? 0 : size_t(wrap_dim(arg(n, "dim").as<int64_t>(), self.rank()));
+  size_t dim = self.rank() == 0 ? 0 : size_t(wrap_dim(arg(n, "dim").integer(), self.rank()));
   return {l.pointwise(l.graph().type(n.outputs[0]), n.name, [&](BodyBuilder &b, const std::vector<Expr> &x) {
     if (self.rank() == 0) return b.load(self.buffer, Expr(self.offset), self.dtype);
     int i = load_index(b, index, {index.rank() == 0 ? Expr(0) : x[dim]}, std::nullopt);
@@ -44,7 +44,7 @@ std::vector<TensorRef> index_select(Lowering &l, const Node &n) {
 
 std::vector<TensorRef> gather(Lowering &l, const Node &n) {
   const TensorRef &self = tensor_arg(l, n, "self"), &index = tensor_arg(l, n, "index");
-  size_t dim = self.rank() == 0 ? 0 : size_t(wrap_dim(arg(n, "dim").as<int64_t>(), self.rank()));
+  size_t dim = self.rank() == 0 ? 0 : size_t(wrap_dim(arg(n, "dim").integer(), self.rank()));
   return {l.pointwise(l.graph().type(n.outputs[0]), n.name, [&](BodyBuilder &b, const std::vector<Expr> &x) {
     if (self.rank() == 0) return b.load(self.buffer, Expr(self.offset), self.dtype);
     return read_at(b, self, x, dim, load_index(b, index, x, std::nullopt));
@@ -143,7 +143,7 @@ struct ScatterOperands {
 
 ScatterOperands scatter_operands(Lowering &l, const Node &n) {
   const TensorRef &self = tensor_arg(l, n, "self");
-  size_t dim = self.rank() == 0 ? 0 : size_t(wrap_dim(arg(n, "dim").as<int64_t>(), self.rank()));
+  size_t dim = self.rank() == 0 ? 0 : size_t(wrap_dim(arg(n, "dim").integer(), self.rank()));
   int src = n.op->schema.find_arg("src");
   return {self, tensor_arg(l, n, "index"), src >= 0 ? std::optional(tensor_arg(l, n, "src")) : std::nullopt, dim};
 }
@@ -154,7 +154,7 @@ ScatterOperands scatter_operands(Lowering &l, const Node &n) {
 bool one_write_per_row(const TensorType &out, const TensorRef &index, size_t dim) {
   if (index.rank() != out.rank() || index.rank() == 0) return false;
   for (size_t d = 0; d < out.sizes.size(); ++d)
-    if (index.sizes[d] != (d == dim ? 1 : out.sizes[d])) return false;
+    if (index.sizes[d] != (d == dim ? SymInt(1) : out.sizes[d])) return false;
   return true;
 }
 
@@ -244,7 +244,7 @@ std::vector<TensorRef> scatter_reduce(Lowering &l, const Node &n) {
 // other dims (a view of stride 0).
 std::vector<TensorRef> index_reduce(Lowering &l, const Node &n) {
   const TensorRef &self = tensor_arg(l, n, "self"), &index = tensor_arg(l, n, "index"), &source = tensor_arg(l, n, "source");
-  size_t dim = self.rank() == 0 ? 0 : size_t(wrap_dim(arg(n, "dim").as<int64_t>(), self.rank()));
+  size_t dim = self.rank() == 0 ? 0 : size_t(wrap_dim(arg(n, "dim").integer(), self.rank()));
   TensorRef spread{index.buffer, index.dtype, source.sizes, Shape(source.sizes.size(), 0), index.offset};
   if (source.rank() > 0) spread.strides[dim] = index.rank() > 0 ? index.strides[0] : 0;
   return scatter_reduced(l, n, {self, spread, source, dim}, arg(n, "reduce").as<std::string>(), include_self(n));
@@ -305,7 +305,7 @@ std::vector<TensorRef> index_put(Lowering &l, const Node &n) {
 std::vector<TensorRef> embedding_backward(Lowering &l, const Node &n) {
   const TensorRef &dy = tensor_arg(l, n, "grad_output"), &indices = tensor_arg(l, n, "indices");
   const TensorType &out = l.graph().type(n.outputs[0]);
-  int64_t padding = arg(n, "padding_idx").as<int64_t>();
+  int64_t padding = arg(n, "padding_idx").integer();
   bool by_freq = arg(n, "scale_grad_by_freq").as<bool>();
   DType c = opmath_dtype(out.dtype);
   Shape positions = indices.sizes;  // grad_output is indices' shape then D
@@ -391,7 +391,7 @@ std::vector<TensorRef> masked_scatter(Lowering &l, const Node &n) {
 // gave each maximum, the last of equal ones; else zeros).
 std::vector<TensorRef> embedding_bag(Lowering &l, const Node &n) {
   const TensorRef &weight = tensor_arg(l, n, "weight"), &indices = tensor_arg(l, n, "indices"), &offsets = tensor_arg(l, n, "offsets");
-  int64_t mode = arg(n, "mode").as<int64_t>(), padding = arg(n, "padding_idx").as<int64_t>();
+  int64_t mode = arg(n, "mode").integer(), padding = arg(n, "padding_idx").integer();
   const Arg &psw_arg = arg(n, "per_sample_weights");
   std::optional<TensorRef> psw;
   if (!psw_arg.is_none()) psw = l.ref(psw_arg.as<ValueId>());
@@ -499,7 +499,7 @@ std::vector<TensorRef> nonzero_static(Lowering &l, const Node &n) {
   const TensorRef &self = tensor_arg(l, n, "self");
   const TensorType &out = l.graph().type(n.outputs[0]);
   int64_t size = out.sizes[0], rank = self.rank(), numel = checked_numel(self.sizes);
-  double fill = double(arg(n, "fill_value").as<int64_t>());
+  double fill = double(arg(n, "fill_value").integer());
   if (numel == 0 || rank == 0 || size == 0) {
     // A 0-d input gives [size, 0]; nothing nonzero leaves every row filled.
     return {l.fill(out, n.name, fill)};
@@ -512,7 +512,7 @@ std::vector<TensorRef> nonzero_static(Lowering &l, const Node &n) {
   TensorRef counts = l.scan(count_type, 0, ir::ScanOp::Sum, n.name + " counts", [&](BodyBuilder &b, const std::vector<Expr> &x) {
     return b.cast(nonzero(b, x[0]), DType::I64);
   });
-  TensorType spare{DType::I64, {size + 1, rank}, contiguous_strides({size + 1, rank}), out.device};
+  TensorType spare{DType::I64, Shape{size + 1, rank}, contiguous_strides(Shape{size + 1, rank}), out.device};
   TensorRef rows = l.scatter(
       n.name + " rows", spare, l.fill(spare, n.name + " fill", fill), {numel, rank}, false,
       [&](BodyBuilder &b, const std::vector<Expr> &x) {
@@ -570,7 +570,7 @@ std::vector<TensorRef> as_strided_scatter(Lowering &l, const Node &n) {
   const TensorType &out = l.graph().type(n.outputs[0]);
   Shape size = ints_of(arg(n, "size")), stride = ints_of(arg(n, "stride"));
   const Arg &offset_arg = arg(n, "storage_offset");
-  int64_t offset = offset_arg.is_none() ? 0 : offset_arg.as<int64_t>();
+  int64_t offset = offset_arg.is_none() ? 0 : offset_arg.integer();
   return {l.scatter(
       n.name, out, self, size, false,
       [&](BodyBuilder &b, const std::vector<Expr> &x) { return std::pair{Lowering::load_broadcast(b, src, x), std::vector<int>{}}; },

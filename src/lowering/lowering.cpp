@@ -165,12 +165,12 @@ int load_argument(Lowering &l, ir::BodyBuilder &b, const Node &n, const std::str
   if (a.is<ValueId>()) return Lowering::load_broadcast(b, l.ref(a.as<ValueId>()), index);
   if (a.is<double>()) return b.constant(a.as<double>(), DType::F64);
   if (a.is<bool>()) return b.constant(a.as<bool>(), DType::Bool);
-  return b.constant(double(a.as<int64_t>()), DType::I64);
+  return b.constant(double(a.integer()), DType::I64);
 }
 
 std::vector<int64_t> ints_of(const Arg &a) {
   std::vector<int64_t> out;
-  for (const Arg &v : a.as<ArgList>()) out.push_back(v.as<int64_t>());
+  for (const Arg &v : a.as<ArgList>()) out.push_back(v.integer());
   return out;
 }
 
@@ -232,6 +232,7 @@ ir::Program lower(const Graph &g, const LowerOptions &o) {
   for (const auto &[ids, kind] : {std::pair{g.inputs(), ir::Buffer::Kind::Input},
                                   std::pair{g.constants(), ir::Buffer::Kind::Constant}}) {
     for (ValueId id : ids) {
+      GuardActivity what(str_cat("lowering input ", g.value(id).name));
       ir::BufferId b = add_graph_buffer(p, g.value(id), kind);
       p.inputs.push_back(b);
       l.bind(id, TensorRef{b, g.type(id).dtype, g.type(id).sizes, g.type(id).strides, 0});
@@ -243,6 +244,7 @@ ir::Program lower(const Graph &g, const LowerOptions &o) {
     if (it == table.end())
       throw UserError(str_cat("node '", n.name, "' (", n.target(), "): coil cannot lower this op yet"), n.loc);
     std::vector<TensorRef> outs;
+    GuardActivity what(str_cat("lowering node ", n.name, " (", n.target(), ")"));
     try {
       outs = it->second(l, n);
     } catch (const UserError &e) {
@@ -253,6 +255,7 @@ ir::Program lower(const Graph &g, const LowerOptions &o) {
     for (size_t i = 0; i < outs.size(); ++i) l.bind(n.outputs[i], outs[i]);
   }
   // Outputs are returned as they are, views included (aliasing inputs as PyTorch does).
+  GuardActivity what("lowering the outputs");
   for (ValueId v : g.outputs()) {
     const TensorRef &r = l.ref(v);
     p.outputs.push_back(r.buffer);

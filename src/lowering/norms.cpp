@@ -60,7 +60,7 @@ std::vector<TensorRef> softmax(Lowering &l, const Node &n, bool log) {
   const TensorRef &x = tensor_arg(l, n, "self");
   const TensorType &out = l.graph().type(n.outputs[0]);
   DType c = opmath_dtype(out.dtype);
-  size_t dim = x.rank() == 0 ? 0 : size_t(wrap_dim(n.args[1].as<int64_t>(), x.rank()));
+  size_t dim = x.rank() == 0 ? 0 : size_t(wrap_dim(n.args[1].integer(), x.rank()));
   // A 0-d input is a row of one: x - max is x - x, 0 for a finite x and NaN for an infinite
   // or NaN one, and so are log_softmax (0 - log(exp(0))) and softmax - 1 (exp(0) / exp(0)).
   if (x.rank() == 0)
@@ -291,7 +291,7 @@ std::vector<TensorRef> group_norm(Lowering &l, const Node &n) {
     return l.ref(a.as<ValueId>());
   };
   auto weight = opt("weight"), bias = opt("bias");
-  int64_t groups = arg(n, "group").as<int64_t>();
+  int64_t groups = arg(n, "group").integer();
   double eps = arg(n, "eps").as<double>();
   const TensorType &out = l.graph().type(n.outputs[0]);
   DType c = opmath_dtype(out.dtype);
@@ -299,7 +299,7 @@ std::vector<TensorRef> group_norm(Lowering &l, const Node &n) {
   Shape spatial(x.sizes.begin() + 2, x.sizes.end());
   Shape reduced = {per_group};
   reduced.insert(reduced.end(), spatial.begin(), spatial.end());
-  TensorType stat{c, {batch, groups}, contiguous_strides({batch, groups}), out.device};
+  TensorType stat{c, Shape{batch, groups}, contiguous_strides(Shape{batch, groups}), out.device};
   auto w = l.reduction(stat, reduced, ReduceOp::Welford, n.name + " stats",
                        [&](BodyBuilder &b, const std::vector<Expr> &o, const std::vector<Expr> &r) {
                          std::vector<Expr> index = {o[0], o[1] * per_group + r[0]};
@@ -341,7 +341,7 @@ std::vector<TensorRef> group_norm_backward(Lowering &l, const Node &n) {
   const Arg &weight_arg = arg(n, "weight");
   std::optional<TensorRef> weight;
   if (!weight_arg.is_none()) weight = l.ref(weight_arg.as<ValueId>());
-  int64_t groups = arg(n, "group").as<int64_t>();
+  int64_t groups = arg(n, "group").integer();
   const ArgList &mask = arg(n, "output_mask").as<ArgList>();
   DType c = opmath_dtype(x.dtype);
   int64_t batch = x.sizes[0], channels = x.sizes[1], per_group = channels / groups;
@@ -364,7 +364,7 @@ std::vector<TensorRef> group_norm_backward(Lowering &l, const Node &n) {
   };
   std::vector<TensorRef> outs;
   if (mask[0].as<bool>()) {
-    TensorType stat{c, {batch, groups}, contiguous_strides({batch, groups}), device};
+    TensorType stat{c, Shape{batch, groups}, contiguous_strides(Shape{batch, groups}), device};
     Shape reduced = {per_group};
     reduced.insert(reduced.end(), spatial.begin(), spatial.end());
     auto group_sum = [&](const std::string &origin, bool times_xhat) {

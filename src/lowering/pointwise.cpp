@@ -189,7 +189,7 @@ void add_unary(std::map<std::string, LowerFn, std::less<>> &t) {
 
   // round(x, decimals=d) = round(x * 10^d) / 10^d, or for d < 0 round(x / 10^-d) * 10^-d
   t["aten.round.decimals"] = elementwise({"self"}, Compute::Result, [](BodyBuilder &b, const Operands &o, const Node &n) {
-    int64_t d = n.args[1].as<int64_t>();
+    int64_t d = n.args[1].integer();
     DType c = o.compute;
     int scale = b.constant(std::pow(10.0, double(d < 0 ? -d : d)), c);
     Op in = d >= 0 ? Op::Mul : Op::TrueDiv, back = d >= 0 ? Op::TrueDiv : Op::Mul;
@@ -348,7 +348,7 @@ void add_selection(std::map<std::string, LowerFn, std::less<>> &t) {
   for (auto [name, keep] : {std::pair{"aten.triu.default", Op::Ge}, std::pair{"aten.tril.default", Op::Le}}) {
     t[name] = [keep = keep](Lowering &l, const Node &n) {
       const TensorRef &x = l.ref(n.args[0].as<ValueId>());
-      int64_t diagonal = n.args[1].as<int64_t>();
+      int64_t diagonal = n.args[1].integer();
       const TensorType &out = l.graph().type(n.outputs[0]);
       return std::vector<TensorRef>{l.pointwise(out, n.name, [&](BodyBuilder &b, const std::vector<Expr> &index) {
         size_t r = index.size();

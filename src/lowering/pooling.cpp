@@ -22,7 +22,7 @@ using ir::ReduceOp;
 /// repeated.
 std::vector<int64_t> per_dim(const Node &n, const char *name, size_t dims, std::vector<int64_t> fallback) {
   std::vector<int64_t> v;
-  for (const Arg &a : arg(n, name).as<ArgList>()) v.push_back(a.as<int64_t>());
+  for (const Arg &a : arg(n, name).as<ArgList>()) v.push_back(a.integer());
   if (v.empty()) return fallback;
   if (v.size() == 1) return std::vector<int64_t>(dims, v[0]);
   return v;
@@ -220,7 +220,7 @@ std::vector<TensorRef> avg_pool(Lowering &l, const Node &n, size_t dims) {
   const Arg &override_arg = arg(n, "divisor_override");
   return {l.pointwise(out, n.name, [&](BodyBuilder &b, const std::vector<Expr> &o) {
     int total = sum(b, o);
-    if (!override_arg.is_none()) return b.binary(Op::TrueDiv, total, b.constant(double(override_arg.as<int64_t>()), c), c);
+    if (!override_arg.is_none()) return b.binary(Op::TrueDiv, total, b.constant(double(override_arg.integer()), c), c);
     Expr count = 1;
     for (size_t k = 0; k < dims; ++k) {
       int64_t size = x.sizes[x.sizes.size() - dims + k];
@@ -503,7 +503,7 @@ std::vector<TensorRef> avg_pool_backward(Lowering &l, const Node &n) {
       count = count < 0 ? along : b.binary(Op::Mul, count, along, DType::I64);
     }
     int g = b.cast(b.masked_load(dy.buffer, Lowering::offset(dy, at), dy.dtype, ok, 0), c);
-    int divisor = override_arg.is_none() ? b.cast(count, c) : b.constant(double(override_arg.as<int64_t>()), c);
+    int divisor = override_arg.is_none() ? b.cast(count, c) : b.constant(double(override_arg.integer()), c);
     return b.where(ok, b.binary(Op::TrueDiv, g, divisor, c), b.constant(0, c), c);
   });
   return {l.pointwise(out, n.name, [&](BodyBuilder &b, const std::vector<Expr> &p) { return sum(b, p); })};

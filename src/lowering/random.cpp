@@ -50,7 +50,7 @@ LowerFn random_floats(Op op) {
 std::vector<TensorRef> randint(Lowering &l, const Node &n) {
   const TensorType &t = l.graph().type(n.outputs[0]);
   int low_arg = n.op->schema.find_arg("low");
-  int64_t low = low_arg >= 0 ? n.args[size_t(low_arg)].as<int64_t>() : 0, high = arg(n, "high").as<int64_t>();
+  int64_t low = low_arg >= 0 ? n.args[size_t(low_arg)].integer() : 0, high = arg(n, "high").integer();
   int64_t first = l.reserve_draws(checked_numel(t.sizes), t.device);
   return {l.pointwise(t, n.name, [&](BodyBuilder &b, const std::vector<Expr> &x) {
     int bits = l.draw(b, Op::RandBits, DType::I64, first, x, t.sizes);

@@ -27,9 +27,9 @@ Reduced reduced_of(const TensorRef &in, const Node &n) {
   std::optional<std::vector<int64_t>> dims;
   if (dim >= 0 && !n.args[size_t(dim)].is_none()) {
     const Arg &a = n.args[size_t(dim)];
-    dims = a.is<int64_t>() ? std::vector<int64_t>{a.as<int64_t>()} : std::vector<int64_t>{};
+    dims = a.is_int() ? std::vector<int64_t>{a.integer()} : std::vector<int64_t>{};
     if (a.is<ArgList>())
-      for (const Arg &d : a.as<ArgList>()) dims->push_back(d.as<int64_t>());
+      for (const Arg &d : a.as<ArgList>()) dims->push_back(d.integer());
   }
   r.dims = meta::reduced_dims(dims, in.rank());
   int keep = n.op->schema.find_arg("keepdim");
@@ -120,7 +120,7 @@ double correction_of(const Node &n) {
   if (n.op->schema.find_arg("unbiased") >= 0) return arg(n, "unbiased").as<bool>() ? 1 : 0;
   const Arg &a = arg(n, "correction");
   if (a.is_none()) return 1;
-  return a.is<double>() ? a.as<double>() : double(a.as<int64_t>());
+  return a.is<double>() ? a.as<double>() : double(a.integer());
 }
 
 std::vector<TensorRef> var_mean(Lowering &l, const Node &n, bool with_mean, bool root = false) {
@@ -292,7 +292,7 @@ std::vector<TensorRef> scan(Lowering &l, const Node &n, ir::ScanOp op) {
     return {l.pointwise(out, n.name, [&](BodyBuilder &b, const std::vector<Expr> &index) {
       return Lowering::load_broadcast(b, in, index);
     })};
-  int dim = int(wrap_dim(arg(n, "dim").as<int64_t>(), in.rank()));
+  int dim = int(wrap_dim(arg(n, "dim").integer(), in.rank()));
   return {l.scan(out, dim, op, n.name, [&](BodyBuilder &b, const std::vector<Expr> &index) {
     return b.cast(b.load(in.buffer, Lowering::offset(in, index), in.dtype), opmath_dtype(out.dtype));
   })};
@@ -307,7 +307,7 @@ std::vector<TensorRef> running_extremum(Lowering &l, const Node &n, bool max) {
   if (in.rank() == 0)
     return {l.pointwise(out, n.name, [&](BodyBuilder &b, const std::vector<Expr> &x) { return Lowering::load_broadcast(b, in, x); }),
             l.fill(positions, n.name + " indices")};
-  int dim = int(wrap_dim(arg(n, "dim").as<int64_t>(), in.rank()));
+  int dim = int(wrap_dim(arg(n, "dim").integer(), in.rank()));
   DType c = opmath_dtype(out.dtype);
   ir::ScanOp op = max ? ir::ScanOp::Max : ir::ScanOp::Min;
   TensorRef values = l.scan(out, dim, op, n.name, [&](BodyBuilder &b, const std::vector<Expr> &x) {

@@ -231,7 +231,7 @@ std::vector<TensorRef> select_sorted(Lowering &l, const Node &n, Select what) {
     return outs;
   }
   TensorRef self = whole ? flattened(l, input, out.device, n.name) : input;
-  size_t dim = whole ? 0 : size_t(wrap_dim(arg(n, "dim").as<int64_t>(), self.rank()));
+  size_t dim = whole ? 0 : size_t(wrap_dim(arg(n, "dim").integer(), self.rank()));
   bool keepdim = !whole && arg(n, "keepdim").as<bool>();
   int64_t len = self.sizes[dim];
   Shape dense = self.sizes;
@@ -241,7 +241,7 @@ std::vector<TensorRef> select_sorted(Lowering &l, const Node &n, Select what) {
                                                values_type, indices_type);
   auto i64 = [](BodyBuilder &b, double v) { return b.constant(v, DType::I64); };
   if (what == Select::Kth) {
-    int64_t k = arg(n, "k").as<int64_t>();
+    int64_t k = arg(n, "k").integer();
     return pick_sorted(l, n, sorted, dim, keepdim, [&](BodyBuilder &b, const std::vector<Expr> &) { return i64(b, double(k - 1)); });
   }
   if (what == Select::Median) {
@@ -284,7 +284,7 @@ std::vector<TensorRef> mode(Lowering &l, const Node &n) {
     return {l.pointwise(out, n.name, [&](BodyBuilder &b, const std::vector<Expr> &x) { return Lowering::load_broadcast(b, self, x); }),
             l.fill(out_indices, n.name + " indices")};
   }
-  size_t dim = size_t(wrap_dim(arg(n, "dim").as<int64_t>(), self.rank()));
+  size_t dim = size_t(wrap_dim(arg(n, "dim").integer(), self.rank()));
   bool keepdim = arg(n, "keepdim").as<bool>();
   int64_t len = self.sizes[dim];
   bool floating = is_floating(self.dtype);
@@ -464,13 +464,13 @@ std::vector<TensorRef> search_sorted(Lowering &l, const Node &n, const char *bou
 void add_sorting_lowerings(std::map<std::string, LowerFn, std::less<>> &t) {
   for (const char *op : {"aten.sort.default", "aten.sort.stable"})
     t[op] = [](Lowering &l, const Node &n) {
-      return sort_by_rank(l, n.name, tensor_arg(l, n, "self"), arg(n, "dim").as<int64_t>(),
+      return sort_by_rank(l, n.name, tensor_arg(l, n, "self"), arg(n, "dim").integer(),
                           arg(n, "descending").as<bool>(), std::nullopt, l.graph().type(n.outputs[0]),
                           l.graph().type(n.outputs[1]));
     };
   t["aten.topk.default"] = [](Lowering &l, const Node &n) {
-    return sort_by_rank(l, n.name, tensor_arg(l, n, "self"), arg(n, "dim").as<int64_t>(), arg(n, "largest").as<bool>(),
-                        arg(n, "k").as<int64_t>(), l.graph().type(n.outputs[0]), l.graph().type(n.outputs[1]));
+    return sort_by_rank(l, n.name, tensor_arg(l, n, "self"), arg(n, "dim").integer(), arg(n, "largest").as<bool>(),
+                        arg(n, "k").integer(), l.graph().type(n.outputs[0]), l.graph().type(n.outputs[1]));
   };
   t["aten.kthvalue.default"] = [](Lowering &l, const Node &n) { return select_sorted(l, n, Select::Kth); };
   for (const char *op : {"aten.median.default", "aten.median.dim"})

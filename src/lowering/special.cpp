@@ -542,7 +542,7 @@ void add_special_lowerings(std::map<std::string, LowerFn, std::less<>> &t) {
   t["aten.lgamma.default"] = special([](const F64 &f, int x, const Node &) { return lgamma(f, x); });
   t["aten.digamma.default"] = special([](const F64 &f, int x, const Node &) { return digamma(f, x); });
   t["aten.polygamma.default"] = special([](const F64 &f, int x, const Node &n) {
-    int64_t order = arg(n, "n").as<int64_t>();
+    int64_t order = arg(n, "n").integer();
     return order == 0 ? digamma(f, x) : polygamma(f, int(order), x);
   });
   t["aten.erfc.default"] = special([](const F64 &f, int x, const Node &) { return erfc(f, x); });

@@ -26,12 +26,12 @@ std::vector<TensorRef> same_offset(Lowering &l, const Node &n) {
   return out;
 }
 
-int64_t int_arg(const Node &n, const char *name) { return n.args[size_t(n.op->schema.find_arg(name))].as<int64_t>(); }
+int64_t int_arg(const Node &n, const char *name) { return n.args[size_t(n.op->schema.find_arg(name))].integer(); }
 
 std::optional<int64_t> optional_int_arg(const Node &n, const char *name) {
   const Arg &a = n.args[size_t(n.op->schema.find_arg(name))];
   if (a.is_none()) return std::nullopt;
-  return a.as<int64_t>();
+  return a.integer();
 }
 
 std::vector<TensorRef> slice(Lowering &l, const Node &n) {

@@ -66,7 +66,7 @@ class CommonSubexpressions {
     }
     if (a.is_none()) return "N";
     if (a.is<bool>()) return a.as<bool>() ? "T" : "F";
-    if (a.is<int64_t>()) return str_cat("i", a.as<int64_t>());
+    if (a.is_int()) return str_cat("i", str(a.as<SymInt>()));  // a symbolic size by its expression
     if (a.is<double>()) return str_cat("d", std::bit_cast<uint64_t>(a.as<double>()));
     if (a.is<std::string>()) return str_cat("s", a.as<std::string>().size(), ":", a.as<std::string>());
     if (a.is<DType>()) return str_cat("t", int(a.as<DType>()));

@@ -16,10 +16,23 @@ void check_output_types(const Graph &before, const Graph &after) {
 }  // namespace
 
 Graph run_graph_passes(const Graph &g, const ScalarEvaluator &eval, PassLog *log) {
-  Graph out = remove_noops(g, log);
-  out = fold_scalar_subgraphs(out, eval, log);
-  out = eliminate_common_subexpressions(out, log);
-  out = eliminate_dead_code(out, log);
+  Graph out;
+  {
+    GuardActivity what("the pass removing no-ops");
+    out = remove_noops(g, log);
+  }
+  {
+    GuardActivity what("the pass folding scalar subgraphs");
+    out = fold_scalar_subgraphs(out, eval, log);
+  }
+  {
+    GuardActivity what("common subexpression elimination");
+    out = eliminate_common_subexpressions(out, log);
+  }
+  {
+    GuardActivity what("dead code elimination");
+    out = eliminate_dead_code(out, log);
+  }
   check_output_types(g, out);
   return out;
 }

@@ -58,6 +58,7 @@ NB_MODULE(_C, m) {
                      return out;
                    })
       .def_prop_ro("plans", &coil::CompiledGraph::plans)
+      .def_prop_ro("sizes", &coil::CompiledGraph::sizes)
       .def("notes", &coil::CompiledGraph::notes)
       .def(
           "profile",

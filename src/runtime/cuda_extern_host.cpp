@@ -145,6 +145,7 @@ void run_extern_on_host(const Program &p, const Node &n, const BufferAddress &ad
   const BufferId out_id = n.outputs[0];
   HostCopy &out = host.at(out_id);
   const TensorType &ot = p.buffer(out_id).type;
+  const Shape out_sizes = ot.sizes;
   if (n.extern_op != ir::ExternOp::Convolution) {
     codegen::ProductShape s = codegen::product_shape(n);
     const HostCopy &a = host.at(s.a->buffer), &b = host.at(s.b->buffer);
@@ -194,7 +195,7 @@ void run_extern_on_host(const Program &p, const Node &n, const BufferAddress &ad
       const View &dyv = n.operands[1];
       const HostCopy &dy = host.at(dyv.buffer);
       coil_rt::convolution_weight_grad(
-          spatial, ot.sizes.data(), xv.sizes.data(), dyv.sizes.data(), n.attrs.at("stride").data(),
+          spatial, out_sizes.data(), xv.sizes.data(), dyv.sizes.data(), n.attrs.at("stride").data(),
           n.attrs.at("padding").data(), n.attrs.at("dilation").data(), n.attrs.at("groups")[0],
           [&](int64_t bi, int64_t c, const int64_t *pos) { return x.get(at4(xv, bi, c, pos)); },
           [&](int64_t bi, int64_t c, const int64_t *pos) { return dy.get(at4(dyv, bi, c, pos)); },
@@ -206,7 +207,7 @@ void run_extern_on_host(const Program &p, const Node &n, const BufferAddress &ad
       const HostCopy *bias = bv ? &host.at(bv->buffer) : nullptr;
       bool transposed = n.attrs.count("transposed") && n.attrs.at("transposed")[0];
       coil_rt::convolution(
-          spatial, ot.sizes.data(), xv.sizes.data(), wv.sizes.data(), n.attrs.at("stride").data(),
+          spatial, out_sizes.data(), xv.sizes.data(), wv.sizes.data(), n.attrs.at("stride").data(),
           n.attrs.at("padding").data(), n.attrs.at("dilation").data(), n.attrs.at("groups")[0], transposed,
           bias != nullptr, [&](int64_t bi, int64_t c, const int64_t *pos) { return x.get(at4(xv, bi, c, pos)); },
           [&](int64_t o, int64_t i, const int64_t *k) { return w.get(at4(wv, o, i, k)); },

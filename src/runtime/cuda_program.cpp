@@ -314,9 +314,10 @@ void CudaProgram::plan_copies() {
   const ir::Program &p = program_;
   for (ir::BufferId b : p.inputs) {
     const TensorType &t = p.buffer(b).type;
+    const Shape sizes = t.sizes, strides = t.strides;
     input_copy_errors_.emplace_back();
     input_copies_.push_back(
-        cuda::plan_strided_copy(t.sizes, t.strides, t.strides, itemsize(t.dtype), &input_copy_errors_.back()));
+        cuda::plan_strided_copy(sizes, strides, strides, itemsize(t.dtype), &input_copy_errors_.back()));
   }
   for (size_t k = 0; k < p.outputs.size(); ++k) {
     const ir::View &v = output_views_.emplace_back(output_view(p, k));
@@ -340,7 +341,7 @@ const cuda::StridedCopy &CudaProgram::input_copy(size_t j, std::span<const int64
   }
   std::string why;
   Shape given = strides_or_contiguous(t.sizes, strides);
-  adhoc = cuda::plan_strided_copy(t.sizes, given, t.strides, itemsize(t.dtype), &why);
+  adhoc = cuda::plan_strided_copy(Shape(t.sizes), given, Shape(t.strides), itemsize(t.dtype), &why);
   COIL_USER_CHECK(adhoc, "input '", b.name, "' of strides ", shape_str(given),
                   " cannot be copied into the GPU program's buffer of strides ", shape_str(t.strides), ": ", why);
   return *adhoc;

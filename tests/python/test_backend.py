@@ -602,12 +602,15 @@ class DynamicShapes(unittest.TestCase):
 
     def test_one_graph_serves_every_batch_size_and_sequence_length(self):
         shapes = [(2, 8, 32), (7, 8, 32), (16, 5, 32), (61, 3, 32), (7, 8, 32)]
-        with no_fallback(), self.assertLogs("coil", level=logging.INFO) as logs:
+        with no_fallback(), self.assertLogs("coil", level=logging.DEBUG) as logs:
             counted, graphs = run_sizes(SeqAttention(), shapes, "cpu", dynamic=True)
         self.assertEqual(graphs, 1)
         self.assertEqual((counted["graphs_compiled"], counted["sizes_compiled"], counted["sizes_eager"]), (1, 4, 0), counted)
         self.assertTrue(any("graph of symbolic sizes" in line and "compiled per size" in line for line in logs.output),
                         logs.output)
+        # The log says which symbols the compiled graph was specialized to, and what relied on each.
+        report = [line for line in logs.output if "what the graph of symbolic sizes relies on" in line]
+        self.assertTrue(report and "specialized" in report[0] and "# lowering" in report[0], logs.output)
 
     def test_a_second_batch_size_compiles_symbolic_sizes(self):
         # Without dynamic=True Dynamo compiles the first size statically, and after a second

@@ -77,7 +77,7 @@ TEST(Frontend, ScalarsListsAndKeywords) {
         return (view,)
 )");
   EXPECT_EQ(arg(g, "add", "other").as<double>(), -1.5e-3);
-  EXPECT_EQ(arg(g, "add", "alpha").as<int64_t>(), 2);
+  EXPECT_EQ(arg(g, "add", "alpha").integer(), 2);
   EXPECT_TRUE(std::isinf(arg(g, "mul", "other").as<double>()));
   EXPECT_LT(arg(g, "sub", "other").as<double>(), 0);
   EXPECT_TRUE(std::isnan(arg(g, "div", "other").as<double>()));
@@ -302,10 +302,21 @@ TEST(SymbolicSizes, AGraphIsReadForTheSizesGiven) {
   for (auto [batch, seq] : {std::pair<int64_t, int64_t>{4, 3}, {2, 61}}) {
     SizeValues sizes{{"s77", batch}, {"s27", seq}};
     Graph g = parse_graph(kSymbolicGraph, "dynamic.py", &sizes);
-    ASSERT_EQ(g.inputs().size(), 2u);  // the SymInts are not inputs: their values are compiled in
-    EXPECT_EQ(g.type(g.inputs()[1]).str(), str_cat("f32[", batch, ", ", seq, ", 16][", 16 * seq, ", 16, 1]cpu"));
-    EXPECT_EQ(g.type(g.outputs()[0]).str(), str_cat("f32[", batch, ", ", seq, ", 32][", 32 * seq, ", 32, 1]cpu"));
-    EXPECT_EQ(arg(g, "view", "size").as<ArgList>()[0], Arg(batch * seq));
+    ASSERT_EQ(g.inputs().size(), 2u);  // the SymInts are not inputs: their values are read from the tensors'
+    // Sizes are SymInts: their expressions, and their values at the sizes given.
+    const TensorType &in = g.type(g.inputs()[1]), &out = g.type(g.outputs()[0]);
+    EXPECT_EQ(in.str(), "f32[s77, s27, 16][s27*16, 16, 1]cpu");
+    EXPECT_EQ(shape_str(hints(in.strides)), str_cat("[", 16 * seq, ", 16, 1]"));
+    EXPECT_EQ(out.str(), "f32[s77, s27, 32][s27*32, 32, 1]cpu");
+    EXPECT_EQ(shape_str(hints(out.sizes)), str_cat("[", batch, ", ", seq, ", 32]"));
+    const SymInt &rows = arg(g, "view", "size").as<ArgList>()[0].as<SymInt>();
+    EXPECT_EQ(str(rows), "s27*s77");
+    EXPECT_EQ(rows.hint(), batch * seq);
+    // Reading the graph, meta functions included, specialized no size.
+    std::shared_ptr<SizeGuards> guards = size_guards_of(g);
+    ASSERT_NE(guards, nullptr);
+    EXPECT_TRUE(guards->specialized(symbol_values(g)).empty()) << size_guards_str(g);
+    EXPECT_EQ(symbol_values(g), (std::map<std::string, int64_t>{{"s27", seq}, {"s77", batch}}));
   }
   SizeValues one{{"s77", 1}, {"s27", 3}};
   EXPECT_EQ(test::user_error_of([&] { parse_graph(kSymbolicGraph, "dynamic.py", &one); }),
@@ -362,7 +373,7 @@ TEST(Registry, EveryOpHasAParsedSchemaAndTarget) {
   ASSERT_NE(add, nullptr);
   ASSERT_EQ(add->schema.args.size(), 3u);
   EXPECT_TRUE(add->schema.args[2].kwarg_only);
-  EXPECT_EQ(add->schema.args[2].default_value->as<int64_t>(), 1);
+  EXPECT_EQ(add->schema.args[2].default_value->integer(), 1);
   EXPECT_EQ(r.find("aten.var_mean.correction")->schema.returns.size(), 2u);
   EXPECT_EQ(r.find("aten._assert_tensor_metadata.default")->schema.returns.size(), 0u);
 }

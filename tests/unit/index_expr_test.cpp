@@ -7,7 +7,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "ir/index_expr.h"
+#include "expr/index_expr.h"
 #include "support/error.h"
 
 namespace coil::ir {

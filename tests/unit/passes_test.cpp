@@ -218,7 +218,7 @@ TEST(PassesFold, KeepsDtypesThroughPromotion) {
   EXPECT_EQ(log.lines.size(), 3u) << joined(log);
   const Node &mul = node(out, "mul");
   EXPECT_EQ(mul.target(), "aten.full.default");
-  EXPECT_EQ(arg(mul, "fill_value").as<int64_t>(), 21);
+  EXPECT_EQ(arg(mul, "fill_value").integer(), 21);
   EXPECT_EQ(out.type(mul.outputs[0]).str(), "i64[][]cpu");
   EXPECT_EQ(out.type(node(out, "gt").outputs[0]).str(), "b8[][]cpu");
   EXPECT_EQ(out.type(node(out, "add_1").outputs[0]).str(), "f16[4][1]cpu");

@@ -46,7 +46,7 @@ void TritonEmitter::collect_params() {
 
 void TritonEmitter::set_index_bits() {
   int64_t most = checked_numel(k_.ranges) * std::max<int64_t>(checked_numel(k_.reduction_ranges), 1);
-  for (BufferId b : params_) most = std::max(most, storage_extent(p_.buffer(b).type));
+  for (BufferId b : params_) most = std::max<int64_t>(most, storage_extent(p_.buffer(b).type));
   index_bits_ = most >= (int64_t(1) << 31) ? 63 : 31;
 }
 

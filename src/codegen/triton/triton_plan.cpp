@@ -73,7 +73,7 @@ std::string launch_plan_json(const sched::Schedule &s, const GpuProgram &g) {
     bool scratch = id >= int(p.buffers.size());
     std::string name = scratch ? g.scratch_names.at(id) : p.buffer(id).name;
     DType t = scratch ? g.scratch_dtypes.at(id) : p.buffer(id).type.dtype;
-    int64_t elements = scratch ? g.scratch_elements.at(id) : storage_extent(p.buffer(id).type);
+    int64_t elements = scratch ? g.scratch_elements.at(id) : int64_t(storage_extent(p.buffer(id).type));
     out += std::string(first ? "" : ",\n") + "    {\"id\": " + std::to_string(id) + ", \"name\": " + json_string(name) +
            ", \"dtype\": \"" + plan_dtype(t) + "\", \"elements\": " + std::to_string(elements) + ", \"place\": ";
     switch (place.kind) {

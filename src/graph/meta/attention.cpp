@@ -20,7 +20,7 @@ using meta::contiguous;
 
 struct Attention {
   const TensorType *q, *k, *v;
-  Shape out;  // [..., L, Ev]
+  SymShape out;  // [..., L, Ev]
 };
 
 Attention check_attention(const MetaArgs &a, std::string_view op, const char *mask_name) {
@@ -50,7 +50,7 @@ Attention check_attention(const MetaArgs &a, std::string_view op, const char *ma
     if (const TensorType *m = a.optional_tensor(mask_name)) {
       COIL_USER_CHECK(m->dtype == DType::Bool || is_floating(m->dtype), op, ": ", mask_name,
                       " must be boolean or floating, got ", short_name(m->dtype));
-      Shape scores = q.sizes;
+      SymShape scores = q.sizes;
       scores.back() = k.sizes[size_t(r - 2)];
       bool ok = m->rank() <= r;
       for (size_t i = 0; ok && i < m->sizes.size(); ++i) {
@@ -65,7 +65,7 @@ Attention check_attention(const MetaArgs &a, std::string_view op, const char *ma
 }
 
 /// [B, H, L, E] laid out as [B, L, H, E]: what the fused kernels write.
-TensorType heads_inner(DType dtype, const Shape &sizes, Device device) {
+TensorType heads_inner(DType dtype, const SymShape &sizes, Device device) {
   TensorType t = contiguous(dtype, sizes, device);
   if (sizes.size() == 4) t.strides = {sizes[1] * sizes[2] * sizes[3], sizes[3], sizes[1] * sizes[3], 1};
   return t;
@@ -83,11 +83,11 @@ TensorType like_query(const Attention &at) {
 TensorType scalar_i64(Device device) { return contiguous(DType::I64, {}, device); }
 TensorType empty(DType dtype, Device device) { return contiguous(dtype, {0}, device); }
 
-Shape lse_shape(const Attention &at) { return Shape(at.q->sizes.begin(), at.q->sizes.end() - 1); }
+SymShape lse_shape(const Attention &at) { return SymShape(at.q->sizes.begin(), at.q->sizes.end() - 1); }
 
 /// The nine outputs of the flash and cuDNN ops: the output, logsumexp of shape `lse`, the
 /// sequence offsets and lengths, the random state and the debug mask.
-std::vector<TensorType> flash_like_outputs(const Attention &at, const Shape &lse) {
+std::vector<TensorType> flash_like_outputs(const Attention &at, const SymShape &lse) {
   Device dev = at.q->device;
   return {like_query(at), contiguous(DType::F32, lse, dev), empty(DType::I64, dev), empty(DType::I64, dev),
           scalar_i64(dev), scalar_i64(dev), scalar_i64(dev), scalar_i64(dev), empty(at.q->dtype, dev)};
@@ -139,7 +139,7 @@ void register_attention_ops(Registry &r) {
           Attention at = check_attention(a, "_scaled_dot_product_efficient_attention", "attn_bias");
           Device dev = at.q->device;
           // The memory-efficient kernel pads logsumexp's rows to a multiple of 32.
-          Shape lse = lse_shape(at);
+          SymShape lse = lse_shape(at);
           lse.back() = a.boolean("compute_log_sumexp") ? (lse.back() + 31) / 32 * 32 : 0;
           return std::vector<TensorType>{heads_inner(at.q->dtype, at.out, dev), contiguous(DType::F32, lse, dev),
                                          scalar_i64(dev), scalar_i64(dev)};
@@ -151,7 +151,7 @@ void register_attention_ops(Registry &r) {
         "SymInt max_k, Tensor philox_seed, Tensor philox_offset, Tensor debug_attn_mask)",
         [](const MetaArgs &a) {
           Attention at = check_attention(a, "_scaled_dot_product_cudnn_attention", "attn_bias");
-          Shape lse = lse_shape(at);
+          SymShape lse = lse_shape(at);
           lse.push_back(1);
           return flash_like_outputs(at, lse);
         })
@@ -162,10 +162,10 @@ void register_attention_ops(Registry &r) {
           Attention at = check_attention(a, "_scaled_dot_product_flash_attention_for_cpu", "attn_mask");
           Device dev = at.q->device;
           // logsumexp [B, H, L] laid out as [B, L, H].
-          Shape lse = lse_shape(at);
+          SymShape lse = lse_shape(at);
           return std::vector<TensorType>{heads_inner(at.q->dtype, at.out, dev),
                                          TensorType{DType::F32, lse,
-                                                    lse.size() == 3 ? Shape{lse[1] * lse[2], 1, lse[1]} : contiguous_strides(lse),
+                                                    lse.size() == 3 ? SymShape{lse[1] * lse[2], 1, lse[1]} : contiguous_strides(lse),
                                                     dev}};
         })
       .layout_from_backend = true;

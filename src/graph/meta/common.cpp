@@ -33,7 +33,7 @@ std::vector<bool> reduced_dims(const std::optional<std::vector<int64_t>> &dims, 
   return reduced;
 }
 
-Shape trilinear_operand(const Shape &sizes, const std::vector<int64_t> &expand, int64_t rank, std::string_view op) {
+SymShape trilinear_operand(const SymShape &sizes, const std::vector<int64_t> &expand, int64_t rank, std::string_view op) {
   COIL_USER_CHECK(int64_t(sizes.size() + expand.size()) == rank, op, ": an operand of shape ", shape_str(sizes),
                   " expanded at ", expand.size(), " dims does not have the product's ", rank, " dims");
   std::vector<bool> added(size_t(rank), false);
@@ -41,14 +41,14 @@ Shape trilinear_operand(const Shape &sizes, const std::vector<int64_t> &expand, 
     COIL_USER_CHECK(d >= 0 && d < rank && !added[size_t(d)], op, ": expand dim ", d, " is out of range or repeated");
     added[size_t(d)] = true;
   }
-  Shape out;
+  SymShape out;
   size_t next = 0;
-  for (int64_t d = 0; d < rank; ++d) out.push_back(added[size_t(d)] ? 1 : sizes[next++]);
+  for (int64_t d = 0; d < rank; ++d) out.push_back(added[size_t(d)] ? SymInt(1) : sizes[next++]);
   return out;
 }
 
-Shape reduced_shape(const Shape &sizes, const std::vector<bool> &reduced, bool keepdim) {
-  Shape out;
+SymShape reduced_shape(const SymShape &sizes, const std::vector<bool> &reduced, bool keepdim) {
+  SymShape out;
   for (size_t i = 0; i < sizes.size(); ++i) {
     if (!reduced[i]) {
       out.push_back(sizes[i]);

@@ -9,8 +9,8 @@
 namespace coil::meta {
 
 /// A fresh contiguous tensor.
-inline TensorType contiguous(DType dtype, Shape sizes, Device device) {
-  Shape strides = contiguous_strides(sizes);
+inline TensorType contiguous(DType dtype, SymShape sizes, Device device) {
+  SymShape strides = contiguous_strides(sizes);
   return TensorType{dtype, std::move(sizes), std::move(strides), device};
 }
 
@@ -22,10 +22,10 @@ Device common_device(const std::vector<Operand> &operands);
 std::vector<bool> reduced_dims(const std::optional<std::vector<int64_t>> &dims, int64_t rank);
 
 /// The shape after reducing `reduced` dims of `sizes`, with or without keepdim.
-Shape reduced_shape(const Shape &sizes, const std::vector<bool> &reduced, bool keepdim);
+SymShape reduced_shape(const SymShape &sizes, const std::vector<bool> &reduced, bool keepdim);
 
 /// An operand of _trilinear at the product's `rank`: 1 at each of its `expand` dims, its
 /// own sizes in order at the others. A UserError names `op` when they do not add up.
-Shape trilinear_operand(const Shape &sizes, const std::vector<int64_t> &expand, int64_t rank, std::string_view op);
+SymShape trilinear_operand(const SymShape &sizes, const std::vector<int64_t> &expand, int64_t rank, std::string_view op);
 
 }  // namespace coil::meta

@@ -37,7 +37,7 @@ std::vector<TensorType> clone(const MetaArgs &a) {
 /// order, as far as it reaches (lowering/pointwise.cpp).
 std::vector<TensorType> resize(const MetaArgs &a) {
   const TensorType &self = a.tensor("self");
-  Shape sizes = a.ints("size");
+  SymShape sizes = a.sym_ints("size");
   for (int64_t s : sizes) COIL_USER_CHECK(s >= 0, "resize: sizes must be non-negative, got ", shape_str(sizes));
   auto format = a.optional_memory_format("memory_format").value_or(MemoryFormat::Contiguous);
   COIL_USER_CHECK(format != MemoryFormat::Preserve, "resize: Unsupported memory format preserve_format");
@@ -85,8 +85,8 @@ void register_copy_ops(Registry &r) {
   // memory format (eager's clone), not in the input's dim order.
   r.add("lift_fresh_copy(Tensor self) -> Tensor", [](const MetaArgs &a) {
     const TensorType &self = a.tensor("self");
-    Shape strides = is_non_overlapping_and_dense(self.sizes, self.strides)
-                        ? self.strides
+    SymShape strides = is_non_overlapping_and_dense(self.sizes, self.strides)
+                        ? SymShape(self.strides)
                         : strides_for_format(self.sizes, suggest_memory_format(self.sizes, self.strides));
     return std::vector<TensorType>{{self.dtype, self.sizes, strides, self.device}};
   });
@@ -110,11 +110,11 @@ void register_copy_ops(Registry &r) {
   // repeat: a fresh contiguous tensor, self tiled `repeats` times (leading repeats add dims).
   r.add("repeat(Tensor self, SymInt[] repeats) -> Tensor", [](const MetaArgs &a) {
     const TensorType &self = a.tensor("self");
-    Shape repeats = a.ints("repeats");
+    SymShape repeats = a.ints("repeats");
     COIL_USER_CHECK(int64_t(repeats.size()) >= self.rank(), "Number of dimensions of repeat dims can not be "
                     "smaller than number of dimensions of tensor");
     size_t pad = repeats.size() - size_t(self.rank());
-    Shape sizes = repeats;
+    SymShape sizes = repeats;
     for (size_t d = 0; d < size_t(self.rank()); ++d) sizes[pad + d] *= self.sizes[d];
     for (int64_t s : sizes)
       COIL_USER_CHECK(s >= 0, "Trying to create tensor with negative dimension ", s, ": ", shape_str(sizes));

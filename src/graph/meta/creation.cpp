@@ -37,7 +37,7 @@ Options options(const MetaArgs &a, DType default_dtype, Device default_device) {
 }
 
 /// A fresh tensor of `size` (an int list argument); a negative size is an error.
-TensorType fresh(const Options &o, Shape sizes) {
+TensorType fresh(const Options &o, SymShape sizes) {
   checked_numel(sizes);
   return contiguous(o.dtype, std::move(sizes), o.device);
 }
@@ -45,7 +45,7 @@ TensorType fresh(const Options &o, Shape sizes) {
 /// The dtype torch.full gives a Python number: bool, i64, or the default float.
 DType number_dtype(const Arg &value) {
   if (value.is<bool>()) return DType::Bool;
-  if (value.is<int64_t>()) return DType::I64;
+  if (value.is_int()) return DType::I64;
   return kDefaultFloat;
 }
 
@@ -53,7 +53,7 @@ DType number_dtype(const Arg &value) {
 MetaFn sized_factory(bool infer_from_fill) {
   return [=](const MetaArgs &a) {
     DType dtype = infer_from_fill ? number_dtype(a.arg("fill_value")) : kDefaultFloat;
-    return std::vector<TensorType>{fresh(options(a, dtype, Device{}), a.ints("size"))};
+    return std::vector<TensorType>{fresh(options(a, dtype, Device{}), a.sym_ints("size"))};
   };
 }
 
@@ -62,7 +62,7 @@ std::vector<TensorType> empty(const MetaArgs &a) {
   auto format = a.optional_memory_format("memory_format").value_or(MemoryFormat::Contiguous);
   COIL_USER_CHECK(format != MemoryFormat::Preserve, "empty: memory_format=preserve_format is not supported; "
                   "expected contiguous_format, channels_last or channels_last_3d");
-  Shape sizes = a.ints("size");
+  SymShape sizes = a.sym_ints("size");
   checked_numel(sizes);
   return {TensorType{o.dtype, sizes, strides_for_format(sizes, format), o.device}};
 }
@@ -71,7 +71,7 @@ std::vector<TensorType> empty(const MetaArgs &a) {
 /// states (outermost first): a contiguous tensor of the permuted sizes, permuted back.
 std::vector<TensorType> empty_permuted(const MetaArgs &a) {
   Options o = options(a, kDefaultFloat, Device{});
-  Shape sizes = a.ints("size"), layout = a.ints("physical_layout");
+  SymShape sizes = a.sym_ints("size"), layout = a.ints("physical_layout");
   int64_t rank = int64_t(sizes.size());
   COIL_USER_CHECK(int64_t(layout.size()) == rank, "Number of dimensions in size does not match the length of the "
                   "physical_layout; i.e. len(size) = ", rank, " is not equal to len(physical_layout) = ", layout.size());
@@ -83,16 +83,16 @@ std::vector<TensorType> empty_permuted(const MetaArgs &a) {
     seen[size_t(layout[i])] = true;
   }
   checked_numel(sizes);
-  Shape permuted;
+  SymShape permuted;
   for (int64_t d : layout) permuted.push_back(sizes[size_t(d)]);
-  Shape packed = contiguous_strides(permuted);
-  Shape strides(static_cast<size_t>(rank), 0);
+  SymShape packed = contiguous_strides(permuted);
+  SymShape strides(static_cast<size_t>(rank), 0);
   for (size_t i = 0; i < layout.size(); ++i) strides[size_t(layout[i])] = packed[i];
   return {TensorType{o.dtype, sizes, strides, o.device}};
 }
 
 /// empty_strided and new_empty_strided (`op`, for messages): the strides are given.
-TensorType strided(std::string_view op, const Options &o, Shape sizes, Shape strides) {
+TensorType strided(std::string_view op, const Options &o, SymShape sizes, SymShape strides) {
   COIL_USER_CHECK(sizes.size() == strides.size(), op, ": size ", shape_str(sizes), " and stride ",
                   shape_str(strides), " must have the same length");
   checked_numel(sizes);
@@ -102,7 +102,7 @@ TensorType strided(std::string_view op, const Options &o, Shape sizes, Shape str
 }
 
 std::vector<TensorType> empty_strided(const MetaArgs &a) {
-  return {strided("empty_strided", options(a, kDefaultFloat, Device{}), a.ints("size"), a.ints("stride"))};
+  return {strided("empty_strided", options(a, kDefaultFloat, Device{}), a.sym_ints("size"), a.sym_ints("stride"))};
 }
 
 /// zeros_like, ones_like, empty_like, full_like: self's sizes, dtype and device unless
@@ -111,7 +111,7 @@ std::vector<TensorType> like(const MetaArgs &a) {
   const TensorType &self = a.tensor("self");
   Options o = options(a, self.dtype, self.device);
   auto format = a.optional_memory_format("memory_format").value_or(MemoryFormat::Preserve);
-  Shape strides = format == MemoryFormat::Preserve ? dense_order_strides(self)
+  SymShape strides = format == MemoryFormat::Preserve ? dense_order_strides(self)
                                                    : strides_for_format(self.sizes, format);
   return {TensorType{o.dtype, self.sizes, strides, o.device}};
 }
@@ -120,12 +120,12 @@ std::vector<TensorType> like(const MetaArgs &a) {
 /// self's dtype and device unless overridden (never the fill value's type).
 std::vector<TensorType> new_sized(const MetaArgs &a) {
   const TensorType &self = a.tensor("self");
-  return {fresh(options(a, self.dtype, self.device), a.ints("size"))};
+  return {fresh(options(a, self.dtype, self.device), a.sym_ints("size"))};
 }
 
 std::vector<TensorType> new_empty_strided(const MetaArgs &a) {
   const TensorType &self = a.tensor("self");
-  return {strided("new_empty_strided", options(a, self.dtype, self.device), a.ints("size"), a.ints("stride"))};
+  return {strided("new_empty_strided", options(a, self.dtype, self.device), a.sym_ints("size"), a.sym_ints("stride"))};
 }
 
 std::vector<TensorType> scalar_tensor(const MetaArgs &a) {
@@ -143,7 +143,7 @@ struct Number {
 Number number(const MetaArgs &a, std::string_view name) {
   const Arg &v = a.arg(name);
   if (v.is<double>()) return {false, 0, v.as<double>()};
-  int64_t i = v.is<bool>() ? int64_t(v.as<bool>()) : v.as<int64_t>();
+  int64_t i = v.is<bool>() ? int64_t(v.as<bool>()) : v.integer();
   return {true, i, double(i)};
 }
 
@@ -218,7 +218,7 @@ std::vector<TensorType> iota(const MetaArgs &a) {
 std::vector<TensorType> random_floats(const MetaArgs &a) {
   Options o = options(a, kDefaultFloat, Device{});
   COIL_USER_CHECK(is_floating(o.dtype), "random floats need a floating dtype, got ", short_name(o.dtype));
-  return {fresh(o, a.ints("size"))};
+  return {fresh(o, a.sym_ints("size"))};
 }
 
 /// rand_like, randn_like: `like`, floating.
@@ -234,7 +234,7 @@ std::vector<TensorType> randint(const MetaArgs &a) {
   COIL_USER_CHECK(low < high, "randint: expected low < high, got low ", low, " and high ", high);
   Options o = options(a, DType::I64, Device{});
   COIL_USER_CHECK(o.dtype != DType::Bool || high <= 2, "randint: bool values need high <= 2, got ", high);
-  return {fresh(o, a.ints("size"))};
+  return {fresh(o, a.sym_ints("size"))};
 }
 
 std::vector<TensorType> randperm(const MetaArgs &a) {
@@ -259,7 +259,7 @@ std::vector<TensorType> multinomial(const MetaArgs &a) {
   COIL_USER_CHECK(self.sizes.back() > 0, "multinomial: expected at least one category");
   COIL_USER_CHECK(a.boolean("replacement") || k <= self.sizes.back(), "multinomial: cannot draw ", k,
                   " samples without replacement from ", self.sizes.back(), " categories");
-  Shape sizes = self.sizes;
+  SymShape sizes = self.sizes;
   sizes.back() = k;
   return {TensorType{DType::I64, sizes, contiguous_strides(sizes), self.device}};
 }
@@ -316,14 +316,14 @@ std::vector<TensorType> normal(const MetaArgs &a) {
     COIL_USER_CHECK(a.floating("std") >= 0, "normal expects std >= 0.0, but found std ", a.floating("std"));
     Options o = options(a, kDefaultFloat, Device{});
     COIL_USER_CHECK(is_floating(o.dtype), "normal: expected a floating dtype, got ", short_name(o.dtype));
-    return {fresh(o, a.ints("size"))};
+    return {fresh(o, a.sym_ints("size"))};
   }
   if (!a.arg("std").is<ValueId>())
     COIL_USER_CHECK(a.floating("std") >= 0, "normal expects std >= 0.0, but found std ", a.floating("std"));
   const TensorType *mean = a.arg("mean").is<ValueId>() ? &a.tensor("mean") : nullptr;
   const TensorType *std = a.arg("std").is<ValueId>() ? &a.tensor("std") : nullptr;
   const TensorType &first = mean ? *mean : *std;
-  Shape sizes = mean && std ? broadcast_shapes(mean->sizes, std->sizes) : first.sizes;
+  SymShape sizes = mean && std ? broadcast_shapes(mean->sizes, std->sizes) : SymShape(first.sizes);
   std::vector<PromotionOperand> promo;
   for (const TensorType *t : {mean, std}) {
     if (t) COIL_USER_CHECK(is_floating(t->dtype), "normal expects floating-point tensors, got ", short_name(t->dtype));
@@ -367,7 +367,7 @@ std::vector<TensorType> native_dropout(const MetaArgs &a) {
   const TensorType &input = a.tensor("input");
   double p = a.floating("p");
   COIL_USER_CHECK(p >= 0 && p <= 1, "dropout probability has to be between 0 and 1, but got ", p);
-  Shape strides = dense_order_strides(input);
+  SymShape strides = dense_order_strides(input);
   return {TensorType{input.dtype, input.sizes, strides, input.device},
           TensorType{DType::Bool, input.sizes, strides, input.device}};
 }
@@ -375,11 +375,11 @@ std::vector<TensorType> native_dropout(const MetaArgs &a) {
 /// coil::dropout_keep: a contiguous mask of bools of `size` on the seed's device.
 std::vector<TensorType> dropout_keep(const MetaArgs &a) {
   const TensorType &seed = a.tensor("seed");
-  COIL_USER_CHECK(seed.dtype == DType::I64 && seed.sizes == Shape{2}, "coil.dropout_keep: expected the seed as i64[2] ",
+  COIL_USER_CHECK(seed.dtype == DType::I64 && seed.sizes == SymShape{2}, "coil.dropout_keep: expected the seed as i64[2] ",
                   "(key, first counter), got ", short_name(seed.dtype), shape_str(seed.sizes));
   double p = a.floating("p");
   COIL_USER_CHECK(p >= 0 && p <= 1, "dropout probability has to be between 0 and 1, but got ", p);
-  Shape sizes = a.ints("size");
+  SymShape sizes = a.sym_ints("size");
   for (int64_t s : sizes) COIL_USER_CHECK(s >= 0, "coil.dropout_keep: negative size in ", shape_str(sizes));
   checked_numel(sizes);
   return {TensorType{DType::Bool, sizes, contiguous_strides(sizes), seed.device}};

@@ -74,7 +74,7 @@ std::vector<TensorType> cat(const MetaArgs &a) {
 
   const TensorType &stencil = *tensors[first];
   int64_t dim = wrap_dim(a.integer("dim"), stencil.rank());
-  Shape sizes = stencil.sizes;
+  SymShape sizes = stencil.sizes;
   sizes[size_t(dim)] = 0;
   for (size_t i = 0; i < tensors.size(); ++i) {
     if (cat_skips(*tensors[i])) continue;
@@ -82,7 +82,7 @@ std::vector<TensorType> cat(const MetaArgs &a) {
     sizes[size_t(dim)] += tensors[i]->sizes[size_t(dim)];
   }
   checked_numel(sizes);
-  Shape strides = strides_for_format(sizes, cat_memory_format(tensors));
+  SymShape strides = strides_for_format(sizes, cat_memory_format(tensors));
   return {TensorType{dtype, sizes, strides, stencil.device}};
 }
 
@@ -92,12 +92,12 @@ std::vector<TensorType> cat(const MetaArgs &a) {
 /// the last dim's before and after amounts, pad[2], pad[3] the dim before it, and so on.
 std::vector<TensorType> constant_pad_nd(const MetaArgs &a) {
   const TensorType &self = a.tensor("self");
-  Shape pad = a.ints("pad");
+  SymShape pad = a.ints("pad");
   COIL_USER_CHECK(pad.size() % 2 == 0, "constant_pad_nd: the length of pad must be even, got ", pad.size());
   int64_t padded_dims = int64_t(pad.size() / 2);
   COIL_USER_CHECK(padded_dims <= self.rank(), "constant_pad_nd: pad has ", pad.size(), " values but the input has ",
                   self.rank(), " dims; expected at most two values per dim");
-  Shape sizes = self.sizes;
+  SymShape sizes = self.sizes;
   bool crop_only = true;
   for (int64_t i = 0; i < padded_dims; ++i) {
     size_t dim = size_t(self.rank() - 1 - i);
@@ -123,8 +123,8 @@ std::vector<TensorType> constant_pad_nd(const MetaArgs &a) {
 /// replaced by the broadcast shape of the index tensors. When the indexed dims are not
 /// adjacent, the replacement goes first (NumPy's rule).
 struct AdvancedIndex {
-  Shape sizes;    // before + replacement + after
-  Shape strides;  // self's strides for kept dims, 0 for the replacement dims
+  SymShape sizes;    // before + replacement + after
+  SymShape strides;  // self's strides for kept dims, 0 for the replacement dims
 };
 
 /// Rejects non-integer index tensors, and masks unless `allow_masks`; `op` names the op
@@ -145,8 +145,8 @@ void check_index_tensors(std::string_view op, const std::vector<const TensorType
   }
 }
 
-Shape broadcast_indices(std::string_view op, const std::vector<const TensorType *> &indices) {
-  Shape shape;
+SymShape broadcast_indices(std::string_view op, const std::vector<const TensorType *> &indices) {
+  SymShape shape;
   for (const TensorType *index : indices) {
     if (!index) continue;
     try {
@@ -178,7 +178,7 @@ AdvancedIndex advanced_index(std::string_view op, const TensorType &self, std::v
   check_index_tensors(op, indices, self, false);
   bool any = std::any_of(indices.begin(), indices.end(), [](const TensorType *t) { return t != nullptr; });
   COIL_USER_CHECK(any, op, ": every index is None; expected at least one index tensor");
-  Shape replacement = broadcast_indices(op, indices);
+  SymShape replacement = broadcast_indices(op, indices);
   indices.resize(size_t(self.rank()), nullptr);
 
   // Dim order: as is when the indexed dims are adjacent, else indexed dims first.
@@ -230,7 +230,7 @@ void check_masks(const TensorType &self, const std::vector<const TensorType *> &
     }
     COIL_USER_CHECK(dim + index->rank() <= self.rank(), "index_put: too many indices for a tensor of rank ",
                     self.rank(), " (mask ", i, " covers ", index->rank(), " dims from dim ", dim, ")");
-    Shape covered(self.sizes.begin() + dim, self.sizes.begin() + dim + index->rank());
+    SymShape covered(self.sizes.begin() + dim, self.sizes.begin() + dim + index->rank());
     COIL_USER_CHECK(index->sizes == covered, "index_put: mask ", i, " has shape ", shape_str(index->sizes),
                     " but the dims of self it covers have sizes ", shape_str(covered));
     dim += index->rank();
@@ -239,7 +239,7 @@ void check_masks(const TensorType &self, const std::vector<const TensorType *> &
                   " (the indices cover ", dim, " dims)");
 }
 
-bool expandable_to(const Shape &from, const Shape &to) {
+bool expandable_to(const SymShape &from, const SymShape &to) {
   if (from.size() > to.size()) return false;
   for (size_t i = 1; i <= from.size(); ++i)
     if (from[from.size() - i] != 1 && from[from.size() - i] != to[to.size() - i]) return false;
@@ -260,7 +260,7 @@ std::vector<TensorType> index_put(const MetaArgs &a) {
     check_index_tensors("index_put", indices, self, true);
     check_masks(self, indices);
   } else {
-    Shape target = advanced_index("index_put", self, indices).sizes;
+    SymShape target = advanced_index("index_put", self, indices).sizes;
     COIL_USER_CHECK(expandable_to(values.sizes, target), "index_put: values of shape ", shape_str(values.sizes),
                     " cannot be broadcast to the indexed shape ", shape_str(target));
   }
@@ -275,7 +275,7 @@ std::vector<TensorType> index_select(const MetaArgs &a) {
   int64_t dim = wrap_dim(a.integer("dim"), self.rank());
   COIL_USER_CHECK(index.rank() <= 1, "index_select: index must be 0-d or 1-d, got ", index.rank(), "-d");
   check_index_dtype("index_select", index);
-  Shape sizes = self.sizes;
+  SymShape sizes = self.sizes;
   if (self.rank() > 0) {
     sizes[size_t(dim)] = index.numel();
   } else {
@@ -286,7 +286,7 @@ std::vector<TensorType> index_select(const MetaArgs &a) {
 }
 
 /// Size of dim d, a 0-d tensor counting as one dim of size 1 (scatter/gather's rule).
-int64_t size_or_one(const TensorType &t, int64_t d) { return t.rank() == 0 ? 1 : t.sizes[size_t(d)]; }
+int64_t size_or_one(const TensorType &t, int64_t d) { return t.rank() == 0 ? 1 : int64_t(t.sizes[size_t(d)]); }
 int64_t rank_or_one(const TensorType &t) { return std::max<int64_t>(t.rank(), 1); }
 
 /// index.size(d) <= other.size(d) for every dim d (but `skip`); `what` names other.
@@ -387,13 +387,13 @@ std::vector<TensorType> histc(const MetaArgs &a) {
 /// last dim's D coordinates (one, all of self, for histogram), binned per dim either into
 /// bin counts over a range (given, or the data's) or by edge tensors. Checks what eager
 /// checks before it reads the data; returns the bin count of each dim.
-Shape histogram_bins(const MetaArgs &a, std::string_view op, bool dd) {
+SymShape histogram_bins(const MetaArgs &a, std::string_view op, bool dd) {
   const TensorType &self = a.tensor("self");
   COIL_USER_CHECK(self.dtype == DType::F32 || self.dtype == DType::F64, op, ": expected a float or double input, got ",
                   short_name(self.dtype));
   COIL_USER_CHECK(!dd || self.rank() >= 1, op, ": expected input to have at least one dimension");
-  int64_t dims = dd ? self.sizes.back() : 1;
-  Shape bins;
+  int64_t dims = dd ? int64_t(self.sizes.back()) : 1;
+  SymShape bins;
   if (a.schema().args[1].type.base == BaseType::Tensor) {  // edge tensors, not bin counts
     std::vector<const TensorType *> edges = dd ? a.tensors("bins") : std::vector<const TensorType *>{&a.tensor("bins")};
     for (const TensorType *e : edges) {
@@ -404,7 +404,7 @@ Shape histogram_bins(const MetaArgs &a, std::string_view op, bool dd) {
       bins.push_back(e->sizes[0] - 1);
     }
   } else {
-    bins = dd ? a.ints("bins") : Shape{a.integer("bins")};
+    bins = dd ? SymShape(a.ints("bins")) : SymShape{a.integer("bins")};
     for (int64_t b : bins) COIL_USER_CHECK(b > 0, op, ": bins must be > 0, but got ", b);
     if (auto range = a.arg("range"); !range.is_none()) {
       const ArgList &r = range.as<ArgList>();
@@ -421,7 +421,7 @@ Shape histogram_bins(const MetaArgs &a, std::string_view op, bool dd) {
   COIL_USER_CHECK(int64_t(bins.size()) == dims, op, ": expected ", dims, " sequences of bin edges (or bin counts) "
                   "for the input's last dim of ", dims, ", got ", bins.size());
   if (const TensorType *w = a.optional_tensor("weight")) {
-    Shape rows = dd ? Shape(self.sizes.begin(), self.sizes.end() - 1) : self.sizes;
+    SymShape rows = dd ? SymShape(self.sizes.begin(), self.sizes.end() - 1) : SymShape(self.sizes);
     COIL_USER_CHECK(w->dtype == self.dtype && w->sizes == rows, op, ": weight should be ", short_name(self.dtype),
                     shape_str(rows), ", got ", short_name(w->dtype), shape_str(w->sizes));
   }
@@ -432,7 +432,7 @@ Shape histogram_bins(const MetaArgs &a, std::string_view op, bool dd) {
 /// stride, storage_offset), takes src; the view must lie within self's elements.
 std::vector<TensorType> as_strided_scatter(const MetaArgs &a) {
   const TensorType &self = a.tensor("self"), &src = a.tensor("src");
-  Shape size = a.ints("size"), stride = a.ints("stride");
+  SymShape size = a.sym_ints("size"), stride = a.sym_ints("stride");
   int64_t offset = a.optional_integer("storage_offset").value_or(0);
   COIL_USER_CHECK(size.size() == stride.size(), "as_strided_scatter: size ", shape_str(size), " and stride ",
                   shape_str(stride), " differ in rank");
@@ -440,7 +440,7 @@ std::vector<TensorType> as_strided_scatter(const MetaArgs &a) {
                   shape_str(size));
   COIL_USER_CHECK(src.dtype == self.dtype, "as_strided_scatter: src has dtype ", short_name(src.dtype),
                   " but self has ", short_name(self.dtype));
-  Shape strides = preserve_format_strides(self);
+  SymShape strides = preserve_format_strides(self);
   COIL_USER_CHECK(is_non_overlapping_and_dense(self.sizes, strides), "as_strided_scatter: self must be dense");
   int64_t last = offset;
   bool empty = false;
@@ -460,7 +460,7 @@ std::vector<TensorType> embedding(const MetaArgs &a) {
   const TensorType &indices = a.tensor("indices");
   COIL_USER_CHECK(weight.rank() == 2, "embedding: weight must be 2-d, got ", weight.rank(), "-d");
   check_index_dtype("embedding", indices);
-  Shape sizes = indices.sizes;
+  SymShape sizes = indices.sizes;
   sizes.push_back(weight.sizes[1]);
   return {contiguous(weight.dtype, sizes, weight.device)};
 }
@@ -503,15 +503,15 @@ std::vector<TensorType> embedding_bag(const MetaArgs &a) {
   if (weight.device.kind != Device::Kind::CPU) {
     return {out, meta::contiguous(indices.dtype, {indices.sizes[0]}, weight.device),
             meta::contiguous(indices.dtype, offsets.sizes, weight.device),
-            meta::contiguous(indices.dtype, mode == 2 ? Shape{bags, d} : Shape{0}, weight.device)};
+            meta::contiguous(indices.dtype, mode == 2 ? SymShape{bags, d} : SymShape{0}, weight.device)};
   }
   bool fast = (weight.dtype == DType::F32 || weight.dtype == DType::F16) && weight.strides[1] == 1 && padding < 0 &&
               (!psw || psw->strides[0] == 1);
-  int64_t per_index = mode != 0 || !fast ? indices.sizes[0] : 0;
+  int64_t per_index = mode != 0 || !fast ? int64_t(indices.sizes[0]) : 0;
   // _embedding_bag_forward_only's bag_size has one entry per offset on the CPU.
-  Shape bag_sizes = a.schema().name == "_embedding_bag_forward_only" ? offsets.sizes : Shape{bags};
+  SymShape bag_sizes = a.schema().name == "_embedding_bag_forward_only" ? SymShape(offsets.sizes) : SymShape{bags};
   return {out, meta::contiguous(offsets.dtype, {per_index}, weight.device), meta::contiguous(offsets.dtype, bag_sizes, weight.device),
-          meta::contiguous(offsets.dtype, mode == 2 ? Shape{bags, d} : Shape{bags}, weight.device)};
+          meta::contiguous(offsets.dtype, mode == 2 ? SymShape{bags, d} : SymShape{bags}, weight.device)};
 }
 
 /// embedding_dense_backward: [num_weights, D] in grad_output's dtype.
@@ -520,7 +520,7 @@ std::vector<TensorType> embedding_backward(const MetaArgs &a) {
   check_index_dtype("embedding_dense_backward", indices);
   int64_t rows = a.integer("num_weights");
   COIL_USER_CHECK(rows >= 0 && dy.rank() == indices.rank() + 1 &&
-                      Shape(dy.sizes.begin(), dy.sizes.end() - 1) == indices.sizes,
+                      SymShape(dy.sizes.begin(), dy.sizes.end() - 1) == indices.sizes,
                   "embedding_dense_backward: grad_output of shape ", shape_str(dy.sizes), " does not fit indices of shape ",
                   shape_str(indices.sizes), " (expected their shape and one more dim)");
   return {contiguous(dy.dtype, {rows, dy.sizes.back()}, dy.device)};
@@ -552,7 +552,7 @@ std::vector<TensorType> slice_scatter(const MetaArgs &a) {
   int64_t dim = wrap_dim(a.integer("dim"), self.rank());
   int64_t step = a.integer("step");
   COIL_USER_CHECK(step > 0, "slice_scatter: step must be positive, got ", step);
-  Shape slice = self.sizes;
+  SymShape slice = self.sizes;
   slice[size_t(dim)] =
       slice_length(self.sizes[size_t(dim)], a.optional_integer("start"), a.optional_integer("end"), step);
   COIL_USER_CHECK(src.sizes == slice, "slice_scatter: src has size ", shape_str(src.sizes),
@@ -568,7 +568,7 @@ std::vector<TensorType> select_scatter(const MetaArgs &a) {
   int64_t index = a.integer("index"), size = self.sizes[size_t(dim)];
   COIL_USER_CHECK(index >= -size && index < size, "select_scatter: index ", index, " is out of range for dim ", dim,
                   " of size ", size, " (expected an index in [", -size, ", ", size - 1, "])");
-  Shape slice = self.sizes;
+  SymShape slice = self.sizes;
   slice.erase(slice.begin() + dim);
   COIL_USER_CHECK(src.sizes == slice, "select_scatter: src has size ", shape_str(src.sizes),
                   " but the selected slice of self has size ", shape_str(slice), "; expected them equal");
@@ -580,7 +580,7 @@ std::vector<TensorType> select_scatter(const MetaArgs &a) {
 std::vector<TensorType> diagonal_scatter(const MetaArgs &a) {
   const TensorType &self = a.tensor("self");
   const TensorType &src = a.tensor("src");
-  Shape diagonal =
+  SymShape diagonal =
       diagonal_view(self.sizes, self.strides, a.integer("offset"), a.integer("dim1"), a.integer("dim2")).sizes;
   COIL_USER_CHECK(src.sizes == diagonal, "diagonal_scatter: src has size ", shape_str(src.sizes),
                   " but the diagonal of self has size ", shape_str(diagonal), "; expected them equal");
@@ -594,7 +594,7 @@ std::vector<TensorType> search_sorted(const MetaArgs &a, const char *boundaries_
   std::string_view op = a.schema().name;
   COIL_USER_CHECK(bounds.rank() >= 1, op, ": ", boundaries_name, " must have at least one dim");
   if (bounds.rank() > 1) {
-    Shape lead(bounds.sizes.begin(), bounds.sizes.end() - 1), self_lead(self.sizes.begin(), self.sizes.end() - (self.rank() ? 1 : 0));
+    SymShape lead(bounds.sizes.begin(), bounds.sizes.end() - 1), self_lead(self.sizes.begin(), self.sizes.end() - (self.rank() ? 1 : 0));
     COIL_USER_CHECK(self.rank() == bounds.rank() && lead == self_lead, op, ": ", boundaries_name, " of shape ",
                     shape_str(bounds.sizes), " and self of shape ", shape_str(self.sizes),
                     " must agree in every dim but the last");
@@ -608,7 +608,7 @@ std::vector<TensorType> search_sorted(const MetaArgs &a, const char *boundaries_
 /// The padded shape for `mode`, with PyTorch's limits: reflect mirrors without the edge, so
 /// each pad must be below its dim's size; circular wraps at most once; reflect and replicate
 /// read an element of every padded dim, so none may be empty. The result is contiguous.
-std::vector<TensorType> mode_padded(const TensorType &self, const Shape &pad, const std::string &mode,
+std::vector<TensorType> mode_padded(const TensorType &self, const SymShape &pad, const std::string &mode,
                                     std::string_view op) {
   COIL_USER_CHECK(mode == "reflect" || mode == "replicate" || mode == "circular",
                   op, ": unknown padding mode '", mode, "'; expected constant, reflect, replicate or circular");
@@ -616,7 +616,7 @@ std::vector<TensorType> mode_padded(const TensorType &self, const Shape &pad, co
   int64_t padded_dims = int64_t(pad.size() / 2);
   COIL_USER_CHECK(padded_dims <= self.rank(), op, ": pad has ", pad.size(), " values but the input has ",
                   self.rank(), " dims; expected at most two values per dim");
-  Shape sizes = self.sizes;
+  SymShape sizes = self.sizes;
   for (int64_t i = 0; i < padded_dims; ++i) {
     size_t dim = size_t(self.rank() - 1 - i);
     int64_t before = pad[size_t(2 * i)], after = pad[size_t(2 * i + 1)], n = sizes[dim];
@@ -651,7 +651,7 @@ MetaFn fixed_pad(std::string mode, int64_t dims, std::string op) {
     const TensorType &self = a.tensor("self");
     COIL_USER_CHECK(self.rank() == dims + 1 || self.rank() == dims + 2, op, ": expected ", dims + 1, "D or ", dims + 2,
                     "D input, got ", shape_str(self.sizes));
-    Shape padding = a.ints("padding");
+    SymShape padding = a.ints("padding");
     COIL_USER_CHECK(int64_t(padding.size()) == 2 * dims, op, ": expected ", 2 * dims, " padding values, got ",
                     padding.size());
     return mode_padded(self, padding, mode, op);

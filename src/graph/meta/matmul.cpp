@@ -48,7 +48,7 @@ void check_rank(std::string_view op, const Named &o, int64_t rank) {
 }
 
 /// The `self` of addmm/baddbmm/addmv is broadcast (expanded) to the product's shape.
-void check_expands_to(std::string_view op, const TensorType &self, const Shape &result) {
+void check_expands_to(std::string_view op, const TensorType &self, const SymShape &result) {
   bool ok = self.rank() <= int64_t(result.size());
   size_t offset = result.size() - std::min(result.size(), self.sizes.size());
   for (size_t i = 0; ok && i < self.sizes.size(); ++i)
@@ -58,20 +58,20 @@ void check_expands_to(std::string_view op, const TensorType &self, const Shape &
 }
 
 /// [n, k] @ [k, m] -> [n, m]
-Shape mm_shape(std::string_view op, const Named &a, const Named &b) {
+SymShape mm_shape(std::string_view op, const Named &a, const Named &b) {
   check_rank(op, a, 2);
   check_rank(op, b, 2);
-  const Shape &x = a.type->sizes, &y = b.type->sizes;
+  const SymShape &x = a.type->sizes, &y = b.type->sizes;
   COIL_USER_CHECK(x[1] == y[0], op, ": ", a.name, " of shape ", shape_str(x), " and ", b.name, " of shape ",
                   shape_str(y), " cannot be multiplied (", x[1], " != ", y[0], ")");
   return {x[0], y[1]};
 }
 
 /// [b, n, k] @ [b, k, m] -> [b, n, m]
-Shape bmm_shape(std::string_view op, const Named &a, const Named &b) {
+SymShape bmm_shape(std::string_view op, const Named &a, const Named &b) {
   check_rank(op, a, 3);
   check_rank(op, b, 3);
-  const Shape &x = a.type->sizes, &y = b.type->sizes;
+  const SymShape &x = a.type->sizes, &y = b.type->sizes;
   COIL_USER_CHECK(x[0] == y[0] && x[2] == y[1], op, ": ", a.name, " of shape ", shape_str(x), " and ", b.name,
                   " of shape ", shape_str(y), " cannot be multiplied: expected ", b.name, " of shape [", x[0], ", ",
                   x[2], ", *]");
@@ -79,10 +79,10 @@ Shape bmm_shape(std::string_view op, const Named &a, const Named &b) {
 }
 
 /// [n, k] @ [k] -> [n]
-Shape mv_shape(std::string_view op, const Named &a, const Named &b) {
+SymShape mv_shape(std::string_view op, const Named &a, const Named &b) {
   check_rank(op, a, 2);
   check_rank(op, b, 1);
-  const Shape &x = a.type->sizes, &y = b.type->sizes;
+  const SymShape &x = a.type->sizes, &y = b.type->sizes;
   COIL_USER_CHECK(x[1] == y[0], op, ": ", a.name, " of shape ", shape_str(x), " and ", b.name, " of shape ",
                   shape_str(y), " cannot be multiplied (", x[1], " != ", y[0], ")");
   return {x[0]};
@@ -91,15 +91,15 @@ Shape mv_shape(std::string_view op, const Named &a, const Named &b) {
 /// torch.matmul by ranks: [k] @ [k] -> [], [n, k] @ [k] -> [n], [k] @ [k, m] -> [m], and
 /// otherwise batch dims broadcast, a 1-d lhs taken as [1, k] and a 1-d rhs as [k, 1],
 /// those added dims left out of the result.
-Shape matmul_shape(std::string_view op, const Named &a, const Named &b) {
-  const Shape &x = a.type->sizes, &y = b.type->sizes;
+SymShape matmul_shape(std::string_view op, const Named &a, const Named &b) {
+  const SymShape &x = a.type->sizes, &y = b.type->sizes;
   COIL_USER_CHECK(!x.empty() && !y.empty(), "both arguments to ", op, " need to be at least 1D, but they are ",
                   x.size(), "D and ", y.size(), "D");
-  Shape xm = x.size() == 1 ? Shape{1, x[0]} : x, ym = y.size() == 1 ? Shape{y[0], 1} : y;
+  SymShape xm = x.size() == 1 ? SymShape{1, x[0]} : x, ym = y.size() == 1 ? SymShape{y[0], 1} : y;
   int64_t k = xm.back(), k2 = ym[ym.size() - 2];
   COIL_USER_CHECK(k == k2, op, ": ", a.name, " of shape ", shape_str(x), " and ", b.name, " of shape ",
                   shape_str(y), " cannot be multiplied (", k, " != ", k2, ")");
-  Shape out = broadcast_shapes(Shape(xm.begin(), xm.end() - 2), Shape(ym.begin(), ym.end() - 2));
+  SymShape out = broadcast_shapes(SymShape(xm.begin(), xm.end() - 2), SymShape(ym.begin(), ym.end() - 2));
   if (x.size() > 1) out.push_back(xm[xm.size() - 2]);
   if (y.size() > 1) out.push_back(ym.back());
   return out;
@@ -115,7 +115,7 @@ std::vector<TensorType> linear(const MetaArgs &a) {
   TensorType transposed = weight;
   std::reverse(transposed.sizes.begin(), transposed.sizes.end());
   Named x{"input", &a.tensor("input")}, w{"weight", &transposed};
-  Shape shape = matmul_shape("linear", x, w);
+  SymShape shape = matmul_shape("linear", x, w);
   checked_numel(shape);
   std::vector<Named> ops = {x, w};
   if (bias) {
@@ -131,7 +131,7 @@ std::vector<TensorType> linear(const MetaArgs &a) {
 std::vector<TensorType> trilinear(const MetaArgs &a) {
   const char *names[] = {"i1", "i2", "i3"}, *expands[] = {"expand1", "expand2", "expand3"};
   int64_t rank = a.tensor("i1").rank() + int64_t(a.ints("expand1").size());
-  Shape full;
+  SymShape full;
   std::vector<Named> ops;
   for (int k = 0; k < 3; ++k) {
     const TensorType &t = a.tensor(names[k]);
@@ -143,7 +143,7 @@ std::vector<TensorType> trilinear(const MetaArgs &a) {
   int64_t unroll = a.integer("unroll_dim");
   COIL_USER_CHECK(unroll >= 0 && unroll < std::max<int64_t>(rank, 1), "_trilinear: unroll_dim must be in [0, ",
                   rank - 1, "], got ", unroll);
-  Shape shape = meta::reduced_shape(full, summed, false);
+  SymShape shape = meta::reduced_shape(full, summed, false);
   checked_numel(shape);
   DType dtype = ops[0].type->dtype;
   for (const Named &o : ops)
@@ -151,13 +151,13 @@ std::vector<TensorType> trilinear(const MetaArgs &a) {
   return {contiguous(dtype, shape, common_device(ops))};
 }
 
-using ShapeFn = Shape (*)(std::string_view, const Named &, const Named &);
+using ShapeFn = SymShape (*)(std::string_view, const Named &, const Named &);
 
 /// mm / bmm / mv: the product of two named operands.
 MetaFn product(std::string op, const char *lhs, const char *rhs, ShapeFn shape_of) {
   return [=](const MetaArgs &a) {
     Named x{lhs, &a.tensor(lhs)}, y{rhs, &a.tensor(rhs)};
-    Shape shape = shape_of(op, x, y);
+    SymShape shape = shape_of(op, x, y);
     checked_numel(shape);
     DType dtype = common_dtype(op, {x, y});
     return std::vector<TensorType>{contiguous(dtype, shape, common_device({x, y}))};
@@ -171,7 +171,7 @@ MetaFn product(std::string op, const char *lhs, const char *rhs, ShapeFn shape_o
 MetaFn add_product(std::string op, const char *lhs, const char *rhs, ShapeFn shape_of) {
   return [=](const MetaArgs &a) {
     Named self{"self", &a.tensor("self")}, x{lhs, &a.tensor(lhs)}, y{rhs, &a.tensor(rhs)};
-    Shape shape = shape_of(op, x, y);
+    SymShape shape = shape_of(op, x, y);
     checked_numel(shape);
     check_expands_to(op, *self.type, shape);
     DType dtype = common_dtype(op, {self, x, y});
@@ -199,8 +199,8 @@ void register_matmul_ops(Registry &r) {
   // addbmm: the batch's products summed, [b, n, k] @ [b, k, m] -> [n, m].
   r.add("addbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor",
         add_product("addbmm", "batch1", "batch2", [](std::string_view op, const Named &a, const Named &b) {
-          Shape shape = bmm_shape(op, a, b);
-          return Shape(shape.begin() + 1, shape.end());
+          SymShape shape = bmm_shape(op, a, b);
+          return SymShape(shape.begin() + 1, shape.end());
         }));
 }
 

@@ -77,12 +77,12 @@ MetaFn softmax(std::string op) {
 std::vector<TensorType> layer_norm(const MetaArgs &a) {
   const TensorType &x = a.tensor("input");
   check_floating(x, "layer_norm");
-  Shape normalized = a.ints("normalized_shape");
+  SymShape normalized = a.ints("normalized_shape");
   COIL_USER_CHECK(!normalized.empty() && int64_t(normalized.size()) <= x.rank(),
                   "normalized_shape ", shape_str(normalized), " does not fit an input of shape ",
                   shape_str(x.sizes));
   size_t axis = x.sizes.size() - normalized.size();
-  COIL_USER_CHECK(Shape(x.sizes.begin() + long(axis), x.sizes.end()) == normalized,
+  COIL_USER_CHECK(SymShape(x.sizes.begin() + long(axis), x.sizes.end()) == normalized,
                   "normalized_shape ", shape_str(normalized), " does not match the trailing dims of ",
                   shape_str(x.sizes));
   const TensorType *weight = a.optional_tensor("weight");
@@ -92,7 +92,7 @@ std::vector<TensorType> layer_norm(const MetaArgs &a) {
                     ", expected ", shape_str(normalized));
   // The CUDA kernel reads the parameters in the input's dtype; only CPU takes f32 ones.
   check_param_dtypes(x, {{"weight", weight}, {"bias", bias}}, cpu(x), "layer_norm");
-  Shape stats = x.sizes;
+  SymShape stats = x.sizes;
   for (size_t i = axis; i < stats.size(); ++i) stats[i] = 1;
   DType stat_dtype = cpu(x) ? x.dtype : opmath_dtype(x.dtype);
   return {contiguous(x.dtype, x.sizes, x.device), contiguous(stat_dtype, stats, x.device),
@@ -109,7 +109,7 @@ MemoryFormat suggested_format(const TensorType &t) {
 /// Tensor::is_contiguous(format): the strides of every dim larger than 1 are those of a
 /// fresh tensor in `format`.
 bool is_dense_in(const TensorType &t, MemoryFormat format) {
-  Shape expected = strides_for_format(t.sizes, format);
+  SymShape expected = strides_for_format(t.sizes, format);
   for (size_t d = 0; d < t.sizes.size(); ++d)
     if (t.sizes[d] > 1 && t.strides[d] != expected[d]) return false;
   return true;
@@ -136,7 +136,7 @@ std::vector<TensorType> group_norm(const MetaArgs &a) {
                   ") to be divisible by the number of groups (", group, ")");
   check_group_norm_param(weight, "weight", c, x);
   check_group_norm_param(bias, "bias", c, x);
-  COIL_USER_CHECK(x.numel() == checked_numel({n, c, hxw}), "group_norm: N * C * HxW = ", n, " * ", c, " * ", hxw,
+  COIL_USER_CHECK(x.numel() == checked_numel(SymShape{n, c, hxw}), "group_norm: N * C * HxW = ", n, " * ", c, " * ", hxw,
                   " does not match the ", x.numel(), " elements of the input of shape ", shape_str(x.sizes));
   MemoryFormat format = cpu(x) ? suggested_format(x) : MemoryFormat::Contiguous;
   COIL_USER_CHECK(is_dense_in(x, format), "group_norm expects an input contiguous in ",
@@ -145,7 +145,7 @@ std::vector<TensorType> group_norm(const MetaArgs &a) {
   // As for layer_norm, f32 parameters for an f16/bf16 input are for CPU only.
   check_param_dtypes(x, {{"weight", weight}, {"bias", bias}}, cpu(x), "group_norm");
   TensorType out{x.dtype, x.sizes, strides_for_format(x.sizes, format), x.device};
-  checked_numel({n, group});
+  checked_numel(SymShape{n, group});
   TensorType stats = contiguous(x.dtype, {n, group}, x.device);
   return {out, stats, stats};
 }
@@ -167,7 +167,7 @@ std::vector<TensorType> batch_norm(const MetaArgs &a, std::string_view op, std::
   bool training = fixed_training.value_or(a.schema().find_arg("training") >= 0 && a.boolean("training"));
   bool running = a.schema().find_arg("running_mean") >= 0;
   COIL_USER_CHECK(running || training, op, " in evaluation mode needs running_mean and running_var");
-  Shape channels = {x.sizes[1]};
+  SymShape channels = {x.sizes[1]};
   Params params;
   std::vector<const char *> names = {"weight", "bias"};
   if (running) names.insert(names.end(), {"running_mean", "running_var"});
@@ -205,7 +205,7 @@ std::vector<TensorType> batch_norm(const MetaArgs &a, std::string_view op, std::
 
 /// The gradients of a backward op's parameter: its type when given, else `sizes` in the
 /// input's dtype (an output output_mask leaves out).
-TensorType param_grad(const TensorType *p, const TensorType &x, const Shape &sizes) {
+TensorType param_grad(const TensorType *p, const TensorType &x, const SymShape &sizes) {
   return p ? contiguous(p->dtype, p->sizes, p->device) : contiguous(x.dtype, sizes, x.device);
 }
 
@@ -216,9 +216,9 @@ std::vector<TensorType> layer_norm_backward(const MetaArgs &a) {
   check_floating(x, "layer_norm_backward");
   COIL_USER_CHECK(dy.sizes == x.sizes, "layer_norm_backward: grad_out has shape ", shape_str(dy.sizes),
                   ", the input ", shape_str(x.sizes));
-  Shape normalized = a.ints("normalized_shape");
+  SymShape normalized = a.ints("normalized_shape");
   COIL_USER_CHECK(!normalized.empty() && int64_t(normalized.size()) <= x.rank() &&
-                      Shape(x.sizes.end() - long(normalized.size()), x.sizes.end()) == normalized,
+                      SymShape(x.sizes.end() - long(normalized.size()), x.sizes.end()) == normalized,
                   "layer_norm_backward: normalized_shape ", shape_str(normalized), " does not match the trailing dims of ",
                   shape_str(x.sizes));
   const TensorType *weight = a.optional_tensor("weight"), *bias = a.optional_tensor("bias");

@@ -20,14 +20,14 @@ MetaFn elementwise(Promote kind, std::vector<std::string> tensors,
     }
     for (const auto &name : scalars) promo.push_back(a.scalar(name));
     DType dtype = elementwise_result_dtype(promo, kind);
-    Shape shape;
+    SymShape shape;
     std::vector<const TensorType *> layout;
     for (const Operand &op : ops) {
       shape = broadcast_shapes(shape, op.type.sizes);
       if (!op.wrapped_number) layout.push_back(&op.type);
     }
     checked_numel(shape);
-    Shape strides = elementwise_output_strides(shape, layout);
+    SymShape strides = elementwise_output_strides(shape, layout);
     return std::vector<TensorType>{{dtype, shape, strides, common_device(ops)}};
   };
 }
@@ -73,7 +73,7 @@ MetaFn pow_tensor_scalar() {
   return [=](const MetaArgs &a) {
     auto out = base(a);
     const Arg &e = a.arg("exponent");
-    COIL_USER_CHECK(!(is_integral(out[0].dtype, true) && e.is<int64_t>() && e.as<int64_t>() < 0),
+    COIL_USER_CHECK(!(is_integral(out[0].dtype, true) && e.is_int() && e.integer() < 0),
                     "Integers to negative integer powers are not allowed.");
     return out;
   };
@@ -86,7 +86,7 @@ MetaFn add_sub(bool is_sub, bool scalar_other) {
   return [=](const MetaArgs &a) {
     auto out = base(a);
     DType t = out[0].dtype;
-    COIL_USER_CHECK(is_floating(t) || a.arg("alpha").is<int64_t>() || a.arg("alpha").is<bool>(),
+    COIL_USER_CHECK(is_floating(t) || a.arg("alpha").is_int() || a.arg("alpha").is<bool>(),
                     "for integral inputs, alpha must not be a floating point number");
     COIL_USER_CHECK(!(is_sub && t == DType::Bool),
                     "subtraction of bool tensors is not supported; use logical_xor");
@@ -294,7 +294,7 @@ void register_selection_ops(Registry &r) {
     const TensorType &self = a.tensor("self"), &mask = a.operand("mask").type;
     COIL_USER_CHECK(mask.dtype == DType::Bool, "masked_fill only supports boolean masks, but got mask with dtype ",
                     short_name(mask.dtype));
-    Shape shape = broadcast_shapes(self.sizes, mask.sizes);
+    SymShape shape = broadcast_shapes(self.sizes, mask.sizes);
     checked_numel(shape);
     std::vector<const TensorType *> layout = {&self, &mask};
     return std::vector<TensorType>{{self.dtype, shape, elementwise_output_strides(shape, layout), self.device}};

@@ -14,19 +14,19 @@ const char *count_words(size_t dims) { return dims == 2 ? "two ints" : "three in
 
 /// kernel_size, padding and dilation hold one value for every spatial dim or one per dim;
 /// an empty stride means the kernel size.
-Shape unpack(std::string_view op, std::string_view name, const Shape &v, size_t dims,
-             std::optional<Shape> if_empty = {}) {
+SymShape unpack(std::string_view op, std::string_view name, const SymShape &v, size_t dims,
+             std::optional<SymShape> if_empty = {}) {
   if (v.empty() && if_empty) return *if_empty;
   COIL_USER_CHECK(v.size() == 1 || v.size() == dims, op, ": ", name, " must be one int or ", count_words(dims),
                   if_empty ? " (or empty)" : "", ", got ", shape_str(v));
-  return v.size() == 1 ? Shape(dims, v[0]) : v;
+  return v.size() == 1 ? SymShape(dims, v[0]) : v;
 }
 
 /// The output takes the input's suggested memory format, as c10 suggests it:
 /// channels-last whenever the strides read that way, even when they also read as
 /// contiguous (a channels-last [N, C, 1, 1] input gives a channels-last output), where
 /// coil's suggest_memory_format says contiguous.
-Shape output_strides(const TensorType &x, const Shape &sizes) {
+SymShape output_strides(const TensorType &x, const SymShape &sizes) {
   bool cl = (x.rank() == 4 || x.rank() == 5) && is_channels_last(x.sizes, x.strides);
   return cl ? channels_last_strides(sizes) : contiguous_strides(sizes);
 }
@@ -65,14 +65,14 @@ int64_t pooled_size(int64_t in, int64_t kernel, int64_t pad, int64_t stride, int
 }
 
 struct Window {
-  Shape kernel, stride, padding, dilation;
+  SymShape kernel, stride, padding, dilation;
   bool ceil_mode = false;
 };
 
-bool all(const Shape &v, bool (*ok)(int64_t)) { return std::all_of(v.begin(), v.end(), ok); }
+bool all(const SymShape &v, bool (*ok)(int64_t)) { return std::all_of(v.begin(), v.end(), ok); }
 
 /// The checks of PyTorch's pool2d_shape_check (pool3d_shape_check), then the output's sizes.
-Shape pooled_shape(std::string_view op, const TensorType &x, const Window &w) {
+SymShape pooled_shape(std::string_view op, const TensorType &x, const Window &w) {
   size_t dims = w.kernel.size();
   check_input(op, x, dims);
   auto positive = [](int64_t v) { return v > 0; };
@@ -84,7 +84,7 @@ Shape pooled_shape(std::string_view op, const TensorType &x, const Window &w) {
   for (size_t k = 0; k < dims; ++k)
     COIL_USER_CHECK(w.padding[k] <= w.kernel[k] / 2, op, ": padding ", shape_str(w.padding),
                     " must be at most half of kernel_size ", shape_str(w.kernel));
-  Shape out(x.sizes.begin(), x.sizes.end() - long(dims));
+  SymShape out(x.sizes.begin(), x.sizes.end() - long(dims));
   std::string pooled;
   bool empty = false;
   for (size_t k = 0; k < dims; ++k) {
@@ -106,7 +106,7 @@ Window window(std::string_view op, const MetaArgs &a, size_t dims, bool has_dila
   w.kernel = unpack(op, "kernel_size", a.ints("kernel_size"), dims);
   w.stride = unpack(op, "stride", a.ints("stride"), dims, w.kernel);
   w.padding = unpack(op, "padding", a.ints("padding"), dims);
-  w.dilation = has_dilation ? unpack(op, "dilation", a.ints("dilation"), dims) : Shape(dims, 1);
+  w.dilation = has_dilation ? unpack(op, "dilation", a.ints("dilation"), dims) : SymShape(dims, 1);
   w.ceil_mode = ceil_mode;
   return w;
 }
@@ -116,12 +116,12 @@ Window window(std::string_view op, const MetaArgs &a, size_t dims, bool has_dila
 std::vector<TensorType> max_pool_with_indices(const MetaArgs &a, size_t dims) {
   const TensorType &x = a.tensor("self");
   std::string op = str_cat("max_pool", dims, "d");
-  Shape sizes = pooled_shape(op, x, window(op, a, dims, true, a.boolean("ceil_mode")));
+  SymShape sizes = pooled_shape(op, x, window(op, a, dims, true, a.boolean("ceil_mode")));
   // The CPU kernels take every dtype but bool, the CUDA ones floating point only.
   bool cpu = x.device.kind == Device::Kind::CPU;
   COIL_USER_CHECK(is_floating(x.dtype) || (cpu && x.dtype != DType::Bool), op, " needs ",
                   cpu ? "a non-bool input on CPU" : "a floating point input on CUDA", ", got ", short_name(x.dtype));
-  Shape strides = output_strides(x, sizes);
+  SymShape strides = output_strides(x, sizes);
   return {TensorType{x.dtype, sizes, strides, x.device}, TensorType{DType::I64, sizes, strides, x.device}};
 }
 
@@ -133,7 +133,7 @@ constexpr int64_t kMaxOffsetWindow = 127;
 /// each maximum lies as an i8 offset, row-major over the window (python/coil/ops.py).
 std::vector<TensorType> max_pool_with_offsets(const MetaArgs &a) {
   std::vector<TensorType> out = max_pool_with_indices(a, 2);
-  Shape kernel = unpack("coil.max_pool2d_with_offsets", "kernel_size", a.ints("kernel_size"), 2);
+  SymShape kernel = unpack("coil.max_pool2d_with_offsets", "kernel_size", a.ints("kernel_size"), 2);
   COIL_USER_CHECK(kernel[0] * kernel[1] <= kMaxOffsetWindow, "coil.max_pool2d_with_offsets: a window of ",
                   kernel[0] * kernel[1], " elements has offsets beyond int8's (at most ", kMaxOffsetWindow, ")");
   out[1].dtype = DType::I8;
@@ -145,7 +145,7 @@ std::vector<TensorType> max_pool_with_offsets(const MetaArgs &a) {
 std::vector<TensorType> max_pool_offsets_backward(const MetaArgs &a) {
   const char *op = "coil.max_pool2d_offsets_backward";
   const TensorType &dy = a.tensor("grad_output"), &offsets = a.tensor("offsets");
-  Shape size = a.ints("input_size");
+  SymShape size = a.ints("input_size");
   COIL_USER_CHECK(offsets.dtype == DType::I8 && offsets.sizes == dy.sizes, op, ": expected i8 offsets of grad_output's shape ",
                   shape_str(dy.sizes), ", got ", short_name(offsets.dtype), shape_str(offsets.sizes));
   TensorType x{dy.dtype, size, contiguous_strides(size), dy.device};
@@ -160,7 +160,7 @@ std::vector<TensorType> max_pool_offsets_backward(const MetaArgs &a) {
 std::vector<TensorType> avg_pool(const MetaArgs &a, size_t dims) {
   const TensorType &x = a.tensor("self");
   std::string op = str_cat("avg_pool", dims, "d");
-  Shape sizes = pooled_shape(op, x, window(op, a, dims, false, a.boolean("ceil_mode")));
+  SymShape sizes = pooled_shape(op, x, window(op, a, dims, false, a.boolean("ceil_mode")));
   auto divisor = a.optional_integer("divisor_override");
   COIL_USER_CHECK(!divisor || *divisor != 0, op, ": divisor_override must not be zero");
   bool cpu_long = x.dtype == DType::I64 && x.device.kind == Device::Kind::CPU;
@@ -175,7 +175,7 @@ std::vector<TensorType> avg_pool(const MetaArgs &a, size_t dims) {
 std::vector<TensorType> adaptive_pool(const MetaArgs &a, size_t dims, bool max) {
   const TensorType &x = a.tensor("self");
   std::string op = str_cat(max ? "adaptive_max_pool" : "adaptive_avg_pool", dims, "d");
-  Shape size = a.ints("output_size");
+  SymShape size = a.ints("output_size");
   COIL_USER_CHECK(size.size() == dims, op, ": output_size must have ", dims, " values, got ", shape_str(size));
   COIL_USER_CHECK(all(size, [](int64_t v) { return v >= 0; }), op, ": output_size must be non-negative, got ",
                   shape_str(size));
@@ -185,7 +185,7 @@ std::vector<TensorType> adaptive_pool(const MetaArgs &a, size_t dims, bool max) 
   COIL_USER_CHECK(!empty, op, " expects non-empty ", dims == 2 ? "H and W" : "D, H and W", " dims, got shape ",
                   shape_str(x.sizes));
   COIL_USER_CHECK(is_floating(x.dtype), op, " needs a floating point input, got ", short_name(x.dtype));
-  Shape sizes(x.sizes.begin(), x.sizes.end() - long(dims));
+  SymShape sizes(x.sizes.begin(), x.sizes.end() - long(dims));
   sizes.insert(sizes.end(), size.begin(), size.end());
   checked_numel(sizes);
   TensorType values{x.dtype, sizes, output_strides(x, sizes), x.device};
@@ -202,7 +202,7 @@ std::vector<TensorType> upsample2d(const MetaArgs &a, std::string_view op) {
   bool vec = a.schema().find_arg("scale_factors") >= 0;
   const TensorType &x = a.tensor(vec ? "input" : "self");
   COIL_USER_CHECK(x.rank() == 4, op, " expects a 4-d (N, C, H, W) input, got shape ", shape_str(x.sizes));
-  Shape size;
+  SymShape size;
   if (!vec) {
     size = a.ints("output_size");
   } else if (auto given = a.optional_ints("output_size")) {
@@ -223,7 +223,7 @@ std::vector<TensorType> upsample2d(const MetaArgs &a, std::string_view op) {
                   ": output_size must be two positive sizes, got ", shape_str(size));
   COIL_USER_CHECK(x.sizes[2] > 0 && x.sizes[3] > 0, op, " expects non-empty H and W dims, got shape ",
                   shape_str(x.sizes));
-  Shape sizes = {x.sizes[0], x.sizes[1], size[0], size[1]};
+  SymShape sizes = {x.sizes[0], x.sizes[1], size[0], size[1]};
   checked_numel(sizes);
   return {TensorType{x.dtype, sizes, output_strides(x, sizes), x.device}};
 }
@@ -232,7 +232,7 @@ std::vector<TensorType> upsample2d(const MetaArgs &a, std::string_view op) {
 std::vector<TensorType> pool_backward(const MetaArgs &a, std::string_view op) {
   const TensorType &x = a.tensor("self"), &dy = a.tensor("grad_output");
   check_rank(op, x, 2);
-  COIL_USER_CHECK(dy.rank() == x.rank() && Shape(dy.sizes.begin(), dy.sizes.end() - 2) == Shape(x.sizes.begin(), x.sizes.end() - 2),
+  COIL_USER_CHECK(dy.rank() == x.rank() && SymShape(dy.sizes.begin(), dy.sizes.end() - 2) == SymShape(x.sizes.begin(), x.sizes.end() - 2),
                   op, ": grad_output of shape ", shape_str(dy.sizes), " does not fit the input of shape ", shape_str(x.sizes));
   COIL_USER_CHECK(is_floating(x.dtype), op, " needs a floating point input, got ", short_name(x.dtype));
   return {TensorType{x.dtype, x.sizes, output_strides(x, x.sizes), x.device}};
@@ -242,7 +242,7 @@ std::vector<TensorType> pool_backward(const MetaArgs &a, std::string_view op) {
 /// number of blocks the window takes over output_size.
 std::vector<TensorType> col2im(const MetaArgs &a) {
   const TensorType &x = a.tensor("self");
-  Shape size = a.ints("output_size"), kernel = a.ints("kernel_size"), dilation = a.ints("dilation"),
+  SymShape size = a.ints("output_size"), kernel = a.ints("kernel_size"), dilation = a.ints("dilation"),
         padding = a.ints("padding"), stride = a.ints("stride");
   for (const auto &[name, v] : {std::pair{"output_size", size}, std::pair{"kernel_size", kernel},
                                 std::pair{"dilation", dilation}, std::pair{"padding", padding}, std::pair{"stride", stride}})
@@ -262,7 +262,7 @@ std::vector<TensorType> col2im(const MetaArgs &a) {
   }
   COIL_USER_CHECK(x.sizes.back() == blocks, "col2im: the input has ", x.sizes.back(), " blocks, output_size ",
                   shape_str(size), " takes ", blocks);
-  Shape sizes(x.sizes.begin(), x.sizes.end() - 2);
+  SymShape sizes(x.sizes.begin(), x.sizes.end() - 2);
   sizes.insert(sizes.end(), {channels_in / per, size[0], size[1]});
   return {meta::contiguous(x.dtype, sizes, x.device)};
 }
@@ -287,7 +287,7 @@ MetaFn grid_sampler(size_t dims) {
                     dims == 2 ? " is not 0 (bilinear), 1 (nearest) or 2 (bicubic)" : " is not 0 (bilinear) or 1 (nearest)");
     COIL_USER_CHECK(padding >= 0 && padding <= 2, op, ": padding_mode ", padding, " is not 0 (zeros), 1 (border) "
                     "or 2 (reflection)");
-    Shape out = {x.sizes[0], x.sizes[1]};
+    SymShape out = {x.sizes[0], x.sizes[1]};
     for (size_t k = 0; k < dims; ++k) {
       COIL_USER_CHECK(x.sizes[2 + k] > 0, op, ": expected non-empty spatial dims, got shape ", shape_str(x.sizes));
       out.push_back(grid.sizes[1 + k]);
@@ -306,7 +306,7 @@ MetaFn fractional_max_pool(size_t dims) {
     const TensorType &x = a.tensor("self"), &samples = a.tensor("random_samples");
     check_input(op, x, dims);
     COIL_USER_CHECK(is_floating(x.dtype), op, " needs a floating point input, got ", short_name(x.dtype));
-    Shape kernel = a.ints("kernel_size"), size = a.ints("output_size");
+    SymShape kernel = a.ints("kernel_size"), size = a.ints("output_size");
     COIL_USER_CHECK(kernel.size() == dims && size.size() == dims, op, ": kernel_size and output_size must have ", dims,
                     " values each, got ", shape_str(kernel), " and ", shape_str(size));
     size_t lead = size_t(x.rank()) - dims;
@@ -317,11 +317,11 @@ MetaFn fractional_max_pool(size_t dims) {
       COIL_USER_CHECK(size[k] + kernel[k] - 1 <= in, op, ": a window of ", kernel[k], " for ", size[k],
                       " outputs does not fit an input dim of ", in);
     }
-    int64_t batch = x.rank() == int64_t(dims) + 2 ? x.sizes[0] : 1, channels = x.sizes[lead - 1];
-    Shape want = {batch, channels, int64_t(dims)};
+    int64_t batch = x.rank() == int64_t(dims) + 2 ? int64_t(x.sizes[0]) : 1, channels = x.sizes[lead - 1];
+    SymShape want = {batch, channels, int64_t(dims)};
     COIL_USER_CHECK(samples.sizes == want && samples.dtype == x.dtype, op, ": random_samples must be ",
                     short_name(x.dtype), shape_str(want), ", got ", short_name(samples.dtype), shape_str(samples.sizes));
-    Shape sizes(x.sizes.begin(), x.sizes.begin() + long(lead));
+    SymShape sizes(x.sizes.begin(), x.sizes.begin() + long(lead));
     sizes.insert(sizes.end(), size.begin(), size.end());
     return std::vector<TensorType>{meta::contiguous(x.dtype, sizes, x.device), meta::contiguous(DType::I64, sizes, x.device)};
   };

@@ -155,7 +155,7 @@ MetaFn scan(std::string op) {
 std::vector<TensorType> sort(const MetaArgs &a) {
   const TensorType &self = a.tensor("self");
   wrap_dim(a.integer("dim"), self.rank());
-  Shape strides = preserve_format_strides(self);
+  SymShape strides = preserve_format_strides(self);
   return {TensorType{self.dtype, self.sizes, strides, self.device},
           TensorType{DType::I64, self.sizes, strides, self.device}};
 }
@@ -164,7 +164,7 @@ std::vector<TensorType> sort(const MetaArgs &a) {
 std::vector<TensorType> kthvalue(const MetaArgs &a) {
   const TensorType &self = a.tensor("self");
   int64_t dim = wrap_dim(a.integer("dim"), self.rank()), k = a.integer("k");
-  int64_t size = self.rank() == 0 ? 1 : self.sizes[size_t(dim)];
+  int64_t size = self.rank() == 0 ? 1 : int64_t(self.sizes[size_t(dim)]);
   COIL_USER_CHECK(k >= 1 && k <= size, "kthvalue(): selected number k out of range for dimension ", dim, ": k = ", k,
                   ", size ", size);
   return values_and_indices("kthvalue")(a);
@@ -175,9 +175,9 @@ std::vector<TensorType> kthvalue(const MetaArgs &a) {
 std::vector<TensorType> topk(const MetaArgs &a) {
   const TensorType &self = a.tensor("self");
   int64_t dim = wrap_dim(a.integer("dim"), self.rank()), k = a.integer("k");
-  int64_t size = self.rank() == 0 ? 1 : self.sizes[size_t(dim)];
+  int64_t size = self.rank() == 0 ? 1 : int64_t(self.sizes[size_t(dim)]);
   COIL_USER_CHECK(k >= 0 && k <= size, "topk: k must be in [0, ", size, "] (the size of dim ", dim, "), got ", k);
-  Shape sizes = self.sizes;
+  SymShape sizes = self.sizes;
   if (self.rank() > 0) sizes[size_t(dim)] = k;
   return {contiguous(self.dtype, sizes, self.device), contiguous(DType::I64, sizes, self.device)};
 }
@@ -201,7 +201,7 @@ std::vector<TensorType> cdist(const MetaArgs &a) {
                   short_name(x1.dtype), " and ", short_name(x2.dtype));
   double p = a.floating("p");
   COIL_USER_CHECK(p >= 0, "cdist only supports non-negative p values, got ", p);
-  Shape batch = broadcast_shapes(Shape(x1.sizes.begin(), x1.sizes.end() - 2), Shape(x2.sizes.begin(), x2.sizes.end() - 2));
+  SymShape batch = broadcast_shapes(SymShape(x1.sizes.begin(), x1.sizes.end() - 2), SymShape(x2.sizes.begin(), x2.sizes.end() - 2));
   batch.insert(batch.end(), {x1.sizes[size_t(x1.rank() - 2)], x2.sizes[size_t(x2.rank() - 2)]});
   return {meta::contiguous(x1.dtype, batch, x1.device)};
 }
@@ -266,14 +266,14 @@ std::vector<TensorType> segment_reduce(const MetaArgs &a) {
   COIL_USER_CHECK(given.dtype == DType::I64 || given.dtype == DType::I32, "segment_reduce: ",
                   lengths ? "lengths" : "offsets", " must be int32 or int64, got ", short_name(given.dtype));
   int64_t axis = wrap_dim(a.integer("axis"), data.rank());
-  Shape sizes = given.sizes;
-  COIL_USER_CHECK(given.rank() == axis + 1 && Shape(data.sizes.begin(), data.sizes.begin() + axis) ==
-                                                  Shape(sizes.begin(), sizes.end() - 1),
+  SymShape sizes = given.sizes;
+  COIL_USER_CHECK(given.rank() == axis + 1 && SymShape(data.sizes.begin(), data.sizes.begin() + axis) ==
+                                                  SymShape(sizes.begin(), sizes.end() - 1),
                   "segment_reduce: ", lengths ? "lengths" : "offsets", " of shape ", shape_str(sizes),
                   " must have data's dims before axis ", axis, " (", shape_str(data.sizes), ") and then the segments");
   if (offsets) {
     COIL_USER_CHECK(sizes.back() >= 1, "segment_reduce: offsets needs at least one entry along its last dim");
-    --sizes.back();
+    sizes.back() -= 1;
   }
   sizes.insert(sizes.end(), data.sizes.begin() + axis + 1, data.sizes.end());
   return {contiguous(data.dtype, sizes, data.device)};

@@ -7,7 +7,7 @@
 namespace coil {
 namespace {
 
-TensorType with_layout(const TensorType &t, Shape sizes, Shape strides) {
+TensorType with_layout(const TensorType &t, SymShape sizes, SymShape strides) {
   return TensorType{t.dtype, std::move(sizes), std::move(strides), t.device};
 }
 
@@ -16,7 +16,7 @@ std::vector<TensorType> permute(const MetaArgs &a) {
   auto dims = a.ints("dims");
   COIL_USER_CHECK(int64_t(dims.size()) == self.rank(), "permute: the number of dims (",
                   dims.size(), ") does not match the rank of the input (", self.rank(), ")");
-  Shape sizes, strides;
+  SymShape sizes, strides;
   std::vector<bool> seen(dims.size(), false);
   for (int64_t d : dims) {
     int64_t w = wrap_dim(d, self.rank());
@@ -30,7 +30,7 @@ std::vector<TensorType> permute(const MetaArgs &a) {
 
 std::vector<TensorType> transpose(const MetaArgs &a) {
   const TensorType &self = a.tensor("self");
-  Shape sizes = self.sizes, strides = self.strides;
+  SymShape sizes = self.sizes, strides = self.strides;
   if (self.rank() == 0) return {self};
   int64_t d0 = wrap_dim(a.integer("dim0"), self.rank()), d1 = wrap_dim(a.integer("dim1"), self.rank());
   std::swap(sizes[size_t(d0)], sizes[size_t(d1)]);
@@ -41,14 +41,14 @@ std::vector<TensorType> transpose(const MetaArgs &a) {
 std::vector<TensorType> t(const MetaArgs &a) {
   const TensorType &self = a.tensor("self");
   COIL_USER_CHECK(self.rank() <= 2, "t() expects a tensor with <= 2 dims, got ", self.rank());
-  Shape sizes(self.sizes.rbegin(), self.sizes.rend()), strides(self.strides.rbegin(), self.strides.rend());
+  SymShape sizes(self.sizes.rbegin(), self.sizes.rend()), strides(self.strides.rbegin(), self.strides.rend());
   return {with_layout(self, sizes, strides)};
 }
 
 /// view and _unsafe_view: no copy, so the layout must allow the new shape.
 std::vector<TensorType> view(const MetaArgs &a) {
   const TensorType &self = a.tensor("self");
-  Shape sizes = infer_view_size(a.ints("size"), self.numel());
+  SymShape sizes = infer_view_size(a.sym_ints("size"), self.numel());
   auto strides = view_strides(self.sizes, self.strides, sizes);
   COIL_USER_CHECK(strides.has_value(), "view size ", shape_str(sizes),
                   " is not compatible with the input's size ", shape_str(self.sizes), " and stride ",
@@ -58,21 +58,21 @@ std::vector<TensorType> view(const MetaArgs &a) {
 
 std::vector<TensorType> expand(const MetaArgs &a) {
   const TensorType &self = a.tensor("self");
-  Shape target = a.ints("size");
+  SymShape target = a.sym_ints("size");
   COIL_USER_CHECK(int64_t(target.size()) >= self.rank(), "expand: the number of sizes (",
                   target.size(), ") must be at least the rank of the input (", self.rank(), ")");
   size_t offset = target.size() - self.sizes.size();
-  Shape sizes(target.size()), strides(target.size());
+  SymShape sizes(target.size()), strides(target.size());
   for (size_t i = 0; i < target.size(); ++i) {
     bool new_dim = i < offset;
-    int64_t in_size = new_dim ? 1 : self.sizes[i - offset];
-    int64_t want = target[i] == -1 ? in_size : target[i];
+    SymInt in_size = new_dim ? SymInt(1) : self.sizes[i - offset];
+    SymInt want = target[i] == -1 ? in_size : target[i];
     COIL_USER_CHECK(!(new_dim && target[i] == -1), "expand: -1 is not allowed for a new leading dim ", i);
     COIL_USER_CHECK(want >= 0, "expand: invalid size ", target[i], " at dim ", i);
     COIL_USER_CHECK(in_size == want || in_size == 1, "expand: size ", in_size, " at dim ", i,
                     " cannot be expanded to ", want);
     sizes[i] = want;
-    strides[i] = new_dim || (in_size == 1 && want != 1) ? 0 : self.strides[i - offset];
+    strides[i] = new_dim || (in_size == 1 && want != 1) ? SymInt(0) : self.strides[i - offset];
   }
   checked_numel(sizes);
   return {with_layout(self, sizes, strides)};
@@ -81,16 +81,16 @@ std::vector<TensorType> expand(const MetaArgs &a) {
 std::vector<TensorType> unsqueeze(const MetaArgs &a) {
   const TensorType &self = a.tensor("self");
   int64_t d = wrap_dim(a.integer("dim"), self.rank() + 1);
-  Shape sizes = self.sizes, strides = self.strides;
+  SymShape sizes = self.sizes, strides = self.strides;
   // The new dim's stride makes it look contiguous with the dim after it.
-  int64_t stride = size_t(d) >= sizes.size() ? 1 : sizes[size_t(d)] * strides[size_t(d)];
+  SymInt stride = size_t(d) >= sizes.size() ? SymInt(1) : sizes[size_t(d)] * strides[size_t(d)];
   sizes.insert(sizes.begin() + d, 1);
   strides.insert(strides.begin() + d, stride);
   return {with_layout(self, sizes, strides)};
 }
 
 std::vector<TensorType> squeeze_dims(const TensorType &self, const std::vector<bool> &which) {
-  Shape sizes, strides;
+  SymShape sizes, strides;
   for (size_t i = 0; i < self.sizes.size(); ++i) {
     if (which[i] && self.sizes[i] == 1) continue;
     sizes.push_back(self.sizes[i]);
@@ -105,12 +105,14 @@ TensorType slice(const TensorType &self, int64_t dim, std::optional<int64_t> sta
   COIL_USER_CHECK(self.rank() > 0, "slice() cannot be applied to a 0-dim tensor");
   COIL_USER_CHECK(step > 0, "slice step must be positive, got ", step);
   size_t d = size_t(wrap_dim(dim, self.rank()));
-  Shape sizes = self.sizes, strides = self.strides;
+  SymShape sizes = self.sizes, strides = self.strides;
   sizes[d] = slice_bounds(self.sizes[d], start_arg, end_arg, step).length;
   // A stride that overflows only matters when the dim has more than one element.
-  if (__builtin_mul_overflow(strides[d], step, &strides[d])) {
+  int64_t stepped = 0;
+  if (__builtin_mul_overflow(strides[d].hint(), step, &stepped)) {
     COIL_USER_CHECK(sizes[d] <= 1, "slice step ", step, " overflows the stride");
-    strides[d] = self.strides[d];
+  } else {
+    strides[d] = strides[d] * step;
   }
   return with_layout(self, sizes, strides);
 }
@@ -121,14 +123,14 @@ TensorType select(const TensorType &self, int64_t dim, int64_t index) {
   int64_t size = self.sizes[d];
   COIL_USER_CHECK(index >= -size && index < size, "select(): index ", index, " out of range for tensor of size ",
                   shape_str(self.sizes), " at dimension ", d);
-  Shape sizes = self.sizes, strides = self.strides;
+  SymShape sizes = self.sizes, strides = self.strides;
   sizes.erase(sizes.begin() + long(d));
   strides.erase(strides.begin() + long(d));
   return with_layout(self, sizes, strides);
 }
 
 /// split_with_sizes: consecutive slices along `dim` whose sizes add up to the dim.
-std::vector<TensorType> split_into(const TensorType &self, int64_t dim, const Shape &chunks) {
+std::vector<TensorType> split_into(const TensorType &self, int64_t dim, const SymShape &chunks) {
   COIL_USER_CHECK(self.rank() > 0, "split() cannot be applied to a 0-dim tensor");
   size_t d = size_t(wrap_dim(dim, self.rank()));
   int64_t total = 0;
@@ -155,7 +157,7 @@ std::vector<TensorType> split(const MetaArgs &a) {
   COIL_USER_CHECK(split_size > 0 || (split_size == 0 && size == 0), "split_size must be positive, got ",
                   split_size);
   int64_t n = split_size == 0 ? 1 : std::max<int64_t>((size - 1) / split_size + 1, 1);
-  Shape chunks(size_t(n), split_size);
+  SymShape chunks(size_t(n), split_size);
   chunks.back() = size - split_size * (n - 1);
   return split_into(self, a.integer("dim"), chunks);
 }
@@ -195,7 +197,7 @@ void check_in_storage(const MetaArgs &a, const TensorType &view, int64_t storage
 
 std::vector<TensorType> as_strided(const MetaArgs &a) {
   const TensorType &self = a.tensor("self");
-  Shape sizes = a.ints("size"), strides = a.ints("stride");
+  SymShape sizes = a.sym_ints("size"), strides = a.sym_ints("stride");
   COIL_USER_CHECK(sizes.size() == strides.size(), "as_strided: ", sizes.size(), " sizes but ", strides.size(),
                   " strides");
   for (int64_t st : strides) COIL_USER_CHECK(st >= 0, "as_strided: negative strides are not supported, got ", st);
@@ -211,7 +213,7 @@ std::vector<TensorType> as_strided(const MetaArgs &a) {
 /// reshape is a view when the layout allows one and a contiguous copy otherwise.
 std::vector<TensorType> reshape(const MetaArgs &a) {
   const TensorType &self = a.tensor("self");
-  Shape sizes = infer_view_size(a.ints("shape"), self.numel());
+  SymShape sizes = infer_view_size(a.sym_ints("shape"), self.numel());
   auto strides = view_strides(self.sizes, self.strides, sizes);
   return {with_layout(self, sizes, strides ? *strides : contiguous_strides(sizes))};
 }
@@ -228,14 +230,14 @@ std::vector<TensorType> unfold(const MetaArgs &a) {
   const TensorType &self = a.tensor("self");
   int64_t size = a.integer("size"), step = a.integer("step");
   int64_t d = wrap_dim(a.integer("dimension"), std::max<int64_t>(self.rank(), 1));
-  int64_t extent = self.rank() == 0 ? 1 : self.sizes[size_t(d)];
+  int64_t extent = self.rank() == 0 ? 1 : int64_t(self.sizes[size_t(d)]);
   COIL_USER_CHECK(size >= 0, "size is ", size, " but must be >= 0");
   COIL_USER_CHECK(size <= extent, "maximum size for tensor at dimension ", d, " is ", extent, " but size is ",
                   size);
   COIL_USER_CHECK(step > 0, "step is ", step, " but must be > 0");
-  Shape sizes = self.sizes, strides = self.strides;
+  SymShape sizes = self.sizes, strides = self.strides;
   sizes.push_back(size);
-  strides.push_back(self.rank() == 0 ? 1 : self.strides[size_t(d)]);
+  strides.push_back(self.rank() == 0 ? SymInt(1) : self.strides[size_t(d)]);
   if (self.rank() > 0) {
     sizes[size_t(d)] = (extent - size) / step + 1;
     strides[size_t(d)] = step * self.strides[size_t(d)];

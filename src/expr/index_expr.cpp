@@ -1,11 +1,11 @@
-#include "ir/index_expr.h"
+#include "expr/index_expr.h"
 
 #include <algorithm>
 #include <climits>
 #include <set>
 #include <span>
 
-#include "ir/index_expr_internal.h"
+#include "expr/index_expr_internal.h"
 #include "support/error.h"
 
 namespace coil::ir {
@@ -548,6 +548,17 @@ std::optional<int64_t> Ranges::size_of(VarId v) const {
   return it->second;
 }
 
+void Ranges::set_symbol(const std::string &name, int64_t lo, int64_t hi) {
+  COIL_ASSERT(0 <= lo && lo <= hi, "the range of symbol ", name, " is [", lo, ", ", hi, "]");
+  symbols_[name] = {lo, hi};
+}
+
+std::optional<std::pair<int64_t, int64_t>> Ranges::symbol_range(const std::string &name) const {
+  auto it = symbols_.find(name);
+  if (it == symbols_.end()) return std::nullopt;
+  return it->second;
+}
+
 Interval Interval::point(int64_t v) { return {v, v}; }
 
 std::ostream &operator<<(std::ostream &os, const Interval &i) {
@@ -620,7 +631,10 @@ Interval var_bounds(VarId v, const Ranges &ranges) {
 Interval atom_bounds(const Atom &a, const Ranges &ranges) {
   switch (a.kind()) {
     case AtomKind::Var: return var_bounds(a.var(), ranges);
-    case AtomKind::Symbol: return {0, kNoUpper};
+    case AtomKind::Symbol: {
+      auto range = ranges.symbol_range(a.symbol());
+      return range ? Interval{range->first, range->second} : Interval{0, kNoUpper};
+    }
     case AtomKind::FloorDiv: return floor_div_bounds(bounds(a.arg(), ranges), a.divisor());
     case AtomKind::Mod: return mod_bounds(bounds(a.arg(), ranges), a.divisor());
     case AtomKind::Min: {

@@ -5,8 +5,8 @@
 #include <set>
 #include <span>
 
-#include "ir/index_expr.h"
-#include "ir/index_expr_internal.h"
+#include "expr/index_expr.h"
+#include "expr/index_expr_internal.h"
 #include "support/error.h"
 
 namespace coil::ir {

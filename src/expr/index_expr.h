@@ -1,7 +1,9 @@
 // Index expressions: coil's own small symbolic algebra over loop variables (DESIGN.md,
 // decision 5). Lowering writes every load and store index as an Expr, views compose
 // index maps with `substitute`, the code generators ask `access_of` how an index moves
-// with each loop variable, and the reference interpreter calls `eval`.
+// with each loop variable, and the reference interpreter calls `eval`. The graph's
+// symbolic sizes are Exprs of symbols too (graph/sym_int.h): so the algebra sits below the
+// graph, in a folder of its own, and keeps the namespace of the loop IR it was made for.
 //
 // An Expr is always in canonical form: a sum of terms (coefficient x product of atoms)
 // plus a constant. Atoms are variables, symbols (named sizes) and the operators
@@ -139,9 +141,13 @@ class Ranges {
 
   void set(VarId v, int64_t size);  ///< asserts size >= 0
   std::optional<int64_t> size_of(VarId v) const;
+  /// A symbol's range, lo <= s <= hi; a symbol without one is any non-negative integer.
+  void set_symbol(const std::string &name, int64_t lo, int64_t hi);  ///< asserts 0 <= lo <= hi
+  std::optional<std::pair<int64_t, int64_t>> symbol_range(const std::string &name) const;
 
  private:
   std::map<VarId, int64_t> sizes_;
+  std::map<std::string, std::pair<int64_t, int64_t>> symbols_;
 };
 
 /// Inclusive bounds lo <= e <= hi. The extreme int64 values stand for no bound, so

@@ -7,7 +7,7 @@
 #include <functional>
 #include <optional>
 
-#include "ir/index_expr.h"
+#include "expr/index_expr.h"
 
 namespace coil::ir::internal {
 

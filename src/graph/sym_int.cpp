@@ -1,0 +1,355 @@
+#include "graph/sym_int.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "support/error.h"
+
+namespace coil {
+namespace {
+
+thread_local std::string activity;
+
+void check_overflow(bool overflow, const char *what) {
+  if (overflow) throw UserError(str_cat("a size overflows int64 in ", what));
+}
+
+int64_t py_floordiv(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+
+int64_t py_mod(int64_t a, int64_t b) { return a - py_floordiv(a, b) * b; }
+
+/// The guards of the graph `a` or `b` belongs to (one of them is symbolic).
+const std::shared_ptr<SizeGuards> &guards_of(const SymInt &a, const SymInt &b) {
+  return a.symbolic() ? a.guards() : b.guards();
+}
+
+/// Records in `g` that `d op 0` held at the hints (d symbolic).
+void record(SizeGuards &g, const ir::Expr &d, SizeGuard::Op op) { g.add(SizeGuard{d, op, activity}); }
+
+/// Bounds of `d` good for its sign: when every term of d (and no constant) shares a factor
+/// of symbols that are at least 1, the bounds of d divided by it, which has d's sign. So
+/// `s1*96 - s0*s1*96` is negative for s0 >= 2, where intervals alone bound it by nothing.
+ir::Interval sign_bounds(const SizeGuards &g, const ir::Expr &d) {
+  ir::Interval plain = g.bounds(d);
+  if (d.constant() != 0 || d.terms().size() < 2 || plain.lo > 0 || plain.hi < 0) return plain;
+  std::vector<ir::Atom> common = d.terms()[0].factors;  // sorted, repeated for powers
+  for (const ir::Term &t : d.terms()) {
+    std::vector<ir::Atom> both;
+    std::vector<bool> used(t.factors.size(), false);
+    for (const ir::Atom &a : common)
+      for (size_t k = 0; k < t.factors.size(); ++k)
+        if (!used[k] && t.factors[k] == a) {
+          used[k] = true;
+          both.push_back(a);
+          break;
+        }
+    common = std::move(both);
+  }
+  std::erase_if(common, [&](const ir::Atom &a) {
+    return a.kind() != ir::AtomKind::Symbol || g.range_of(a.symbol()).lo < 1;
+  });
+  if (common.empty()) return plain;
+  ir::Expr rest;
+  for (const ir::Term &t : d.terms()) {
+    ir::Expr term = t.coeff;
+    std::vector<bool> dropped(common.size(), false);
+    for (const ir::Atom &a : t.factors) {
+      auto it = std::find_if(common.begin(), common.end(), [&, k = size_t(0)](const ir::Atom &c) mutable {
+        bool hit = !dropped[k] && c == a;
+        ++k;
+        return hit;
+      });
+      if (it != common.end()) dropped[size_t(it - common.begin())] = true;
+      else term = term * ir::Expr(a);
+    }
+    rest = rest + term;
+  }
+  ir::Interval r = g.bounds(rest);
+  if (r.lo > 0) return {1, ir::Interval::kNoUpper};
+  if (r.hi < 0) return {ir::Interval::kNoLower, -1};
+  if (r.lo == 0 && r.hi == 0) return {0, 0};
+  return plain;
+}
+
+/// Decides `d op 0` for d = a - b: by the symbols' ranges when they decide it, else by the
+/// hints with a guard.
+bool decide(const SymInt &a, const SymInt &b, SizeGuard::Op op) {
+  int64_t ha = a.hint(), hb = b.hint();
+  bool at_hints = op == SizeGuard::Op::Eq ? ha == hb : op == SizeGuard::Op::Ne ? ha != hb
+                : op == SizeGuard::Op::Lt ? ha < hb : ha <= hb;
+  if (!a.symbolic() && !b.symbolic()) return at_hints;
+  SizeGuards &g = *guards_of(a, b);
+  ir::Expr d = a.expr() - b.expr();
+  ir::Interval i = sign_bounds(g, d);
+  switch (op) {
+    case SizeGuard::Op::Eq:
+    case SizeGuard::Op::Ne: {
+      bool known_zero = i.lo == 0 && i.hi == 0, known_nonzero = i.lo > 0 || i.hi < 0;
+      if (known_zero || known_nonzero) return (op == SizeGuard::Op::Eq) == known_zero;
+      bool eq = ha == hb;
+      record(g, d, eq ? SizeGuard::Op::Eq : SizeGuard::Op::Ne);
+      return at_hints;
+    }
+    case SizeGuard::Op::Lt:
+      if (i.hi < 0) return true;
+      if (i.lo >= 0) return false;
+      if (at_hints) record(g, d, SizeGuard::Op::Lt); else record(g, -d, SizeGuard::Op::Le);
+      return at_hints;
+    case SizeGuard::Op::Le:
+      if (i.hi <= 0) return true;
+      if (i.lo > 0) return false;
+      if (at_hints) record(g, d, SizeGuard::Op::Le); else record(g, -d, SizeGuard::Op::Lt);
+      return at_hints;
+  }
+  return at_hints;
+}
+
+std::string op_text(SizeGuard::Op op) {
+  switch (op) {
+    case SizeGuard::Op::Eq: return "==";
+    case SizeGuard::Op::Ne: return "!=";
+    case SizeGuard::Op::Lt: return "<";
+    case SizeGuard::Op::Le: return "<=";
+  }
+  return "?";
+}
+
+}  // namespace
+
+struct SymInt::Node {
+  ir::Expr expr;
+  std::shared_ptr<SizeGuards> guards;
+};
+
+SymInt SymInt::of(const ir::Expr &e, int64_t hint, std::shared_ptr<SizeGuards> guards) {
+  SymInt s(hint);
+  if (auto c = e.as_constant()) {
+    COIL_ASSERT(*c == hint, "the constant size ", *c, " given the hint ", hint);
+    return s;
+  }
+  COIL_ASSERT(guards, "the symbolic size ", ir::str(e), " has no guards to record into");
+  s.node_ = std::make_shared<const Node>(Node{e, std::move(guards)});
+  return s;
+}
+
+ir::Expr SymInt::expr() const { return node_ ? node_->expr : ir::Expr(hint_); }
+
+const std::shared_ptr<SizeGuards> &SymInt::guards() const {
+  static const std::shared_ptr<SizeGuards> none;
+  return node_ ? node_->guards : none;
+}
+
+int64_t SymInt::value() const {
+  if (node_) {
+    ir::Interval i = node_->guards->bounds(node_->expr);
+    if (!(i.lo == hint_ && i.hi == hint_)) record(*node_->guards, node_->expr - ir::Expr(hint_), SizeGuard::Op::Eq);
+  }
+  return hint_;
+}
+
+bool SymInt::same(const SymInt &o) const {
+  if (hint_ != o.hint_ || symbolic() != o.symbolic()) return false;
+  return !node_ || node_->expr == o.node_->expr;
+}
+
+SymInt operator+(const SymInt &a, const SymInt &b) {
+  int64_t h = 0;
+  check_overflow(__builtin_add_overflow(a.hint(), b.hint(), &h), "a sum");
+  if (!a.symbolic() && !b.symbolic()) return h;
+  return SymInt::of(a.expr() + b.expr(), h, guards_of(a, b));
+}
+
+SymInt operator-(const SymInt &a, const SymInt &b) {
+  int64_t h = 0;
+  check_overflow(__builtin_sub_overflow(a.hint(), b.hint(), &h), "a difference");
+  if (!a.symbolic() && !b.symbolic()) return h;
+  return SymInt::of(a.expr() - b.expr(), h, guards_of(a, b));
+}
+
+SymInt operator-(const SymInt &a) { return SymInt(int64_t(0)) - a; }
+
+SymInt operator*(const SymInt &a, const SymInt &b) {
+  int64_t h = 0;
+  check_overflow(__builtin_mul_overflow(a.hint(), b.hint(), &h), "a product");
+  if (!a.symbolic() && !b.symbolic()) return h;
+  return SymInt::of(a.expr() * b.expr(), h, guards_of(a, b));
+}
+
+SymInt &operator+=(SymInt &a, const SymInt &b) { return a = a + b; }
+SymInt &operator-=(SymInt &a, const SymInt &b) { return a = a - b; }
+SymInt &operator*=(SymInt &a, const SymInt &b) { return a = a * b; }
+
+SymInt sym_floor_div(const SymInt &a, const SymInt &b) {
+  int64_t d = b.value();  // index expressions divide by constants only
+  COIL_ASSERT(d != 0, "a size divided by zero");
+  int64_t h = py_floordiv(a.hint(), d);
+  if (!a.symbolic()) return h;
+  if (d < 0) return sym_floor_div(-a, -d);
+  return SymInt::of(ir::floor_div(a.expr(), d), h, a.guards());
+}
+
+SymInt sym_mod(const SymInt &a, const SymInt &b) {
+  int64_t d = b.value();
+  COIL_ASSERT(d != 0, "a size modulo zero");
+  int64_t h = py_mod(a.hint(), d);
+  if (!a.symbolic()) return h;
+  if (d < 0) return -sym_mod(-a, -d);
+  return SymInt::of(ir::mod(a.expr(), d), h, a.guards());
+}
+
+SymInt sym_ceil_div(const SymInt &a, const SymInt &b) { return sym_floor_div(a + b - 1, b); }
+
+SymInt sym_min(const SymInt &a, const SymInt &b) {
+  if (!a.symbolic() && !b.symbolic()) return std::min(a.hint(), b.hint());
+  ir::Interval i = guards_of(a, b)->bounds(a.expr() - b.expr());
+  if (i.hi <= 0) return a;
+  if (i.lo >= 0) return b;
+  return SymInt::of(ir::min(a.expr(), b.expr()), std::min(a.hint(), b.hint()), guards_of(a, b));
+}
+
+SymInt sym_max(const SymInt &a, const SymInt &b) {
+  if (!a.symbolic() && !b.symbolic()) return std::max(a.hint(), b.hint());
+  ir::Interval i = guards_of(a, b)->bounds(a.expr() - b.expr());
+  if (i.lo >= 0) return a;
+  if (i.hi <= 0) return b;
+  return SymInt::of(ir::max(a.expr(), b.expr()), std::max(a.hint(), b.hint()), guards_of(a, b));
+}
+
+bool operator==(const SymInt &a, const SymInt &b) { return decide(a, b, SizeGuard::Op::Eq); }
+bool operator!=(const SymInt &a, const SymInt &b) { return decide(a, b, SizeGuard::Op::Ne); }
+bool operator<(const SymInt &a, const SymInt &b) { return decide(a, b, SizeGuard::Op::Lt); }
+bool operator<=(const SymInt &a, const SymInt &b) { return decide(a, b, SizeGuard::Op::Le); }
+bool operator>(const SymInt &a, const SymInt &b) { return decide(b, a, SizeGuard::Op::Lt); }
+bool operator>=(const SymInt &a, const SymInt &b) { return decide(b, a, SizeGuard::Op::Le); }
+
+std::string str(const SymInt &s) { return s.symbolic() ? ir::str(s.expr()) : std::to_string(s.hint()); }
+std::ostream &operator<<(std::ostream &os, const SymInt &s) { return os << str(s); }
+
+SymShape::operator std::vector<int64_t>() const { return values(*this); }
+
+std::vector<int64_t> hints(const SymShape &shape) {
+  std::vector<int64_t> out;
+  out.reserve(shape.size());
+  for (const SymInt &s : shape) out.push_back(s.hint());
+  return out;
+}
+
+std::vector<int64_t> values(const SymShape &shape) {
+  std::vector<int64_t> out;
+  out.reserve(shape.size());
+  for (const SymInt &s : shape) out.push_back(s.value());
+  return out;
+}
+
+bool operator==(const SymShape &a, const SymShape &b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i] != b[i]) return false;
+  return true;
+}
+
+bool operator==(const SymShape &a, const std::vector<int64_t> &b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i] != b[i]) return false;
+  return true;
+}
+
+bool symbolic(const SymShape &shape) {
+  return std::any_of(shape.begin(), shape.end(), [](const SymInt &s) { return s.symbolic(); });
+}
+
+bool same(const SymShape &a, const SymShape &b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (!a[i].same(b[i])) return false;
+  return true;
+}
+
+// ---------------------------------------------------------------------------------------
+// Guards.
+
+bool SizeGuard::holds(const std::map<std::string, int64_t> &values) const {
+  int64_t v = ir::eval(expr, {}, values);
+  switch (op) {
+    case Op::Eq: return v == 0;
+    case Op::Ne: return v != 0;
+    case Op::Lt: return v < 0;
+    case Op::Le: return v <= 0;
+  }
+  return false;
+}
+
+std::string SizeGuard::str() const {
+  // `s0 - 8 == 0` reads better as `s0 == 8`: move the constant across.
+  ir::Expr lhs = expr - ir::Expr(expr.constant());
+  return ir::str(lhs) + " " + op_text(op) + " " + std::to_string(-expr.constant());
+}
+
+void SizeGuards::set_range(const std::string &symbol, int64_t lo, int64_t hi) {
+  COIL_ASSERT(0 <= lo && lo <= hi, "the range of ", symbol, " is [", lo, ", ", hi, "]");
+  ranges_[symbol] = {lo, hi};
+}
+
+void SizeGuards::add_symbol(const std::string &symbol, int64_t value) {
+  ir::Interval r = range_of(symbol);
+  if (value < r.lo) ranges_[symbol] = {std::max<int64_t>(value, 0), r.hi};
+}
+
+ir::Interval SizeGuards::range_of(const std::string &symbol) const {
+  auto it = ranges_.find(symbol);
+  return it != ranges_.end() ? it->second : ir::Interval{2, ir::Interval::kNoUpper};
+}
+
+ir::Interval SizeGuards::bounds(const ir::Expr &e) const {
+  ir::Ranges r;
+  std::vector<ir::VarId> none;
+  // Every symbol of e gets its range (a symbol without one set is at least 2).
+  std::function<void(const ir::Expr &)> visit = [&](const ir::Expr &x) {
+    for (const ir::Term &t : x.terms())
+      for (const ir::Atom &a : t.factors) {
+        if (a.kind() == ir::AtomKind::Symbol) {
+          ir::Interval i = range_of(a.symbol());
+          r.set_symbol(a.symbol(), i.lo, i.hi);
+        } else if (a.kind() != ir::AtomKind::Var) {
+          visit(a.arg());
+          if (a.kind() == ir::AtomKind::Min || a.kind() == ir::AtomKind::Max) visit(a.other());
+        }
+      }
+  };
+  visit(e);
+  return ir::bounds(e, r);
+}
+
+void SizeGuards::add(SizeGuard g) {
+  for (const SizeGuard &h : guards_)
+    if (h.op == g.op && h.expr == g.expr) return;
+  guards_.push_back(std::move(g));
+}
+
+std::map<std::string, int64_t> SizeGuards::specialized(const std::map<std::string, int64_t> &hints) const {
+  std::map<std::string, int64_t> out;
+  for (const SizeGuard &g : guards_) {
+    if (g.op != SizeGuard::Op::Eq) continue;
+    for (const ir::Term &t : g.expr.terms())
+      for (const ir::Atom &a : t.factors)
+        if (a.kind() == ir::AtomKind::Symbol)
+          if (auto it = hints.find(a.symbol()); it != hints.end()) out[a.symbol()] = it->second;
+  }
+  return out;
+}
+
+const SizeGuard *SizeGuards::first_failing(const std::map<std::string, int64_t> &values) const {
+  for (const SizeGuard &g : guards_)
+    if (!g.holds(values)) return &g;
+  return nullptr;
+}
+
+GuardActivity::GuardActivity(std::string what) : previous_(std::exchange(activity, std::move(what))) {}
+GuardActivity::~GuardActivity() { activity = std::move(previous_); }
+const std::string &GuardActivity::current() { return activity; }
+
+}  // namespace coil
