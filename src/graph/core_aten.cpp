@@ -24,8 +24,9 @@ constexpr const char *kLinearAlgebra =
     "cuSOLVER on the GPU (coil's own kernels are not the right tool for it)";
 constexpr const char *kSparse = "sparse layouts are not supported: coil's tensors are strided";
 constexpr const char *kSymbolic =
-    "a size of a graph of symbolic sizes, which the parser reads as the number it is at the sizes the graph is "
-    "compiled for (kernels over symbolic sizes are not generated yet)";
+    "a size of a graph of symbolic sizes, which the parser reads as the expression its annotation states "
+    "(`Sym(s0*2)`, graph/sym_int.h), not as a node; the loop IR specializes it (kernels over symbolic sizes are "
+    "not generated yet)";
 
 const std::map<std::string_view, const char *, std::less<>> &refusals() {
   static const std::map<std::string_view, const char *, std::less<>> table = {
