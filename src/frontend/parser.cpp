@@ -38,6 +38,7 @@ struct Binding {
   ValueId value;     // Tensor
   int node = -1;     // Tuple and Nothing: the node whose result the name holds
   SymInt size;       // Size: a symbolic size (an input "Sym(s0)", a node "Sym(2*s0)")
+  std::string size_expr;  // Size: its annotation's expression, `s0 >= 2` for a condition
 };
 
 class Parser {
@@ -102,7 +103,7 @@ class Parser {
     const Token &ann = expect_kind(Tok::String, "a type annotation string");
     std::string_view expr;
     if (is_sym_annotation(ann.text, &expr)) {  // a size the caller passes: its value is given
-      define(name, Binding{Binding::Kind::Size, {}, -1, size_value(ann, expr)});
+      define(name, Binding{Binding::Kind::Size, {}, -1, size_value(ann, expr), std::string(expr)});
       return;
     }
     TensorType type = input_type(ann);
@@ -123,14 +124,21 @@ class Parser {
   // torch.ops.aten.sym_size.int(x, 0)), which its annotation states; the rest of the line
   // is not read.
   void size_statement(const Token &name, const Token &ann, std::string_view expr) {
-    define(name, Binding{Binding::Kind::Size, {}, -1, size_value(ann, expr)});
+    define(name, Binding{Binding::Kind::Size, {}, -1, size_value(ann, expr), std::string(expr)});
     while (peek().kind != Tok::Newline && peek().kind != Tok::End) next();
   }
 
   // torch.ops.aten._assert_scalar.default(ge, "Runtime assertion failed for expression ...")
-  // on sizes: checked now, for the given sizes; it leaves no node.
+  // on sizes: checked now, for the given sizes; it leaves no node. A bound on one symbol
+  // (`s0 >= 2`, `s0 <= 64`, as torch.export's Dims state them) becomes its range and a
+  // guard, which a compiled graph checks at each call.
   void size_assertion(const Token &start) {
     expect_punct("(");
+    if (peek().kind == Tok::Name && names_.count(peek().text)) {
+      const Binding &b = names_.at(peek().text);
+      if (b.kind == Binding::Kind::Size)
+        if (auto bound = symbol_bound(b.size_expr)) guards_->bound(*bound, str_cat("the graph's assertion ", peek().text));
+    }
     Arg cond = argument(0);
     std::string message = "a size assertion failed";
     if (accept_punct(",")) message = expect_kind(Tok::String, "the assertion's message").text;

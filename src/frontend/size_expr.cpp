@@ -374,6 +374,29 @@ SymInt read_size_expr(std::string_view text, const SizeValues &values, const Sou
   return SizeExprReader<SymInt>(text, values, loc, guards).read();
 }
 
+std::optional<SymbolBound> symbol_bound(std::string_view text) {
+  text = trim(text);
+  for (std::string_view op : {">=", "<=", ">", "<"}) {
+    size_t at = text.find(op);
+    if (at == std::string_view::npos) continue;
+    std::string_view lhs = trim(text.substr(0, at)), rhs = trim(text.substr(at + op.size()));
+    auto is_symbol = [](std::string_view s) {
+      auto names = symbols_in(s);
+      return names.size() == 1 && names[0] == s;
+    };
+    bool symbol_left = is_symbol(lhs);
+    std::optional<int64_t> k = parse_python_int(symbol_left ? rhs : lhs);
+    if (!k || !(symbol_left ? is_symbol(lhs) : is_symbol(rhs))) return std::nullopt;
+    // As `symbol OP k`: mirror the operator when the symbol is on the right.
+    bool greater = (op[0] == '>') == symbol_left, strict = op.size() == 1;
+    SymbolBound b{std::string(symbol_left ? lhs : rhs), std::nullopt, std::nullopt};
+    if (greater) b.lo = strict ? *k + 1 : *k;
+    else b.hi = strict ? *k - 1 : *k;
+    return b;
+  }
+  return std::nullopt;
+}
+
 std::vector<std::string> symbols_in(std::string_view text) {
   std::vector<std::string> out;
   for (size_t i = 0; i < text.size();) {

@@ -47,6 +47,10 @@ int64_t eval_size_expr(std::string_view text, const SizeValues &values, const So
 SymInt read_size_expr(std::string_view text, const SizeValues &values, const SourceLoc &loc,
                       const std::shared_ptr<SizeGuards> &guards);
 
+/// The bound `text` states on one symbol, when it is one comparison of a symbol with an
+/// integer (`s0 >= 2`, `s0 < 513`, `2 <= s0`); nullopt for anything else.
+std::optional<SymbolBound> symbol_bound(std::string_view text);
+
 /// The symbols `text` names, in order of first appearance; empty for a plain integer.
 std::vector<std::string> symbols_in(std::string_view text);
 

@@ -284,9 +284,14 @@ bool SizeGuard::holds(const std::map<std::string, int64_t> &values) const {
 }
 
 std::string SizeGuard::str() const {
-  // `s0 - 8 == 0` reads better as `s0 == 8`: move the constant across.
-  ir::Expr lhs = expr - ir::Expr(expr.constant());
-  return ir::str(lhs) + " " + op_text(op) + " " + std::to_string(-expr.constant());
+  // `s0 - 8 == 0` reads better as `s0 == 8`, and `2 - s0 <= 0` as `s0 >= 2`: the constant
+  // moves across, and a side of negative terms only is negated.
+  bool negate = std::all_of(expr.terms().begin(), expr.terms().end(), [](const ir::Term &t) { return t.coeff < 0; });
+  ir::Expr e = negate ? -expr : expr;
+  std::string text = op_text(op);
+  if (negate && op == Op::Lt) text = ">";
+  if (negate && op == Op::Le) text = ">=";
+  return ir::str(e - ir::Expr(e.constant())) + " " + text + " " + std::to_string(-e.constant());
 }
 
 void SizeGuards::set_range(const std::string &symbol, int64_t lo, int64_t hi) {
@@ -297,6 +302,20 @@ void SizeGuards::set_range(const std::string &symbol, int64_t lo, int64_t hi) {
 void SizeGuards::add_symbol(const std::string &symbol, int64_t value) {
   ir::Interval r = range_of(symbol);
   if (value < r.lo) ranges_[symbol] = {std::max<int64_t>(value, 0), r.hi};
+}
+
+void SizeGuards::bound(const SymbolBound &b, const std::string &why) {
+  ir::Interval r = range_of(b.symbol);
+  ir::Expr s = ir::Expr::symbol(b.symbol);
+  if (b.lo) {
+    r.lo = std::max<int64_t>(*b.lo, 0);
+    add(SizeGuard{ir::Expr(*b.lo) - s, SizeGuard::Op::Le, why});
+  }
+  if (b.hi) {
+    r.hi = std::min(r.hi, *b.hi);
+    add(SizeGuard{s - ir::Expr(*b.hi), SizeGuard::Op::Le, why});
+  }
+  if (r.lo <= r.hi) ranges_[b.symbol] = r;
 }
 
 ir::Interval SizeGuards::range_of(const std::string &symbol) const {

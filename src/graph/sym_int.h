@@ -162,6 +162,12 @@ struct SizeGuard {
   std::string str() const;
 };
 
+/// A range a graph states for one symbol, lo <= symbol <= hi, either side open.
+struct SymbolBound {
+  std::string symbol;
+  std::optional<int64_t> lo, hi;
+};
+
 /// The guards of one graph's symbolic sizes, and the symbols' ranges that comparisons decide
 /// by. Every symbolic SymInt of the graph points to it (the parser makes one per graph of
 /// symbolic sizes); the compiled graph checks each call's sizes against it.
@@ -173,6 +179,10 @@ class SizeGuards {
   /// Notes that `symbol` is read with `value`: a value below 2 widens its range down to it,
   /// so that no comparison is decided against the value compiled for.
   void add_symbol(const std::string &symbol, int64_t value);
+  /// A range the graph states (an assertion on sizes): its lower bound replaces the default,
+  /// its upper bound narrows the range, and each is a guard (`why` says which assertion), so
+  /// that what the range decides is checked at every call.
+  void bound(const SymbolBound &b, const std::string &why);
   ir::Interval range_of(const std::string &symbol) const;
   /// The bounds of `e` over the symbols' ranges.
   ir::Interval bounds(const ir::Expr &e) const;

@@ -316,6 +316,11 @@ TEST(SymbolicSizes, AGraphIsReadForTheSizesGiven) {
     std::shared_ptr<SizeGuards> guards = size_guards_of(g);
     ASSERT_NE(guards, nullptr);
     EXPECT_TRUE(guards->specialized(symbol_values(g)).empty()) << size_guards_str(g);
+    // Its assertion `s77 >= 2` is the symbol's range and a guard a call is checked against.
+    ASSERT_EQ(guards->guards().size(), 1u) << size_guards_str(g);
+    EXPECT_EQ(guards->guards()[0].str(), "s77 >= 2");
+    EXPECT_EQ(guards->guards()[0].why, "the graph's assertion ge");
+    EXPECT_EQ(guards->range_of("s77").lo, 2);
     EXPECT_EQ(symbol_values(g), (std::map<std::string, int64_t>{{"s27", seq}, {"s77", batch}}));
   }
   SizeValues one{{"s77", 1}, {"s27", 3}};
@@ -327,6 +332,32 @@ TEST(SymbolicSizes, AGraphIsReadForTheSizesGiven) {
   EXPECT_NE(test::user_error_of([&] { parse(kSymbolicGraph); })
                 .find("this graph has symbolic sizes, and coil compiles it for their values"),
             std::string::npos);
+}
+
+TEST(SymbolicSizes, AssertionsOnOneSymbolAreItsRange) {
+  EXPECT_EQ(symbol_bound("s0 >= 2")->lo, 2);
+  EXPECT_EQ(symbol_bound("s0 < 513")->hi, 512);
+  EXPECT_EQ(symbol_bound("4 <= s1")->lo, 4);
+  EXPECT_EQ(symbol_bound("3 > s1")->hi, 2);
+  EXPECT_FALSE(symbol_bound("s0 + s1 >= 2"));
+  EXPECT_FALSE(symbol_bound("Eq(s0, 4)"));
+  // torch.export states a Dim's maximum so: s0's range becomes [2, 64], and the assertion a guard.
+  const char *text = R"G(class GraphModule(torch.nn.Module):
+    def forward(self, n: "Sym(s0)", x: "f32[s0, 4][4, 1]cpu"):
+        le: "Sym(s0 <= 64)" = n <= 64
+        _assert_scalar = torch.ops.aten._assert_scalar.default(le, "Runtime assertion failed for expression s0 <= 64 on node 'le'");  le = _assert_scalar = None
+        return (x,)
+)G";
+  SizeValues sizes{{"s0", 5}};
+  Graph g = parse_graph(text, "bounded.py", &sizes);
+  std::shared_ptr<SizeGuards> guards = size_guards_of(g);
+  ASSERT_NE(guards, nullptr);
+  EXPECT_EQ(guards->range_of("s0"), (ir::Interval{2, 64}));
+  ASSERT_EQ(guards->guards().size(), 1u);
+  EXPECT_EQ(guards->guards()[0].str(), "s0 <= 64");
+  const SymInt &rows = g.type(g.inputs()[0]).sizes[0];
+  EXPECT_TRUE(rows < 100);  // decided by the range: no guard
+  EXPECT_EQ(guards->guards().size(), 1u);
 }
 
 TEST(SymbolicSizes, ValuesAreReadFromTheInputsShapes) {
