@@ -145,6 +145,7 @@ int64_t at(const View &v, const int64_t *idx) {
 std::vector<double> reference(const Case &c) {
   const ir::Node &n = c.the_node();
   const TensorType &ot = c.p.buffer(n.outputs[0]).type;
+  const Shape out_sizes = ot.sizes;
   std::vector<double> out(size_t(storage_extent(ot)), 0.0);
   auto put = [&](const int64_t *o, double v) {
     int64_t off = 0;
@@ -163,7 +164,7 @@ std::vector<double> reference(const Case &c) {
     if (n.attrs.count("weight_grad")) {
       const View &dy = n.operands[1];
       coil_rt::convolution_weight_grad(
-          spatial, ot.sizes.data(), x.sizes.data(), dy.sizes.data(), n.attrs.at("stride").data(),
+          spatial, out_sizes.data(), x.sizes.data(), dy.sizes.data(), n.attrs.at("stride").data(),
           n.attrs.at("padding").data(), n.attrs.at("dilation").data(), n.attrs.at("groups")[0],
           [&](int64_t i, int64_t ch, const int64_t *pos) { return get(x, full(i, ch, pos).data()); },
           [&](int64_t i, int64_t ch, const int64_t *pos) { return get(dy, full(i, ch, pos).data()); },
@@ -172,7 +173,7 @@ std::vector<double> reference(const Case &c) {
     }
     const View &w = n.operands[1], &b = n.operands[2];
     coil_rt::convolution(
-        spatial, ot.sizes.data(), x.sizes.data(), w.sizes.data(), n.attrs.at("stride").data(), n.attrs.at("padding").data(),
+        spatial, out_sizes.data(), x.sizes.data(), w.sizes.data(), n.attrs.at("stride").data(), n.attrs.at("padding").data(),
         n.attrs.at("dilation").data(), n.attrs.at("groups")[0], n.attrs.at("transposed")[0] != 0, b.buffer >= 0,
         [&](int64_t i, int64_t ch, const int64_t *pos) { return get(x, full(i, ch, pos).data()); },
         [&](int64_t o, int64_t i, const int64_t *k) { return get(w, full(o, i, k).data()); },
@@ -318,7 +319,7 @@ void weight_grad_case(Case &c, DType t, Shape x_sizes, Shape w_sizes, std::vecto
     dy_sizes.push_back((x_sizes[2 + d] + 2 * padding[d] - dilation[d] * (w_sizes[2 + d] - 1) - 1) / stride[d] + 1);
     positions *= dy_sizes.back();
   }
-  auto layout = [&](const Shape &sizes) { return channels_last ? channels_last_strides(sizes) : Shape{}; };
+  auto layout = [&](const Shape &sizes) { return channels_last ? Shape(channels_last_strides(sizes)) : Shape{}; };
   BufferId x = c.buffer(t, x_sizes, layout(x_sizes)), dy = c.buffer(t, dy_sizes, layout(dy_sizes));
   auto attrs = conv_attrs(stride, padding, dilation, std::vector<int64_t>(spatial, 0), groups, false, positions);
   attrs["weight_grad"] = {1};
@@ -590,7 +591,7 @@ void run_all() {
   {
     Case c{"conv2d weight gradient f32, channels-last tensors, contiguous 3x3 gradient (host loops)"};
     weight_grad_case(c, DType::F32, {2, 8, 6, 6}, {8, 8, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, true);
-    c.p.buffers[size_t(c.the_node().outputs[0])].type.strides = contiguous_strides({8, 8, 3, 3});
+    c.p.buffers[size_t(c.the_node().outputs[0])].type.strides = contiguous_strides(Shape{8, 8, 3, 3});
     check(c, host, stream);
   }
   {
