@@ -13,9 +13,10 @@
 //   - int64_t(s), or any implicit conversion: the compiled code is right at this value
 //     only. A symbolic SymInt converted so records a guard `expr == hint` in its graph's
 //     SizeGuards (below: every symbolic SymInt points to the guards of the graph its symbols
-//     belong to), naming what specialized it; a compiled graph is called only at sizes that
-//     pass its guards. So the pipeline is correct wherever it was not yet taught to keep
-//     expressions, and symbolic wherever it was.
+//     belong to), naming what specialized it; a compiled graph serves only sizes that pass
+//     its guards (while the loop IR specializes every symbol, a call's inputs are checked
+//     against the sizes compiled for). So the pipeline is correct wherever it was not yet
+//     taught to keep expressions, and symbolic wherever it was.
 // Comparisons of SymInts decide by the symbols' ranges when they can (`s0 == 1` is false for
 // a symbol of at least 2), by structure when the expressions are equal, and otherwise by the
 // hints, recording the outcome as a guard. Tests: tests/unit/sym_int_test.cpp.
