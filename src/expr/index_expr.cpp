@@ -70,18 +70,6 @@ std::optional<int64_t> checked_mul(int64_t a, int64_t b) {
   return r;
 }
 
-/// Python's a // d for d > 0: rounds toward minus infinity.
-int64_t floordiv(int64_t a, int64_t d) {
-  int64_t q = a / d;
-  return (a % d != 0 && a < 0) ? q - 1 : q;
-}
-
-/// Python's a % m for m > 0: in [0, m).
-int64_t pymod(int64_t a, int64_t m) {
-  int64_t r = a % m;
-  return r < 0 ? r + m : r;
-}
-
 /// |a| without overflow, INT64_MIN included.
 uint64_t magnitude(int64_t a) { return a < 0 ? 0 - static_cast<uint64_t>(a) : a; }
 
@@ -273,8 +261,8 @@ DivSplit split_multiples(const Expr &x, int64_t d) {
     else
       rest.push_back(t);
   }
-  return {*try_make_sum(std::move(whole), floordiv(x.constant(), d)),
-          *try_make_sum(std::move(rest), pymod(x.constant(), d))};
+  return {*try_make_sum(std::move(whole), coil::floor_div(x.constant(), d)),
+          *try_make_sum(std::move(rest), coil::floor_mod(x.constant(), d))};
 }
 
 /// The greatest common divisor of d, every coefficient of x and its constant.
@@ -553,10 +541,14 @@ void Ranges::set_symbol(const std::string &name, int64_t lo, int64_t hi) {
   symbols_[name] = {lo, hi};
 }
 
-std::optional<std::pair<int64_t, int64_t>> Ranges::symbol_range(const std::string &name) const {
+void Ranges::set_symbol_floor(int64_t lo) {
+  COIL_ASSERT(lo >= 0, "symbols have no negative floor, not ", lo);
+  symbol_floor_ = lo;
+}
+
+std::pair<int64_t, int64_t> Ranges::symbol_range(const std::string &name) const {
   auto it = symbols_.find(name);
-  if (it == symbols_.end()) return std::nullopt;
-  return it->second;
+  return it != symbols_.end() ? it->second : std::pair{symbol_floor_, Interval::kNoUpper};
 }
 
 Interval Interval::point(int64_t v) { return {v, v}; }
@@ -611,14 +603,14 @@ Interval multiply(Interval a, Interval b) {
 }
 
 Interval floor_div_bounds(Interval a, int64_t d) {
-  return {a.lo == kNoLower ? kNoLower : floordiv(a.lo, d),
-          a.hi == kNoUpper ? kNoUpper : floordiv(a.hi, d)};
+  return {a.lo == kNoLower ? kNoLower : coil::floor_div(a.lo, d),
+          a.hi == kNoUpper ? kNoUpper : coil::floor_div(a.hi, d)};
 }
 
 Interval mod_bounds(Interval a, int64_t m) {
   // Inside one bucket [k*m, k*m + m) the remainder is exact; otherwise anything in [0, m).
-  if (a.bounded() && floordiv(a.lo, m) == floordiv(a.hi, m))
-    return {pymod(a.lo, m), pymod(a.hi, m)};
+  if (a.bounded() && coil::floor_div(a.lo, m) == coil::floor_div(a.hi, m))
+    return {coil::floor_mod(a.lo, m), coil::floor_mod(a.hi, m)};
   return {0, m - 1};
 }
 
@@ -632,8 +624,8 @@ Interval atom_bounds(const Atom &a, const Ranges &ranges) {
   switch (a.kind()) {
     case AtomKind::Var: return var_bounds(a.var(), ranges);
     case AtomKind::Symbol: {
-      auto range = ranges.symbol_range(a.symbol());
-      return range ? Interval{range->first, range->second} : Interval{0, kNoUpper};
+      auto [lo, hi] = ranges.symbol_range(a.symbol());
+      return {lo, hi};
     }
     case AtomKind::FloorDiv: return floor_div_bounds(bounds(a.arg(), ranges), a.divisor());
     case AtomKind::Mod: return mod_bounds(bounds(a.arg(), ranges), a.divisor());
@@ -689,8 +681,8 @@ class Evaluator {
                     "eval: no value for ", a.var());
         return values_[a.var().id];
       case AtomKind::Symbol: return symbol(a.symbol());
-      case AtomKind::FloorDiv: return floordiv(expr(a.arg()), a.divisor());
-      case AtomKind::Mod: return pymod(expr(a.arg()), a.divisor());
+      case AtomKind::FloorDiv: return coil::floor_div(expr(a.arg()), a.divisor());
+      case AtomKind::Mod: return coil::floor_mod(expr(a.arg()), a.divisor());
       case AtomKind::Min: return std::min(expr(a.arg()), expr(a.other()));
       case AtomKind::Max: return std::max(expr(a.arg()), expr(a.other()));
     }

@@ -141,13 +141,16 @@ class Ranges {
 
   void set(VarId v, int64_t size);  ///< asserts size >= 0
   std::optional<int64_t> size_of(VarId v) const;
-  /// A symbol's range, lo <= s <= hi; a symbol without one is any non-negative integer.
-  void set_symbol(const std::string &name, int64_t lo, int64_t hi);  ///< asserts 0 <= lo <= hi
-  std::optional<std::pair<int64_t, int64_t>> symbol_range(const std::string &name) const;
+  /// A symbol's range, lo <= s <= hi (asserts 0 <= lo <= hi); a symbol without one is an
+  /// integer of at least `symbol_floor` (0 unless set), without upper bound.
+  void set_symbol(const std::string &name, int64_t lo, int64_t hi);
+  void set_symbol_floor(int64_t lo);  ///< asserts lo >= 0
+  std::pair<int64_t, int64_t> symbol_range(const std::string &name) const;
 
  private:
   std::map<VarId, int64_t> sizes_;
   std::map<std::string, std::pair<int64_t, int64_t>> symbols_;
+  int64_t symbol_floor_ = 0;
 };
 
 /// Inclusive bounds lo <= e <= hi. The extreme int64 values stand for no bound, so

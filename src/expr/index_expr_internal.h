@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "expr/index_expr.h"
+#include "support/int_math.h"
 
 namespace coil::ir::internal {
 
@@ -15,9 +16,6 @@ namespace coil::ir::internal {
 
 std::optional<int64_t> checked_add(int64_t a, int64_t b);
 std::optional<int64_t> checked_mul(int64_t a, int64_t b);
-/// Python's a // d and a % d for d > 0.
-int64_t floordiv(int64_t a, int64_t d);
-int64_t pymod(int64_t a, int64_t m);
 /// |a| without overflow, INT64_MIN included.
 uint64_t magnitude(int64_t a);
 uint64_t gcd(uint64_t a, uint64_t b);

@@ -30,7 +30,7 @@ using AtomRule = std::optional<Expr> (*)(const Atom &, const Ranges &);
 using SumRule = std::optional<Expr> (*)(const Expr &, const Ranges &);
 
 bool in_one_bucket(Interval b, int64_t d) {
-  return b.bounded() && floordiv(b.lo, d) == floordiv(b.hi, d);
+  return b.bounded() && coil::floor_div(b.lo, d) == coil::floor_div(b.hi, d);
 }
 
 /// 0 <= e < g everywhere in ranges.
@@ -128,7 +128,7 @@ constexpr AtomRule kVarRules[] = {var_unit_range};
 std::optional<Expr> floor_div_one_bucket(const Atom &a, const Ranges &ranges) {
   Interval b = bounds(a.arg(), ranges);
   if (!in_one_bucket(b, a.divisor())) return std::nullopt;
-  return Expr(floordiv(b.lo, a.divisor()));
+  return Expr(coil::floor_div(b.lo, a.divisor()));
 }
 
 // (y % (d*k)) // d -> (y // d) % k
@@ -161,7 +161,7 @@ constexpr AtomRule kFloorDivRules[] = {
 std::optional<Expr> mod_one_bucket(const Atom &a, const Ranges &ranges) {
   Interval b = bounds(a.arg(), ranges);
   if (!in_one_bucket(b, a.divisor())) return std::nullopt;
-  auto base = checked_mul(floordiv(b.lo, a.divisor()), a.divisor());
+  auto base = checked_mul(coil::floor_div(b.lo, a.divisor()), a.divisor());
   if (!base) return std::nullopt;
   return try_add_scaled(a.arg(), *base, -1);
 }

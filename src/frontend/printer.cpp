@@ -57,16 +57,16 @@ bool is_default(const SchemaArg &s, const Arg &a) { return s.default_value && *s
 // Positional arguments up to the last one that differs from its default, then the
 // keyword-only ones that differ: the way FX prints calls.
 std::string print_call_args(const Graph &g, const Node &n, const SizeNames &sizes) {
-  auto print_arg = [&](const Graph &graph, const Arg &a) { return std::visit(ArgPrinter{graph, &sizes}, a.v); };
+  auto arg_text = [&](const Arg &a) { return std::visit(ArgPrinter{g, &sizes}, a.v); };
   const auto &schema = n.op->schema.args;
   size_t positional_end = 0;
   for (size_t i = 0; i < schema.size(); ++i)
     if (!schema[i].kwarg_only && !is_default(schema[i], n.args[i])) positional_end = i + 1;
   std::vector<std::string> parts;
-  for (size_t i = 0; i < positional_end; ++i) parts.push_back(print_arg(g, n.args[i]));
+  for (size_t i = 0; i < positional_end; ++i) parts.push_back(arg_text(n.args[i]));
   for (size_t i = 0; i < schema.size(); ++i)
     if (schema[i].kwarg_only && !is_default(schema[i], n.args[i]))
-      parts.push_back(schema[i].name + " = " + print_arg(g, n.args[i]));
+      parts.push_back(schema[i].name + " = " + arg_text(n.args[i]));
   std::string out;
   for (size_t i = 0; i < parts.size(); ++i) out += (i ? ", " : "") + parts[i];
   return out;

@@ -239,7 +239,7 @@ int GraphBuilder::add_node(const std::string &name, const OpDef &op, std::vector
                                 "'; coil compiles functional graphs only (export with "
                                 "torch.export(...).run_decompositions() to remove mutation)"));
     args = bind(s, std::move(positional), std::move(keywords), loc);
-    GuardActivity what(str_cat("the meta function of node ", name, " (", op.target, ")"));
+    GuardActivity what("the meta function of node", name, op.target);
     types = op.meta(MetaArgs(s, args, g_));
   } catch (const UserError &e) {
     throw UserError(str_cat("node '", name, "' (", op.target, "): ", e.message()),

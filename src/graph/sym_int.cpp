@@ -4,22 +4,16 @@
 #include <utility>
 
 #include "support/error.h"
+#include "support/int_math.h"
 
 namespace coil {
 namespace {
 
-thread_local std::string activity;
+thread_local const GuardActivity *active = nullptr;
 
 void check_overflow(bool overflow, const char *what) {
   if (overflow) throw UserError(str_cat("a size overflows int64 in ", what));
 }
-
-int64_t py_floordiv(int64_t a, int64_t b) {
-  int64_t q = a / b;
-  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
-}
-
-int64_t py_mod(int64_t a, int64_t b) { return a - py_floordiv(a, b) * b; }
 
 /// The guards of the graph `a` or `b` belongs to (one of them is symbolic).
 const std::shared_ptr<SizeGuards> &guards_of(const SymInt &a, const SymInt &b) {
@@ -27,44 +21,34 @@ const std::shared_ptr<SizeGuards> &guards_of(const SymInt &a, const SymInt &b) {
 }
 
 /// Records in `g` that `d op 0` held at the hints (d symbolic).
-void record(SizeGuards &g, const ir::Expr &d, SizeGuard::Op op) { g.add(SizeGuard{d, op, activity}); }
+void record(SizeGuards &g, const ir::Expr &d, SizeGuard::Op op) { g.add(SizeGuard{d, op, GuardActivity::current()}); }
 
-/// Bounds of `d` good for its sign: when every term of d (and no constant) shares a factor
-/// of symbols that are at least 1, the bounds of d divided by it, which has d's sign. So
+/// Bounds of `d` good for its sign: with every symbol of at least 1 that each term of d
+/// has (d having no constant) divided out, which leaves d's sign as it is. So
 /// `s1*96 - s0*s1*96` is negative for s0 >= 2, where intervals alone bound it by nothing.
 ir::Interval sign_bounds(const SizeGuards &g, const ir::Expr &d) {
   ir::Interval plain = g.bounds(d);
   if (d.constant() != 0 || d.terms().size() < 2 || plain.lo > 0 || plain.hi < 0) return plain;
-  std::vector<ir::Atom> common = d.terms()[0].factors;  // sorted, repeated for powers
-  for (const ir::Term &t : d.terms()) {
-    std::vector<ir::Atom> both;
-    std::vector<bool> used(t.factors.size(), false);
-    for (const ir::Atom &a : common)
-      for (size_t k = 0; k < t.factors.size(); ++k)
-        if (!used[k] && t.factors[k] == a) {
-          used[k] = true;
-          both.push_back(a);
-          break;
-        }
-    common = std::move(both);
+  std::vector<ir::Term> terms = d.terms();
+  auto divides_all = [&](const ir::Atom &a) {
+    return a.kind() == ir::AtomKind::Symbol && g.range_of(a.symbol()).lo >= 1 &&
+           std::all_of(terms.begin(), terms.end(), [&](const ir::Term &t) {
+             return std::find(t.factors.begin(), t.factors.end(), a) != t.factors.end();
+           });
+  };
+  bool divided = false;
+  while (true) {
+    auto common = std::find_if(terms[0].factors.begin(), terms[0].factors.end(), divides_all);
+    if (common == terms[0].factors.end()) break;
+    ir::Atom a = *common;
+    for (ir::Term &t : terms) t.factors.erase(std::find(t.factors.begin(), t.factors.end(), a));
+    divided = true;
   }
-  std::erase_if(common, [&](const ir::Atom &a) {
-    return a.kind() != ir::AtomKind::Symbol || g.range_of(a.symbol()).lo < 1;
-  });
-  if (common.empty()) return plain;
+  if (!divided) return plain;
   ir::Expr rest;
-  for (const ir::Term &t : d.terms()) {
+  for (const ir::Term &t : terms) {
     ir::Expr term = t.coeff;
-    std::vector<bool> dropped(common.size(), false);
-    for (const ir::Atom &a : t.factors) {
-      auto it = std::find_if(common.begin(), common.end(), [&, k = size_t(0)](const ir::Atom &c) mutable {
-        bool hit = !dropped[k] && c == a;
-        ++k;
-        return hit;
-      });
-      if (it != common.end()) dropped[size_t(it - common.begin())] = true;
-      else term = term * ir::Expr(a);
-    }
+    for (const ir::Atom &a : t.factors) term = term * ir::Expr(a);
     rest = rest + term;
   }
   ir::Interval r = g.bounds(rest);
@@ -185,22 +169,18 @@ SymInt &operator*=(SymInt &a, const SymInt &b) { return a = a * b; }
 SymInt sym_floor_div(const SymInt &a, const SymInt &b) {
   int64_t d = b.value();  // index expressions divide by constants only
   COIL_ASSERT(d != 0, "a size divided by zero");
-  int64_t h = py_floordiv(a.hint(), d);
-  if (!a.symbolic()) return h;
   if (d < 0) return sym_floor_div(-a, -d);
-  return SymInt::of(ir::floor_div(a.expr(), d), h, a.guards());
+  int64_t h = floor_div(a.hint(), d);
+  return a.symbolic() ? SymInt::of(ir::floor_div(a.expr(), d), h, a.guards()) : SymInt(h);
 }
 
 SymInt sym_mod(const SymInt &a, const SymInt &b) {
   int64_t d = b.value();
   COIL_ASSERT(d != 0, "a size modulo zero");
-  int64_t h = py_mod(a.hint(), d);
-  if (!a.symbolic()) return h;
   if (d < 0) return -sym_mod(-a, -d);
-  return SymInt::of(ir::mod(a.expr(), d), h, a.guards());
+  int64_t h = floor_mod(a.hint(), d);
+  return a.symbolic() ? SymInt::of(ir::mod(a.expr(), d), h, a.guards()) : SymInt(h);
 }
-
-SymInt sym_ceil_div(const SymInt &a, const SymInt &b) { return sym_floor_div(a + b - 1, b); }
 
 SymInt sym_min(const SymInt &a, const SymInt &b) {
   if (!a.symbolic() && !b.symbolic()) return std::min(a.hint(), b.hint());
@@ -251,12 +231,7 @@ bool operator==(const SymShape &a, const SymShape &b) {
   return true;
 }
 
-bool operator==(const SymShape &a, const std::vector<int64_t> &b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (a[i] != b[i]) return false;
-  return true;
-}
+bool operator==(const SymShape &a, const std::vector<int64_t> &b) { return a == SymShape(b); }
 
 bool symbolic(const SymShape &shape) {
   return std::any_of(shape.begin(), shape.end(), [](const SymInt &s) { return s.symbolic(); });
@@ -294,14 +269,17 @@ std::string SizeGuard::str() const {
   return ir::str(e - ir::Expr(e.constant())) + " " + text + " " + std::to_string(-e.constant());
 }
 
-void SizeGuards::set_range(const std::string &symbol, int64_t lo, int64_t hi) {
-  COIL_ASSERT(0 <= lo && lo <= hi, "the range of ", symbol, " is [", lo, ", ", hi, "]");
-  ranges_[symbol] = {lo, hi};
+ir::Ranges SizeGuards::default_ranges() {
+  ir::Ranges r;
+  r.set_symbol_floor(2);  // PyTorch specializes sizes 0 and 1 unless told otherwise
+  return r;
 }
+
+void SizeGuards::set_range(const std::string &symbol, int64_t lo, int64_t hi) { ranges_.set_symbol(symbol, lo, hi); }
 
 void SizeGuards::add_symbol(const std::string &symbol, int64_t value) {
   ir::Interval r = range_of(symbol);
-  if (value < r.lo) ranges_[symbol] = {std::max<int64_t>(value, 0), r.hi};
+  if (value < r.lo) set_range(symbol, std::max<int64_t>(value, 0), r.hi);
 }
 
 void SizeGuards::bound(const SymbolBound &b, const std::string &why) {
@@ -315,32 +293,12 @@ void SizeGuards::bound(const SymbolBound &b, const std::string &why) {
     r.hi = std::min(r.hi, *b.hi);
     add(SizeGuard{s - ir::Expr(*b.hi), SizeGuard::Op::Le, why});
   }
-  if (r.lo <= r.hi) ranges_[b.symbol] = r;
+  if (r.lo <= r.hi) set_range(b.symbol, r.lo, r.hi);
 }
 
 ir::Interval SizeGuards::range_of(const std::string &symbol) const {
-  auto it = ranges_.find(symbol);
-  return it != ranges_.end() ? it->second : ir::Interval{2, ir::Interval::kNoUpper};
-}
-
-ir::Interval SizeGuards::bounds(const ir::Expr &e) const {
-  ir::Ranges r;
-  std::vector<ir::VarId> none;
-  // Every symbol of e gets its range (a symbol without one set is at least 2).
-  std::function<void(const ir::Expr &)> visit = [&](const ir::Expr &x) {
-    for (const ir::Term &t : x.terms())
-      for (const ir::Atom &a : t.factors) {
-        if (a.kind() == ir::AtomKind::Symbol) {
-          ir::Interval i = range_of(a.symbol());
-          r.set_symbol(a.symbol(), i.lo, i.hi);
-        } else if (a.kind() != ir::AtomKind::Var) {
-          visit(a.arg());
-          if (a.kind() == ir::AtomKind::Min || a.kind() == ir::AtomKind::Max) visit(a.other());
-        }
-      }
-  };
-  visit(e);
-  return ir::bounds(e, r);
+  auto [lo, hi] = ranges_.symbol_range(symbol);
+  return {lo, hi};
 }
 
 void SizeGuards::add(SizeGuard g) {
@@ -367,8 +325,16 @@ const SizeGuard *SizeGuards::first_failing(const std::map<std::string, int64_t> 
   return nullptr;
 }
 
-GuardActivity::GuardActivity(std::string what) : previous_(std::exchange(activity, std::move(what))) {}
-GuardActivity::~GuardActivity() { activity = std::move(previous_); }
-const std::string &GuardActivity::current() { return activity; }
+GuardActivity::GuardActivity(std::string_view what, std::string_view node, std::string_view op)
+    : previous_(std::exchange(active, this)), what_(what), node_(node), op_(op) {}
+GuardActivity::~GuardActivity() { active = previous_; }
+
+std::string GuardActivity::current() {
+  if (!active) return "";
+  std::string out(active->what_);
+  if (!active->node_.empty()) out += str_cat(" ", active->node_);
+  if (!active->op_.empty()) out += str_cat(" (", active->op_, ")");
+  return out;
+}
 
 }  // namespace coil

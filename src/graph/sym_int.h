@@ -23,12 +23,12 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
 #include <ostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "expr/index_expr.h"
@@ -86,8 +86,6 @@ SymInt operator*(const SymInt &a, const SymInt &b);
 /// Python's floor division and remainder. A symbolic divisor is specialized (guarded).
 SymInt sym_floor_div(const SymInt &a, const SymInt &b);
 SymInt sym_mod(const SymInt &a, const SymInt &b);
-/// ceil(a / b) for b > 0.
-SymInt sym_ceil_div(const SymInt &a, const SymInt &b);
 SymInt sym_min(const SymInt &a, const SymInt &b);
 SymInt sym_max(const SymInt &a, const SymInt &b);
 
@@ -186,7 +184,7 @@ class SizeGuards {
   void bound(const SymbolBound &b, const std::string &why);
   ir::Interval range_of(const std::string &symbol) const;
   /// The bounds of `e` over the symbols' ranges.
-  ir::Interval bounds(const ir::Expr &e) const;
+  ir::Interval bounds(const ir::Expr &e) const { return ir::bounds(e, ranges_); }
 
   /// Records `g` (once: an identical guard is not repeated).
   void add(SizeGuard g);
@@ -197,31 +195,28 @@ class SizeGuards {
   const SizeGuard *first_failing(const std::map<std::string, int64_t> &values) const;
 
  private:
-  std::map<std::string, ir::Interval> ranges_;
+  ir::Ranges ranges_ = default_ranges();
   std::vector<SizeGuard> guards_;
+
+  static ir::Ranges default_ranges();
 };
 
-/// What the compile on this thread is doing, recorded as the reason of the guards recorded
-/// during its scope ("lowering node mm (aten.mm.default)"); restores the previous one at its
-/// end. Cheap enough for every node: a string move.
+/// What the compile on this thread is doing, the reason of the guards recorded during its
+/// scope: `what`, and the node it is about ("lowering node", "mm", "aten.mm.default" reads
+/// "lowering node mm (aten.mm.default)"). The texts are not copied (they must outlive it)
+/// and are joined only when a guard is recorded, so a static graph pays nothing per node.
 class GuardActivity {
  public:
-  explicit GuardActivity(std::string what);
+  explicit GuardActivity(std::string_view what, std::string_view node = {}, std::string_view op = {});
   ~GuardActivity();
   GuardActivity(const GuardActivity &) = delete;
   GuardActivity &operator=(const GuardActivity &) = delete;
   /// The activity now, "" outside any.
-  static const std::string &current();
+  static std::string current();
 
  private:
-  std::string previous_;
+  const GuardActivity *previous_;
+  std::string_view what_, node_, op_;
 };
 
 }  // namespace coil
-
-template <>
-struct std::hash<coil::SymInt> {
-  size_t operator()(const coil::SymInt &s) const {
-    return s.symbolic() ? s.expr().hash() : std::hash<int64_t>()(s.hint());
-  }
-};

@@ -232,7 +232,7 @@ ir::Program lower(const Graph &g, const LowerOptions &o) {
   for (const auto &[ids, kind] : {std::pair{g.inputs(), ir::Buffer::Kind::Input},
                                   std::pair{g.constants(), ir::Buffer::Kind::Constant}}) {
     for (ValueId id : ids) {
-      GuardActivity what(str_cat("lowering input ", g.value(id).name));
+      GuardActivity what("lowering input", g.value(id).name);
       ir::BufferId b = add_graph_buffer(p, g.value(id), kind);
       p.inputs.push_back(b);
       l.bind(id, TensorRef{b, g.type(id).dtype, g.type(id).sizes, g.type(id).strides, 0});
@@ -244,7 +244,7 @@ ir::Program lower(const Graph &g, const LowerOptions &o) {
     if (it == table.end())
       throw UserError(str_cat("node '", n.name, "' (", n.target(), "): coil cannot lower this op yet"), n.loc);
     std::vector<TensorRef> outs;
-    GuardActivity what(str_cat("lowering node ", n.name, " (", n.target(), ")"));
+    GuardActivity what("lowering node", n.name, n.target());
     try {
       outs = it->second(l, n);
     } catch (const UserError &e) {
