@@ -4347,6 +4347,28 @@ class DynAttentionBlock(nn.Module):
         return x + self.proj(y)
 
 
+class DynTokenBlock(nn.Module):
+    """GPT-style input: token and position embeddings (positions by arange over the symbolic
+    sequence), layer norm, a linear layer with GELU, and a residual."""
+
+    def __init__(self, vocab: int = 50, d: int = 16, positions: int = 64):
+        super().__init__()
+        self.tokens = nn.Embedding(vocab, d)
+        self.positions = nn.Embedding(positions, d)
+        self.ln = nn.LayerNorm(d)
+        self.fc = nn.Linear(d, d)
+
+    def forward(self, idx):
+        pos = torch.arange(idx.shape[1], device=idx.device)
+        x = self.tokens(idx) + self.positions(pos)
+        return x + F.gelu(self.fc(self.ln(x)))
+
+
+class DynPool(nn.Module):
+    def forward(self, x):
+        return F.max_pool2d(x, 3, 1, 1) + F.avg_pool2d(x, 3, 1, 1), F.adaptive_avg_pool2d(x, 1)
+
+
 SIZES = (2, 7, 16, 61)   # the smallest size export keeps symbolic, a prime, a power of two, a larger prime
 
 for _d in (
@@ -4371,6 +4393,29 @@ for _d in (
     Dynamic("attention_block", "model", lambda: jitter_norms(DynAttentionBlock()),
             lambda b, s: [make([b, s, 32])], ("b", "s"), ({0: "b", 1: "s"},),
             ((2, 2), (3, 7), (4, 16), (2, 61)), (3, 7)),
+):
+    register_dynamic(_d)
+
+# Further op families over symbolic sizes: means and variances, slices and padding, a scan,
+# views that permute and broadcast, an embedding lookup with positions from arange, pooling.
+for _d in (
+    Dynamic("mean_var", "workload", lambda: Fn(lambda x: (x.mean(-1), x.var(0), torch.var_mean(x, 1)[1])),
+            lambda n: [make([3, n, 5])], ("n",), ({1: "n"},), SIZES, 7),
+    Dynamic("slice_pad", "workload",
+            lambda: Fn(lambda x: (F.pad(x, (1, 2)) * 2, x.flip(1), x[:, -1], torch.roll(x, 1, 1))),
+            lambda n: [make([4, n])], ("n",), ({1: "n"},), SIZES, 7),
+    Dynamic("cumsum_seq", "workload", lambda: Fn(lambda x: (torch.cumsum(x, 1), torch.cumsum(x, 0))),
+            lambda n: [make([3, n])], ("n",), ({1: "n"},), SIZES, 7),
+    Dynamic("permute_expand", "workload",
+            lambda: Fn(lambda x, y: (x.t() * 2, x.unsqueeze(0).expand(3, -1, -1) + y.reshape(1, 1, -1),
+                                     x.transpose(0, 1).contiguous().view(-1))),
+            lambda n: [make([n, 6]), make([6])], ("n",), ({0: "n"}, {}), SIZES, 7),
+    Dynamic("token_block", "model", DynTokenBlock,
+            lambda b, s: [torch.randint(0, 50, (b, s))], ("b", "s"), ({0: "b", 1: "s"},),
+            ((2, 2), (3, 7), (4, 16), (2, 61)), (3, 7)),
+    Dynamic("pool2d_hw", "workload", DynPool,
+            lambda h, w: [make([2, 3, h, w])], ("h", "w"), ({2: "h", 3: "w"},),
+            ((2, 4), (8, 6), (16, 16), (62, 10)), (8, 6)),
 ):
     register_dynamic(_d)
 

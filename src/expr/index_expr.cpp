@@ -764,6 +764,61 @@ Expr substitute(const Expr &e, const std::function<std::optional<Expr>(VarId)> &
   return *out;
 }
 
+std::optional<Expr> exact_quotient(const Expr &a, const Expr &b) {
+  if (b.terms().size() + (b.constant() != 0) != 1) return std::nullopt;  // one term, or a constant
+  if (b.terms().empty()) {
+    int64_t d = b.constant();
+    Expr q(a.constant() / d);
+    if (a.constant() % d != 0) return std::nullopt;
+    for (const Term &t : a.terms()) {
+      if (t.coeff % d != 0) return std::nullopt;
+      Expr p(t.coeff / d);
+      for (const Atom &f : t.factors) p = p * Expr(f);
+      q = q + p;
+    }
+    return q;
+  }
+  const Term &div = b.terms()[0];
+  if (a.constant() != 0) return std::nullopt;
+  Expr q;
+  for (const Term &t : a.terms()) {
+    if (t.coeff % div.coeff != 0) return std::nullopt;
+    std::vector<Atom> rest = t.factors;
+    for (const Atom &f : div.factors) {
+      auto it = std::find(rest.begin(), rest.end(), f);
+      if (it == rest.end()) return std::nullopt;
+      rest.erase(it);
+    }
+    Expr p(t.coeff / div.coeff);
+    for (const Atom &f : rest) p = p * Expr(f);
+    q = q + p;
+  }
+  return q;
+}
+
+Expr substitute_symbols(const Expr &e, const std::map<std::string, int64_t> &values) {
+  auto out = map_atoms(e, [&](const Atom &a) {
+    if (a.kind() == AtomKind::Symbol) {
+      auto it = values.find(a.symbol());
+      return it == values.end() ? Expr(a) : Expr(it->second);
+    }
+    if (a.kind() == AtomKind::Var) return Expr(a);
+    return rebuild_atom(a, [&](const Expr &x) { return substitute_symbols(x, values); });
+  });
+  COIL_ASSERT(out.has_value(), "index arithmetic overflows int64 substituting sizes into ", str(e));
+  return *out;
+}
+
+void collect_symbols(const Expr &e, std::set<std::string> &out) {
+  for (const Term &t : e.terms()) {
+    for (const Atom &a : t.factors) {
+      if (a.kind() == AtomKind::Symbol) out.insert(a.symbol());
+      if (a.kind() != AtomKind::Var && a.kind() != AtomKind::Symbol) collect_symbols(a.arg(), out);
+      if (a.kind() == AtomKind::Min || a.kind() == AtomKind::Max) collect_symbols(a.other(), out);
+    }
+  }
+}
+
 std::vector<VarId> vars_of(const Expr &e) {
   std::set<VarId> vars;
   collect_vars(e, vars);

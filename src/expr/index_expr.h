@@ -22,6 +22,7 @@
 #include <memory>
 #include <optional>
 #include <ostream>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -194,8 +195,19 @@ int64_t eval(const Expr &e, const std::vector<int64_t> &values,
 /// maps this way); the result is canonical but not simplified: call `simplify` on it.
 Expr substitute(const Expr &e, const std::function<std::optional<Expr>(VarId)> &replace);
 
+/// q with q * b == a exactly, when b is a single term (`s1*64`) that divides every term of `a`
+/// (`s0*s1*128 + s1*64` by `s1*64` is `s0*2 + 1`) and a has no constant unless b is one;
+/// otherwise nothing. Divides sizes by sizes (a view's inferred dim) without knowing them.
+std::optional<Expr> exact_quotient(const Expr &a, const Expr &b);
+
+/// Replaces each symbol that `values` names by its value (a compiled program specialized to
+/// one call's sizes); the result is canonical but not simplified.
+Expr substitute_symbols(const Expr &e, const std::map<std::string, int64_t> &values);
+
 /// The distinct variables of `e`, nested ones included, in increasing order.
 std::vector<VarId> vars_of(const Expr &e);
+/// Adds the names of `e`'s symbols, nested ones included, to `out`.
+void collect_symbols(const Expr &e, std::set<std::string> &out);
 
 /// How an index moves when one loop variable steps by 1 (the others fixed).
 enum class Access {

@@ -442,6 +442,7 @@ class Parser {
   void check_annotation(const Token &ann, int node, int64_t index) {
     const Node &n = builder_.graph().nodes()[size_t(node)];
     const TensorType &actual = builder_.graph().type(n.outputs[size_t(index)]);
+    GuardActivity checking("the annotation of node", n.name, n.target());
     Annotation a = parse_annotation(ann.text, inside(ann), sizes_, guards_);
     std::string what = n.multi_output() ? str_cat(" item ", index) : "";
     auto mismatch = [&](const std::string &part) {

@@ -258,7 +258,7 @@ int GraphBuilder::add_node(const std::string &name, const OpDef &op, std::vector
   return index;
 }
 
-void GraphBuilder::set_output_layout(int node, int64_t index, const Shape &strides, const SourceLoc &loc) {
+void GraphBuilder::set_output_layout(int node, int64_t index, const SymShape &strides, const SourceLoc &loc) {
   const Node &n = g_.nodes_.at(size_t(node));
   TensorType &t = g_.values_[size_t(n.outputs.at(size_t(index)).index)].type;
   if (!n.op->layout_from_backend)

@@ -110,7 +110,7 @@ class GraphBuilder {
   /// Gives output `index` of an op whose layout PyTorch leaves to its library
   /// (OpDef::layout_from_backend) the dense layout `strides` a graph states for it. A
   /// UserError when the op's layout is its own rule or `strides` is not dense.
-  void set_output_layout(int node, int64_t index, const Shape &strides, const SourceLoc &loc = {});
+  void set_output_layout(int node, int64_t index, const SymShape &strides, const SourceLoc &loc = {});
   /// Gives output `index` of an op whose type there PyTorch leaves to its kernel
   /// (OpDef::typed_by_backend) the dtype and sizes a graph states for it, contiguous. A
   /// UserError when the op types that output by its own rule, a dtype is not floating where

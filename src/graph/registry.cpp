@@ -70,6 +70,11 @@ std::vector<int64_t> MetaArgs::ints(std::string_view name) const {
 
 SymInt MetaArgs::sym_integer(std::string_view name) const { return arg(name).as<SymInt>(); }
 
+std::optional<SymInt> MetaArgs::optional_sym_integer(std::string_view name) const {
+  if (is_none(name)) return std::nullopt;
+  return sym_integer(name);
+}
+
 SymShape MetaArgs::sym_ints(std::string_view name) const {
   SymShape out;
   for (const Arg &a : arg(name).as<ArgList>()) out.push_back(a.as<SymInt>());

@@ -45,6 +45,7 @@ class MetaArgs {
   std::vector<int64_t> ints(std::string_view name) const;
   /// The same as symbolic sizes, kept as they are (graph/sym_int.h).
   SymInt sym_integer(std::string_view name) const;
+  std::optional<SymInt> optional_sym_integer(std::string_view name) const;
   SymShape sym_ints(std::string_view name) const;
   std::optional<std::vector<int64_t>> optional_ints(std::string_view name) const;
   double floating(std::string_view name) const;

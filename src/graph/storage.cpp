@@ -16,10 +16,10 @@ const Arg &arg(const Node &n, std::string_view name) {
   return n.args[size_t(i)];
 }
 
-std::optional<int64_t> optional_int(const Node &n, std::string_view name) {
+std::optional<SymInt> optional_int(const Node &n, std::string_view name) {
   const Arg &a = arg(n, name);
   if (a.is_none()) return std::nullopt;
-  return a.integer();
+  return a.as<SymInt>();
 }
 
 /// Views whose output starts where their input starts.
@@ -58,16 +58,16 @@ std::optional<ViewStart> view_start(const Graph &g, const Node &n, int output) {
     return offset ? ViewStart{true, *offset} : ViewStart{};
   }
   size_t d = size_t(wrap_dim(arg(n, "dim").integer(), self.rank()));
-  int64_t first = 0;  // the index along d where the output starts
+  SymInt first = 0;  // the index along d where the output starts
   if (t == "aten.slice.Tensor") {
     first = slice_bounds(self.sizes[d], optional_int(n, "start"), optional_int(n, "end"),
                          arg(n, "step").integer())
                 .start;
   } else if (t == "aten.select.int") {
     int64_t index = arg(n, "index").integer();
-    first = index < 0 ? index + int64_t(self.sizes[d]) : index;
+    first = index < 0 ? index + self.sizes[d] : SymInt(index);
   } else if (t == "aten.unbind.int") {
-    first = output;
+    first = int64_t(output);
   } else {
     for (int j = 0; j < output; ++j) first += g.type(n.outputs[size_t(j)]).sizes[d];
   }

@@ -16,7 +16,7 @@ namespace coil {
 /// storage_offset).
 struct ViewStart {
   bool absolute = false;
-  int64_t offset = 0;
+  SymInt offset = 0;
 };
 
 /// The start of output `output` of `n` when that output is a view of n's `self` (reshape
@@ -30,7 +30,7 @@ ValueId view_base(const Node &n);
 /// or the output of a node that makes a new tensor) and the element its view starts at.
 struct Placement {
   ValueId root;
-  int64_t start = 0;
+  SymInt start = 0;
 };
 
 /// Follows v's chain of views to the storage it reads.

@@ -231,15 +231,16 @@ std::optional<SymShape> view_strides(const SymShape &sizes, const SymShape &stri
   return out;
 }
 
-SliceBounds slice_bounds(int64_t size, std::optional<int64_t> start_arg, std::optional<int64_t> end_arg,
+SliceBounds slice_bounds(const SymInt &size, std::optional<SymInt> start_arg, std::optional<SymInt> end_arg,
                          int64_t step) {
-  int64_t start = start_arg.value_or(0), end = end_arg.value_or(size);
-  if (start < 0) start += size;
-  if (end < 0) end += size;
-  start = std::clamp<int64_t>(start, 0, size);
-  end = std::clamp<int64_t>(end, start, size);
-  int64_t len = end - start;
-  return {start, len == 0 ? 0 : (len - 1) / step + 1};
+  if (end_arg && !end_arg->symbolic() && end_arg->hint() >= (int64_t(1) << 62)) end_arg.reset();
+  SymInt start = start_arg.value_or(0), end = end_arg.value_or(size);
+  if (start_arg && start < 0) start = start + size;
+  if (end_arg && end < 0) end = end + size;
+  start = start < 0 ? SymInt(0) : start > size ? size : start;
+  end = end < start ? start : end > size ? size : end;
+  // ceil(len / step) for len >= 0.
+  return {start, sym_floor_div(end - start + (step - 1), step)};
 }
 
 DiagonalView diagonal_view(const SymShape &sizes, const SymShape &strides, int64_t offset, int64_t dim1, int64_t dim2) {

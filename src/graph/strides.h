@@ -72,12 +72,15 @@ SymShape elementwise_output_strides(const SymShape &shape, std::span<const Tenso
 std::optional<SymShape> view_strides(const SymShape &sizes, const SymShape &strides, const SymShape &new_sizes);
 
 /// The first element and length of slicing a dim of `size` with PyTorch's rules:
-/// negative bounds count from the end, then both are clamped into [0, size].
+/// negative bounds count from the end, then both are clamped into [0, size]; an end of 2^62
+/// or more is the dim's end (export writes int64's maximum). Symbolic bounds are compared
+/// as SymInts: a clamp that the symbols' ranges do not decide is a guard (`s0 <= 16` for
+/// `[:s0]` of a dim of 16), not a specialization.
 struct SliceBounds {
-  int64_t start = 0;
-  int64_t length = 0;
+  SymInt start = 0;
+  SymInt length = 0;
 };
-SliceBounds slice_bounds(int64_t size, std::optional<int64_t> start, std::optional<int64_t> end, int64_t step);
+SliceBounds slice_bounds(const SymInt &size, std::optional<SymInt> start, std::optional<SymInt> end, int64_t step);
 
 /// diagonal(offset, dim1, dim2) of a tensor of these sizes and strides: dim1 and dim2
 /// removed and the diagonal appended as the last dim, which starts `start` elements after

@@ -166,7 +166,22 @@ SymInt &operator+=(SymInt &a, const SymInt &b) { return a = a + b; }
 SymInt &operator-=(SymInt &a, const SymInt &b) { return a = a - b; }
 SymInt &operator*=(SymInt &a, const SymInt &b) { return a = a * b; }
 
+namespace {
+
+/// Whether 0 <= a < b for every value of the symbols in their ranges.
+bool below(const SymInt &a, const SymInt &b) {
+  if (!a.symbolic() && !b.symbolic()) return 0 <= a.hint() && a.hint() < b.hint();
+  const std::shared_ptr<SizeGuards> &g = a.symbolic() ? a.guards() : b.guards();
+  return g->bounds(a.expr()).lo >= 0 && g->bounds(b.expr() - a.expr()).lo >= 1;
+}
+
+}  // namespace
+
 SymInt sym_floor_div(const SymInt &a, const SymInt &b) {
+  if (b.symbolic() && below(a, b)) return 0;  // (s0 - 1) // s0
+  if (b.symbolic() && b.hint() != 0)
+    if (std::optional<ir::Expr> q = ir::exact_quotient(a.expr(), b.expr()))  // s0*s1*64 // s1
+      return SymInt::of(*q, a.hint() / b.hint(), b.guards());
   int64_t d = b.value();  // index expressions divide by constants only
   COIL_ASSERT(d != 0, "a size divided by zero");
   if (d < 0) return sym_floor_div(-a, -d);
@@ -175,6 +190,8 @@ SymInt sym_floor_div(const SymInt &a, const SymInt &b) {
 }
 
 SymInt sym_mod(const SymInt &a, const SymInt &b) {
+  if (b.symbolic() && below(a, b)) return a;  // (s0 - 1) % s0
+  if (b.symbolic() && ir::exact_quotient(a.expr(), b.expr())) return 0;  // s0*s1*64 % s1
   int64_t d = b.value();
   COIL_ASSERT(d != 0, "a size modulo zero");
   if (d < 0) return -sym_mod(-a, -d);

@@ -22,6 +22,7 @@
 // hints, recording the outcome as a guard. Tests: tests/unit/sym_int_test.cpp.
 #pragma once
 
+#include <concepts>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -100,6 +101,14 @@ COIL_SYM_MIXED(+)
 COIL_SYM_MIXED(-)
 COIL_SYM_MIXED(*)
 #undef COIL_SYM_MIXED
+/// Index expressions with sizes in them (`x0*s1 + x1`): no guard. Templates, so that only a
+/// SymInt itself (not an integer converted to one) picks them.
+template <std::same_as<SymInt> S> ir::Expr operator+(const ir::Expr &a, const S &b) { return a + b.expr(); }
+template <std::same_as<SymInt> S> ir::Expr operator+(const S &a, const ir::Expr &b) { return a.expr() + b; }
+template <std::same_as<SymInt> S> ir::Expr operator-(const ir::Expr &a, const S &b) { return a - b.expr(); }
+template <std::same_as<SymInt> S> ir::Expr operator-(const S &a, const ir::Expr &b) { return a.expr() - b; }
+template <std::same_as<SymInt> S> ir::Expr operator*(const ir::Expr &a, const S &b) { return a * b.expr(); }
+template <std::same_as<SymInt> S> ir::Expr operator*(const S &a, const ir::Expr &b) { return a.expr() * b; }
 SymInt &operator+=(SymInt &a, const SymInt &b);
 SymInt &operator-=(SymInt &a, const SymInt &b);
 SymInt &operator*=(SymInt &a, const SymInt &b);

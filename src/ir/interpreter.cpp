@@ -467,8 +467,8 @@ void Interpreter::run_product(const Node &n) {
   const View &a = n.operands[has_bias ? 1 : 0];
   const View &b = n.operands[has_bias ? 2 : 1];
   bool batched = a.sizes.size() == 3, vector = b.sizes.size() == 1;
-  int64_t batches = batched ? a.sizes[0] : 1, rows = a.sizes[batched ? 1 : 0], inner = a.sizes.back();
-  int64_t cols = vector ? 1 : b.sizes.back();
+  int64_t batches = batched ? int64_t(a.sizes[0]) : 1, rows = a.sizes[batched ? 1 : 0], inner = a.sizes.back();
+  int64_t cols = vector ? 1 : int64_t(b.sizes.back());
   double alpha = n.scalars.count("alpha") ? n.scalars.at("alpha") : 1;
   double beta = n.scalars.count("beta") ? n.scalars.at("beta") : 1;
   const Buffer &out = p_.buffer(n.outputs[0]);
@@ -509,8 +509,8 @@ void Interpreter::run_convolution(const Node &n) {
   const auto &stride = n.attrs.at("stride"), &padding = n.attrs.at("padding"), &dilation = n.attrs.at("dilation");
   int64_t groups = n.attrs.at("groups")[0];
   bool transposed = n.attrs.count("transposed") && n.attrs.at("transposed")[0];
-  int64_t cin_g = transposed ? w.sizes[0] / groups : w.sizes[1];
-  int64_t cout_g = transposed ? w.sizes[1] : w.sizes[0] / groups;
+  int64_t cin_g = transposed ? int64_t(w.sizes[0]) / groups : int64_t(w.sizes[1]);
+  int64_t cout_g = transposed ? int64_t(w.sizes[1]) : int64_t(w.sizes[0]) / groups;
   Shape window(w.sizes.begin() + 2, w.sizes.end());
   size_t spatial = window.size();
   std::vector<int64_t> point(n.ranges.size(), 0);

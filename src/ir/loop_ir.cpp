@@ -98,10 +98,6 @@ std::string Node::var_name(VarId v) const {
 }
 
 BufferId Program::add_buffer(Buffer b) {
-  // The loop IR's sizes are integers: a buffer of symbolic sizes is specialized here, each
-  // size guarded (graph/sym_int.h), until kernels take sizes as arguments.
-  b.type.sizes = SymShape(values(b.type.sizes));
-  b.type.strides = SymShape(values(b.type.strides));
   buffers.push_back(std::move(b));
   return BufferId(buffers.size() - 1);
 }
@@ -114,11 +110,11 @@ std::vector<std::vector<int>> Program::users() const {
   return out;
 }
 
-Expr offset_of(const std::vector<Expr> &index, const Shape &strides, int64_t storage_offset) {
+Expr offset_of(const std::vector<Expr> &index, const SymShape &strides, const SymInt &storage_offset) {
   COIL_ASSERT(index.size() == strides.size(), "index of rank ", index.size(), " for strides of rank ",
               strides.size());
-  Expr e(storage_offset);
-  for (size_t d = 0; d < index.size(); ++d) e = e + index[d] * strides[d];
+  Expr e = storage_offset.expr();
+  for (size_t d = 0; d < index.size(); ++d) e = e + index[d] * strides[d].expr();
   return e;
 }
 

@@ -14,7 +14,12 @@
 //     whose indirect vars stand for body results 1, 2, ... (scatter, index_put).
 // Loop variables are numbered per node: x0..x{n-1} for `ranges`, then r0..r{m-1} for
 // `reduction_ranges` (VarIds n..n+m-1). Loads address buffers by element offset, so
-// views are index expressions, never copies. Tests: tests/unit/loop_ir_test.cpp.
+// views are index expressions, never copies.
+//
+// Sizes may be symbolic (dynamic shapes): lowering writes a graph's symbolic sizes into
+// ranges, buffer types, views and index expressions (`x0*s1 + x1`), so that one lowering
+// serves every size; ir/specialize.h turns such a program into one of integers for the
+// passes after it. Tests: tests/unit/loop_ir_test.cpp, tests/unit/specialize_test.cpp.
 #pragma once
 
 #include <functional>
@@ -83,16 +88,16 @@ struct Buffer {
 /// A strided view of a buffer: how an Extern call sees its operands.
 struct View {
   BufferId buffer = -1;  // -1: an absent operand (a convolution without bias)
-  Shape sizes;
-  Shape strides;
-  int64_t offset = 0;
+  SymShape sizes;
+  SymShape strides;
+  SymInt offset = 0;
 };
 
 struct Node {
   NodeKind kind = NodeKind::Pointwise;
   std::string origin;              // the graph node(s) it was lowered from, for dumps
-  std::vector<int64_t> ranges;     // output iteration space
-  std::vector<int64_t> reduction_ranges;
+  SymShape ranges;                 // output iteration space
+  SymShape reduction_ranges;
   ReduceOp reduce_op = ReduceOp::Sum;  // Reduction only
   ScanOp scan_op = ScanOp::Sum;        // Scan only
   int scan_dim = -1;
@@ -155,7 +160,6 @@ struct Program {
   /// computed buffer) is returned as that view, never copied. Empty: whole buffers.
   std::vector<View> output_views;
 
-  /// Adds `b`, its sizes and strides specialized to integers (guarded where symbolic).
   BufferId add_buffer(Buffer b);
   const Buffer &buffer(BufferId id) const { return buffers.at(size_t(id)); }
   /// Consumers of each buffer: node indices in order, and -1 for a graph output.
@@ -163,7 +167,7 @@ struct Program {
 };
 
 /// The element offset of point `index` (one Expr per dim) in a buffer of `strides`.
-Expr offset_of(const std::vector<Expr> &index, const Shape &strides, int64_t storage_offset = 0);
+Expr offset_of(const std::vector<Expr> &index, const SymShape &strides, const SymInt &storage_offset = 0);
 
 /// The store index of a node's output: its x vars laid out by the buffer's strides.
 Expr store_index(const Node &node, const Buffer &out);

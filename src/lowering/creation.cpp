@@ -68,9 +68,9 @@ TensorRef cat_parts(Lowering &l, const TensorType &t, const std::vector<TensorRe
   }
   return l.pointwise(t, origin, [&](BodyBuilder &b, const std::vector<Expr> &index) {
     int value = b.constant(0, t.dtype);
-    int64_t start = 0;
+    SymInt start = 0;
     // Later parts first, so that each where() picks the part the index falls in.
-    std::vector<std::pair<int64_t, const TensorRef *>> spans;
+    std::vector<std::pair<SymInt, const TensorRef *>> spans;
     for (const TensorRef &p : parts) {
       spans.emplace_back(start, &p);
       start += p.sizes[dim];
@@ -81,8 +81,8 @@ TensorRef cat_parts(Lowering &l, const TensorType &t, const std::vector<TensorRe
       std::vector<Expr> in = index;
       in[dim] = index[dim] - begin;
       int pos = b.index(index[dim], DType::I64);
-      int inside = b.binary(Op::LogicalAnd, b.binary(Op::Ge, pos, b.constant(double(begin), DType::I64), DType::Bool),
-                            b.binary(Op::Lt, pos, b.constant(double(begin + part->sizes[dim]), DType::I64), DType::Bool),
+      int inside = b.binary(Op::LogicalAnd, b.binary(Op::Ge, pos, size_value(b, begin, DType::I64), DType::Bool),
+                            b.binary(Op::Lt, pos, size_value(b, begin + part->sizes[dim], DType::I64), DType::Bool),
                             DType::Bool);
       int v = b.cast(b.masked_load(part->buffer, Lowering::offset(*part, in), part->dtype, inside, 0), t.dtype);
       value = b.where(inside, v, value, t.dtype);
@@ -120,7 +120,7 @@ std::vector<TensorRef> constant_pad(Lowering &l, const Node &n) {
       in[d] = index[d] - pad[2 * k];
       int pos = b.index(in[d], DType::I64);
       int ok = b.binary(Op::LogicalAnd, b.binary(Op::Ge, pos, b.constant(0, DType::I64), DType::Bool),
-                        b.binary(Op::Lt, pos, b.constant(double(x.sizes[d]), DType::I64), DType::Bool), DType::Bool);
+                        b.binary(Op::Lt, pos, size_value(b, x.sizes[d], DType::I64), DType::Bool), DType::Bool);
       inside = inside < 0 ? ok : b.binary(Op::LogicalAnd, inside, ok, DType::Bool);
     }
     if (inside < 0) return b.load(x.buffer, Lowering::offset(x, in), x.dtype);
@@ -175,7 +175,7 @@ std::vector<TensorRef> flip(Lowering &l, const Node &n) {
   return {l.pointwise(out_type(l, n), n.name, [&](BodyBuilder &b, const std::vector<Expr> &index) {
     std::vector<Expr> in = index;
     for (size_t d = 0; d < in.size(); ++d)
-      if (flipped[d]) in[d] = Expr(x.sizes[d] - 1) - index[d];
+      if (flipped[d]) in[d] = (x.sizes[d] - 1).expr() - index[d];
     return b.load(x.buffer, Lowering::offset(x, in), x.dtype);
   })};
 }
@@ -187,14 +187,15 @@ std::vector<TensorRef> scatter_into(Lowering &l, const Node &n, bool select) {
   const TensorRef &src = l.ref(arg(n, "src").as<ValueId>());
   const TensorType &t = out_type(l, n);
   size_t dim = size_t(wrap_dim(arg(n, "dim").integer(), t.rank()));
-  int64_t start = 0, step = 1, length = 1;
+  SymInt start = 0, length = 1;
+  int64_t step = 1;
   if (select) {
-    start = arg(n, "index").integer();
-    if (start < 0) start += t.sizes[dim];
+    start = arg(n, "index").as<SymInt>();
+    if (start < 0) start = start + t.sizes[dim];
   } else {
-    auto opt = [&](const char *name) -> std::optional<int64_t> {
+    auto opt = [&](const char *name) -> std::optional<SymInt> {
       const Arg &a = arg(n, name);
-      return a.is_none() ? std::nullopt : std::optional<int64_t>(a.integer());
+      return a.is_none() ? std::nullopt : std::optional<SymInt>(a.as<SymInt>());
     };
     step = arg(n, "step").integer();
     auto bounds = slice_bounds(t.sizes[dim], opt("start"), opt("end"), step);
@@ -204,7 +205,7 @@ std::vector<TensorRef> scatter_into(Lowering &l, const Node &n, bool select) {
   return {l.pointwise(t, n.name, [&](BodyBuilder &b, const std::vector<Expr> &index) {
     int pos = b.index(index[dim] - start, DType::I64);
     int in_range = b.binary(Op::LogicalAnd, b.binary(Op::Ge, pos, b.constant(0, DType::I64), DType::Bool),
-                            b.binary(Op::Lt, pos, b.constant(double((length - 1) * step + 1), DType::I64), DType::Bool),
+                            b.binary(Op::Lt, pos, size_value(b, (length - 1) * step + 1, DType::I64), DType::Bool),
                             DType::Bool);
     int on_step = b.binary(Op::Eq, b.binary(Op::Remainder, pos, b.constant(double(step), DType::I64), DType::I64),
                            b.constant(0, DType::I64), DType::Bool);

@@ -23,9 +23,11 @@ using ir::Expr;
 
 ir::View view_of(const TensorRef &r) { return ir::View{r.buffer, r.sizes, r.strides, r.offset}; }
 
-/// An extern call writing one buffer of each of `outs` (in the call's order).
+/// An extern call writing one buffer of each of `outs` (in the call's order). Its attr
+/// reduction_size (the terms each result sums, for the comparison's tolerance) is taken at
+/// the sizes compiled for.
 std::vector<TensorRef> extern_node(Lowering &l, const std::string &origin, ir::ExternOp op, std::vector<ir::View> operands,
-                                   const std::vector<TensorType> &outs, int64_t reduction_size,
+                                   const std::vector<TensorType> &outs, const SymInt &reduction_size,
                                    std::map<std::string, double> scalars = {}) {
   ir::Node node;
   node.kind = ir::NodeKind::Extern;
@@ -34,7 +36,7 @@ std::vector<TensorRef> extern_node(Lowering &l, const std::string &origin, ir::E
   node.ranges = outs.at(0).sizes;
   node.operands = std::move(operands);
   node.scalars = std::move(scalars);
-  node.attrs["reduction_size"] = {reduction_size};
+  node.attrs["reduction_size"] = {reduction_size.hint()};
   std::vector<TensorRef> results;
   for (const TensorType &out : outs) {
     results.push_back(l.new_buffer(out));  // produced by the node pushed next
@@ -46,7 +48,7 @@ std::vector<TensorRef> extern_node(Lowering &l, const std::string &origin, ir::E
 
 /// An Extern node writing a new buffer of type `out` from `operands`.
 TensorRef extern_node(Lowering &l, const std::string &origin, ir::ExternOp op, std::vector<ir::View> operands,
-                      const TensorType &out, int64_t reduction_size, std::map<std::string, double> scalars = {}) {
+                      const TensorType &out, const SymInt &reduction_size, std::map<std::string, double> scalars = {}) {
   return extern_node(l, origin, op, std::move(operands), std::vector<TensorType>{out}, reduction_size, std::move(scalars))[0];
 }
 
@@ -85,14 +87,14 @@ TensorRef extern_call(Lowering &l, const Node &n, ir::ExternOp op, const std::ve
 
 /// `r` with a size-1 dim inserted at `dim`.
 TensorRef unsqueeze(TensorRef r, size_t dim) {
-  int64_t stride = dim < r.sizes.size() ? r.sizes[dim] * r.strides[dim] : 1;
+  SymInt stride = dim < r.sizes.size() ? r.sizes[dim] * r.strides[dim] : SymInt(1);
   r.sizes.insert(r.sizes.begin() + int64_t(dim), 1);
   r.strides.insert(r.strides.begin() + int64_t(dim), stride);
   return r;
 }
 
 /// `r` broadcast to `shape` (dims aligned from the right; broadcast dims read stride 0).
-TensorRef expand(TensorRef r, const Shape &shape) {
+TensorRef expand(TensorRef r, const SymShape &shape) {
   while (r.sizes.size() < shape.size()) r = unsqueeze(r, 0);
   for (size_t d = 0; d < shape.size(); ++d)
     if (r.sizes[d] != shape[d]) {
@@ -102,7 +104,7 @@ TensorRef expand(TensorRef r, const Shape &shape) {
   return r;
 }
 
-TensorRef reshaped(Lowering &l, const std::string &origin, const TensorRef &r, const Shape &sizes);
+TensorRef reshaped(Lowering &l, const std::string &origin, const TensorRef &r, const SymShape &sizes);
 
 /// `r` (seen with type's sizes) written in `type`'s layout and dtype: a copy unless it has them.
 TensorRef laid_out(Lowering &l, const std::string &origin, const TensorRef &r, const TensorType &type) {
@@ -115,7 +117,7 @@ TensorRef laid_out(Lowering &l, const std::string &origin, const TensorRef &r, c
 
 /// `r` seen with `sizes` (the same elements in row-major order): a view where its strides
 /// allow one, else a contiguous copy.
-TensorRef reshaped(Lowering &l, const std::string &origin, const TensorRef &r, const Shape &sizes) {
+TensorRef reshaped(Lowering &l, const std::string &origin, const TensorRef &r, const SymShape &sizes) {
   if (auto strides = view_strides(r.sizes, r.strides, sizes)) return TensorRef{r.buffer, r.dtype, sizes, *strides, r.offset};
   TensorRef c = laid_out(l, origin, r,
                          TensorType{r.dtype, r.sizes, contiguous_strides(r.sizes), l.program().buffer(r.buffer).type.device});
@@ -194,13 +196,15 @@ TensorRef oriented_copy(Lowering &l, const TensorRef &r, bool flip, Shape sizes,
 /// directly), else a view of a copy with aligned rows, in r's orientation.
 TensorRef aligned_operand(Lowering &l, const std::string &origin, const TensorRef &r) {
   if (r.rank() < 2 || r.rank() > 3 || (r.rank() == 3 && r.strides[0] == 0)) return r;
-  MatrixLayout m = matrix_layout(r);
+  // Whether rows are aligned at all is decided at the sizes compiled for (see padded_product).
   const Device &device = l.program().buffer(r.buffer).type.device;
+  if (!aligns_rows(l, r.dtype, device, checked_numel(hints(r.sizes)))) return r;
+  MatrixLayout m = matrix_layout(r);
   int64_t align = alignment_of(r.dtype);
   bool row_major = m.col_stride == 1 || m.cols == 1, col_major = m.row_stride == 1 || m.rows == 1;
   if ((row_major && (m.row_stride % align == 0 || m.rows == 1)) || (col_major && (m.col_stride % align == 0 || m.cols == 1)))
     return r;
-  if ((!row_major && !col_major) || !aligns_rows(l, r.dtype, device, checked_numel(r.sizes))) return r;
+  if (!row_major && !col_major) return r;
   return oriented_copy(l, r, !row_major, r.sizes, [&](const TensorRef &source, const Shape &) {
     TensorType padded{source.dtype, source.sizes, padded_strides(source.sizes, align), device};
     return laid_out(l, origin + " (rows aligned)", source, padded);
@@ -259,6 +263,12 @@ std::optional<TensorRef> padded_product(Lowering &l, const std::string &origin, 
   const TensorRef &a = operands[first], &b = operands[first + 1];
   if (a.rank() != 2 || b.rank() != 2 || a.buffer < 0 || b.buffer < 0 || out.strides != contiguous_strides(out.sizes))
     return std::nullopt;
+  // Whether rows are aligned at all is decided at the sizes compiled for (a heuristic: the
+  // product is right unaligned); an aligned product is specialized to them.
+  int64_t hk = a.sizes[1].hint();
+  if (!aligns_rows(l, out.dtype, out.device,
+                   std::max({checked_numel(hints(out.sizes)), a.sizes[0].hint() * hk, hk * b.sizes[1].hint()})))
+    return std::nullopt;
   int64_t m = a.sizes[0], k = a.sizes[1], n = b.sizes[1], align = alignment_of(out.dtype);
   bool a_col_major = a.strides[0] == 1 && a.strides[1] != 1, b_col_major = b.strides[0] == 1 && b.strides[1] != 1;
   // The dims some matrix walks with unit stride: the result's columns, and each operand's.
@@ -266,7 +276,6 @@ std::optional<TensorRef> padded_product(Lowering &l, const std::string &origin, 
   int64_t np = round_up(n, align);
   if ((mp == m && kp == k && np == n) || m == 0 || k == 0 || n == 0) return std::nullopt;
   const std::string &mode = l.options().align_product_rows;
-  if (!aligns_rows(l, out.dtype, out.device, std::max({int64_t(checked_numel(out.sizes)), m * k, k * n}))) return std::nullopt;
   int64_t copied = (mp != m || kp != k ? mp * kp : 0) + (kp != k || np != n ? kp * np : 0);
   if (mode != "always" && 2 * m * n * k < kPaddedFlopsPerByte * copied * itemsize(out.dtype)) return std::nullopt;
   std::vector<ir::View> views;
@@ -294,7 +303,7 @@ std::optional<TensorRef> padded_product(Lowering &l, const std::string &origin, 
 /// through aligned copies, its result written with padded rows and given back in `out`'s
 /// layout by a copy that its readers take in (node attr aligned_rows).
 TensorRef product_node(Lowering &l, const std::string &origin, ir::ExternOp op, std::vector<TensorRef> operands,
-                       const TensorType &out, int64_t reduction_size, std::map<std::string, double> scalars = {}) {
+                       const TensorType &out, const SymInt &reduction_size, std::map<std::string, double> scalars = {}) {
   if (auto padded = padded_product(l, origin, op, operands, out, scalars)) return *padded;
   bool matrices = op == ir::ExternOp::Mm || op == ir::ExternOp::Bmm || op == ir::ExternOp::Addmm || op == ir::ExternOp::Baddbmm;
   size_t first = op == ir::ExternOp::Addmm || op == ir::ExternOp::Baddbmm ? 1 : 0;  // after the bias
@@ -305,9 +314,9 @@ TensorRef product_node(Lowering &l, const std::string &origin, ir::ExternOp op, 
     views.push_back(r.buffer < 0 ? ir::View{} : view_of(matrix ? aligned_operand(l, origin, r) : r));
   }
   int64_t align = alignment_of(out.dtype);
-  bool pad = matrices && out.rank() >= 2 && out.strides.back() == 1 && out.sizes.back() > 1 &&
-             out.strides[out.strides.size() - 2] % align != 0 && out.strides == contiguous_strides(out.sizes) &&
-             aligns_rows(l, out.dtype, out.device, checked_numel(out.sizes));
+  bool pad = matrices && out.rank() >= 2 && aligns_rows(l, out.dtype, out.device, checked_numel(hints(out.sizes))) &&
+             out.strides.back() == 1 && out.sizes.back() > 1 && int64_t(out.strides[out.strides.size() - 2]) % align != 0 &&
+             out.strides == contiguous_strides(out.sizes);
   if (!pad) return extern_node(l, origin, op, std::move(views), out, reduction_size, std::move(scalars));
   return unpadded_result(l, origin, op, std::move(views), {out.dtype, out.sizes, padded_strides(out.sizes, align), out.device},
                          out, reduction_size, std::move(scalars));
@@ -315,7 +324,7 @@ TensorRef product_node(Lowering &l, const std::string &origin, ir::ExternOp op, 
 
 /// [d0, ..., n, k] as [d0 * ... * n, k].
 TensorRef rows_of(Lowering &l, const std::string &origin, const TensorRef &r) {
-  Shape rows(r.sizes.begin(), r.sizes.end() - 1);
+  SymShape rows(r.sizes.begin(), r.sizes.end() - 1);
   return reshaped(l, origin, r, {checked_numel(rows), r.sizes.back()});
 }
 
@@ -325,11 +334,11 @@ TensorRef rows_of(Lowering &l, const std::string &origin, const TensorRef &r) {
 TensorRef matmul(Lowering &l, const std::string &origin, const TensorRef &a, const TensorRef &b, const TensorType &out,
                  const TensorRef *bias = nullptr) {
   using ir::ExternOp;
-  int64_t k = a.sizes.back();
+  SymInt k = a.sizes.back();
   auto result = [&](const TensorRef &buf) {
     return TensorRef{buf.buffer, buf.dtype, out.sizes, contiguous_strides(out.sizes), 0};
   };
-  auto typed = [&](Shape sizes) { return TensorType{out.dtype, sizes, contiguous_strides(sizes), out.device}; };
+  auto typed = [&](SymShape sizes) { return TensorType{out.dtype, sizes, contiguous_strides(sizes), out.device}; };
   if (b.rank() == 1 && a.rank() >= 2) {  // [..., n, k] @ [k]: one mv over the rows
     TensorRef rows = rows_of(l, origin, a);
     return result(product_node(l, origin, ExternOp::Mv, {rows, b}, typed({rows.sizes[0]}), k));
@@ -337,7 +346,7 @@ TensorRef matmul(Lowering &l, const std::string &origin, const TensorRef &a, con
   if (b.rank() <= 2 && a.rank() != 0) {  // [..., n, k] @ [k, m], and [k] @ [k] or [k, m] as one row
     TensorRef lhs = a.rank() == 1 ? unsqueeze(a, 0) : rows_of(l, origin, a);
     TensorRef rhs = b.rank() == 1 ? unsqueeze(b, 1) : b;
-    Shape shape = {lhs.sizes[0], rhs.sizes[1]};
+    SymShape shape = {lhs.sizes[0], rhs.sizes[1]};
     if (bias)
       return result(product_node(l, origin, ExternOp::Addmm, {*bias, lhs, rhs}, typed(shape), k,
                                  {{"beta", 1.0}, {"alpha", 1.0}}));
@@ -345,10 +354,11 @@ TensorRef matmul(Lowering &l, const std::string &origin, const TensorRef &a, con
   }
   // Batched: batch dims broadcast and folded into one, then one bmm.
   TensorRef lhs = a.rank() == 1 ? unsqueeze(a, 0) : a, rhs = b.rank() == 1 ? unsqueeze(b, 1) : b;
-  Shape batch = broadcast_shapes(Shape(lhs.sizes.begin(), lhs.sizes.end() - 2), Shape(rhs.sizes.begin(), rhs.sizes.end() - 2));
-  int64_t n = lhs.sizes[lhs.sizes.size() - 2], m = rhs.sizes.back(), count = checked_numel(batch);
-  auto batched = [&](const TensorRef &r, int64_t rows, int64_t cols) {
-    Shape full = batch;
+  SymShape batch = broadcast_shapes(SymShape(lhs.sizes.begin(), lhs.sizes.end() - 2),
+                                    SymShape(rhs.sizes.begin(), rhs.sizes.end() - 2));
+  SymInt n = lhs.sizes[lhs.sizes.size() - 2], m = rhs.sizes.back(), count = checked_numel(batch);
+  auto batched = [&](const TensorRef &r, const SymInt &rows, const SymInt &cols) {
+    SymShape full = batch;
     full.push_back(rows);
     full.push_back(cols);
     return reshaped(l, origin, expand(r, full), {count, rows, cols});
@@ -398,7 +408,7 @@ std::vector<TensorRef> lower_linear(Lowering &l, const Node &n) {
 }
 
 /// The length of the contracted dim: the last of the first matrix operand.
-int64_t inner_size(Lowering &l, const Node &n, const char *name) {
+SymInt inner_size(Lowering &l, const Node &n, const char *name) {
   return l.graph().type(arg(n, name).as<ValueId>()).sizes.back();
 }
 
@@ -619,7 +629,7 @@ bool is_read(const Graph &g, ValueId v) {
 TensorRef as_4d(Lowering &l, const std::string &origin, TensorRef r) {
   if (r.rank() == 3) return unsqueeze(r, 0);
   if (r.rank() == 4) return r;
-  Shape lead(r.sizes.begin(), r.sizes.end() - 3);
+  SymShape lead(r.sizes.begin(), r.sizes.end() - 3);
   size_t n = r.sizes.size();
   return reshaped(l, origin, r, {checked_numel(lead), r.sizes[n - 3], r.sizes[n - 2], r.sizes[n - 1]});
 }
@@ -633,7 +643,7 @@ struct AttentionOperands {
   double scale = 1;
   bool causal = false;
 
-  Shape scores() const { return {q.sizes[0], q.sizes[1], q.sizes[2], k.sizes[2]}; }
+  SymShape scores() const { return {q.sizes[0], q.sizes[1], q.sizes[2], k.sizes[2]}; }
 };
 
 AttentionOperands attention_operands(Lowering &l, const Node &n, const char *mask) {
@@ -669,9 +679,10 @@ std::vector<TensorRef> attention_call(Lowering &l, const std::string &origin, co
   if (at.mask) operands.push_back(view_of(expand(*at.mask, at.scores())));
   // The most terms a result sums: the forward's over the keys' dot products; the
   // gradients' over the query rows (key side) or the keys (query side).
-  int64_t terms = at.k.sizes[2] * at.q.sizes[3];
+  auto h = [](const SymInt &s) { return s.hint(); };
+  int64_t terms = h(at.k.sizes[2]) * h(at.q.sizes[3]);
   if (part == ir::AttentionPart::Backward)
-    terms = std::max(at.q.sizes[2], at.k.sizes[2]) * std::max(at.q.sizes[3], at.v.sizes[3]);
+    terms = std::max(h(at.q.sizes[2]), h(at.k.sizes[2])) * std::max(h(at.q.sizes[3]), h(at.v.sizes[3]));
   std::vector<TensorRef> r =
       extern_node(l, origin, ir::ExternOp::Attention, std::move(operands), outs, terms, {{"scale", at.scale}});
   ir::Node &node = l.program().nodes.back();
@@ -684,7 +695,7 @@ std::vector<TensorRef> attention_call(Lowering &l, const std::string &origin, co
 /// The buffer an attention result of the graph's `type` is written to: that type when it
 /// is [B, H, rows, cols] (`four`), else a contiguous one of `four`, reinterpreted after by
 /// as_typed.
-TensorType attention_buffer(const TensorType &type, const Shape &four) {
+TensorType attention_buffer(const TensorType &type, const SymShape &four) {
   return type.rank() == 4 ? type : TensorType{type.dtype, four, contiguous_strides(four), type.device};
 }
 
@@ -699,11 +710,11 @@ TensorRef as_typed(TensorRef r, const TensorType &type) {
 /// padding 0) or [B, H, L, 1] through a copy.
 TensorRef logsumexp_as(Lowering &l, const std::string &origin, const TensorRef &lse, const TensorType &type) {
   if (type.sizes == lse.sizes && type.strides == lse.strides && type.dtype == lse.dtype) return lse;  // in place
-  const Shape &rows = lse.sizes;
+  const SymShape &rows = lse.sizes;
   return l.pointwise(type, origin + " logsumexp", [&](ir::BodyBuilder &b, const std::vector<Expr> &x) {
     Expr at_row = Lowering::offset(lse, {x[0], x[1], x[2]});
     if (type.sizes[2] == rows[2]) return b.cast(b.load(lse.buffer, at_row, lse.dtype), type.dtype);
-    int in = b.binary(ir::Op::Lt, b.index(x[2], DType::I64), b.constant(double(rows[2]), DType::I64), DType::Bool);
+    int in = b.binary(ir::Op::Lt, b.index(x[2], DType::I64), size_value(b, rows[2], DType::I64), DType::Bool);
     return b.cast(b.masked_load(lse.buffer, at_row, lse.dtype, in, 0), type.dtype);
   });
 }
@@ -727,7 +738,7 @@ LowerFn attention_backward(const char *mask, const char *grad_name) {
     TensorRef lse = l.ref(arg(n, "logsumexp").as<ValueId>());
     lse.sizes = {at.q.sizes[0], at.q.sizes[1], at.q.sizes[2]};
     lse.strides.resize(3);
-    Shape rows = lse.sizes;
+    SymShape rows = lse.sizes;
     Device device = g.type(n.outputs[0]).device;
     // The kernels read dO in the operands' dtype and the logsumexp in the accumulator's.
     if (dy.dtype != at.q.dtype) dy = laid_out(l, o, dy, TensorType{at.q.dtype, dy.sizes, contiguous_strides(dy.sizes), device});
@@ -770,7 +781,7 @@ LowerFn attention(const char *mask, bool gqa) {
     const TensorType &type = g.type(n.outputs[0]);
     std::vector<TensorType> buffers = {attention_buffer(type, {q.sizes[0], q.sizes[1], q.sizes[2], v.sizes[3]})};
     bool lse = n.outputs.size() > 1 && is_read(g, n.outputs[1]);
-    Shape rows = {q.sizes[0], q.sizes[1], q.sizes[2]};
+    SymShape rows = {q.sizes[0], q.sizes[1], q.sizes[2]};
     if (lse) {
       // The kernels write the logsumexp in place where the graph's is [B, H, L] in the
       // accumulator's type, whatever its strides.

@@ -211,7 +211,7 @@ struct Binned {
 
 Binned binned(Lowering &l, const Node &n, bool dd, const std::vector<TensorType> &edge_types) {
   const TensorRef &self = tensor_arg(l, n, "self");
-  int64_t dims = dd ? self.sizes.back() : 1;
+  int64_t dims = dd ? int64_t(self.sizes.back()) : 1;
   Points pts{self, dims, checked_numel(self.sizes) / std::max<int64_t>(dims, 1)};
   if (dims == 0) pts.count = 0;
   const Arg &bins = arg(n, "bins");

@@ -19,11 +19,11 @@ using ir::Op;
 
 /// An index value as i64; negative indices count from the end of a dim of `size`
 /// (advanced indexing allows them).
-int load_index(BodyBuilder &b, const TensorRef &index, const std::vector<Expr> &at, std::optional<int64_t> wrap) {
+int load_index(BodyBuilder &b, const TensorRef &index, const std::vector<Expr> &at, std::optional<SymInt> wrap) {
   int v = b.cast(Lowering::load_broadcast(b, index, at), DType::I64);
   if (!wrap) return v;
   int negative = b.binary(Op::Lt, v, b.constant(0, DType::I64), DType::Bool);
-  return b.where(negative, b.binary(Op::Add, v, b.constant(double(*wrap), DType::I64), DType::I64), v, DType::I64);
+  return b.where(negative, b.binary(Op::Add, v, size_value(b, *wrap, DType::I64), DType::I64), v, DType::I64);
 }
 
 /// Reads `src` at `index` where dim `dim` takes the indirect value `value`.
@@ -36,7 +36,7 @@ std::vector<TensorRef> index_select(Lowering &l, const Node &n) {
   const TensorRef &self = tensor_arg(l, n, "self"), &index = tensor_arg(l, n, "index");
   size_t dim = self.rank() == 0 ? 0 : size_t(wrap_dim(arg(n, "dim").integer(), self.rank()));
   return {l.pointwise(l.graph().type(n.outputs[0]), n.name, [&](BodyBuilder &b, const std::vector<Expr> &x) {
-    if (self.rank() == 0) return b.load(self.buffer, Expr(self.offset), self.dtype);
+    if (self.rank() == 0) return b.load(self.buffer, self.offset.expr(), self.dtype);
     int i = load_index(b, index, {index.rank() == 0 ? Expr(0) : x[dim]}, std::nullopt);
     return read_at(b, self, x, dim, i);
   })};
@@ -46,7 +46,7 @@ std::vector<TensorRef> gather(Lowering &l, const Node &n) {
   const TensorRef &self = tensor_arg(l, n, "self"), &index = tensor_arg(l, n, "index");
   size_t dim = self.rank() == 0 ? 0 : size_t(wrap_dim(arg(n, "dim").integer(), self.rank()));
   return {l.pointwise(l.graph().type(n.outputs[0]), n.name, [&](BodyBuilder &b, const std::vector<Expr> &x) {
-    if (self.rank() == 0) return b.load(self.buffer, Expr(self.offset), self.dtype);
+    if (self.rank() == 0) return b.load(self.buffer, self.offset.expr(), self.dtype);
     return read_at(b, self, x, dim, load_index(b, index, x, std::nullopt));
   })};
 }
@@ -67,7 +67,7 @@ std::vector<TensorRef> embedding(Lowering &l, const Node &n) {
 struct AdvancedIndex {
   const TensorRef &self;
   std::vector<std::optional<TensorRef>> idx;  // per dim of self, the index tensor if any
-  Shape common;                               // B
+  SymShape common;                            // B
   size_t b_first = 0;                         // where B's dims sit in the result
 
   AdvancedIndex(Lowering &l, const TensorRef &s, const ArgList &list) : self(s), idx(size_t(s.rank())) {
@@ -83,11 +83,11 @@ struct AdvancedIndex {
   }
 
   /// The shape of self[indices].
-  Shape result_shape() const {
-    Shape others;
+  SymShape result_shape() const {
+    SymShape others;
     for (size_t d = 0; d < idx.size(); ++d)
       if (!idx[d]) others.push_back(self.sizes[d]);
-    Shape out(others.begin(), others.begin() + long(b_first));
+    SymShape out(others.begin(), others.begin() + long(b_first));
     out.insert(out.end(), common.begin(), common.end());
     out.insert(out.end(), others.begin() + long(b_first), others.end());
     return out;
@@ -246,7 +246,7 @@ std::vector<TensorRef> index_reduce(Lowering &l, const Node &n) {
   const TensorRef &self = tensor_arg(l, n, "self"), &index = tensor_arg(l, n, "index"), &source = tensor_arg(l, n, "source");
   size_t dim = self.rank() == 0 ? 0 : size_t(wrap_dim(arg(n, "dim").integer(), self.rank()));
   TensorRef spread{index.buffer, index.dtype, source.sizes, Shape(source.sizes.size(), 0), index.offset};
-  if (source.rank() > 0) spread.strides[dim] = index.rank() > 0 ? index.strides[0] : 0;
+  if (source.rank() > 0) spread.strides[dim] = index.rank() > 0 ? index.strides[0] : SymInt(0);
   return scatter_reduced(l, n, {self, spread, source, dim}, arg(n, "reduce").as<std::string>(), include_self(n));
 }
 

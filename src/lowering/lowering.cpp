@@ -2,6 +2,7 @@
 
 #include "graph/registry.h"
 #include "graph/strides.h"
+#include "ir/specialize.h"
 #include "support/options.h"
 
 namespace coil::lowering {
@@ -62,7 +63,7 @@ TensorRef Lowering::scan(const TensorType &out, int dim, ir::ScanOp op, const st
   return result;
 }
 
-TensorRef Lowering::scatter(const std::string &origin, const TensorType &out, const TensorRef &init, const Shape &ranges,
+TensorRef Lowering::scatter(const std::string &origin, const TensorType &out, const TensorRef &init, const SymShape &ranges,
                             bool accumulate, const ScatterFn &fn,
                             const std::function<Expr(const std::vector<Expr> &x)> &offset, ir::Op combine) {
   TensorRef result = new_buffer(out);
@@ -99,7 +100,7 @@ int64_t Lowering::reserve_draws(int64_t count, const Device &device) {
 }
 
 int Lowering::draw(ir::BodyBuilder &b, ir::Op op, DType dtype, int64_t first, const std::vector<Expr> &x,
-                   const Shape &sizes, const TensorRef *state) {
+                   const SymShape &sizes, const TensorRef *state) {
   Expr linear = ir::offset_of(x, contiguous_strides(sizes));
   COIL_ASSERT(state || random_state_ >= 0, "a draw before its counters were reserved");
   // (seed, offset): the state operand's two elements, or the call's random state.
@@ -129,7 +130,7 @@ TensorRef Lowering::fill(const TensorType &type, const std::string &origin, doub
 }
 
 std::vector<TensorRef> Lowering::reduction(
-    const TensorType &out, const Shape &reduced, ir::ReduceOp op, const std::string &origin,
+    const TensorType &out, const SymShape &reduced, ir::ReduceOp op, const std::string &origin,
     const std::function<int(ir::BodyBuilder &, const std::vector<Expr> &, const std::vector<Expr> &)> &fn) {
   ir::Node n;
   n.kind = ir::NodeKind::Reduction;
@@ -165,7 +166,12 @@ int load_argument(Lowering &l, ir::BodyBuilder &b, const Node &n, const std::str
   if (a.is<ValueId>()) return Lowering::load_broadcast(b, l.ref(a.as<ValueId>()), index);
   if (a.is<double>()) return b.constant(a.as<double>(), DType::F64);
   if (a.is<bool>()) return b.constant(a.as<bool>(), DType::Bool);
-  return b.constant(double(a.integer()), DType::I64);
+  return size_value(b, a.as<SymInt>(), DType::I64);
+}
+
+int size_value(ir::BodyBuilder &b, const SymInt &v, DType dtype) {
+  if (!v.symbolic()) return b.constant(double(v.hint()), dtype);
+  return b.cast(b.index(v.expr(), DType::I64), dtype);
 }
 
 std::vector<int64_t> ints_of(const Arg &a) {
@@ -174,13 +180,15 @@ std::vector<int64_t> ints_of(const Arg &a) {
   return out;
 }
 
-std::vector<Expr> unravel(const Expr &flat, const Shape &sizes) {
+std::vector<Expr> unravel(const Expr &flat, const SymShape &sizes) {
   std::vector<Expr> at;
-  int64_t stride = 1;
-  for (int64_t size : sizes) stride *= size;
-  for (int64_t size : sizes) {
-    stride = size == 0 ? 1 : stride / size;
-    at.push_back(ir::mod(ir::floor_div(flat, std::max<int64_t>(stride, 1)), size));
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    // The dims after d are walked by integer division, so their sizes are specialized; the
+    // first dim's coordinate needs no remainder, flat being less than numel.
+    int64_t stride = 1;
+    for (size_t e = d + 1; e < sizes.size(); ++e) stride *= std::max<int64_t>(sizes[e], 1);
+    Expr q = ir::floor_div(flat, stride);
+    at.push_back(d == 0 && sizes[d].symbolic() ? q : ir::mod(q, std::max<int64_t>(sizes[d], 1)));
   }
   return at;
 }
@@ -226,7 +234,7 @@ LowerOptions LowerOptions::from_registry() {
   return o;
 }
 
-ir::Program lower(const Graph &g, const LowerOptions &o) {
+ir::Program lower_symbolic(const Graph &g, const LowerOptions &o) {
   Lowering l(g, o);
   ir::Program &p = l.program();
   for (const auto &[ids, kind] : {std::pair{g.inputs(), ir::Buffer::Kind::Input},
@@ -262,6 +270,19 @@ ir::Program lower(const Graph &g, const LowerOptions &o) {
     p.output_views.push_back(ir::View{r.buffer, r.sizes, r.strides, r.offset});
   }
   return std::move(p);
+}
+
+ir::Program lower(const Graph &g, const LowerOptions &o, std::string_view why) {
+  ir::Program p = lower_symbolic(g, o);
+  std::shared_ptr<SizeGuards> guards = size_guards_of(g);
+  if (!guards) return p;
+  std::map<std::string, int64_t> values = symbol_values(g);
+  for (const std::string &s : ir::symbols_of(p)) {
+    auto it = values.find(s);
+    COIL_ASSERT(it != values.end(), "symbol ", s, " of the loop IR is no input's size");
+    guards->add(SizeGuard{ir::Expr::symbol(s) - it->second, SizeGuard::Op::Eq, std::string(why)});
+  }
+  return ir::specialize(p, values);
 }
 
 }  // namespace coil::lowering

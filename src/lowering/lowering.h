@@ -33,16 +33,23 @@ struct LowerOptions {
   static LowerOptions from_registry();
 };
 
-/// Lowers `g`. Throws UserError naming the node for an op that has no lowering yet.
-ir::Program lower(const Graph &g, const LowerOptions &o = {});
+/// Lowers `g`, keeping its symbolic sizes (ir/loop_ir.h): the program serves every size
+/// that passes the graph's guards, which lowering adds to wherever it specializes a size.
+/// Throws UserError naming the node for an op that has no lowering yet.
+ir::Program lower_symbolic(const Graph &g, const LowerOptions &o = {});
+
+/// Lowers `g` for the sizes it is compiled for: lower_symbolic, specialized to the symbols'
+/// values (ir/specialize.h), each symbol guarded with the reason `why`.
+ir::Program lower(const Graph &g, const LowerOptions &o = {},
+                  std::string_view why = "the loop IR after lowering, which does not keep symbols yet");
 
 /// A graph value as the IR sees it: a strided view of a buffer.
 struct TensorRef {
   ir::BufferId buffer = -1;
   DType dtype = DType::F32;
-  Shape sizes;
-  Shape strides;
-  int64_t offset = 0;
+  SymShape sizes;
+  SymShape strides;
+  SymInt offset = 0;
 
   int64_t rank() const { return int64_t(sizes.size()); }
 };
@@ -80,7 +87,7 @@ class Lowering {
   /// emits (cast to out.dtype) is stored at `offset(x)` (or combined there by `combine` when
   /// `accumulate`), whose indirect vars are the index values `fn` returned after it.
   using ScatterFn = std::function<std::pair<int, std::vector<int>>(ir::BodyBuilder &, const std::vector<ir::Expr> &x)>;
-  TensorRef scatter(const std::string &origin, const TensorType &out, const TensorRef &init, const Shape &ranges,
+  TensorRef scatter(const std::string &origin, const TensorType &out, const TensorRef &init, const SymShape &ranges,
                     bool accumulate, const ScatterFn &fn, const std::function<ir::Expr(const std::vector<ir::Expr> &x)> &offset,
                     ir::Op combine = ir::Op::Add);
 
@@ -95,7 +102,7 @@ class Lowering {
   /// is computed, so fusion may recompute it. With `state`, an i64 tensor of a graph value
   /// (seed, offset) keys the draw instead of the call's random state (coil.dropout_keep).
   int draw(ir::BodyBuilder &b, ir::Op op, DType dtype, int64_t first, const std::vector<ir::Expr> &x,
-           const Shape &sizes, const TensorRef *state = nullptr);
+           const SymShape &sizes, const TensorRef *state = nullptr);
 
   /// A Pointwise node computing `type` (sizes, dtype, strides of the graph value):
   /// `fn` emits the value at each index; the result is cast to type.dtype.
@@ -108,7 +115,7 @@ class Lowering {
   /// A Reduction node: `out` is the result's type, `reduced` the sizes of the reduced
   /// dims; `fn` gets the output index and the reduction index and emits the value to
   /// combine. Welford returns (mean, m2, count) buffers.
-  std::vector<TensorRef> reduction(const TensorType &out, const Shape &reduced, ir::ReduceOp op,
+  std::vector<TensorRef> reduction(const TensorType &out, const SymShape &reduced, ir::ReduceOp op,
                                    const std::string &origin,
                                    const std::function<int(ir::BodyBuilder &, const std::vector<ir::Expr> &out_index,
                                                            const std::vector<ir::Expr> &r_index)> &fn);
@@ -137,10 +144,14 @@ double number(const Arg &a);
 /// a constant of its type (f64, i64 or bool).
 int load_argument(Lowering &l, ir::BodyBuilder &b, const Node &n, const std::string &name,
                   const std::vector<ir::Expr> &index);
+/// `v` as a value of `dtype` in a body: a constant, or for a symbolic size its index
+/// expression (`s0*12`), which specialization turns back into a constant.
+int size_value(ir::BodyBuilder &b, const SymInt &v, DType dtype);
 /// An int list argument's values.
 std::vector<int64_t> ints_of(const Arg &a);
-/// The row-major coordinates over `sizes` of the flat position `flat`.
-std::vector<ir::Expr> unravel(const ir::Expr &flat, const Shape &sizes);
+/// The row-major coordinates over `sizes` of the flat position `flat`, which is in
+/// [0, numel(sizes)). A symbolic size other than the first is specialized (guarded).
+std::vector<ir::Expr> unravel(const ir::Expr &flat, const SymShape &sizes);
 /// The tensor a node's argument `name` names, as lowered so far.
 const TensorRef &tensor_arg(Lowering &l, const Node &n, const char *name);
 

@@ -24,12 +24,12 @@ std::optional<TensorRef> optional_tensor(Lowering &l, const Node &n, const char 
 struct RowStats {
   size_t axis;
   TensorType type;  // the input's leading sizes then 1s, contiguous, in dtype `acc`
-  Shape reduced;
+  SymShape reduced;
 };
 
 RowStats row_stats(const TensorRef &in, size_t axis, DType acc, Device device) {
   RowStats s{axis, {}, {}};
-  Shape sizes = in.sizes;
+  SymShape sizes = in.sizes;
   for (size_t d = axis; d < sizes.size(); ++d) {
     s.reduced.push_back(sizes[d]);
     sizes[d] = 1;
@@ -70,7 +70,7 @@ std::vector<TensorRef> softmax(Lowering &l, const Node &n, bool log) {
       return log ? shifted : b.unary(Op::Exp, shifted, c);
     })};
   // Stats keep every dim, with dim `dim` of size 1.
-  Shape stat_sizes = x.sizes;
+  SymShape stat_sizes = x.sizes;
   stat_sizes[dim] = 1;
   TensorType stat{c, stat_sizes, contiguous_strides(stat_sizes), out.device};
   auto in_index = [&](const std::vector<Expr> &xs, const std::vector<Expr> &r) {
@@ -231,8 +231,8 @@ std::vector<TensorRef> layer_norm_backward(Lowering &l, const Node &n) {
   DType c = opmath_dtype(x.dtype);
   size_t axis = x.sizes.size() - arg(n, "normalized_shape").as<ArgList>().size();
   RowStats s = row_stats(x, axis, c, dx_type.device);
-  int64_t count = 1;
-  for (int64_t d : s.reduced) count *= d;
+  SymInt count = 1;
+  for (const SymInt &d : s.reduced) count *= d;
   auto xhat = [&](BodyBuilder &b, const std::vector<Expr> &index) {
     int centered = b.binary(Op::Sub, load_as(b, x, index, c), load_as(b, mean, index, c), c);
     return b.binary(Op::Mul, centered, load_as(b, rstd, index, c), c);
@@ -253,16 +253,16 @@ std::vector<TensorRef> layer_norm_backward(Lowering &l, const Node &n) {
                                      return b.binary(Op::Mul, g(b, index), xhat(b, index), c);
                                    })[0];
     outs.push_back(l.pointwise(dx_type, n.name, [&](BodyBuilder &b, const std::vector<Expr> &index) {
-      int v = b.binary(Op::Mul, g(b, index), b.constant(double(count), c), c);
+      int v = b.binary(Op::Mul, g(b, index), size_value(b, count, c), c);
       v = b.binary(Op::Sub, v, load_stat(b, sum_g, index), c);
       v = b.binary(Op::Sub, v, b.binary(Op::Mul, xhat(b, index), load_stat(b, sum_gx, index), c), c);
-      return b.binary(Op::Mul, v, b.binary(Op::TrueDiv, load_as(b, rstd, index, c), b.constant(double(count), c), c), c);
+      return b.binary(Op::Mul, v, b.binary(Op::TrueDiv, load_as(b, rstd, index, c), size_value(b, count, c), c), c);
     }));
   } else {
     outs.push_back(l.fill(l.graph().type(n.outputs[0]), n.name + " (not asked)"));
   }
   // grad_weight, grad_bias: over the leading dims, for each element of the normalized shape.
-  Shape leading(x.sizes.begin(), x.sizes.begin() + long(axis));
+  SymShape leading(x.sizes.begin(), x.sizes.begin() + long(axis));
   bool whole = leading.empty();  // every dim normalized: one row, a reduction over one element
   if (whole) leading = {1};
   for (size_t i = 1; i < 3; ++i) {
@@ -379,7 +379,7 @@ std::vector<TensorRef> group_norm_backward(Lowering &l, const Node &n) {
     TensorRef sum_g = group_sum(n.name + " sum", false), sum_gx = group_sum(n.name + " sum x", true);
     outs.push_back(l.pointwise(l.graph().type(n.outputs[0]), n.name, [&](BodyBuilder &b, const std::vector<Expr> &index) {
       std::vector<Expr> stat_at = {index[0], ir::floor_div(index[1], per_group)};
-      int v = b.binary(Op::Mul, g(b, index), b.constant(double(count), c), c);
+      int v = b.binary(Op::Mul, g(b, index), size_value(b, count, c), c);
       v = b.binary(Op::Sub, v, load(b, sum_g, stat_at), c);
       v = b.binary(Op::Sub, v, b.binary(Op::Mul, xhat(b, index), load(b, sum_gx, stat_at), c), c);
       return b.binary(Op::Mul, v, b.binary(Op::TrueDiv, load(b, rstd, stat_at), b.constant(double(count), c), c), c);

@@ -389,7 +389,7 @@ void add_copies(std::map<std::string, LowerFn, std::less<>> &t) {
     for (size_t d : order) ordered.push_back(in.sizes[d]);
     return std::vector<TensorRef>{l.pointwise(out, n.name, [&](BodyBuilder &b, const std::vector<Expr> &x) {
       Expr p(0);
-      for (size_t d = 0; d < x.size(); ++d) p = p + x[d] * Expr(out.strides[d]);
+      for (size_t d = 0; d < x.size(); ++d) p = p + x[d] * out.strides[d];
       std::vector<Expr> at = unravel(p, ordered), index(at.size(), Expr(0));
       for (size_t k = 0; k < order.size(); ++k) index[order[k]] = at[k];
       if (out.numel() <= in.numel()) return b.load(self.buffer, Lowering::offset(self, index), self.dtype);
@@ -408,7 +408,7 @@ void add_copies(std::map<std::string, LowerFn, std::less<>> &t) {
     const TensorRef &value = l.ref(arg(n, "value").as<ValueId>());
     const TensorType &out = l.graph().type(n.outputs[0]);
     return std::vector<TensorRef>{l.pointwise(out, n.name, [&](BodyBuilder &b, const std::vector<Expr> &) {
-      return b.load(value.buffer, Expr(value.offset), value.dtype);
+      return b.load(value.buffer, value.offset.expr(), value.dtype);
     })};
   };
   for (const char *target : {"aten._assert_tensor_metadata.default", "aten._assert_async.default",

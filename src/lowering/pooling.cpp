@@ -58,9 +58,9 @@ int inside(BodyBuilder &b, const std::vector<Expr> &pos, const TensorRef &x) {
   int ok = -1;
   for (size_t k = 0; k < pos.size(); ++k) {
     int p = b.index(pos[k], DType::I64);
-    int64_t size = x.sizes[x.sizes.size() - pos.size() + k];
+    const SymInt &size = x.sizes[x.sizes.size() - pos.size() + k];
     int in = b.binary(Op::LogicalAnd, b.binary(Op::Ge, p, b.constant(0, DType::I64), DType::Bool),
-                      b.binary(Op::Lt, p, b.constant(double(size), DType::I64), DType::Bool), DType::Bool);
+                      b.binary(Op::Lt, p, size_value(b, size, DType::I64), DType::Bool), DType::Bool);
     ok = ok < 0 ? in : b.binary(Op::LogicalAnd, ok, in, DType::Bool);
   }
   return ok;
@@ -159,7 +159,7 @@ WindowTotal window_argmax(Lowering &l, const TensorType &type, const Shape &wind
 /// Where window element `p` (row-major over `window`) lies in the input plane (volume) of
 /// spatial sizes `plane`, row-major: along dim k, start(k) + the k-th digit of p times
 /// `dilation[k]`; h * W + w in 2-d. What max pooling's indices output holds.
-int plane_position(BodyBuilder &b, int p, const Shape &window, const Shape &plane, const Shape &dilation,
+int plane_position(BodyBuilder &b, int p, const Shape &window, const SymShape &plane, const Shape &dilation,
                    const std::function<int(size_t)> &start) {
   auto c = [&](int64_t v) { return b.constant(double(v), DType::I64); };
   size_t dims = window.size();
@@ -170,7 +170,8 @@ int plane_position(BodyBuilder &b, int p, const Shape &window, const Shape &plan
     along[k] = b.binary(Op::Add, start(k), b.binary(Op::Mul, digit, c(dilation[k]), DType::I64), DType::I64);
   }
   int flat = along[0];
-  for (size_t k = 1; k < dims; ++k) flat = b.binary(Op::Add, b.binary(Op::Mul, flat, c(plane[k]), DType::I64), along[k], DType::I64);
+  for (size_t k = 1; k < dims; ++k)
+    flat = b.binary(Op::Add, b.binary(Op::Mul, flat, size_value(b, plane[k], DType::I64), DType::I64), along[k], DType::I64);
   return flat;
 }
 
@@ -198,7 +199,7 @@ std::vector<TensorRef> max_pool(Lowering &l, const Node &n, size_t dims, bool wi
   // dims, h * W + w in 2-d. The position counts row-major over the window's dims.
   TensorRef indices = l.pointwise(pos_type, n.name + " indices", [&](BodyBuilder &b, const std::vector<Expr> &o) {
     std::vector<Expr> start = window_pos(w, o, std::vector<Expr>(dims, Expr(0)));
-    return plane_position(b, position(b, o), w.kernel, Shape(x.sizes.end() - long(dims), x.sizes.end()), w.dilation,
+    return plane_position(b, position(b, o), w.kernel, SymShape(x.sizes.end() - long(dims), x.sizes.end()), w.dilation,
                           [&](size_t k) { return b.index(start[k], DType::I64); });
   });
   return {values, indices};
@@ -223,12 +224,12 @@ std::vector<TensorRef> avg_pool(Lowering &l, const Node &n, size_t dims) {
     if (!override_arg.is_none()) return b.binary(Op::TrueDiv, total, b.constant(double(override_arg.integer()), c), c);
     Expr count = 1;
     for (size_t k = 0; k < dims; ++k) {
-      int64_t size = x.sizes[x.sizes.size() - dims + k];
+      const SymInt &size = x.sizes[x.sizes.size() - dims + k];
       Expr start = o[o.size() - dims + k] * w.stride[k] - w.padding[k];
-      Expr end = ir::min(start + w.kernel[k], Expr(size + w.padding[k]));
+      Expr end = ir::min(start + w.kernel[k], (size + w.padding[k]).expr());
       if (!include_pad) {
         start = ir::max(start, Expr(0));
-        end = ir::min(end, Expr(size));
+        end = ir::min(end, size.expr());
       }
       count = count * (end - start);
     }

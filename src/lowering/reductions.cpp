@@ -18,7 +18,7 @@ using ir::ReduceOp;
 struct Reduced {
   std::vector<bool> dims;
   bool keepdim = false;
-  Shape sizes;  // sizes of the reduced dims, in order
+  SymShape sizes;  // sizes of the reduced dims, in order
 };
 
 Reduced reduced_of(const TensorRef &in, const Node &n) {
@@ -90,9 +90,9 @@ TensorRef epilogue(Lowering &l, const Node &n, size_t output, const std::vector<
   });
 }
 
-int64_t count_of(const Reduced &red) {
-  int64_t n = 1;
-  for (int64_t s : red.sizes) n *= s;
+SymInt count_of(const Reduced &red) {
+  SymInt n = 1;
+  for (const SymInt &s : red.sizes) n *= s;
   return n;
 }
 
@@ -103,9 +103,9 @@ std::vector<TensorRef> mean(Lowering &l, const Node &n) {
   TensorType acc_type = out;
   acc_type.dtype = opmath_dtype(out.dtype);
   auto sum = reduce(l, n, in, red, ReduceOp::Sum, acc_type, acc_type.dtype);
-  double count = double(count_of(red));
+  SymInt count = count_of(red);
   return {epilogue(l, n, 0, sum, [&](BodyBuilder &b, const std::vector<int> &v, DType c) {
-    return b.binary(Op::TrueDiv, v[0], b.constant(count, c), c);
+    return b.binary(Op::TrueDiv, v[0], size_value(b, count, c), c);
   })};
 }
 

@@ -14,7 +14,7 @@ using ir::Expr;
 const TensorRef &input(Lowering &l, const Node &n) { return l.ref(n.args[0].as<ValueId>()); }
 
 /// The same buffer seen with output `i`'s sizes and strides, `offset` elements further.
-TensorRef view_of(Lowering &l, const Node &n, size_t i, int64_t extra_offset = 0) {
+TensorRef view_of(Lowering &l, const Node &n, size_t i, const SymInt &extra_offset = 0) {
   const TensorRef &base = input(l, n);
   const TensorType &t = l.graph().type(n.outputs[i]);
   return TensorRef{base.buffer, base.dtype, t.sizes, t.strides, base.offset + extra_offset};
@@ -28,10 +28,10 @@ std::vector<TensorRef> same_offset(Lowering &l, const Node &n) {
 
 int64_t int_arg(const Node &n, const char *name) { return n.args[size_t(n.op->schema.find_arg(name))].integer(); }
 
-std::optional<int64_t> optional_int_arg(const Node &n, const char *name) {
+std::optional<SymInt> optional_int_arg(const Node &n, const char *name) {
   const Arg &a = n.args[size_t(n.op->schema.find_arg(name))];
   if (a.is_none()) return std::nullopt;
-  return a.integer();
+  return a.as<SymInt>();
 }
 
 std::vector<TensorRef> slice(Lowering &l, const Node &n) {
@@ -45,8 +45,8 @@ std::vector<TensorRef> select(Lowering &l, const Node &n) {
   const TensorRef &base = input(l, n);
   size_t d = size_t(wrap_dim(int_arg(n, "dim"), base.rank()));
   int64_t index = int_arg(n, "index");
-  if (index < 0) index += base.sizes[d];
-  return {view_of(l, n, 0, index * base.strides[d])};
+  SymInt at = index < 0 ? index + base.sizes[d] : SymInt(index);
+  return {view_of(l, n, 0, at * base.strides[d])};
 }
 
 /// Consecutive chunks along `dim`, each a view at the offset of its first element.
@@ -54,7 +54,7 @@ std::vector<TensorRef> chunks(Lowering &l, const Node &n) {
   const TensorRef &base = input(l, n);
   size_t d = size_t(wrap_dim(int_arg(n, "dim"), base.rank()));
   std::vector<TensorRef> out;
-  int64_t start = 0;
+  SymInt start = 0;
   for (size_t i = 0; i < n.outputs.size(); ++i) {
     out.push_back(view_of(l, n, i, start * base.strides[d]));
     start += l.graph().type(n.outputs[i]).sizes[d];

@@ -59,8 +59,8 @@ class Rebuilder {
       auto chosen = layouts_ ? layouts_->find(old_index(old)) : std::map<int, Shape>::const_iterator{};
       bool given = layouts_ && chosen != layouts_->end();
       for (size_t i = 0; i < outputs.size(); ++i) {
-        const Shape strides = given && i == 0 ? chosen->second : Shape(old_.type(old.outputs[i]).strides);
-        if (b_.graph().type(outputs[i]).strides != strides) b_.set_output_layout(index, int64_t(i), strides, old.loc);
+        const SymShape strides = given && i == 0 ? SymShape(chosen->second) : old_.type(old.outputs[i]).strides;
+        if (!same(b_.graph().type(outputs[i]).strides, strides)) b_.set_output_layout(index, int64_t(i), strides, old.loc);
       }
     }
     // So do the outputs whose type is its kernel's.

@@ -99,13 +99,13 @@ class NoopRemover {
 
   /// The furthest value up v's chain of views that v reproduces element for element.
   std::optional<ValueId> identical_ancestor(ValueId v) const {
-    int64_t start = placement(v).start;
+    SymInt start = placement(v).start;
     std::optional<ValueId> found;
     for (ValueId a = v;;) {
       const Node *p = producer_of(g_, a);
       if (!p || !view_start(g_, *p, g_.value(a).output_index)) return found;
       a = edit_.replacements.resolve(view_base(*p));
-      if (g_.type(a) == g_.type(v) && placement(a).start == start) found = a;
+      if (g_.type(a) == g_.type(v) && placement(a).start.same(start)) found = a;
     }
   }
 

@@ -191,11 +191,12 @@ void run_extern_on_host(const Program &p, const Node &n, const BufferAddress &ad
     };
     const View &xv = n.operands[0];
     const HostCopy &x = host.at(xv.buffer);
+    Shape x_sizes = xv.sizes;
     if (n.attrs.count("weight_grad") && n.attrs.at("weight_grad")[0]) {
       const View &dyv = n.operands[1];
       const HostCopy &dy = host.at(dyv.buffer);
       coil_rt::convolution_weight_grad(
-          spatial, out_sizes.data(), xv.sizes.data(), dyv.sizes.data(), n.attrs.at("stride").data(),
+          spatial, out_sizes.data(), x_sizes.data(), Shape(dyv.sizes).data(), n.attrs.at("stride").data(),
           n.attrs.at("padding").data(), n.attrs.at("dilation").data(), n.attrs.at("groups")[0],
           [&](int64_t bi, int64_t c, const int64_t *pos) { return x.get(at4(xv, bi, c, pos)); },
           [&](int64_t bi, int64_t c, const int64_t *pos) { return dy.get(at4(dyv, bi, c, pos)); },
@@ -207,7 +208,7 @@ void run_extern_on_host(const Program &p, const Node &n, const BufferAddress &ad
       const HostCopy *bias = bv ? &host.at(bv->buffer) : nullptr;
       bool transposed = n.attrs.count("transposed") && n.attrs.at("transposed")[0];
       coil_rt::convolution(
-          spatial, out_sizes.data(), xv.sizes.data(), wv.sizes.data(), n.attrs.at("stride").data(),
+          spatial, out_sizes.data(), x_sizes.data(), Shape(wv.sizes).data(), n.attrs.at("stride").data(),
           n.attrs.at("padding").data(), n.attrs.at("dilation").data(), n.attrs.at("groups")[0], transposed,
           bias != nullptr, [&](int64_t bi, int64_t c, const int64_t *pos) { return x.get(at4(xv, bi, c, pos)); },
           [&](int64_t o, int64_t i, const int64_t *k) { return w.get(at4(wv, o, i, k)); },

@@ -322,7 +322,7 @@ void CudaProgram::plan_copies() {
   for (size_t k = 0; k < p.outputs.size(); ++k) {
     const ir::View &v = output_views_.emplace_back(output_view(p, k));
     output_copy_errors_.emplace_back();
-    output_copies_.push_back(cuda::plan_strided_copy(v.sizes, v.strides, v.strides,
+    output_copies_.push_back(cuda::plan_strided_copy(Shape(v.sizes), Shape(v.strides), Shape(v.strides),
                                                      itemsize(p.buffer(p.outputs[k]).type.dtype),
                                                      &output_copy_errors_.back()));
   }
@@ -359,7 +359,7 @@ const cuda::StridedCopy &CudaProgram::output_copy(size_t k, std::span<const int6
   }
   std::string why;
   Shape given = strides_or_contiguous(v.sizes, strides);
-  adhoc = cuda::plan_strided_copy(v.sizes, v.strides, given, itemsize(program_.buffer(program_.outputs[k]).type.dtype),
+  adhoc = cuda::plan_strided_copy(Shape(v.sizes), Shape(v.strides), given, itemsize(program_.buffer(program_.outputs[k]).type.dtype),
                                   &why);
   COIL_USER_CHECK(adhoc, "output '", output_tensor_name(k), "' of strides ", shape_str(given),
                   " cannot be written from the GPU program's buffer of strides ", shape_str(v.strides), ": ", why);

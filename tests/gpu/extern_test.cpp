@@ -164,7 +164,7 @@ std::vector<double> reference(const Case &c) {
     if (n.attrs.count("weight_grad")) {
       const View &dy = n.operands[1];
       coil_rt::convolution_weight_grad(
-          spatial, out_sizes.data(), x.sizes.data(), dy.sizes.data(), n.attrs.at("stride").data(),
+          spatial, out_sizes.data(), Shape(x.sizes).data(), Shape(dy.sizes).data(), n.attrs.at("stride").data(),
           n.attrs.at("padding").data(), n.attrs.at("dilation").data(), n.attrs.at("groups")[0],
           [&](int64_t i, int64_t ch, const int64_t *pos) { return get(x, full(i, ch, pos).data()); },
           [&](int64_t i, int64_t ch, const int64_t *pos) { return get(dy, full(i, ch, pos).data()); },
@@ -173,7 +173,7 @@ std::vector<double> reference(const Case &c) {
     }
     const View &w = n.operands[1], &b = n.operands[2];
     coil_rt::convolution(
-        spatial, out_sizes.data(), x.sizes.data(), w.sizes.data(), n.attrs.at("stride").data(), n.attrs.at("padding").data(),
+        spatial, out_sizes.data(), Shape(x.sizes).data(), Shape(w.sizes).data(), n.attrs.at("stride").data(), n.attrs.at("padding").data(),
         n.attrs.at("dilation").data(), n.attrs.at("groups")[0], n.attrs.at("transposed")[0] != 0, b.buffer >= 0,
         [&](int64_t i, int64_t ch, const int64_t *pos) { return get(x, full(i, ch, pos).data()); },
         [&](int64_t o, int64_t i, const int64_t *k) { return get(w, full(o, i, k).data()); },
@@ -188,7 +188,7 @@ std::vector<double> reference(const Case &c) {
   double alpha = n.scalars.count("alpha") ? n.scalars.at("alpha") : 1, beta = n.scalars.count("beta") ? n.scalars.at("beta") : 1;
   auto out_index = [&](int64_t (&idx)[3]) -> const int64_t * { return vector ? idx + 1 : idx + (3 - rank); };
   coil_rt::matmul(
-      batched ? a.sizes[0] : 1, a.sizes[batched ? 1 : 0], a.sizes.back(), vector ? 1 : b.sizes.back(), alpha, beta,
+      batched ? int64_t(a.sizes[0]) : 1, a.sizes[batched ? 1 : 0], a.sizes.back(), vector ? 1 : int64_t(b.sizes.back()), alpha, beta,
       has_bias,
       [&](int64_t bi, int64_t i, int64_t k) {
         int64_t idx[3] = {bi, i, k};

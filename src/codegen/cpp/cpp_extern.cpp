@@ -75,10 +75,10 @@ Product product(const Node &n) {
   m.b = &n.operands[m.bias ? 2 : 1];
   m.batched = m.a->sizes.size() == 3;
   m.vector = m.b->sizes.size() == 1;
-  m.batches = m.batched ? m.a->sizes[0] : 1;
+  m.batches = m.batched ? int64_t(m.a->sizes[0]) : 1;
   m.rows = m.a->sizes[m.batched ? 1 : 0];
   m.inner = m.a->sizes.back();
-  m.cols = m.vector ? 1 : m.b->sizes.back();
+  m.cols = m.vector ? 1 : int64_t(m.b->sizes.back());
   m.alpha = n.scalars.count("alpha") ? n.scalars.at("alpha") : 1;
   m.beta = n.scalars.count("beta") ? n.scalars.at("beta") : 1;
   return m;
@@ -161,7 +161,7 @@ ConvolutionGeometry convolution_geometry(const Node &n, const Shape &ranges) {
     g.gaps.push_back(dilation[d] - 1);
     int64_t window = (wt.sizes[2 + d] - 1) * dilation[d] + 1;
     // The convolution's input is `wide`, its output `narrow` (swapped when transposed).
-    int64_t wide = swap ? ranges[2 + d] : x.sizes[2 + d], narrow = swap ? x.sizes[2 + d] : ranges[2 + d];
+    int64_t wide = swap ? ranges[2 + d] : int64_t(x.sizes[2 + d]), narrow = swap ? int64_t(x.sizes[2 + d]) : ranges[2 + d];
     int64_t pad = (narrow - 1) * stride[d] + window - wide - padding[d];
     g.pad_r.push_back(swap ? pad : std::max<int64_t>(pad, 0));
   }
@@ -570,7 +570,7 @@ void emit_onednn_convolution(const ir::Program &p, const ir::Kernel &k, const No
   emit_post_ops(p, onednn_call(n, k.ranges, e).ops, false, names, operands, w);
   // The multiply-adds: each output element's window over its input channels (a transposed
   // convolution's, each input element's over its outputs).
-  const Shape &spread = swap ? x.sizes : k.ranges;
+  const Shape spread = swap ? Shape(x.sizes) : k.ranges;
   w.line("    " + std::to_string(checked_numel(spread) * checked_numel(Shape(wt.sizes.begin() + 1, wt.sizes.end()))) +
          (swap ? ", true);" : ");"));
   w.line("if (call.run(" + pointer(names, x) + ", " + pointer(names, wt) + ", " +

@@ -441,10 +441,10 @@ ProductShape product_shape(const Node &n) {
   s.b = &n.operands[has_bias ? 2 : 1];
   s.batched = s.a->sizes.size() == 3;
   s.vector = s.b->sizes.size() == 1;
-  s.batches = s.batched ? s.a->sizes[0] : 1;
+  s.batches = s.batched ? int64_t(s.a->sizes[0]) : 1;
   s.rows = s.a->sizes[s.batched ? 1 : 0];
   s.inner = s.a->sizes.back();
-  s.cols = s.vector ? 1 : s.b->sizes.back();
+  s.cols = s.vector ? 1 : int64_t(s.b->sizes.back());
   s.alpha = n.scalars.count("alpha") ? n.scalars.at("alpha") : 1;
   s.beta = n.scalars.count("beta") ? n.scalars.at("beta") : 1;
   if (!s.bias) s.beta = 0;

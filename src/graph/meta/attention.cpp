@@ -38,8 +38,8 @@ Attention check_attention(const MetaArgs &a, std::string_view op, const char *ma
                   " do not agree (key's last dim must be query's, key and value one sequence length)");
   for (int64_t d = 0; d < r - 2; ++d) {
     bool heads = d == r - 3;
-    int64_t qs = q.sizes[size_t(d)], ks = k.sizes[size_t(d)];
-    bool ok = ks == v.sizes[size_t(d)] && (heads ? ks > 0 && qs % ks == 0 : ks == qs);
+    const SymInt &qs = q.sizes[size_t(d)], &ks = k.sizes[size_t(d)];
+    bool ok = ks == v.sizes[size_t(d)] && (heads ? ks > 0 && sym_mod(qs, ks) == 0 : ks == qs);
     COIL_USER_CHECK(ok, op, ": query ", shape_str(q.sizes), ", key ", shape_str(k.sizes), " and value ",
                     shape_str(v.sizes), " differ in dim ", d,
                     heads ? " (key and value heads must be equal and divide the query's)" : "");
@@ -54,7 +54,7 @@ Attention check_attention(const MetaArgs &a, std::string_view op, const char *ma
       scores.back() = k.sizes[size_t(r - 2)];
       bool ok = m->rank() <= r;
       for (size_t i = 0; ok && i < m->sizes.size(); ++i) {
-        int64_t s = m->sizes[m->sizes.size() - 1 - i];
+        const SymInt &s = m->sizes[m->sizes.size() - 1 - i];
         ok = s == 1 || s == scores[scores.size() - 1 - i];
       }
       COIL_USER_CHECK(ok, op, ": ", mask_name, " of shape ", shape_str(m->sizes),
@@ -140,7 +140,7 @@ void register_attention_ops(Registry &r) {
           Device dev = at.q->device;
           // The memory-efficient kernel pads logsumexp's rows to a multiple of 32.
           SymShape lse = lse_shape(at);
-          lse.back() = a.boolean("compute_log_sumexp") ? (lse.back() + 31) / 32 * 32 : 0;
+          lse.back() = a.boolean("compute_log_sumexp") ? sym_floor_div(lse.back() + 31, 32) * 32 : SymInt(0);
           return std::vector<TensorType>{heads_inner(at.q->dtype, at.out, dev), contiguous(DType::F32, lse, dev),
                                          scalar_i64(dev), scalar_i64(dev)};
         })

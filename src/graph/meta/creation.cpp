@@ -196,8 +196,17 @@ void check_arange_range(const Number &start, const Number &end, const Number &st
 MetaFn arange(bool has_start, bool has_step) {
   return [=](const MetaArgs &a) {
     Number start = has_start ? number(a, "start") : Number{true, 0, 0.0};
-    Number end = number(a, "end");
     Number step = has_step ? number(a, "step") : Number{true, 1, 1.0};
+    // arange(s0), arange(0, s0 * 2, 3): a length of symbols when the bounds are integers and
+    // the step a positive one.
+    if (start.is_int && step.is_int && step.i > 0 && a.arg("end").is_int() && a.sym_integer("end").symbolic()) {
+      SymInt end = a.sym_integer("end");
+      COIL_USER_CHECK(end >= start.i, "arange: the range from ", start.i, " to ", end,
+                      " does not go in the direction of step ", step.i);
+      Options o = options(a, DType::I64, Device{});
+      return std::vector<TensorType>{fresh(o, {sym_floor_div(end - start.i + (step.i - 1), step.i)})};
+    }
+    Number end = number(a, "end");
     check_arange_range(start, end, step);
     bool integer_args = start.is_int && end.is_int && step.is_int;
     Options o = options(a, integer_args ? DType::I64 : kDefaultFloat, Device{});

@@ -101,8 +101,8 @@ std::vector<TensorType> constant_pad_nd(const MetaArgs &a) {
   bool crop_only = true;
   for (int64_t i = 0; i < padded_dims; ++i) {
     size_t dim = size_t(self.rank() - 1 - i);
-    int64_t before = pad[size_t(2 * i)], after = pad[size_t(2 * i + 1)];
-    int64_t size = sizes[dim] + before + after;
+    SymInt before = pad[size_t(2 * i)], after = pad[size_t(2 * i + 1)];
+    SymInt size = sizes[dim] + before + after;
     COIL_USER_CHECK(size >= 0, "constant_pad_nd: padding ", before, " and ", after, " of dim ", dim, " (size ",
                     sizes[dim], ") gives the negative size ", size);
     sizes[dim] = size;

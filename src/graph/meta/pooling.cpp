@@ -64,6 +64,13 @@ int64_t pooled_size(int64_t in, int64_t kernel, int64_t pad, int64_t stride, int
   return int64_t(out);
 }
 
+/// The same for a symbolic input size (floor mode: ceil mode's last window is a
+/// comparison of sizes, specialized).
+SymInt pooled_size(const SymInt &in, int64_t kernel, int64_t pad, int64_t stride, int64_t dilation, bool ceil_mode) {
+  if (!in.symbolic() || ceil_mode) return pooled_size(int64_t(in), kernel, pad, stride, dilation, ceil_mode);
+  return sym_floor_div(in + 2 * pad - dilation * (kernel - 1) - 1, stride) + 1;
+}
+
 struct Window {
   SymShape kernel, stride, padding, dilation;
   bool ceil_mode = false;
@@ -88,8 +95,8 @@ SymShape pooled_shape(std::string_view op, const TensorType &x, const Window &w)
   std::string pooled;
   bool empty = false;
   for (size_t k = 0; k < dims; ++k) {
-    int64_t size = pooled_size(x.sizes[x.sizes.size() - dims + k], w.kernel[k], w.padding[k], w.stride[k],
-                               w.dilation[k], w.ceil_mode);
+    SymInt size = pooled_size(x.sizes[x.sizes.size() - dims + k], w.kernel[k], w.padding[k], w.stride[k],
+                              w.dilation[k], w.ceil_mode);
     out.push_back(size);
     pooled += str_cat(k ? "x" : "", size);
     empty = empty || size < 1;

@@ -100,8 +100,8 @@ std::vector<TensorType> squeeze_dims(const TensorType &self, const std::vector<b
 }
 
 /// slice.Tensor: PyTorch clamps start and end into [0, size] after wrapping negatives.
-TensorType slice(const TensorType &self, int64_t dim, std::optional<int64_t> start_arg,
-                 std::optional<int64_t> end_arg, int64_t step) {
+TensorType slice(const TensorType &self, int64_t dim, std::optional<SymInt> start_arg,
+                 std::optional<SymInt> end_arg, int64_t step) {
   COIL_USER_CHECK(self.rank() > 0, "slice() cannot be applied to a 0-dim tensor");
   COIL_USER_CHECK(step > 0, "slice step must be positive, got ", step);
   size_t d = size_t(wrap_dim(dim, self.rank()));
@@ -120,7 +120,7 @@ TensorType slice(const TensorType &self, int64_t dim, std::optional<int64_t> sta
 TensorType select(const TensorType &self, int64_t dim, int64_t index) {
   COIL_USER_CHECK(self.rank() > 0, "select() cannot be applied to a 0-dim tensor");
   size_t d = size_t(wrap_dim(dim, self.rank()));
-  int64_t size = self.sizes[d];
+  SymInt size = self.sizes[d];
   COIL_USER_CHECK(index >= -size && index < size, "select(): index ", index, " out of range for tensor of size ",
                   shape_str(self.sizes), " at dimension ", d);
   SymShape sizes = self.sizes, strides = self.strides;
@@ -206,7 +206,7 @@ std::vector<TensorType> as_strided(const MetaArgs &a) {
   checked_numel(sizes);
   TensorType out = with_layout(self, sizes, strides);
   // Without an offset the view starts where self does.
-  check_in_storage(a, out, offset ? *offset : placement_of(a.graph(), a.value("self")).start);
+  check_in_storage(a, out, offset ? SymInt(*offset) : placement_of(a.graph(), a.value("self")).start);
   return {out};
 }
 
@@ -268,8 +268,8 @@ void register_view_ops(Registry &r) {
   });
   r.add("slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor(a)",
         [](const MetaArgs &a) {
-          return std::vector<TensorType>{slice(a.tensor("self"), a.integer("dim"), a.optional_integer("start"),
-                                               a.optional_integer("end"), a.integer("step"))};
+          return std::vector<TensorType>{slice(a.tensor("self"), a.integer("dim"), a.optional_sym_integer("start"),
+                                               a.optional_sym_integer("end"), a.integer("step"))};
         });
   r.add("select.int(Tensor(a) self, int dim, SymInt index) -> Tensor(a)", [](const MetaArgs &a) {
     return std::vector<TensorType>{select(a.tensor("self"), a.integer("dim"), a.integer("index"))};

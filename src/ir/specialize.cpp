@@ -1,0 +1,81 @@
+#include "ir/specialize.h"
+
+#include <algorithm>
+
+namespace coil::ir {
+namespace {
+
+/// Calls `fn` on every index expression of `p` (a Program, const or not: fn may replace
+/// each), then on every size, stride and offset.
+template <class P, class ExprFn, class SizeFn>
+void visit(P &p, const ExprFn &expr, const SizeFn &size) {
+  auto shape = [&](auto &s) {
+    for (auto &x : s) size(x);
+  };
+  auto view = [&](auto &v) {
+    shape(v.sizes);
+    shape(v.strides);
+    size(v.offset);
+  };
+  for (auto &n : p.nodes) {
+    for (auto &i : n.body.instrs)
+      if (i.op == Op::Load || i.op == Op::Index) expr(i.index);
+    expr(n.scatter_index);
+    for (auto &e : n.output_index) expr(e);
+  }
+  for (auto &b : p.buffers) {
+    shape(b.type.sizes);
+    shape(b.type.strides);
+  }
+  for (auto &n : p.nodes) {
+    shape(n.ranges);
+    shape(n.reduction_ranges);
+    for (auto &v : n.operands) view(v);
+  }
+  for (auto &v : p.output_views) view(v);
+}
+
+/// A size read as a value (lowering's size_value: `cast(index s0*12)`) is a constant once
+/// its symbols have values: it becomes one, cast included, so that a program specialized
+/// reads as the one lowered at these sizes would.
+void fold_sizes(Body &body) {
+  std::vector<bool> folded(body.instrs.size());
+  for (size_t v = 0; v < body.instrs.size(); ++v) {
+    Instr &i = body.instrs[v];
+    std::optional<double> value;
+    if (i.op == Op::Index && i.index.as_constant()) value = double(*i.index.as_constant());
+    if (i.op == Op::Cast && folded[size_t(i.args[0])] && (is_floating(i.dtype) || is_integral(i.dtype)))
+      value = body.at(i.args[0]).value;
+    if (!value) continue;
+    Instr c;
+    c.dtype = i.dtype;
+    c.value = *value;
+    i = c;
+    folded[v] = true;
+  }
+  if (std::find(folded.begin(), folded.end(), true) != folded.end()) body = prune_dead_values(body);
+}
+
+}  // namespace
+
+std::set<std::string> symbols_of(const Program &p) {
+  std::set<std::string> out;
+  visit(
+      p, [&](const Expr &e) { collect_symbols(e, out); },
+      [&](const SymInt &s) {
+        if (s.symbolic()) collect_symbols(s.expr(), out);
+      });
+  return out;
+}
+
+Program specialize(Program p, const std::map<std::string, int64_t> &values) {
+  visit(
+      p, [&](Expr &e) { e = substitute_symbols(e, values); },
+      [&](SymInt &s) {
+        if (s.symbolic()) s = SymInt(eval(s.expr(), {}, values));
+      });
+  for (Node &n : p.nodes) fold_sizes(n.body);
+  return p;
+}
+
+}  // namespace coil::ir

@@ -1,0 +1,114 @@
+// One lowering of a graph of symbolic sizes serves every size: lowering keeps the symbols in
+// the loop IR, records no guard for the fixtures' op families, and the program specialized
+// to each size a fixture was captured at matches eager there (the reference interpreter, the
+// tolerances of the testing tiers from src/io/compare.h).
+#include <gtest/gtest.h>
+
+#include <map>
+#include <regex>
+
+#include "driver/compile.h"
+#include "frontend/parser.h"
+#include "io/compare.h"
+#include "io/graph_tensors.h"
+#include "io/safetensors.h"
+#include "ir/interpreter.h"
+#include "ir/kernel.h"
+#include "ir/specialize.h"
+#include "lowering/lowering.h"
+#include "passes/passes.h"
+#include "test_util.h"
+
+namespace coil {
+namespace {
+
+constexpr const char *kSoftmaxText = R"(class GraphModule(torch.nn.Module):
+    def forward(self, a_0: "f32[2, s5, 12][12*s5, 12, 1]cpu"):
+        _softmax: "f32[2, s5, 12][12*s5, 12, 1]cpu" = torch.ops.aten._softmax.default(a_0, 1, False);  a_0 = None
+        return (_softmax,)
+)";
+
+TEST(Specialize, LoweringKeepsSymbolsAndSpecializingGivesIntegers) {
+  frontend::SizeValues sizes{{"s5", 5}};
+  Graph g = frontend::parse_graph(kSoftmaxText, "softmax.py", &sizes);
+  ir::Program p = lowering::lower_symbolic(g);
+  EXPECT_EQ(ir::symbols_of(p), std::set<std::string>{"s5"});
+  EXPECT_TRUE(size_guards_of(g)->guards().empty()) << size_guards_str(g);
+  // The reduction runs over s5 and reads at x0*s5*12 + r0*12 + x1.
+  bool reduced_over_symbol = false;
+  for (const ir::Node &n : p.nodes)
+    if (n.kind == ir::NodeKind::Reduction && n.reduction_ranges.size() == 1)
+      reduced_over_symbol |= str(n.reduction_ranges[0]) == "s5";
+  EXPECT_TRUE(reduced_over_symbol) << ir::str(p);
+
+  ir::Program q = ir::specialize(p, {{"s5", 9}});
+  EXPECT_TRUE(ir::symbols_of(q).empty()) << ir::str(q);
+  EXPECT_EQ(shape_str(q.buffer(q.inputs[0]).type.sizes), "[2, 9, 12]");
+  EXPECT_EQ(shape_str(q.buffer(q.inputs[0]).type.strides), "[108, 12, 1]");
+  EXPECT_TRUE(size_guards_of(g)->guards().empty()) << "specialize records no guard";
+}
+
+TEST(Specialize, LowerGuardsEverySymbolItFixes) {
+  frontend::SizeValues sizes{{"s5", 5}};
+  Graph g = frontend::parse_graph(kSoftmaxText, "softmax.py", &sizes);
+  ir::Program p = lowering::lower(g);
+  EXPECT_TRUE(ir::symbols_of(p).empty());
+  ASSERT_EQ(size_guards_of(g)->guards().size(), 1u);
+  EXPECT_EQ(size_guards_of(g)->guards()[0].str(), "s5 == 5");
+}
+
+/// The dyn_ fixtures by graph: `dyn_sum_s7` and `dyn_sum_s16` are one graph at two sizes.
+std::map<std::string, std::vector<std::filesystem::path>> dynamic_families() {
+  std::map<std::string, std::vector<std::filesystem::path>> out;
+  const std::regex name("(dyn_.*)_s[0-9x]+");
+  for (const auto &dir : test::fixture_dirs()) {
+    std::smatch m;
+    std::string base = dir.filename().string();
+    if (std::regex_match(base, m, name)) out[m[1].str()].push_back(dir);
+  }
+  return out;
+}
+
+class OneLowering : public testing::TestWithParam<std::string> {};
+
+TEST_P(OneLowering, ServesEveryFixtureSize) {
+  std::vector<std::filesystem::path> dirs = dynamic_families().at(GetParam());
+  ASSERT_GE(dirs.size(), 2u);
+  Graph g = passes::run_graph_passes(test::fixture_graph(dirs[0]), reference_evaluator());
+  ir::Program p = lowering::lower_symbolic(g);
+  std::shared_ptr<SizeGuards> guards = size_guards_of(g);
+  ASSERT_TRUE(guards);
+  EXPECT_FALSE(ir::symbols_of(p).empty()) << "lowering specialized every symbol:\n" << size_guards_str(g);
+  for (const auto &dir : dirs) {
+    SCOPED_TRACE(dir.filename().string());
+    std::map<std::string, int64_t> values = symbol_values(test::fixture_graph(dir));
+    if (const SizeGuard *failing = guards->first_failing(values)) {
+      ADD_FAILURE() << "the lowering does not serve these sizes: " << failing->str() << " (" << failing->why << ")";
+      continue;
+    }
+    ir::Program q = ir::specialize(p, values);
+    TensorList inputs = read_safetensors((dir / "inputs.safetensors").string());
+    TensorList expected = read_safetensors((dir / "expected.safetensors").string());
+    std::vector<HostTensor> outputs = ir::interpret(ir::unfused(q), inputs);
+    ASSERT_EQ(outputs.size(), g.outputs().size());
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      const HostTensor *want = find_tensor(expected, output_tensor_name(i));
+      ASSERT_NE(want, nullptr);
+      Comparison c = compare(outputs[i], *want, default_tolerance(want->dtype, ir::max_reduction_size(q, q.outputs[i])));
+      EXPECT_TRUE(c.pass) << output_tensor_name(i) << ": " << c.mismatches << " mismatches, first " << c.first_mismatch
+                          << ", max abs error " << c.max_abs_error;
+    }
+  }
+}
+
+std::vector<std::string> family_names() {
+  std::vector<std::string> out;
+  for (const auto &[name, dirs] : dynamic_families()) out.push_back(name);
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, OneLowering, testing::ValuesIn(family_names()),
+                         [](const auto &info) { return info.param; });
+
+}  // namespace
+}  // namespace coil
