@@ -160,6 +160,9 @@ struct CompileOptions {
   /// (`x: "f32[s0, 768]"`, `n: "Sym(s0)"`): it is compiled for these sizes, its SymInt
   /// inputs are not inputs of the compiled graph, and its assertions on sizes are checked
   /// (an Error naming the failed one). A symbol without a value is an Error naming it.
+  /// The compiled graph serves the sizes that pass its guards (CompiledGraph::sizes());
+  /// run() at others is an Error giving the symbols' values its inputs give and the first
+  /// guard they fail, with what relied on it.
   std::vector<std::pair<std::string, int64_t>> sizes;
 };
 

@@ -10,6 +10,8 @@
 // are all in one place, and the targets that run on the host refuse device memory.
 // Tests: tests/unit/api_test.cpp, tests/gpu/device_io_test.cpp (a GPU).
 #include <algorithm>
+#include <map>
+#include <set>
 
 #include "coil/artifact.h"
 #include "coil/coil.h"
@@ -162,6 +164,14 @@ struct CompiledGraph::Impl {
   std::vector<TensorInfo> inputs, outputs;
   std::string plans;
   std::string sizes;  // size_guards_str of the graph read
+  /// A graph of symbolic sizes: where each symbol is read from (input, dim) and the guards
+  /// the compiled graph relies on, which explain a call at other sizes.
+  struct SymbolSource {
+    std::string symbol;
+    size_t input, dim;
+  };
+  std::vector<SymbolSource> symbol_sources;
+  std::shared_ptr<const SizeGuards> guards;
 
   virtual ~Impl() = default;
   virtual void run(std::span<const TensorRef> in, std::span<const TensorRef> out) const = 0;
@@ -309,10 +319,20 @@ std::shared_ptr<CompiledGraph::Impl> build(Graph g, const CompileOptions &o) {
   }
   impl->target = o.target;
   impl->sizes = size_guards_str(c.graph);
+  impl->guards = size_guards_of(c.graph);
   const ir::Program &p = c.schedule.ir.program;
+  std::map<std::string, const TensorType *> graph_inputs;
+  for (ValueId v : c.graph.inputs()) graph_inputs[c.graph.value(v).name] = &c.graph.type(v);
   for (ir::BufferId b : p.inputs) {
     impl->inputs.push_back(info_of(p, p.buffer(b).name, whole(p, b)));
     impl->inputs.back().random_state = p.buffer(b).name == lowering::kRandomStateName;
+    auto symbolic = graph_inputs.find(p.buffer(b).name);
+    if (!impl->guards || symbolic == graph_inputs.end()) continue;
+    for (size_t d = 0; d < symbolic->second->sizes.size(); ++d) {
+      const SymInt &s = symbolic->second->sizes[d];
+      if (const ir::Atom *a = s.symbolic() ? s.expr().as_atom() : nullptr; a && a->kind() == ir::AtomKind::Symbol)
+        impl->symbol_sources.push_back({a->symbol(), impl->inputs.size() - 1, d});
+    }
   }
   for (size_t i = 0; i < p.outputs.size(); ++i) {
     ir::View v = i < p.output_views.size() ? p.output_views[i] : whole(p, p.outputs[i]);
@@ -369,10 +389,38 @@ void check_memory(const CompiledGraph::Impl &impl, std::span<const TensorRef> in
   }
 }
 
+/// For a graph of symbolic sizes called with inputs of other sizes: the symbols' values the
+/// inputs give and the first guard of the compiled graph they fail, with what relied on it
+/// ("" when the inputs give no value to some symbol, or pass every guard).
+std::string explain_sizes(const CompiledGraph::Impl &impl, std::span<const TensorRef> in) {
+  if (!impl.guards) return "";
+  std::map<std::string, int64_t> values;
+  for (const auto &s : impl.symbol_sources)
+    if (s.dim < in[s.input].sizes.size()) values.emplace(s.symbol, in[s.input].sizes[s.dim]);
+  std::set<std::string> needed;
+  for (const SizeGuard &g : impl.guards->guards()) ir::collect_symbols(g.expr, needed);
+  for (const std::string &s : needed)
+    if (!values.count(s)) return "";
+  const SizeGuard *failing = impl.guards->first_failing(values);
+  if (!failing) return "";
+  std::string given;
+  for (const auto &[symbol, value] : values) given += str_cat(given.empty() ? "" : ", ", symbol, " = ", value);
+  return str_cat("; the inputs give ", given, ", and the compiled graph serves only sizes where ", failing->str(),
+                 " (relied on by ", failing->why.empty() ? "?" : failing->why, ")");
+}
+
 void check_call(const CompiledGraph::Impl &impl, std::span<const TensorRef> in, std::span<const TensorRef> out) {
   check_count(in.size(), impl.inputs.size(), "input");
   check_count(out.size(), impl.outputs.size(), "output");
-  for (size_t i = 0; i < in.size(); ++i) check_tensor(in[i], impl.inputs[i], "input");
+  for (size_t i = 0; i < in.size(); ++i) {
+    try {
+      check_tensor(in[i], impl.inputs[i], "input");
+    } catch (const UserError &e) {
+      std::string why = explain_sizes(impl, in);
+      if (why.empty()) throw;
+      throw UserError(e.message() + why);
+    }
+  }
   for (size_t i = 0; i < out.size(); ++i) check_tensor(out[i], impl.outputs[i], "output");
   check_memory(impl, in, out);
 }

@@ -482,6 +482,26 @@ TEST(Api, ErrorsNameWhatWasWrong) {
   EXPECT_NE(api_error([&] { ref.median_seconds(in, out, 3); }).find("target ref has none"), std::string::npos);
 }
 
+// A graph of symbolic sizes compiled for one size, called at another: the error says which
+// symbol the inputs give what value, and which guard of the compiled graph that fails.
+TEST(Api, ACallAtOtherSymbolicSizesNamesTheSymbolAndTheGuard) {
+  const std::string text = "class GraphModule(torch.nn.Module):\n"
+                           "    def forward(self, a: \"f32[s0, 24][24, 1]cpu\"):\n"
+                           "        sum_1: \"f32[s0][1]cpu\" = torch.ops.aten.sum.dim_IntList(a, [1])\n"
+                           "        return (sum_1,)\n";
+  CompiledGraph g = compile(text, {Target::Cpu, {}, "", {{"s0", 7}}}, "sum.py");
+  Floats seven{std::vector<float>(7 * 24, 1), {7, 24}, {}}, sum7{std::vector<float>(7), {7}, {}};
+  std::vector<TensorRef> in = {seven.ref()}, out = {sum7.ref()};
+  g.run(in, out);
+  EXPECT_EQ(sum7.data[6], 24);
+  Floats sixteen{std::vector<float>(16 * 24), {16, 24}, {}}, sum16{std::vector<float>(16), {16}, {}};
+  std::vector<TensorRef> in16 = {sixteen.ref()}, out16 = {sum16.ref()};
+  EXPECT_EQ(api_error([&] { g.run(in16, out16); }),
+            "coil: error: input 'a' is f32[16, 24] but the graph expects f32[7, 24]; the inputs give s0 = 16, and the "
+            "compiled graph serves only sizes where s0 == 7 (relied on by the loop IR after lowering, which does not "
+            "keep symbols yet)");
+}
+
 // Device memory goes only to target cuda (tests/gpu/device_io_test.cpp runs it on a GPU):
 // the targets that run on the host say so before touching a pointer they cannot read.
 TEST(Api, DeviceMemoryOnlyGoesToTheGpu) {

@@ -26,6 +26,11 @@
  * other (a training step's forward and backward) may give them all one arena, of the
  * largest size.
  *
+ * Symbolic sizes: a graph traced with symbolic sizes (`f32[s0, 768]`) is compiled for one
+ * value of each symbol, the sizes coil_input(i) gives; its kernels are specialized to them
+ * (coil's sizes.txt lists the guards the compiled graph relies on). A caller at other sizes
+ * compiles the graph again for them.
+ *
  * Errors: coil_run returns COIL_OK or an error code; coil_error_message(code) says what
  * it means. An error inside a kernel (an integer division by zero, an index read from
  * data that is out of range) leaves outputs unspecified.
