@@ -20,17 +20,6 @@ namespace {
 
 class Reference : public testing::TestWithParam<std::filesystem::path> {};
 
-// Every output of program `p` against eager's, with the tolerances of the testing tiers.
-void expect_outputs_match(const std::vector<HostTensor> &outputs, const TensorList &expected, const ir::Program &p) {
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    const HostTensor *want = find_tensor(expected, output_tensor_name(i));
-    ASSERT_NE(want, nullptr);
-    Comparison c = compare(outputs[i], *want, default_tolerance(want->dtype, ir::max_reduction_size(p, p.outputs[i])));
-    EXPECT_TRUE(c.pass) << output_tensor_name(i) << ": " << c.mismatches << " mismatches, first " << c.first_mismatch
-                        << ", max abs error " << c.max_abs_error;
-  }
-}
-
 TEST_P(Reference, MatchesEager) {
   const auto dir = GetParam();
   Graph g = test::fixture_graph(dir);
@@ -44,7 +33,7 @@ TEST_P(Reference, MatchesEager) {
     std::vector<HostTensor> outputs = std::string(how) == "fused" ? ir::interpret(compiled.schedule.ir, inputs)
                                                                   : ir::interpret(ir::unfused(p), inputs);
     ASSERT_EQ(outputs.size(), outputs_expected);
-    expect_outputs_match(outputs, expected, p);
+    test::expect_outputs_match(outputs, expected, p);
   }
 }
 
@@ -67,7 +56,7 @@ TEST(ReferenceOnCuda, ConvolutionWeightGradientCallsMatchEager) {
     EXPECT_GT(calls, 0) << "no weight gradient was lowered as a call";
     std::vector<HostTensor> outputs = ir::interpret(ir::unfused(p), inputs);
     ASSERT_EQ(outputs.size(), g.outputs().size());
-    expect_outputs_match(outputs, expected, p);
+    test::expect_outputs_match(outputs, expected, p);
   }
 }
 

@@ -91,13 +91,7 @@ TEST_P(OneLowering, ServesEveryFixtureSize) {
     TensorList expected = read_safetensors((dir / "expected.safetensors").string());
     std::vector<HostTensor> outputs = ir::interpret(ir::unfused(q), inputs);
     ASSERT_EQ(outputs.size(), g.outputs().size());
-    for (size_t i = 0; i < outputs.size(); ++i) {
-      const HostTensor *want = find_tensor(expected, output_tensor_name(i));
-      ASSERT_NE(want, nullptr);
-      Comparison c = compare(outputs[i], *want, default_tolerance(want->dtype, ir::max_reduction_size(q, q.outputs[i])));
-      EXPECT_TRUE(c.pass) << output_tensor_name(i) << ": " << c.mismatches << " mismatches, first " << c.first_mismatch
-                          << ", max abs error " << c.max_abs_error;
-    }
+    test::expect_outputs_match(outputs, expected, q);
   }
 }
 

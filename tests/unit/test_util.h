@@ -14,7 +14,9 @@
 #include <vector>
 
 #include "frontend/parser.h"
+#include "io/compare.h"
 #include "io/graph_tensors.h"
+#include "ir/loop_ir.h"
 #include "support/error.h"
 
 // COIL_ASAN: this test binary is built with AddressSanitizer (the sanitizer build of
@@ -57,6 +59,19 @@ inline std::vector<std::filesystem::path> fixture_dirs() { return case_dirs(sour
 /// fixtures) for the sizes of the case's inputs.safetensors.
 inline Graph fixture_graph(const std::filesystem::path &dir) {
   return frontend::parse_graph_file((dir / "graph.py").string(), tensor_shapes_in((dir / "inputs.safetensors").string()));
+}
+
+/// Every output of program `p` against eager's `expected`, with the tolerances of the
+/// testing tiers (src/io/compare.h), never loosened here.
+inline void expect_outputs_match(const std::vector<HostTensor> &outputs, const TensorList &expected,
+                                 const ir::Program &p) {
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const HostTensor *want = find_tensor(expected, output_tensor_name(i));
+    ASSERT_NE(want, nullptr);
+    Comparison c = compare(outputs[i], *want, default_tolerance(want->dtype, ir::max_reduction_size(p, p.outputs[i])));
+    EXPECT_TRUE(c.pass) << output_tensor_name(i) << ": " << c.mismatches << " mismatches, first " << c.first_mismatch
+                        << ", max abs error " << c.max_abs_error;
+  }
 }
 
 /// The message of the UserError `fn` throws, or "(no error)".
