@@ -207,12 +207,8 @@ std::shared_ptr<SizeGuards> size_guards_of(const Graph &g) {
 }
 
 std::map<std::string, int64_t> symbol_values(const Graph &g) {
-  std::map<std::string, int64_t> out;
-  for (ValueId id : g.inputs())
-    for (const SymInt &s : g.type(id).sizes)
-      if (const ir::Atom *a = s.symbolic() ? s.expr().as_atom() : nullptr; a && a->kind() == ir::AtomKind::Symbol)
-        out.emplace(a->symbol(), s.hint());
-  return out;
+  std::shared_ptr<SizeGuards> guards = size_guards_of(g);
+  return guards ? guards->values() : std::map<std::string, int64_t>{};
 }
 
 std::string size_guards_str(const Graph &g) {

@@ -77,7 +77,8 @@ class Graph {
 /// The guards of a graph of symbolic sizes (graph/sym_int.h), which its symbolic sizes
 /// share; null for a graph without symbols.
 std::shared_ptr<SizeGuards> size_guards_of(const Graph &g);
-/// The value each symbol of a graph's inputs was read with: {"s0": 8}.
+/// The value each symbol of the graph was read with (its inputs' sizes, its SymInt inputs):
+/// {"s0": 8}.
 std::map<std::string, int64_t> symbol_values(const Graph &g);
 /// What a graph's guards say: each symbol with its value and whether it was specialized,
 /// then each guard with what relied on it; "" for a graph without symbols (a dump, sizes.txt).

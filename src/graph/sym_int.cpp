@@ -295,6 +295,7 @@ ir::Ranges SizeGuards::default_ranges() {
 void SizeGuards::set_range(const std::string &symbol, int64_t lo, int64_t hi) { ranges_.set_symbol(symbol, lo, hi); }
 
 void SizeGuards::add_symbol(const std::string &symbol, int64_t value) {
+  values_.emplace(symbol, value);
   ir::Interval r = range_of(symbol);
   if (value < r.lo) set_range(symbol, std::max<int64_t>(value, 0), r.hi);
 }

@@ -184,9 +184,11 @@ class SizeGuards {
   /// A symbol's range: lo <= s <= hi. Unless set, a symbol is at least 2 (PyTorch
   /// specializes sizes 0 and 1 unless told otherwise).
   void set_range(const std::string &symbol, int64_t lo, int64_t hi);
-  /// Notes that `symbol` is read with `value`: a value below 2 widens its range down to it,
-  /// so that no comparison is decided against the value compiled for.
+  /// Notes that `symbol` is read with `value`, its value at the sizes compiled for: a value
+  /// below 2 widens its range down to it, so that no comparison is decided against it.
   void add_symbol(const std::string &symbol, int64_t value);
+  /// Each symbol read, with its value at the sizes compiled for.
+  const std::map<std::string, int64_t> &values() const { return values_; }
   /// A range the graph states (an assertion on sizes): its lower bound replaces the default,
   /// its upper bound narrows the range, and each is a guard (`why` says which assertion), so
   /// that what the range decides is checked at every call.
@@ -206,6 +208,7 @@ class SizeGuards {
  private:
   ir::Ranges ranges_ = default_ranges();
   std::vector<SizeGuard> guards_;
+  std::map<std::string, int64_t> values_;
 
   static ir::Ranges default_ranges();
 };

@@ -13,7 +13,8 @@ loss inside, dropout off) is checked three ways:
 Every graph is compiled by coil (COIL_FALLBACK=error), none of their ops left to eager.
 GPT-2 again in bf16 autocast on the CPU. Besides: optimizer.step() compiled through coil (SGD with momentum, AdamW, a tensor learning
 rate; clip_grad_norm_, zero_grad and a frozen parameter around it) against eager's and
-float64's steps; dropout in training by its statistics; activation checkpointing.
+float64's steps; dropout in training by its statistics; activation checkpointing; GPT-2 with
+dynamic=True at three sequence lengths (the backward graph takes sizes as SymInt inputs).
 
     python tests/python/test_training.py        (the Python of .venv, coil installed in it)
 """
@@ -377,6 +378,36 @@ class Training(unittest.TestCase):
         parts = [p for g in graphs for p in g["parts"]]
         self.assertGreaterEqual(len(parts), 2, graphs)
         self.assertTrue(all(p["compiled"] for p in parts), graphs)
+
+    def test_dynamic_sequence_lengths(self):
+        # dynamic=True: the forward and backward graphs of symbolic sizes (the backward takes
+        # sizes as SymInt inputs) are compiled by coil at each sequence length, none left to
+        # eager, and each step's gradients match eager's and float64's.
+        from coil import backend
+
+        torch.manual_seed(0)
+        ours, (ids,) = build_training("gpt2", "cpu", torch.float32, tiny=True)
+        eager, reference = copy.deepcopy(ours), copy.deepcopy(ours).double()
+        torch._dynamo.reset()
+        compiled = torch.compile(ours, backend="coil", dynamic=True)
+        before = backend.counters.copy()
+        lengths = (ids.shape[1], ids.shape[1] // 2 + 1, ids.shape[1] - 3)
+        with no_fallback(), recorded_graphs() as graphs:
+            for seq in lengths:
+                batch = ids[:, :seq].contiguous()
+                for m in (ours, eager, reference):
+                    m.zero_grad()
+                compiled(batch).backward()
+                eager(batch).backward()
+                reference(batch).backward()
+                with self.subTest(seq=seq):
+                    assert_model_close(_grads(ours), _grads(eager), _grads(reference))
+        parts = [p for g in graphs for p in g["parts"]]
+        self.assertGreaterEqual(len(parts), 2, graphs)  # a forward and a backward at least
+        self.assertTrue(all(p["compiled"] for p in parts), graphs)
+        counted = backend.counters - before
+        self.assertEqual(counted["sizes_eager"], 0, counted)
+        self.assertGreaterEqual(counted["sizes_compiled"], 2 * len(lengths), counted)
 
 
 def check_dropout_keep(test, device):
