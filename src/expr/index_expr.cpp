@@ -766,21 +766,10 @@ Expr substitute(const Expr &e, const std::function<std::optional<Expr>(VarId)> &
 
 std::optional<Expr> exact_quotient(const Expr &a, const Expr &b) {
   if (b.terms().size() + (b.constant() != 0) != 1) return std::nullopt;  // one term, or a constant
-  if (b.terms().empty()) {
-    int64_t d = b.constant();
-    Expr q(a.constant() / d);
-    if (a.constant() % d != 0) return std::nullopt;
-    for (const Term &t : a.terms()) {
-      if (t.coeff % d != 0) return std::nullopt;
-      Expr p(t.coeff / d);
-      for (const Atom &f : t.factors) p = p * Expr(f);
-      q = q + p;
-    }
-    return q;
-  }
-  const Term &div = b.terms()[0];
-  if (a.constant() != 0) return std::nullopt;
-  Expr q;
+  Term div = b.terms().empty() ? Term{b.constant(), {}} : b.terms()[0];
+  // a's constant is a term without factors: only a constant divides it.
+  if (a.constant() % div.coeff != 0 || (a.constant() != 0 && !div.factors.empty())) return std::nullopt;
+  Expr q(a.constant() / div.coeff);
   for (const Term &t : a.terms()) {
     if (t.coeff % div.coeff != 0) return std::nullopt;
     std::vector<Atom> rest = t.factors;

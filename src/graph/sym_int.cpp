@@ -29,28 +29,14 @@ void record(SizeGuards &g, const ir::Expr &d, SizeGuard::Op op) { g.add(SizeGuar
 ir::Interval sign_bounds(const SizeGuards &g, const ir::Expr &d) {
   ir::Interval plain = g.bounds(d);
   if (d.constant() != 0 || d.terms().size() < 2 || plain.lo > 0 || plain.hi < 0) return plain;
-  std::vector<ir::Term> terms = d.terms();
-  auto divides_all = [&](const ir::Atom &a) {
-    return a.kind() == ir::AtomKind::Symbol && g.range_of(a.symbol()).lo >= 1 &&
-           std::all_of(terms.begin(), terms.end(), [&](const ir::Term &t) {
-             return std::find(t.factors.begin(), t.factors.end(), a) != t.factors.end();
-           });
-  };
+  // Each symbol of the first term (repeated for powers) that divides every term.
+  ir::Expr rest = d;
   bool divided = false;
-  while (true) {
-    auto common = std::find_if(terms[0].factors.begin(), terms[0].factors.end(), divides_all);
-    if (common == terms[0].factors.end()) break;
-    ir::Atom a = *common;
-    for (ir::Term &t : terms) t.factors.erase(std::find(t.factors.begin(), t.factors.end(), a));
-    divided = true;
+  for (const ir::Atom &a : d.terms()[0].factors) {
+    if (a.kind() != ir::AtomKind::Symbol || g.range_of(a.symbol()).lo < 1) continue;
+    if (std::optional<ir::Expr> q = ir::exact_quotient(rest, ir::Expr(a))) rest = *q, divided = true;
   }
   if (!divided) return plain;
-  ir::Expr rest;
-  for (const ir::Term &t : terms) {
-    ir::Expr term = t.coeff;
-    for (const ir::Atom &a : t.factors) term = term * ir::Expr(a);
-    rest = rest + term;
-  }
   ir::Interval r = g.bounds(rest);
   if (r.lo > 0) return {1, ir::Interval::kNoUpper};
   if (r.hi < 0) return {ir::Interval::kNoLower, -1};
@@ -168,11 +154,10 @@ SymInt &operator*=(SymInt &a, const SymInt &b) { return a = a * b; }
 
 namespace {
 
-/// Whether 0 <= a < b for every value of the symbols in their ranges.
+/// Whether 0 <= a < b for every value of the symbols in their ranges (b symbolic).
 bool below(const SymInt &a, const SymInt &b) {
-  if (!a.symbolic() && !b.symbolic()) return 0 <= a.hint() && a.hint() < b.hint();
-  const std::shared_ptr<SizeGuards> &g = a.symbolic() ? a.guards() : b.guards();
-  return g->bounds(a.expr()).lo >= 0 && g->bounds(b.expr() - a.expr()).lo >= 1;
+  const SizeGuards &g = *guards_of(a, b);
+  return g.bounds(a.expr()).lo >= 0 && g.bounds(b.expr() - a.expr()).lo >= 1;
 }
 
 }  // namespace

@@ -5,8 +5,8 @@
 namespace coil::ir {
 namespace {
 
-/// Calls `fn` on every index expression of `p` (a Program, const or not: fn may replace
-/// each), then on every size, stride and offset.
+/// Calls `expr` on every index expression of `p` and `size` on every size, stride and
+/// offset (p a Program, const or not: the functions may replace what they are given).
 template <class P, class ExprFn, class SizeFn>
 void visit(P &p, const ExprFn &expr, const SizeFn &size) {
   auto shape = [&](auto &s) {
@@ -17,17 +17,15 @@ void visit(P &p, const ExprFn &expr, const SizeFn &size) {
     shape(v.strides);
     size(v.offset);
   };
-  for (auto &n : p.nodes) {
-    for (auto &i : n.body.instrs)
-      if (i.op == Op::Load || i.op == Op::Index) expr(i.index);
-    expr(n.scatter_index);
-    for (auto &e : n.output_index) expr(e);
-  }
   for (auto &b : p.buffers) {
     shape(b.type.sizes);
     shape(b.type.strides);
   }
   for (auto &n : p.nodes) {
+    for (auto &i : n.body.instrs)
+      if (i.op == Op::Load || i.op == Op::Index) expr(i.index);
+    expr(n.scatter_index);
+    for (auto &e : n.output_index) expr(e);
     shape(n.ranges);
     shape(n.reduction_ranges);
     for (auto &v : n.operands) view(v);

@@ -348,19 +348,10 @@ std::vector<TensorRef> masked_scatter(Lowering &l, const Node &n) {
   const TensorType &out = l.graph().type(n.outputs[0]);
   int64_t count = checked_numel(out.sizes), available = checked_numel(source.sizes);
   // The flat position f of self's element, and back.
-  auto unflatten = [](const Expr &flat, const Shape &sizes) {
-    std::vector<Expr> index(sizes.size());
-    Expr rest = flat;
-    for (size_t d = sizes.size(); d-- > 0;) {
-      index[d] = sizes[d] == 1 ? Expr(0) : ir::mod(rest, sizes[d]);
-      rest = ir::floor_div(rest, std::max<int64_t>(sizes[d], 1));
-    }
-    return index;
-  };
   TensorType prefix_type{DType::I64, {count}, {1}, out.device};
   TensorRef prefix = l.scan(prefix_type, 0, ir::ScanOp::Sum, n.name + " prefix",
                             [&](BodyBuilder &b, const std::vector<Expr> &x) {
-                              return b.cast(Lowering::load_broadcast(b, mask, unflatten(x[0], out.sizes)), DType::I64);
+                              return b.cast(Lowering::load_broadcast(b, mask, unravel(x[0], out.sizes)), DType::I64);
                             });
   Shape contiguous = contiguous_strides(out.sizes);
   return {l.pointwise(out, n.name, [&](BodyBuilder &b, const std::vector<Expr> &x) {
@@ -373,7 +364,7 @@ std::vector<TensorRef> masked_scatter(Lowering &l, const Node &n) {
     // source has; coil reads source's last one there).
     k = b.binary(Op::Minimum, b.binary(Op::Maximum, k, b.constant(0, DType::I64), DType::I64),
                  b.constant(double(available - 1), DType::I64), DType::I64);
-    std::vector<Expr> at = unflatten(Expr(ir::indirect_var(0)), source.sizes);
+    std::vector<Expr> at = unravel(Expr(ir::indirect_var(0)), source.sizes);
     int taken = b.indirect_load(source.buffer, Lowering::offset(source, at), source.dtype, {k});
     return b.where(selected, taken, old, out.dtype);
   })};

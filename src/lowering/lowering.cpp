@@ -181,14 +181,13 @@ std::vector<int64_t> ints_of(const Arg &a) {
 }
 
 std::vector<Expr> unravel(const Expr &flat, const SymShape &sizes) {
-  std::vector<Expr> at;
-  for (size_t d = 0; d < sizes.size(); ++d) {
-    // The dims after d are walked by integer division, so their sizes are specialized; the
-    // first dim's coordinate needs no remainder, flat being less than numel.
-    int64_t stride = 1;
-    for (size_t e = d + 1; e < sizes.size(); ++e) stride *= std::max<int64_t>(sizes[e], 1);
+  std::vector<Expr> at(sizes.size());
+  int64_t stride = 1;  // of dim d: the sizes after it, walked by integer division (specialized)
+  for (size_t d = sizes.size(); d-- > 0;) {
     Expr q = ir::floor_div(flat, stride);
-    at.push_back(d == 0 && sizes[d].symbolic() ? q : ir::mod(q, std::max<int64_t>(sizes[d], 1)));
+    // The first dim's coordinate needs no remainder, flat being less than numel.
+    if (d == 0 && sizes[d].symbolic()) at[d] = q;
+    else at[d] = ir::mod(q, std::max<int64_t>(sizes[d], 1)), stride *= std::max<int64_t>(sizes[d], 1);
   }
   return at;
 }
@@ -279,7 +278,7 @@ ir::Program lower(const Graph &g, const LowerOptions &o, std::string_view why) {
   std::map<std::string, int64_t> values = symbol_values(g);
   for (const std::string &s : ir::symbols_of(p)) {
     auto it = values.find(s);
-    COIL_ASSERT(it != values.end(), "symbol ", s, " of the loop IR is no input's size");
+    COIL_ASSERT(it != values.end(), "symbol ", s, " of the loop IR was read without a value");
     guards->add(SizeGuard{ir::Expr::symbol(s) - it->second, SizeGuard::Op::Eq, std::string(why)});
   }
   return ir::specialize(p, values);

@@ -84,13 +84,7 @@ std::vector<TensorRef> diagonal(Lowering &l, const Node &n) {
 }
 
 /// The element of `in` at row-major position `flat` (both of the same numel).
-Expr unflatten_offset(const TensorRef &in, const Expr &flat) {
-  Shape contiguous = contiguous_strides(in.sizes);
-  std::vector<Expr> index;
-  for (size_t d = 0; d < in.sizes.size(); ++d)
-    index.push_back(in.sizes[d] == 1 ? Expr(0) : ir::mod(ir::floor_div(flat, contiguous[d]), in.sizes[d]));
-  return Lowering::offset(in, index);
-}
+Expr unflatten_offset(const TensorRef &in, const Expr &flat) { return Lowering::offset(in, unravel(flat, in.sizes)); }
 
 /// reshape: a view when the strides allow one, else a copy in row-major order.
 std::vector<TensorRef> reshape(Lowering &l, const Node &n) {
