@@ -6,6 +6,7 @@
 
 #include "frontend/printer.h"
 #include "ir/interpreter.h"
+#include "ir/specialize.h"
 #include "lowering/lowering.h"
 #include "support/error.h"
 #include "support/options.h"
@@ -53,12 +54,21 @@ Compilation compile_graph(Graph g, const sched::ScheduleOptions &o, const std::s
   c.optimized = passes::run_graph_passes(c.graph, reference_evaluator(), &c.passes);
   if (o.channels_last_convolutions) c.optimized = passes::channels_last_convolutions(c.optimized, &c.passes);
   dump(trace_dir, "graph_after_passes.txt", with_log(frontend::print_graph(c.optimized), c.passes));
-  c.lowered = lowering::lower(c.optimized, lowering::LowerOptions::from_registry());
+  c.lowered = lowering::lower_symbolic(c.optimized, lowering::LowerOptions::from_registry());
   dump(trace_dir, "ir_pre_fusion.txt", ir::str(c.lowered));
-  GuardActivity scheduling("scheduling");
-  c.schedule = sched::schedule(c.lowered, o);
+  {
+    GuardActivity scheduling("scheduling");
+    c.schedule = sched::schedule_kernels(c.lowered, o);
+  }
+  sched::plan_memory(c.schedule);
   dump(trace_dir, "ir_post_fusion.txt", ir::str(c.schedule.ir));
   dump(trace_dir, "memory_plan.txt", sched::memory_plan_str(c.schedule));
+  // Code generation takes integers: the sizes compiled for, each guarded.
+  if (std::shared_ptr<SizeGuards> guards = size_guards_of(c.graph)) {
+    guards->fix(ir::symbols_of(c.schedule.ir), kCodegenFixesSizes);
+    c.lowered = ir::specialize(std::move(c.lowered), guards->values());
+    sched::specialize(c.schedule, guards->values());
+  }
   if (std::string sizes = size_guards_str(c.graph); !sizes.empty()) dump(trace_dir, "sizes.txt", sizes);
   return c;
 }
@@ -87,8 +97,8 @@ std::string stats_json(const Compilation &c) {
   nlohmann::ordered_json j;
   j["kernels"] = kernels;
   j["extern_calls"] = externs;
-  j["arena_bytes"] = c.schedule.memory.arena_bytes;
-  j["arena_bytes_without_reuse"] = c.schedule.memory.naive_bytes;
+  j["arena_bytes"] = int64_t(c.schedule.memory.arena_bytes);  // the schedule is specialized
+  j["arena_bytes_without_reuse"] = int64_t(c.schedule.memory.naive_bytes);
   j["graph_nodes"] = c.graph.nodes().size();
   j["graph_nodes_after_passes"] = c.optimized.nodes().size();
   j["loop_ir_nodes"] = c.lowered.nodes.size();

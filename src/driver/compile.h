@@ -30,12 +30,17 @@
 
 namespace coil {
 
+/// A graph of symbolic sizes keeps them through lowering, the scheduler and the memory
+/// plan (their dumps show the symbols); code generation is given the sizes compiled for,
+/// each symbol guarded for this reason.
+inline constexpr std::string_view kCodegenFixesSizes = "code generation, which does not keep symbols yet";
+
 struct Compilation {
   Graph graph;             // as read
   Graph optimized;         // after the graph passes
   passes::PassLog passes;  // what they changed
-  ir::Program lowered;     // the loop IR before fusion
-  sched::Schedule schedule;
+  ir::Program lowered;     // the loop IR before fusion, at the sizes compiled for
+  sched::Schedule schedule;  // at the sizes compiled for
 };
 
 /// The graph passes' way to compute a value at compile time: lowering and the reference

@@ -525,12 +525,20 @@ Ranges::Ranges(std::initializer_list<std::pair<VarId, int64_t>> sizes) {
   for (const auto &[v, size] : sizes) set(v, size);
 }
 
-void Ranges::set(VarId v, int64_t size) {
-  COIL_ASSERT(size >= 0, "the range of ", v, " has negative size ", size);
+void Ranges::set(VarId v, int64_t size) { set(v, Expr(size)); }
+
+void Ranges::set(VarId v, const Expr &size) {
+  COIL_ASSERT(size.as_constant().value_or(0) >= 0, "the range of ", v, " has negative size ", size);
   sizes_[v] = size;
 }
 
 std::optional<int64_t> Ranges::size_of(VarId v) const {
+  auto it = sizes_.find(v);
+  if (it == sizes_.end()) return std::nullopt;
+  return it->second.as_constant();
+}
+
+std::optional<Expr> Ranges::extent_of(VarId v) const {
   auto it = sizes_.find(v);
   if (it == sizes_.end()) return std::nullopt;
   return it->second;
@@ -615,9 +623,11 @@ Interval mod_bounds(Interval a, int64_t m) {
 }
 
 Interval var_bounds(VarId v, const Ranges &ranges) {
-  std::optional<int64_t> size = ranges.size_of(v);
+  std::optional<Expr> size = ranges.extent_of(v);
   if (!size) return Interval::unbounded();
-  return {0, std::max<int64_t>(*size - 1, 0)};  // size 0: no iteration, any fact holds
+  if (auto n = size->as_constant()) return {0, std::max<int64_t>(*n - 1, 0)};  // size 0: no iteration, any fact holds
+  int64_t hi = bounds(*size, ranges).hi;  // a size of symbols: at most its bound, less one
+  return {0, hi == Interval::kNoUpper ? hi : std::max<int64_t>(hi - 1, 0)};
 }
 
 Interval atom_bounds(const Atom &a, const Ranges &ranges) {

@@ -133,15 +133,20 @@ std::string str(const Expr &e, const std::function<std::string(VarId)> &name);
 std::ostream &operator<<(std::ostream &os, const Expr &e);
 std::ostream &operator<<(std::ostream &os, VarId v);
 
-/// The known range of each loop variable: 0 <= v < size. A variable it does not know
-/// may take any value.
+/// The known range of each loop variable: 0 <= v < size, the size a number or an Expr of
+/// symbols (a loop over `s0*12`: v's bounds are then those of the size, minus one, over the
+/// symbols' ranges). A variable it does not know may take any value.
 class Ranges {
  public:
   Ranges() = default;
   Ranges(std::initializer_list<std::pair<VarId, int64_t>> sizes);
 
   void set(VarId v, int64_t size);  ///< asserts size >= 0
+  void set(VarId v, const Expr &size);  ///< asserts a constant size >= 0
+  /// The size of v's loop when it is a number.
   std::optional<int64_t> size_of(VarId v) const;
+  /// The size of v's loop, symbolic or not.
+  std::optional<Expr> extent_of(VarId v) const;
   /// A symbol's range, lo <= s <= hi (asserts 0 <= lo <= hi); a symbol without one is an
   /// integer of at least `symbol_floor` (0 unless set), without upper bound.
   void set_symbol(const std::string &name, int64_t lo, int64_t hi);
@@ -149,7 +154,7 @@ class Ranges {
   std::pair<int64_t, int64_t> symbol_range(const std::string &name) const;
 
  private:
-  std::map<VarId, int64_t> sizes_;
+  std::map<VarId, Expr> sizes_;
   std::map<std::string, std::pair<int64_t, int64_t>> symbols_;
   int64_t symbol_floor_ = 0;
 };

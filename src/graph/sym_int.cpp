@@ -120,6 +120,12 @@ int64_t SymInt::value() const {
   return hint_;
 }
 
+SymInt sym_of(const ir::Expr &e, const std::shared_ptr<SizeGuards> &guards) {
+  if (auto c = e.as_constant()) return SymInt(*c);
+  COIL_ASSERT(guards, "a size of symbols without their graph's guards: ", e);
+  return SymInt::of(e, ir::eval(e, {}, guards->values()), guards);
+}
+
 bool SymInt::same(const SymInt &o) const {
   if (hint_ != o.hint_ || symbolic() != o.symbolic()) return false;
   return !node_ || node_->expr == o.node_->expr;
@@ -190,6 +196,11 @@ SymInt sym_min(const SymInt &a, const SymInt &b) {
   if (i.hi <= 0) return a;
   if (i.lo >= 0) return b;
   return SymInt::of(ir::min(a.expr(), b.expr()), std::min(a.hint(), b.hint()), guards_of(a, b));
+}
+
+bool known_le(const SymInt &a, const SymInt &b) {
+  if (!a.symbolic() && !b.symbolic()) return a.hint() <= b.hint();
+  return guards_of(a, b)->bounds(b.expr() - a.expr()).lo >= 0;
 }
 
 SymInt sym_max(const SymInt &a, const SymInt &b) {
@@ -308,6 +319,14 @@ void SizeGuards::add(SizeGuard g) {
   for (const SizeGuard &h : guards_)
     if (h.op == g.op && h.expr == g.expr) return;
   guards_.push_back(std::move(g));
+}
+
+void SizeGuards::fix(const std::set<std::string> &symbols, std::string_view why) {
+  for (const std::string &s : symbols) {
+    auto it = values_.find(s);
+    COIL_ASSERT(it != values_.end(), "symbol ", s, " was read without a value");
+    add(SizeGuard{ir::Expr::symbol(s) - it->second, SizeGuard::Op::Eq, std::string(why)});
+  }
 }
 
 std::map<std::string, int64_t> SizeGuards::specialized(const std::map<std::string, int64_t> &hints) const {

@@ -28,6 +28,7 @@
 #include <memory>
 #include <optional>
 #include <ostream>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -79,6 +80,13 @@ class SymShape : public std::vector<SymInt> {
   SymShape(const std::vector<int64_t> &v) : std::vector<SymInt>(v.begin(), v.end()) {}  // NOLINT
   operator std::vector<int64_t>() const;  // NOLINT: guarded, as SymInt's conversion
 };
+
+/// Whether a <= b at every size the graph serves, by the symbols' ranges (no guard): false
+/// where that is not known.
+bool known_le(const SymInt &a, const SymInt &b);
+
+/// The SymInt of `e`, an expression of the symbols of `guards`, its hint at their values.
+SymInt sym_of(const ir::Expr &e, const std::shared_ptr<SizeGuards> &guards);
 
 SymInt operator+(const SymInt &a, const SymInt &b);
 SymInt operator-(const SymInt &a, const SymInt &b);
@@ -196,9 +204,14 @@ class SizeGuards {
   ir::Interval range_of(const std::string &symbol) const;
   /// The bounds of `e` over the symbols' ranges.
   ir::Interval bounds(const ir::Expr &e) const { return ir::bounds(e, ranges_); }
+  /// The symbols' ranges (no loop variable).
+  const ir::Ranges &ranges() const { return ranges_; }
 
   /// Records `g` (once: an identical guard is not repeated).
   void add(SizeGuard g);
+  /// Records `s == value` for each symbol of `symbols`, its value read (values()), for the
+  /// reason `why`: a stage that does not keep these symbols, given their values.
+  void fix(const std::set<std::string> &symbols, std::string_view why);
   const std::vector<SizeGuard> &guards() const { return guards_; }
   /// The symbols some Eq guard fixes to one value, by name: what was specialized.
   std::map<std::string, int64_t> specialized(const std::map<std::string, int64_t> &hints) const;

@@ -43,8 +43,8 @@ struct Step {
 struct Kernel {
   std::string name;  // kernel0, kernel1, ... in execution order
   KernelKind kind = KernelKind::Pointwise;
-  std::vector<int64_t> ranges;
-  std::vector<int64_t> reduction_ranges;
+  SymShape ranges;  // symbolic where the program is
+  SymShape reduction_ranges;
   std::vector<int> nodes;         // every member, in execution order
   std::vector<Step> steps;        // Pointwise and Reduction kernels
   std::vector<BufferId> stores;   // outputs written to memory

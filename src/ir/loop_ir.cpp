@@ -118,15 +118,24 @@ Expr offset_of(const std::vector<Expr> &index, const SymShape &strides, const Sy
   return e;
 }
 
-Ranges ranges_of(const Shape &ranges, const Shape &reduction_ranges) {
+Ranges ranges_of(const SymShape &ranges, const SymShape &reduction_ranges) {
   Ranges r;
   int v = 0;
-  for (int64_t s : ranges) r.set(VarId{v++}, s);
-  for (int64_t s : reduction_ranges) r.set(VarId{v++}, s);
+  bool symbols = false;
+  for (const SymShape *shape : {&ranges, &reduction_ranges})
+    for (const SymInt &s : *shape) {
+      if (s.symbolic() && !symbols) {  // the symbols' ranges, from the graph's guards
+        Ranges with = s.guards()->ranges();
+        for (int u = 0; u < v; ++u) with.set(VarId{u}, *r.extent_of(VarId{u}));
+        r = std::move(with);
+        symbols = true;
+      }
+      r.set(VarId{v++}, s.symbolic() ? s.expr() : Expr(s.hint()));
+    }
   return r;
 }
 
-bool reads_rows_side_by_side(const std::vector<const Node *> &nodes, const Shape &ranges, const Shape &reduction_ranges,
+bool reads_rows_side_by_side(const std::vector<const Node *> &nodes, const SymShape &ranges, const SymShape &reduction_ranges,
                              const std::function<bool(BufferId)> &in_memory) {
   if (ranges.empty() || reduction_ranges.empty()) return false;
   int n = int(ranges.size()), rr = -1;

@@ -82,7 +82,7 @@ struct Buffer {
 
   /// The bytes its allocation spans: the storage's extent, more than its elements where
   /// rows are padded (extern.align_product_rows).
-  int64_t bytes() const { return storage_extent(type) * itemsize(type.dtype); }
+  SymInt bytes() const { return storage_extent(type) * itemsize(type.dtype); }
 };
 
 /// A strided view of a buffer: how an Extern call sees its operands.
@@ -173,8 +173,9 @@ Expr offset_of(const std::vector<Expr> &index, const SymShape &strides, const Sy
 Expr store_index(const Node &node, const Buffer &out);
 
 /// Ranges of a space whose variables are x0.. over `ranges` then the next ones over
-/// `reduction_ranges`: a node's or a kernel's loop variables.
-Ranges ranges_of(const Shape &ranges, const Shape &reduction_ranges = {});
+/// `reduction_ranges`: a node's or a kernel's loop variables, with the ranges of the
+/// symbols of symbolic sizes (from their graph's guards).
+Ranges ranges_of(const SymShape &ranges, const SymShape &reduction_ranges = {});
 
 /// Whether a reduction over `ranges` x `reduction_ranges` reads its rows side by side: a
 /// load of one of `nodes` (in those variables) that reads memory by its own index (not a
@@ -182,7 +183,7 @@ Ranges ranges_of(const Shape &ranges, const Shape &reduction_ranges = {});
 /// rows (the last kept variable) contiguously and through the reduced elements (the last
 /// reduced variable of more than one) not: a sum over dim 0, a channels-last batch norm.
 /// The GPU reduces such rows a block of them per program (codegen's Columns plans).
-bool reads_rows_side_by_side(const std::vector<const Node *> &nodes, const Shape &ranges, const Shape &reduction_ranges,
+bool reads_rows_side_by_side(const std::vector<const Node *> &nodes, const SymShape &ranges, const SymShape &reduction_ranges,
                              const std::function<bool(BufferId)> &in_memory);
 
 /// Whether scatter node `n` starts from the whole of its initial tensor in its output's own

@@ -76,4 +76,22 @@ Program specialize(Program p, const std::map<std::string, int64_t> &values) {
   return p;
 }
 
+std::set<std::string> symbols_of(const ScheduledProgram &s) {
+  std::set<std::string> out = symbols_of(s.program);
+  for (const Kernel &k : s.kernels)
+    for (const SymShape *shape : {&k.ranges, &k.reduction_ranges})
+      for (const SymInt &x : *shape)
+        if (x.symbolic()) collect_symbols(x.expr(), out);
+  return out;
+}
+
+ScheduledProgram specialize(ScheduledProgram s, const std::map<std::string, int64_t> &values) {
+  s.program = specialize(std::move(s.program), values);
+  for (Kernel &k : s.kernels)
+    for (SymShape *shape : {&k.ranges, &k.reduction_ranges})
+      for (SymInt &x : *shape)
+        if (x.symbolic()) x = SymInt(eval(x.expr(), {}, values));
+  return s;
+}
+
 }  // namespace coil::ir

@@ -275,13 +275,8 @@ ir::Program lower(const Graph &g, const LowerOptions &o, std::string_view why) {
   ir::Program p = lower_symbolic(g, o);
   std::shared_ptr<SizeGuards> guards = size_guards_of(g);
   if (!guards) return p;
-  std::map<std::string, int64_t> values = symbol_values(g);
-  for (const std::string &s : ir::symbols_of(p)) {
-    auto it = values.find(s);
-    COIL_ASSERT(it != values.end(), "symbol ", s, " of the loop IR was read without a value");
-    guards->add(SizeGuard{ir::Expr::symbol(s) - it->second, SizeGuard::Op::Eq, std::string(why)});
-  }
-  return ir::specialize(p, values);
+  guards->fix(ir::symbols_of(p), why);
+  return ir::specialize(p, guards->values());
 }
 
 }  // namespace coil::lowering

@@ -34,14 +34,27 @@ PostOp with_tensor(PostOpKind kind, const ir::View &t) { return PostOp{kind, 0, 
 
 // The view of `buffer` that index `at` reads over a space of `dims`: strides from the
 // coefficients of x0, x1, ...; nothing when the index is not affine in them.
-std::optional<ir::View> strided_view(BufferId buffer, const Expr &at, const Shape &dims) {
+std::optional<ir::View> strided_view(BufferId buffer, const Expr &at, const SymShape &dims) {
   Expr e = ir::simplify(at, ranges_of(dims));
-  ir::View v{buffer, dims, Shape(dims.size(), 0), e.constant()};
+  std::vector<Expr> strides(dims.size(), Expr(0));
   for (const ir::Term &t : e.terms()) {
-    if (t.factors.size() != 1 || t.factors[0].kind() != ir::AtomKind::Var) return std::nullopt;
-    size_t d = size_t(t.factors[0].var().id);
-    if (d >= dims.size()) return std::nullopt;
-    v.strides[d] += t.coeff;
+    int d = -1;
+    Expr stride(t.coeff);  // a number, or a product of sizes
+    for (const ir::Atom &a : t.factors) {
+      if (a.kind() == ir::AtomKind::Var && d < 0) d = a.var().id;
+      else if (a.kind() == ir::AtomKind::Symbol) stride = stride * Expr(a);
+      else return std::nullopt;
+    }
+    if (d < 0 || d >= int(dims.size())) return std::nullopt;
+    strides[size_t(d)] = strides[size_t(d)] + stride;
+  }
+  std::shared_ptr<SizeGuards> guards;
+  for (const SymInt &s : dims)
+    if (s.symbolic()) guards = s.guards();
+  ir::View v{buffer, dims, {}, e.constant()};
+  for (const Expr &s : strides) {
+    if (!s.as_constant() && !guards) return std::nullopt;  // strides of sizes the space does not name
+    v.strides.push_back(sym_of(s, guards));
   }
   return v;
 }
@@ -355,7 +368,7 @@ bool PostOp::binary() const {
 std::variant<Epilogue, std::string> match_epilogue(const ir::Program &p, const Node &call,
                                                    const std::vector<const Node *> &nodes) {
   COIL_ASSERT(call.kind == ir::NodeKind::Extern, "an epilogue follows an extern call, not ", call.origin);
-  const Shape &dims = call.ranges;
+  const SymShape &dims = call.ranges;
   BufferId chain = call.outputs[0];
   Expr at = ir::simplify(ir::store_index(call, p.buffer(chain)), ranges_of(dims));
   Epilogue e;
@@ -363,7 +376,7 @@ std::variant<Epilogue, std::string> match_epilogue(const ir::Program &p, const N
   std::set<BufferId> earlier;
   for (size_t k = 0; k < nodes.size(); ++k) {
     const Node &n = *nodes[k];
-    COIL_ASSERT(n.ranges == dims && n.reduction_ranges.empty(), n.origin, " is not in the variables of ", call.origin);
+    COIL_ASSERT(same(n.ranges, dims) && n.reduction_ranges.empty(), n.origin, " is not in the variables of ", call.origin);
     if (n.kind != ir::NodeKind::Pointwise || n.outputs.size() != 1 || n.body.results.size() != 1)
       return str_cat(n.origin, " computes more than one value");
     if (n.semantic_cast && k + 1 < nodes.size())
@@ -395,9 +408,9 @@ std::string str(const ir::Program &p, const std::vector<PostOp> &ops) {
     out += out.empty() ? "" : ", ";
     out += post_op_name(op.kind);
     if (op.binary()) {
-      Shape dims = op.operand.sizes;
+      SymShape dims = op.operand.sizes;
       for (size_t d = 0; d < dims.size(); ++d)
-        if (op.operand.strides[d] == 0) dims[d] = 1;
+        if (op.operand.strides[d].same(0)) dims[d] = 1;
       out += " " + p.buffer(op.operand.buffer).name + shape_str(dims);
       continue;
     }

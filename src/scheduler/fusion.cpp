@@ -41,10 +41,10 @@ using ir::Node;
 using ir::NodeKind;
 
 std::string space_str(const Group &g) {
-  auto dims = [](const Shape &s) {
+  auto dims = [](const SymShape &s) {
     if (s.empty()) return std::string("1");
     std::string out;
-    for (size_t i = 0; i < s.size(); ++i) out += (i ? "x" : "") + std::to_string(s[i]);
+    for (size_t i = 0; i < s.size(); ++i) out += (i ? "x" : "") + str(s[i]);
     return out;
   };
   if (g.kind == KernelKind::Reduction) return dims(g.ranges) + " reducing " + dims(g.reduction_ranges);
@@ -68,6 +68,11 @@ std::set<BufferId> read_by(const ir::Program &p, const Group &g) {
 
 bool contains(const std::vector<BufferId> &v, BufferId b) { return std::find(v.begin(), v.end(), b) != v.end(); }
 
+// Whether two spaces have as many points at every size the graph serves: equal numbers,
+// or equal expressions of its symbols (`s0*768` and `768*s0`). Sizes equal only at the
+// sizes compiled for (`s0` and `s1`, both 8) are not: fusion never guards on them.
+bool same_numel(const SymShape &a, const SymShape &b) { return checked_numel(a).same(checked_numel(b)); }
+
 // The role of a member in its kernel.
 enum class Role { Reduction, Inner, Outer };
 
@@ -82,7 +87,7 @@ Role role_in(const Node &n, const Group &g) {
 /// A fusion being checked: the members with their (possibly rewritten) nodes.
 struct Trial {
   KernelKind kind;
-  Shape ranges, reduction_ranges;
+  SymShape ranges, reduction_ranges;
   std::map<int, Node> nodes;    // node index -> node in the kernel's variables
   std::map<int, Role> roles;
   std::vector<ir::Step> steps;
@@ -167,19 +172,24 @@ std::optional<std::string> check_indices(const ir::Program &p, const Trial &t) {
 
 // The linear index of a map's space over `sizes`, in the target's variables, is an
 // injective affine expression: then the map is a bijection between equal-sized spaces.
-bool is_bijection(const VarMap &map, const Shape &sizes, const ir::Ranges &r) {
+bool is_bijection(const VarMap &map, const SymShape &sizes, const ir::Ranges &r) {
   Expr l(0);
   for (size_t d = 0; d < sizes.size(); ++d) l = l * sizes[d] + map[d];
   l = ir::simplify(l, r);
-  for (const ir::Term &term : l.terms())
-    if (term.factors.size() != 1 || term.factors[0].kind() != ir::AtomKind::Var || term.coeff <= 0) return false;
+  for (const ir::Term &term : l.terms()) {
+    // A positive multiple of one variable, by a number or by sizes.
+    auto vars = std::count_if(term.factors.begin(), term.factors.end(), [](const ir::Atom &a) { return a.kind() == ir::AtomKind::Var; });
+    auto symbols = std::count_if(term.factors.begin(), term.factors.end(), [](const ir::Atom &a) { return a.kind() == ir::AtomKind::Symbol; });
+    if (vars != 1 || vars + symbols != int64_t(term.factors.size()) || term.coeff <= 0) return false;
+  }
   return true;
 }
 
 bool same_space(const Group &a, const Group &b) {
-  if (a.kind == KernelKind::Scan && b.kind == KernelKind::Scan) return a.ranges == b.ranges && a.scan_dim == b.scan_dim;
+  if (a.kind == KernelKind::Scan && b.kind == KernelKind::Scan)
+    return same(a.ranges, b.ranges) && a.scan_dim == b.scan_dim;
   bool loops = (a.kind == KernelKind::Pointwise || a.kind == KernelKind::Reduction) && a.kind == b.kind;
-  return loops && checked_numel(a.ranges) == checked_numel(b.ranges) && checked_numel(a.reduction_ranges) == checked_numel(b.reduction_ranges);
+  return loops && same_numel(a.ranges, b.ranges) && same_numel(a.reduction_ranges, b.reduction_ranges);
 }
 
 // The most body instructions of one fused kernel. A C++ compiler's time grows faster
@@ -364,12 +374,12 @@ struct Fuser {
       return true;
     };
     for (BufferId x : wa)
-      if (rb.count(x)) bytes += p.buffer(x).bytes() * (internal_after(x) ? 2 : 1);
+      if (rb.count(x)) bytes += p.buffer(x).bytes().hint() * (internal_after(x) ? 2 : 1);
     for (BufferId x : wb)
-      if (ra.count(x)) bytes += p.buffer(x).bytes() * (internal_after(x) ? 2 : 1);
+      if (ra.count(x)) bytes += p.buffer(x).bytes().hint() * (internal_after(x) ? 2 : 1);
     if (o.horizontal || bytes > 0)
       for (BufferId x : ra)
-        if (rb.count(x) && !contains(wa, x) && !contains(wb, x)) bytes += p.buffer(x).bytes();
+        if (rb.count(x) && !contains(wa, x) && !contains(wb, x)) bytes += p.buffer(x).bytes().hint();
     return bytes;
   }
 
@@ -378,7 +388,7 @@ struct Fuser {
     for (int n : m.nodes) {
       const Node &node = p.nodes[size_t(n)];
       Role r = m.kind == KernelKind::Reduction ? role_in(node, m) : role;
-      Shape red = r == Role::Outer ? Shape{} : t.reduction_ranges;
+      SymShape red = r == Role::Outer ? SymShape{} : t.reduction_ranges;
       VarMap local(map.begin(), map.begin() + node.num_vars());
       t.nodes[n] = rewrite_node(p, node, local, t.ranges, red);
       t.roles[n] = r;
@@ -395,29 +405,31 @@ struct Fuser {
 
   // Variable maps worth trying to move `m` into target group `t` (as inner or outer).
   std::vector<VarMap> candidate_maps(const Group &m, const Group &target, bool outer) const {
-    Shape msizes = m.ranges;
+    SymShape msizes = m.ranges;
     if (m.kind == KernelKind::Reduction) msizes.insert(msizes.end(), m.reduction_ranges.begin(), m.reduction_ranges.end());
-    Shape tsizes = target.ranges;
-    Shape tred = outer ? Shape{} : target.reduction_ranges;
+    SymShape tsizes = target.ranges;
+    SymShape tred = outer ? SymShape{} : target.reduction_ranges;
     ir::Ranges tr = ranges_of(target.ranges, tred);
     std::vector<VarMap> out;
-    auto add = [&](VarMap map) {
-      if (std::find(out.begin(), out.end(), map) == out.end()) out.push_back(std::move(map));
+    auto add = [&](std::optional<VarMap> map) {
+      if (map && std::find(out.begin(), out.end(), *map) == out.end()) out.push_back(std::move(*map));
     };
     std::vector<int> identity(m.ranges.size());
     std::iota(identity.begin(), identity.end(), 0);
     if (m.kind == KernelKind::Reduction) {
       // Rows onto rows and reduced elements onto reduced elements, each in order: the
       // order of the reduced elements is what argmax's positions count.
-      VarMap map = linearize(m.ranges, identity, target.ranges, 0, tr);
+      std::optional<VarMap> map = linearize(m.ranges, identity, target.ranges, 0, tr);
       std::vector<int> rid(m.reduction_ranges.size());
       std::iota(rid.begin(), rid.end(), 0);
-      VarMap rmap = linearize(m.reduction_ranges, rid, target.reduction_ranges, int(target.ranges.size()), tr);
-      map.insert(map.end(), rmap.begin(), rmap.end());
-      add(map);
+      std::optional<VarMap> rmap = linearize(m.reduction_ranges, rid, target.reduction_ranges, int(target.ranges.size()), tr);
+      if (map && rmap) {
+        map->insert(map->end(), rmap->begin(), rmap->end());
+        add(*map);
+      }
       return out;
     }
-    Shape full = tsizes;
+    SymShape full = tsizes;
     full.insert(full.end(), tred.begin(), tred.end());
     auto m_writes = written_by(p, m);
     auto t_writes = written_by(p, target);
@@ -441,7 +453,7 @@ struct Fuser {
     // ... or, for groups that share an input, from where both read it: each element read
     // at the point the target reads it, so that the kernel loads it once (a copy of a matrix
     // beside the sum over its rows walks it as the sum does, not in its own flat order).
-    if (checked_numel(msizes) > 0)  // (an empty space has no element to solve for)
+    if (checked_numel(msizes).hint() > 0)  // (an empty space has no element to solve for)
       for (int n : m.nodes)
         for (const Instr &i : p.nodes[size_t(n)].body.instrs) {
           if (i.op != ir::Op::Load || !i.indirect.empty() || contains(t_writes, i.buffer) || contains(m_writes, i.buffer))
@@ -493,14 +505,14 @@ struct Fuser {
     std::string mismatch = str_cat("different iteration space ", space_str(ga), " vs ", space_str(gb));
     bool ra = ga.kind == KernelKind::Reduction, rb = gb.kind == KernelKind::Reduction;
     if (ra && rb) {
-      if (checked_numel(ga.ranges) != checked_numel(gb.ranges) || checked_numel(ga.reduction_ranges) != checked_numel(gb.reduction_ranges)) return mismatch;
+      if (!same_numel(ga.ranges, gb.ranges) || !same_numel(ga.reduction_ranges, gb.reduction_ranges)) return mismatch;
     } else if (ra || rb) {
       target = ra ? &ga : &gb;
       moved = ra ? &gb : &ga;
-      int64_t rows = checked_numel(target->ranges), n = checked_numel(moved->ranges);
-      if (n != rows * checked_numel(target->reduction_ranges) && n != rows) return mismatch;
-      outer = n == rows && checked_numel(target->reduction_ranges) != 1;
-    } else if (checked_numel(ga.ranges) != checked_numel(gb.ranges)) {
+      SymInt rows = checked_numel(target->ranges), n = checked_numel(moved->ranges), rn = checked_numel(target->reduction_ranges);
+      if (!n.same(rows * rn) && !n.same(rows)) return mismatch;
+      outer = n.same(rows) && !rn.same(1);
+    } else if (!same_numel(ga.ranges, gb.ranges)) {
       return mismatch;
     }
     std::string first_reason;
@@ -529,7 +541,7 @@ struct Fuser {
   std::optional<std::string> second_pass_too_narrow(const Trial &t) const {
     if (o.min_programs_for_second_pass <= 0 || !o.reduction_programs || t.kind != KernelKind::Reduction)
       return std::nullopt;
-    int64_t rows = checked_numel(t.ranges), rn = checked_numel(t.reduction_ranges);
+    int64_t rows = checked_numel(t.ranges).hint(), rn = checked_numel(t.reduction_ranges).hint();  // a heuristic
     int64_t passes = std::count_if(t.steps.begin(), t.steps.end(), [](const ir::Step &s) { return s.inner; });
     if (passes < 2 || rows * rn < (int64_t(1) << 21)) return std::nullopt;
     std::set<BufferId> written;
@@ -584,7 +596,7 @@ struct Fuser {
     size_t size = call.nodes.size() + consumer.nodes.size();
     if (int64_t(size) > o.max_fusion_size)
       return apart(str_cat("over max_fusion_size ", o.max_fusion_size, " (together they hold ", size, " nodes)"));
-    if (checked_numel(call.ranges) != checked_numel(consumer.ranges))
+    if (!same_numel(call.ranges, consumer.ranges))
       return apart(str_cat("different iteration space ", space_str(call), " vs ", space_str(consumer)));
     for (auto [from, to] : {std::pair{a, b}, std::pair{b, a}})
       if (auto via = path_through_other(from, to))
@@ -692,7 +704,7 @@ struct Fuser {
       std::vector<BufferId> touched = written_by(p, groups[size_t(g)]);
       for (BufferId x : read_by(p, groups[size_t(g)])) touched.push_back(x);
       for (BufferId x : touched)
-        if (int64_t bytes = p.buffer(x).bytes(); bytes >= (int64_t(1) << 20) && large.insert(x).second) traffic += bytes;
+        if (int64_t bytes = p.buffer(x).bytes().hint(); bytes >= (int64_t(1) << 20) && large.insert(x).second) traffic += bytes;
     }
     if (int64_t(large.size()) <= o.max_streams || saving * 16 >= traffic) return std::nullopt;
     return str_cat("together they stream ", large.size(), " buffers of 1 MiB or more at once (fusion.max_streams ",

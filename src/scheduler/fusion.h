@@ -14,8 +14,8 @@ namespace coil::sched {
 /// and the passes of a row.
 struct Group {
   ir::KernelKind kind = ir::KernelKind::Pointwise;
-  Shape ranges;
-  Shape reduction_ranges;
+  SymShape ranges;
+  SymShape reduction_ranges;
   std::vector<int> nodes;
   std::vector<ir::Step> steps;
   int scan_dim = -1;  // Scan groups: the dim every member scans along

@@ -83,6 +83,22 @@ void unwrap_outermost(VarMap &map, const Expr &store) {
     map[size_t(outer)] = v.terms()[0].factors[0].arg();
 }
 
+// The point of `producer` that `load` (of its output, in a consumer over `r`, the load's
+// mask a value of `body`) reads, in the consumer's variables. Under a mask (padding, cat),
+// the point comes from the mask's bounds when they place the load in every dim, else from
+// the remainders of the flat offset. Nothing where that would divide by a symbolic size.
+std::optional<VarMap> producer_point(const ir::Program &p, const Node &producer, const ir::Body &body, const Instr &load,
+                                     const ir::Ranges &r) {
+  Expr store = ir::store_index(producer, p.buffer(producer.outputs[0]));
+  int mask = load.args[0];
+  bool gathered = !load.indirect.empty();
+  std::optional<VarMap> map;
+  if (mask >= 0 && !gathered) map = solve_under_mask(store, producer.ranges, load.index, r, mask_facts(body, mask));
+  if (!map) map = solve_injective(store, producer.ranges, load.index, r);
+  if (map && gathered) unwrap_outermost(*map, store);
+  return map;
+}
+
 struct Inliner {
   const ir::Program &p;
   const Node &producer;
@@ -93,16 +109,10 @@ struct Inliner {
     BufferId out = producer.outputs[0];
     if (load.buffer != out) return std::nullopt;
     ir::Ranges r = ranges_of(consumer.ranges, consumer.reduction_ranges);
-    Expr store = ir::store_index(producer, p.buffer(out));
     int mask = load.args[0];
     bool gathered = !load.indirect.empty();
-    // Under a mask (padding, cat), the producer's point comes from the mask's bounds when
-    // they place the load in every dim, else from the remainders of the flat offset.
-    std::optional<VarMap> map;
-    if (mask >= 0 && !gathered) map = solve_under_mask(store, producer.ranges, load.index, r, mask_facts(b.body(), mask));
-    if (!map) map = solve_injective(store, producer.ranges, load.index, r);
+    std::optional<VarMap> map = producer_point(p, producer, b.body(), load, r);
     COIL_ASSERT(map, "the dense buffer ", p.buffer(out).name, " has a store index that cannot be solved");
-    if (gathered) unwrap_outermost(*map, store);
     auto reindex = [&](const Expr &e) {
       return ir::simplify(ir::substitute(e, [&](ir::VarId x) -> std::optional<Expr> {
                             if (x.id >= 0 && x.id < int(map->size())) return (*map)[size_t(x.id)];
@@ -174,10 +184,10 @@ constexpr int64_t kBroadcastFactor = 16;
 // The distinct loads of `n` that stream memory: of buffers not kBroadcastFactor times
 // smaller than `n` (a per-channel weight read at every element stays in cache).
 int count_streaming_loads(const ir::Program &p, const Node &n) {
-  int64_t numel = checked_numel(n.ranges);
+  int64_t numel = checked_numel(n.ranges).hint();  // a heuristic: at the sizes compiled for
   std::set<std::pair<BufferId, size_t>> loads;
   for (const Instr &i : n.body.instrs)
-    if (i.op == Op::Load && p.buffer(i.buffer).type.numel() * kBroadcastFactor > numel)
+    if (i.op == Op::Load && p.buffer(i.buffer).type.numel().hint() * kBroadcastFactor > numel)
       loads.insert({i.buffer, i.index.hash()});
   return int(loads.size());
 }
@@ -195,7 +205,8 @@ bool may_inline(const ir::Program &p, const Node &n, const std::vector<int> &con
   for (int c : consumers) {
     const Node &cn = p.nodes[size_t(c)];
     if (cn.kind == NodeKind::Extern) return false;
-    if (has_costly && checked_numel(n.ranges) * kBroadcastFactor <= checked_numel(cn.ranges) * checked_numel(cn.reduction_ranges))
+    if (has_costly && (checked_numel(n.ranges) * kBroadcastFactor).hint() <=
+                          (checked_numel(cn.ranges) * checked_numel(cn.reduction_ranges)).hint())
       return false;
     for (const ir::View &v : cn.operands)
       if (v.buffer == out) return false;
@@ -205,6 +216,8 @@ bool may_inline(const ir::Program &p, const Node &n, const std::vector<int> &con
       // with its index (which would name the gathered values outside a load) or is masked.
       if (!i.indirect.empty() && (has_indirect_load(n.body) || i.args[0] >= 0 || has_index(n.body))) return false;
       if (i.args[0] >= 0 && has_indirect_load(n.body)) return false;  // a gather under a mask
+      // Read at a point of other symbolic sizes (a flat [s0*s1] of a [s0, s1] producer).
+      if (symbolic(n.ranges) && !producer_point(p, n, cn.body, i, ranges_of(cn.ranges, cn.reduction_ranges))) return false;
       ++uses;
     }
   }

@@ -41,7 +41,7 @@ bool one_layout(const ir::Program &p, const ir::Node &n) {
   const TensorType &first = p.buffer(n.outputs[0]).type;
   return std::all_of(n.outputs.begin(), n.outputs.end(), [&](ir::BufferId b) {
     const TensorType &t = p.buffer(b).type;
-    return t.sizes == first.sizes && t.strides == first.strides;
+    return same(t.sizes, first.sizes) && same(t.strides, first.strides);
   });
 }
 
@@ -54,13 +54,13 @@ std::vector<std::string> order_loops(ir::Program &p, const ScheduleOptions &o) {
     bool loops = n.kind == ir::NodeKind::Pointwise || n.kind == ir::NodeKind::Reduction;
     if (!loops || n.outputs.empty() || !n.output_index.empty() || !one_layout(p, n)) continue;
     const TensorType &t = p.buffer(n.outputs[0]).type;
-    if (t.sizes != n.ranges) continue;
+    if (!same(t.sizes, n.ranges)) continue;
     auto order = memory_order(t);
     if (!order) continue;
     // Loop k runs over dim order[k]: dim d is the variable at its position. Reduction
     // variables follow the outer ones and keep their numbers.
     VarMap map(size_t(n.num_vars()));
-    Shape ranges;
+    SymShape ranges;
     for (size_t k = 0; k < order->size(); ++k) {
       map[size_t((*order)[k])] = ir::Expr(ir::VarId{int(k)});
       ranges.push_back(t.sizes[size_t((*order)[k])]);

@@ -8,12 +8,12 @@
 namespace coil::sched {
 namespace {
 
-int64_t aligned(int64_t bytes) { return (bytes + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment; }
+SymInt aligned(const SymInt &bytes) { return sym_floor_div(bytes + (kArenaAlignment - 1), kArenaAlignment) * kArenaAlignment; }
 
 void check_input(const std::vector<BufferLife> &buffers) {
   for (size_t i = 0; i < buffers.size(); ++i) {
     const BufferLife &b = buffers[i];
-    COIL_ASSERT(b.bytes >= 0, b.name, " has a negative size ", b.bytes);
+    COIL_ASSERT(b.bytes.hint() >= 0, b.name, " has a negative size ", b.bytes);
     COIL_ASSERT(b.last_use >= b.def, b.name, " is last used at step ", b.last_use, " before its def at ", b.def);
     for (int c : b.inplace_candidates) {
       COIL_ASSERT(c >= 0 && static_cast<size_t>(c) < buffers.size() && static_cast<size_t>(c) != i, b.name,
@@ -21,7 +21,7 @@ void check_input(const std::vector<BufferLife> &buffers) {
       const BufferLife &victim = buffers[c];
       COIL_ASSERT(victim.def < b.def && victim.last_use == b.def, b.name, " (def ", b.def,
                   ") may not take over ", victim.name, " (live [", victim.def, ", ", victim.last_use, "])");
-      COIL_ASSERT(victim.bytes == b.bytes, b.name, " (", b.bytes, " B) may not take over ", victim.name, " (",
+      COIL_ASSERT(victim.bytes.same(b.bytes), b.name, " (", b.bytes, " B) may not take over ", victim.name, " (",
                   victim.bytes, " B)");
     }
   }
@@ -47,7 +47,7 @@ class Planner {
   void place(int i) {
     const BufferLife &b = buffers_[i];
     plan_.naive_bytes += aligned(b.bytes);
-    if (b.bytes == 0) return;
+    if (b.bytes.same(0)) return;
     if (int victim = available_candidate(b); victim >= 0) {
       taken_[victim] = true;
       plan_.reused[i] = victim;
@@ -56,7 +56,7 @@ class Planner {
       plan_.offsets[i] = first_fit(b);
     }
     placed_.push_back(i);
-    plan_.arena_bytes = std::max(plan_.arena_bytes, plan_.offsets[i] + aligned(b.bytes));
+    plan_.arena_bytes = sym_max(plan_.arena_bytes, plan_.offsets[i] + aligned(b.bytes));
   }
 
   MemoryPlan take() { return std::move(plan_); }
@@ -70,19 +70,31 @@ class Planner {
     return -1;
   }
 
-  /// The lowest offset where `b` overlaps no buffer still live at its def step.
-  int64_t first_fit(const BufferLife &b) const {
-    std::vector<std::pair<int64_t, int64_t>> busy;  // [begin, end) of live buffers
+  /// The lowest offset where `b` overlaps no buffer still live at its def step: the gaps
+  /// between them in order of offset (at the sizes compiled for), the first where b fits at
+  /// every size; else above them all.
+  SymInt first_fit(const BufferLife &b) const {
+    std::vector<std::pair<SymInt, SymInt>> busy;  // [begin, end) of live buffers
     for (int p : placed_)
       if (buffers_[p].last_use >= b.def) busy.emplace_back(plan_.offsets[p], plan_.offsets[p] + aligned(buffers_[p].bytes));
-    std::sort(busy.begin(), busy.end());
-    int64_t size = aligned(b.bytes);
-    int64_t offset = 0;
-    for (auto [begin, end] : busy) {
-      if (begin - offset >= size) return offset;
-      offset = std::max(offset, end);
+    std::stable_sort(busy.begin(), busy.end(), [](const auto &x, const auto &y) {
+      return std::pair(x.first.hint(), x.second.hint()) < std::pair(y.first.hint(), y.second.hint());
+    });
+    SymInt size = aligned(b.bytes);
+    SymInt offset = 0;
+    // [offset, offset + size) clear of every busy range at every size; with numbers, of the
+    // next one (offset is past the ends of those before it, the later ones begin after).
+    auto fits = [&](size_t next) {
+      if (!offset.symbolic() && !size.symbolic() && !busy[next].first.symbolic()) return known_le(offset + size, busy[next].first);
+      return std::all_of(busy.begin(), busy.end(), [&](const auto &x) {
+        return known_le(x.second, offset) || known_le(offset + size, x.first);
+      });
+    };
+    for (size_t k = 0; k < busy.size(); ++k) {
+      if (fits(k)) return offset;
+      offset = sym_max(offset, busy[k].second);
     }
-    return offset;
+    return offset;  // past every end: the maximum of them
   }
 
   const std::vector<BufferLife> &buffers_;
@@ -115,21 +127,33 @@ std::string str(const std::vector<BufferLife> &buffers, const MemoryPlan &plan) 
   size_t name_w = 0, bytes_w = 0, live_w = 0, offset_w = 0;
   for (size_t i = 0; i < buffers.size(); ++i) {
     name_w = std::max(name_w, buffers[i].name.size());
-    bytes_w = std::max(bytes_w, std::to_string(buffers[i].bytes).size());
+    bytes_w = std::max(bytes_w, str(buffers[i].bytes).size());
     live_w = std::max(live_w, live_range(buffers[i]).size());
-    offset_w = std::max(offset_w, std::to_string(plan.offsets[i]).size());
+    offset_w = std::max(offset_w, str(plan.offsets[i]).size());
   }
   std::string out;
   for (size_t i = 0; i < buffers.size(); ++i) {
     const BufferLife &b = buffers[i];
-    out += str_cat(pad_right(b.name, name_w), "  ", pad_left(std::to_string(b.bytes), bytes_w), " B  ",
-                   pad_right(live_range(b), live_w), "  offset ", pad_left(std::to_string(plan.offsets[i]), offset_w));
+    out += str_cat(pad_right(b.name, name_w), "  ", pad_left(str(b.bytes), bytes_w), " B  ", pad_right(live_range(b), live_w),
+                   "  offset ", pad_left(str(plan.offsets[i]), offset_w));
     if (plan.reused[i] >= 0) out += str_cat("  (in place of ", buffers[plan.reused[i]].name, ")");
     out += "\n";
   }
-  int64_t saved = plan.naive_bytes > 0 ? (plan.naive_bytes - plan.arena_bytes) * 100 / plan.naive_bytes : 0;
-  out += str_cat("arena ", plan.arena_bytes, " B (naive ", plan.naive_bytes, " B, ", saved, "% saved)\n");
+  int64_t naive = plan.naive_bytes.hint(), arena = plan.arena_bytes.hint();
+  int64_t saved = naive > 0 ? (naive - arena) * 100 / naive : 0;
+  out += str_cat("arena ", plan.arena_bytes, " B (naive ", plan.naive_bytes, " B, ", saved, "% saved",
+                 plan.arena_bytes.symbolic() ? " at the sizes compiled for" : "", ")\n");
   return out;
+}
+
+void specialize(std::vector<BufferLife> &buffers, MemoryPlan &plan, const std::map<std::string, int64_t> &values) {
+  auto at = [&](SymInt &s) {
+    if (s.symbolic()) s = SymInt(ir::eval(s.expr(), {}, values));
+  };
+  for (BufferLife &b : buffers) at(b.bytes);
+  for (SymInt &o : plan.offsets) at(o);
+  at(plan.arena_bytes);
+  at(plan.naive_bytes);
 }
 
 }  // namespace coil::sched

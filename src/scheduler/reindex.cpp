@@ -14,52 +14,52 @@ using ir::VarId;
 namespace {
 
 // The row-major linear index of `vars` over `sizes`.
-Expr linear_index(const Shape &sizes, int first) {
+Expr linear_index(const SymShape &sizes, int first) {
   Expr l(0);
   for (size_t d = 0; d < sizes.size(); ++d) l = l * sizes[d] + Expr(VarId{first + int(d)});
   return l;
 }
 
-}  // namespace
+// The stride of each variable of `store` (an affine map of v0..v{n-1} over `sizes`, each
+// term a positive multiple of one variable, by a number or by sizes: `x0*s1*64`), and the
+// variables of size above 1 by increasing stride, when no two of them overlap under the
+// symbols' ranges in `r`; nothing when `store` is not of that form or ignores one of them.
+struct Strides {
+  std::vector<Expr> stride;
+  std::vector<int> dims;
+};
 
-VarMap linearize(const Shape &from, const std::vector<int> &order, const Shape &to, int first,
-                 const ir::Ranges &to_ranges) {
-  COIL_ASSERT(order.size() == from.size(), "an order of ", order.size(), " dims for a space of ", from.size());
-  Expr l = linear_index(to, first);
-  VarMap out(from.size(), Expr(0));
-  int64_t suffix = 1;
-  for (size_t k = order.size(); k-- > 0;) {
-    int64_t size = from[size_t(order[k])];
-    if (size > 1) out[size_t(order[k])] = ir::simplify(ir::mod(ir::floor_div(l, suffix), size), to_ranges);
-    suffix *= size;
+std::optional<Strides> injective_strides(const Expr &store, const SymShape &sizes, const ir::Ranges &r) {
+  Strides out{std::vector<Expr>(sizes.size(), Expr(0)), {}};
+  for (const ir::Term &t : store.terms()) {
+    int v = -1;
+    Expr rest(t.coeff);
+    for (const ir::Atom &a : t.factors) {
+      if (a.kind() == ir::AtomKind::Var && v < 0) v = a.var().id;
+      else if (a.kind() == ir::AtomKind::Symbol) rest = rest * Expr(a);
+      else return std::nullopt;
+    }
+    if (v < 0 || v >= int(sizes.size()) || t.coeff <= 0) return std::nullopt;
+    out.stride[size_t(v)] = out.stride[size_t(v)] + rest;
+  }
+  std::vector<int64_t> key(sizes.size());
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    if (sizes[d] == 1) continue;
+    if (out.stride[d] == Expr(0)) return std::nullopt;  // a variable the store ignores: not injective
+    key[d] = ir::bounds(out.stride[d], r).lo;  // the stride itself, or its least over the symbols
+    out.dims.push_back(int(d));
+  }
+  std::stable_sort(out.dims.begin(), out.dims.end(), [&](int a, int b) { return key[size_t(a)] < key[size_t(b)]; });
+  for (size_t k = 1; k < out.dims.size(); ++k) {
+    int inner = out.dims[k - 1];
+    if (ir::bounds(out.stride[size_t(out.dims[k])] - out.stride[size_t(inner)] * sizes[size_t(inner)], r).lo < 0)
+      return std::nullopt;
   }
   return out;
 }
 
-namespace {
-
-// The stride of each variable of `store` (an affine map of v0..v{n-1} over `sizes`), and
-// the variables of size above 1 by increasing stride, when no two of them overlap;
-// nothing when `store` is not of that form or ignores one of them.
-std::optional<std::pair<std::vector<int64_t>, std::vector<int>>> injective_strides(const Expr &store,
-                                                                                     const Shape &sizes) {
-  std::vector<int64_t> stride(sizes.size(), 0);
-  for (const ir::Term &t : store.terms()) {
-    if (t.factors.size() != 1 || t.factors[0].kind() != ir::AtomKind::Var || t.coeff <= 0) return std::nullopt;
-    int v = t.factors[0].var().id;
-    if (v < 0 || v >= int(sizes.size())) return std::nullopt;
-    stride[size_t(v)] = t.coeff;
-  }
-  std::vector<int> dims;
-  for (size_t d = 0; d < sizes.size(); ++d) {
-    if (sizes[d] == 1) continue;
-    if (stride[d] == 0) return std::nullopt;  // a variable the store ignores: not injective
-    dims.push_back(int(d));
-  }
-  std::sort(dims.begin(), dims.end(), [&](int a, int b) { return stride[size_t(a)] < stride[size_t(b)]; });
-  for (size_t k = 1; k < dims.size(); ++k)
-    if (stride[size_t(dims[k])] < stride[size_t(dims[k - 1])] * sizes[size_t(dims[k - 1])]) return std::nullopt;
-  return std::pair{std::move(stride), std::move(dims)};
+bool numeric(const Strides &form, const SymShape &sizes) {
+  return !symbolic(sizes) && std::all_of(form.stride.begin(), form.stride.end(), [](const Expr &e) { return e.as_constant(); });
 }
 
 Expr term_expr(const ir::Term &t, int64_t coeff) {
@@ -68,31 +68,195 @@ Expr term_expr(const ir::Term &t, int64_t coeff) {
   return e;
 }
 
-}  // namespace
+// An expression in sizes that `e` never exceeds over `r`: each variable at its last value
+// (`x0*s1 + x1` over [s0, s1] is at most s0*s1 - 1), a floor division at its dividend's
+// bound's, a remainder below its modulus. Nothing for other forms.
+std::optional<Expr> upper_bound(const Expr &e, const ir::Ranges &r) {
+  Expr upper(e.constant());
+  for (const ir::Term &t : e.terms()) {
+    Expr coeff(t.coeff);  // a number times sizes, times at most one other factor
+    std::optional<Expr> most;
+    int others = 0;
+    for (const ir::Atom &a : t.factors) {
+      if (a.kind() == ir::AtomKind::Symbol) {
+        coeff = coeff * Expr(a);
+        continue;
+      }
+      ++others;
+      if (a.kind() == ir::AtomKind::Var) {
+        if (auto extent = r.extent_of(a.var())) most = *extent - 1;
+      } else if (a.kind() == ir::AtomKind::FloorDiv) {
+        if (auto x = upper_bound(a.arg(), r)) most = ir::floor_div(*x, a.divisor());
+      } else if (a.kind() == ir::AtomKind::Mod) {
+        most = Expr(a.divisor() - 1);
+      }
+    }
+    if (others == 0) upper = upper + coeff;  // sizes alone: exactly themselves
+    else if (others > 1 || !most) return std::nullopt;
+    else if (t.coeff > 0) upper = upper + coeff * *most;  // (a negative multiple of a value >= 0 adds at most 0)
+  }
+  return upper;
+}
 
-std::optional<VarMap> solve_injective(const Expr &store, const Shape &sizes, const Expr &target,
-                                      const ir::Ranges &target_ranges) {
-  auto form = injective_strides(store, sizes);
-  if (!form) return std::nullopt;
-  const std::vector<int64_t> &stride = form->first;
-  const std::vector<int> &dims = form->second;
+// Whether 0 <= part < size at every point of `r`, `in` the bounds of part (a mask's fact
+// included) and `below` a size part stays under (a mask's `x3 - 1 < s0`): by numbers where
+// they decide, else by part's upper_bound.
+bool within(const Expr &part, const SymInt &size, const ir::Interval &in, const std::optional<Expr> &below,
+            const ir::Ranges &r) {
+  if (in.lo < 0) return false;
+  if (!size.symbolic()) return in.hi < size.hint();
+  if (in.hi != ir::Interval::kNoUpper) return ir::bounds(size.expr() - 1 - in.hi, r).lo >= 0;
+  if (below && ir::bounds(size.expr() - *below, r).lo >= 0) return true;
+  std::optional<Expr> upper = upper_bound(part, r);
+  return upper && ir::bounds(size.expr() - 1 - *upper, r).lo >= 0;
+}
+
+// q with q * d == c, for polynomials in sizes: `(s1 + 3)*2` by `s1 + 3` is 2.
+std::optional<Expr> divide(const Expr &c, const Expr &d) {
+  if (auto q = ir::exact_quotient(c, d)) return q;
+  if (c.terms().empty() || d.terms().empty()) return std::nullopt;
+  const ir::Term &ct = c.terms()[0], &dt = d.terms()[0];
+  auto q = ir::exact_quotient(term_expr(ct, ct.coeff), term_expr(dt, dt.coeff));
+  if (q && *q * d == c) return q;
+  return std::nullopt;
+}
+
+// Solves store(v) = target for v (sizes `sizes`, `store` of injective strides `form`) by
+// splitting target into one part per dim (target = c + sum stride_k * part_k): each term,
+// its coefficient in sizes taken together (`x0*s1 + x0*3` is x0 times `s1 + 3`), goes to
+// the dim of the largest stride that divides it, and v_k = part_k. There is no division,
+// so strides may be sizes of symbols. Nothing unless every part lies in [0, size_k)
+// under `r` or a fact of `facts`, which makes the split the only one; where strides are
+// sizes, a part past a dim of a number of elements carries into the next dim out, as a
+// flat offset's digits do (`x0` over [s0*2] reads a [s0, 2] producer at x0 // 2, x0 % 2).
+std::optional<VarMap> solve_by_parts(const Expr &store, const Strides &form, const SymShape &sizes, const Expr &target,
+                                     const ir::Ranges &r, const std::vector<MaskFact> &facts) {
+  const std::vector<Expr> &stride = form.stride;
+  const std::vector<int> &dims = form.dims;
+  std::vector<std::pair<Expr, Expr>> terms;  // (what a term multiplies, its coefficient in sizes)
+  for (const ir::Term &t : target.terms()) {
+    Expr key(1), coeff(t.coeff);
+    for (const ir::Atom &a : t.factors) {
+      if (a.kind() == ir::AtomKind::Symbol) coeff = coeff * Expr(a);
+      else key = key * Expr(a);
+    }
+    auto same = std::find_if(terms.begin(), terms.end(), [&](const auto &k) { return k.first == key; });
+    if (same == terms.end()) terms.emplace_back(key, coeff);
+    else same->second = same->second + coeff;
+  }
+  VarMap part(sizes.size(), Expr(0));
+  for (const auto &[key, coeff] : terms) {
+    bool placed = false;
+    for (auto d = dims.rbegin(); d != dims.rend() && !placed; ++d)
+      if (auto q = divide(coeff, stride[size_t(*d)])) {
+        part[size_t(*d)] = part[size_t(*d)] + *q * key;
+        placed = true;
+      }
+    if (!placed) return std::nullopt;
+  }
+  // The constant: a dim whose part a fact bounds up to a constant takes that constant;
+  // the rest goes to the other dims of constant strides, largest stride first.
+  int64_t rest = target.constant() - store.constant();
+  std::vector<const MaskFact *> fact_of(sizes.size(), nullptr);
+  for (int d : dims) {
+    if (part[size_t(d)].terms().empty() || !stride[size_t(d)].as_constant()) continue;
+    for (const MaskFact &f : facts) {
+      auto k = (f.e - part[size_t(d)]).as_constant();
+      if (!k) continue;
+      part[size_t(d)] = f.e;
+      rest -= *k * *stride[size_t(d)].as_constant();
+      fact_of[size_t(d)] = &f;
+      break;
+    }
+  }
+  for (auto d = dims.rbegin(); d != dims.rend() && rest != 0; ++d) {
+    std::optional<int64_t> sd = stride[size_t(*d)].as_constant();
+    if (fact_of[size_t(*d)] || !sd) continue;
+    int64_t k = rest >= 0 ? rest / *sd : -((-rest + *sd - 1) / *sd);
+    part[size_t(*d)] = part[size_t(*d)] + Expr(k);
+    rest -= k * *sd;
+  }
+  if (rest != 0) return std::nullopt;
+  Expr stored(store.constant());
+  for (int d : dims) stored = stored + part[size_t(d)] * stride[size_t(d)];
+  if (!(stored == target)) return std::nullopt;
+  bool carry = !numeric(form, sizes);
+  for (size_t k = 0; k < dims.size(); ++k) {
+    int d = dims[k];
+    ir::Interval in = ir::bounds(part[size_t(d)], r);
+    std::optional<Expr> below;
+    if (const MaskFact *f = fact_of[size_t(d)]) {
+      in = {std::max(in.lo, f->lo), std::min(in.hi, f->hi == ir::Interval::kNoUpper ? f->hi : f->hi - 1)};
+      below = f->below;
+    }
+    if (within(part[size_t(d)], sizes[size_t(d)], in, below, r)) continue;
+    std::optional<int64_t> n = sizes[size_t(d)].symbolic() ? std::nullopt : std::optional(sizes[size_t(d)].hint());
+    if (!carry || !n || in.lo < 0 || k + 1 == dims.size() || !(stride[size_t(dims[k + 1])] == stride[size_t(d)] * *n))
+      return std::nullopt;
+    part[size_t(dims[k + 1])] = part[size_t(dims[k + 1])] + ir::floor_div(part[size_t(d)], *n);
+    part[size_t(d)] = ir::mod(part[size_t(d)], *n);
+  }
+  for (int d : dims) part[size_t(d)] = ir::simplify(part[size_t(d)], r);
+  return part;
+}
+
+// v_k = ((target - c) // stride_k) % size_k: any target, for strides and sizes that are numbers.
+VarMap solve_by_division(const Expr &store, const Strides &form, const Shape &sizes, const Expr &target,
+                         const ir::Ranges &r) {
   Expr shifted = target - Expr(store.constant());
   VarMap out(sizes.size(), Expr(0));
-  for (int d : dims)
-    out[size_t(d)] = ir::simplify(ir::mod(ir::floor_div(shifted, stride[size_t(d)]), sizes[size_t(d)]), target_ranges);
+  for (int d : form.dims)
+    out[size_t(d)] = ir::simplify(ir::mod(ir::floor_div(shifted, *form.stride[size_t(d)].as_constant()), sizes[size_t(d)]), r);
   return out;
+}
+
+}  // namespace
+
+std::optional<VarMap> linearize(const SymShape &from, const std::vector<int> &order, const SymShape &to, int first,
+                                const ir::Ranges &to_ranges) {
+  COIL_ASSERT(order.size() == from.size(), "an order of ", order.size(), " dims for a space of ", from.size());
+  Expr l = linear_index(to, first);
+  if (!symbolic(from) && !symbolic(to)) {
+    VarMap out(from.size(), Expr(0));
+    int64_t suffix = 1;
+    for (size_t k = order.size(); k-- > 0;) {
+      int64_t size = from[size_t(order[k])].hint();
+      if (size > 1) out[size_t(order[k])] = ir::simplify(ir::mod(ir::floor_div(l, suffix), size), to_ranges);
+      suffix *= size;
+    }
+    return out;
+  }
+  // Sizes of symbols: point k of `from` is the one whose linear index (in `order`) is k.
+  Expr store(0);
+  SymInt suffix = 1;
+  for (size_t k = order.size(); k-- > 0;) {
+    store = store + Expr(VarId{order[k]}) * suffix;
+    suffix = suffix * from[size_t(order[k])];
+  }
+  auto form = injective_strides(store, from, to_ranges);
+  if (!form) return std::nullopt;
+  return solve_by_parts(store, *form, from, l, to_ranges, {});
+}
+
+std::optional<VarMap> solve_injective(const Expr &store, const SymShape &sizes, const Expr &target,
+                                      const ir::Ranges &target_ranges) {
+  auto form = injective_strides(store, sizes, target_ranges);
+  if (!form) return std::nullopt;
+  if (numeric(*form, sizes)) return solve_by_division(store, *form, Shape(sizes), target, target_ranges);
+  return solve_by_parts(store, *form, sizes, target, target_ranges, {});
 }
 
 std::vector<MaskFact> mask_facts(const ir::Body &body, int mask) {
   std::vector<MaskFact> facts;
-  auto add = [&](const Expr &e, int64_t lo, int64_t hi) {
+  auto add = [&](const Expr &e, int64_t lo, int64_t hi, std::optional<Expr> below = std::nullopt) {
     for (MaskFact &f : facts)
       if (f.e == e) {
         f.lo = std::max(f.lo, lo);
         f.hi = std::min(f.hi, hi);
+        if (below) f.below = below;
         return;
       }
-    facts.push_back({e, lo, hi});
+    facts.push_back({e, lo, hi, below});
   };
   std::vector<int> todo = {mask};
   while (!todo.empty()) {
@@ -105,9 +269,13 @@ std::vector<MaskFact> mask_facts(const ir::Body &body, int mask) {
     }
     if (i.op != ir::Op::Ge && i.op != ir::Op::Gt && i.op != ir::Op::Lt && i.op != ir::Op::Le) continue;
     const ir::Instr &a = body.at(i.args[0]), &c = body.at(i.args[1]);
-    if (a.op != ir::Op::Index || c.op != ir::Op::Constant || c.value != std::floor(c.value) ||
-        std::abs(c.value) > 1e15)
+    if (a.op != ir::Op::Index) continue;
+    if (c.op == ir::Op::Index && ir::vars_of(c.index).empty() && (i.op == ir::Op::Lt || i.op == ir::Op::Le)) {
+      // Below a size of symbols: `x3 - 1 < s0`.
+      add(a.index, ir::Interval::kNoLower, ir::Interval::kNoUpper, i.op == ir::Op::Lt ? c.index : c.index + 1);
       continue;
+    }
+    if (c.op != ir::Op::Constant || c.value != std::floor(c.value) || std::abs(c.value) > 1e15) continue;
     auto k = int64_t(c.value);
     constexpr int64_t lo = ir::Interval::kNoLower, hi = ir::Interval::kNoUpper;
     switch (i.op) {
@@ -120,55 +288,15 @@ std::vector<MaskFact> mask_facts(const ir::Body &body, int mask) {
   return facts;
 }
 
-std::optional<VarMap> solve_under_mask(const Expr &store, const Shape &sizes, const Expr &target,
+std::optional<VarMap> solve_under_mask(const Expr &store, const SymShape &sizes, const Expr &target,
                                        const ir::Ranges &target_ranges, const std::vector<MaskFact> &facts) {
-  auto form = injective_strides(store, sizes);
+  auto form = injective_strides(store, sizes, target_ranges);
   if (!form) return std::nullopt;
-  const std::vector<int64_t> &stride = form->first;
-  const std::vector<int> &dims = form->second;
-  // Each term goes to the dim of the largest stride that divides its coefficient.
-  VarMap part(sizes.size(), Expr(0));
-  for (const ir::Term &t : target.terms()) {
-    auto d = std::find_if(dims.rbegin(), dims.rend(), [&](int d) { return t.coeff % stride[size_t(d)] == 0; });
-    if (d == dims.rend()) return std::nullopt;
-    part[size_t(*d)] = part[size_t(*d)] + term_expr(t, t.coeff / stride[size_t(*d)]);
-  }
-  // The constant: a dim whose part a fact bounds up to a constant takes that constant;
-  // the rest goes to the other dims, largest stride first.
-  int64_t rest = target.constant() - store.constant();
-  std::vector<std::optional<ir::Interval>> fact_of(sizes.size());
-  for (int d : dims) {
-    if (part[size_t(d)].terms().empty()) continue;
-    for (const MaskFact &f : facts) {
-      auto k = (f.e - part[size_t(d)]).as_constant();
-      if (!k) continue;
-      part[size_t(d)] = f.e;
-      rest -= *k * stride[size_t(d)];
-      fact_of[size_t(d)] = ir::Interval{f.lo, f.hi == ir::Interval::kNoUpper ? f.hi : f.hi - 1};
-      break;
-    }
-  }
-  for (auto d = dims.rbegin(); d != dims.rend() && rest != 0; ++d) {
-    if (fact_of[size_t(*d)]) continue;
-    int64_t k = rest >= 0 ? rest / stride[size_t(*d)] : -((-rest + stride[size_t(*d)] - 1) / stride[size_t(*d)]);
-    part[size_t(*d)] = part[size_t(*d)] + Expr(k);
-    rest -= k * stride[size_t(*d)];
-  }
-  if (rest != 0) return std::nullopt;
-  Expr stored(store.constant());
-  for (int d : dims) {
-    ir::Interval in = ir::bounds(part[size_t(d)], target_ranges);
-    if (const auto &f = fact_of[size_t(d)]) in = {std::max(in.lo, f->lo), std::min(in.hi, f->hi)};
-    if (in.lo < 0 || in.hi >= sizes[size_t(d)]) return std::nullopt;
-    stored = stored + part[size_t(d)] * stride[size_t(d)];
-  }
-  if (!(stored == target)) return std::nullopt;
-  for (int d : dims) part[size_t(d)] = ir::simplify(part[size_t(d)], target_ranges);
-  return part;
+  return solve_by_parts(store, *form, sizes, target, target_ranges, facts);
 }
 
-ir::Node rewrite_node(const ir::Program &p, const ir::Node &n, const VarMap &map, Shape ranges,
-                      Shape reduction_ranges) {
+ir::Node rewrite_node(const ir::Program &p, const ir::Node &n, const VarMap &map, SymShape ranges,
+                      SymShape reduction_ranges) {
   COIL_ASSERT(map.size() == size_t(n.num_vars()), "a map of ", map.size(), " variables for a node of ", n.num_vars());
   ir::Ranges r = ranges_of(ranges, reduction_ranges);
   auto reindex = [&](const Expr &e) {

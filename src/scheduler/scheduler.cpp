@@ -2,6 +2,8 @@
 // order, what each kernel stores, and the memory plan. Reads like the pipeline it runs.
 #include "scheduler/scheduler.h"
 
+#include "ir/specialize.h"
+
 #include <algorithm>
 #include <map>
 #include <queue>
@@ -167,7 +169,7 @@ Kernel make_kernel(const ir::Program &p, const Group &g, int index, const std::v
 bool scatter_may_write_over(const ir::Program &p, const Kernel &k, BufferId out, BufferId dying) {
   const Node &scatter = p.nodes[size_t(k.nodes[0])];
   if (scatter.outputs[0] != out || scatter.operands[0].buffer != dying || !ir::scatter_copies_in_place_layout(p, scatter) ||
-      p.buffer(dying).type.strides != p.buffer(out).type.strides)
+      !same(p.buffer(dying).type.strides, p.buffer(out).type.strides))
     return false;
   return std::none_of(scatter.body.instrs.begin(), scatter.body.instrs.end(),
                       [&](const ir::Instr &i) { return i.op == ir::Op::Load && i.buffer == dying; });
@@ -176,7 +178,7 @@ bool scatter_may_write_over(const ir::Program &p, const Kernel &k, BufferId out,
 // Whether kernel k may write `out` over `dying`: every read of `dying` in the kernel
 // happens no later than the write, at the element written.
 bool may_write_over(const ir::Program &p, const Kernel &k, BufferId out, BufferId dying) {
-  if (p.buffer(out).bytes() != p.buffer(dying).bytes()) return false;
+  if (!p.buffer(out).bytes().same(p.buffer(dying).bytes())) return false;
   if (k.kind == ir::KernelKind::Scatter) return scatter_may_write_over(p, k, out, dying);
   if (!k.is_loop_nest()) return false;
   const Node &writer = p.nodes[size_t(p.buffer(out).producer)];
@@ -195,7 +197,9 @@ bool may_write_over(const ir::Program &p, const Kernel &k, BufferId out, BufferI
   return true;
 }
 
-void plan(Schedule &s) {
+}  // namespace
+
+void plan_memory(Schedule &s) {
   const ir::Program &p = s.ir.program;
   std::map<BufferId, int> def, last;
   for (size_t k = 0; k < s.ir.kernels.size(); ++k) {
@@ -229,7 +233,7 @@ void plan(Schedule &s) {
       if (may_write_over(p, k, s.life_buffers[i], dying)) life.inplace_candidates.push_back(it->second);
     }
   }
-  s.memory = plan_memory(s.lives);
+  s.memory = sched::plan_memory(s.lives);
   // A scatter placed over its initial tensor copies nothing: the dialects read this.
   for (size_t i = 0; i < s.lives.size(); ++i) {
     Kernel &k = s.ir.kernels[size_t(s.lives[i].def)];
@@ -237,6 +241,8 @@ void plan(Schedule &s) {
       k.attrs["written_over"] = s.lives[size_t(s.memory.reused[i])].name;
   }
 }
+
+namespace {
 
 std::string members(const ir::Program &p, const std::vector<int> &nodes) {
   std::string out;
@@ -266,6 +272,12 @@ ScheduleOptions ScheduleOptions::from_registry() {
 }
 
 Schedule schedule(ir::Program p, const ScheduleOptions &o) {
+  Schedule s = schedule_kernels(std::move(p), o);
+  plan_memory(s);
+  return s;
+}
+
+Schedule schedule_kernels(ir::Program p, const ScheduleOptions &o) {
   Schedule s;
   s.removed = eliminate_dead_nodes(p);
   s.inlined = inline_pointwise(p, o);
@@ -284,8 +296,12 @@ Schedule schedule(ir::Program p, const ScheduleOptions &o) {
     return std::tie(a.first, a.second) < std::tie(b.first, b.second);
   });
   s.ir.program = std::move(p);
-  plan(s);
   return s;
+}
+
+void specialize(Schedule &s, const std::map<std::string, int64_t> &values) {
+  s.ir = ir::specialize(std::move(s.ir), values);
+  specialize(s.lives, s.memory, values);
 }
 
 std::string memory_plan_str(const Schedule &s) { return str(s.lives, s.memory); }

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -97,8 +98,21 @@ std::vector<std::string> inline_pointwise(ir::Program &p, const ScheduleOptions 
 /// returns one line per node reordered (src/scheduler/loop_order.cpp).
 std::vector<std::string> order_loops(ir::Program &p, const ScheduleOptions &o);
 
-/// Schedules a lowered program.
+/// Schedules a lowered program: schedule_kernels, then plan_memory.
 Schedule schedule(ir::Program p, const ScheduleOptions &o = {});
+
+/// The kernels of a lowered program (every stage above but the memory plan). A program of
+/// symbolic sizes keeps them: fusion decides by the sizes' expressions (never by their
+/// values: it guards nothing) and its heuristics by their hints.
+Schedule schedule_kernels(ir::Program p, const ScheduleOptions &o = {});
+
+/// Places the stored intermediates of `s` (its kernels scheduled) in one arena: s.lives,
+/// s.memory, offsets in the program's symbolic sizes where it has them.
+void plan_memory(Schedule &s);
+
+/// `s` at one call's sizes (every symbol of it in `values`): its program, kernels and
+/// memory plan (ir/specialize.h).
+void specialize(Schedule &s, const std::map<std::string, int64_t> &values);
 
 /// The graph inputs (indices into program.inputs) over whose memory the computed buffer `b`
 /// may be written in place of its own: `b` has the input's dtype, sizes and strides and is

@@ -609,12 +609,12 @@ class DynamicShapes(unittest.TestCase):
         self.assertTrue(any("graph of symbolic sizes" in line and "compiled per size" in line for line in logs.output),
                         logs.output)
         # The log says which symbols the compiled graph was specialized to, and what relied on each:
-        # here the loop IR after lowering alone (the meta functions, the graph passes and lowering
-        # keep every size symbolic).
+        # here code generation alone (the meta functions, the graph passes, lowering, fusion and
+        # the memory plan keep every size symbolic).
         report = [line for line in logs.output if "what the graph of symbolic sizes relies on" in line]
         self.assertTrue(report and "specialized" in report[0], logs.output)
         guards = [line for line in report[0].splitlines() if " # " in line]
-        self.assertTrue(guards and all(line.endswith("# the loop IR after lowering, which does not keep symbols yet")
+        self.assertTrue(guards and all(line.endswith("# code generation, which does not keep symbols yet")
                                        for line in guards), report[0])
 
     def test_a_second_batch_size_compiles_symbolic_sizes(self):

@@ -43,18 +43,18 @@ def check(test, name, device="cpu", dtype=torch.float32):
     test.assertEqual([op for g in graphs for op in g["eager_ops"]], [], f"{name}: ops left to eager PyTorch")
 
 
-# The models whose graphs keep every size symbolic until the loop IR after lowering: no meta
-# function, graph pass or lowering fixes a size to one value (a range guard, such as a slice's
-# `s0 <= 64`, may remain). The CNNs' image sizes are fixed by the graph itself, whose
-# convolutions PyTorch gives strides of the traced size.
-SYMBOLIC_UNTIL_THE_LOOP_IR = {"vit", "gpt2_b1", "bert", "llama"}
-LOOP_IR_REASON = "the loop IR after lowering, which does not keep symbols yet"
+# The models whose graphs keep every size symbolic until code generation: no meta function,
+# graph pass, lowering, fusion or memory plan fixes a size to one value (a range guard, such
+# as a slice's `s0 <= 64`, may remain). The CNNs' image sizes are fixed by the graph itself,
+# whose convolutions PyTorch gives strides of the traced size.
+SYMBOLIC_UNTIL_CODEGEN = {"vit", "gpt2_b1", "bert", "llama"}
+CODEGEN_REASON = "code generation, which does not keep symbols yet"
 
 
 def check_sizes(test, name):
     """The model compiled with dynamic=True and run at several sizes: each matches eager, no
     size makes Dynamo trace again, and coil compiles each graph, once per size; for the
-    models of SYMBOLIC_UNTIL_THE_LOOP_IR, the only guards fixing a size are the loop IR's."""
+    models of SYMBOLIC_UNTIL_CODEGEN, the only guards fixing a size are code generation's."""
     import logging
 
     from coil import backend
@@ -74,12 +74,12 @@ def check_sizes(test, name):
             torch.testing.assert_close(compiled(*inputs), model(*inputs), rtol=1e-4, atol=1e-4)
             if k == 0:
                 graphs = dynamo_counters["stats"]["unique_graphs"]
-    if name in SYMBOLIC_UNTIL_THE_LOOP_IR:
+    if name in SYMBOLIC_UNTIL_CODEGEN:
         reports = [line for line in logs.output if "what the graph of symbolic sizes relies on" in line]
         test.assertTrue(reports, f"{name}: no graph of symbolic sizes was reported")
         fixing = [line for r in reports for line in r.splitlines()
-                  if " == " in line and " # " in line and not line.endswith(LOOP_IR_REASON)]
-        test.assertEqual(fixing, [], f"{name}: sizes fixed before the loop IR")
+                  if " == " in line and " # " in line and not line.endswith(CODEGEN_REASON)]
+        test.assertEqual(fixing, [], f"{name}: sizes fixed before code generation")
     counted = backend.counters - before
     print(f"{name}: {len(sizes)} sizes, {graphs} graph(s), {counted['sizes_compiled']} compiles in "
           f"{time.perf_counter() - start:.1f} s", file=sys.stderr)

@@ -498,8 +498,8 @@ TEST(Api, ACallAtOtherSymbolicSizesNamesTheSymbolAndTheGuard) {
   std::vector<TensorRef> in16 = {sixteen.ref()}, out16 = {sum16.ref()};
   EXPECT_EQ(api_error([&] { g.run(in16, out16); }),
             "coil: error: input 'a' is f32[16, 24] but the graph expects f32[7, 24]; the inputs give s0 = 16, and the "
-            "compiled graph serves only sizes where s0 == 7 (relied on by the loop IR after lowering, which does not "
-            "keep symbols yet)");
+            "compiled graph serves only sizes where s0 == 7 (relied on by code generation, which does not keep "
+            "symbols yet)");
 }
 
 // Device memory goes only to target cuda (tests/gpu/device_io_test.cpp runs it on a GPU):

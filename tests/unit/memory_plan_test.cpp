@@ -9,11 +9,12 @@
 
 #include "scheduler/memory_plan.h"
 #include "support/error.h"
+#include "test_util.h"
 
 namespace coil::sched {
 namespace {
 
-BufferLife buf(std::string name, int64_t bytes, int def, int last_use, std::vector<int> inplace = {}) {
+BufferLife buf(std::string name, SymInt bytes, int def, int last_use, std::vector<int> inplace = {}) {
   return {std::move(name), bytes, def, last_use, std::move(inplace)};
 }
 
@@ -176,8 +177,8 @@ void check_invariants(const std::vector<BufferLife> &bs, const MemoryPlan &plan)
   int64_t naive = 0, end = 0;
   for (size_t i = 0; i < bs.size(); ++i) {
     naive += aligned(bs[i].bytes);
-    end = std::max(end, plan.offsets[i] + aligned(bs[i].bytes));
-    EXPECT_EQ(plan.offsets[i] % kArenaAlignment, 0);
+    end = std::max(end, int64_t(plan.offsets[i] + aligned(bs[i].bytes)));
+    EXPECT_EQ(int64_t(plan.offsets[i]) % kArenaAlignment, 0);
     if (bs[i].bytes == 0) {
       EXPECT_EQ(plan.offsets[i], 0);
     }
@@ -213,6 +214,35 @@ TEST(MemoryPlan, RandomPlansKeepTheInvariants) {
     if (HasFailure()) return;
   }
   EXPECT_GT(reused, 100) << "the generator should exercise in-place reuse";
+}
+
+// Sizes of symbols: offsets are expressions of them. A gap takes a buffer only where it
+// fits at every size (s1*64 bytes fit 1 KiB at s1 = 2, not at s1 = 20), else the buffer
+// goes above every live one; in-place reuse needs equal expressions.
+TEST(MemoryPlan, SymbolicSizesGiveOffsetsThatHoldAtEverySize) {
+  test::Symbols sym;
+  SymInt s0 = sym("s0", 4), s1 = sym("s1", 2);
+  std::vector<BufferLife> bs = {buf("buf0", s0 * 64, 0, 3), buf("buf1", 1024, 0, 1), buf("buf2", s0 * 64, 1, 3),
+                                buf("buf3", 512, 2, 3), buf("buf4", s1 * 64, 2, 3), buf("buf5", s0 * 64, 3, 4, {0})};
+  MemoryPlan plan = plan_memory(bs);
+  EXPECT_EQ(str(plan.offsets[0]), "0");
+  EXPECT_EQ(str(plan.offsets[1]), "s0*64");
+  EXPECT_EQ(str(plan.offsets[2]), "s0*64 + 1024");
+  EXPECT_EQ(str(plan.offsets[3]), "s0*64") << "512 bytes fit where buf1's 1024 were, at every size";
+  EXPECT_EQ(str(plan.offsets[4]), "s0*128 + 1024") << "s1*64 bytes fit there only at some sizes";
+  EXPECT_EQ(plan.reused[5], 0);
+  EXPECT_EQ(str(plan.arena_bytes), "s0*128 + s1*64 + 1024");
+  EXPECT_TRUE(sym.guards->guards().empty());
+  // At one call's sizes the plan is numbers, and no two live buffers meet.
+  specialize(bs, plan, {{"s0", 20}, {"s1", 40}});
+  EXPECT_EQ(plan.offsets[4], 20 * 128 + 1024);
+  EXPECT_EQ(plan.arena_bytes, 20 * 128 + 40 * 64 + 1024);
+  for (size_t a = 0; a < bs.size(); ++a)
+    for (size_t b = a + 1; b < bs.size(); ++b) {
+      bool live = bs[a].def <= bs[b].last_use && bs[b].def <= bs[a].last_use && plan.reused[b] != int(a);
+      bool apart = plan.offsets[a] + bs[a].bytes <= plan.offsets[b] || plan.offsets[b] + bs[b].bytes <= plan.offsets[a];
+      EXPECT_TRUE(!live || apart) << bs[a].name << " and " << bs[b].name;
+    }
 }
 
 }  // namespace

@@ -9,8 +9,10 @@
 #include "driver/compile.h"
 #include "frontend/parser.h"
 #include "ir/interpreter.h"
+#include "lowering/lowering.h"
 #include "scheduler/epilogue.h"
 #include "scheduler/reindex.h"
+#include "test_util.h"
 
 namespace coil::sched {
 namespace {
@@ -633,9 +635,34 @@ TEST(SchedulerMemory, CrossEntropyKeepsNoRowsOfTheVocabulary) {
   EXPECT_EQ(backward.memory.arena_bytes, 0) << memory_plan_str(backward);
 }
 
+// A graph of symbolic sizes is scheduled once for all its sizes: kernels over [s0, 64],
+// fused where the sizes' expressions are equal, apart where they are equal only at the
+// sizes compiled for (s0 and s1, both 8), and no guard recorded either way.
+TEST(SchedulerSymbolic, FusesByTheSizesExpressionsAndNeverGuards) {
+  frontend::SizeValues sizes{{"s0", 8}, {"s1", 8}};
+  Graph g = frontend::parse_graph(R"(class GraphModule(torch.nn.Module):
+    def forward(self, a: "f32[s0, 64][64, 1]cpu", b: "f32[s1, 64][64, 1]cpu", c: "f32[64][1]cpu"):
+        relu: "f32[s0, 64][64, 1]cpu" = torch.ops.aten.relu.default(a)
+        mul: "f32[s0, 64][64, 1]cpu" = torch.ops.aten.mul.Tensor(relu, c)
+        sum_1: "f32[s0][1]cpu" = torch.ops.aten.sum.dim_IntList(mul, [1])
+        add: "f32[s0, 64][64, 1]cpu" = torch.ops.aten.add.Tensor(a, c)
+        sub: "f32[s1, 64][64, 1]cpu" = torch.ops.aten.sub.Tensor(b, c)
+        return (sum_1, add, sub)
+)", "test.py", &sizes);
+  Schedule s = schedule_kernels(lowering::lower_symbolic(g));
+  EXPECT_TRUE(size_guards_of(g)->guards().empty()) << size_guards_str(g);
+  ASSERT_EQ(s.ir.kernels.size(), 2u) << explain(s);
+  // The sum and the add over the same [s0, 64], in one kernel; the sub over [s1, 64] apart.
+  EXPECT_EQ(shape_str(s.ir.kernels[0].ranges), "[s0]");
+  EXPECT_EQ(shape_str(s.ir.kernels[0].reduction_ranges), "[64]");
+  EXPECT_EQ(s.ir.kernels[0].nodes.size(), 2u) << explain(s);
+  EXPECT_EQ(shape_str(s.ir.kernels[1].ranges), "[s1, 64]");
+  EXPECT_TRUE(rejected_with(s, "different iteration space")) << explain(s);
+}
+
 TEST(Reindex, LinearizeMapsPointKToPointK) {
   ir::Ranges r = ranges_of({8, 16});
-  VarMap m = linearize({4, 32}, {0, 1}, {8, 16}, 0, r);
+  VarMap m = *linearize({4, 32}, {0, 1}, {8, 16}, 0, r);
   // x0 of [4, 32] = (16*y0 + y1) // 32 = y0 // 2; x1 = (16*y0 + y1) % 32.
   for (int64_t y0 = 0; y0 < 8; ++y0)
     for (int64_t y1 = 0; y1 < 16; ++y1) {
@@ -678,6 +705,69 @@ TEST(Reindex, SolveUnderMaskFollowsAPaddedWindow) {
   auto p = solve_under_mask(store, {8, 16, 16}, plain, r, {});
   ASSERT_TRUE(p);
   EXPECT_EQ((*p)[1], Expr(VarId{1}) * 2);
+}
+
+// Maps between spaces of symbolic sizes: s0 = 5 and s1 = 3 where the maps are made; none
+// of them records a guard.
+class SymbolicReindex : public testing::Test {
+ protected:
+  void TearDown() override { EXPECT_TRUE(sym.guards->guards().empty()); }
+  test::Symbols sym;
+  SymInt s0 = sym("s0", 5), s1 = sym("s1", 3);
+  ir::Expr x0{ir::VarId{0}}, x1{ir::VarId{1}}, x2{ir::VarId{2}};
+};
+
+TEST_F(SymbolicReindex, LinearizeMatchesSpacesTermByTerm) {
+  // [s0*s1, 4] walked as [s0, s1, 4]: the flat dim is x0*s1 + x1, with no division.
+  SymShape split{s0, s1, 4};
+  auto m = linearize({s0 * s1, 4}, {0, 1}, split, 0, ranges_of(split));
+  ASSERT_TRUE(m);
+  EXPECT_EQ((*m)[0], x0 * s1.expr() + x1);
+  EXPECT_EQ((*m)[1], x2);
+  // [s0, 2] walked as [s0*2]: the dim of 2 elements carries, as a flat offset's digits do.
+  SymShape flat{s0 * 2};
+  auto c = linearize({s0, 2}, {0, 1}, flat, 0, ranges_of(flat));
+  ASSERT_TRUE(c);
+  EXPECT_EQ((*c)[0], ir::floor_div(x0, 2));
+  EXPECT_EQ((*c)[1], ir::mod(x0, 2));
+  // [s0, s1] walked as [s0*s1] takes a division by s1: no map.
+  SymShape both{s0 * s1};
+  EXPECT_FALSE(linearize({s0, s1}, {0, 1}, both, 0, ranges_of(both)));
+}
+
+TEST_F(SymbolicReindex, SolveInjectiveTakesStridesOfSizes) {
+  // A [4, s0 + 3] producer (rows padded by 3) read at its own point: x0's stride is s0 + 3.
+  SymShape sizes{4, s0 + 3};
+  ir::Expr store = x0 * (s0 + 3).expr() + x1;
+  auto m = solve_injective(store, sizes, store, ranges_of(sizes));
+  ASSERT_TRUE(m);
+  EXPECT_EQ((*m)[0], x0);
+  EXPECT_EQ((*m)[1], x1);
+  // Read at x1 + 1 the last element of a row is the next row's first: unsolved without a mask.
+  EXPECT_FALSE(solve_injective(store, sizes, store + 1, ranges_of(sizes)));
+}
+
+// A window of padding 1 over a row of s0 elements reads x1 + 1 where x1 + 1 < s0: the
+// mask's bound is the size itself, and without it the last element would read the next row.
+TEST_F(SymbolicReindex, SolveUnderMaskTakesABoundOfSize) {
+  SymShape sizes{2, s0};
+  ir::BodyBuilder b;
+  ir::Expr w = x1 + 1;
+  int i = b.index(w, DType::I64);
+  int lo = b.binary(ir::Op::Ge, i, b.constant(0, DType::I64), DType::Bool);
+  int hi = b.binary(ir::Op::Lt, i, b.index(s0.expr(), DType::I64), DType::Bool);
+  int mask = b.binary(ir::Op::LogicalAnd, lo, hi, DType::Bool);
+  std::vector<MaskFact> facts = mask_facts(b.body(), mask);
+  ASSERT_EQ(facts.size(), 1u);
+  EXPECT_EQ(facts[0].lo, 0);
+  ASSERT_TRUE(facts[0].below);
+  EXPECT_EQ(*facts[0].below, s0.expr());
+  ir::Expr store = x0 * s0.expr() + x1;
+  auto m = solve_under_mask(store, sizes, store + 1, ranges_of(sizes), facts);
+  ASSERT_TRUE(m);
+  EXPECT_EQ((*m)[0], x0);
+  EXPECT_EQ((*m)[1], w);
+  EXPECT_FALSE(solve_under_mask(store, sizes, store + 1, ranges_of(sizes), {{w, 0, ir::Interval::kNoUpper}}));
 }
 
 TEST(Reindex, MaskFactsReadTheComparisonsOfAnd) {

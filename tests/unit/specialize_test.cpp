@@ -1,7 +1,8 @@
-// One lowering of a graph of symbolic sizes serves every size: lowering keeps the symbols in
-// the loop IR, records no guard for the fixtures' op families, and the program specialized
-// to each size a fixture was captured at matches eager there (the reference interpreter, the
-// tolerances of the testing tiers from src/io/compare.h).
+// One lowering and one schedule of a graph of symbolic sizes serve every size: lowering
+// keeps the symbols in the loop IR and the scheduler in its kernels, neither records a guard
+// for the fixtures' op families, and the program specialized to each size a fixture was
+// captured at matches eager there (the reference interpreter, the tolerances of the testing
+// tiers from src/io/compare.h).
 #include <gtest/gtest.h>
 
 #include <map>
@@ -17,6 +18,7 @@
 #include "ir/specialize.h"
 #include "lowering/lowering.h"
 #include "passes/passes.h"
+#include "scheduler/scheduler.h"
 #include "test_util.h"
 
 namespace coil {
@@ -69,6 +71,27 @@ std::map<std::string, std::vector<std::filesystem::path>> dynamic_families() {
   return out;
 }
 
+// Runs `s` (of the graph `g`, compiled once) specialized to the sizes of each fixture of
+// the family `dirs` on the reference interpreter, against eager's outputs there.
+void expect_serves_every_size(const Graph &g, const ir::ScheduledProgram &s, const std::vector<std::filesystem::path> &dirs) {
+  std::shared_ptr<SizeGuards> guards = size_guards_of(g);
+  for (const auto &dir : dirs) {
+    SCOPED_TRACE(dir.filename().string());
+    std::map<std::string, int64_t> values = symbol_values(test::fixture_graph(dir));
+    if (const SizeGuard *failing = guards->first_failing(values)) {
+      ADD_FAILURE() << "the compiled graph does not serve these sizes: " << failing->str() << " (" << failing->why << ")";
+      continue;
+    }
+    ir::ScheduledProgram q = ir::specialize(s, values);
+    EXPECT_TRUE(ir::symbols_of(q).empty());
+    TensorList inputs = read_safetensors((dir / "inputs.safetensors").string());
+    TensorList expected = read_safetensors((dir / "expected.safetensors").string());
+    std::vector<HostTensor> outputs = ir::interpret(q, inputs);
+    ASSERT_EQ(outputs.size(), g.outputs().size());
+    test::expect_outputs_match(outputs, expected, q.program);
+  }
+}
+
 class OneLowering : public testing::TestWithParam<std::string> {};
 
 TEST_P(OneLowering, ServesEveryFixtureSize) {
@@ -76,23 +99,22 @@ TEST_P(OneLowering, ServesEveryFixtureSize) {
   ASSERT_GE(dirs.size(), 2u);
   Graph g = passes::run_graph_passes(test::fixture_graph(dirs[0]), reference_evaluator());
   ir::Program p = lowering::lower_symbolic(g);
-  std::shared_ptr<SizeGuards> guards = size_guards_of(g);
-  ASSERT_TRUE(guards);
+  ASSERT_TRUE(size_guards_of(g));
   EXPECT_FALSE(ir::symbols_of(p).empty()) << "lowering specialized every symbol:\n" << size_guards_str(g);
-  for (const auto &dir : dirs) {
-    SCOPED_TRACE(dir.filename().string());
-    std::map<std::string, int64_t> values = symbol_values(test::fixture_graph(dir));
-    if (const SizeGuard *failing = guards->first_failing(values)) {
-      ADD_FAILURE() << "the lowering does not serve these sizes: " << failing->str() << " (" << failing->why << ")";
-      continue;
-    }
-    ir::Program q = ir::specialize(p, values);
-    TensorList inputs = read_safetensors((dir / "inputs.safetensors").string());
-    TensorList expected = read_safetensors((dir / "expected.safetensors").string());
-    std::vector<HostTensor> outputs = ir::interpret(ir::unfused(q), inputs);
-    ASSERT_EQ(outputs.size(), g.outputs().size());
-    test::expect_outputs_match(outputs, expected, q);
-  }
+  expect_serves_every_size(g, ir::unfused(p), dirs);
+}
+
+// The scheduler keeps the symbols too: it fuses by the sizes' expressions and records no
+// guard, and the kernels it forms, specialized to each size, match eager there.
+TEST_P(OneLowering, OneScheduleServesEveryFixtureSize) {
+  std::vector<std::filesystem::path> dirs = dynamic_families().at(GetParam());
+  Graph g = passes::run_graph_passes(test::fixture_graph(dirs[0]), reference_evaluator());
+  ir::Program p = lowering::lower_symbolic(g);
+  size_t before = size_guards_of(g)->guards().size();
+  sched::Schedule s = sched::schedule_kernels(p);
+  EXPECT_EQ(size_guards_of(g)->guards().size(), before) << "scheduling guarded a size:\n" << size_guards_str(g);
+  EXPECT_FALSE(ir::symbols_of(s.ir).empty());
+  expect_serves_every_size(g, s.ir, dirs);
 }
 
 std::vector<std::string> family_names() {

@@ -31,6 +31,15 @@
 
 namespace coil::test {
 
+/// Symbols of one graph of symbolic sizes, as SymInts with their values: `sym("s0", 5)`.
+struct Symbols {
+  std::shared_ptr<SizeGuards> guards = std::make_shared<SizeGuards>();
+  SymInt operator()(const std::string &name, int64_t value) const {
+    guards->add_symbol(name, value);
+    return SymInt::of(ir::Expr::symbol(name), value, guards);
+  }
+};
+
 /// The repository root (tests run from it; COIL_SOURCE_DIR overrides).
 inline std::filesystem::path source_dir() {
   if (const char *env = std::getenv("COIL_SOURCE_DIR")) return env;

@@ -570,7 +570,7 @@ void emit_onednn_convolution(const ir::Program &p, const ir::Kernel &k, const No
   emit_post_ops(p, onednn_call(n, k.ranges, e).ops, false, names, operands, w);
   // The multiply-adds: each output element's window over its input channels (a transposed
   // convolution's, each input element's over its outputs).
-  const Shape spread = swap ? Shape(x.sizes) : k.ranges;
+  const Shape spread = swap ? Shape(x.sizes) : Shape(k.ranges);
   w.line("    " + std::to_string(checked_numel(spread) * checked_numel(Shape(wt.sizes.begin() + 1, wt.sizes.end()))) +
          (swap ? ", true);" : ");"));
   w.line("if (call.run(" + pointer(names, x) + ", " + pointer(names, wt) + ", " +
