@@ -114,6 +114,8 @@ int compare_atoms(const Atom &a, const Atom &b) {
       return cmp(x.divisor, y.divisor);
     case AtomKind::Min:
     case AtomKind::Max:
+    case AtomKind::SizeDiv:
+    case AtomKind::SizeMod:
       if (int c = compare(x.arg, y.arg)) return c;
       return compare(x.other, y.other);
   }
@@ -330,8 +332,9 @@ const Expr &Atom::arg() const {
 }
 
 const Expr &Atom::other() const {
-  COIL_ASSERT(node_->kind == AtomKind::Min || node_->kind == AtomKind::Max,
-              "other() of an atom that is not min or max");
+  COIL_ASSERT(node_->kind == AtomKind::Min || node_->kind == AtomKind::Max || node_->kind == AtomKind::SizeDiv ||
+                  node_->kind == AtomKind::SizeMod,
+              "other() of an atom that is not min, max or a division by a size");
   return node_->other;
 }
 
@@ -429,6 +432,49 @@ Expr mod(const Expr &x, int64_t m) {
   return atom_expr(AtomKind::Mod, divide_exact(rest, g), Expr(), m / g) * g;
 }
 
+namespace {
+
+/// x == whole*d + rest, `whole` the quotients of the terms d divides exactly.
+DivSplit split_by_size(const Expr &x, const Expr &d) {
+  Expr whole, rest(x.constant());
+  for (const Term &t : x.terms()) {
+    Expr term(t.coeff);
+    for (const Atom &a : t.factors) term = term * Expr(a);
+    if (auto q = exact_quotient(term, d)) whole = whole + *q;
+    else rest = rest + term;
+  }
+  return {whole, rest};
+}
+
+/// The number of a size that is one term (64 of `s1*64`), else 1.
+int64_t number_of(const Expr &d) {
+  return d.terms().size() == 1 && d.constant() == 0 ? d.terms()[0].coeff : 1;
+}
+
+}  // namespace
+
+Expr floor_div(const Expr &x, const Expr &d) {
+  if (auto c = d.as_constant()) return floor_div(x, *c);
+  // x // (s*k) -> (x // k) // s: the number divides first, as a flat index's digits do.
+  if (int64_t k = number_of(d); k > 1) return floor_div(floor_div(x, k), *exact_quotient(d, Expr(k)));
+  // (y*d + rest) // d -> y + rest // d
+  auto [whole, rest] = split_by_size(x, d);
+  if (rest == Expr(0)) return whole;
+  if (rest == Expr(-1)) return whole - 1;  // -1 // d is -1 for every d >= 1
+  return whole + atom_expr(AtomKind::SizeDiv, rest, d, 0);
+}
+
+Expr mod(const Expr &x, const Expr &d) {
+  if (auto c = d.as_constant()) return mod(x, *c);
+  // x % (s*k) -> ((x // k) % s)*k + x % k
+  if (int64_t k = number_of(d); k > 1) return mod(floor_div(x, k), *exact_quotient(d, Expr(k))) * k + mod(x, k);
+  // (y*d + rest) % d -> rest % d
+  Expr rest = split_by_size(x, d).rest;
+  if (rest == Expr(0)) return rest;
+  if (rest == Expr(-1)) return d - 1;
+  return atom_expr(AtomKind::SizeMod, rest, d, 0);
+}
+
 Expr min(const Expr &a, const Expr &b) { return min_or_max(AtomKind::Min, a, b); }
 Expr max(const Expr &a, const Expr &b) { return min_or_max(AtomKind::Max, a, b); }
 
@@ -440,12 +486,16 @@ namespace internal {
 
 using Namer = std::function<std::string(VarId)>;
 
+bool is_division(AtomKind k) {
+  return k == AtomKind::FloorDiv || k == AtomKind::Mod || k == AtomKind::SizeDiv || k == AtomKind::SizeMod;
+}
+
 void print_expr(std::string &out, const Expr &e, const Namer &name);
 
 /// The operand of `//` or `%`: bare when it is a variable, symbol or call.
 void print_operand(std::string &out, const Expr &e, const Namer &name) {
   const Atom *atom = e.as_atom();
-  bool bare = atom && atom->kind() != AtomKind::FloorDiv && atom->kind() != AtomKind::Mod;
+  bool bare = atom && !is_division(atom->kind());
   if (!bare) out += "(";
   print_expr(out, e, name);
   if (!bare) out += ")";
@@ -459,6 +509,12 @@ void print_atom(std::string &out, const Atom &a, const Namer &name) {
     case AtomKind::Mod:
       print_operand(out, a.arg(), name);
       out += str_cat(a.kind() == AtomKind::FloorDiv ? " // " : " % ", a.divisor());
+      return;
+    case AtomKind::SizeDiv:
+    case AtomKind::SizeMod:
+      print_operand(out, a.arg(), name);
+      out += a.kind() == AtomKind::SizeDiv ? " // " : " % ";
+      print_operand(out, a.other(), name);
       return;
     case AtomKind::Min:
     case AtomKind::Max:
@@ -479,7 +535,7 @@ void print_term(std::string &out, const Term &t, bool after_unary_minus, const N
   bool crowded = t.factors.size() > 1 || scale != 1 || after_unary_minus;
   for (size_t i = 0; i < t.factors.size(); ++i) {
     const Atom &a = t.factors[i];
-    bool group = crowded && (a.kind() == AtomKind::FloorDiv || a.kind() == AtomKind::Mod);
+    bool group = crowded && is_division(a.kind());
     if (i > 0) out += "*";
     if (group) out += "(";
     print_atom(out, a, name);
@@ -647,6 +703,16 @@ Interval atom_bounds(const Atom &a, const Ranges &ranges) {
       Interval x = bounds(a.arg(), ranges), y = bounds(a.other(), ranges);
       return {std::max(x.lo, y.lo), std::max(x.hi, y.hi)};
     }
+    case AtomKind::SizeDiv: {
+      // A dividend >= 0 over a divisor >= max(1, its least): at most the dividend.
+      Interval x = bounds(a.arg(), ranges), d = bounds(a.other(), ranges);
+      if (x.lo < 0) return Interval::unbounded();
+      return {0, x.hi == Interval::kNoUpper ? x.hi : x.hi / std::max<int64_t>(d.lo, 1)};
+    }
+    case AtomKind::SizeMod: {
+      Interval d = bounds(a.other(), ranges);
+      return {0, d.hi == Interval::kNoUpper ? d.hi : d.hi - 1};
+    }
   }
   unknown_kind(a.kind());
 }
@@ -695,8 +761,15 @@ class Evaluator {
       case AtomKind::Mod: return coil::floor_mod(expr(a.arg()), a.divisor());
       case AtomKind::Min: return std::min(expr(a.arg()), expr(a.other()));
       case AtomKind::Max: return std::max(expr(a.arg()), expr(a.other()));
+      case AtomKind::SizeDiv: return coil::floor_div(expr(a.arg()), positive(expr(a.other())));
+      case AtomKind::SizeMod: return coil::floor_mod(expr(a.arg()), positive(expr(a.other())));
     }
     unknown_kind(a.kind());
+  }
+
+  static int64_t positive(int64_t divisor) {
+    COIL_ASSERT(divisor > 0, "eval: a division by the size ", divisor);
+    return divisor;
   }
 
   int64_t symbol(const std::string &name) const {
@@ -740,6 +813,8 @@ Expr rebuild_atom(const Atom &a, const std::function<Expr(const Expr &)> &child)
     case AtomKind::Mod: return mod(child(a.arg()), a.divisor());
     case AtomKind::Min: return min(child(a.arg()), child(a.other()));
     case AtomKind::Max: return max(child(a.arg()), child(a.other()));
+    case AtomKind::SizeDiv: return floor_div(child(a.arg()), child(a.other()));
+    case AtomKind::SizeMod: return mod(child(a.arg()), child(a.other()));
   }
   unknown_kind(a.kind());
 }
@@ -749,7 +824,9 @@ void collect_vars(const Expr &e, std::set<VarId> &out) {
     for (const Atom &a : t.factors) {
       if (a.kind() == AtomKind::Var) out.insert(a.var());
       if (a.kind() != AtomKind::Var && a.kind() != AtomKind::Symbol) collect_vars(a.arg(), out);
-      if (a.kind() == AtomKind::Min || a.kind() == AtomKind::Max) collect_vars(a.other(), out);
+      if (a.kind() == AtomKind::Min || a.kind() == AtomKind::Max || a.kind() == AtomKind::SizeDiv ||
+          a.kind() == AtomKind::SizeMod)
+        collect_vars(a.other(), out);
     }
   }
 }
@@ -774,27 +851,6 @@ Expr substitute(const Expr &e, const std::function<std::optional<Expr>(VarId)> &
   return *out;
 }
 
-std::optional<Expr> exact_quotient(const Expr &a, const Expr &b) {
-  if (b.terms().size() + (b.constant() != 0) != 1) return std::nullopt;  // one term, or a constant
-  Term div = b.terms().empty() ? Term{b.constant(), {}} : b.terms()[0];
-  // a's constant is a term without factors: only a constant divides it.
-  if (a.constant() % div.coeff != 0 || (a.constant() != 0 && !div.factors.empty())) return std::nullopt;
-  Expr q(a.constant() / div.coeff);
-  for (const Term &t : a.terms()) {
-    if (t.coeff % div.coeff != 0) return std::nullopt;
-    std::vector<Atom> rest = t.factors;
-    for (const Atom &f : div.factors) {
-      auto it = std::find(rest.begin(), rest.end(), f);
-      if (it == rest.end()) return std::nullopt;
-      rest.erase(it);
-    }
-    Expr p(t.coeff / div.coeff);
-    for (const Atom &f : rest) p = p * Expr(f);
-    q = q + p;
-  }
-  return q;
-}
-
 Expr substitute_symbols(const Expr &e, const std::map<std::string, int64_t> &values) {
   auto out = map_atoms(e, [&](const Atom &a) {
     if (a.kind() == AtomKind::Symbol) {
@@ -813,7 +869,9 @@ void collect_symbols(const Expr &e, std::set<std::string> &out) {
     for (const Atom &a : t.factors) {
       if (a.kind() == AtomKind::Symbol) out.insert(a.symbol());
       if (a.kind() != AtomKind::Var && a.kind() != AtomKind::Symbol) collect_symbols(a.arg(), out);
-      if (a.kind() == AtomKind::Min || a.kind() == AtomKind::Max) collect_symbols(a.other(), out);
+      if (a.kind() == AtomKind::Min || a.kind() == AtomKind::Max || a.kind() == AtomKind::SizeDiv ||
+          a.kind() == AtomKind::SizeMod)
+        collect_symbols(a.other(), out);
     }
   }
 }

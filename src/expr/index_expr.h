@@ -49,6 +49,8 @@ enum class AtomKind {
   Mod,       ///< arg % divisor, Python's remainder: in [0, divisor)
   Min,       ///< min(arg, other)
   Max,       ///< max(arg, other)
+  SizeDiv,   ///< arg // other, Python's floor division by a size of symbols (`x0 // s1`), other >= 1
+  SizeMod,   ///< arg % other, Python's remainder by a size of symbols: in [0, other)
 };
 
 /// A factor of a term that is not a number. Immutable and shared: cheap to copy.
@@ -58,7 +60,7 @@ class Atom {
   VarId var() const;                  ///< Var only
   const std::string &symbol() const;  ///< Symbol only
   const Expr &arg() const;            ///< FloorDiv, Mod: the dividend; Min, Max: the first operand
-  const Expr &other() const;          ///< Min, Max: the second operand
+  const Expr &other() const;          ///< Min, Max: the second operand; SizeDiv, SizeMod: the divisor
   int64_t divisor() const;            ///< FloorDiv, Mod: the divisor (modulus), > 1
   size_t hash() const;
 
@@ -117,6 +119,12 @@ Expr operator*(int64_t k, const Expr &a);
 Expr floor_div(const Expr &x, int64_t divisor);
 /// Python's `x % modulus`, in [0, modulus); asserts modulus > 0.
 Expr mod(const Expr &x, int64_t modulus);
+/// The same by a size that may be an Expr of symbols (`s1`, `s1*64`): a number divides
+/// as above; a size of symbols takes out the terms it divides exactly
+/// (`(x0*s1 + x1) // s1` is `x0 + x1 // s1`) and leaves the rest in a SizeDiv or SizeMod
+/// atom. A size of symbols is at least 1.
+Expr floor_div(const Expr &x, const Expr &divisor);
+Expr mod(const Expr &x, const Expr &modulus);
 Expr min(const Expr &a, const Expr &b);
 Expr max(const Expr &a, const Expr &b);
 
@@ -182,6 +190,13 @@ std::ostream &operator<<(std::ostream &os, const Interval &i);
 /// is dropped, never wrapped. A loop of size 0 runs no iteration: its variable is given
 /// [0, 0] since no fact about it can be false.
 Interval bounds(const Expr &e, const Ranges &ranges);
+
+/// An expression in sizes that `e` never exceeds over `ranges`: each variable at its last
+/// value (`x0*s1 + x1` over [s0, s1] is at most s0*s1 - 1), a quotient at its dividend's
+/// bound's, a remainder below its modulus; sizes alone are themselves. Where `bounds`
+/// gives no number (loops over sizes of symbols), this still orders an index below a size.
+/// Nothing for other forms (a product of two variables, a negative quotient).
+std::optional<Expr> upper_bound(const Expr &e, const Ranges &ranges);
 
 /** Rewrites `e` with the rules that need ranges (FloorDiv, Mod, Min, Max, and sums such
  * as `(x // a)*a + x % a -> x`, which recombine what views split) until nothing changes.

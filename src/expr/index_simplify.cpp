@@ -1,5 +1,6 @@
-// The simplifier of index expressions (the rules that need variable ranges) and the
-// access facts the code generators ask for. The algebra itself is in index_expr.cpp.
+// The simplifier of index expressions (the rules that need variable ranges), the
+// reasoning about sizes of symbols it uses (exact quotients, upper bounds in sizes) and
+// the access facts the code generators ask for. The algebra itself is in index_expr.cpp.
 #include <algorithm>
 #include <climits>
 #include <set>
@@ -56,9 +57,10 @@ int division_count(const Expr &e) {
   int n = 0;
   for (const Term &t : e.terms()) {
     for (const Atom &a : t.factors) {
-      if (a.kind() == AtomKind::FloorDiv || a.kind() == AtomKind::Mod) ++n;
+      bool by_size = a.kind() == AtomKind::SizeDiv || a.kind() == AtomKind::SizeMod;
+      if (a.kind() == AtomKind::FloorDiv || a.kind() == AtomKind::Mod || by_size) ++n;
       if (a.kind() != AtomKind::Var && a.kind() != AtomKind::Symbol) n += division_count(a.arg());
-      if (a.kind() == AtomKind::Min || a.kind() == AtomKind::Max) n += division_count(a.other());
+      if (a.kind() == AtomKind::Min || a.kind() == AtomKind::Max || by_size) n += division_count(a.other());
     }
   }
   return n;
@@ -240,6 +242,30 @@ std::optional<Expr> max_proven(const Atom &a, const Ranges &ranges) {
 constexpr AtomRule kMinRules[] = {min_proven};
 constexpr AtomRule kMaxRules[] = {max_proven};
 
+// --- SizeDiv and SizeMod: by a size of symbols, decided by an upper bound in sizes.
+
+// Whether 0 <= x < d at every point: x's upper bound is below the size d.
+bool below_size(const Expr &x, const Expr &d, const Ranges &ranges) {
+  if (bounds(x, ranges).lo < 0) return false;
+  std::optional<Expr> upper = upper_bound(x, ranges);
+  return upper && bounds(d - 1 - *upper, ranges).lo >= 0;
+}
+
+// x // d -> 0   when 0 <= x < d (`x1 // s1` over a loop of s1)
+std::optional<Expr> size_div_below(const Atom &a, const Ranges &ranges) {
+  if (!below_size(a.arg(), a.other(), ranges)) return std::nullopt;
+  return Expr(0);
+}
+
+// x % d -> x   when 0 <= x < d
+std::optional<Expr> size_mod_below(const Atom &a, const Ranges &ranges) {
+  if (!below_size(a.arg(), a.other(), ranges)) return std::nullopt;
+  return a.arg();
+}
+
+constexpr AtomRule kSizeDivRules[] = {size_div_below};
+constexpr AtomRule kSizeModRules[] = {size_mod_below};
+
 // --- Sums: identities that put back together what a view took apart. Each is exact
 // over the ranges; it is made when the sum ends up with fewer divisions. Quotients are
 // looked for as the rules above would have written them, since that is how they appear.
@@ -293,7 +319,26 @@ std::optional<Expr> unfold_quotient(const Expr &e, const Ranges &) {
   return std::nullopt;
 }
 
-constexpr SumRule kSumRules[] = {recombine_div_mod, combine_mods, unfold_quotient};
+// (u // d)*d*m + (u % d)*m -> u*m, for a size d of symbols and m a number times sizes
+// (`(x0 // s1)*s1*64 + (x0 % s1)*64` is x0*64)
+std::optional<Expr> recombine_size_div_mod(const Expr &e, const Ranges &ranges) {
+  for (const Term &t : e.terms()) {
+    const Atom *rem = nullptr;
+    Expr m(t.coeff);
+    for (const Atom &a : t.factors) {
+      if (a.kind() == AtomKind::SizeMod && !rem) rem = &a;
+      else if (a.kind() == AtomKind::Symbol) m = m * Expr(a);
+      else m = Expr(0);
+    }
+    if (!rem || m == Expr(0)) continue;
+    Expr quotient = simplify(floor_div(rem->arg(), rem->other()), ranges);
+    auto parts = try_add_scaled(Expr(*rem) * m, quotient * rem->other() * m, 1);
+    if (auto out = replace_if_cheaper(e, parts, rem->arg() * m)) return out;
+  }
+  return std::nullopt;
+}
+
+constexpr SumRule kSumRules[] = {recombine_div_mod, combine_mods, unfold_quotient, recombine_size_div_mod};
 
 std::span<const AtomRule> rules_for(AtomKind kind) {
   switch (kind) {
@@ -303,6 +348,8 @@ std::span<const AtomRule> rules_for(AtomKind kind) {
     case AtomKind::Mod: return kModRules;
     case AtomKind::Min: return kMinRules;
     case AtomKind::Max: return kMaxRules;
+    case AtomKind::SizeDiv: return kSizeDivRules;
+    case AtomKind::SizeMod: return kSizeModRules;
   }
   unknown_kind(kind);
 }
@@ -344,6 +391,66 @@ constexpr int kMaxRounds = 64;
 
 }  // namespace
 
+std::optional<Expr> exact_quotient(const Expr &a, const Expr &b) {
+  if (b.terms().size() + (b.constant() != 0) != 1) return std::nullopt;  // one term, or a constant
+  Term div = b.terms().empty() ? Term{b.constant(), {}} : b.terms()[0];
+  // a's constant is a term without factors: only a constant divides it.
+  if (a.constant() % div.coeff != 0 || (a.constant() != 0 && !div.factors.empty())) return std::nullopt;
+  Expr q(a.constant() / div.coeff);
+  for (const Term &t : a.terms()) {
+    if (t.coeff % div.coeff != 0) return std::nullopt;
+    std::vector<Atom> rest = t.factors;
+    for (const Atom &f : div.factors) {
+      auto it = std::find(rest.begin(), rest.end(), f);
+      if (it == rest.end()) return std::nullopt;
+      rest.erase(it);
+    }
+    Expr p(t.coeff / div.coeff);
+    for (const Atom &f : rest) p = p * Expr(f);
+    q = q + p;
+  }
+  return q;
+}
+
+std::optional<Expr> upper_bound(const Expr &e, const Ranges &ranges) {
+  Expr upper(e.constant());
+  for (const Term &t : e.terms()) {
+    Expr coeff(t.coeff);  // a number times sizes, times at most one other factor
+    std::optional<Expr> most;
+    const Atom *other = nullptr;
+    int others = 0;
+    for (const Atom &a : t.factors) {
+      if (a.kind() == AtomKind::Symbol) {
+        coeff = coeff * Expr(a);
+        continue;
+      }
+      ++others;
+      other = &a;
+      if (a.kind() == AtomKind::Var) {
+        if (auto extent = ranges.extent_of(a.var())) most = *extent - 1;
+      } else if (a.kind() == AtomKind::FloorDiv && bounds(a.arg(), ranges).lo >= 0) {
+        if (auto x = upper_bound(a.arg(), ranges)) most = floor_div(*x, a.divisor());
+      } else if (a.kind() == AtomKind::SizeDiv && bounds(a.arg(), ranges).lo >= 0) {
+        if (auto x = upper_bound(a.arg(), ranges)) most = floor_div(*x, a.other());
+      } else if (a.kind() == AtomKind::Mod) {
+        most = Expr(a.divisor() - 1);
+      } else if (a.kind() == AtomKind::SizeMod) {
+        most = a.other() - 1;
+      }
+    }
+    if (others == 0) {
+      upper = upper + coeff;  // sizes alone: exactly themselves
+    } else if (others > 1 || !most) {
+      return std::nullopt;
+    } else if (t.coeff > 0) {
+      upper = upper + coeff * *most;  // (a negative multiple of a value >= 0 adds at most 0)
+    } else if (bounds(Expr(*other), ranges).lo < 0) {
+      return std::nullopt;
+    }
+  }
+  return upper;
+}
+
 Expr simplify(const Expr &e, const Ranges &ranges) {
   Expr current = e;
   for (int round = 0; round < kMaxRounds; ++round) {
@@ -368,7 +475,9 @@ bool mentions(const Atom &a, VarId v) {
     case AtomKind::FloorDiv:
     case AtomKind::Mod: return mentions(a.arg(), v);
     case AtomKind::Min:
-    case AtomKind::Max: return mentions(a.arg(), v) || mentions(a.other(), v);
+    case AtomKind::Max:
+    case AtomKind::SizeDiv:
+    case AtomKind::SizeMod: return mentions(a.arg(), v) || mentions(a.other(), v);
   }
   unknown_kind(a.kind());
 }

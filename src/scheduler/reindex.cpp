@@ -68,36 +68,6 @@ Expr term_expr(const ir::Term &t, int64_t coeff) {
   return e;
 }
 
-// An expression in sizes that `e` never exceeds over `r`: each variable at its last value
-// (`x0*s1 + x1` over [s0, s1] is at most s0*s1 - 1), a floor division at its dividend's
-// bound's, a remainder below its modulus. Nothing for other forms.
-std::optional<Expr> upper_bound(const Expr &e, const ir::Ranges &r) {
-  Expr upper(e.constant());
-  for (const ir::Term &t : e.terms()) {
-    Expr coeff(t.coeff);  // a number times sizes, times at most one other factor
-    std::optional<Expr> most;
-    int others = 0;
-    for (const ir::Atom &a : t.factors) {
-      if (a.kind() == ir::AtomKind::Symbol) {
-        coeff = coeff * Expr(a);
-        continue;
-      }
-      ++others;
-      if (a.kind() == ir::AtomKind::Var) {
-        if (auto extent = r.extent_of(a.var())) most = *extent - 1;
-      } else if (a.kind() == ir::AtomKind::FloorDiv) {
-        if (auto x = upper_bound(a.arg(), r)) most = ir::floor_div(*x, a.divisor());
-      } else if (a.kind() == ir::AtomKind::Mod) {
-        most = Expr(a.divisor() - 1);
-      }
-    }
-    if (others == 0) upper = upper + coeff;  // sizes alone: exactly themselves
-    else if (others > 1 || !most) return std::nullopt;
-    else if (t.coeff > 0) upper = upper + coeff * *most;  // (a negative multiple of a value >= 0 adds at most 0)
-  }
-  return upper;
-}
-
 // Whether 0 <= part < size at every point of `r`, `in` the bounds of part (a mask's fact
 // included) and `below` a size part stays under (a mask's `x3 - 1 < s0`): by numbers where
 // they decide, else by part's upper_bound.
@@ -107,7 +77,7 @@ bool within(const Expr &part, const SymInt &size, const ir::Interval &in, const 
   if (!size.symbolic()) return in.hi < size.hint();
   if (in.hi != ir::Interval::kNoUpper) return ir::bounds(size.expr() - 1 - in.hi, r).lo >= 0;
   if (below && ir::bounds(size.expr() - *below, r).lo >= 0) return true;
-  std::optional<Expr> upper = upper_bound(part, r);
+  std::optional<Expr> upper = ir::upper_bound(part, r);
   return upper && ir::bounds(size.expr() - 1 - *upper, r).lo >= 0;
 }
 
@@ -200,14 +170,23 @@ std::optional<VarMap> solve_by_parts(const Expr &store, const Strides &form, con
   return part;
 }
 
-// v_k = ((target - c) // stride_k) % size_k: any target, for strides and sizes that are numbers.
-VarMap solve_by_division(const Expr &store, const Strides &form, const Shape &sizes, const Expr &target,
+// v_k = ((target - c) // stride_k) % size_k: any target (strides and sizes of symbols
+// divide as SizeDiv and SizeMod).
+VarMap solve_by_division(const Expr &store, const Strides &form, const SymShape &sizes, const Expr &target,
                          const ir::Ranges &r) {
   Expr shifted = target - Expr(store.constant());
   VarMap out(sizes.size(), Expr(0));
   for (int d : form.dims)
-    out[size_t(d)] = ir::simplify(ir::mod(ir::floor_div(shifted, *form.stride[size_t(d)].as_constant()), sizes[size_t(d)]), r);
+    out[size_t(d)] = ir::simplify(ir::mod(ir::floor_div(shifted, form.stride[size_t(d)]), sizes[size_t(d)].expr()), r);
   return out;
+}
+
+// With numbers, by division; with sizes of symbols, by parts where they place the target
+// (no division at all), else by division by the sizes.
+VarMap solve(const Expr &store, const Strides &form, const SymShape &sizes, const Expr &target, const ir::Ranges &r) {
+  if (!numeric(form, sizes))
+    if (auto map = solve_by_parts(store, form, sizes, target, r, {})) return *map;
+  return solve_by_division(store, form, sizes, target, r);
 }
 
 }  // namespace
@@ -226,24 +205,23 @@ std::optional<VarMap> linearize(const SymShape &from, const std::vector<int> &or
     }
     return out;
   }
-  // Sizes of symbols: point k of `from` is the one whose linear index (in `order`) is k.
+  // Point k of `from` is the one whose linear index (in `order`) is k.
   Expr store(0);
   SymInt suffix = 1;
   for (size_t k = order.size(); k-- > 0;) {
-    store = store + Expr(VarId{order[k]}) * suffix;
+    if (from[size_t(order[k])] != 1) store = store + Expr(VarId{order[k]}) * suffix;
     suffix = suffix * from[size_t(order[k])];
   }
   auto form = injective_strides(store, from, to_ranges);
   if (!form) return std::nullopt;
-  return solve_by_parts(store, *form, from, l, to_ranges, {});
+  return solve(store, *form, from, l, to_ranges);
 }
 
 std::optional<VarMap> solve_injective(const Expr &store, const SymShape &sizes, const Expr &target,
                                       const ir::Ranges &target_ranges) {
   auto form = injective_strides(store, sizes, target_ranges);
   if (!form) return std::nullopt;
-  if (numeric(*form, sizes)) return solve_by_division(store, *form, Shape(sizes), target, target_ranges);
-  return solve_by_parts(store, *form, sizes, target, target_ranges, {});
+  return solve(store, *form, sizes, target, target_ranges);
 }
 
 std::vector<MaskFact> mask_facts(const ir::Body &body, int mask) {

@@ -4,11 +4,13 @@
 
 #include <functional>
 #include <random>
+#include <set>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "expr/index_expr.h"
 #include "support/error.h"
+#include "support/int_math.h"
 
 namespace coil::ir {
 namespace {
@@ -822,6 +824,59 @@ TEST(IndexExprSimplify, ProductsOfClippedWindowBoundsKeepTheirValue) {
       ASSERT_EQ(eval(simplify(count, Ranges{{kX, 9}, {kY, 9}}), {px, py}), along(px) * along(py))
           << px << " " << py << ": " << str(simplify(count, Ranges{{kX, 9}, {kY, 9}}));
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// Division by a size of symbols (SizeDiv, SizeMod).
+
+TEST(IndexExprSizeDivision, TakesOutWhatTheSizeDivides) {
+  Expr s1 = Expr::symbol("s1");
+  EXPECT_EQ(floor_div(x * s1 + y, s1), x + floor_div(y, s1));
+  EXPECT_EQ(mod(x * s1 + y, s1), mod(y, s1));
+  EXPECT_EQ(str(floor_div(y + 1, s1 * 2)), "((x1 + 1) // 2) // s1") << "printed as Python reads it";
+  EXPECT_EQ(floor_div(x * s1 * 4, s1 * 2), x * 2);
+  // A number divides first: x // (s1*64) is (x // 64) // s1; x % (s1*64) keeps its digits.
+  EXPECT_EQ(floor_div(x, s1 * 64), floor_div(floor_div(x, 64), s1));
+  EXPECT_EQ(mod(x, s1 * 64), mod(floor_div(x, 64), s1) * 64 + mod(x, 64));
+  // -1 // d and -1 % d for any size d >= 1: the last index of a space of d elements.
+  EXPECT_EQ(floor_div(x * s1 - 1, s1), x - 1);
+  EXPECT_EQ(mod(x * s1 - 1, s1), s1 - 1);
+  // A number divisor is the number's division.
+  EXPECT_EQ(floor_div(x, Expr(4)), floor_div(x, 4));
+}
+
+TEST(IndexExprSizeDivision, EvaluatesBoundsAndSpecializes) {
+  Expr s1 = Expr::symbol("s1");
+  Expr q = floor_div(x + y * 3, s1), r = mod(x - 7, s1);
+  for (int64_t xv : {0, 5, 13})
+    for (int64_t s : {1, 4, 6}) {
+      EXPECT_EQ(eval(q, {xv, 2}, {{"s1", s}}), coil::floor_div(xv + 6, s));
+      EXPECT_EQ(eval(r, {xv}, {{"s1", s}}), coil::floor_mod(xv - 7, s));
+      EXPECT_EQ(substitute_symbols(q, {{"s1", s}}), floor_div(x + y * 3, s)) << "back to a number's division";
+    }
+  Ranges ranges{{kX, 10}, {kY, 4}};
+  ranges.set_symbol("s1", 2, 8);
+  EXPECT_EQ(bounds(q, ranges), (Interval{0, 9}));  // (9 + 9) // 2
+  EXPECT_EQ(bounds(mod(x, s1), ranges), (Interval{0, 7}));
+  std::set<std::string> symbols;
+  collect_symbols(q, symbols);
+  EXPECT_EQ(symbols, std::set<std::string>{"s1"});
+}
+
+// Over loops of symbolic sizes: x over [s0*s1] read as (x // s1, x % s1) and put back.
+TEST(IndexExprSizeDivision, SimplifiesOverLoopsOfSizes) {
+  Expr s0 = Expr::symbol("s0"), s1 = Expr::symbol("s1");
+  Ranges ranges;
+  ranges.set_symbol_floor(2);
+  ranges.set(kX, s0 * s1);
+  ranges.set(kY, s1);
+  EXPECT_EQ(simplify(floor_div(y, s1), ranges), Expr(0)) << "y < s1";
+  EXPECT_EQ(simplify(mod(y, s1), ranges), y);
+  EXPECT_EQ(simplify(mod(floor_div(x, s1), s0), ranges), floor_div(x, s1)) << "x // s1 < s0";
+  EXPECT_EQ(simplify(floor_div(x, s1) * s1 * 64 + mod(x, s1) * 64 + z, ranges), x * 64 + z);
+  EXPECT_EQ(simplify(floor_div(x, s1) * s1 + mod(y, s1), ranges), floor_div(x, s1) * s1 + y) << "not x's remainder";
+  EXPECT_EQ(upper_bound(x * 64 + y, ranges), s0 * s1 * 64 + s1 - 65);
+  EXPECT_FALSE(upper_bound(x * y, ranges));
 }
 
 }  // namespace

@@ -730,9 +730,12 @@ TEST_F(SymbolicReindex, LinearizeMatchesSpacesTermByTerm) {
   ASSERT_TRUE(c);
   EXPECT_EQ((*c)[0], ir::floor_div(x0, 2));
   EXPECT_EQ((*c)[1], ir::mod(x0, 2));
-  // [s0, s1] walked as [s0*s1] takes a division by s1: no map.
+  // [s0, s1] walked as [s0*s1] divides by s1.
   SymShape both{s0 * s1};
-  EXPECT_FALSE(linearize({s0, s1}, {0, 1}, both, 0, ranges_of(both)));
+  auto d = linearize({s0, s1}, {0, 1}, both, 0, ranges_of(both));
+  ASSERT_TRUE(d);
+  EXPECT_EQ((*d)[0], ir::floor_div(x0, s1.expr()));
+  EXPECT_EQ((*d)[1], ir::mod(x0, s1.expr()));
 }
 
 TEST_F(SymbolicReindex, SolveInjectiveTakesStridesOfSizes) {
@@ -743,8 +746,16 @@ TEST_F(SymbolicReindex, SolveInjectiveTakesStridesOfSizes) {
   ASSERT_TRUE(m);
   EXPECT_EQ((*m)[0], x0);
   EXPECT_EQ((*m)[1], x1);
-  // Read at x1 + 1 the last element of a row is the next row's first: unsolved without a mask.
-  EXPECT_FALSE(solve_injective(store, sizes, store + 1, ranges_of(sizes)));
+  // Read at x1 + 1, the last element of a row is the next row's first: by division by s0 + 3.
+  auto next = solve_injective(store, sizes, store + 1, ranges_of(sizes));
+  ASSERT_TRUE(next);
+  for (int64_t s : {2, 5})
+    for (auto [r, c] : {std::pair<int64_t, int64_t>{1, 0}, {1, s + 2}, {2, s + 1}}) {
+      int64_t flat = r * (s + 3) + c + 1;
+      std::map<std::string, int64_t> at{{"s0", s}};
+      EXPECT_EQ(ir::eval((*next)[0], {r, c}, at), flat / (s + 3));
+      EXPECT_EQ(ir::eval((*next)[1], {r, c}, at), flat % (s + 3));
+    }
 }
 
 // A window of padding 1 over a row of s0 elements reads x1 + 1 where x1 + 1 < s0: the

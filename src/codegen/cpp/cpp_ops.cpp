@@ -73,6 +73,12 @@ std::string atom(const ir::Atom &a, const std::function<std::string(ir::VarId)> 
       return "std::min<int64_t>(" + cpp_index(a.arg(), name, r) + ", " + cpp_index(a.other(), name, r) + ")";
     case ir::AtomKind::Max:
       return "std::max<int64_t>(" + cpp_index(a.arg(), name, r) + ", " + cpp_index(a.other(), name, r) + ")";
+    case ir::AtomKind::SizeDiv:
+      if (nonneg(a.arg())) return "(" + cpp_index(a.arg(), name, r) + ") / (" + cpp_index(a.other(), name, r) + ")";
+      return "coil_rt::floordiv_idx(" + cpp_index(a.arg(), name, r) + ", " + cpp_index(a.other(), name, r) + ")";
+    case ir::AtomKind::SizeMod:
+      if (nonneg(a.arg())) return "(" + cpp_index(a.arg(), name, r) + ") % (" + cpp_index(a.other(), name, r) + ")";
+      return "coil_rt::mod_idx(" + cpp_index(a.arg(), name, r) + ", " + cpp_index(a.other(), name, r) + ")";
   }
   return "?";
 }

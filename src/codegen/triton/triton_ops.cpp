@@ -117,6 +117,14 @@ std::string atom(const ir::Atom &a, const std::function<std::string(ir::VarId)> 
       return "_remainder_int(" + sub(a.arg()) + ", " + std::to_string(a.divisor()) + ")";
     case ir::AtomKind::Min: return "tl.minimum(" + sub(a.arg()) + ", " + sub(a.other()) + ")";
     case ir::AtomKind::Max: return "tl.maximum(" + sub(a.arg()) + ", " + sub(a.other()) + ")";
+    case ir::AtomKind::SizeDiv:
+      if (nonneg(a.arg())) return "((" + sub(a.arg()) + ") // (" + sub(a.other()) + "))";
+      helpers.insert("floordiv_int");
+      return "_floordiv_int(" + sub(a.arg()) + ", " + sub(a.other()) + ")";
+    case ir::AtomKind::SizeMod:
+      if (nonneg(a.arg())) return "((" + sub(a.arg()) + ") % (" + sub(a.other()) + "))";
+      helpers.insert("remainder_int");
+      return "_remainder_int(" + sub(a.arg()) + ", " + sub(a.other()) + ")";
   }
   return "?";
 }
