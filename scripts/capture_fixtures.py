@@ -4419,6 +4419,16 @@ for _d in (
 ):
     register_dynamic(_d)
 
+# Indices that divide by a symbolic size: a repeat reads x at (i % n), and a masked_scatter
+# takes source elements by their flat position over [n, 4].
+for _d in (
+    Dynamic("repeat_scatter", "workload",
+            lambda: Fn(lambda x, m, src: (x.repeat(2, 1, 3), x.masked_scatter(m, src))),
+            lambda n: [make([3, n, 4]), torch.rand(3, n, 4) > 0.5, make([3, n, 4])], ("n",),
+            ({1: "n"}, {1: "n"}, {1: "n"}), SIZES, 7),
+):
+    register_dynamic(_d)
+
 
 if __name__ == "__main__":
     sys.exit(main())

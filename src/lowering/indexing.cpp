@@ -346,14 +346,14 @@ std::vector<TensorRef> embedding_backward(Lowering &l, const Node &n) {
 std::vector<TensorRef> masked_scatter(Lowering &l, const Node &n) {
   const TensorRef &self = tensor_arg(l, n, "self"), &mask = tensor_arg(l, n, "mask"), &source = tensor_arg(l, n, "source");
   const TensorType &out = l.graph().type(n.outputs[0]);
-  int64_t count = checked_numel(out.sizes), available = checked_numel(source.sizes);
+  SymInt count = checked_numel(out.sizes), available = checked_numel(source.sizes);
   // The flat position f of self's element, and back.
   TensorType prefix_type{DType::I64, {count}, {1}, out.device};
   TensorRef prefix = l.scan(prefix_type, 0, ir::ScanOp::Sum, n.name + " prefix",
                             [&](BodyBuilder &b, const std::vector<Expr> &x) {
                               return b.cast(Lowering::load_broadcast(b, mask, unravel(x[0], out.sizes)), DType::I64);
                             });
-  Shape contiguous = contiguous_strides(out.sizes);
+  SymShape contiguous = contiguous_strides(out.sizes);
   return {l.pointwise(out, n.name, [&](BodyBuilder &b, const std::vector<Expr> &x) {
     int selected = b.cast(Lowering::load_broadcast(b, mask, x), DType::Bool);
     int old = Lowering::load_broadcast(b, self, x);
@@ -363,7 +363,7 @@ std::vector<TensorRef> masked_scatter(Lowering &l, const Node &n) {
     // Within source whatever the mask (eager refuses a mask with more true elements than
     // source has; coil reads source's last one there).
     k = b.binary(Op::Minimum, b.binary(Op::Maximum, k, b.constant(0, DType::I64), DType::I64),
-                 b.constant(double(available - 1), DType::I64), DType::I64);
+                 size_value(b, available - 1, DType::I64), DType::I64);
     std::vector<Expr> at = unravel(Expr(ir::indirect_var(0)), source.sizes);
     int taken = b.indirect_load(source.buffer, Lowering::offset(source, at), source.dtype, {k});
     return b.where(selected, taken, old, out.dtype);

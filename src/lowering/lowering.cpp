@@ -182,12 +182,18 @@ std::vector<int64_t> ints_of(const Arg &a) {
 
 std::vector<Expr> unravel(const Expr &flat, const SymShape &sizes) {
   std::vector<Expr> at(sizes.size());
-  int64_t stride = 1;  // of dim d: the sizes after it, walked by integer division (specialized)
+  SymInt stride = 1;  // of dim d: the sizes after it
   for (size_t d = sizes.size(); d-- > 0;) {
-    Expr q = ir::floor_div(flat, stride);
+    Expr q = ir::floor_div(flat, stride.expr());
     // The first dim's coordinate needs no remainder, flat being less than numel.
-    if (d == 0 && sizes[d].symbolic()) at[d] = q;
-    else at[d] = ir::mod(q, std::max<int64_t>(sizes[d], 1)), stride *= std::max<int64_t>(sizes[d], 1);
+    if (d == 0 && sizes[d].symbolic()) {
+      at[d] = q;
+      continue;
+    }
+    // A size of symbols divides as one (SizeDiv, SizeMod); an empty dim's coordinate is 0.
+    SymInt size = sizes[d].symbolic() ? sizes[d] : SymInt(std::max<int64_t>(sizes[d].hint(), 1));
+    at[d] = ir::mod(q, size.expr());
+    stride = stride * size;
   }
   return at;
 }

@@ -150,7 +150,7 @@ int size_value(ir::BodyBuilder &b, const SymInt &v, DType dtype);
 /// An int list argument's values.
 std::vector<int64_t> ints_of(const Arg &a);
 /// The row-major coordinates over `sizes` of the flat position `flat`, which is in
-/// [0, numel(sizes)). A symbolic size other than the first is specialized (guarded).
+/// [0, numel(sizes)); symbolic sizes divide as sizes (`(x0 // s1) % s0`).
 std::vector<ir::Expr> unravel(const ir::Expr &flat, const SymShape &sizes);
 /// The tensor a node's argument `name` names, as lowered so far.
 const TensorRef &tensor_arg(Lowering &l, const Node &n, const char *name);

@@ -106,7 +106,7 @@ std::vector<TensorRef> repeat(Lowering &l, const Node &n) {
   return {l.pointwise(t, n.name, [&](ir::BodyBuilder &b, const std::vector<Expr> &index) {
     std::vector<Expr> source;
     for (size_t d = 0; d < in.sizes.size(); ++d)
-      source.push_back(in.sizes[d] <= 1 ? Expr(0) : ir::mod(index[pad + d], in.sizes[d]));  // 0: nothing is read
+      source.push_back(in.sizes[d] <= 1 ? Expr(0) : ir::mod(index[pad + d], in.sizes[d].expr()));  // 0: nothing is read
     return b.load(in.buffer, Lowering::offset(in, source), in.dtype);
   })};
 }

@@ -133,6 +133,10 @@ const std::map<std::string, Fallback> kInductorFallbacks = {
       "each pooling (values and offsets fused) per iteration space, the gathers of the undilated backwards fused, "
       "and the dilated one as a scatter into zeros",
       6}},
+    {"dyn_repeat_scatter",
+     {"Inductor runs masked_scatter through ATen's kernel; coil generates it as the prefix count of the mask (a "
+      "scan) and the gather of source's elements by that count",
+      2}},
     {"dyn_cumsum_seq",
      {"Inductor runs a scan over symbolic sizes through ATen's kernel (its scans need static sizes); coil "
       "generates both cumsums, along different dims",

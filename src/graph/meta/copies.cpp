@@ -116,7 +116,7 @@ void register_copy_ops(Registry &r) {
     size_t pad = repeats.size() - size_t(self.rank());
     SymShape sizes = repeats;
     for (size_t d = 0; d < size_t(self.rank()); ++d) sizes[pad + d] *= self.sizes[d];
-    for (int64_t s : sizes)
+    for (const SymInt &s : sizes)
       COIL_USER_CHECK(s >= 0, "Trying to create tensor with negative dimension ", s, ": ", shape_str(sizes));
     checked_numel(sizes);
     return std::vector<TensorType>{{self.dtype, sizes, contiguous_strides(sizes), self.device}};
