@@ -120,6 +120,10 @@ int64_t SymInt::value() const {
   return hint_;
 }
 
+SymInt at_sizes(const SymInt &s, const std::map<std::string, int64_t> &values) {
+  return s.symbolic() ? SymInt(ir::eval(s.expr(), {}, values)) : s;
+}
+
 SymInt sym_of(const ir::Expr &e, const std::shared_ptr<SizeGuards> &guards) {
   if (auto c = e.as_constant()) return SymInt(*c);
   COIL_ASSERT(guards, "a size of symbols without their graph's guards: ", e);

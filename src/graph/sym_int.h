@@ -85,6 +85,9 @@ class SymShape : public std::vector<SymInt> {
 /// where that is not known.
 bool known_le(const SymInt &a, const SymInt &b);
 
+/// `s` at one call's sizes (`values` names each of its symbols): a plain integer.
+SymInt at_sizes(const SymInt &s, const std::map<std::string, int64_t> &values);
+
 /// The SymInt of `e`, an expression of the symbols of `guards`, its hint at their values.
 SymInt sym_of(const ir::Expr &e, const std::shared_ptr<SizeGuards> &guards);
 

@@ -67,11 +67,7 @@ std::set<std::string> symbols_of(const Program &p) {
 }
 
 Program specialize(Program p, const std::map<std::string, int64_t> &values) {
-  visit(
-      p, [&](Expr &e) { e = substitute_symbols(e, values); },
-      [&](SymInt &s) {
-        if (s.symbolic()) s = SymInt(eval(s.expr(), {}, values));
-      });
+  visit(p, [&](Expr &e) { e = substitute_symbols(e, values); }, [&](SymInt &s) { s = at_sizes(s, values); });
   for (Node &n : p.nodes) fold_sizes(n.body);
   return p;
 }
@@ -89,8 +85,7 @@ ScheduledProgram specialize(ScheduledProgram s, const std::map<std::string, int6
   s.program = specialize(std::move(s.program), values);
   for (Kernel &k : s.kernels)
     for (SymShape *shape : {&k.ranges, &k.reduction_ranges})
-      for (SymInt &x : *shape)
-        if (x.symbolic()) x = SymInt(eval(x.expr(), {}, values));
+      for (SymInt &x : *shape) x = at_sizes(x, values);
   return s;
 }
 

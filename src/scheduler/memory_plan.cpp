@@ -147,13 +147,10 @@ std::string str(const std::vector<BufferLife> &buffers, const MemoryPlan &plan) 
 }
 
 void specialize(std::vector<BufferLife> &buffers, MemoryPlan &plan, const std::map<std::string, int64_t> &values) {
-  auto at = [&](SymInt &s) {
-    if (s.symbolic()) s = SymInt(ir::eval(s.expr(), {}, values));
-  };
-  for (BufferLife &b : buffers) at(b.bytes);
-  for (SymInt &o : plan.offsets) at(o);
-  at(plan.arena_bytes);
-  at(plan.naive_bytes);
+  for (BufferLife &b : buffers) b.bytes = at_sizes(b.bytes, values);
+  for (SymInt &o : plan.offsets) o = at_sizes(o, values);
+  plan.arena_bytes = at_sizes(plan.arena_bytes, values);
+  plan.naive_bytes = at_sizes(plan.naive_bytes, values);
 }
 
 }  // namespace coil::sched
