@@ -175,14 +175,36 @@ struct KernelTime {
   double seconds = 0;   // over every call
 };
 
+/// A symbolic size of a graph that runs at other sizes than those compiled for.
+struct SymbolInfo {
+  std::string name;     // as the graph names it: "s0"
+  int64_t input = -1;   // the input one of whose dims is exactly this size, or -1
+  int64_t dim = -1;     // that dim
+  int64_t compiled = 0; // the value compiled for
+  bool specialized = false;  // a guard fixes it to that value: the graph serves no other
+};
+
 class CompiledGraph {
  public:
   Target target() const;
   const std::vector<TensorInfo> &inputs() const;   // graph inputs, then constants
-  const std::vector<TensorInfo> &outputs() const;
+  const std::vector<TensorInfo> &outputs() const;  // at the sizes compiled for
+
+  /// A graph of symbolic sizes compiled for target cpu runs at every size that passes its
+  /// checks (sizes()), one library for all: its symbols, in the order outputs_at takes
+  /// their values. Empty for a static graph and for the other targets, which serve the
+  /// sizes compiled for alone.
+  const std::vector<SymbolInfo> &symbols() const;
+  /// The outputs at `sizes` (a value per symbol of symbols()): their sizes, strides and
+  /// storage fields, as outputs() gives them at the sizes compiled for. An Error naming the
+  /// check that sizes outside what the graph serves fail.
+  std::vector<TensorInfo> outputs_at(std::span<const int64_t> sizes) const;
 
   /// Runs the graph: `inputs` in the order of inputs(), each of its dtype and sizes, any
-  /// strides; `outputs` likewise, written. Safe to call from several threads at once.
+  /// strides; `outputs` likewise, written. Safe to call from several threads at once. A
+  /// graph with symbols() takes other sizes too: the symbols' values read from the inputs,
+  /// every tensor of the sizes they give (outputs_at), an Error naming the check that
+  /// sizes it does not serve fail.
   ///
   /// Where the tensors may be: targets ref, cpu and cuda-interpret take host memory only
   /// (device memory is an Error saying so). Target cuda takes the tensors of one call all

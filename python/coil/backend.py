@@ -292,7 +292,7 @@ def _compile_graph(gm: torch.fx.GraphModule, example_inputs, options: list[tuple
     symbolic = any(_symbolic(x) for x in example_inputs)
     if symbolic or not any(partition.unsupported(n, native) for n in gm.graph.nodes):
         # The graph's inputs are held to the example inputs' layouts by Dynamo's guards: its
-        # calls pass addresses alone. A graph of symbolic sizes is compiled for each size.
+        # calls pass addresses alone. A graph of symbolic sizes: compile_dynamic.
         if symbolic:
             fn = compile_dynamic(gm, example_inputs, options, guarded=guarded)
         else:
@@ -353,10 +353,11 @@ def size_sources(example_inputs) -> tuple[list[tuple[str, int, int | None]], lis
 
 def compile_dynamic(gm: torch.fx.GraphModule, example_inputs, options: list[tuple[str, str]], guarded: bool):
     """A function running a graph of symbolic sizes (torch.compile's dynamic shapes): coil
-    compiles it for each size it is called at (the first at compile time, for the sizes
-    Dynamo traced it at), reads a call's sizes from its inputs (size_sources) and keeps one
-    compiled graph per size, up to the option dynamic.sizes_per_graph; a call at another size
-    runs in eager PyTorch. An input it updates is copied after the call (compile_graph), never
+    compiles it for the sizes Dynamo traced it at. Compiled for the CPU, that graph serves
+    every size (CompiledGraph.symbols); on the GPU coil compiles it for each size it is
+    called at, reads a call's sizes from its inputs (size_sources) and keeps one compiled
+    graph per size, up to the option dynamic.sizes_per_graph; a call at another size runs in
+    eager PyTorch. An input it updates is copied after the call (compile_graph), never
     written over in place, as which ones may be can change with the size."""
     sources, unknown = size_sources(example_inputs)
     if unknown:
@@ -372,13 +373,34 @@ def compile_dynamic(gm: torch.fx.GraphModule, example_inputs, options: list[tupl
     first = compile_whole(gm, example_inputs, options, guarded=guarded, sizes=list(zip(names, key)))
     if not hasattr(first, "coil_graph"):
         return first
+    if first.coil_graph.sizes:
+        log.debug("coil: what the graph of symbolic sizes relies on (sizes.txt):\n%s", first.coil_graph.sizes)
+    counters["sizes_compiled"] += 1
+    symbols = first.coil_graph.symbols
+    if symbols and all(i >= 0 and not fixed for _, i, _, _, fixed in symbols):
+        # One compiled graph for every size (the CPU's kernels take the sizes as arguments);
+        # a size it does not serve (one its checks refuse) runs in eager PyTorch. A graph
+        # whose guards fix a symbol (a meta function that specializes) is compiled per size.
+        log.info("coil: graph of symbolic sizes %s compiled once for every size",
+                 ", ".join(f"{n} (input {i} dim {d})" for n, i, d, _, _ in symbols))
+
+        def run_any(*args):
+            try:
+                return first(*args)
+            except _C.CoilError as e:
+                if "does not serve the sizes" not in str(e):
+                    raise
+                log.warning("coil: %s; this call runs in eager PyTorch", e)
+                counters["sizes_eager"] += 1
+                return gm(*args)
+
+        run_any.coil_graph = first.coil_graph
+        run_any.coil_sizes = {key: first}
+        return run_any
     limit = int(_C.option_value("dynamic.sizes_per_graph", options))
     log.info("coil: graph of symbolic sizes %s compiled per size, up to %d sizes",
              ", ".join(f"{n} (input {i}{'' if d is None else f' dim {d}'})" for n, i, d in sources), limit)
-    if first.coil_graph.sizes:
-        log.debug("coil: what the graph of symbolic sizes relies on (sizes.txt):\n%s", first.coil_graph.sizes)
     by_size = {key: first}
-    counters["sizes_compiled"] += 1
 
     def run(*args):
         at = tuple(args[i] if d is None else args[i].shape[d] for _, i, d in sources)
@@ -446,8 +468,9 @@ def compile_whole(gm: torch.fx.GraphModule, example_inputs, options: list[tuple[
     returned = returned if isinstance(returned, (list, tuple)) else (returned,)
     # Sizes a graph of symbolic sizes returns (a training forward's, for its backward) are
     # numbers at the sizes it is compiled for: returned as they are, beside coil's outputs.
-    size_outputs = {k: _size_value(r.meta["val"], sizes) for k, r in enumerate(returned)
-                    if sizes is not None and isinstance(r, torch.fx.Node) and isinstance(r.meta.get("val"), torch.SymInt)}
+    size_vals = {k: r.meta["val"] for k, r in enumerate(returned)
+                 if sizes is not None and isinstance(r, torch.fx.Node) and isinstance(r.meta.get("val"), torch.SymInt)}
+    size_outputs = {k: _size_value(v, sizes) for k, v in size_vals.items()}
     if None in size_outputs.values():
         return _eager(gm, "an output is a size known only when the graph runs")
     if size_outputs:
@@ -463,12 +486,32 @@ def compile_whole(gm: torch.fx.GraphModule, example_inputs, options: list[tuple[
     except _C.CoilError as e:
         return _eager(gm, str(e))
     log.info("coil: compiled a graph of %d nodes for %s", len(gm.graph.nodes), device)
-    outputs = [(_DTYPES[code], tuple(sizes), tuple(strides)) for _, code, sizes, strides, *_ in compiled.outputs]
-    # Where each output lies (TensorInfo's storage fields): outputs that are views of one
-    # tensor of the graph (a training forward's query, key and value, views of one product)
-    # are views of one allocation, as eager's would be, written in place; [(offset,
-    # elements, the output whose allocation it shares or -1)].
-    storage = [tuple(info[8:11]) for info in compiled.outputs]
+
+    def layouts(infos):
+        """The outputs' (dtype, sizes, strides), and where each lies (TensorInfo's storage
+        fields): outputs that are views of one tensor of the graph (a training forward's
+        query, key and value, views of one product) are views of one allocation, as eager's
+        would be, written in place; [(offset, elements, the output whose allocation it
+        shares or -1)]."""
+        return ([(_DTYPES[code], tuple(sizes), tuple(strides)) for _, code, sizes, strides, *_ in infos],
+                [tuple(info[8:11]) for info in infos])
+
+    outputs, storage = layouts(compiled.outputs)
+    # A graph of symbolic sizes that runs at every size it serves (compiled for the CPU):
+    # the sizes of a call read from its inputs, and the outputs' layouts at each size it
+    # runs at, with the sizes it returns, asked of coil once per size.
+    symbols = [(i, d, v) for _, i, d, v, _ in compiled.symbols]
+    names = [n for n, *_ in compiled.symbols]
+    at_size = {}
+
+    def sized(given):
+        key = tuple(v if i < 0 else given[i].shape[d] for i, d, v in symbols)
+        got = at_size.get(key)
+        if got is None:
+            values = list(zip(names, key))
+            got = at_size[key] = (*layouts(compiled.outputs_at(list(key))),
+                                  {k: _size_value(v, values) for k, v in size_vals.items()})
+        return got
     # An output that is one of the graph's inputs (a training forward returns the parameters
     # and the logits its backward reads) is that input itself, where the call then copies
     # nothing: when the input comes in the layout the graph states (always, after a guarded
@@ -498,7 +541,7 @@ def compile_whole(gm: torch.fx.GraphModule, example_inputs, options: list[tuple[
     fast, plain = _allocators(target)
     count = len(outputs)
     reused = {k for k, _, _ in same} | {k for k, _ in in_place}
-    fresh = [(k, *outputs[k]) for k in range(count) if k not in reused]
+    fresh = [k for k in range(count) if k not in reused]
     whole = all(tensor_outputs)
 
     def run(*args):
@@ -511,18 +554,22 @@ def compile_whole(gm: torch.fx.GraphModule, example_inputs, options: list[tuple[
             given += (torch.randint(0, 2**62, (2,), dtype=torch.int64, device=target),)
         on_target = target.type == "cpu" or torch.cuda.current_device() == target.index
         alloc = fast if fast is not None and on_target else plain
+        layout, where = outputs, storage
+        if symbols:
+            layout, where, _ = sized(given)
         outs = [None] * count
         # Guarded calls after the first hold the layouts: only other calls look.
         for k, j, strides in same:
             if not checked[0] or given[j].stride() == strides:
                 outs[k] = given[j]
             else:
-                dtype, sizes, out_strides = outputs[k]
+                dtype, sizes, out_strides = layout[k]
                 outs[k] = alloc(sizes, out_strides, dtype)
         for k, j in in_place:
             outs[k] = given[j]
-        for k, dtype, sizes, strides in fresh:
-            offset, elements, home = storage[k]
+        for k in fresh:
+            dtype, sizes, strides = layout[k]
+            offset, elements, home = where[k]
             if home >= 0 and outs[home] is not None and home not in reused:
                 outs[k] = outs[home].as_strided(sizes, strides, offset)
             elif offset or elements != _extent(sizes, strides):
@@ -530,13 +577,13 @@ def compile_whole(gm: torch.fx.GraphModule, example_inputs, options: list[tuple[
             else:
                 outs[k] = alloc(sizes, strides, dtype)
         stream = torch.cuda.current_stream(target).cuda_stream if target.type == "cuda" else 0
-        if checked[0]:
+        if checked[0] or symbols:
             # get_device(): -1 for host memory, else the CUDA device's index, as coil._C takes it.
             ins = [(t.data_ptr(), _CODES[t.dtype], tuple(t.shape), t.stride(), t.get_device(), -1, -1) for t in given]
             refs = [(o.data_ptr(), _CODES[o.dtype], tuple(o.shape), o.stride(), o.get_device(), o.storage_offset(),
                      o.untyped_storage().nbytes() // o.element_size()) for o in outs]
             compiled.run(ins, refs, stream)
-            checked[0] = not guarded
+            checked[0] = not guarded or bool(symbols)
         else:
             compiled.run_addresses([t.data_ptr() for t in given], [o.data_ptr() for o in outs], stream, True)
         if whole:
@@ -548,11 +595,12 @@ def compile_whole(gm: torch.fx.GraphModule, example_inputs, options: list[tuple[
     run.coil_in_place = {k for k, _ in in_place}
     if not size_outputs:
         return run
-    slots = [size_outputs.get(k) for k in range(len(returned) + len(size_outputs))]
+    every = range(len(returned) + len(size_outputs))
 
     def run_with_sizes(*args):
         outs = iter(run(*args))
-        return tuple(next(outs) if v is None else v for v in slots)
+        values = sized(tuple(args[i] for i in tensors) if sizes_only else args)[2] if symbols else size_outputs
+        return tuple(next(outs) if k not in size_outputs else values[k] for k in every)
 
     run_with_sizes.coil_graph = compiled
     return run_with_sizes

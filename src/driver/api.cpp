@@ -87,13 +87,18 @@ std::vector<int64_t> strides_of(const TensorRef &r) {
   return r.strides.empty() ? contiguous_strides(r.sizes) : r.strides;
 }
 
-// Checks `given` against what the graph compiled for; `what` is "input" or "output".
-void check_tensor(const TensorRef &given, const TensorInfo &want, const char *what) {
-  auto type = [](ScalarType t, const std::vector<int64_t> &sizes) {
-    return str_cat(scalar_type_name(t), shape_str(sizes));
-  };
-  COIL_USER_CHECK(given.dtype == want.dtype && given.sizes == want.sizes, what, " '", want.name, "' is ",
-                  type(given.dtype, given.sizes), " but the graph expects ", type(want.dtype, want.sizes));
+std::string type_str(ScalarType t, std::span<const int64_t> sizes) {
+  return str_cat(scalar_type_name(t), shape_str(Shape(sizes.begin(), sizes.end())));
+}
+
+// Checks `given` against what the graph compiled for; `what` is "input" or "output". With
+// `any_sizes` (a graph that runs at other sizes, which its run checks) only the rank of its
+// sizes.
+void check_tensor(const TensorRef &given, const TensorInfo &want, const char *what, bool any_sizes = false) {
+  bool sizes_fit = any_sizes ? given.sizes.size() == want.sizes.size() : given.sizes == want.sizes;
+  COIL_USER_CHECK(given.dtype == want.dtype && sizes_fit, what, " '", want.name, "' is ", type_str(given.dtype, given.sizes),
+                  " but the graph expects ", type_str(want.dtype, want.sizes),
+                  any_sizes ? " (at the sizes compiled for)" : "");
   COIL_USER_CHECK(given.strides.empty() || given.strides.size() == given.sizes.size(), what, " '", want.name,
                   "' has ", given.strides.size(), " strides for ", given.sizes.size(), " dims");
   COIL_USER_CHECK(given.data || checked_numel(given.sizes) == 0, what, " '", want.name, "' has no data (a null pointer)");
@@ -125,12 +130,14 @@ void write_back(const HostTensor &h, const TensorRef &r) {
                itemsize(h.dtype));
 }
 
+// At the sizes compiled for (hints: a graph of symbolic sizes that serves others checks
+// each call's sizes itself).
 TensorInfo info_of(const ir::Program &p, const std::string &name, const ir::View &v) {
   TensorInfo info;
   info.name = name;
   info.dtype = public_type(p.buffer(v.buffer).type.dtype);
-  info.sizes = v.sizes;
-  info.strides = v.strides;
+  info.sizes = hints(v.sizes);
+  info.strides = hints(v.strides);
   return info;
 }
 
@@ -146,11 +153,11 @@ void set_storage(TensorInfo &info, const ir::Program &p, size_t k, const ir::Vie
   const TensorType &buffer = p.buffer(v.buffer).type;
   if (std::find(p.inputs.begin(), p.inputs.end(), v.buffer) != p.inputs.end()) {
     info.storage_offset = 0;
-    info.storage_elements = storage_extent({buffer.dtype, v.sizes, v.strides, {}});
+    info.storage_elements = storage_extent({buffer.dtype, v.sizes, v.strides, {}}).hint();
     return;
   }
-  info.storage_offset = v.offset;
-  info.storage_elements = storage_extent(buffer);
+  info.storage_offset = v.offset.hint();
+  info.storage_elements = storage_extent(buffer).hint();
   auto home = std::find(p.outputs.begin(), p.outputs.end(), v.buffer) - p.outputs.begin();
   info.view_of_output = size_t(home) < k ? int64_t(home) : -1;
 }
@@ -185,6 +192,15 @@ struct CompiledGraph::Impl {
   virtual std::vector<std::string> notes() const { return {}; }
   virtual std::vector<KernelTime> profile() const { return {}; }
   virtual void reset_profile() const {}
+  /// Whether it runs at sizes other than those compiled for (checking them as it runs).
+  virtual bool any_sizes() const { return false; }
+  /// Its symbols when it does (CompiledGraph::symbols), and its outputs at other sizes.
+  std::vector<SymbolInfo> symbols;
+  virtual std::vector<TensorInfo> outputs_at(std::span<const int64_t> sizes) const {
+    COIL_USER_CHECK(sizes.empty(), "the graph compiled for target ", target_name(target),
+                    " runs at the sizes compiled for alone; it takes no sizes");
+    return outputs;
+  }
 };
 
 namespace {
@@ -263,14 +279,62 @@ struct CpuGraph : CompiledGraph::Impl {
       call.output(int(i), out[i].data, out[i].strides, out[i].storage_offset, out[i].storage_elements);
   }
 
+  bool any_sizes() const override { return !module->symbols().empty(); }
+
+  std::vector<TensorInfo> outputs_at(std::span<const int64_t> sizes) const override {
+    COIL_USER_CHECK(sizes.size() == symbols.size(), "the graph has ", symbols.size(), " symbols; ", sizes.size(),
+                    " sizes were given");
+    std::vector<TensorInfo> out = outputs;
+    std::vector<CpuModule::OutputLayout> at = module->outputs_at(sizes);
+    for (size_t i = 0; i < out.size(); ++i) {
+      out[i].sizes = at[i].sizes;
+      out[i].strides = at[i].strides;
+      out[i].storage_offset = at[i].storage_offset;
+      out[i].storage_elements = at[i].storage_elements;
+    }
+    return out;
+  }
+
+  // The call's sizes from its inputs (a symbol no input dim holds keeps its value compiled
+  // for: the library's checks then hold it to that); the thread's vector keeps its capacity.
+  std::span<const int64_t> sizes_of(std::span<const TensorRef> in) const {
+    thread_local std::vector<int64_t> sizes;
+    sizes.assign(module->compiled_sizes().begin(), module->compiled_sizes().end());
+    for (size_t i = 0; i < sizes.size(); ++i)
+      if (auto [input, dim] = module->symbol_source(i); input >= 0) sizes[i] = in[size_t(input)].sizes[size_t(dim)];
+    return sizes;
+  }
+
+  // A graph of symbolic sizes: each tensor's sizes against the library's at the call's sizes.
+  void check_sizes(const CpuModule::Call &call, std::span<const int64_t> sizes, std::span<const TensorRef> in,
+                   std::span<const TensorRef> out) const {
+    if (!any_sizes()) return;
+    auto check = [&](const TensorRef &given, std::span<const int64_t> want, const TensorInfo &info, const char *what) {
+      COIL_USER_CHECK(std::equal(given.sizes.begin(), given.sizes.end(), want.begin(), want.end()), what, " '",
+                      info.name, "' is ", type_str(given.dtype, given.sizes), " but at the sizes of this call (",
+                      sizes_str(sizes), ") the graph expects ", type_str(info.dtype, want));
+    };
+    for (size_t i = 0; i < in.size(); ++i) check(in[i], call.input_sizes(int(i)), inputs[i], "input");
+    for (size_t i = 0; i < out.size(); ++i) check(out[i], call.output_sizes(int(i)), outputs[i], "output");
+  }
+  std::string sizes_str(std::span<const int64_t> sizes) const {
+    std::string out;
+    for (size_t i = 0; i < sizes.size(); ++i) out += str_cat(i ? ", " : "", module->symbols()[i], " = ", sizes[i]);
+    return out;
+  }
+
   void run(std::span<const TensorRef> in, std::span<const TensorRef> out) const override {
-    CpuModule::Call call(*module);
+    std::span<const int64_t> sizes = sizes_of(in);
+    CpuModule::Call call(*module, sizes);
+    check_sizes(call, sizes, in, out);
     give(call, in, out);
     call.run();
   }
 
   double median_seconds(std::span<const TensorRef> in, std::span<const TensorRef> out, int iterations) const override {
-    CpuModule::Call call(*module);
+    std::span<const int64_t> sizes = sizes_of(in);
+    CpuModule::Call call(*module, sizes);
+    check_sizes(call, sizes, in, out);
     give(call, in, out);
     return call.median_seconds(iterations);
   }
@@ -288,7 +352,8 @@ std::shared_ptr<CompiledGraph::Impl> build(Graph g, const CompileOptions &o) {
   bool gpu = o.target == Target::Cuda || o.target == Target::CudaInterpreter;
   if (gpu) so = codegen::gpu_schedule_options(so);  // epilogues where cuBLASLt takes them
   std::string trace = o.trace_dir.empty() ? options::get_string("trace") : o.trace_dir;
-  Compilation c = compile_graph(std::move(g), so, trace);
+  Compilation c = compile_graph(std::move(g), so, trace,
+                                o.target == Target::Cpu ? CodegenSizes::Symbolic : CodegenSizes::CompiledFor);
 
   std::shared_ptr<CompiledGraph::Impl> impl;
   switch (o.target) {
@@ -298,6 +363,13 @@ std::shared_ptr<CompiledGraph::Impl> build(Graph g, const CompileOptions &o) {
       CpuBuild b = build_for_cpu(c, trace);
       cpu->module = std::make_unique<CpuModule>(b.so_path);
       cpu->plans = codegen::plans_str(b.plans, c.schedule);
+      std::shared_ptr<SizeGuards> guards = size_guards_of(c.graph);
+      std::map<std::string, int64_t> fixed = guards ? guards->specialized(guards->values()) : std::map<std::string, int64_t>{};
+      for (size_t i = 0; i < cpu->module->symbols().size(); ++i) {
+        auto [input, dim] = cpu->module->symbol_source(i);
+        const std::string &name = cpu->module->symbols()[i];
+        cpu->symbols.push_back({name, input, dim, cpu->module->compiled_sizes()[i], fixed.count(name) > 0});
+      }
       impl = cpu;
       break;
     }
@@ -340,7 +412,7 @@ std::shared_ptr<CompiledGraph::Impl> build(Graph g, const CompileOptions &o) {
     impl->outputs.back().reduced_elements = ir::max_reduction_size(c.lowered, c.lowered.outputs[i]);
     auto input = std::find(p.inputs.begin(), p.inputs.end(), v.buffer);
     const TensorType &t = p.buffer(v.buffer).type;
-    bool whole_buffer = v.offset == 0 && v.sizes == t.sizes && v.strides == t.strides;
+    bool whole_buffer = known_eq(v.offset, 0) && same(v.sizes, t.sizes) && same(v.strides, t.strides);
     if (input != p.inputs.end() && whole_buffer) impl->outputs.back().same_as_input = int64_t(input - p.inputs.begin());
     if (input == p.inputs.end() && whole_buffer)
       for (int j : sched::inputs_writable_by(c.schedule.ir, v.buffer)) impl->outputs.back().writable_over.push_back(j);
@@ -361,6 +433,10 @@ const std::vector<TensorInfo> &CompiledGraph::inputs() const { return impl_->inp
 const std::vector<TensorInfo> &CompiledGraph::outputs() const { return impl_->outputs; }
 const std::string &CompiledGraph::plans() const { return impl_->plans; }
 const std::string &CompiledGraph::sizes() const { return impl_->sizes; }
+const std::vector<SymbolInfo> &CompiledGraph::symbols() const { return impl_->symbols; }
+std::vector<TensorInfo> CompiledGraph::outputs_at(std::span<const int64_t> sizes) const {
+  return publicly([&] { return impl_->outputs_at(sizes); });
+}
 std::vector<std::string> CompiledGraph::notes() const { return impl_->notes(); }
 std::vector<KernelTime> CompiledGraph::profile() const { return impl_->profile(); }
 void CompiledGraph::reset_profile() const { impl_->reset_profile(); }
@@ -401,7 +477,7 @@ std::string explain_sizes(const CompiledGraph::Impl &impl, std::span<const Tenso
   for (const SizeGuard &g : impl.guards->guards()) ir::collect_symbols(g.expr, needed);
   for (const std::string &s : needed)
     if (!values.count(s)) return "";
-  const SizeGuard *failing = impl.guards->first_failing(values);
+  std::optional<SizeGuard> failing = impl.guards->first_failing(values);
   if (!failing) return "";
   std::string given;
   for (const auto &[symbol, value] : values) given += str_cat(given.empty() ? "" : ", ", symbol, " = ", value);
@@ -414,14 +490,14 @@ void check_call(const CompiledGraph::Impl &impl, std::span<const TensorRef> in, 
   check_count(out.size(), impl.outputs.size(), "output");
   for (size_t i = 0; i < in.size(); ++i) {
     try {
-      check_tensor(in[i], impl.inputs[i], "input");
+      check_tensor(in[i], impl.inputs[i], "input", impl.any_sizes());
     } catch (const UserError &e) {
       std::string why = explain_sizes(impl, in);
       if (why.empty()) throw;
       throw UserError(e.message() + why);
     }
   }
-  for (size_t i = 0; i < out.size(); ++i) check_tensor(out[i], impl.outputs[i], "output");
+  for (size_t i = 0; i < out.size(); ++i) check_tensor(out[i], impl.outputs[i], "output", impl.any_sizes());
   check_memory(impl, in, out);
 }
 

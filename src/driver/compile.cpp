@@ -46,7 +46,7 @@ const passes::ScalarEvaluator &reference_evaluator() {
   return eval;
 }
 
-Compilation compile_graph(Graph g, const sched::ScheduleOptions &o, const std::string &trace_dir) {
+Compilation compile_graph(Graph g, const sched::ScheduleOptions &o, const std::string &trace_dir, CodegenSizes sizes) {
   Compilation c;
   c.graph = std::move(g);
   dump(trace_dir, "graph.txt", frontend::print_graph(c.graph));
@@ -63,19 +63,26 @@ Compilation compile_graph(Graph g, const sched::ScheduleOptions &o, const std::s
   sched::plan_memory(c.schedule);
   dump(trace_dir, "ir_post_fusion.txt", ir::str(c.schedule.ir));
   dump(trace_dir, "memory_plan.txt", sched::memory_plan_str(c.schedule));
-  // Code generation takes integers: the sizes compiled for, each guarded.
-  if (std::shared_ptr<SizeGuards> guards = size_guards_of(c.graph)) {
+  // Code generation for the GPU and the interpreters takes integers: the sizes compiled
+  // for, each guarded.
+  std::shared_ptr<SizeGuards> guards = size_guards_of(c.graph);
+  if (guards && sizes == CodegenSizes::CompiledFor) {
     guards->fix(ir::symbols_of(c.schedule.ir), kCodegenFixesSizes);
     c.lowered = ir::specialize(std::move(c.lowered), guards->values());
     sched::specialize(c.schedule, guards->values());
   }
-  if (std::string sizes = size_guards_str(c.graph); !sizes.empty()) dump(trace_dir, "sizes.txt", sizes);
+  if (sizes == CodegenSizes::CompiledFor) dump_sizes(c, trace_dir);
   return c;
+}
+
+void dump_sizes(const Compilation &c, const std::string &trace_dir) {
+  if (std::string sizes = size_guards_str(c.graph); !sizes.empty()) dump(trace_dir, "sizes.txt", sizes);
 }
 
 CpuBuild build_for_cpu(const Compilation &c, const std::string &trace_dir) {
   CpuBuild b = build_cpu(c.schedule);
   dump(trace_dir, "kernel_plans.txt", codegen::plans_str(b.plans, c.schedule));
+  dump_sizes(c, trace_dir);  // with what code generation guarded
   return b;
 }
 
@@ -97,8 +104,8 @@ std::string stats_json(const Compilation &c) {
   nlohmann::ordered_json j;
   j["kernels"] = kernels;
   j["extern_calls"] = externs;
-  j["arena_bytes"] = int64_t(c.schedule.memory.arena_bytes);  // the schedule is specialized
-  j["arena_bytes_without_reuse"] = int64_t(c.schedule.memory.naive_bytes);
+  j["arena_bytes"] = c.schedule.memory.arena_bytes.hint();  // at the sizes compiled for
+  j["arena_bytes_without_reuse"] = c.schedule.memory.naive_bytes.hint();
   j["graph_nodes"] = c.graph.nodes().size();
   j["graph_nodes_after_passes"] = c.optimized.nodes().size();
   j["loop_ir_nodes"] = c.lowered.nodes.size();

@@ -31,27 +31,38 @@
 namespace coil {
 
 /// A graph of symbolic sizes keeps them through lowering, the scheduler and the memory
-/// plan (their dumps show the symbols); code generation is given the sizes compiled for,
-/// each symbol guarded for this reason.
-inline constexpr std::string_view kCodegenFixesSizes = "code generation, which does not keep symbols yet";
+/// plan (their dumps show the symbols). Code generation then takes them as they are
+/// (Symbolic: the C++ dialect, whose kernels take the symbols as arguments and which guards
+/// each size it still needs as a number, where it needs it) or at the sizes compiled for
+/// (CompiledFor: the Triton dialect and the interpreters, each symbol guarded for the
+/// reason kCodegenFixesSizes).
+enum class CodegenSizes { Symbolic, CompiledFor };
+inline constexpr std::string_view kCodegenFixesSizes =
+    "code generation for the GPU and the interpreters, which does not keep symbols yet";
 
 struct Compilation {
   Graph graph;             // as read
   Graph optimized;         // after the graph passes
   passes::PassLog passes;  // what they changed
-  ir::Program lowered;     // the loop IR before fusion, at the sizes compiled for
-  sched::Schedule schedule;  // at the sizes compiled for
+  ir::Program lowered;     // the loop IR before fusion (at the sizes compiled for, unless Symbolic)
+  sched::Schedule schedule;  // likewise
 };
 
 /// The graph passes' way to compute a value at compile time: lowering and the reference
 /// interpreter (passes/passes.h, fold_scalar_subgraphs).
 const passes::ScalarEvaluator &reference_evaluator();
 
-/// Runs every stage on `g`; writes the dumps to `trace_dir` unless it is empty.
-Compilation compile_graph(Graph g, const sched::ScheduleOptions &o, const std::string &trace_dir = "");
+/// Runs every stage on `g`; writes the dumps to `trace_dir` unless it is empty. `sizes`:
+/// what code generation will take (see CodegenSizes).
+Compilation compile_graph(Graph g, const sched::ScheduleOptions &o, const std::string &trace_dir = "",
+                          CodegenSizes sizes = CodegenSizes::CompiledFor);
 
 /// The same with the options registry's values and its `trace` directory.
 Compilation compile_graph(Graph g);
+
+/// Writes sizes.txt, the guards of `c`'s graph so far, to `trace_dir` (when it has
+/// symbols): compile_graph does for CompiledFor, build_for_cpu after code generation.
+void dump_sizes(const Compilation &c, const std::string &trace_dir);
 
 struct CpuBuild {
   std::string source;   // the generated translation unit
@@ -61,7 +72,7 @@ struct CpuBuild {
   double seconds = 0;   // generating and building (or finding) it
 };
 
-/// Plans and generates the C++ of `s` for the selected ISA (the options cpp.isa,
+/// Plans and generates the C++ of `s` (its symbolic sizes kept: CodegenSizes::Symbolic) for the selected ISA (the options cpp.isa,
 /// cpp.vector_lanes, cpp.prefault and cpp.plan's overrides) and builds it (cached), with
 /// each kernel timed when the option cpp.profile is on.
 CpuBuild build_cpu(const sched::Schedule &s);

@@ -345,10 +345,23 @@ std::map<std::string, int64_t> SizeGuards::specialized(const std::map<std::strin
   return out;
 }
 
-const SizeGuard *SizeGuards::first_failing(const std::map<std::string, int64_t> &values) const {
-  for (const SizeGuard &g : guards_)
-    if (!g.holds(values)) return &g;
-  return nullptr;
+std::vector<SizeGuard> SizeGuards::checks() const {
+  std::vector<SizeGuard> out;
+  for (const auto &[symbol, value] : values_) {
+    ir::Interval r = range_of(symbol);
+    ir::Expr s = ir::Expr::symbol(symbol);
+    std::string why = "the range of " + symbol + " that the compiled code assumes";
+    if (r.lo != ir::Interval::kNoLower) out.push_back({ir::Expr(r.lo) - s, SizeGuard::Op::Le, why});
+    if (r.hi != ir::Interval::kNoUpper) out.push_back({s - ir::Expr(r.hi), SizeGuard::Op::Le, why});
+  }
+  out.insert(out.end(), guards_.begin(), guards_.end());
+  return out;
+}
+
+std::optional<SizeGuard> SizeGuards::first_failing(const std::map<std::string, int64_t> &values) const {
+  for (const SizeGuard &g : checks())
+    if (!g.holds(values)) return g;
+  return std::nullopt;
 }
 
 GuardActivity::GuardActivity(std::string_view what, std::string_view node, std::string_view op)

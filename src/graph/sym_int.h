@@ -85,6 +85,9 @@ class SymShape : public std::vector<SymInt> {
 /// where that is not known.
 bool known_le(const SymInt &a, const SymInt &b);
 
+/// Whether `s` is `v` at every size: a plain integer of that value (no guard).
+inline bool known_eq(const SymInt &s, int64_t v) { return !s.symbolic() && s.hint() == v; }
+
 /// `s` at one call's sizes (`values` names each of its symbols): a plain integer.
 SymInt at_sizes(const SymInt &s, const std::map<std::string, int64_t> &values);
 
@@ -218,8 +221,11 @@ class SizeGuards {
   const std::vector<SizeGuard> &guards() const { return guards_; }
   /// The symbols some Eq guard fixes to one value, by name: what was specialized.
   std::map<std::string, int64_t> specialized(const std::map<std::string, int64_t> &hints) const;
-  /// The first guard that fails at `values`, or null.
-  const SizeGuard *first_failing(const std::map<std::string, int64_t> &values) const;
+  /// What a call's sizes must pass: each symbol's range (comparisons were decided by it),
+  /// then the guards.
+  std::vector<SizeGuard> checks() const;
+  /// The first of checks() that fails at `values`, if any.
+  std::optional<SizeGuard> first_failing(const std::map<std::string, int64_t> &values) const;
 
  private:
   ir::Ranges ranges_ = default_ranges();

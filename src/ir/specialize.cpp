@@ -5,32 +5,42 @@
 namespace coil::ir {
 namespace {
 
-/// Calls `expr` on every index expression of `p` and `size` on every size, stride and
-/// offset (p a Program, const or not: the functions may replace what they are given).
+/// Calls `expr` on every index expression of node `n` and `size` on every size, stride and
+/// offset of its own (not its buffers'); the functions may replace what they are given.
+template <class N, class ExprFn, class SizeFn>
+void visit_node(N &n, const ExprFn &expr, const SizeFn &size) {
+  auto shape = [&](auto &s) {
+    for (auto &x : s) size(x);
+  };
+  for (auto &i : n.body.instrs)
+    if (i.op == Op::Load || i.op == Op::Index) expr(i.index);
+  expr(n.scatter_index);
+  for (auto &e : n.output_index) expr(e);
+  shape(n.ranges);
+  shape(n.reduction_ranges);
+  for (auto &v : n.operands) {
+    shape(v.sizes);
+    shape(v.strides);
+    size(v.offset);
+  }
+}
+
+/// The same over all of `p` (a Program, const or not): its buffers, nodes and output views.
 template <class P, class ExprFn, class SizeFn>
 void visit(P &p, const ExprFn &expr, const SizeFn &size) {
   auto shape = [&](auto &s) {
     for (auto &x : s) size(x);
   };
-  auto view = [&](auto &v) {
-    shape(v.sizes);
-    shape(v.strides);
-    size(v.offset);
-  };
   for (auto &b : p.buffers) {
     shape(b.type.sizes);
     shape(b.type.strides);
   }
-  for (auto &n : p.nodes) {
-    for (auto &i : n.body.instrs)
-      if (i.op == Op::Load || i.op == Op::Index) expr(i.index);
-    expr(n.scatter_index);
-    for (auto &e : n.output_index) expr(e);
-    shape(n.ranges);
-    shape(n.reduction_ranges);
-    for (auto &v : n.operands) view(v);
+  for (auto &n : p.nodes) visit_node(n, expr, size);
+  for (auto &v : p.output_views) {
+    shape(v.sizes);
+    shape(v.strides);
+    size(v.offset);
   }
-  for (auto &v : p.output_views) view(v);
 }
 
 /// A size read as a value (lowering's size_value: `cast(index s0*12)`) is a constant once
@@ -78,6 +88,37 @@ std::set<std::string> symbols_of(const ScheduledProgram &s) {
     for (const SymShape *shape : {&k.ranges, &k.reduction_ranges})
       for (const SymInt &x : *shape)
         if (x.symbolic()) collect_symbols(x.expr(), out);
+  return out;
+}
+
+std::shared_ptr<SizeGuards> guards_of(const Program &p) {
+  std::shared_ptr<SizeGuards> out;
+  visit(p, [](const Expr &) {}, [&](const SymInt &s) {
+    if (!out && s.symbolic()) out = s.guards();
+  });
+  return out;
+}
+
+std::set<std::string> symbols_of(const Program &p, const Kernel &k) {
+  std::set<std::string> out;
+  auto size = [&](const SymInt &x) {
+    if (x.symbolic()) collect_symbols(x.expr(), out);
+  };
+  auto buffer = [&](BufferId b) {
+    for (const SymShape *shape : {&p.buffer(b).type.sizes, &p.buffer(b).type.strides})
+      for (const SymInt &x : *shape) size(x);
+  };
+  for (const SymShape *shape : {&k.ranges, &k.reduction_ranges})
+    for (const SymInt &x : *shape) size(x);
+  for (int m : k.nodes) {
+    const Node &n = p.nodes[size_t(m)];
+    visit_node(n, [&](const Expr &e) { collect_symbols(e, out); }, size);
+    for (const Instr &i : n.body.instrs)
+      if (i.op == Op::Load) buffer(i.buffer);
+    for (const View &v : n.operands)
+      if (v.buffer >= 0) buffer(v.buffer);
+    for (BufferId b : n.outputs) buffer(b);
+  }
   return out;
 }
 

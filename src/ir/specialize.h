@@ -10,6 +10,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 
@@ -21,12 +22,20 @@ namespace coil::ir {
 /// index expressions.
 std::set<std::string> symbols_of(const Program &p);
 
+/// The guards that the symbolic sizes of `p` share (graph/sym_int.h); null when it has none.
+std::shared_ptr<SizeGuards> guards_of(const Program &p);
+
 /// `p` with each symbol replaced by its value in `values`, which names every symbol of `p`:
 /// a program of integers. Index expressions are put back in canonical form, not simplified.
 Program specialize(Program p, const std::map<std::string, int64_t> &values);
 
 /// The symbols of a scheduled program: its program's and its kernels' iteration spaces'.
 std::set<std::string> symbols_of(const ScheduledProgram &s);
+
+/// The symbols the code of kernel `k` of `p` may name: those of its iteration spaces, of
+/// its nodes (index expressions, ranges, operand views) and of the types of the buffers
+/// they read and write.
+std::set<std::string> symbols_of(const Program &p, const Kernel &k);
 
 /// `s` specialized so: its program, and its kernels' iteration spaces.
 ScheduledProgram specialize(ScheduledProgram s, const std::map<std::string, int64_t> &values);

@@ -57,6 +57,24 @@ NB_MODULE(_C, m) {
                      for (const auto &t : g.outputs()) out.append(info_tuple(t));
                      return out;
                    })
+      .def_prop_ro("symbols",
+                   [](const coil::CompiledGraph &g) {
+                     nb::list out;
+                     for (const auto &s : g.symbols())
+                       out.append(nb::make_tuple(s.name, s.input, s.dim, s.compiled, s.specialized));
+                     return out;
+                   },
+                   "A graph of symbolic sizes that runs at every size it serves (target cpu): its symbols\n"
+                   "as (name, input, dim, value compiled for, specialized), input -1 when no input dim\n"
+                   "holds it, specialized when a guard fixes it to that value.")
+      .def(
+          "outputs_at",
+          [](const coil::CompiledGraph &g, const std::vector<int64_t> &sizes) {
+            nb::list out;
+            for (const auto &t : g.outputs_at(sizes)) out.append(info_tuple(t));
+            return out;
+          },
+          nb::arg("sizes"), "The outputs as `outputs` gives them, at `sizes` (a value per symbol).")
       .def_prop_ro("plans", &coil::CompiledGraph::plans)
       .def_prop_ro("sizes", &coil::CompiledGraph::sizes)
       .def("notes", &coil::CompiledGraph::notes)

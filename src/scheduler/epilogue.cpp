@@ -39,10 +39,10 @@ std::optional<ir::View> strided_view(BufferId buffer, const Expr &at, const SymS
   std::vector<Expr> strides(dims.size(), Expr(0));
   for (const ir::Term &t : e.terms()) {
     int d = -1;
-    Expr stride(t.coeff);  // a number, or a product of sizes
+    Expr stride(t.coeff);  // a number, or a product of sizes (`s0`, `(s1 + 1) // 2`)
     for (const ir::Atom &a : t.factors) {
       if (a.kind() == ir::AtomKind::Var && d < 0) d = a.var().id;
-      else if (a.kind() == ir::AtomKind::Symbol) stride = stride * Expr(a);
+      else if (a.kind() != ir::AtomKind::Var && ir::vars_of(Expr(a)).empty()) stride = stride * Expr(a);
       else return std::nullopt;
     }
     if (d < 0 || d >= int(dims.size())) return std::nullopt;
@@ -372,7 +372,9 @@ std::variant<Epilogue, std::string> match_epilogue(const ir::Program &p, const N
   BufferId chain = call.outputs[0];
   Expr at = ir::simplify(ir::store_index(call, p.buffer(chain)), ranges_of(dims));
   Epilogue e;
-  e.out = *strided_view(chain, at, dims);
+  std::optional<ir::View> result = strided_view(chain, at, dims);
+  if (!result) return str_cat(call.origin, " stores ", p.buffer(chain).name, " at [", ir::str(at), "], not a strided view");
+  e.out = *result;
   std::set<BufferId> earlier;
   for (size_t k = 0; k < nodes.size(); ++k) {
     const Node &n = *nodes[k];

@@ -27,6 +27,15 @@ void check_input(const std::vector<BufferLife> &buffers) {
   }
 }
 
+/// Whether `s` holds a max or min of sizes that the symbols' ranges did not decide.
+bool undecided(const SymInt &s) {
+  if (!s.symbolic()) return false;
+  for (const ir::Term &t : s.expr().terms())
+    for (const ir::Atom &a : t.factors)
+      if (a.kind() == ir::AtomKind::Max || a.kind() == ir::AtomKind::Min) return true;
+  return false;
+}
+
 /// Buffer indices in kernel order: by def step, ties by input order.
 std::vector<int> kernel_order(const std::vector<BufferLife> &buffers) {
   std::vector<int> order(buffers.size());
@@ -56,7 +65,17 @@ class Planner {
       plan_.offsets[i] = first_fit(b);
     }
     placed_.push_back(i);
-    plan_.arena_bytes = sym_max(plan_.arena_bytes, plan_.offsets[i] + aligned(b.bytes));
+    // The arena is the highest end so far. Of symbolic sizes, an offset or an arena that
+    // would be a max no range decides (each later offset would hold it, and the wrapper's
+    // expressions grow with every buffer) is instead the top of the arena: the buffer goes
+    // above every one placed, and the arena grows by its size.
+    if (plan_.reused[i] >= 0) return;  // the buffer it takes over ends below the top
+    SymInt end = plan_.offsets[i] + aligned(b.bytes), top = sym_max(plan_.arena_bytes, end);
+    if (undecided(plan_.offsets[i]) || undecided(top)) {
+      plan_.offsets[i] = plan_.arena_bytes;
+      top = plan_.arena_bytes + aligned(b.bytes);
+    }
+    plan_.arena_bytes = top;
   }
 
   MemoryPlan take() { return std::move(plan_); }

@@ -369,7 +369,7 @@ std::vector<int> inputs_writable_by(const ir::ScheduledProgram &s, ir::BufferId 
   for (size_t j = 0; j < p.inputs.size(); ++j) {
     ir::BufferId input = p.inputs[j];
     const TensorType &in = p.buffer(input).type;
-    if (!(in.dtype == out.type.dtype && in.sizes == out.type.sizes && in.strides == out.type.strides)) continue;
+    if (!(in.dtype == out.type.dtype && same(in.sizes, out.type.sizes) && same(in.strides, out.type.strides))) continue;
     if (std::count(p.outputs.begin(), p.outputs.end(), input)) continue;  // returned as it was
     // The writing kernel reads the input only where and before it writes b (as the memory
     // plan lets a kernel write over a buffer that dies in it); no later kernel reads it.

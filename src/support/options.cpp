@@ -44,8 +44,8 @@ std::vector<Entry> registered_entries() {
   return {
       bool_option("debug", false, "print each stage's decisions to stderr"),
       int_option("dynamic.sizes_per_graph", 8, 1,
-                 "most sizes a torch.compile graph of symbolic sizes is compiled for, one compile each; a call at "
-                 "another size runs in eager PyTorch"),
+                 "most sizes a torch.compile graph of symbolic sizes is compiled for on the GPU, one compile each; "
+                 "a call at another size runs in eager PyTorch (on the CPU one compile serves every size)"),
       string_option("trace", "",
                     "directory for each stage's dump (graph.txt, graph_after_passes.txt, "
                     "ir_pre_fusion.txt, ir_post_fusion.txt, memory_plan.txt); empty: no dumps"),

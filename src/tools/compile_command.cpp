@@ -152,7 +152,7 @@ int run_compile(const std::vector<std::string> &args) {
   if (out.empty()) throw UserError("coil compile: --out DIR is required");
   if (device == "cuda") return compile_cuda(file, sizes, out, explain);
   Graph g = frontend::parse_graph_file(file, &sizes);
-  Compilation c = compile_graph(std::move(g), sched::ScheduleOptions::from_registry(), out);
+  Compilation c = compile_graph(std::move(g), sched::ScheduleOptions::from_registry(), out, CodegenSizes::Symbolic);
   CpuBuild build = build_for_cpu(c, out);
   std::filesystem::path dir(out);
   write_file_atomically(dir / "graph.cpp", build.source);

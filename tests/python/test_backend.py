@@ -597,25 +597,25 @@ def run_sizes(model, shapes, device, **compile_kwargs):
 
 class DynamicShapes(unittest.TestCase):
     """Graphs of symbolic sizes (dynamic=True, mark_dynamic, Dynamo's automatic dynamic
-    shapes): coil compiles one Dynamo graph for each size it is called at, without Dynamo
-    recompiling, up to the option dynamic.sizes_per_graph."""
+    shapes): on the CPU coil compiles one Dynamo graph once and serves every size with it;
+    on the GPU once for each size it is called at, up to the option dynamic.sizes_per_graph;
+    Dynamo never recompiles."""
 
     def test_one_graph_serves_every_batch_size_and_sequence_length(self):
         shapes = [(2, 8, 32), (7, 8, 32), (16, 5, 32), (61, 3, 32), (7, 8, 32)]
         with no_fallback(), self.assertLogs("coil", level=logging.DEBUG) as logs:
             counted, graphs = run_sizes(SeqAttention(), shapes, "cpu", dynamic=True)
         self.assertEqual(graphs, 1)
-        self.assertEqual((counted["graphs_compiled"], counted["sizes_compiled"], counted["sizes_eager"]), (1, 4, 0), counted)
-        self.assertTrue(any("graph of symbolic sizes" in line and "compiled per size" in line for line in logs.output),
-                        logs.output)
-        # The log says which symbols the compiled graph was specialized to, and what relied on each:
-        # here code generation alone (the meta functions, the graph passes, lowering, fusion and
-        # the memory plan keep every size symbolic).
+        self.assertEqual((counted["graphs_compiled"], counted["sizes_compiled"], counted["sizes_eager"]), (1, 1, 0), counted)
+        self.assertTrue(any("graph of symbolic sizes" in line and "compiled once for every size" in line
+                            for line in logs.output), logs.output)
+        # The log says which symbols the compiled graph keeps and what a call's sizes must
+        # satisfy: no size is specialized (every stage, C++ code generation too, keeps them).
         report = [line for line in logs.output if "what the graph of symbolic sizes relies on" in line]
-        self.assertTrue(report and "specialized" in report[0], logs.output)
-        guards = [line for line in report[0].splitlines() if " # " in line]
-        self.assertTrue(guards and all(line.endswith("# code generation, which does not keep symbols yet")
-                                       for line in guards), report[0])
+        symbols = [line for line in report[0].splitlines() if line.startswith("s")] if report else []
+        self.assertTrue(symbols and all(line.endswith("  symbolic") for line in symbols), logs.output)
+        guards = [line for line in report[0].splitlines() if " # " in line and " == " in line]
+        self.assertEqual(guards, [], report[0])
 
     def test_a_second_batch_size_compiles_symbolic_sizes(self):
         # Without dynamic=True Dynamo compiles the first size statically, and after a second
@@ -623,7 +623,7 @@ class DynamicShapes(unittest.TestCase):
         with no_fallback():
             counted, graphs = run_sizes(Block(), [(2, 8, 32), (3, 8, 32), (5, 8, 32), (3, 8, 32)], "cpu")
         self.assertEqual(graphs, 2)
-        self.assertEqual((counted["graphs_compiled"], counted["graphs_eager"], counted["sizes_compiled"]), (2, 0, 2),
+        self.assertEqual((counted["graphs_compiled"], counted["graphs_eager"], counted["sizes_compiled"]), (2, 0, 1),
                          counted)
 
     def test_mark_dynamic(self):
@@ -639,16 +639,7 @@ class DynamicShapes(unittest.TestCase):
                 torch._dynamo.mark_dynamic(x, 0)
                 torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-5)
         counted = backend.counters - before
-        self.assertEqual((counted["graphs"], counted["sizes_compiled"]), (1, 2), counted)
-
-    def test_sizes_beyond_the_limit_run_in_eager(self):
-        shapes = [(2, 4, 32), (3, 4, 32), (4, 4, 32), (2, 4, 32)]
-        with self.assertLogs("coil", level=logging.WARNING) as logs:
-            counted, graphs = run_sizes(Block(), shapes, "cpu", dynamic=True, options={"dynamic.sizes_per_graph": 2})
-        self.assertEqual(graphs, 1)
-        self.assertEqual((counted["sizes_compiled"], counted["sizes_eager"]), (2, 1), counted)
-        self.assertTrue(any("beyond dynamic.sizes_per_graph (2)" in line and "s" in line for line in logs.output),
-                        logs.output)
+        self.assertEqual((counted["graphs"], counted["sizes_compiled"]), (1, 1), counted)
 
     def test_training_steps_at_several_batch_sizes(self):
         # The forward returns sizes its backward takes (symbolic in both graphs).
@@ -668,7 +659,7 @@ class DynamicShapes(unittest.TestCase):
                 for p, q in zip(model.parameters(), twin.parameters()):
                     torch.testing.assert_close(p.grad, q.grad, rtol=1e-4, atol=1e-4)
         counted = backend.counters - before
-        self.assertEqual((counted["graphs_compiled"], counted["graphs_eager"], counted["sizes_compiled"]), (2, 0, 6),
+        self.assertEqual((counted["graphs_compiled"], counted["graphs_eager"], counted["sizes_compiled"]), (2, 0, 2),
                          counted)
 
 
@@ -692,6 +683,17 @@ class Cuda(unittest.TestCase):
             counted, graphs = run_sizes(SeqAttention(), shapes, self.device, dynamic=True)
         self.assertEqual(graphs, 1)
         self.assertEqual((counted["graphs_compiled"], counted["sizes_compiled"], counted["sizes_eager"]), (1, 4, 0), counted)
+
+    def test_sizes_beyond_the_limit_run_in_eager(self):
+        # The GPU compiles a graph of symbolic sizes per size, up to dynamic.sizes_per_graph.
+        shapes = [(2, 4, 32), (3, 4, 32), (4, 4, 32), (2, 4, 32)]
+        with self.assertLogs("coil", level=logging.WARNING) as logs:
+            counted, graphs = run_sizes(Block(), shapes, self.device, dynamic=True,
+                                        options={"dynamic.sizes_per_graph": 2})
+        self.assertEqual(graphs, 1)
+        self.assertEqual((counted["sizes_compiled"], counted["sizes_eager"]), (2, 1), counted)
+        self.assertTrue(any("beyond dynamic.sizes_per_graph (2)" in line and "s" in line for line in logs.output),
+                        logs.output)
 
     def test_input_updates_are_written_in_place_only_where_safe(self):
         check_input_updates(self, "cuda")

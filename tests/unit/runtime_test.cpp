@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -26,6 +27,7 @@
 #include "io/compare.h"
 #include "io/graph_tensors.h"
 #include "io/safetensors.h"
+#include "coil/artifact.h"
 #include "runtime/cache.h"
 #include "runtime/compiler.h"
 #include "runtime/cpu_module.h"
@@ -372,6 +374,54 @@ TEST(CpuCall, OneAtATimeOnAThread) {
     EXPECT_THROW(CpuModule::Call second(m), InternalError);
   }
   CpuModule::Call again(m);  // the first one gave the storage back
+}
+
+// A graph of symbolic sizes compiled for the CPU is one library for every size it serves,
+// through coil/artifact.h alone: its symbols, the checks a call's sizes must pass, the
+// layouts and arena at those sizes, and coil_run_sized, which refuses sizes that fail a
+// check without running anything.
+TEST(CpuCall, TheLibraryTakesSymbolicSizes) {
+  const std::string text = "class GraphModule(torch.nn.Module):\n"
+                           "    def forward(self, a: \"f32[s0, 24][24, 1]cpu\"):\n"
+                           "        exp: \"f32[s0, 24][24, 1]cpu\" = torch.ops.aten.exp.default(a)\n"
+                           "        sum_1: \"f32[s0][1]cpu\" = torch.ops.aten.sum.dim_IntList(exp, [1])\n"
+                           "        return (sum_1,)\n";
+  frontend::SizeValues sizes{{"s0", 7}};
+  Compilation c = compile_graph(frontend::parse_graph(text, "sum.py", &sizes), sched::ScheduleOptions{}, "",
+                                CodegenSizes::Symbolic);
+  SharedLibrary lib(build_cpu(c.schedule).so_path);
+  ASSERT_EQ(lib.symbol<int32_t (*)()>("coil_num_symbols")(), 1);
+  const coil_symbol_desc *s0 = lib.symbol<const coil_symbol_desc *(*)(int32_t)>("coil_symbol")(0);
+  EXPECT_EQ(std::string(s0->name), "s0");
+  EXPECT_EQ((std::vector<int64_t>{s0->input, s0->dim, s0->compiled}), (std::vector<int64_t>{0, 0, 7}));
+  auto check = lib.symbol<int32_t (*)(const int64_t *)>("coil_check_sizes");
+  const int64_t one[] = {1}, sixteen[] = {16};
+  EXPECT_EQ(check(sixteen), -1);
+  int32_t failing = check(one);
+  ASSERT_GE(failing, 0);
+  EXPECT_EQ(std::string(lib.symbol<const char *(*)(int32_t)>("coil_size_check")(failing)),
+            "s0 >= 2 (the range of s0 that the compiled code assumes)");
+  auto layout = lib.symbol<int32_t (*)(int32_t, int32_t, const int64_t *, int64_t *, int64_t *, int64_t *, int64_t *)>(
+      "coil_layout");
+  int64_t dims[2], strides[2], offset = -1, elements = -1;
+  ASSERT_EQ(layout(0, 0, sixteen, dims, strides, &offset, &elements), COIL_OK);
+  EXPECT_EQ((std::vector<int64_t>{dims[0], dims[1], strides[0], strides[1], offset, elements}),
+            (std::vector<int64_t>{16, 24, 24, 1, 0, 384}));
+  ASSERT_EQ(layout(1, 0, sixteen, dims, strides, &offset, &elements), COIL_OK);
+  EXPECT_EQ((std::vector<int64_t>{dims[0], strides[0], elements}), (std::vector<int64_t>{16, 1, 16}));
+  EXPECT_EQ(layout(1, 1, sixteen, dims, strides, &offset, &elements), COIL_ERROR_NULL_POINTER);
+
+  auto run = lib.symbol<int32_t (*)(const int64_t *, void *const *, void **, void *)>("coil_run_sized");
+  std::vector<float> a(16 * 24), out(16, -1);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = float(i % 24) / 24;
+  void *const in[] = {a.data()};
+  void *outs[] = {out.data()};
+  EXPECT_EQ(run(one, in, outs, nullptr), COIL_ERROR_SIZES);
+  EXPECT_EQ(out[0], -1) << "a refused call runs nothing";
+  ASSERT_EQ(run(sixteen, in, outs, nullptr), COIL_OK);
+  double want = 0;
+  for (int j = 0; j < 24; ++j) want += std::exp(double(j) / 24);
+  for (float v : out) EXPECT_NEAR(v, want, 1e-4);
 }
 
 // Modules called one after the other on a thread (a training step's forward and backward)

@@ -2,7 +2,8 @@
 // keeps the symbols in the loop IR and the scheduler in its kernels, neither records a guard
 // for the fixtures' op families, and the program specialized to each size a fixture was
 // captured at matches eager there (the reference interpreter, the tolerances of the testing
-// tiers from src/io/compare.h).
+// tiers from src/io/compare.h). The C++ dialect keeps them too: one library serves every
+// size.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -18,6 +19,7 @@
 #include "ir/specialize.h"
 #include "lowering/lowering.h"
 #include "passes/passes.h"
+#include "runtime/cpu_module.h"
 #include "scheduler/scheduler.h"
 #include "test_util.h"
 
@@ -78,7 +80,7 @@ void expect_serves_every_size(const Graph &g, const ir::ScheduledProgram &s, con
   for (const auto &dir : dirs) {
     SCOPED_TRACE(dir.filename().string());
     std::map<std::string, int64_t> values = symbol_values(test::fixture_graph(dir));
-    if (const SizeGuard *failing = guards->first_failing(values)) {
+    if (std::optional<SizeGuard> failing = guards->first_failing(values)) {
       ADD_FAILURE() << "the compiled graph does not serve these sizes: " << failing->str() << " (" << failing->why << ")";
       continue;
     }
@@ -115,6 +117,30 @@ TEST_P(OneLowering, OneScheduleServesEveryFixtureSize) {
   EXPECT_EQ(size_guards_of(g)->guards().size(), before) << "scheduling guarded a size:\n" << size_guards_str(g);
   EXPECT_FALSE(ir::symbols_of(s.ir).empty());
   expect_serves_every_size(g, s.ir, dirs);
+}
+
+// The C++ dialect keeps them to the end: one library, built for the family's first size,
+// runs every fixture's inputs at their own sizes (its kernels take the sizes as arguments,
+// its oneDNN calls make a primitive per sizes) and matches eager there, and code generation
+// specialized no symbol.
+TEST_P(OneLowering, OneCpuLibraryServesEveryFixtureSize) {
+  std::vector<std::filesystem::path> dirs = dynamic_families().at(GetParam());
+  Compilation c = compile_graph(test::fixture_graph(dirs[0]), sched::ScheduleOptions::from_registry(), "",
+                                CodegenSizes::Symbolic);
+  CpuModule m(build_cpu(c.schedule).so_path);
+  std::shared_ptr<SizeGuards> guards = size_guards_of(c.graph);
+  EXPECT_TRUE(guards->specialized(guards->values()).empty()) << size_guards_str(c.graph);
+  EXPECT_FALSE(m.symbols().empty());
+  for (const auto &dir : dirs) {
+    SCOPED_TRACE(dir.filename().string());
+    std::map<std::string, int64_t> values = symbol_values(test::fixture_graph(dir));
+    TensorList inputs = read_safetensors((dir / "inputs.safetensors").string());
+    TensorList expected = read_safetensors((dir / "expected.safetensors").string());
+    std::vector<HostTensor> outputs = m.run(inputs);
+    ASSERT_EQ(outputs.size(), c.graph.outputs().size());
+    // Tolerances by the reductions at these sizes.
+    test::expect_outputs_match(outputs, expected, ir::specialize(c.schedule.ir.program, values));
+  }
 }
 
 std::vector<std::string> family_names() {

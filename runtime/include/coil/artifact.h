@@ -26,10 +26,21 @@
  * other (a training step's forward and backward) may give them all one arena, of the
  * largest size.
  *
- * Symbolic sizes: a graph traced with symbolic sizes (`f32[s0, 768]`) is compiled for one
- * value of each symbol, the sizes coil_input(i) gives; its kernels are specialized to them
- * (coil's sizes.txt lists the guards the compiled graph relies on). A caller at other sizes
- * compiles the graph again for them.
+ * Symbolic sizes: a graph traced with symbolic sizes (`f32[s0, 768]`) has
+ * coil_num_symbols() symbols; coil_symbol(i) names symbol i, the input dim its value can be
+ * read from (input -1 when no input dim is the symbol alone) and the value it was compiled
+ * for. coil_run_sized(sizes, ...) runs the graph at the sizes `sizes[i]` (symbol i; NULL
+ * for a graph of none): coil_layout(output, i, sizes, ...) gives each input's and output's
+ * sizes, strides and allocation at those sizes (the descriptors above give them at the
+ * sizes compiled for; dims and strides are arrays of the tensor's rank; it returns COIL_OK,
+ * or COIL_ERROR_NULL_POINTER for no such tensor), coil_arena_bytes_at(sizes) the bytes of
+ * the arena a call needs (a caller's arena passed to coil_run_sized holds that many). A compiled graph
+ * serves the sizes that pass its checks (each symbol's range, then what its code relies
+ * on, such as a size it was specialized to): coil_check_sizes(sizes) returns -1 when they
+ * pass, else the first check that fails, which coil_size_check(g) states in words
+ * ("s0 >= 2 (the range of s0 that the compiled code assumes)"); coil_run_sized returns
+ * COIL_ERROR_SIZES for them without running anything. coil_run and coil_run_in run at the
+ * sizes compiled for.
  *
  * Errors: coil_run returns COIL_OK or an error code; coil_error_message(code) says what
  * it means. An error inside a kernel (an integer division by zero, an index read from
@@ -59,7 +70,7 @@
 extern "C" {
 #endif
 
-#define COIL_ABI_VERSION 2
+#define COIL_ABI_VERSION 3
 
 enum coil_dtype {
   COIL_F64 = 0, COIL_F32 = 1, COIL_F16 = 2, COIL_BF16 = 3,
@@ -73,7 +84,8 @@ enum coil_status {
   COIL_ERROR_NULL_POINTER = 1,       /* an input or owned output pointer is NULL */
   COIL_ERROR_OUT_OF_MEMORY = 2,      /* the arena could not be allocated */
   COIL_ERROR_DIVISION_BY_ZERO = 3,   /* integer division or remainder by zero */
-  COIL_ERROR_INDEX_OUT_OF_RANGE = 4  /* an index read from data is out of range */
+  COIL_ERROR_INDEX_OUT_OF_RANGE = 4, /* an index read from data is out of range */
+  COIL_ERROR_SIZES = 5               /* the sizes fail a check (coil_check_sizes) */
 };
 
 typedef struct coil_tensor_desc {
@@ -87,6 +99,14 @@ typedef struct coil_tensor_desc {
   int32_t kind;             /* outputs: enum coil_output_kind; inputs: 0 */
   int32_t alias_index;      /* outputs that alias: the input or output they view */
 } coil_tensor_desc;
+
+/* One symbolic size of the graph (coil_symbol). */
+typedef struct coil_symbol_desc {
+  const char *name;  /* as the graph names it: "s0" */
+  int32_t input;     /* an input with a dim of exactly this size, or -1 */
+  int32_t dim;       /* that dim */
+  int64_t compiled;  /* the value compiled for: the descriptors' sizes */
+} coil_symbol_desc;
 
 /* One kernel's row of coil_profile. */
 typedef struct coil_kernel_profile {
@@ -104,6 +124,14 @@ const coil_tensor_desc *coil_output(int32_t i);
 int64_t coil_arena_bytes(void);
 int32_t coil_run(void *const *inputs, void **outputs);
 int32_t coil_run_in(void *const *inputs, void **outputs, void *arena);
+int32_t coil_num_symbols(void);
+const coil_symbol_desc *coil_symbol(int32_t i);
+int32_t coil_check_sizes(const int64_t *sizes);
+const char *coil_size_check(int32_t g);
+int32_t coil_layout(int32_t output, int32_t i, const int64_t *sizes, int64_t *dims, int64_t *strides,
+                    int64_t *storage_offset, int64_t *storage_elements);
+int64_t coil_arena_bytes_at(const int64_t *sizes);
+int32_t coil_run_sized(const int64_t *sizes, void *const *inputs, void **outputs, void *arena);
 const char *coil_error_message(int32_t status);
 int32_t coil_profile(coil_kernel_profile *rows, int32_t capacity); /* optional: see above */
 int32_t coil_set_num_threads(int32_t n);

@@ -7,7 +7,8 @@
 //   ... the plain loop of coil/extern_loops.h, should oneDNN have declined ...
 //
 // A call site creates its primitive once, on the first call (a function-local static),
-// and runs it on every call after. Concurrent coil_run calls on one module are safe
+// and runs it on every call after; in a graph of symbolic sizes, once per sizes it runs at
+// (BySizes below). Concurrent coil_run calls on one module are safe
 // (coil/artifact.h): the primitive takes its scratchpad from the caller (oneDNN's
 // user-managed mode) and keeps no state of a call, so each calling thread runs it with
 // a stream, a scratchpad and blocked temporaries of its own. oneDNN's OpenMP threads
@@ -23,8 +24,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <initializer_list>
 #include <memory>
+#include <mutex>
 #include <utility>
 #include <vector>
 
@@ -482,5 +485,28 @@ inline Primitive convolution(const Desc &src, const Desc &weights, const Desc *b
   p.create(pd, s, transposed ? "transposed convolution" : "convolution");
   return p;
 }
+
+/// The primitives of one call site in a graph of symbolic sizes: one per sizes it runs at
+/// (the values of the kernel's symbols), made by `make` on the first call at them and kept
+/// for the module's life, so that a return to earlier sizes plans nothing.
+class BySizes {
+ public:
+  template <class Make>
+  const Primitive &at(std::initializer_list<int64_t> sizes, const Make &make) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const Entry &e : made_)
+      if (std::equal(sizes.begin(), sizes.end(), e.sizes.begin(), e.sizes.end())) return e.primitive;
+    made_.push_back(Entry{std::vector<int64_t>(sizes), make()});
+    return made_.back().primitive;
+  }
+
+ private:
+  struct Entry {
+    std::vector<int64_t> sizes;
+    Primitive primitive;
+  };
+  std::mutex mutex_;
+  std::deque<Entry> made_;  // stable: callers hold references while others add
+};
 
 }  // namespace coil_rt::onednn

@@ -28,7 +28,7 @@ std::string element_key(const ir::Program &p, ir::BufferId b, const ir::Expr &at
 
 bool loads_transposed_in_last_two_dims(const ir::Program &p, const ir::Kernel &k) {
   int n = int(k.ranges.size());
-  if (n < 2 || k.ranges[size_t(n - 1)] < 16 || k.ranges[size_t(n - 2)] < 16) return false;
+  if (n < 2 || k.ranges[size_t(n - 1)].hint() < 16 || k.ranges[size_t(n - 2)].hint() < 16) return false;
   ir::Ranges ranges = ir::ranges_of(k.ranges, k.reduction_ranges);
   return any_direct_load(p, k, [&](const ir::Instr &i) {
     ir::AccessFact last = ir::access_of(i.index, ir::VarId{n - 1}, ranges), prev = ir::access_of(i.index, ir::VarId{n - 2}, ranges);
@@ -64,7 +64,14 @@ std::string sum_of_terms(const ir::Expr &index, const std::function<std::string(
   std::string out;
   for (const ir::Term &t : index.terms()) {
     std::string term;
-    for (const ir::Atom &a : t.factors) term += (term.empty() ? "" : "*") + atom(a);
+    for (const ir::Atom &a : t.factors) {
+      // A quotient or remainder after another factor is one operand: `s1*((s0) / 4)`, not
+      // `s1*(s0) / 4`, which both dialects read as (s1*s0) / 4.
+      bool divides = a.kind() == ir::AtomKind::FloorDiv || a.kind() == ir::AtomKind::Mod ||
+                     a.kind() == ir::AtomKind::SizeDiv || a.kind() == ir::AtomKind::SizeMod;
+      std::string text = atom(a);
+      term += term.empty() ? text : "*" + (divides ? "(" + text + ")" : text);
+    }
     if (t.coeff != 1) term = term + "*" + std::to_string(t.coeff);
     out += (out.empty() ? "" : " + ") + term;
   }

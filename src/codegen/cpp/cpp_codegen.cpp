@@ -38,15 +38,17 @@ std::string generate_cpp(const sched::Schedule &s, const std::vector<CppKernelPl
   w.line("");
   w.line("using coil_rt::Vec;");
   w.line("");
-  std::vector<std::pair<std::string, std::vector<BufferId>>> calls;
+  std::vector<KernelCall> calls;
   for (size_t i = 0; i < s.ir.kernels.size(); ++i) {
     const Kernel &k = s.ir.kernels[i];
+    GuardActivity what("the C++ code of", k.name);  // the reason of any size it specializes
     w.line("// " + k.name + ": " + ir::kernel_summary(p, k));
     KernelEmitter e(p, k, plans[i], st, w);
     e.emit();
     w.line("");
-    calls.push_back({k.name, e.params()});
+    calls.push_back({k.name, e.params(), e.symbols()});
   }
+  GuardActivity what("the C++ wrapper");
   emit_wrapper(s, st, calls, o.profile, w);
   return w.str();
 }

@@ -39,8 +39,8 @@ using sched::PostOpKind;
 
 std::string strided_element(const ir::Program &p, const ir::View &v, const std::string &name,
                             const std::vector<std::string> &idx) {
-  std::string at = std::to_string(v.offset);
-  for (size_t d = 0; d < idx.size(); ++d) at += " + " + idx[d] + "*" + std::to_string(v.strides[d]);
+  std::string at = cpp_size(v.offset);
+  for (size_t d = 0; d < idx.size(); ++d) at += " + " + idx[d] + "*" + cpp_size(v.strides[d]);
   return from_storage(name + "[" + at + "]", p.buffer(v.buffer).type.dtype);
 }
 
@@ -64,7 +64,7 @@ bool transposed(const Node &n) { return n.attrs.count("transposed") && n.attrs.a
 struct Product {
   const ir::View *a, *b, *bias;
   bool batched, vector;
-  int64_t batches, rows, inner, cols;
+  SymInt batches, rows, inner, cols;
   double alpha, beta;
 };
 
@@ -75,10 +75,10 @@ Product product(const Node &n) {
   m.b = &n.operands[m.bias ? 2 : 1];
   m.batched = m.a->sizes.size() == 3;
   m.vector = m.b->sizes.size() == 1;
-  m.batches = m.batched ? int64_t(m.a->sizes[0]) : 1;
+  m.batches = m.batched ? m.a->sizes[0] : SymInt(1);
   m.rows = m.a->sizes[m.batched ? 1 : 0];
   m.inner = m.a->sizes.back();
-  m.cols = m.vector ? 1 : int64_t(m.b->sizes.back());
+  m.cols = m.vector ? SymInt(1) : m.b->sizes.back();
   m.alpha = n.scalars.count("alpha") ? n.scalars.at("alpha") : 1;
   m.beta = n.scalars.count("beta") ? n.scalars.at("beta") : 1;
   return m;
@@ -102,7 +102,7 @@ void push_merged(std::vector<PostOp> &ops, const PostOp &op) {
   ops.push_back(op);
 }
 
-OnednnCall onednn_call(const Node &n, const Shape &result, const sched::Epilogue &e) {
+OnednnCall onednn_call(const Node &n, const SymShape &result, const sched::Epilogue &e) {
   OnednnCall call;
   std::vector<PostOp> ops;
   if (is_product(n)) {
@@ -111,10 +111,10 @@ OnednnCall onednn_call(const Node &n, const Shape &result, const sched::Epilogue
     call.scale = bias ? m.alpha / m.beta : m.alpha;
     if (bias) {
       // The bias broadcasts to the result: missing leading dims and dims of size 1 stay put.
-      ir::View over{m.bias->buffer, result, Shape(result.size(), 0), m.bias->offset};
+      ir::View over{m.bias->buffer, result, SymShape(result.size(), 0), m.bias->offset};
       size_t lead = result.size() - m.bias->sizes.size();
       for (size_t d = lead; d < result.size(); ++d)
-        if (m.bias->sizes[d - lead] != 1) over.strides[d] = m.bias->strides[d - lead];
+        if (!known_eq(m.bias->sizes[d - lead], 1)) over.strides[d] = m.bias->strides[d - lead];
       ops.push_back({PostOpKind::Add, 0, 0, over});
       if (m.beta != 1) ops.push_back({PostOpKind::Linear, m.beta, 0, {}});
     }
@@ -149,21 +149,22 @@ std::string dtype_list(const std::vector<DType> &types) {
 // convolution's output padding makes it smaller than its start padding, negative where
 // wider, which oneDNN's deconvolution takes.
 struct ConvolutionGeometry {
-  Shape gaps, pad_r;
+  Shape gaps;
+  SymShape pad_r;
 };
 
-ConvolutionGeometry convolution_geometry(const Node &n, const Shape &ranges) {
+ConvolutionGeometry convolution_geometry(const Node &n, const SymShape &ranges) {
   const ir::View &x = n.operands[0], &wt = n.operands[1];
   const Shape &stride = n.attrs.at("stride"), &padding = n.attrs.at("padding"), &dilation = n.attrs.at("dilation");
   bool swap = transposed(n);
   ConvolutionGeometry g;
   for (size_t d = 0; d + 2 < wt.sizes.size(); ++d) {
     g.gaps.push_back(dilation[d] - 1);
-    int64_t window = (wt.sizes[2 + d] - 1) * dilation[d] + 1;
+    SymInt window = (wt.sizes[2 + d] - 1) * dilation[d] + 1;
     // The convolution's input is `wide`, its output `narrow` (swapped when transposed).
-    int64_t wide = swap ? ranges[2 + d] : int64_t(x.sizes[2 + d]), narrow = swap ? int64_t(x.sizes[2 + d]) : ranges[2 + d];
-    int64_t pad = (narrow - 1) * stride[d] + window - wide - padding[d];
-    g.pad_r.push_back(swap ? pad : std::max<int64_t>(pad, 0));
+    const SymInt &wide = swap ? ranges[2 + d] : x.sizes[2 + d], &narrow = swap ? x.sizes[2 + d] : ranges[2 + d];
+    SymInt pad = (narrow - 1) * stride[d] + window - wide - padding[d];
+    g.pad_r.push_back(swap ? pad : sym_max(pad, 0));
   }
   return g;
 }
@@ -189,7 +190,7 @@ std::string why_not_onednn(const ir::Program &p, const ir::Kernel &k, const sche
   if (p.buffer(e.out.buffer).type.dtype == DType::F16) return "oneDNN 2 writes no f16 result";
   const std::vector<PostOp> ops = onednn_call(n, k.ranges, e).ops;
   const TensorType &out = p.buffer(e.out.buffer).type;
-  if (t == DType::BF16 && storage_extent(out) != checked_numel(out.sizes) &&
+  if (t == DType::BF16 && !storage_extent(out).same(checked_numel(out.sizes)) &&
       std::any_of(ops.begin(), ops.end(), [](const PostOp &op) { return op.binary(); }))
     return "oneDNN 2 adds a tensor post-op to a bf16 result with padded rows wrongly (op_baddbmm under "
            "extern.align_product_rows=always)";
@@ -197,10 +198,11 @@ std::string why_not_onednn(const ir::Program &p, const ir::Kernel &k, const sche
     return str_cat("oneDNN 2 would run both ", sched::post_op_name(*kind), " post-ops with the first one's parameters");
   if (is_product(n)) {
     Product m = product(n);
-    if (m.inner == 0) return "the product sums over no element";
+    if (known_eq(m.inner, 0)) return "the product sums over no element";
     for (const ir::View *v : {m.a, m.b})
       for (size_t d = m.batched ? 1 : 0; d < v->sizes.size(); ++d)
-        if (v->strides[d] == 0 && v->sizes[d] > 1) return "an operand repeats its elements along a matrix dim (stride 0)";
+        if (known_eq(v->strides[d], 0) && !known_eq(v->sizes[d], 1) && !known_eq(v->sizes[d], 0))
+          return "an operand repeats its elements along a matrix dim (stride 0)";
     return "";
   }
   size_t spatial = n.operands[1].sizes.size() - 2;
@@ -223,7 +225,7 @@ struct ConvolutionAsProduct {
   ir::View src, weights, dst;  // [N, pixels..., in], [1..., in, out], [N, pixels..., out]
   ir::View bias;               // over dst, broadcast but along out; buffer -1 when none
   std::vector<PostOp> ops;     // the epilogue, over the product's dims
-  int64_t work = 0;            // multiply-adds
+  SymInt work = 0;             // multiply-adds
 };
 
 // View `v` of a convolution's [N, C, spatial...] seen as [N, spatial..., C].
@@ -243,11 +245,12 @@ void merge_rows(ConvolutionAsProduct &c) {
   for (size_t d = c.dst.sizes.size() - 2; d-- > 0;) {
     // Dim d (outer) and d + 1 of every view as one.
     bool nested = std::all_of(views.begin(), views.end(), [&](const ir::View *v) {
-      return v->sizes[d] == 1 || v->sizes[d + 1] == 1 || v->strides[d] == v->strides[d + 1] * v->sizes[d + 1];
+      return known_eq(v->sizes[d], 1) || known_eq(v->sizes[d + 1], 1) ||
+             v->strides[d].same(v->strides[d + 1] * v->sizes[d + 1]);
     });
     if (!nested) continue;
     for (ir::View *v : views) {
-      if (v->sizes[d + 1] == 1) v->strides[d + 1] = v->strides[d];
+      if (known_eq(v->sizes[d + 1], 1)) v->strides[d + 1] = v->strides[d];
       v->sizes[d + 1] *= v->sizes[d];
       v->sizes.erase(v->sizes.begin() + long(d));
       v->strides.erase(v->strides.begin() + long(d));
@@ -255,7 +258,7 @@ void merge_rows(ConvolutionAsProduct &c) {
   }
 }
 
-std::optional<ConvolutionAsProduct> convolution_as_product(const Node &n, const Shape &ranges, const sched::Epilogue &e) {
+std::optional<ConvolutionAsProduct> convolution_as_product(const Node &n, const SymShape &ranges, const sched::Epilogue &e) {
   if (!options::get_bool("cpp.conv1x1_as_matmul") || n.extern_op != ir::ExternOp::Convolution ||
       n.attrs.at("groups")[0] != 1)
     return std::nullopt;
@@ -266,28 +269,29 @@ std::optional<ConvolutionAsProduct> convolution_as_product(const Node &n, const 
   // at a larger stride it leaves the pixels between its inputs' zero.
   bool swap = transposed(n);
   for (size_t d = 0; d < spatial; ++d)
-    if (wt.sizes[2 + d] != 1 || padding[d] != 0 || (swap && stride[d] != 1)) return std::nullopt;
-  if ((x.sizes[1] > 1 && x.strides[1] != 1) || (e.out.sizes[1] > 1 && e.out.strides[1] != 1)) return std::nullopt;
+    if (!known_eq(wt.sizes[2 + d], 1) || padding[d] != 0 || (swap && stride[d] != 1)) return std::nullopt;
+  auto channels_not_innermost = [](const ir::View &v) { return !known_eq(v.sizes[1], 1) && !known_eq(v.strides[1], 1); };
+  if (channels_not_innermost(x) || channels_not_innermost(e.out)) return std::nullopt;
   // Many rows: the reorder is a few percent of the convolution (it moves the weights once,
   // each row multiplies them), and oneDNN's convolution was 1-3% faster than the product at
   // 25,000 rows; below about 4,096 rows the reorder is the larger cost.
   constexpr int64_t kMostRows = 4096;
-  Shape rows = ranges;
+  SymShape rows = ranges;
   rows.erase(rows.begin() + 1);
-  if (checked_numel(rows) > kMostRows || checked_numel(ranges) == 0) return std::nullopt;
+  if (checked_numel(rows).hint() > kMostRows || known_eq(checked_numel(ranges), 0)) return std::nullopt;
   ConvolutionAsProduct c;
   c.src = channels_innermost(x);
   for (size_t d = 0; d < spatial; ++d) {
     c.src.sizes[1 + d] = ranges[2 + d];
     c.src.strides[1 + d] = x.strides[2 + d] * stride[d];
   }
-  c.weights = {wt.buffer, Shape(spatial, 1), Shape(spatial, 0), wt.offset};
+  c.weights = {wt.buffer, SymShape(spatial, 1), SymShape(spatial, 0), wt.offset};
   // [out, in] (a transposed convolution's weights: [in, out]) as [in, out].
   size_t in = swap ? 0 : 1, out = 1 - in;
   c.weights.sizes.insert(c.weights.sizes.end(), {wt.sizes[in], wt.sizes[out]});
   c.weights.strides.insert(c.weights.strides.end(), {wt.strides[in], wt.strides[out]});
   c.dst = channels_innermost(e.out);
-  c.bias = {bias.buffer, c.dst.sizes, Shape(c.dst.sizes.size(), 0), bias.offset};
+  c.bias = {bias.buffer, c.dst.sizes, SymShape(c.dst.sizes.size(), 0), bias.offset};
   if (bias.buffer >= 0) c.bias.strides.back() = bias.strides[0];
   for (PostOp op : e.ops) {
     if (op.binary()) op.operand = channels_innermost(op.operand);
@@ -298,7 +302,7 @@ std::optional<ConvolutionAsProduct> convolution_as_product(const Node &n, const 
   // which beyond a few batches costs more than the convolution's one reorder (on 2 cores,
   // 512 -> 512 channels: 12 batches 0.60 against 0.81 ms, 16 batches 0.83 against 0.59).
   constexpr int64_t kMostBatches = 8;
-  if (checked_numel(Shape(c.dst.sizes.begin(), c.dst.sizes.end() - 2)) > kMostBatches) return std::nullopt;
+  if (checked_numel(SymShape(c.dst.sizes.begin(), c.dst.sizes.end() - 2)).hint() > kMostBatches) return std::nullopt;
   c.work = checked_numel(ranges) * wt.sizes[in];
   return c;
 }
@@ -344,9 +348,9 @@ std::string post_op_expr(const PostOp &op, const std::string &t) {
 std::string element(const ir::View &v, const std::string &name, const std::vector<std::string> &idx) {
   std::string at;
   for (size_t d = 0; d < idx.size(); ++d)
-    if (v.strides[d] != 0)
-      at += (at.empty() ? "" : " + ") + idx[d] + (v.strides[d] == 1 ? "" : "*" + std::to_string(v.strides[d]));
-  if (v.offset != 0 || at.empty()) at += (at.empty() ? "" : " + ") + std::to_string(v.offset);
+    if (!known_eq(v.strides[d], 0))
+      at += (at.empty() ? "" : " + ") + idx[d] + (known_eq(v.strides[d], 1) ? "" : "*" + cpp_size(v.strides[d]));
+  if (!known_eq(v.offset, 0) || at.empty()) at += (at.empty() ? "" : " + ") + cpp_size(v.offset);
   return name + "[" + at + "]";
 }
 
@@ -367,10 +371,15 @@ std::string store_value(const ir::Program &p, const std::vector<PostOp> &ops, co
   return s + " " + target + " = " + to_storage("y", t) + ";";
 }
 
-std::string array(const Shape &s) {
+std::string array(const SymShape &s) {
   std::string out = "{";
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + cpp_size(s[i]);
   return out + (s.empty() ? "0}" : "}");
+}
+
+// Whether any size of `shapes` is symbolic: its arrays are then computed per call, not static.
+bool any_symbolic(std::initializer_list<const SymShape *> shapes) {
+  return std::any_of(shapes.begin(), shapes.end(), [](const SymShape *s) { return symbolic(*s); });
 }
 
 // An operand read as double, at the last `rank` of the given indices.
@@ -379,7 +388,7 @@ std::string getter(const ir::Program &p, const std::map<ir::BufferId, std::strin
   if (v.buffer < 0) return "[](" + params + ") { return 0.0; }";
   std::vector<std::string> tail(idx.end() - long(v.sizes.size()), idx.end());
   for (size_t d = 0; d < v.sizes.size(); ++d)
-    if (v.sizes[d] == 1) tail[d] = "0";
+    if (known_eq(v.sizes[d], 1)) tail[d] = "0";
   return "[&](" + params + ") { return double(" + strided_element(p, v, names.at(v.buffer), tail) + "); }";
 }
 
@@ -396,8 +405,9 @@ void emit_plain_loop(const ir::Program &p, const Node &n, const sched::Epilogue 
       wi.push_back("k[" + std::to_string(d) + "]");
       oi.push_back("p[" + std::to_string(d) + "]");
     }
-    w.line("static const int64_t out_sizes[] = " + array(ot.sizes) + ", x_sizes[] = " + array(x.sizes) +
-           ", w_sizes[] = " + array(wt.sizes) + ";");
+    w.line(std::string(any_symbolic({&ot.sizes, &x.sizes, &wt.sizes}) ? "const" : "static const") +
+           " int64_t out_sizes[] = " + array(ot.sizes) + ", x_sizes[] = " + array(x.sizes) + ", w_sizes[] = " +
+           array(wt.sizes) + ";");
     w.line("static const int64_t stride[] = " + array(n.attrs.at("stride")) + ", padding[] = " + array(n.attrs.at("padding")) +
            ", dilation[] = " + array(n.attrs.at("dilation")) + ";");
     w.line("coil_rt::convolution(" + std::to_string(spatial) + ", out_sizes, x_sizes, w_sizes, stride, padding, dilation, " +
@@ -413,8 +423,8 @@ void emit_plain_loop(const ir::Program &p, const Node &n, const sched::Epilogue 
   std::vector<std::string> o = m.vector ? std::vector<std::string>{"i"} : std::vector<std::string>{"b", "i", "j"};
   size_t rank = p.buffer(n.outputs[0]).type.sizes.size();
   std::vector<std::string> otail(o.end() - long(rank), o.end());
-  w.line("coil_rt::matmul(" + std::to_string(m.batches) + ", " + std::to_string(m.rows) + ", " + std::to_string(m.inner) +
-         ", " + std::to_string(m.cols) + ", " + literal(m.alpha, DType::F64) + ", " + literal(m.beta, DType::F64) + ", " +
+  w.line("coil_rt::matmul(" + cpp_size(m.batches) + ", " + cpp_size(m.rows) + ", " + cpp_size(m.inner) +
+         ", " + cpp_size(m.cols) + ", " + literal(m.alpha, DType::F64) + ", " + literal(m.beta, DType::F64) + ", " +
          (m.bias ? "true" : "false") + ",");
   w.line("    " + getter(p, names, *m.a, "int64_t b, int64_t i, int64_t k", {"b", "i", "k"}) + ",");
   w.line("    " +
@@ -433,24 +443,25 @@ void emit_plain_loop(const ir::Program &p, const Node &n, const sched::Epilogue 
 
 // `{dnnl_f32, 2, {7, 5}, {5, 1}}`; dims the view does not move along become 1 where
 // `broadcast` (oneDNN broadcasts a binary operand, a bias, a batch of one).
-std::string desc(DType t, Shape dims, Shape strides, bool broadcast) {
+std::string desc(DType t, SymShape dims, SymShape strides, bool broadcast) {
   if (broadcast)
     for (size_t d = 0; d < dims.size(); ++d)
-      if (strides[d] == 0) dims[d] = 1;
+      if (known_eq(strides[d], 0)) dims[d] = 1;
   // A dim of one element is never stepped along, so its stride is free: oneDNN takes the
   // extent of the others (a stride of 0 there, a batch of one broadcast, makes it decline
   // the call, which then runs the plain loop).
-  int64_t extent = 1;
+  SymInt extent = 1;
   for (size_t d = 0; d < dims.size(); ++d)
-    if (dims[d] > 1) extent = std::max(extent, strides[d] * dims[d]);
+    if (!known_eq(dims[d], 1) && !known_eq(dims[d], 0))
+      extent = sym_max(extent, strides[d] * dims[d]);
   for (size_t d = 0; d < dims.size(); ++d)
-    if (dims[d] == 1 && strides[d] == 0) strides[d] = extent;
+    if (known_eq(dims[d], 1) && known_eq(strides[d], 0)) strides[d] = extent;
   return std::string("{") + (t == DType::BF16 ? "dnnl_bf16" : "dnnl_f32") + ", " + std::to_string(dims.size()) + ", " +
          array(dims) + ", " + array(strides) + "}";
 }
 
 std::string desc(const ir::Program &p, const ir::View &v, bool broadcast, bool as_column = false) {
-  Shape dims = v.sizes, strides = v.strides;
+  SymShape dims = v.sizes, strides = v.strides;
   if (as_column) {  // mv: the vector as a matrix of one column
     dims.push_back(1);
     strides.push_back(1);
@@ -459,7 +470,7 @@ std::string desc(const ir::Program &p, const ir::View &v, bool broadcast, bool a
 }
 
 std::string pointer(const std::map<BufferId, std::string> &names, const ir::View &v) {
-  return names.at(v.buffer) + (v.offset ? " + " + std::to_string(v.offset) : "");
+  return names.at(v.buffer) + (known_eq(v.offset, 0) ? "" : " + " + cpp_size(v.offset));
 }
 
 std::string dnnl_alg(PostOpKind k) {
@@ -508,16 +519,34 @@ void emit_post_ops(const ir::Program &p, const std::vector<PostOp> &ops, bool co
   }
 }
 
+// The first line of a call site's primitive `name`, made by coil_rt::onednn::`made_by`:
+// made once, or in a kernel of symbolic sizes once per sizes it runs at (keyed by the
+// kernel's `symbols`); primitive_end closes its call.
+void start_primitive(Writer &w, const std::string &name, const std::string &made_by,
+                     const std::vector<std::string> &symbols) {
+  if (symbols.empty()) return w.line("static const coil_rt::onednn::Primitive " + name + " = coil_rt::onednn::" + made_by + "(");
+  std::string key;
+  for (const std::string &s : symbols) key += (key.empty() ? "" : ", ") + s;
+  w.line("static coil_rt::onednn::BySizes " + name + "_by_sizes;");
+  w.line("const coil_rt::onednn::Primitive &" + name + " = " + name + "_by_sizes.at({" + key +
+         "}, [&] { return coil_rt::onednn::" + made_by + "(");
+}
+std::string primitive_end(const std::vector<std::string> &symbols) { return symbols.empty() ? ");" : "); });"; }
+// A descriptor the primitive reads: a static, or computed per call at symbolic sizes.
+std::string desc_decl(const std::vector<std::string> &symbols) {
+  return symbols.empty() ? "static const coil_rt::onednn::Desc " : "const coil_rt::onednn::Desc ";
+}
+
 void emit_onednn_matmul(const ir::Program &p, const ir::Kernel &k, const Node &n, const sched::Epilogue &e,
-                        const std::map<BufferId, std::string> &names, Writer &w) {
+                        const std::map<BufferId, std::string> &names, const std::vector<std::string> &symbols, Writer &w) {
   Product m = product(n);
   OnednnCall call = onednn_call(n, k.ranges, e);
   std::string operands;
-  w.line("static const coil_rt::onednn::Primitive call = coil_rt::onednn::matmul(");
+  start_primitive(w, "call", "matmul", symbols);
   w.line("    " + desc(p, *m.a, m.batched) + ", " + desc(p, *m.b, m.batched, m.vector) + ", " +
          desc(p, e.out, false, m.vector) + ", " + f32(call.scale) + ",");
   emit_post_ops(p, call.ops, m.vector, names, operands, w);
-  w.line("    " + std::to_string(m.batches * m.rows * m.cols * m.inner) + ");");
+  w.line("    " + cpp_size(m.batches * m.rows * m.cols * m.inner) + primitive_end(symbols));
   w.line("if (call.run(" + pointer(names, *m.a) + ", " + pointer(names, *m.b) + ", nullptr, " + pointer(names, e.out) + ", {" +
          operands + "})) return;");
 }
@@ -525,20 +554,22 @@ void emit_onednn_matmul(const ir::Program &p, const ir::Kernel &k, const Node &n
 // The product first; oneDNN's convolution after it should oneDNN decline the product or
 // have only a reference kernel for it.
 void emit_convolution_as_product(const ir::Program &p, const ConvolutionAsProduct &c,
-                                 const std::map<BufferId, std::string> &names, Writer &w) {
+                                 const std::map<BufferId, std::string> &names, const std::vector<std::string> &symbols,
+                                 Writer &w) {
   std::string operands;
   bool bias = c.bias.buffer >= 0;
-  if (bias) w.line("static const coil_rt::onednn::Desc product_bias = " + desc(p, c.bias, true) + ";");
-  w.line("static const coil_rt::onednn::Primitive product = coil_rt::onednn::matmul(");
+  if (bias) w.line(desc_decl(symbols) + "product_bias = " + desc(p, c.bias, true) + ";");
+  start_primitive(w, "product", "matmul", symbols);
   w.line("    " + desc(p, c.src, false) + ", " + desc(p, c.weights, true) + ", " + desc(p, c.dst, false) + ", 1.0f,");
   emit_post_ops(p, c.ops, false, names, operands, w);
-  w.line("    " + std::to_string(c.work) + ", true" + (bias ? ", &product_bias" : "") + ");");
+  w.line("    " + cpp_size(c.work) + ", true" + (bias ? ", &product_bias" : "") + primitive_end(symbols));
   w.line("if (product.run(" + pointer(names, c.src) + ", " + pointer(names, c.weights) + ", " +
          (bias ? pointer(names, c.bias) : "nullptr") + ", " + pointer(names, c.dst) + ", {" + operands + "})) return;");
 }
 
 void emit_onednn_convolution(const ir::Program &p, const ir::Kernel &k, const Node &n, const sched::Epilogue &e,
-                             const std::map<BufferId, std::string> &names, Writer &w) {
+                             const std::map<BufferId, std::string> &names, const std::vector<std::string> &symbols,
+                             Writer &w) {
   const ir::View &x = n.operands[0], &wt = n.operands[1], &bias = n.operands[2];
   int64_t groups = n.attrs.at("groups")[0];
   const Shape &stride = n.attrs.at("stride"), &padding = n.attrs.at("padding");
@@ -546,10 +577,10 @@ void emit_onednn_convolution(const ir::Program &p, const ir::Kernel &k, const No
   // Weights [out, in / groups, window...] as oneDNN's [groups, out / groups, in / groups,
   // window...]; a transposed convolution's [in, out / groups, window...] (PyTorch's, the
   // channels of the convolution it transposes) seen with its first two dims swapped.
-  Shape wdims = wt.sizes, wstrides = wt.strides;
+  SymShape wdims = wt.sizes, wstrides = wt.strides;
   bool swap = transposed(n);
   if (groups > 1) {
-    wdims[0] /= groups;
+    wdims[0] = sym_floor_div(wdims[0], groups);
     wdims.insert(wdims.begin(), groups);
     wstrides.insert(wstrides.begin(), wstrides[0] * wdims[1]);
   }
@@ -560,8 +591,8 @@ void emit_onednn_convolution(const ir::Program &p, const ir::Kernel &k, const No
   }
   std::string operands;
   DType t = p.buffer(x.buffer).type.dtype;
-  if (bias.buffer >= 0) w.line("static const coil_rt::onednn::Desc bias = " + desc(p, bias, false) + ";");
-  w.line("static const coil_rt::onednn::Primitive call = coil_rt::onednn::convolution(");
+  if (bias.buffer >= 0) w.line(desc_decl(symbols) + "bias = " + desc(p, bias, false) + ";");
+  start_primitive(w, "call", "convolution", symbols);
   w.line("    " + desc(p, x, false) + ", " + desc(t, wdims, wstrides, false) + ", " +
          (bias.buffer >= 0 ? "&bias" : "nullptr") + ",");
   w.line("    " + desc(p, e.out, false) + ",");
@@ -570,9 +601,9 @@ void emit_onednn_convolution(const ir::Program &p, const ir::Kernel &k, const No
   emit_post_ops(p, onednn_call(n, k.ranges, e).ops, false, names, operands, w);
   // The multiply-adds: each output element's window over its input channels (a transposed
   // convolution's, each input element's over its outputs).
-  const Shape spread = swap ? Shape(x.sizes) : Shape(k.ranges);
-  w.line("    " + std::to_string(checked_numel(spread) * checked_numel(Shape(wt.sizes.begin() + 1, wt.sizes.end()))) +
-         (swap ? ", true);" : ");"));
+  const SymShape &spread = swap ? x.sizes : k.ranges;
+  w.line("    " + cpp_size(checked_numel(spread) * checked_numel(SymShape(wt.sizes.begin() + 1, wt.sizes.end()))) +
+         (swap ? ", true" : "") + primitive_end(symbols));
   w.line("if (call.run(" + pointer(names, x) + ", " + pointer(names, wt) + ", " +
          (bias.buffer >= 0 ? pointer(names, bias) : "nullptr") + ", " + pointer(names, e.out) + ", {" + operands + "})) return;");
 }
@@ -592,13 +623,14 @@ std::string attention_type(DType t) {
 }
 
 /// Strides as coil_rt::attention::Strides: a [B, H, L] view's with a 0 for the fourth.
-std::string strides4(const Shape &strides) {
-  Shape four = strides;
+std::string strides4(const SymShape &strides) {
+  SymShape four = strides;
   four.resize(4, 0);
   return array(four);
 }
 
-void emit_attention(const ir::Program &p, const Node &n, const std::map<BufferId, std::string> &names, Writer &w) {
+void emit_attention(const ir::Program &p, const Node &n, const std::map<BufferId, std::string> &names, bool symbolic,
+                    Writer &w) {
   ir::AttentionCall c = ir::attention_call(n);
   const ir::View &q = *c.q, &k = *c.k, &v = *c.v;
   // The results' strides: the output and the logsumexp, or the three gradients (zeros for
@@ -606,8 +638,9 @@ void emit_attention(const ir::Program &p, const Node &n, const std::map<BufferId
   std::vector<std::string> results;
   for (size_t i = 0; i < 3; ++i)
     results.push_back(i < n.outputs.size() ? strides4(p.buffer(n.outputs[i]).type.strides) : "{0, 0, 0, 0}");
-  w.line(str_cat("static const coil_rt::attention::Shape shape = {", q.sizes[0], ", ", q.sizes[1], ", ", c.group, ", ",
-                 q.sizes[2], ", ", k.sizes[2], ", ", q.sizes[3], ", ", v.sizes[3], ", ", literal(c.scale, DType::F64), ", ",
+  w.line(str_cat(symbolic ? "const" : "static const", " coil_rt::attention::Shape shape = {", cpp_size(q.sizes[0]), ", ",
+                 cpp_size(q.sizes[1]), ", ", c.group, ", ", cpp_size(q.sizes[2]), ", ", cpp_size(k.sizes[2]), ", ",
+                 cpp_size(q.sizes[3]), ", ", cpp_size(v.sizes[3]), ", ", literal(c.scale, DType::F64), ", ",
                  c.causal ? "true" : "false", ","));
   w.line(str_cat("    ", array(q.strides), ", ", array(k.strides), ", ", array(v.strides), ", ",
                  c.mask ? array(c.mask->strides) : "{0, 0, 0, 0}", ","));
@@ -656,11 +689,12 @@ std::string extern_library(const ir::Program &p, const ir::Kernel &k) {
 }
 
 
-void emit_extern_kernel(const ir::Program &p, const ir::Kernel &k, const std::map<ir::BufferId, std::string> &names, Writer &w) {
+void emit_extern_kernel(const ir::Program &p, const ir::Kernel &k, const std::map<ir::BufferId, std::string> &names,
+                        const std::vector<std::string> &symbols, Writer &w) {
   const Node &n = p.nodes[size_t(k.nodes[0])];
   if (n.extern_op == ir::ExternOp::Attention) {
     COIL_ASSERT(k.nodes.size() == 1, "an attention kernel takes no epilogue");
-    return emit_attention(p, n, names, w);
+    return emit_attention(p, n, names, !symbols.empty(), w);
   }
   // lowering/extern.cpp makes weight gradients as calls for the GPU only (cuDNN's backward
   // filter pass); the CPU's are products or convolutions of their own.
@@ -668,8 +702,8 @@ void emit_extern_kernel(const ir::Program &p, const ir::Kernel &k, const std::ma
               n.origin, ") in a CPU kernel");
   sched::Epilogue e = sched::epilogue_of(p, k);
   if (why_not_onednn(p, k, e).empty()) {
-    if (auto c = convolution_as_product(n, k.ranges, e)) emit_convolution_as_product(p, *c, names, w);
-    (is_product(n) ? emit_onednn_matmul : emit_onednn_convolution)(p, k, n, e, names, w);
+    if (auto c = convolution_as_product(n, k.ranges, e)) emit_convolution_as_product(p, *c, names, symbols, w);
+    (is_product(n) ? emit_onednn_matmul : emit_onednn_convolution)(p, k, n, e, names, symbols, w);
     w.line("// oneDNN declined the call: the plain loop.");
   }
   emit_plain_loop(p, n, e, names, w);

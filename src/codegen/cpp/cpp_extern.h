@@ -15,8 +15,10 @@
 
 namespace coil::codegen {
 
-/// The body of extern kernel `k`; `names` maps its buffers to the kernel's parameters.
-void emit_extern_kernel(const ir::Program &p, const ir::Kernel &k, const std::map<ir::BufferId, std::string> &names, Writer &w);
+/// The body of extern kernel `k`; `names` maps its buffers to the kernel's parameters and
+/// `symbols` are its size arguments (a oneDNN call makes its primitive per their values).
+void emit_extern_kernel(const ir::Program &p, const ir::Kernel &k, const std::map<ir::BufferId, std::string> &names,
+                        const std::vector<std::string> &symbols, Writer &w);
 
 /// What runs extern kernel `k`, in words: `oneDNN matmul (post-ops: add p_bias[1, 5],
 /// relu)`, or `a plain loop (coil was built without oneDNN)` with the exact reason

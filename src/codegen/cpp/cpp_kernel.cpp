@@ -10,6 +10,7 @@
 
 #include "codegen/common/access.h"
 #include "codegen/cpp/cpp_extern.h"
+#include "ir/specialize.h"
 #include "support/error.h"
 
 namespace coil::codegen::detail {
@@ -23,6 +24,7 @@ void KernelEmitter::emit() {
   collect_prefault();
   std::string sig = "static void " + k_.name + "(";
   for (size_t i = 0; i < params_.size(); ++i) sig += param_decl(params_[i]) + ", ";
+  for (const std::string &symbol : symbols_) sig += "int64_t " + symbol + ", ";
   sig += "coil_rt::Error &err)";
   w_.line("// layout: " + describe(plan_));
   w_.open(sig);
@@ -31,7 +33,7 @@ void KernelEmitter::emit() {
     case ir::KernelKind::Reduction: emit_reduction(); break;
     case ir::KernelKind::Scan: emit_scan(); break;
     case ir::KernelKind::Scatter: emit_scatter(); break;
-    case ir::KernelKind::Extern: emit_extern_kernel(p_, k_, names_, w_); break;
+    case ir::KernelKind::Extern: emit_extern_kernel(p_, k_, names_, symbols_, w_); break;
   }
   w_.close();
 }
@@ -42,6 +44,8 @@ void KernelEmitter::collect_params() {
   KernelParams params = kernel_params(p_, k_);
   params_ = std::move(params.order);
   names_ = std::move(params.names);
+  std::set<std::string> symbols = ir::symbols_of(p_, k_);
+  symbols_.assign(symbols.begin(), symbols.end());
 }
 
 bool KernelEmitter::shares_memory(BufferId b) const {
@@ -196,7 +200,7 @@ std::string KernelEmitter::element_index(const Instr &i, const std::function<std
                                return var(x);
                              },
                              ranges_);
-  return "coil_rt::checked_index(" + at + ", " + std::to_string(storage_extent(p_.buffer(i.buffer).type)) + ", err)";
+  return "coil_rt::checked_index(" + at + ", " + cpp_size(storage_extent(p_.buffer(i.buffer).type)) + ", err)";
 }
 
 std::string KernelEmitter::offset(const Expr &e) const {
@@ -231,7 +235,7 @@ void KernelEmitter::vector_store(BufferId out, const Expr &at, const std::string
           to_storage(value + "[l]", t) + ";");
 }
 
-void KernelEmitter::emit_nest(const Shape &sizes, int first, bool parallel, int64_t work,
+void KernelEmitter::emit_nest(const SymShape &sizes, int first, bool parallel, const SymInt &work,
                               const std::optional<std::string> &clauses, int lanes, const std::function<void()> &body) {
   if (lanes == 0) {
     int loops = open_loops(sizes, first, parallel, clauses.has_value(), work, clauses.value_or(""));
@@ -244,21 +248,24 @@ void KernelEmitter::emit_nest(const Shape &sizes, int first, bool parallel, int6
     return;
   }
   int inner = int(sizes.size()) - 1;
-  while (sizes[size_t(inner)] == 1) --inner;
-  Shape outer = sizes;
+  while (known_eq(sizes[size_t(inner)], 1)) --inner;
+  SymShape outer = sizes;
   outer[size_t(inner)] = 1;  // open_loops skips it
   int loops = open_loops(outer, first, parallel, false, work);
   VarId x{first + inner};
   std::string name = var(x);
-  int64_t size = sizes[size_t(inner)], main = size / lanes * lanes;
+  // The vector loop's trip count and the scalar tail after it: numbers for a size known
+  // now, else expressions of the kernel's size arguments (and always a tail loop).
+  const SymInt &size = sizes[size_t(inner)];
+  SymInt main = sym_floor_div(size, lanes) * lanes;
   bool region = parallel && loops == 0 && open_parallel_for("", work);
-  w_.open("for (int64_t " + name + " = 0; " + name + " < " + std::to_string(main) + "; " + name + " += " + std::to_string(lanes) + ")");
+  w_.open("for (int64_t " + name + " = 0; " + name + " < " + cpp_size(main) + "; " + name + " += " + std::to_string(lanes) + ")");
   if (region) emit_reach({x});
   vector_body(x, lanes, true, body);
   w_.close();
   if (region) w_.close();
-  if (main < size) {
-    w_.open("for (int64_t " + name + " = " + std::to_string(main) + "; " + name + " < " + std::to_string(size) + "; ++" + name + ")");
+  if (size.symbolic() || main.hint() < size.hint()) {
+    w_.open("for (int64_t " + name + " = " + cpp_size(main) + "; " + name + " < " + cpp_size(size) + "; ++" + name + ")");
     push();
     body();
     pop();
@@ -470,14 +477,14 @@ void KernelEmitter::emit_pointwise_member(const Node &n) {
 
 // ---- loops ----------------------------------------------------------------------------
 
-int KernelEmitter::open_loops(const Shape &all_sizes, int first, bool parallel, bool simd, int64_t work,
+int KernelEmitter::open_loops(const SymShape &all_sizes, int first, bool parallel, bool simd, const SymInt &work,
                               const std::string &simd_clauses) {
   bool region = false;
   // A dim of size 1 is no loop: index() folds its variable to 0.
-  Shape sizes;
+  SymShape sizes;
   std::vector<int> vars;
   for (size_t d = 0; d < all_sizes.size(); ++d)
-    if (all_sizes[d] != 1) {
+    if (!known_eq(all_sizes[d], 1)) {
       sizes.push_back(all_sizes[d]);
       vars.push_back(first + int(d));
     }
@@ -488,7 +495,7 @@ int KernelEmitter::open_loops(const Shape &all_sizes, int first, bool parallel, 
                                  ? " collapse(" + std::to_string(sizes.size() - (simd ? 1 : 0)) + ")"
                                  : "";
       if (innermost && simd) {
-        w_.line("#pragma omp parallel for simd num_threads(coil_rt::threads_for(" + std::to_string(work) + "))" +
+        w_.line("#pragma omp parallel for simd num_threads(coil_rt::threads_for(" + cpp_size(work) + "))" +
                 simd_clauses);
       } else {
         region = open_parallel_for(collapse, work);
@@ -497,7 +504,7 @@ int KernelEmitter::open_loops(const Shape &all_sizes, int first, bool parallel, 
       w_.line("#pragma omp simd" + simd_clauses);
     }
     std::string x = var(VarId{vars[d]});
-    w_.open("for (int64_t " + x + " = 0; " + x + " < " + std::to_string(sizes[d]) + "; ++" + x + ")");
+    w_.open("for (int64_t " + x + " = 0; " + x + " < " + cpp_size(sizes[d]) + "; ++" + x + ")");
   }
   if (region) {  // the loops on threads are all but an innermost simd one
     std::vector<VarId> on_threads;
@@ -519,8 +526,8 @@ void KernelEmitter::collect_prefault() {
       }
 }
 
-bool KernelEmitter::open_parallel_for(const std::string &clauses, int64_t work) {
-  std::string threads = " num_threads(coil_rt::threads_for(" + std::to_string(work) + "))";
+bool KernelEmitter::open_parallel_for(const std::string &clauses, const SymInt &work) {
+  std::string threads = " num_threads(coil_rt::threads_for(" + cpp_size(work) + "))";
   if (prefault_.empty()) {
     w_.line("#pragma omp parallel for" + clauses + threads);
     return false;
@@ -530,7 +537,7 @@ bool KernelEmitter::open_parallel_for(const std::string &clauses, int64_t work) 
   for (const PrefaultOut &o : prefault_) {
     const TensorType &t = p_.buffer(o.buffer).type;
     w_.line("coil_rt::Prefault " + o.name + "(" + names_.at(o.buffer) + ", " +
-            std::to_string(storage_extent(t) * itemsize(t.dtype)) + ");");
+            cpp_size(storage_extent(t) * itemsize(t.dtype)) + ");");
   }
   w_.line("#pragma omp for" + clauses);
   return true;
@@ -540,14 +547,17 @@ void KernelEmitter::emit_reach(const std::vector<VarId> &on_threads, const std::
   auto at = [&](const Expr &index, bool last) {
     Expr fixed = ir::substitute(index, [&](VarId v) -> std::optional<Expr> {
       if (tile_start.count(v.id) || std::find(on_threads.begin(), on_threads.end(), v) != on_threads.end()) return std::nullopt;
-      return Expr(last ? std::max<int64_t>(ranges_.size_of(v).value_or(1) - 1, 0) : 0);
+      if (!last) return Expr(0);
+      Expr extent = ranges_.extent_of(v).value_or(Expr(1));
+      if (std::optional<int64_t> n = extent.as_constant()) return Expr(std::max<int64_t>(*n - 1, 0));
+      return extent - 1;
     });
     return cpp_index(ir::simplify(fixed, ranges_), [&](VarId v) -> std::string {
       auto t = tile_start.find(v.id);
       if (t == tile_start.end()) return var(v);
       if (!last) return t->second;
       return "std::min<int64_t>(" + t->second + " + " + std::to_string(plan_.tile - 1) + ", " +
-             std::to_string(ranges_.size_of(v).value_or(1) - 1) + ")";
+             cpp_index(ranges_.extent_of(v).value_or(Expr(1)) - 1, [](VarId) { return std::string(); }, ranges_) + ")";
     }, ranges_);
   };
   for (const PrefaultOut &o : prefault_)

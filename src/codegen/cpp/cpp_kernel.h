@@ -40,6 +40,8 @@ class KernelEmitter {
 
   /// The buffers passed to the kernel, in parameter order.
   std::vector<BufferId> params() const { return params_; }
+  /// The symbolic sizes passed to it after the buffers (`int64_t s0`), in order.
+  const std::vector<std::string> &symbols() const { return symbols_; }
 
   void emit();
 
@@ -117,7 +119,7 @@ class KernelEmitter {
   /// Loops over `sizes` (variables first, first+1, ...) around `body`. With `lanes`, the
   /// innermost loop steps by vectors and the body is emitted twice: once on vectors, once
   /// for the scalar tail. Without, `clauses` (when set) marks the innermost `omp simd`.
-  void emit_nest(const Shape &sizes, int first, bool parallel, int64_t work, const std::optional<std::string> &clauses,
+  void emit_nest(const SymShape &sizes, int first, bool parallel, const SymInt &work, const std::optional<std::string> &clauses,
                  int lanes, const std::function<void()> &body);
 
   void vector_body(VarId x, int lanes, bool start_aligned, const std::function<void()> &body);
@@ -147,7 +149,7 @@ class KernelEmitter {
   // Nested loops over `sizes` with variables first..; `parallel` puts the outer ones on
   // threads, `simd` marks the innermost as vectorizable. Returns the braces opened: the
   // loops, and the parallel region when it holds each thread's Prefaults.
-  int open_loops(const Shape &all_sizes, int first, bool parallel, bool simd, int64_t work,
+  int open_loops(const SymShape &all_sizes, int first, bool parallel, bool simd, const SymInt &work,
                  const std::string &simd_clauses = "");
 
   // ---- the first touch of large outputs --------------------------------------------------
@@ -167,7 +169,7 @@ class KernelEmitter {
   /// `#pragma omp parallel for` with `clauses` (" collapse(2)"), threads by `work`. With
   /// outputs to prefault it opens a parallel region that gives each thread its Prefaults,
   /// with `#pragma omp for` inside, and returns true: the caller closes one brace more.
-  bool open_parallel_for(const std::string &clauses, int64_t work);
+  bool open_parallel_for(const std::string &clauses, const SymInt &work);
 
   /// Each prefaulted output reached for the span one iteration of the loops on threads
   /// writes: the variables `on_threads` as they are, every other from its first value
@@ -258,7 +260,10 @@ class KernelEmitter {
   // first reduced dim go to threads, and their partial results are combined after the
   // parallel loop in a fixed order, so a run gives the same result every time with the
   // same thread count.
-  void emit_split_step(const ir::Step &step, const CppPassPlan &pass, int64_t work);
+  /// The work of a reduction kernel, which sizes its threads: its elements times the reduced
+  /// ones (at least 1) times the ops of its bodies.
+  SymInt reduction_work() const;
+  void emit_split_step(const ir::Step &step, const CppPassPlan &pass, const SymInt &work);
 
   // ---- scans, scatters, extern calls ---------------------------------------------------
 
@@ -273,6 +278,7 @@ class KernelEmitter {
   Writer &w_;
   ir::Ranges ranges_;
   std::vector<BufferId> params_;
+  std::vector<std::string> symbols_;  // the graph's symbolic sizes it names, after the buffers
   std::map<BufferId, std::string> names_;
   ValueScopes<std::string> scopes_;  // "type rhs" -> tmp; element keys -> the tmp holding the element
   int next_tmp_ = 0, next_acc_ = 0;

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "graph/sym_int.h"
 #include "ir/body.h"
 
 namespace coil::codegen {
@@ -27,6 +28,11 @@ std::string vector_literal(double v, DType t, int lanes);
 /// `index` as a C++ int64 expression, variables named by `name`.
 std::string cpp_index(const ir::Expr &index, const std::function<std::string(ir::VarId)> &name,
                       const ir::Ranges &ranges);
+
+/// A size as C++: the number, or its expression in the graph's symbols (`s0*768`), which
+/// a kernel takes as arguments and the wrapper reads from its `sizes`; parenthesized unless
+/// it is one name or number.
+std::string cpp_size(const SymInt &s);
 
 /// A value converted from dtype `from` to `to`, rounded as the reference rounds.
 std::string cpp_cast(const std::string &v, DType from, DType to, int lanes = 0);

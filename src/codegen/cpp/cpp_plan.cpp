@@ -32,25 +32,29 @@ std::string var_name(const ir::Kernel &k, int id) {
   return id < n ? "x" + std::to_string(id) : "r" + std::to_string(id - n);
 }
 
-// The innermost dim of `sizes` with more than one element, or -1.
-int innermost(const Shape &sizes) {
+// The innermost dim of `sizes` with more than one element (a symbolic size counts as
+// more), or -1.
+int innermost(const SymShape &sizes) {
   int d = int(sizes.size()) - 1;
-  while (d >= 0 && sizes[size_t(d)] == 1) --d;
+  while (d >= 0 && known_eq(sizes[size_t(d)], 1)) --d;
   return d;
 }
 
 // Lanes of a vector loop over the innermost dim of `sizes`: a register's, unless that dim
-// is shorter than a register (or the ISA has no vectors).
-int lanes_for(const Shape &sizes, int register_lanes) {
+// is shorter than a register (or the ISA has no vectors). A symbolic dim runs in vectors
+// whatever its size compiled for: its loop has a scalar tail, which at a short size is the
+// whole loop, and long sizes get the vectors.
+int lanes_for(const SymShape &sizes, int register_lanes) {
   int d = innermost(sizes);
   if (d < 0) return 0;
-  return register_lanes > 0 && sizes[size_t(d)] >= register_lanes ? register_lanes : 0;
+  const SymInt &size = sizes[size_t(d)];
+  return register_lanes > 0 && (size.symbolic() || size.hint() >= register_lanes) ? register_lanes : 0;
 }
 
-void set_vector_loop(CppKernelPlan &plan, const ir::Kernel &k, const Shape &sizes, int first) {
+void set_vector_loop(CppKernelPlan &plan, const ir::Kernel &k, const SymShape &sizes, int first) {
   int d = innermost(sizes);
   plan.vector_var = d < 0 ? "" : var_name(k, first + d);
-  plan.vector_size = d < 0 ? 0 : sizes[size_t(d)];
+  plan.vector_size = d < 0 ? 0 : sizes[size_t(d)].hint();
   plan.lanes = lanes_for(sizes, plan.register_lanes);
 }
 
@@ -87,8 +91,8 @@ void plan_tiles(CppKernelPlan &plan, const ir::Program &p, const ir::Kernel &k, 
   plan.tile = kTile;
   plan.tile_lanes = plan.register_lanes > 0 && kTile % plan.register_lanes == 0 ? plan.register_lanes : 0;
   plan.transposed = transposed_loads(p, k, ranges);
-  int64_t rows = k.ranges[k.ranges.size() - 2], cols = k.ranges.back();
-  plan.tile_edges = rows % kTile != 0 || cols % kTile != 0;
+  const SymInt &rows = k.ranges[k.ranges.size() - 2], &cols = k.ranges.back();
+  plan.tile_edges = rows.symbolic() || cols.symbolic() || rows.hint() % kTile != 0 || cols.hint() % kTile != 0;
 }
 
 void plan_lanes_over_kept_dim(CppKernelPlan &plan, const ir::Kernel &k) {
@@ -115,8 +119,8 @@ bool splittable(const ir::Program &p, const ir::Step &step) {
 
 std::vector<CppPassPlan> plan_passes(const ir::Program &p, const ir::Kernel &k, const CppKernelPlan &plan) {
   std::vector<CppPassPlan> passes;
-  Shape rest(k.reduction_ranges.empty() ? k.reduction_ranges.begin() : k.reduction_ranges.begin() + 1,
-             k.reduction_ranges.end());
+  SymShape rest(k.reduction_ranges.empty() ? k.reduction_ranges.begin() : k.reduction_ranges.begin() + 1,
+                k.reduction_ranges.end());
   for (size_t s = 0; s < k.steps.size(); ++s) {
     const ir::Step &step = k.steps[s];
     if (!step.inner) continue;
@@ -128,12 +132,12 @@ std::vector<CppPassPlan> plan_passes(const ir::Program &p, const ir::Kernel &k, 
         pass.scalar_origin = p.nodes[size_t(n)].origin;
       }
     pass.split = plan.strategy == CppStrategy::SplitRow && splittable(p, step) && !k.reduction_ranges.empty() &&
-                 k.reduction_ranges[0] > 1;
+                 !known_eq(k.reduction_ranges[0], 1) && !known_eq(k.reduction_ranges[0], 0);
     if (!pass.scalar_reason.empty()) {
       pass.lanes = 0;
     } else if (pass.split) {
       // A thread's chunk of the first reduced dim steps by vectors when it is the only dim.
-      pass.lanes = checked_numel(rest) == 1 ? lanes_for({k.reduction_ranges[0]}, plan.lanes)
+      pass.lanes = known_eq(checked_numel(rest), 1) ? lanes_for({k.reduction_ranges[0]}, plan.lanes)
                                             : lanes_for(rest, plan.lanes);
     } else {
       pass.lanes = plan.lanes;
@@ -155,8 +159,10 @@ bool costly(Op op) {
 // fits in 32 KiB: at most two, each written by the first pass that computes it.
 std::vector<CppRowCache> plan_row_cache(const ir::Program &p, const ir::Kernel &k, const ir::Ranges &ranges) {
   std::vector<CppRowCache> out;
-  int64_t rn = checked_numel(k.reduction_ranges);
-  if (rn <= 0) return out;
+  // Row buffers live on the thread's stack, of a size known now.
+  SymInt reduced = checked_numel(k.reduction_ranges);
+  if (reduced.symbolic() || reduced.hint() <= 0) return out;
+  int64_t rn = reduced.hint();
   std::map<std::string, int> first;  // key -> the pass that computes it first
   int step = 0;
   for (const ir::Step &s : k.steps) {
@@ -179,9 +185,9 @@ std::vector<CppRowCache> plan_row_cache(const ir::Program &p, const ir::Kernel &
 }
 
 void plan_reduction(CppKernelPlan &plan, const ir::Program &p, const ir::Kernel &k, const ir::Ranges &ranges) {
-  if (!k.ranges.empty() && k.ranges.back() >= 16 && rows_contiguous_across_reduction(p, k))
+  if (!k.ranges.empty() && k.ranges.back().hint() >= 16 && rows_contiguous_across_reduction(p, k))
     return plan_lanes_over_kept_dim(plan, k);
-  plan.strategy = checked_numel(k.ranges) == 1 ? CppStrategy::SplitRow : CppStrategy::RowsOnThreads;
+  plan.strategy = known_eq(checked_numel(k.ranges), 1) ? CppStrategy::SplitRow : CppStrategy::RowsOnThreads;
   set_vector_loop(plan, k, k.reduction_ranges, int(k.ranges.size()));
   plan.passes = plan_passes(p, k, plan);
   // A row per thread: its row buffers on the thread's stack.
@@ -204,7 +210,7 @@ std::vector<ir::BufferId> plan_prefault(const ir::Program &p, const ir::Kernel &
   for (ir::BufferId b : params.order) {
     if (!contains(k.stores, b) || storage.in_arena.count(b) || shares_memory(b)) continue;
     const TensorType &t = p.buffer(b).type;
-    if (storage_extent(t) * itemsize(t.dtype) >= kPrefaultBytes) out.push_back(b);
+    if ((storage_extent(t) * itemsize(t.dtype)).hint() >= kPrefaultBytes) out.push_back(b);  // a heuristic
   }
   return out;
 }
@@ -218,7 +224,7 @@ std::vector<CppStrategy> legal_strategies(const ir::Kernel &k) {
       return {CppStrategy::Rows};
     case ir::KernelKind::Reduction: {
       std::vector<CppStrategy> out{CppStrategy::RowsOnThreads};
-      if (checked_numel(k.ranges) == 1) out.push_back(CppStrategy::SplitRow);
+      if (known_eq(checked_numel(k.ranges), 1)) out.push_back(CppStrategy::SplitRow);
       if (!k.ranges.empty()) out.push_back(CppStrategy::LanesOverKeptDim);
       return out;
     }
@@ -258,7 +264,7 @@ void replan(CppKernelPlan &plan, CppStrategy to, const ir::Program &p, const ir:
     case CppStrategy::SplitRow:
       set_vector_loop(fresh, k, k.reduction_ranges, int(k.ranges.size()));
       fresh.passes = plan_passes(p, k, fresh);
-      if (to == CppStrategy::RowsOnThreads && checked_numel(k.ranges) != 1) fresh.row_cache = plan_row_cache(p, k, ranges);
+      if (to == CppStrategy::RowsOnThreads && !known_eq(checked_numel(k.ranges), 1)) fresh.row_cache = plan_row_cache(p, k, ranges);
       break;
     case CppStrategy::Scan:
     case CppStrategy::Scatter:
@@ -436,7 +442,10 @@ CppKernelPlan plan_cpp_kernel(const ir::Program &p, const ir::Kernel &k, const S
 std::vector<CppKernelPlan> plan_cpp(const sched::Schedule &s, const CppOptions &o, const std::string &overrides) {
   Storage storage = place_buffers(s);
   std::vector<CppKernelPlan> plans;
-  for (const ir::Kernel &k : s.ir.kernels) plans.push_back(plan_cpp_kernel(s.ir.program, k, storage, o));
+  for (const ir::Kernel &k : s.ir.kernels) {
+    GuardActivity what("the C++ plan of", k.name);
+    plans.push_back(plan_cpp_kernel(s.ir.program, k, storage, o));
+  }
   apply_overrides(plans, s, overrides);
   return plans;
 }

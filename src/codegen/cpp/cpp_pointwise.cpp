@@ -16,14 +16,14 @@ void KernelEmitter::emit_tiled_pointwise() {
   const int64_t kTile = plan_.tile;
   std::string tile = std::to_string(kTile);
   push();
-  std::vector<std::pair<std::string, int64_t>> loops;  // loop variable, trip count
+  std::vector<std::pair<std::string, SymInt>> loops;  // loop variable, trip count
   for (int d = 0; d < n - 2; ++d)
-    if (k_.ranges[size_t(d)] > 1) loops.push_back({var(VarId{d}), k_.ranges[size_t(d)]});
-  for (int d = n - 2; d < n; ++d) loops.push_back({var(VarId{d}) + "t", (k_.ranges[size_t(d)] + kTile - 1) / kTile});
+    if (!known_eq(k_.ranges[size_t(d)], 1) && !known_eq(k_.ranges[size_t(d)], 0)) loops.push_back({var(VarId{d}), k_.ranges[size_t(d)]});
+  for (int d = n - 2; d < n; ++d) loops.push_back({var(VarId{d}) + "t", sym_floor_div(k_.ranges[size_t(d)] + (kTile - 1), kTile)});
   bool region = open_parallel_for(" collapse(" + std::to_string(loops.size()) + ")", checked_numel(k_.ranges) * body_work());
-  for (const auto &[x, count] : loops) w_.open("for (int64_t " + x + " = 0; " + x + " < " + std::to_string(count) + "; ++" + x + ")");
+  for (const auto &[x, count] : loops) w_.open("for (int64_t " + x + " = 0; " + x + " < " + cpp_size(count) + "; ++" + x + ")");
   std::string row = var(VarId{n - 2}), col = var(VarId{n - 1});
-  int64_t rows = k_.ranges[size_t(n - 2)], cols = k_.ranges[size_t(n - 1)];
+  const SymInt &rows = k_.ranges[size_t(n - 2)], &cols = k_.ranges[size_t(n - 1)];
   w_.line("const int64_t " + row + "s = " + row + "t * " + tile + ", " + col + "s = " + col + "t * " + tile + ";");
   if (region) {
     std::vector<VarId> outer;
@@ -32,11 +32,12 @@ void KernelEmitter::emit_tiled_pointwise() {
   }
   int lanes = plan_.tile_lanes;
   bool edges = plan_.tile_edges;
-  COIL_ASSERT(edges == (rows % kTile != 0 || cols % kTile != 0), "the plan of ", k_.name, " misjudges its edge tiles");
+  COIL_ASSERT(edges == (rows.symbolic() || cols.symbolic() || rows.hint() % kTile != 0 || cols.hint() % kTile != 0),
+              "the plan of ", k_.name, " misjudges its edge tiles");
   if (lanes > 0) {
     if (edges)
-      w_.open("if (" + row + "s + " + tile + " <= " + std::to_string(rows) + " && " + col + "s + " + tile + " <= " +
-              std::to_string(cols) + ")");
+      w_.open("if (" + row + "s + " + tile + " <= " + cpp_size(rows) + " && " + col + "s + " + tile + " <= " +
+              cpp_size(cols) + ")");
     push();
     emit_vector_tile(lanes);
     pop();
@@ -83,7 +84,7 @@ void KernelEmitter::emit_vector_tile(int lanes) {
 void KernelEmitter::emit_scalar_tile() {
   int n = int(k_.ranges.size());
   for (int d = n - 2; d < n; ++d) {
-    std::string x = var(VarId{d}), size = std::to_string(k_.ranges[size_t(d)]);
+    std::string x = var(VarId{d}), size = cpp_size(k_.ranges[size_t(d)]);
     if (d == n - 1) w_.line("#pragma omp simd");
     w_.open("for (int64_t " + x + " = " + x + "s; " + x + " < std::min<int64_t>(" + size + ", " + x + "s + " +
             std::to_string(plan_.tile) + "); ++" + x + ")");
@@ -108,18 +109,18 @@ void KernelEmitter::emit_pointwise() {
 void KernelEmitter::emit_scan() {
   const Node &first = p_.nodes[size_t(k_.nodes[0])];
   int dim = first.scan_dim;
-  Shape rows = k_.ranges;
+  const SymShape &rows = k_.ranges;
   push();
   // Rows: every dim but the scanned one, in parallel; the scan runs in order.
   std::vector<int> dims;
   for (size_t d = 0; d < rows.size(); ++d)
     if (int(d) != dim) dims.push_back(int(d));
-  int64_t work = checked_numel(k_.ranges) * body_work();
+  SymInt work = checked_numel(k_.ranges) * body_work();
   for (size_t i = 0; i < dims.size(); ++i) {
     if (i == 0) w_.line("#pragma omp parallel for" + (dims.size() > 1 ? " collapse(" + std::to_string(dims.size()) + ")" : std::string()) +
-                        " num_threads(coil_rt::threads_for(" + std::to_string(work) + "))");
+                        " num_threads(coil_rt::threads_for(" + cpp_size(work) + "))");
     std::string x = var(VarId{dims[i]});
-    w_.open("for (int64_t " + x + " = 0; " + x + " < " + std::to_string(rows[size_t(dims[i])]) + "; ++" + x + ")");
+    w_.open("for (int64_t " + x + " = 0; " + x + " < " + cpp_size(rows[size_t(dims[i])]) + "; ++" + x + ")");
   }
   if (dims.empty()) w_.open("");
   std::vector<std::string> accs;
@@ -135,7 +136,7 @@ void KernelEmitter::emit_scan() {
     w_.line((floating ? std::string("double ") : "int64_t ") + accs.back() + " = " + init + ";");
   }
   std::string x = var(VarId{dim});
-  w_.open("for (int64_t " + x + " = 0; " + x + " < " + std::to_string(rows[size_t(dim)]) + "; ++" + x + ")");
+  w_.open("for (int64_t " + x + " = 0; " + x + " < " + cpp_size(rows[size_t(dim)]) + "; ++" + x + ")");
   push();
   for (size_t m = 0; m < k_.nodes.size(); ++m) {
     const Node &n = p_.nodes[size_t(k_.nodes[m])];
@@ -186,18 +187,18 @@ void KernelEmitter::emit_scatter() {
     if (identity)
       w_.open("if (static_cast<const void *>(" + names_.at(out) + ") != static_cast<const void *>(" +
               names_.at(init.buffer) + "))");
-    Shape sizes = ot.sizes;
+    const SymShape &sizes = ot.sizes;
     int loops = 0;
     for (size_t d = 0; d < sizes.size(); ++d) {
       std::string x = "c" + std::to_string(d);
-      w_.open("for (int64_t " + x + " = 0; " + x + " < " + std::to_string(sizes[d]) + "; ++" + x + ")");
+      w_.open("for (int64_t " + x + " = 0; " + x + " < " + cpp_size(sizes[d]) + "; ++" + x + ")");
       ++loops;
     }
     std::vector<std::string> c;
     std::string dst = "0";
     for (size_t d = 0; d < sizes.size(); ++d) {
       c.push_back("c" + std::to_string(d));
-      dst += " + c" + std::to_string(d) + "*" + std::to_string(ot.strides[d]);
+      dst += " + c" + std::to_string(d) + "*" + cpp_size(ot.strides[d]);
     }
     w_.line(names_.at(out) + "[" + dst + "] = " +
             to_storage(cpp_cast(strided_element(p_, init, names_.at(init.buffer), c), it, ot.dtype), ot.dtype) + ";");
@@ -215,7 +216,7 @@ void KernelEmitter::emit_scatter() {
                                return var(x);
                              },
                              ranges_);
-  std::string o = def("int64_t", "coil_rt::checked_index(" + at + ", " + std::to_string(storage_extent(ot)) + ", err)");
+  std::string o = def("int64_t", "coil_rt::checked_index(" + at + ", " + cpp_size(storage_extent(ot)) + ", err)");
   DType vt = n.body.at(n.body.results[0]).dtype;
   std::string value = def(value_type(ot.dtype), cpp_cast(v[size_t(n.body.results[0])], vt, ot.dtype));
   std::string current = from_storage(names_.at(out) + "[" + o + "]", ot.dtype);

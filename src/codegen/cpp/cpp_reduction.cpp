@@ -199,7 +199,7 @@ void KernelEmitter::fold_vector(const Acc &acc) {
 
 std::string KernelEmitter::emit_shift(const ir::Step &step, const Node &welford, const std::string &name) {
   w_.line("double " + name + " = 0;");
-  if (checked_numel(k_.reduction_ranges) == 0) return name;
+  if (const SymInt n = checked_numel(k_.reduction_ranges); !n.symbolic() && n.hint() == 0) return name;
   w_.open("");
   for (size_t d = 0; d < k_.reduction_ranges.size(); ++d)
     w_.line("const int64_t " + var(VarId{int(k_.ranges.size() + d)}) + " = 0;");
@@ -312,24 +312,25 @@ void KernelEmitter::close_lanes() {
 void KernelEmitter::emit_tiled_reduction() {
   const int64_t block = plan_.tile;
   int n = int(k_.ranges.size());
-  int64_t last = k_.ranges.back(), blocks = ceil_div(last, block);
-  int64_t work = checked_numel(k_.ranges) * std::max<int64_t>(checked_numel(k_.reduction_ranges), 1) * body_work();
+  const SymInt &last = k_.ranges.back();
+  SymInt blocks = sym_floor_div(last + (block - 1), block);
+  SymInt work = reduction_work();
   push();
-  Shape outer(k_.ranges.begin(), k_.ranges.end() - 1);
+  SymShape outer(k_.ranges.begin(), k_.ranges.end() - 1);
   outer.push_back(blocks);
   int loops = 0;
   std::vector<int> dims;
   for (size_t d = 0; d < outer.size(); ++d)
-    if (outer[d] > 1 || d + 1 == outer.size()) dims.push_back(int(d));
+    if (outer[d].symbolic() || outer[d].hint() > 1 || d + 1 == outer.size()) dims.push_back(int(d));
   w_.line("#pragma omp parallel for" + (dims.size() > 1 ? " collapse(" + std::to_string(dims.size()) + ")" : std::string()) +
-          " num_threads(coil_rt::threads_for(" + std::to_string(work) + "))");
+          " num_threads(coil_rt::threads_for(" + cpp_size(work) + "))");
   for (int d : dims) {
     std::string x = var(VarId{d}) + (d == n - 1 ? "b" : "");
-    w_.open("for (int64_t " + x + " = 0; " + x + " < " + std::to_string(outer[size_t(d)]) + "; ++" + x + ")");
+    w_.open("for (int64_t " + x + " = 0; " + x + " < " + cpp_size(outer[size_t(d)]) + "; ++" + x + ")");
     ++loops;
   }
   std::string xb = var(VarId{n - 1}) + "b";
-  w_.line("const int64_t lanes = std::min<int64_t>(" + std::to_string(block) + ", " + std::to_string(last) + " - " + xb +
+  w_.line("const int64_t lanes = std::min<int64_t>(" + std::to_string(block) + ", " + cpp_size(last) + " - " + xb +
           " * " + std::to_string(block) + ");");
   lanes_ = block;
   for (int m : k_.nodes) {
@@ -404,10 +405,16 @@ void KernelEmitter::merge(const Acc &into, const Acc &from) {
   }
 }
 
+SymInt KernelEmitter::reduction_work() const {
+  SymInt reduced = checked_numel(k_.reduction_ranges);
+  if (!reduced.symbolic()) reduced = std::max<int64_t>(reduced.hint(), 1);
+  return checked_numel(k_.ranges) * reduced * body_work();
+}
+
 void KernelEmitter::emit_reduction() {
   if (plan_.strategy == CppStrategy::LanesOverKeptDim) return emit_tiled_reduction();
   push();
-  int64_t work = checked_numel(k_.ranges) * std::max<int64_t>(checked_numel(k_.reduction_ranges), 1) * body_work();
+  SymInt work = reduction_work();
   int outer = open_loops(k_.ranges, 0, true, false, work);
   if (outer == 0) w_.open("");
   push();
@@ -461,9 +468,9 @@ void KernelEmitter::emit_pass(const ir::Step &step, const std::vector<Acc> &accs
   }
 }
 
-void KernelEmitter::emit_split_step(const ir::Step &step, const CppPassPlan &pass, int64_t work) {
+void KernelEmitter::emit_split_step(const ir::Step &step, const CppPassPlan &pass, const SymInt &work) {
   std::string nt = "nt" + std::to_string(next_acc_);
-  w_.line("const int " + nt + " = coil_rt::threads_for(" + std::to_string(work) + ");");
+  w_.line("const int " + nt + " = coil_rt::threads_for(" + cpp_size(work) + ");");
   std::vector<const Node *> reductions;
   for (int n : step.nodes)
     if (p_.nodes[size_t(n)].kind == ir::NodeKind::Reduction) reductions.push_back(&p_.nodes[size_t(n)]);
@@ -484,15 +491,17 @@ void KernelEmitter::emit_split_step(const ir::Step &step, const CppPassPlan &pas
   for (const Node *n : reductions) accs.push_back(start(*n));
   std::string clauses = *simd_clauses(accs);
   int n0 = int(k_.ranges.size());
-  std::string r0 = var(VarId{n0}), size0 = std::to_string(k_.reduction_ranges[0]);
-  Shape rest(k_.reduction_ranges.begin() + 1, k_.reduction_ranges.end());
+  std::string r0 = var(VarId{n0}), size0 = cpp_size(k_.reduction_ranges[0]);
+  SymShape rest(k_.reduction_ranges.begin() + 1, k_.reduction_ranges.end());
+  const SymInt rest_size = checked_numel(rest);
+  bool one_dim = !rest_size.symbolic() && rest_size.hint() == 1;  // the first reduced dim is the only one
   // The thread's chunk of the first reduced dim; when it is the only one, its loop steps
   // by vectors (from the chunk's start: loads unaligned) and ends with a scalar tail.
   int lanes = pass.lanes;
   for (Acc &acc : accs)
     if (lanes) start_vector(acc, lanes);
   w_.line("const int64_t " + r0 + "_begin = " + size0 + " * t / " + nt + ", " + r0 + "_end = " + size0 + " * (t + 1) / " + nt + ";");
-  if (checked_numel(rest) == 1 && lanes) {
+  if (one_dim && lanes) {
     std::string l = std::to_string(lanes);
     w_.line("const int64_t " + r0 + "_split = " + r0 + "_begin + (" + r0 + "_end - " + r0 + "_begin) / " + l + " * " + l + ";");
     w_.open("for (int64_t " + r0 + " = " + r0 + "_begin; " + r0 + " < " + r0 + "_split; " + r0 + " += " + l + ")");
@@ -500,10 +509,10 @@ void KernelEmitter::emit_split_step(const ir::Step &step, const CppPassPlan &pas
     w_.close();
     w_.open("for (int64_t " + r0 + " = " + r0 + "_split; " + r0 + " < " + r0 + "_end; ++" + r0 + ")");
   } else {
-    if (checked_numel(rest) == 1) w_.line("#pragma omp simd" + clauses);
+    if (one_dim) w_.line("#pragma omp simd" + clauses);
     w_.open("for (int64_t " + r0 + " = " + r0 + "_begin; " + r0 + " < " + r0 + "_end; ++" + r0 + ")");
   }
-  if (checked_numel(rest) == 1) {
+  if (one_dim) {
     push();
     emit_pass(step, accs);
     pop();

@@ -26,10 +26,17 @@ struct Storage {
 /// Inputs from the caller, outputs the caller owns, intermediates in the arena.
 Storage place_buffers(const sched::Schedule &s);
 
-/// Descriptors, the arena pool and the C entry points, calling each kernel with the
-/// buffers of `calls` in order. With `profile` (the option cpp.profile) each call is
-/// timed and coil_profile reports the times (coil/artifact.h).
-void emit_wrapper(const sched::Schedule &s, const Storage &st,
-                  const std::vector<std::pair<std::string, std::vector<ir::BufferId>>> &calls, bool profile, Writer &w);
+/// A kernel as the wrapper calls it: its function, then its buffers and symbolic sizes.
+struct KernelCall {
+  std::string name;
+  std::vector<ir::BufferId> buffers;
+  std::vector<std::string> symbols;
+};
+
+/// Descriptors, the graph's symbolic sizes and the checks on them, the arena pool and the C
+/// entry points, calling the kernels of `calls` in order. With `profile` (the option
+/// cpp.profile) each call is timed and coil_profile reports the times (coil/artifact.h).
+void emit_wrapper(const sched::Schedule &s, const Storage &st, const std::vector<KernelCall> &calls, bool profile,
+                  Writer &w);
 
 }  // namespace coil::codegen

@@ -36,29 +36,62 @@ static const coil_tensor_desc inputs_desc[] = {
 static const coil_tensor_desc outputs_desc[] = {
   {"out0", 1, 1, output0_sizes, output0_strides, 0, 1000, 0, -1},
 };
-static const int64_t kArenaBytes = 0;
+static const coil_symbol_desc symbols_desc[] = {
+  {"", -1, -1, 0},
+};
+static const int64_t compiled_sizes[] = {0};
+static const char *const size_checks[] = {
+  "",
+};
 
-// Arenas for concurrent calls: taken from the pool, allocated only when it is empty,
-// freed when the library is unloaded.
+extern "C" {
+  int32_t coil_num_symbols(void) { return 0; }
+  const coil_symbol_desc *coil_symbol(int32_t i) { return i >= 0 && i < coil_num_symbols() ? &symbols_desc[i] : nullptr; }
+  const char *coil_size_check(int32_t g) { return g >= 0 && g < 0 ? size_checks[g] : nullptr; }
+  int32_t coil_check_sizes(const int64_t *sizes) {
+    return -1;
+  }
+  int64_t coil_arena_bytes_at(const int64_t *sizes) {
+    return 0;
+  }
+  int32_t coil_layout(int32_t output, int32_t i, const int64_t *sizes, int64_t *dims, int64_t *strides, int64_t *storage_offset, int64_t *storage_elements) {
+    if (!output && i == 0) {
+      dims[0] = 1000, strides[0] = 1;
+      *storage_offset = 0, *storage_elements = 1000;
+      return COIL_OK;
+    }
+    if (output && i == 0) {
+      dims[0] = 1000, strides[0] = 1;
+      *storage_offset = 0, *storage_elements = 1000;
+      return COIL_OK;
+    }
+    return COIL_ERROR_NULL_POINTER;
+  }
+}
+
+// Arenas for concurrent calls: taken from the pool (replaced when smaller than a call
+// needs), allocated only when it is empty, freed when the library is unloaded.
 static struct ArenaPool {
   std::mutex mutex;
-  std::vector<char *> free;
-  ~ArenaPool() { for (char *a : free) std::free(a); }
+  std::vector<std::pair<char *, int64_t>> free;  // an arena and its bytes
+  ~ArenaPool() { for (auto &a : free) std::free(a.first); }
 } arena_pool;
-static char *take_arena() {
-  if (kArenaBytes == 0) return reinterpret_cast<char *>(64);  // never dereferenced
+static std::pair<char *, int64_t> take_arena(int64_t bytes) {
+  if (bytes == 0) return {reinterpret_cast<char *>(64), 0};  // never dereferenced
   {
     std::lock_guard<std::mutex> lock(arena_pool.mutex);
     if (!arena_pool.free.empty()) {
-      char *a = arena_pool.free.back();
+      std::pair<char *, int64_t> a = arena_pool.free.back();
       arena_pool.free.pop_back();
-      return a;
+      if (a.second >= bytes) return a;
+      std::free(a.first);
     }
   }
-  return static_cast<char *>(std::aligned_alloc(64, size_t((kArenaBytes + 63) / 64 * 64)));
+  int64_t rounded = (bytes + 63) / 64 * 64;
+  return {static_cast<char *>(std::aligned_alloc(64, size_t(rounded))), rounded};
 }
-static void give_arena(char *a) {
-  if (kArenaBytes == 0) return;
+static void give_arena(std::pair<char *, int64_t> a) {
+  if (a.second == 0) return;
   std::lock_guard<std::mutex> lock(arena_pool.mutex);
   arena_pool.free.push_back(a);
 }
@@ -69,18 +102,21 @@ extern "C" {
   int32_t coil_num_outputs(void) { return 1; }
   const coil_tensor_desc *coil_input(int32_t i) { return i >= 0 && i < coil_num_inputs() ? &inputs_desc[i] : nullptr; }
   const coil_tensor_desc *coil_output(int32_t i) { return i >= 0 && i < coil_num_outputs() ? &outputs_desc[i] : nullptr; }
-  int64_t coil_arena_bytes(void) { return kArenaBytes; }
+  int64_t coil_arena_bytes(void) { return coil_arena_bytes_at(compiled_sizes); }
   const char *coil_error_message(int32_t status) {
     switch (status) {
       case COIL_OK: return "ok";
-      case COIL_ERROR_NULL_POINTER: return "an input or caller-owned output pointer is NULL";
+      case COIL_ERROR_NULL_POINTER: return "an input, caller-owned output or sizes pointer is NULL";
       case COIL_ERROR_OUT_OF_MEMORY: return "the arena for intermediates could not be allocated";
       case COIL_ERROR_DIVISION_BY_ZERO: return "integer division by zero";
       case COIL_ERROR_INDEX_OUT_OF_RANGE: return "an index read from the data is out of range";
+      case COIL_ERROR_SIZES: return "the sizes fail a check of the compiled graph (coil_check_sizes says which)";
       default: return "unknown status";
     }
   }
-  int32_t coil_run_in(void *const *inputs, void **outputs, void *given_arena) {
+  int32_t coil_run_sized(const int64_t *sizes, void *const *inputs, void **outputs, void *given_arena) {
+    if (coil_num_symbols() > 0 && !sizes) return COIL_ERROR_NULL_POINTER;
+    if (coil_check_sizes(sizes) >= 0) return COIL_ERROR_SIZES;
     for (int32_t i = 0; i < coil_num_inputs(); ++i) if (!inputs[i]) return COIL_ERROR_NULL_POINTER;
     for (int32_t i = 0; i < coil_num_outputs(); ++i) {
       const coil_tensor_desc &d = outputs_desc[i];
@@ -88,12 +124,14 @@ extern "C" {
       else if (d.kind == COIL_OUTPUT_ALIASES_OUTPUT) outputs[i] = outputs[d.alias_index];
       else if (!outputs[i] && d.storage_elements > 0) return COIL_ERROR_NULL_POINTER;
     }
-    char *arena = given_arena ? static_cast<char *>(given_arena) : take_arena();
+    std::pair<char *, int64_t> own = given_arena ? std::pair<char *, int64_t>{nullptr, 0} : take_arena(0);
+    char *arena = given_arena ? static_cast<char *>(given_arena) : own.first;
     if (!arena) return COIL_ERROR_OUT_OF_MEMORY;
     coil_rt::Error err{0};
     kernel0(reinterpret_cast<float *>(static_cast<char *>(inputs[0])), reinterpret_cast<float *>(static_cast<char *>(outputs[0])), err);
-    if (!given_arena) give_arena(arena);
+    if (!given_arena) give_arena(own);
     return err.load();
   }
+  int32_t coil_run_in(void *const *inputs, void **outputs, void *arena) { return coil_run_sized(compiled_sizes, inputs, outputs, arena); }
   int32_t coil_run(void *const *inputs, void **outputs) { return coil_run_in(inputs, outputs, nullptr); }
 }
