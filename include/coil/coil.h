@@ -236,8 +236,10 @@ class CompiledGraph {
   /// whose own checks already hold them so, as torch.compile's guards do for the graphs it
   /// hands over; a tensor of another layout is read or written wrongly. Counts are
   /// checked. Nothing is allocated per call once a thread has made one.
+  /// A graph with symbols() runs so at other sizes too: `sizes` (a value per symbol) says
+  /// which, and every tensor is as the layouts at those sizes give it (outputs_at).
   void run_addresses(std::span<void *const> inputs, std::span<void *const> outputs, void *stream = nullptr,
-                     bool outputs_as_stored = false) const;
+                     bool outputs_as_stored = false, std::span<const int64_t> sizes = {}) const;
 
   /// The median time of one run over `iterations` runs after one to warm up, in seconds:
   /// on the GPU, of the steps alone between CUDA events. Targets cpu and cuda only, on

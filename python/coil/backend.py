@@ -510,7 +510,7 @@ def compile_whole(gm: torch.fx.GraphModule, example_inputs, options: list[tuple[
         if got is None:
             values = list(zip(names, key))
             got = at_size[key] = (*layouts(compiled.outputs_at(list(key))),
-                                  {k: _size_value(v, values) for k, v in size_vals.items()})
+                                  {k: _size_value(v, values) for k, v in size_vals.items()}, list(key))
         return got
     # An output that is one of the graph's inputs (a training forward returns the parameters
     # and the logits its backward reads) is that input itself, where the call then copies
@@ -554,9 +554,9 @@ def compile_whole(gm: torch.fx.GraphModule, example_inputs, options: list[tuple[
             given += (torch.randint(0, 2**62, (2,), dtype=torch.int64, device=target),)
         on_target = target.type == "cpu" or torch.cuda.current_device() == target.index
         alloc = fast if fast is not None and on_target else plain
-        layout, where = outputs, storage
+        layout, where, at = outputs, storage, []
         if symbols:
-            layout, where, _ = sized(given)
+            layout, where, _, at = sized(given)
         outs = [None] * count
         # Guarded calls after the first hold the layouts: only other calls look.
         for k, j, strides in same:
@@ -577,15 +577,17 @@ def compile_whole(gm: torch.fx.GraphModule, example_inputs, options: list[tuple[
             else:
                 outs[k] = alloc(sizes, strides, dtype)
         stream = torch.cuda.current_stream(target).cuda_stream if target.type == "cuda" else 0
-        if checked[0] or symbols:
+        if checked[0]:
             # get_device(): -1 for host memory, else the CUDA device's index, as coil._C takes it.
             ins = [(t.data_ptr(), _CODES[t.dtype], tuple(t.shape), t.stride(), t.get_device(), -1, -1) for t in given]
             refs = [(o.data_ptr(), _CODES[o.dtype], tuple(o.shape), o.stride(), o.get_device(), o.storage_offset(),
                      o.untyped_storage().nbytes() // o.element_size()) for o in outs]
             compiled.run(ins, refs, stream)
-            checked[0] = not guarded or bool(symbols)
+            checked[0] = not guarded
         else:
-            compiled.run_addresses([t.data_ptr() for t in given], [o.data_ptr() for o in outs], stream, True)
+            # Dynamo's guards hold a graph of symbolic sizes' layouts as expressions of them:
+            # at a call's sizes (`at`), the tensors are as coil lays them out.
+            compiled.run_addresses([t.data_ptr() for t in given], [o.data_ptr() for o in outs], stream, True, at)
         if whole:
             return tuple(outs)
         it = iter(outs)

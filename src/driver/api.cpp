@@ -201,6 +201,11 @@ struct CompiledGraph::Impl {
                     " runs at the sizes compiled for alone; it takes no sizes");
     return outputs;
   }
+  /// run_addresses at `sizes`: every tensor as the layouts at those sizes give it.
+  virtual void run_addresses_at(std::span<const int64_t> sizes, std::span<void *const> in,
+                                std::span<void *const> out) const {
+    outputs_at(sizes);  // an Error: this target takes no sizes
+  }
 };
 
 namespace {
@@ -321,6 +326,16 @@ struct CpuGraph : CompiledGraph::Impl {
     std::string out;
     for (size_t i = 0; i < sizes.size(); ++i) out += str_cat(i ? ", " : "", module->symbols()[i], " = ", sizes[i]);
     return out;
+  }
+
+  void run_addresses_at(std::span<const int64_t> sizes, std::span<void *const> in,
+                        std::span<void *const> out) const override {
+    COIL_USER_CHECK(sizes.size() == symbols.size(), "the graph has ", symbols.size(), " symbols; ", sizes.size(),
+                    " sizes were given");
+    CpuModule::Call call(*module, sizes);
+    for (size_t i = 0; i < in.size(); ++i) call.input_as_laid_out(int(i), in[i]);
+    for (size_t i = 0; i < out.size(); ++i) call.output_as_laid_out(int(i), out[i]);
+    call.run();
   }
 
   void run(std::span<const TensorRef> in, std::span<const TensorRef> out) const override {
@@ -532,10 +547,11 @@ void as_compiled(std::vector<TensorRef> &refs, const std::vector<TensorInfo> &in
 }  // namespace
 
 void CompiledGraph::run_addresses(std::span<void *const> inputs, std::span<void *const> outputs, void *stream,
-                                  bool outputs_as_stored) const {
+                                  bool outputs_as_stored, std::span<const int64_t> sizes) const {
   publicly([&] {
     check_count(inputs.size(), impl_->inputs.size(), "input");
     check_count(outputs.size(), impl_->outputs.size(), "output");
+    if (!sizes.empty()) return impl_->run_addresses_at(sizes, inputs, outputs);
     Memory memory = impl_->target == Target::Cuda ? Memory::cuda(0) : Memory::host();
     thread_local std::vector<TensorRef> in, out;
     as_compiled(in, impl_->inputs, inputs, memory, false);

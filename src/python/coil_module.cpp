@@ -105,19 +105,21 @@ NB_MODULE(_C, m) {
       .def(
           "run_addresses",
           [](const coil::CompiledGraph &g, const std::vector<uintptr_t> &inputs, const std::vector<uintptr_t> &outputs,
-             uintptr_t stream, bool outputs_as_stored) {
+             uintptr_t stream, bool outputs_as_stored, const std::vector<int64_t> &sizes) {
             thread_local std::vector<void *> in, out;
             in.clear();
             out.clear();
             for (uintptr_t a : inputs) in.push_back(reinterpret_cast<void *>(a));
             for (uintptr_t a : outputs) out.push_back(reinterpret_cast<void *>(a));
             nb::gil_scoped_release release;
-            g.run_addresses(in, out, reinterpret_cast<void *>(stream), outputs_as_stored);
+            g.run_addresses(in, out, reinterpret_cast<void *>(stream), outputs_as_stored, sizes);
           },
           nb::arg("inputs"), nb::arg("outputs"), nb::arg("stream") = 0, nb::arg("outputs_as_stored") = false,
+          nb::arg("sizes") = std::vector<int64_t>{},
           "run() for tensors exactly as `inputs` and `outputs` describe them, in the target's memory:\n"
           "their data pointers alone (the caller's guards hold their dtypes, sizes and strides;\n"
-          "outputs_as_stored: each output lies in its allocation as its storage fields say).");
+          "outputs_as_stored: each output lies in its allocation as its storage fields say).\n"
+          "`sizes`: a graph with symbols at those sizes, every tensor as outputs_at lays it out.");
 
   m.def("supported_ops", &coil::supported_ops, "The ops coil compiles natively: aten.add.Tensor, ...");
   m.attr("MAX_SORT_LENGTH") = coil::kMaxSortLength;

@@ -269,6 +269,13 @@ CpuModule::Call::Call(const CpuModule &m, std::span<const int64_t> sizes)
   s_.busy = true;
 }
 
+void CpuModule::Call::input_as_laid_out(int i, const void *data) { input(i, data, l_->in.at(size_t(i)).strides); }
+
+void CpuModule::Call::output_as_laid_out(int i, void *data) {
+  const Layout &l = l_->out.at(size_t(i));
+  output(i, data, l.strides, l.offset, l.elements);
+}
+
 std::span<const int64_t> CpuModule::Call::input_sizes(int i) const { return l_->in.at(size_t(i)).sizes; }
 std::span<const int64_t> CpuModule::Call::output_sizes(int i) const { return l_->out.at(size_t(i)).sizes; }
 

@@ -121,6 +121,11 @@ class CpuModule {
     /// copies made once): the median time of one call, in seconds.
     double median_seconds(int iterations);
 
+    /// Input i, or output i (at its element 0, in the allocation its layout asks for), in
+    /// the library's layout at this call's sizes: used in place.
+    void input_as_laid_out(int i, const void *data);
+    void output_as_laid_out(int i, void *data);
+
     /// The sizes of input i, or output i, at this call's sizes.
     std::span<const int64_t> input_sizes(int i) const;
     std::span<const int64_t> output_sizes(int i) const;
