@@ -557,7 +557,7 @@ void KernelEmitter::emit_reach(const std::vector<VarId> &on_threads, const std::
       if (t == tile_start.end()) return var(v);
       if (!last) return t->second;
       return "std::min<int64_t>(" + t->second + " + " + std::to_string(plan_.tile - 1) + ", " +
-             cpp_index(ranges_.extent_of(v).value_or(Expr(1)) - 1, [](VarId) { return std::string(); }, ranges_) + ")";
+             cpp_size(ranges_.extent_of(v).value_or(Expr(1)) - 1, ranges_) + ")";
     }, ranges_);
   };
   for (const PrefaultOut &o : prefault_)

@@ -225,14 +225,18 @@ std::string cpp_index(const ir::Expr &index, const std::function<std::string(ir:
   return sum_of_terms(index, [&](const ir::Atom &a) { return atom(a, name, ranges); });
 }
 
-std::string cpp_size(const SymInt &s) {
-  if (!s.symbolic()) return std::to_string(s.hint());
-  std::string e = cpp_index(s.expr(), [](ir::VarId v) -> std::string {
+std::string cpp_size(const ir::Expr &e, const ir::Ranges &ranges) {
+  std::string text = cpp_index(e, [](ir::VarId v) -> std::string {
     COIL_ASSERT(false, "a size names loop variable ", v.id);
     return "";
-  }, s.guards() ? s.guards()->ranges() : ir::Ranges{});
-  bool name = e.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") == std::string::npos;
-  return name ? e : "(" + e + ")";
+  }, ranges);
+  bool name = text.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") == std::string::npos;
+  return name ? text : "(" + text + ")";
+}
+
+std::string cpp_size(const SymInt &s) {
+  if (!s.symbolic()) return std::to_string(s.hint());
+  return cpp_size(s.expr(), s.guards() ? s.guards()->ranges() : ir::Ranges{});
 }
 
 std::string cpp_cast(const std::string &v, DType from, DType to, int lanes) {

@@ -33,6 +33,8 @@ std::string cpp_index(const ir::Expr &index, const std::function<std::string(ir:
 /// a kernel takes as arguments and the wrapper reads from its `sizes`; parenthesized unless
 /// it is one name or number.
 std::string cpp_size(const SymInt &s);
+/// The same of an expression of sizes alone (no loop variable), simplified over `ranges`.
+std::string cpp_size(const ir::Expr &e, const ir::Ranges &ranges = {});
 
 /// A value converted from dtype `from` to `to`, rounded as the reference rounds.
 std::string cpp_cast(const std::string &v, DType from, DType to, int lanes = 0);

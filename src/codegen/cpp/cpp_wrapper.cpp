@@ -192,7 +192,7 @@ std::string check_text(const SizeGuard &g) { return c_string(g.str() + " (" + (g
 
 std::string check_holds(const SizeGuard &g) {
   static const char *const kOp[] = {" == 0", " != 0", " < 0", " <= 0"};
-  return cpp_index(g.expr, [](ir::VarId) { return std::string(); }, ir::Ranges{}) + kOp[size_t(g.op)];
+  return cpp_size(g.expr) + kOp[size_t(g.op)];
 }
 
 // coil_symbol, coil_check_sizes, coil_size_check, coil_layout and coil_arena_bytes_at.
