@@ -16,7 +16,11 @@
 `coil compile --device cuda` writes PLAN.json (launch_plan.json) next to one Triton module
 per kernel (kernels/kernel0.py, ...). The plan:
 
-    {"format": "coil-launch-plan", "version": 1,
+    {"format": "coil-launch-plan", "version": 2,
+     "symbols": [{"name": "s0", "input": 0, "dim": 0}],  a graph of symbolic sizes: each
+                                                       symbol read from an input's dim
+                                                       (or {"name", "value"}: fixed)
+     "checks": [{"check": "s0 - 2 >= 0", "why": "..."}], what the sizes must pass
      "arena_bytes": 4096,                              one device arena, zeroed
      "buffers": [                                      flat storages of `elements` elements
         {"id": 0, "name": "a_0", "dtype": "f32", "elements": 1000, "place": "input", "index": 0},
@@ -28,7 +32,8 @@ per kernel (kernels/kernel0.py, ...). The plan:
                   "offset": 0, "alias": "none"}],       alias: none | input | output (informational)
      "steps": [
         {"kind": "launch", "kernel": "kernel0", "file": "kernels/kernel0.py", "grid": [1, 1, 1],
-         "args": [0, 3], "constexprs": {"XBLOCK": 1024}, "num_warps": 4, "num_stages": 1},
+         "args": [0, 3], "sizes": ["s0"], "when": "s0 - 1024 <= 0",
+         "constexprs": {"XBLOCK": 1024}, "num_warps": 4, "num_stages": 1},
         {"kind": "extern", "kernel": "kernel1", "op": "addmm",
          "operands": [{"buffer": 2, "sizes": [5], "strides": [1], "offset": 0}, {"buffer": -1}, ...],
          "out": {"buffer": 4, "sizes": [10, 5], "strides": [5, 1], "offset": 0},
@@ -39,7 +44,15 @@ dtypes: f64 f32 f16 bf16 i64 i32 i16 i8 u8 bool. A buffer lives in a graph input
 input's tensor, read contiguous from IN, is written into a storage of `elements` through
 its view), in a fresh zeroed storage for a graph output, or in the arena at a byte offset.
 A launch passes the flat storage of each buffer in `args` (kernels index elements from the
-storage's start) and the constexprs as keywords; `file` is relative to the plan's folder.
+storage's start), then the integers `sizes` (optional), and the constexprs as keywords;
+`file` is relative to the plan's folder. A step with `when` runs only where it holds (one
+of a kernel's variants).
+
+Sizes: wherever the plan gives a size, stride, offset, element count, byte count or grid
+dim, a string is an expression of the symbols (+ - * // %, min, max, as Python computes
+them), evaluated at the sizes the inputs give; so are `sizes`, `when` and `checks` (with
+== != < <= > >=). Sizes that fail a check are refused (status 2) naming it. Version 1
+plans (no symbols) are read too.
 An extern step calls torch.ops.aten.<op> on views of its operands ({"buffer": -1}: none)
 and copies the result into the view `out`. An extern step with an "epilogue" (post-ops
 fused onto the call, as coil's scheduler/epilogue.h names them) applies its "ops" to the
@@ -265,6 +278,8 @@ def check_step(step, buffers, plan_dir, where):
         missing = [a for a in int_list(step, "args", where) if a not in buffers]
         if missing:
             raise PlanError(f"{where}: args name buffers {missing} that are not in 'buffers'")
+        if "sizes" in step:
+            int_list(step, "sizes", where)
         field(step, "constexprs", dict, where, {})
         field(step, "num_warps", int, where, 4)
         field(step, "num_stages", int, where, 1)
@@ -301,8 +316,13 @@ def load_plan(path):
             plan = json.load(f)
     except (OSError, ValueError) as e:
         raise PlanError(f"cannot read the plan: {e}")
-    if not isinstance(plan, dict) or plan.get("format") != "coil-launch-plan" or plan.get("version") != 1:
-        raise PlanError("not a coil launch plan of version 1 ('format', 'version')")
+    if not isinstance(plan, dict) or plan.get("format") != "coil-launch-plan" or plan.get("version") not in (1, 2):
+        raise PlanError("not a coil launch plan of version 1 or 2 ('format', 'version')")
+    return plan
+
+
+def check_plan(plan, path):
+    """Checks `plan` (read from `path`, at the sizes of a call); raises PlanError."""
     arena_bytes = field(plan, "arena_bytes", int, "plan")
     if arena_bytes < 0:
         raise PlanError("plan: negative 'arena_bytes'")
@@ -313,6 +333,103 @@ def load_plan(path):
         check_step(step, buffers, os.path.dirname(os.path.abspath(path)), f"step {i}")
     plan["buffers"] = buffers
     return plan
+
+
+# ---- sizes ------------------------------------------------------------------------------
+
+# The keys whose values are sizes (an integer, an expression, or a list of them).
+SIZE_KEYS = ("arena_bytes", "elements", "offset", "sizes", "strides", "grid")
+
+
+def evaluate(text, values, where):
+    """The integer (or truth) of the size expression `text` at the symbols' `values`."""
+    import ast
+    import operator
+    binary = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv,
+              ast.Mod: operator.mod}
+    compare = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
+               ast.Gt: operator.gt, ast.GtE: operator.ge}
+
+    def value(node):
+        if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
+            return node.value
+        if isinstance(node, ast.Name):
+            if node.id not in values:
+                raise PlanError(f"{where}: '{text}' names {node.id}, which is not a symbol of the plan")
+            return values[node.id]
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            return -value(node.operand)
+        if isinstance(node, ast.BinOp) and type(node.op) in binary:
+            right = value(node.right)
+            if isinstance(node.op, (ast.FloorDiv, ast.Mod)) and right == 0:
+                raise PlanError(f"{where}: '{text}' divides by zero")
+            return binary[type(node.op)](value(node.left), right)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("min", "max") \
+                and len(node.args) == 2 and not node.keywords:
+            return (min if node.func.id == "min" else max)(value(node.args[0]), value(node.args[1]))
+        if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in compare:
+            return compare[type(node.ops[0])](value(node.left), value(node.comparators[0]))
+        raise PlanError(f"{where}: '{text}' is not a size expression")
+
+    try:
+        tree = ast.parse(text, mode="eval")
+    except SyntaxError:
+        raise PlanError(f"{where}: '{text}' is not a size expression")
+    return value(tree.body)
+
+
+def symbol_values(plan, tensors):
+    """{symbol: value} read from the input tensors' shapes as plan["symbols"] says."""
+    values = {}
+    inputs = field(plan, "inputs", list, "plan")
+    for i, symbol in enumerate(field(plan, "symbols", list, "plan", [])):
+        where = f"symbols[{i}]"
+        name = field(symbol, "name", str, where)
+        if "value" in symbol:  # read from no input: the value compiled for
+            values[name] = field(symbol, "value", int, where)
+            continue
+        index, dim = field(symbol, "input", int, where), field(symbol, "dim", int, where)
+        if not 0 <= index < len(inputs):
+            raise PlanError(f"{where}: input {index} out of range (the plan has {len(inputs)})")
+        input_name = field(inputs[index], "name", str, f"inputs[{index}]")
+        if input_name not in tensors:
+            raise PlanError(f"input {index} '{input_name}' is not in the inputs file")
+        shape = list(tensors[input_name].shape)
+        if not 0 <= dim < len(shape):
+            raise PlanError(f"{where}: input '{input_name}' has {len(shape)} dims, not a dim {dim}")
+        values[name] = shape[dim]
+    return values
+
+
+def at_sizes(plan, values):
+    """The plan with every size evaluated at `values` and the steps whose `when` fails
+    dropped; a PlanError naming the first check the sizes fail."""
+    given = ", ".join(f"{k} = {v}" for k, v in values.items())
+    for i, c in enumerate(field(plan, "checks", list, "plan", [])):
+        if not evaluate(field(c, "check", str, f"checks[{i}]"), values, f"checks[{i}]"):
+            raise PlanError(f"the compiled graph does not serve the sizes {given}: it needs {c['check']} "
+                            f"({c.get('why') or '?'})")
+
+    def resolve(obj, where, sizes=False):
+        if isinstance(obj, dict):
+            return {k: resolve(v, f"{where}.{k}", k in SIZE_KEYS) for k, v in obj.items()}
+        if isinstance(obj, list):
+            return [resolve(v, f"{where}[{i}]", sizes) for i, v in enumerate(obj)]
+        if sizes and isinstance(obj, str):
+            return evaluate(obj, values, where)
+        return obj
+
+    out = resolve({k: v for k, v in plan.items() if k not in ("symbols", "checks")}, "plan")
+    if isinstance(out.get("steps"), list):
+        steps = []
+        for i, step in enumerate(out["steps"]):
+            when = step.pop("when", None) if isinstance(step, dict) else None
+            if when is not None and not isinstance(when, str):
+                raise PlanError(f"step {i}: 'when' is {json.dumps(when)}, expected a string")
+            if when is None or evaluate(when, values, f"step {i}: when"):
+                steps.append(step)
+        out["steps"] = steps
+    return out
 
 
 # ---- Triton's interpreter ----------------------------------------------------------------
@@ -330,6 +447,30 @@ def f32_to_bf16_bits(values):
 def bf16_bits_to_f32(bits):
     import numpy as np
     return (np.asarray(bits, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
+
+
+def fix_interpreter_scalar_index():
+    """Makes an integer argument of a kernel usable as a loop bound in Triton's interpreter.
+
+    The interpreter holds a scalar argument as a one-element array of one dim and gives its
+    tensors `__index__` as int() of that array, which numpy 2 refuses (only an array of no
+    dims converts): `range(0, s0, RBLOCK)` over a size argument failed. This reads the one
+    element instead. A Triton without these internals is left as it is.
+    """
+    try:
+        from triton.runtime import interpreter
+        patch_tensor = interpreter._patch_lang_tensor
+    except (ImportError, AttributeError):
+        return
+    if getattr(patch_tensor, "coil_scalar_index", False):
+        return
+
+    def patch_tensor_and_index(tensor, scope):
+        patch_tensor(tensor, scope)
+        scope.set_attr(tensor, "__index__", lambda self: int(self.handle.data.reshape(-1)[0]))
+
+    patch_tensor_and_index.coil_scalar_index = True
+    interpreter._patch_lang_tensor = patch_tensor_and_index
 
 
 def fix_interpreter_bf16():
@@ -479,7 +620,7 @@ def load_kernel(path, function, modules):
 def run_launch(step, storages, plan_dir, device, modules):
     """Launches one Triton kernel on the flat storages of its argument buffers."""
     fn = load_kernel(os.path.join(plan_dir, step["file"]), step["kernel"], modules)
-    args = [storages[a] for a in step["args"]]
+    args = [storages[a] for a in step["args"]] + list(step.get("sizes", []))
     options = {}
     if device == "cuda":  # the interpreter would take them, and ignore them
         options = {"num_warps": step.get("num_warps", 4), "num_stages": step.get("num_stages", 1)}
@@ -597,6 +738,7 @@ def prepare(device):
         raise PlanError(f"{sys.executable} cannot run plans: {e}")
     if device == "cpu":
         fix_interpreter_bf16()
+        fix_interpreter_scalar_index()
         run_libdevice_in_interpreter()
         # numpy's notes on what kernels do on purpose (NaN to int casts, wrapping integers).
         warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"triton\.")
@@ -607,12 +749,13 @@ def prepare(device):
 def run_one(plan_path, inputs, save, device, poison):
     """Runs one plan on the inputs file `inputs` (or None) and writes its outputs to `save`."""
     plan = load_plan(plan_path)
-    if inputs is None and plan["inputs"]:
+    if inputs is None and plan.get("inputs"):
         raise PlanError(f"the plan has {len(plan['inputs'])} inputs, and no --inputs file was given")
     try:
         tensors = read_safetensors(inputs) if inputs else {}
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise PlanError(f"cannot read the inputs: {e}")
+    plan = check_plan(at_sizes(plan, symbol_values(plan, tensors)), plan_path)
     storages = allocate(plan, device, poison)
     write_inputs(plan, storages, tensors)
     run_steps(plan, storages, os.path.dirname(os.path.abspath(plan_path)), device)
@@ -625,7 +768,9 @@ def run_one(plan_path, inputs, save, device, poison):
 
 def run(args):
     """Runs the plan of `args`; returns the exit status."""
-    load_plan(args.plan)  # before importing torch: a bad plan fails fast
+    plan = load_plan(args.plan)
+    if not plan.get("symbols"):  # before importing torch: a bad plan fails fast
+        check_plan(at_sizes(plan, {}), args.plan)
     prepare(args.device)
     run_one(args.plan, args.inputs, args.save, args.device, args.poison)
     return 0

@@ -21,6 +21,7 @@
 #include "io/compare.h"
 #include "io/graph_tensors.h"
 #include "ir/interpreter.h"
+#include "ir/specialize.h"
 #include "lowering/lowering.h"
 #include "runtime/cpu_module.h"
 #include "runtime/cuda_program.h"
@@ -180,6 +181,14 @@ struct CompiledGraph::Impl {
   std::vector<SymbolSource> symbol_sources;
   std::shared_ptr<const SizeGuards> guards;
 
+  /// The symbols' values the inputs of a call give, by symbol_sources.
+  std::map<std::string, int64_t> values_of(std::span<const TensorRef> in) const {
+    std::map<std::string, int64_t> values;
+    for (const auto &s : symbol_sources)
+      if (s.input < in.size() && s.dim < in[s.input].sizes.size()) values.emplace(s.symbol, in[s.input].sizes[s.dim]);
+    return values;
+  }
+
   virtual ~Impl() = default;
   virtual void run(std::span<const TensorRef> in, std::span<const TensorRef> out) const = 0;
   /// With the caller's stream: only the GPU program has a use for it (and for device memory).
@@ -231,9 +240,64 @@ struct ReferenceGraph : HostTensorsGraph {
   }
 };
 
+// The Triton kernels under Triton's interpreter. A program of symbolic sizes (one launch
+// plan for every size) checks a call's sizes here, before anything runs.
 struct InterpretedGraph : HostTensorsGraph {
   codegen::GpuProgram gpu;
+
+  bool any_sizes() const override { return !symbols.empty(); }
+
+  std::map<std::string, int64_t> values_at(std::span<const int64_t> sizes) const {
+    COIL_USER_CHECK(sizes.size() == symbols.size(), "the graph has ", symbols.size(), " symbols; ", sizes.size(),
+                    " sizes were given");
+    std::map<std::string, int64_t> values;
+    for (size_t i = 0; i < sizes.size(); ++i) values[symbols[i].name] = sizes[i];
+    if (std::optional<SizeGuard> failing = guards->first_failing(values))
+      throw UserError(sizes_refused(values_str(values), failing->explained()));
+    return values;
+  }
+  static std::string values_str(const std::map<std::string, int64_t> &values) {
+    std::string out;
+    for (const auto &[symbol, value] : values) out += str_cat(out.empty() ? "" : ", ", symbol, " = ", value);
+    return out;
+  }
+  static std::vector<int64_t> evaluated(const SymShape &shape, const std::map<std::string, int64_t> &values) {
+    std::vector<int64_t> out;
+    for (const SymInt &s : shape) out.push_back(at_sizes(s, values).hint());
+    return out;
+  }
+
+  std::vector<TensorInfo> outputs_at(std::span<const int64_t> sizes) const override {
+    if (!any_sizes()) return Impl::outputs_at(sizes);
+    std::map<std::string, int64_t> values = values_at(sizes);
+    const ir::Program &p = schedule.ir.program;
+    std::vector<TensorInfo> out = outputs;
+    for (size_t i = 0; i < out.size(); ++i) {
+      const ir::View &v = p.output_views[i];
+      out[i].sizes = evaluated(v.sizes, values);
+      out[i].strides = evaluated(v.strides, values);
+      out[i].storage_offset = -1;  // written densely (run_interpreted's outputs)
+      out[i].storage_elements = -1;
+    }
+    return out;
+  }
+
   void run(std::span<const TensorRef> in, std::span<const TensorRef> out) const override {
+    if (any_sizes()) {
+      std::vector<int64_t> sizes;
+      std::map<std::string, int64_t> given = values_of(in);
+      for (const SymbolInfo &s : symbols) sizes.push_back(given.count(s.name) ? given.at(s.name) : s.compiled);
+      std::map<std::string, int64_t> values = values_at(sizes);
+      const ir::Program &p = schedule.ir.program;
+      auto check = [&](const TensorRef &t, const SymShape &want, const TensorInfo &info, const char *what) {
+        std::vector<int64_t> sizes_there = evaluated(want, values);
+        COIL_USER_CHECK(std::equal(t.sizes.begin(), t.sizes.end(), sizes_there.begin(), sizes_there.end()), what, " '",
+                        info.name, "' is ", type_str(t.dtype, t.sizes), " but at the sizes of this call (",
+                        values_str(values), ") the graph expects ", type_str(info.dtype, sizes_there));
+      };
+      for (size_t i = 0; i < in.size(); ++i) check(in[i], p.buffer(p.inputs[i]).type.sizes, inputs[i], "input");
+      for (size_t i = 0; i < out.size(); ++i) check(out[i], p.output_views[i].sizes, outputs[i], "output");
+    }
     write_outputs(run_interpreted(schedule, gpu, named_inputs(in)), out);
   }
 };
@@ -367,8 +431,10 @@ std::shared_ptr<CompiledGraph::Impl> build(Graph g, const CompileOptions &o) {
   bool gpu = o.target == Target::Cuda || o.target == Target::CudaInterpreter;
   if (gpu) so = codegen::gpu_schedule_options(so);  // epilogues where cuBLASLt takes them
   std::string trace = o.trace_dir.empty() ? options::get_string("trace") : o.trace_dir;
-  Compilation c = compile_graph(std::move(g), so, trace,
-                                o.target == Target::Cpu ? CodegenSizes::Symbolic : CodegenSizes::CompiledFor);
+  // The C++ dialect and the Triton dialect under the interpreter keep symbolic sizes; the
+  // GPU's runtime takes the sizes compiled for.
+  bool symbolic = o.target == Target::Cpu || o.target == Target::CudaInterpreter;
+  Compilation c = compile_graph(std::move(g), so, trace, symbolic ? CodegenSizes::Symbolic : CodegenSizes::CompiledFor);
 
   std::shared_ptr<CompiledGraph::Impl> impl;
   switch (o.target) {
@@ -400,6 +466,7 @@ std::shared_ptr<CompiledGraph::Impl> build(Graph g, const CompileOptions &o) {
       auto interpreted = std::make_shared<InterpretedGraph>();
       interpreted->gpu = codegen::generate_triton(c.schedule);
       interpreted->plans = interpreted->gpu.plans;
+      dump_sizes(c, trace);  // with what code generation guarded
       impl = interpreted;
       break;
     }
@@ -419,6 +486,16 @@ std::shared_ptr<CompiledGraph::Impl> build(Graph g, const CompileOptions &o) {
       const SymInt &s = symbolic->second->sizes[d];
       if (const ir::Atom *a = s.symbolic() ? s.expr().as_atom() : nullptr; a && a->kind() == ir::AtomKind::Symbol)
         impl->symbol_sources.push_back({a->symbol(), impl->inputs.size() - 1, d});
+    }
+  }
+  if (auto *interpreted = dynamic_cast<InterpretedGraph *>(impl.get()); interpreted && impl->guards) {
+    // Its symbols: those its program names, each read from an input dim where one is it.
+    std::map<std::string, int64_t> fixed = impl->guards->specialized(impl->guards->values());
+    for (const std::string &name : ir::symbols_of(c.schedule.ir)) {
+      SymbolInfo info{name, -1, -1, impl->guards->values().at(name), fixed.count(name) > 0};
+      for (const auto &source : impl->symbol_sources)
+        if (source.symbol == name && info.input < 0) info = {name, int64_t(source.input), int64_t(source.dim), info.compiled, info.specialized};
+      interpreted->symbols.push_back(info);
     }
   }
   for (size_t i = 0; i < p.outputs.size(); ++i) {
@@ -485,9 +562,7 @@ void check_memory(const CompiledGraph::Impl &impl, std::span<const TensorRef> in
 /// ("" when the inputs give no value to some symbol, or pass every guard).
 std::string explain_sizes(const CompiledGraph::Impl &impl, std::span<const TensorRef> in) {
   if (!impl.guards) return "";
-  std::map<std::string, int64_t> values;
-  for (const auto &s : impl.symbol_sources)
-    if (s.dim < in[s.input].sizes.size()) values.emplace(s.symbol, in[s.input].sizes[s.dim]);
+  std::map<std::string, int64_t> values = impl.values_of(in);
   std::set<std::string> needed;
   for (const SizeGuard &g : impl.guards->guards()) ir::collect_symbols(g.expr, needed);
   for (const std::string &s : needed)

@@ -286,6 +286,12 @@ std::string SizeGuard::str() const {
   return ir::str(e - ir::Expr(e.constant())) + " " + text + " " + std::to_string(-e.constant());
 }
 
+std::string SizeGuard::explained() const { return str() + " (" + (why.empty() ? "?" : why) + ")"; }
+
+std::string sizes_refused(std::string_view given, std::string_view check) {
+  return str_cat("the compiled graph does not serve the sizes ", given, ": it needs ", check);
+}
+
 ir::Ranges SizeGuards::default_ranges() {
   ir::Ranges r;
   r.set_symbol_floor(2);  // PyTorch specializes sizes 0 and 1 unless told otherwise

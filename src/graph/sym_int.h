@@ -182,7 +182,13 @@ struct SizeGuard {
   bool holds(const std::map<std::string, int64_t> &values) const;
   /// `s0 == 8`, `s0 - s1 < 0`.
   std::string str() const;
+  /// str() and what relied on it: `s0 >= 2 (the range of s0 that the compiled code assumes)`.
+  std::string explained() const;
 };
+
+/// How a compiled graph refuses a call's sizes (`given`: "s0 = 1") that fail `check`
+/// (SizeGuard::explained): "the compiled graph does not serve the sizes s0 = 1: it needs ...".
+std::string sizes_refused(std::string_view given, std::string_view check);
 
 /// A range a graph states for one symbol, lo <= symbol <= hi, either side open.
 struct SymbolBound {

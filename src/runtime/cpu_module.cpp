@@ -164,7 +164,7 @@ void CpuModule::check_sizes(std::span<const int64_t> sizes) const {
   if (failing < 0) return;
   std::string given;
   for (size_t i = 0; i < sizes.size(); ++i) given += str_cat(i ? ", " : "", symbols_[i], " = ", sizes[i]);
-  throw UserError(str_cat("the compiled graph does not serve the sizes ", given, ": it needs ", size_check_(failing)));
+  throw UserError(sizes_refused(given, size_check_(failing)));
 }
 
 std::vector<CpuModule::OutputLayout> CpuModule::outputs_at(std::span<const int64_t> sizes) const {

@@ -8,8 +8,6 @@
 namespace coil::sched {
 namespace {
 
-SymInt aligned(const SymInt &bytes) { return sym_floor_div(bytes + (kArenaAlignment - 1), kArenaAlignment) * kArenaAlignment; }
-
 void check_input(const std::vector<BufferLife> &buffers) {
   for (size_t i = 0; i < buffers.size(); ++i) {
     const BufferLife &b = buffers[i];

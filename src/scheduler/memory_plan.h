@@ -28,6 +28,11 @@ namespace coil::sched {
 /// vector load).
 inline constexpr int64_t kArenaAlignment = 64;
 
+/// `bytes` rounded up to kArenaAlignment.
+inline SymInt aligned(const SymInt &bytes) {
+  return sym_floor_div(bytes + (kArenaAlignment - 1), kArenaAlignment) * kArenaAlignment;
+}
+
 /// One intermediate as the planner sees it.
 struct BufferLife {
   std::string name;   // buf3, for dumps

@@ -14,12 +14,19 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <functional>
+#include <map>
+#include <optional>
+#include <regex>
+#include <set>
 #include <memory>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
+
+#include <unistd.h>
 
 #include "codegen/gpu/gpu_epilogue.h"
 #include "driver/compile.h"
@@ -28,10 +35,15 @@
 #include "io/graph_tensors.h"
 #include "io/safetensors.h"
 #include "ir/interpreter.h"
+#include "ir/specialize.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/cuda_extern.h"
 #include "runtime/cuda_program.h"
+#include "runtime/compiler.h"
+#include "runtime/triton_build.h"
+#include "runtime/triton_interpret.h"
 #include "support/error.h"
+#include "support/files.h"
 #include "gpu_check.h"
 #include "support/options.h"
 
@@ -86,12 +98,13 @@ TensorList make_inputs(const ir::Program &p, uint64_t seed) {
   return out;
 }
 
-// Each output against `want` with the testing tiers' tolerance; empty when all match.
-std::string compare_outputs(const Compilation &c, const std::vector<HostTensor> &got,
+// Each output against `want` with the testing tiers' tolerance (by the reductions of
+// `lowered`); empty when all match.
+std::string compare_outputs(const ir::Program &lowered, const std::vector<HostTensor> &got,
                             const std::vector<const HostTensor *> &want) {
   if (got.size() != want.size()) return str_cat(got.size(), " outputs, expected ", want.size());
   for (size_t i = 0; i < got.size(); ++i) {
-    Tolerance tol = default_tolerance(want[i]->dtype, ir::max_reduction_size(c.lowered, c.lowered.outputs[i]));
+    Tolerance tol = default_tolerance(want[i]->dtype, ir::max_reduction_size(lowered, lowered.outputs[i]));
     Comparison cmp = compare(got[i], *want[i], tol);
     if (!cmp.pass)
       return str_cat(output_tensor_name(i), " ", got[i].describe(), ": ", cmp.mismatches, " mismatches, first ",
@@ -104,7 +117,7 @@ std::string compare_with_reference(const Compilation &c, const std::vector<HostT
   std::vector<HostTensor> ref = ir::interpret(c.lowered, inputs);
   std::vector<const HostTensor *> want;
   for (const HostTensor &r : ref) want.push_back(&r);
-  return compare_outputs(c, got, want);
+  return compare_outputs(c.lowered, got, want);
 }
 
 // Bitwise equality of two runs' outputs.
@@ -263,9 +276,121 @@ void check_case_dirs(const std::vector<std::filesystem::path> &dirs) {
         want.push_back(find_tensor(expected, output_tensor_name(i)));
         if (!want.back()) return str_cat("expected.safetensors has no ", output_tensor_name(i));
       }
-      return compare_outputs(c.c, c.program->run(inputs), want);
+      return compare_outputs(c.c.lowered, c.program->run(inputs), want);
     });
   }
+}
+
+// The Triton dialect at symbolic sizes on the GPU: each family of dyn_ fixtures (one graph
+// captured at several sizes) compiled once with its sizes kept, and its one launch plan run
+// by run_plan.py under Triton's JIT at every member's sizes, against eager there; then a
+// softmax compiled for rows of 16 run at rows of 9 and 5,000 (its looped variant).
+void check_symbolic_plans(const std::filesystem::path &fixtures) {
+  namespace fs = std::filesystem;
+  static const std::regex family_name("(dyn_.*)_s[0-9x]+");
+  std::map<std::string, std::vector<fs::path>> families;
+  if (fs::is_directory(fixtures))
+    for (const auto &e : fs::directory_iterator(fixtures)) {
+      std::smatch m;
+      std::string base = e.path().filename().string();
+      if (std::regex_match(base, m, family_name)) families[m[1].str()].push_back(e.path());
+    }
+  fs::path root = fs::temp_directory_path() / ("coil_symbolic_gpu_" + std::to_string(::getpid()));
+  fs::remove_all(root);
+  struct Run {
+    std::string family;
+    fs::path save;
+    ir::Program lowered;  // at the run's sizes
+    std::vector<HostTensor> want;
+  };
+  std::vector<Run> runs;
+  std::map<std::string, std::string> failed_to_compile;
+  std::string batch = "[";
+  auto add_run = [&](const std::string &family, const fs::path &plan, const fs::path &inputs, Run r) {
+    batch += std::string(batch.size() > 1 ? ",\n" : "\n") + "{\"plan\": \"" + plan.string() + "\", \"inputs\": \"" +
+             inputs.string() + "\", \"save\": \"" + r.save.string() + "\"}";
+    runs.push_back(std::move(r));
+  };
+  auto compile_plan = [&](const std::string &family, Graph g, const fs::path &dir) -> std::optional<Compilation> {
+    try {
+      Compilation c = compile_graph(std::move(g), gpu_schedule_options(), "", CodegenSizes::Symbolic);
+      write_launch_plan(c.schedule, codegen::generate_triton(c.schedule), dir.string());
+      return c;
+    } catch (const std::exception &e) {
+      failed_to_compile[family] = e.what();
+      return std::nullopt;
+    }
+  };
+  for (auto &[family, dirs] : families) {
+    std::sort(dirs.begin(), dirs.end());
+    fs::path dir = root / family;
+    std::optional<Compilation> c = compile_plan(
+        family, frontend::parse_graph_file((dirs[0] / "graph.py").string(), tensor_shapes_in((dirs[0] / "inputs.safetensors").string())),
+        dir);
+    if (!c) continue;
+    for (const fs::path &member : dirs) {
+      Graph at = frontend::parse_graph_file((member / "graph.py").string(), tensor_shapes_in((member / "inputs.safetensors").string()));
+      fs::path expected = member / "expected_cuda.safetensors";
+      if (!fs::exists(expected)) expected = member / "expected.safetensors";
+      Run r{family, dir / (member.filename().string() + ".safetensors"), ir::specialize(c->lowered, symbol_values(at)), {}};
+      TensorList want = read_safetensors(expected.string());
+      for (size_t i = 0; i < r.lowered.outputs.size(); ++i)
+        if (const HostTensor *t = find_tensor(want, output_tensor_name(i))) r.want.push_back(*t);
+      add_run(family, dir / "launch_plan.json", member / "inputs.safetensors", std::move(r));
+    }
+  }
+  const std::string softmax = R"(class GraphModule(torch.nn.Module):
+    def forward(self, x: "f32[4, s0][s0, 1]cpu"):
+        s: "f32[4, s0][s0, 1]cpu" = torch.ops.aten._softmax.default(x, -1, False)
+        return (s,)
+)";
+  frontend::SizeValues hints{{"s0", 16}};
+  if (std::optional<Compilation> c = compile_plan("softmax variants", frontend::parse_graph(softmax, "softmax.py", &hints), root / "softmax"))
+    for (int64_t n : {9, 5000}) {
+      Run r{"softmax variants", root / "softmax" / str_cat("out_", n, ".safetensors"), ir::specialize(c->lowered, {{"s0", n}}), {}};
+      TensorList inputs = make_inputs(r.lowered, uint64_t(n));
+      fs::path in = root / "softmax" / str_cat("in_", n, ".safetensors");
+      write_safetensors(in.string(), inputs);
+      r.want = ir::interpret(r.lowered, inputs);
+      add_run("softmax variants", root / "softmax" / "launch_plan.json", in, std::move(r));
+    }
+  fs::create_directories(root);
+  std::ofstream(root / "batch.json") << batch << "]\n";
+  ProcessResult result = run_process({triton_python(), triton_helper_file("run_plan.py").string(), "--batch",
+                                      (root / "batch.json").string(), "--device", "cuda"});
+  std::map<std::string, std::string> problems = failed_to_compile;
+  std::map<std::string, int> sizes_run;
+  for (const Run &r : runs) {
+    if (problems.count(r.family)) continue;
+    ++sizes_run[r.family];
+    if (fs::exists(r.save.string() + ".error")) {
+      problems[r.family] = read_file(r.save.string() + ".error");
+      continue;
+    }
+    if (!fs::exists(r.save)) {
+      problems[r.family] = "run_plan.py wrote nothing (exit " + std::to_string(result.exit_code) + "): " + result.err;
+      continue;
+    }
+    TensorList got_named = read_safetensors(r.save.string());
+    std::vector<HostTensor> got;
+    std::vector<const HostTensor *> want;
+    for (size_t i = 0; i < r.want.size(); ++i) {
+      const HostTensor *t = find_tensor(got_named, output_tensor_name(i));
+      if (!t) break;
+      got.push_back(*t);
+      want.push_back(&r.want[i]);
+    }
+    std::string problem = compare_outputs(r.lowered, got, want);
+    if (!problem.empty()) problems[r.family] = r.save.filename().string() + ": " + problem;
+  }
+  std::set<std::string> names;
+  for (const auto &[family, dirs] : families) names.insert(family);
+  names.insert("softmax variants");
+  for (const std::string &family : names)
+    run_check("symbolic: " + family + " (" + std::to_string(sizes_run[family]) + " sizes, one launch plan)", [&] {
+      return problems.count(family) ? problems.at(family) : std::string();
+    });
+  fs::remove_all(root);
 }
 
 // The executor's contract on one graph with a split reduction (scratch in the arena), an
@@ -758,6 +883,7 @@ int run(int argc, char **argv) {
       if (std::filesystem::exists(e.path() / "graph.py")) dirs.push_back(e.path());
   std::sort(dirs.begin(), dirs.end());
   check_case_dirs(dirs);
+  if (argc <= 1) check_symbolic_plans("tests/fixtures");
   std::printf("%s: %d failed\n", failures == 0 ? "PASS" : "FAIL", failures);
   return failures == 0 ? 0 : 1;
 }

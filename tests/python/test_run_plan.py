@@ -128,12 +128,12 @@ def assert_matches(test, got, want):
         torch.testing.assert_close(got[name], want[name], msg=lambda m, name=name: f"{name}: {m}")
 
 
-class RunPlanTest(unittest.TestCase):
+class PlanCase(unittest.TestCase):
+    """A folder of its own for a plan, its kernels and inputs, and run_plan.py run on it."""
+
     def setUp(self):
         self._tmp = tempfile.TemporaryDirectory(prefix="coil-run-plan-test-")
         self.dir = self._tmp.name
-        self.inputs = make_inputs()
-        self.write(make_plan(), {"kernel0": KERNEL0, "kernel1": KERNEL1, "kernel2": KERNEL2}, self.inputs)
 
     def tearDown(self):
         self._tmp.cleanup()
@@ -162,6 +162,13 @@ class RunPlanTest(unittest.TestCase):
                               capture_output=True, text=True, env=env, timeout=600)
         outputs = run_plan.read_safetensors(out) if proc.returncode == 0 else None
         return proc.returncode, proc.stderr, outputs
+
+
+class RunPlanTest(PlanCase):
+    def setUp(self):
+        super().setUp()
+        self.inputs = make_inputs()
+        self.write(make_plan(), {"kernel0": KERNEL0, "kernel1": KERNEL1, "kernel2": KERNEL2}, self.inputs)
 
     def test_matches_eager(self):
         status, stderr, outputs = self.run_plan()
@@ -232,6 +239,61 @@ class RunPlanTest(unittest.TestCase):
         status, stderr, _ = self.run_plan()
         self.assertEqual(status, 2, stderr)
         self.assertIn("input 3 'c' is float64[5] in the inputs file, but the plan wants float32[5]", stderr)
+
+
+# out = 2 * x over n elements: n (the kernel's size argument) from the inputs' shape, and two
+# variants, in blocks of 16 while n <= 16, in blocks of 64 above.
+KERNEL_SIZED = PRELUDE + """def kernel0(in_ptr0, out_ptr0, s0, XBLOCK: tl.constexpr):
+    xindex = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)
+    xmask = xindex < s0
+    tl.store(out_ptr0 + (xindex), tl.load(in_ptr0 + (xindex), xmask) * 2.0, xmask)
+"""
+
+
+def symbolic_plan():
+    sized = lambda block, when: {"kind": "launch", "kernel": "kernel0", "file": "kernels/kernel0.py",
+                                 "grid": [f"(s0 + {block - 1}) // {block}", 1, 1], "args": [0, 1], "sizes": ["s0"],
+                                 "when": when, "constexprs": {"XBLOCK": block}}
+    return {"format": "coil-launch-plan", "version": 2,
+            "symbols": [{"name": "s0", "input": 0, "dim": 0}],
+            "checks": [{"check": "s0 >= 2", "why": "the range of s0"}],
+            "arena_bytes": 0,
+            "buffers": [{"id": 0, "name": "x", "dtype": "f32", "elements": "s0", "place": "input", "index": 0},
+                        {"id": 1, "name": "buf1", "dtype": "f32", "elements": "s0", "place": "output", "index": 0}],
+            "inputs": [view(0, ["s0"], [1]) | {"name": "x", "dtype": "f32"}],
+            "outputs": [view(1, ["s0"], [1]) | {"name": "out0", "dtype": "f32"}],
+            "steps": [sized(16, "s0 <= 16"), sized(64, "s0 > 16")]}
+
+
+class SymbolicPlanTest(PlanCase):
+    """A plan of symbolic sizes runs at the sizes its inputs give, and refuses those its
+    checks do not pass."""
+
+    def setUp(self):
+        super().setUp()
+        self.write(symbolic_plan(), {"kernel0": KERNEL_SIZED})
+
+    def test_runs_at_every_size(self):
+        for n in (2, 13, 16, 17, 300):
+            x = torch.randn(n, generator=torch.Generator().manual_seed(n))
+            self.write(inputs={"x": x})
+            status, stderr, outputs = self.run_plan()
+            self.assertEqual(status, 0, stderr)
+            torch.testing.assert_close(outputs["out0"], 2 * x)
+
+    def test_sizes_that_fail_a_check_are_refused(self):
+        self.write(inputs={"x": torch.ones(1)})
+        status, stderr, _ = self.run_plan()
+        self.assertEqual(status, 2, stderr)
+        self.assertIn("the compiled graph does not serve the sizes s0 = 1: it needs s0 >= 2 (the range of s0)", stderr)
+
+    def test_a_bad_expression_is_refused(self):
+        plan = symbolic_plan()
+        plan["buffers"][0]["elements"] = "s0 ** 2"
+        self.write(plan, inputs={"x": torch.ones(4)})
+        status, stderr, _ = self.run_plan()
+        self.assertEqual(status, 2, stderr)
+        self.assertIn("'s0 ** 2' is not a size expression", stderr)
 
 
 class SafetensorsTest(unittest.TestCase):

@@ -492,24 +492,36 @@ TEST(Api, ACallAtOtherSymbolicSizesRunsOrNamesTheSymbolAndTheGuard) {
                            "    def forward(self, a: \"f32[s0, 24][24, 1]cpu\"):\n"
                            "        sum_1: \"f32[s0][1]cpu\" = torch.ops.aten.sum.dim_IntList(a, [1])\n"
                            "        return (sum_1,)\n";
-  CompiledGraph g = compile(text, {Target::Cpu, {}, "", {{"s0", 7}}}, "sum.py");
-  Floats seven{std::vector<float>(7 * 24, 1), {7, 24}, {}}, sum7{std::vector<float>(7), {7}, {}};
-  std::vector<TensorRef> in = {seven.ref()}, out = {sum7.ref()};
-  g.run(in, out);
-  EXPECT_EQ(sum7.data[6], 24);
   Floats sixteen{std::vector<float>(16 * 24, 2), {16, 24}, {}}, sum16{std::vector<float>(16), {16}, {}};
   std::vector<TensorRef> in16 = {sixteen.ref()}, out16 = {sum16.ref()};
-  g.run(in16, out16);
-  EXPECT_EQ(sum16.data, std::vector<float>(16, 48));
-  Floats one{std::vector<float>(24), {1, 24}, {}}, sum1{std::vector<float>(1), {1}, {}};
-  std::vector<TensorRef> in1 = {one.ref()}, out1 = {sum1.ref()};
-  EXPECT_EQ(api_error([&] { g.run(in1, out1); }),
-            "coil: error: the compiled graph does not serve the sizes s0 = 1: it needs s0 >= 2 (the range of s0 that "
-            "the compiled code assumes)");
-  Floats wrong{std::vector<float>(15), {15}, {}};
-  std::vector<TensorRef> out15 = {wrong.ref()};
-  EXPECT_EQ(api_error([&] { g.run(in16, out15); }),
-            "coil: error: output 'out0' is f32[15] but at the sizes of this call (s0 = 16) the graph expects f32[16]");
+  // The C++ library, and the Triton kernels under the interpreter: one program at every
+  // size, whose call checks its sizes before anything runs.
+  for (Target target : {Target::Cpu, Target::CudaInterpreter}) {
+    SCOPED_TRACE(target_name(target));
+    CompiledGraph g = compile(text, {target, {}, "", {{"s0", 7}}}, "sum.py");
+    ASSERT_EQ(g.symbols().size(), 1u);
+    EXPECT_EQ(g.symbols()[0].name, "s0");
+    EXPECT_EQ(g.symbols()[0].input, 0);
+    EXPECT_EQ(g.symbols()[0].compiled, 7);
+    EXPECT_FALSE(g.symbols()[0].specialized);
+    EXPECT_EQ(g.outputs_at(std::vector<int64_t>{5})[0].sizes, std::vector<int64_t>{5});
+    Floats seven{std::vector<float>(7 * 24, 1), {7, 24}, {}}, sum7{std::vector<float>(7), {7}, {}};
+    std::vector<TensorRef> in = {seven.ref()}, out = {sum7.ref()};
+    g.run(in, out);
+    EXPECT_EQ(sum7.data[6], 24);
+    std::fill(sum16.data.begin(), sum16.data.end(), 0.0f);
+    g.run(in16, out16);
+    EXPECT_EQ(sum16.data, std::vector<float>(16, 48));
+    Floats one{std::vector<float>(24), {1, 24}, {}}, sum1{std::vector<float>(1), {1}, {}};
+    std::vector<TensorRef> in1 = {one.ref()}, out1 = {sum1.ref()};
+    EXPECT_EQ(api_error([&] { g.run(in1, out1); }),
+              "coil: error: the compiled graph does not serve the sizes s0 = 1: it needs s0 >= 2 (the range of s0 that "
+              "the compiled code assumes)");
+    Floats wrong{std::vector<float>(15), {15}, {}};
+    std::vector<TensorRef> out15 = {wrong.ref()};
+    EXPECT_EQ(api_error([&] { g.run(in16, out15); }),
+              "coil: error: output 'out0' is f32[15] but at the sizes of this call (s0 = 16) the graph expects f32[16]");
+  }
 
   CompiledGraph ref = compile(text, {Target::Reference, {}, "", {{"s0", 7}}}, "sum.py");
   EXPECT_EQ(api_error([&] { ref.run(in16, out16); }),

@@ -7,7 +7,6 @@
 #include <gtest/gtest.h>
 
 #include <map>
-#include <regex>
 
 #include "driver/compile.h"
 #include "frontend/parser.h"
@@ -64,12 +63,8 @@ TEST(Specialize, LowerGuardsEverySymbolItFixes) {
 /// The dyn_ fixtures by graph: `dyn_sum_s7` and `dyn_sum_s16` are one graph at two sizes.
 std::map<std::string, std::vector<std::filesystem::path>> dynamic_families() {
   std::map<std::string, std::vector<std::filesystem::path>> out;
-  const std::regex name("(dyn_.*)_s[0-9x]+");
-  for (const auto &dir : test::fixture_dirs()) {
-    std::smatch m;
-    std::string base = dir.filename().string();
-    if (std::regex_match(base, m, name)) out[m[1].str()].push_back(dir);
-  }
+  for (const auto &dir : test::fixture_dirs())
+    if (std::string family = test::dynamic_family(dir); !family.empty()) out[family].push_back(dir);
   return out;
 }
 

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -63,6 +64,15 @@ inline std::vector<std::filesystem::path> case_dirs(const std::filesystem::path 
 /// The bundled examples and the fixtures captured from PyTorch.
 inline std::vector<std::filesystem::path> example_dirs() { return case_dirs(source_dir() / "examples"); }
 inline std::vector<std::filesystem::path> fixture_dirs() { return case_dirs(source_dir() / "tests" / "fixtures"); }
+
+/// The family of a dyn_ fixture, one graph captured at several sizes (`dyn_sum` of
+/// `dyn_sum_s7` and `dyn_sum_s16`); "" for other fixtures.
+inline std::string dynamic_family(const std::filesystem::path &dir) {
+  static const std::regex name("(dyn_.*)_s[0-9x]+");
+  std::smatch m;
+  std::string base = dir.filename().string();
+  return std::regex_match(base, m, name) ? m[1].str() : "";
+}
 
 /// A case's graph.py, read as `coil run` reads it: a graph of symbolic sizes (the dyn_
 /// fixtures) for the sizes of the case's inputs.safetensors.

@@ -17,6 +17,7 @@
 #include "io/graph_tensors.h"
 #include "io/safetensors.h"
 #include "ir/interpreter.h"
+#include "ir/specialize.h"
 #include "runtime/compiler.h"
 #include "runtime/triton_build.h"
 #include "runtime/triton_interpret.h"
@@ -96,10 +97,14 @@ TEST(TritonLayout, ReductionStrategyFollowsTheShape) {
 
 struct Case {
   fs::path dir;
-  Compilation compilation;
-  fs::path work;
+  std::shared_ptr<const Compilation> compilation;  // a dyn_ family's is its members' too
+  fs::path work;  // the outputs
+  fs::path plan;  // the launch plan run
 };
 
+// Every fixture and example under the interpreter, the dyn_ fixtures as PyTorch traced them
+// with symbolic sizes: each family compiled once, its sizes kept (the graph's first fixture
+// gives the hints), and its one launch plan run at every member's sizes.
 TEST(TritonInterpreter, EveryFixtureAndExampleMatchesEager) {
   std::vector<fs::path> dirs = test::fixture_dirs();
   for (const fs::path &d : test::example_dirs()) dirs.push_back(d);
@@ -107,15 +112,32 @@ TEST(TritonInterpreter, EveryFixtureAndExampleMatchesEager) {
   fs::path root = fs::temp_directory_path() / ("coil_interpret_" + std::to_string(::getpid()));
   fs::remove_all(root);
   std::vector<Case> cases;
+  std::map<std::string, Case> families;
   // Two batches, one per core, each a list of {plan, inputs, save}.
   std::vector<std::string> batches(2, "[");
   for (const fs::path &dir : dirs) {
     std::string name = dir.parent_path().filename().string() + "_" + dir.filename().string();
     if (exceptions.count(dir.filename().string())) continue;
-    Case c{dir, compile_graph(test::fixture_graph(dir), gpu_schedule()), root / name};
-    write_launch_plan(c.compilation.schedule, codegen::generate_triton(c.compilation.schedule), c.work.string());
+    std::string family = test::dynamic_family(dir);
+    Case c{dir, nullptr, root / name, root / name / "launch_plan.json"};
+    if (!family.empty() && families.count(family)) {
+      c.compilation = families.at(family).compilation;
+      c.plan = families.at(family).plan;
+      fs::create_directories(c.work);
+    } else {
+      auto compiled = std::make_shared<Compilation>(compile_graph(
+          test::fixture_graph(dir), gpu_schedule(), "", family.empty() ? CodegenSizes::CompiledFor : CodegenSizes::Symbolic));
+      write_launch_plan(compiled->schedule, codegen::generate_triton(compiled->schedule), c.work.string());
+      c.compilation = compiled;
+      if (!family.empty()) {
+        std::shared_ptr<SizeGuards> guards = size_guards_of(compiled->graph);
+        EXPECT_TRUE(guards->specialized(guards->values()).empty())
+            << family << ": the Triton program specialized a size\n" << size_guards_str(compiled->graph);
+        families.emplace(family, c);
+      }
+    }
     std::string &batch = batches[cases.size() % 2];
-    batch += std::string(batch.size() > 1 ? ",\n" : "\n") + "{\"plan\": \"" + (c.work / "launch_plan.json").string() +
+    batch += std::string(batch.size() > 1 ? ",\n" : "\n") + "{\"plan\": \"" + c.plan.string() +
              "\", \"inputs\": \"" + (dir / "inputs.safetensors").string() + "\", \"save\": \"" +
              (c.work / "outputs.safetensors").string() + "\"}";
     cases.push_back(std::move(c));
@@ -151,7 +173,8 @@ TEST(TritonInterpreter, EveryFixtureAndExampleMatchesEager) {
     fs::path cuda_expected = c.dir / "expected_cuda.safetensors";
     TensorList expected =
         read_safetensors((fs::exists(cuda_expected) ? cuda_expected : c.dir / "expected.safetensors").string());
-    const ir::Program &lowered = c.compilation.lowered;
+    // Tolerances by the reductions at the fixture's sizes.
+    const ir::Program lowered = ir::specialize(c.compilation->lowered, symbol_values(test::fixture_graph(c.dir)));
     bool ok = true;
     for (size_t i = 0; i < lowered.outputs.size(); ++i) {
       const HostTensor *want = find_tensor(expected, output_tensor_name(i)), *have = find_tensor(got, output_tensor_name(i));
@@ -166,6 +189,109 @@ TEST(TritonInterpreter, EveryFixtureAndExampleMatchesEager) {
   }
   std::cout << passed << " of " << cases.size() << " cases match eager under the interpreter; " << exceptions.size()
             << " listed in tests/fixtures/INTERPRETER.md\n";
+  if (!HasFailure()) fs::remove_all(root);
+}
+
+// ---- one program of symbolic sizes at every size ----------------------------------------------
+
+// A graph of symbolic sizes compiled once, at the hints its SizeValues give, runs under the
+// interpreter at sizes on both sides of each decision made at the hints: a persistent row
+// that no longer fits its block (the looped variant runs), a split reduction's last chunk
+// past the row, rows side by side, Welford, scans and tiles; each against the reference
+// interpreter on the program specialized to those sizes.
+TEST(TritonInterpreter, OneSymbolicProgramServesEverySize) {
+  auto graph = [](const std::string &params, const std::string &body, const std::string &outs) {
+    return "class GraphModule(torch.nn.Module):\n    def forward(self, " + params + "):\n" + body + "        return (" + outs + ",)\n";
+  };
+  struct Graph_ {
+    std::string name, text;
+    int64_t hint;
+    std::vector<int64_t> sizes;  // s0 at each run
+  };
+  const std::vector<Graph_> graphs = {
+      {"softmax", graph("x: \"f32[4, s0][s0, 1]cpu\"", "        s: \"f32[4, s0][s0, 1]cpu\" = torch.ops.aten._softmax.default(x, -1, False)\n", "s"),
+       16, {16, 9, 5000}},
+      {"var_mean", graph("x: \"f32[8, s0][s0, 1]cpu\"",
+                         "        v = torch.ops.aten.var_mean.correction(x, [1], correction = 1)\n"
+                         "        a: \"f32[8][1]cpu\" = v[0]\n        b: \"f32[8][1]cpu\" = v[1]\n", "a, b"),
+       100, {100, 3, 4099}},
+      {"split_rows", graph("x: \"f32[2, s0][s0, 1]cpu\"", "        s: \"f32[2][1]cpu\" = torch.ops.aten.amax.default(x, [1])\n", "s"),
+       65536, {65536, 65543, 3}},
+      {"split_columns", graph("x: \"f32[s0, 256][256, 1]cpu\"",
+                              "        s: \"f32[256][1]cpu\" = torch.ops.aten.sum.dim_IntList(x, [0])\n", "s"),
+       1024, {1024, 37, 1500}},
+      {"cumsum", graph("x: \"f32[3, s0][s0, 1]cpu\"", "        c: \"f32[3, s0][s0, 1]cpu\" = torch.ops.aten.cumsum.default(x, 1)\n", "c"),
+       64, {64, 5, 2100}},
+      {"tiles", graph("x: \"f32[s0, 64][64, 1]cpu\", y: \"f32[64, s0][s0, 1]cpu\"",
+                      "        t: \"f32[s0, 64][1, s0]cpu\" = torch.ops.aten.permute.default(y, [1, 0])\n"
+                      "        s: \"f32[s0, 64][64, 1]cpu\" = torch.ops.aten.add.Tensor(x, t)\n", "s"),
+       128, {128, 33}},
+  };
+  fs::path root = fs::temp_directory_path() / ("coil_symbolic_" + std::to_string(::getpid()));
+  fs::remove_all(root);
+  struct Run {
+    std::string name;
+    fs::path save;
+    std::vector<HostTensor> want;
+    ir::Program program;  // specialized to the run's sizes: its tolerances
+  };
+  std::vector<Run> runs;
+  std::string batch = "[";
+  for (const Graph_ &gr : graphs) {
+    frontend::SizeValues hints{{"s0", gr.hint}};
+    Compilation c = compile_graph(frontend::parse_graph(gr.text, gr.name + ".py", &hints), gpu_schedule(), "",
+                                  CodegenSizes::Symbolic);
+    codegen::GpuProgram g = codegen::generate_triton(c.schedule);
+    std::shared_ptr<SizeGuards> guards = size_guards_of(c.graph);
+    EXPECT_TRUE(guards->specialized(guards->values()).empty()) << gr.name << ":\n" << size_guards_str(c.graph);
+    bool takes_sizes = false;
+    for (const codegen::GpuKernel &k : g.kernels) takes_sizes |= !k.sizes.empty();
+    EXPECT_TRUE(takes_sizes) << gr.name << ": no kernel takes s0";
+    fs::path work = root / gr.name;
+    write_launch_plan(c.schedule, g, work.string());
+    for (int64_t n : gr.sizes) {
+      std::map<std::string, int64_t> values{{"s0", n}};
+      Run r{gr.name + " at s0 = " + std::to_string(n), work / ("out_" + std::to_string(n) + ".safetensors"), {},
+            ir::specialize(c.lowered, values)};
+      TensorList in;
+      uint32_t state = uint32_t(n);
+      for (ir::BufferId b : r.program.inputs) {
+        HostTensor t = HostTensor::zeros(DType::F32, r.program.buffer(b).type.sizes);
+        float *f = t.ptr<float>();
+        for (int64_t i = 0; i < t.numel(); ++i) f[i] = float((state = state * 1664525u + 1013904223u) >> 8) / float(1 << 24) * 4.0f - 2.0f;
+        in.emplace_back(r.program.buffer(b).name, std::move(t));
+      }
+      fs::path inputs = work / ("in_" + std::to_string(n) + ".safetensors");
+      write_safetensors(inputs.string(), in);
+      r.want = ir::interpret(r.program, in);
+      batch += std::string(batch.size() > 1 ? ",\n" : "\n") + "{\"plan\": \"" + (work / "launch_plan.json").string() +
+               "\", \"inputs\": \"" + inputs.string() + "\", \"save\": \"" + r.save.string() + "\"}";
+      runs.push_back(std::move(r));
+    }
+  }
+#ifdef COIL_ASAN
+  fs::remove_all(root);
+  GTEST_SKIP() << runs.size() << " runs generated; the interpreter runs them in the g++ build";
+#endif
+  fs::path job = root / "batch.json";
+  std::ofstream(job) << batch << "]\n";
+  ProcessResult result = run_process({triton_python(), triton_helper_file("run_plan.py").string(), "--batch", job.string()});
+  ASSERT_LE(result.exit_code, 1) << result.err;
+  for (const Run &r : runs) {
+    if (fs::exists(r.save.string() + ".error")) {
+      ADD_FAILURE() << r.name << ": " << test::read_text(r.save.string() + ".error");
+      continue;
+    }
+    TensorList got = read_safetensors(r.save.string());
+    for (size_t i = 0; i < r.want.size(); ++i) {
+      const HostTensor *have = find_tensor(got, output_tensor_name(i));
+      ASSERT_TRUE(have) << r.name << ": no " << output_tensor_name(i);
+      Tolerance tol = default_tolerance(r.want[i].dtype, ir::max_reduction_size(r.program, r.program.outputs[i]));
+      Comparison cmp = compare(*have, r.want[i], tol);
+      EXPECT_TRUE(cmp.pass) << r.name << " " << output_tensor_name(i) << ": " << cmp.mismatches << " mismatches, first "
+                            << cmp.first_mismatch << ", max abs error " << cmp.max_abs_error << "\nkernels: " << r.save.parent_path();
+    }
+  }
   if (!HasFailure()) fs::remove_all(root);
 }
 

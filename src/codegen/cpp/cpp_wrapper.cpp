@@ -188,7 +188,7 @@ void read_sizes(const SizeArgs &a, Writer &w) {
     w.line("[[maybe_unused]] const int64_t " + a.symbols[i].name + " = sizes[" + std::to_string(i) + "];");
 }
 
-std::string check_text(const SizeGuard &g) { return c_string(g.str() + " (" + (g.why.empty() ? "?" : g.why) + ")"); }
+std::string check_text(const SizeGuard &g) { return c_string(g.explained()); }
 
 std::string check_holds(const SizeGuard &g) {
   static const char *const kOp[] = {" == 0", " != 0", " < 0", " <= 0"};

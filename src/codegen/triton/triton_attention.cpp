@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <set>
 
 #include "codegen/common/writer.h"
 #include "codegen/cpp/cpp_wrapper.h"
@@ -24,7 +25,10 @@ struct Call {
   ir::AttentionCall c;
   const ir::View &q, &k, &v;
   DType dtype;
-  int64_t batch, heads, group, rows, keys, e, ev;
+  SymInt batch, heads;
+  int64_t group;
+  SymInt rows, keys;
+  int64_t e, ev;  // the head's elements: constexpr block shapes (guarded when symbolic)
 };
 
 Call call_of(const ir::Program &p, const ir::Kernel &k) {
@@ -66,8 +70,8 @@ AttentionPlan plan_attention(const ir::Program &p, const ir::Kernel &k, const Tr
     plan = {128, head > 64 ? 32 : 64, head > 64 ? 8 : 4, 3};
   }
   // Short sequences: no block longer than the sequence (rounded up to the 16 tl.dot needs).
-  plan.block_m = std::min(plan.block_m, pow2_at_least(c.rows, 16));
-  plan.block_n = std::min(plan.block_n, pow2_at_least(c.keys, 16));
+  plan.block_m = std::min(plan.block_m, pow2_at_least(c.rows.hint(), 16));
+  plan.block_n = std::min(plan.block_n, pow2_at_least(c.keys.hint(), 16));
   if (config.block0 > 0) plan.block_m = std::max<int64_t>(config.block0, 16);
   if (config.block1 > 0) plan.block_n = std::max<int64_t>(config.block1, 16);
   if (config.num_warps > 0) plan.warps = config.num_warps;
@@ -80,7 +84,8 @@ std::vector<AttentionPlan> attention_tuning_plans(const ir::Program &p, const ir
   std::vector<AttentionPlan> out = {chosen};
   // Not worth timing: short sequences (one block either way), f64 (one plan fits) and the
   // gradients (one plan, for now).
-  if (c.dtype == DType::F64 || c.c.gradient() || c.batch * c.heads * c.rows * c.keys < (int64_t(1) << 16)) return out;
+  if (c.dtype == DType::F64 || c.c.gradient() || c.batch.hint() * c.heads.hint() * c.rows.hint() * c.keys.hint() < (int64_t(1) << 16))
+    return out;
   int64_t head = std::max(c.e, c.ev);
   std::vector<AttentionPlan> grid;
   for (int64_t bm : {64, 128})
@@ -90,7 +95,7 @@ std::vector<AttentionPlan> attention_tuning_plans(const ir::Program &p, const ir
           // Tiles whose operands would not fit in registers and shared memory are left out.
           if (bm * head * 2 > 128 * 128 * 2 || (bn == 128 && head > 64) || (warps == 8 && bm == 64)) continue;
           if (c.dtype == DType::F32 && (bm > 64 || bn > 64)) continue;
-          grid.push_back({std::min(bm, pow2_at_least(c.rows, 16)), std::min(bn, pow2_at_least(c.keys, 16)), warps, stages});
+          grid.push_back({std::min(bm, pow2_at_least(c.rows.hint(), 16)), std::min(bn, pow2_at_least(c.keys.hint(), 16)), warps, stages});
         }
   for (const AttentionPlan &g : grid) {
     bool seen = std::any_of(out.begin(), out.end(), [&](const AttentionPlan &o) { return o.config() == g.config(); });
@@ -126,11 +131,17 @@ GpuKernel emit_attention(const ir::Program &p, const ir::Kernel &k, const Attent
 
   bool f64 = c.dtype == DType::F64, f32 = c.dtype == DType::F32, bf16 = c.dtype == DType::BF16;
   std::string acc_t = f64 ? "tl.float64" : "tl.float32";
+  // Sizes in the code: numbers, or expressions of the symbols the kernel then takes.
+  std::set<std::string> symbols;
+  auto sz = [&](const SymInt &s) {
+    if (s.symbolic()) ir::collect_symbols(s.expr(), symbols);
+    return triton_size(s);
+  };
   int64_t dp = pow2_at_least(c.e, 16), dvp = pow2_at_least(c.ev, 16);
-  int64_t blocks_m = (c.rows + plan.block_m - 1) / plan.block_m, blocks_n = (c.keys + plan.block_n - 1) / plan.block_n;
+  SymInt blocks_m = triton_blocks(c.rows, plan.block_m), blocks_n = triton_blocks(c.keys, plan.block_n);
   const double log2e = 1.4426950408889634;
   // Bounds that the block sizes do not already keep: a mask only where a block overhangs.
-  bool m_tail = c.rows % plan.block_m != 0, n_tail = c.keys % plan.block_n != 0;
+  bool m_tail = blocks_may_overrun(c.rows, plan.block_m), n_tail = blocks_may_overrun(c.keys, plan.block_n);
   bool d_tail = dp != c.e, dv_tail = dvp != c.ev;
   auto both = [](const std::string &a, const std::string &b) {
     if (a.empty()) return b;
@@ -140,24 +151,24 @@ GpuKernel emit_attention(const ir::Program &p, const ir::Kernel &k, const Attent
   auto masked = [](const std::string &m, const std::string &other) {
     return m.empty() ? std::string() : ", mask=" + m + ", other=" + other;
   };
-  auto base = [](const ir::View &v, const char *head) {
-    return str_cat("(", v.offset, " + b * ", v.strides[0], " + ", head, " * ", v.strides[1], ")");
+  auto base = [&](const ir::View &v, const char *head) {
+    return str_cat("(", sz(v.offset), " + b * ", sz(v.strides[0]), " + ", head, " * ", sz(v.strides[1]), ")");
   };
   // A tile of view `v` (4-d): `rows` (an index vector) along dim 2 and `cols` along dim 3,
   // laid out [rows, cols] (`across` false) or [cols, rows]; `bound` masks where it overhangs.
   auto tile = [&](const std::string &ptr, const ir::View &v, const char *head, const std::string &rows,
                   const std::string &cols, bool across, const std::string &bound) {
     std::string r = across ? rows + "[None, :]" : rows + "[:, None]", cl = across ? cols + "[:, None]" : cols + "[None, :]";
-    return str_cat("tl.load(", ptr, " + ", base(v, head), " + ", r, " * ", v.strides[2], " + ", cl, " * ", v.strides[3],
-                   masked(bound, "0.0"), ")");
+    return str_cat("tl.load(", ptr, " + ", base(v, head), " + ", r, " * ", sz(v.strides[2]), " + ", cl, " * ",
+                   sz(v.strides[3]), masked(bound, "0.0"), ")");
   };
   // The bounds of query rows and keys laid along a tile's second dim (`second`) or its
   // first, and of the head's elements along its first dim (`first`) or its second.
   auto row_bound = [&](const std::string &rows, bool second) {
-    return m_tail ? str_cat(rows, second ? "[None, :]" : "[:, None]", " < ", c.rows) : std::string();
+    return m_tail ? str_cat(rows, second ? "[None, :]" : "[:, None]", " < ", sz(c.rows)) : std::string();
   };
   auto key_bound = [&](const std::string &cols, bool second) {
-    return n_tail ? str_cat(cols, second ? "[None, :]" : "[:, None]", " < ", c.keys) : std::string();
+    return n_tail ? str_cat(cols, second ? "[None, :]" : "[:, None]", " < ", sz(c.keys)) : std::string();
   };
   auto d_bound = [&](bool first) { return d_tail ? str_cat(first ? "offs_d[:, None]" : "offs_d[None, :]", " < ", c.e) : std::string(); };
   auto e_bound = [&](bool first) { return dv_tail ? str_cat(first ? "offs_e[:, None]" : "offs_e[None, :]", " < ", c.ev) : std::string(); };
@@ -184,8 +195,8 @@ GpuKernel emit_attention(const ir::Program &p, const ir::Kernel &k, const Attent
     std::string r = across ? rows + "[None, :]" : rows + "[:, None]", cl = across ? cols + "[:, None]" : cols + "[None, :]";
     if (mask) {
       bool bool_mask = p.buffer(mask->buffer).type.dtype == DType::Bool;
-      w.line(str_cat("mv = tl.load(", mp, " + ", base(*mask, "h"), " + ", r, " * ", mask->strides[2], " + ", cl, " * ",
-                     mask->strides[3], masked(both(row_bound(rows, across), key_bound(cols, !across)), bool_mask ? "0" : "0.0"),
+      w.line(str_cat("mv = tl.load(", mp, " + ", base(*mask, "h"), " + ", r, " * ", sz(mask->strides[2]), " + ", cl, " * ",
+                     sz(mask->strides[3]), masked(both(row_bound(rows, across), key_bound(cols, !across)), bool_mask ? "0" : "0.0"),
                      ")"));
       w.line(bool_mask ? str_cat(qk, " = tl.where(mv != 0, ", qk, ", float(\"-inf\"))")
                        : str_cat(qk, " += mv.to(", acc_t, ") * ", num(log2e)));
@@ -197,11 +208,11 @@ GpuKernel emit_attention(const ir::Program &p, const ir::Kernel &k, const Attent
   // The rows' logsumexp (log2 units; 0 where it is -inf, so that a row of dropped keys
   // has probabilities 0) and D, for query rows `rows`.
   auto row_stats = [&](const std::string &rows) {
-    std::string bound = m_tail ? str_cat(", mask=", rows, " < ", c.rows, ", other=0.0") : "";
+    std::string bound = m_tail ? str_cat(", mask=", rows, " < ", sz(c.rows), ", other=0.0") : "";
     const ir::View &l = *c.c.lse, &d = *c.c.delta;
-    w.line(str_cat("lse = tl.load(", lsep, " + ", base(l, "h"), " + ", rows, " * ", l.strides[2], bound, ")"));
+    w.line(str_cat("lse = tl.load(", lsep, " + ", base(l, "h"), " + ", rows, " * ", sz(l.strides[2]), bound, ")"));
     w.line(str_cat("shift = tl.where(lse == float(\"-inf\"), 0.0, lse) * ", num(log2e)));
-    w.line(str_cat("delta = tl.load(", deltap, " + ", base(d, "h"), " + ", rows, " * ", d.strides[2], bound, ")"));
+    w.line(str_cat("delta = tl.load(", deltap, " + ", base(d, "h"), " + ", rows, " * ", sz(d.strides[2]), bound, ")"));
   };
   // Result `i` (a [B, H, rows, cols] buffer) at rows `rows` (the query rows, or `keys`)
   // and the head's elements (offs_d over E where `head_d`, else offs_e over Ev) from tile
@@ -210,29 +221,29 @@ GpuKernel emit_attention(const ir::Program &p, const ir::Kernel &k, const Attent
     const TensorType &t = p.buffer(n.outputs[i]).type;
     std::string bound = both(keys ? key_bound(rows, false) : row_bound(rows, false), head_d ? d_bound(false) : e_bound(false));
     w.line(str_cat("tl.store(", outs[i], " + ", base(ir::View{n.outputs[i], t.sizes, t.strides, 0}, "h"), " + ", rows,
-                   "[:, None] * ", t.strides[2], " + ", head_d ? "offs_d" : "offs_e", "[None, :] * ", t.strides[3], ", ",
+                   "[:, None] * ", sz(t.strides[2]), " + ", head_d ? "offs_d" : "offs_e", "[None, :] * ", sz(t.strides[3]), ", ",
                    value, ".to(", outs[i], ".dtype.element_ty)", bound.empty() ? "" : ", mask=" + bound, ")"));
   };
 
   // Programs: per (batch, head), one per block of query rows (the forward, dq), and for the
   // gradients first one per block of keys (dk and dv), so that no two add to one row.
-  const int64_t key_programs = grads ? blocks_n * c.batch * c.heads : 0;
+  const SymInt key_programs = grads ? blocks_n * c.batch * c.heads : SymInt(0);
   w.line("pid = tl.program_id(0)");
   w.line(str_cat("offs_d = tl.arange(0, ", dp, ")"));
   w.line(str_cat("offs_e = tl.arange(0, ", dvp, ")"));
   // The program's block `var` among `blocks` of its (b, h), from pid less `first`.
-  auto head_of = [&](const char *var, int64_t blocks, int64_t first) {
-    std::string id = first ? str_cat("(pid - ", first, ")") : std::string("pid");
-    w.line(str_cat(var, " = ", id, " % ", blocks));
-    w.line(str_cat("bh = (", id, " // ", blocks, ").to(tl.int64)"));
-    w.line(str_cat("b = bh // ", c.heads));
-    w.line(str_cat("h = bh % ", c.heads));
+  auto head_of = [&](const char *var, const SymInt &blocks, const SymInt &first) {
+    std::string id = known_eq(first, 0) ? std::string("pid") : str_cat("(pid - ", sz(first), ")");
+    w.line(str_cat(var, " = ", id, " % ", sz(blocks)));
+    w.line(str_cat("bh = (", id, " // ", sz(blocks), ").to(tl.int64)"));
+    w.line(str_cat("b = bh // ", sz(c.heads)));
+    w.line(str_cat("h = bh % ", sz(c.heads)));
     w.line(str_cat("hk = h // ", c.group));
   };
 
   if (grads) {
     // dk and dv of a block of keys: dS and P against each block of query rows.
-    w.line(str_cat("if pid < ", key_programs, ":"));
+    w.line(str_cat("if pid < ", sz(key_programs), ":"));
     w.indent();
     head_of("start_n", blocks_n, 0);
     w.line("cols = start_n * BLOCK_N + tl.arange(0, BLOCK_N)");
@@ -242,10 +253,10 @@ GpuKernel emit_attention(const ir::Program &p, const ir::Kernel &k, const Attent
     w.line(str_cat("dv = tl.zeros([BLOCK_N, ", dvp, "], ", acc_t, ")"));
     // Causal: the rows before a key's own see none of the block's keys.
     if (c.c.causal)
-      w.line(str_cat("for start_m in range(0 if INTERPRETED else (start_n * BLOCK_N // BLOCK_M) * BLOCK_M, ", c.rows,
+      w.line(str_cat("for start_m in range(0 if INTERPRETED else (start_n * BLOCK_N // BLOCK_M) * BLOCK_M, ", sz(c.rows),
                      ", BLOCK_M):"));
     else
-      w.line(str_cat("for start_m in range(0, ", c.rows, ", BLOCK_M):"));
+      w.line(str_cat("for start_m in range(0, ", sz(c.rows), ", BLOCK_M):"));
     w.indent();
     w.line("offs_m = start_m + tl.arange(0, BLOCK_M)");
     // The query rows and dO once each, [BLOCK_M, D or Dv] for the products, transposed
@@ -287,26 +298,26 @@ GpuKernel emit_attention(const ir::Program &p, const ir::Kernel &k, const Attent
   // Causal programs stop at their last row's block. Triton's interpreter cannot loop to a
   // bound computed from the program id: there, and only there, they visit every block.
   if (c.c.causal)
-    w.line(str_cat("for start_n in range(0, ", c.keys, " if INTERPRETED else tl.minimum(", c.keys,
+    w.line(str_cat("for start_n in range(0, ", sz(c.keys), " if INTERPRETED else tl.minimum(", sz(c.keys),
                    ", (start_m + 1) * BLOCK_M), BLOCK_N):"));
   else
-    w.line(str_cat("for start_n in range(0, ", c.keys, ", BLOCK_N):"));
+    w.line(str_cat("for start_n in range(0, ", sz(c.keys), ", BLOCK_N):"));
   w.indent();
   w.line("cols = start_n + tl.arange(0, BLOCK_N)");
   if (grads) {
     // The keys once, [BLOCK_N, D] for dq += dS k, transposed for the scores.
-    w.line(str_cat("kr = tl.load(k_base + cols[:, None] * ", c.k.strides[2], " + offs_d[None, :] * ", c.k.strides[3],
+    w.line(str_cat("kr = tl.load(k_base + cols[:, None] * ", sz(c.k.strides[2]), " + offs_d[None, :] * ", sz(c.k.strides[3]),
                    masked(both(key_bound("cols", false), d_bound(false)), "0.0"), ")"));
     dot("qk = ", "q", "tl.trans(kr)", str_cat(" * ", num(c.c.scale * log2e)));
   } else {
-    w.line(str_cat("k = tl.load(k_base + cols[None, :] * ", c.k.strides[2], " + offs_d[:, None] * ", c.k.strides[3],
+    w.line(str_cat("k = tl.load(k_base + cols[None, :] * ", sz(c.k.strides[2]), " + offs_d[:, None] * ", sz(c.k.strides[3]),
                    masked(both(key_bound("cols", true), d_bound(true)), "0.0"), ")"));
     dot("qk = ", "q", "k", str_cat(" * ", num(c.c.scale * log2e)));
   }
   finish_scores("qk", "offs_m", "cols", false, false);
   if (grads) {
     w.line("p = tl.math.exp2(qk - shift[:, None])");
-    w.line(str_cat("vt = tl.load(v_base + cols[None, :] * ", c.v.strides[2], " + offs_e[:, None] * ", c.v.strides[3],
+    w.line(str_cat("vt = tl.load(v_base + cols[None, :] * ", sz(c.v.strides[2]), " + offs_e[:, None] * ", sz(c.v.strides[3]),
                    masked(both(key_bound("cols", true), e_bound(true)), "0.0"), ")"));
     dot("dp = ", "do", "vt", "");
     w.line(str_cat("ds = p * (dp - delta[:, None]) * ", num(c.c.scale)));
@@ -319,7 +330,7 @@ GpuKernel emit_attention(const ir::Program &p, const ir::Kernel &k, const Attent
     w.line("p = tl.math.exp2(qk - m_safe[:, None])");
     w.line("alpha = tl.math.exp2(m_i - m_safe)");
     w.line("l_i = l_i * alpha + tl.sum(p, 1)");
-    w.line(str_cat("v = tl.load(v_base + cols[:, None] * ", c.v.strides[2], " + offs_e[None, :] * ", c.v.strides[3],
+    w.line(str_cat("v = tl.load(v_base + cols[:, None] * ", sz(c.v.strides[2]), " + offs_e[None, :] * ", sz(c.v.strides[3]),
                    masked(both(key_bound("cols", false), e_bound(false)), "0.0"), ")"));
     dot("acc = acc * alpha[:, None] + ", operand("p"), "v", "");
     w.line("m_i = m_new");
@@ -332,7 +343,7 @@ GpuKernel emit_attention(const ir::Program &p, const ir::Kernel &k, const Attent
                      num(1 / log2e), ")"));
       const TensorType &t = p.buffer(n.outputs[1]).type;
       w.line(str_cat("tl.store(", outs[1], " + ", base(ir::View{n.outputs[1], t.sizes, t.strides, 0}, "h"), " + offs_m * ",
-                     t.strides[2], ", lse", m_tail ? str_cat(", mask=offs_m < ", c.rows) : "", ")"));
+                     sz(t.strides[2]), ", lse", m_tail ? str_cat(", mask=offs_m < ", sz(c.rows)) : "", ")"));
     }
   }
   if (grads) w.dedent();
@@ -345,6 +356,12 @@ GpuKernel emit_attention(const ir::Program &p, const ir::Kernel &k, const Attent
     g.signature.push_back({name, triton_pointer_type(p.buffer(id).type.dtype)});
     sig += name + ", ";
     args.push_back(id);
+  }
+  // The symbols as 64-bit integers: the kernel's offsets are 64-bit (bh) already.
+  for (const std::string &symbol : symbols) {
+    g.signature.push_back({symbol, "i64"});
+    g.sizes.push_back(symbol);
+    sig += symbol + ", ";
   }
   g.signature.push_back({"BLOCK_M", "constexpr"});
   g.signature.push_back({"BLOCK_N", "constexpr"});
@@ -359,7 +376,7 @@ GpuKernel emit_attention(const ir::Program &p, const ir::Kernel &k, const Attent
                                 c.group > 1 ? str_cat(", ", c.group, " query heads per key head") : "",
                                 grads ? ", a program per block of keys (dk, dv) and per block of query rows (dq)" : "")},
              {"plan", plan.str()},
-             {"grid", str_cat(g.grid[0], "x1x1")}};
+             {"grid", str_cat(str(g.grid[0]), "x1x1")}};
   std::string head = "# " + ir::kernel_summary(p, k) + "\n";
   for (const auto &[key, value] : g.attrs) head += "# " + key + ": " + value + "\n";
   std::string prelude = "import triton\nimport triton.language as tl\n";

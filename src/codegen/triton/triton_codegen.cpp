@@ -11,6 +11,7 @@
 #include "codegen/triton/triton_attention.h"
 #include "codegen/triton/triton_kernel.h"
 #include "codegen/triton/triton_kernel_plan.h"
+#include "ir/specialize.h"
 #include "support/error.h"
 
 namespace coil::codegen {
@@ -106,10 +107,13 @@ GpuProgram generate_triton(const sched::Schedule &s, const TritonOptions &o) {
   for (size_t i = 0; i < s.lives.size(); ++i) g.places[s.life_buffers[i]] = {GpuPlace::Kind::Arena, -1, s.memory.offsets[i]};
   g.arena_bytes = s.memory.arena_bytes;
   int next_scratch = int(p.buffers.size());
-  std::map<int, std::pair<DType, int64_t>> scratch;
-  std::vector<TritonKernelPlan> plans;
+  std::map<int, std::pair<DType, SymInt>> scratch;
+  std::vector<TritonVariant> plans;
   std::string attention_plans;
   for (const Kernel &k : s.ir.kernels) {
+    // What code generation relies on at the sizes compiled for is guarded in its name.
+    std::string activity = "the Triton code of " + k.name;
+    GuardActivity generating(activity);
     if (is_attention(p, k)) {  // coil's own kernel, not a library call
       auto it = o.configs.find(k.name);
       AttentionPlan plan = plan_attention(p, k, it == o.configs.end() ? TritonConfig{} : it->second);
@@ -127,31 +131,38 @@ GpuProgram generate_triton(const sched::Schedule &s, const TritonOptions &o) {
       step.node = k.nodes[0];
       step.schedule_kernel = k.name;
       if (k.nodes.size() > 1) step.epilogue = sched::epilogue_of(p, k);
-      step.extern_plan = plan_gpu_extern(p, p.nodes[size_t(step.node)], step.epilogue_or_null());
+      // A library call is planned for its sizes (descriptors, layouts, workspace): at sizes
+      // of symbols, by whatever runs the program at a call's sizes (run_plan.py: torch's
+      // ops), not here.
+      if (ir::symbols_of(p, k).empty())
+        step.extern_plan = plan_gpu_extern(p, p.nodes[size_t(step.node)], step.epilogue_or_null());
       continue;
     }
-    std::vector<std::vector<int>> args;
-    int before = next_scratch;
-    plans.push_back(plan_triton_kernel(p, k, o));
-    std::vector<GpuKernel> made = TritonEmitter(p, k, plans.back()).emit(args, scratch, next_scratch);
-    // Scratch of this kernel: after the arena, freed when the kernel ends (the next one may reuse it).
-    int64_t offset = s.memory.arena_bytes;
-    for (int id = before; id < next_scratch; ++id) {
-      auto [t, elements] = scratch.at(id);
-      g.places[id] = {GpuPlace::Kind::Scratch, -1, offset};
-      g.scratch_names[id] = k.name + "_partials" + std::to_string(id - before);
-      g.scratch_dtypes[id] = t;
-      g.scratch_elements[id] = elements;
-      offset += (elements * itemsize(t) + sched::kArenaAlignment - 1) / sched::kArenaAlignment * sched::kArenaAlignment;
-    }
-    g.arena_bytes = std::max(g.arena_bytes, offset);
-    for (size_t i = 0; i < made.size(); ++i) {
-      GpuStep &step = g.steps.emplace_back();
-      step.kind = GpuStep::Kind::Launch;
-      step.kernel = int(g.kernels.size());
-      step.args = args[i];
-      step.schedule_kernel = k.name;
-      g.kernels.push_back(std::move(made[i]));
+    for (const TritonVariant &variant : plan_variants(p, k, o)) {
+      std::vector<std::vector<int>> args;
+      int before = next_scratch;
+      plans.push_back(variant);
+      std::vector<GpuKernel> made = TritonEmitter(p, k, variant.plan).emit(args, scratch, next_scratch);
+      // Scratch of this kernel: after the arena, freed when the kernel ends (the next one may reuse it).
+      SymInt offset = s.memory.arena_bytes;
+      for (int id = before; id < next_scratch; ++id) {
+        auto [t, elements] = scratch.at(id);
+        g.places[id] = {GpuPlace::Kind::Scratch, -1, offset};
+        g.scratch_names[id] = made.front().name + std::to_string(id - before);
+        g.scratch_dtypes[id] = t;
+        g.scratch_elements[id] = elements;
+        offset += sched::aligned(elements * itemsize(t));
+      }
+      g.arena_bytes = sym_max(g.arena_bytes, offset);
+      for (size_t i = 0; i < made.size(); ++i) {
+        GpuStep &step = g.steps.emplace_back();
+        step.kind = GpuStep::Kind::Launch;
+        step.kernel = int(g.kernels.size());
+        step.args = args[i];
+        step.only_if = variant.only_if;
+        step.schedule_kernel = k.name;
+        g.kernels.push_back(std::move(made[i]));
+      }
     }
   }
   g.plans = plans_str(plans) + (attention_plans.empty() ? "" : "# Attention kernels (triton_attention.h)\n" + attention_plans) +

@@ -29,6 +29,7 @@
 
 #include "codegen/gpu/extern_plan.h"
 #include "codegen/triton/triton_request.h"
+#include "graph/sym_int.h"
 #include "scheduler/epilogue.h"
 #include "scheduler/scheduler.h"
 
@@ -38,11 +39,12 @@ namespace coil::codegen {
 struct GpuKernel {
   std::string name;    // the @triton.jit function and the stem of its files: kernel0, kernel3_partials
   std::string source;  // a Python module: imports, helpers, the kernel
-  std::vector<TritonArg> signature;                 // pointer args ("*fp32", ...), then constexprs
+  std::vector<TritonArg> signature;                 // pointer args ("*fp32", ...), sizes ("i32"), then constexprs
+  std::vector<std::string> sizes;                   // the symbols it takes, in signature order: s0, s1
   std::map<std::string, TritonConstant> constexprs;  // XBLOCK, RBLOCK, ...
   int num_warps = 4;
   int num_stages = 1;
-  std::array<int64_t, 3> grid = {1, 1, 1};  // programs along program_id(0), (1), (2)
+  std::array<SymInt, 3> grid = {1, 1, 1};  // programs along program_id(0), (1), (2)
   std::map<std::string, std::string> attrs;  // the dialect's decisions, in words
 };
 
@@ -50,7 +52,7 @@ struct GpuKernel {
 struct GpuPlace {
   enum class Kind : uint8_t { Input, Output, Arena, Scratch } kind = Kind::Arena;
   int index = -1;       // Input: the graph input; Output: the graph output
-  int64_t offset = 0;   // Arena, Scratch: the byte offset in the device arena
+  SymInt offset = 0;    // Arena, Scratch: the byte offset in the device arena
 };
 
 /// One step of the host program: a Triton launch, or an extern call.
@@ -60,13 +62,17 @@ struct GpuStep {
   /// Launch: the buffer behind each pointer argument, in signature order. A Scratch
   /// buffer (partial results of a split reduction) has an id past the program's buffers.
   std::vector<int> args;
+  /// Launch: runs only at sizes where this holds (`s0 - 1024 <= 0`): one of a kernel's
+  /// variants, each launched where its plan serves (a persistent row, else a looped one).
+  std::optional<SizeGuard> only_if;
   int node = -1;    // Extern: the node of the call in the program
   std::string schedule_kernel;  // the scheduler's kernel this step belongs to
   /// Extern: the post-ops fused onto the call (codegen/gpu/gpu_epilogue.h); the step then
   /// writes epilogue->out, and the call's own output is never stored.
   std::optional<sched::Epilogue> epilogue;
   /// Extern: how the call runs (library, layouts, epilogue, workspace), planned here at
-  /// compile time; the runtime prepares it once at load (runtime/cuda_extern.h).
+  /// compile time; the runtime prepares it once at load (runtime/cuda_extern.h). None for
+  /// a call of symbolic sizes, planned by what runs it at a call's sizes.
   std::optional<GpuExternPlan> extern_plan;
 
   const sched::Epilogue *epilogue_or_null() const { return epilogue ? &*epilogue : nullptr; }
@@ -80,8 +86,8 @@ struct GpuProgram {
   std::map<int, GpuPlace> places;
   std::map<int, std::string> scratch_names;  // scratch id -> name (kernel3_partials)
   std::map<int, DType> scratch_dtypes;
-  std::map<int, int64_t> scratch_elements;
-  int64_t arena_bytes = 0;
+  std::map<int, SymInt> scratch_elements;
+  SymInt arena_bytes = 0;
   /// Each kernel's plan (triton_kernel_plan.h), then each extern call's
   /// (codegen/gpu/extern_plan.h), as kernel_plans.txt shows them.
   std::string plans;

@@ -20,7 +20,7 @@ namespace coil::codegen::detail {
 TritonEmitter::TritonEmitter(const ir::Program &p, const Kernel &k, const TritonKernelPlan &plan)
     : p_(p), k_(k), plan_(plan), ranges_(ir::ranges_of(k.ranges, k.reduction_ranges)) {}
 
-std::vector<GpuKernel> TritonEmitter::emit(std::vector<std::vector<int>> &args, std::map<int, std::pair<DType, int64_t>> &scratch,
+std::vector<GpuKernel> TritonEmitter::emit(std::vector<std::vector<int>> &args, std::map<int, std::pair<DType, SymInt>> &scratch,
                                            int &next_scratch) {
   collect_params();
   next_scratch_ = &next_scratch;
@@ -45,9 +45,29 @@ void TritonEmitter::collect_params() {
 }
 
 void TritonEmitter::set_index_bits() {
-  int64_t most = checked_numel(k_.ranges) * std::max<int64_t>(checked_numel(k_.reduction_ranges), 1);
-  for (BufferId b : params_) most = std::max<int64_t>(most, storage_extent(p_.buffer(b).type));
-  index_bits_ = most >= (int64_t(1) << 31) ? 63 : 31;
+  // Each extent compared at the sizes compiled for: the kernel's int32 indices are guarded
+  // to fit at every size it serves.
+  std::vector<SymInt> extents = {checked_numel(k_.ranges) * checked_numel(k_.reduction_ranges)};
+  for (BufferId b : params_) extents.push_back(storage_extent(p_.buffer(b).type));
+  index_bits_ = 31;
+  for (const SymInt &e : extents)
+    if (e >= (int64_t(1) << 31)) index_bits_ = 63;
+}
+
+// ---- sizes ---------------------------------------------------------------------------------
+
+std::string TritonEmitter::size(const SymInt &s) {
+  if (!s.symbolic()) return std::to_string(s.hint());
+  take_symbols(s.expr());
+  return triton_size(s);
+}
+
+void TritonEmitter::take_symbols(const Expr &e) { ir::collect_symbols(e, symbols_); }
+
+std::string TritonEmitter::kernel_name(const std::string &suffix) const {
+  std::string name = k_.name;
+  if (!plan_.variant.empty()) name += "_" + plan_.variant;
+  return suffix.empty() ? name : name + "_" + suffix;
 }
 
 // ---- one generated kernel ------------------------------------------------------------------
@@ -62,11 +82,12 @@ void TritonEmitter::begin(const std::string &name, const Layout &l) {
   kernel_name_ = name;
   mask0_.clear();
   mask1_.clear();
+  symbols_.clear();
   w_.indent();
   push();
 }
 
-void TritonEmitter::end(const std::vector<std::pair<int, std::string>> &params, int num_warps, std::array<int64_t, 3> grid,
+void TritonEmitter::end(const std::vector<std::pair<int, std::string>> &params, int num_warps, std::array<SymInt, 3> grid,
                         std::map<std::string, std::string> attrs) {
   GpuKernel g;
   g.name = kernel_name_;
@@ -76,6 +97,12 @@ void TritonEmitter::end(const std::vector<std::pair<int, std::string>> &params, 
     g.signature.push_back({name, triton_pointer_type(dtype_of(id))});
     sig += name + ", ";
     ids.push_back(id);
+  }
+  // The symbols as 32-bit integers where the indices are (set_index_bits guards them to fit).
+  for (const std::string &symbol : symbols_) {
+    g.signature.push_back({symbol, index_bits_ > 31 ? "i64" : "i32"});
+    g.sizes.push_back(symbol);
+    sig += symbol + ", ";
   }
   std::vector<std::string> blocks = {l_.b0};
   if (l_.two_d) blocks.push_back(l_.b1);
@@ -88,7 +115,7 @@ void TritonEmitter::end(const std::vector<std::pair<int, std::string>> &params, 
   g.num_stages = plan_.stages;
   g.grid = grid;
   attrs["num_warps"] = std::to_string(num_warps);
-  attrs["grid"] = std::to_string(grid[0]) + "x" + std::to_string(grid[1]) + "x" + std::to_string(grid[2]);
+  attrs["grid"] = str(grid[0]) + "x" + str(grid[1]) + "x" + str(grid[2]);
   g.attrs = attrs;
   std::string head = "# " + ir::kernel_summary(p_, k_) + "\n";
   for (const auto &[key, value] : attrs) head += "# " + key + ": " + value + "\n";
@@ -136,26 +163,26 @@ std::string TritonEmitter::broadcast(const Value &v, int dims, DType t) {
   return "tl.broadcast_to(" + v.name + ", " + shape(dims) + ")";
 }
 
-void TritonEmitter::decompose(const std::string &index, const std::vector<std::pair<VarId, int64_t>> &vars, int dims) {
+void TritonEmitter::decompose(const std::string &index, const std::vector<std::pair<VarId, SymInt>> &vars, int dims) {
   int outermost = -1;
   for (size_t i = 0; i < vars.size(); ++i)
-    if (vars[i].second != 1) {
+    if (!known_eq(vars[i].second, 1)) {
       outermost = int(i);
       break;
     }
-  int64_t stride = 1;
+  SymInt stride = 1;
   for (int i = int(vars.size()) - 1; i >= 0; --i) {
-    auto [v, size] = vars[size_t(i)];
-    if (size == 1) {
+    const auto &[v, extent] = vars[size_t(i)];
+    if (known_eq(extent, 1)) {
       vars_[v.id] = {"0", kNone, true};
       continue;
     }
-    std::string e = stride > 1 ? "(" + index + " // " + std::to_string(stride) + ")" : index;
-    if (i != outermost) e += " % " + std::to_string(size);
+    std::string e = known_eq(stride, 1) ? index : "(" + index + " // " + size(stride) + ")";
+    if (i != outermost) e += " % " + size(extent);
     std::string name = var_name(v);
     w_.line(name + " = " + e);
     vars_[v.id] = {name, dims, false};
-    stride *= size;
+    stride *= extent;
   }
 }
 
@@ -171,9 +198,9 @@ void TritonEmitter::emit_prologue() {
   // Indices in int32 unless an offset may not fit.
   w_.line(off0 + " = " + pid + (index_bits_ > 31 ? ".to(tl.int64)" : "") + " * " + l_.b0);
   w_.line(idx0 + " = " + off0 + " + " + arange0);
-  if (l_.n0 % l_.block0 != 0 || l_.n0 == 0) {
+  if (blocks_may_overrun(l_.n0, l_.block0)) {
     mask0_ = idx0 == "yindex" ? "ymask" : "xmask";
-    w_.line(mask0_ + " = " + idx0 + " < " + std::to_string(l_.n0));
+    w_.line(mask0_ + " = " + idx0 + " < " + size(l_.n0));
   }
   decompose(idx0, l_.vars0, kA0);
   if (l_.two_d && !l_.looped) open_axis1("");
@@ -192,9 +219,9 @@ void TritonEmitter::open_axis1(const std::string &offset) {
     w_.line("rindex = " + arange);
   }
   mask1_.clear();
-  if (l_.n1 % l_.block1 != 0 || l_.n1 == 0 || r_limit_ >= 0) {
+  if (blocks_may_overrun(l_.n1, l_.block1) || r_limit_) {
     mask1_ = tiled_pointwise ? "xmask" : "rmask";
-    w_.line(mask1_ + " = " + idx + " < " + std::to_string(r_limit_ >= 0 ? r_limit_ : l_.n1));
+    w_.line(mask1_ + " = " + idx + " < " + size(r_limit_ ? *r_limit_ : l_.n1));
   }
   decompose(idx, l_.vars1, kA1);
 }
@@ -219,7 +246,9 @@ std::optional<Value> TritonEmitter::forwarded(BufferId b, const Expr &at) const 
 
 std::pair<std::string, int> TritonEmitter::index(const Expr &e, const std::function<Value(int)> &indirect) {
   int dims = kNone;
-  std::string text = triton_index(ir::simplify(e, ranges_),
+  Expr simplified = ir::simplify(e, ranges_);
+  take_symbols(simplified);
+  std::string text = triton_index(simplified,
                                   [&](VarId v) -> std::string {
                                     if (v.id >= ir::kIndirectBase) {
                                       Value x = indirect(v.id - ir::kIndirectBase);
@@ -264,8 +293,8 @@ std::vector<Value> TritonEmitter::emit_body(const ir::Body &body) {
       case Op::Constant: v[k] = {triton_literal(i.value, i.dtype), kNone, true}; break;
       case Op::Index: {
         auto [text, dims] = index(i.index);
-        if (dims == kNone) {
-          v[k] = {triton_literal(double(ir::eval(ir::simplify(i.index, ranges_), {})), i.dtype), kNone, true};
+        if (std::optional<int64_t> c = ir::simplify(i.index, ranges_).as_constant(); c && dims == kNone) {
+          v[k] = {triton_literal(double(*c), i.dtype), kNone, true};
           break;
         }
         v[k] = def(triton_cast("(" + text + ")", index_bits_ > 31 ? DType::I64 : DType::I32, i.dtype), dims);
@@ -338,7 +367,7 @@ Value TritonEmitter::load(const Instr &i, const std::vector<Value> &v) {
   }
   if (pdims == kNone) pdims = kA0;  // a block of one address: no 0-d tensors
   // An inner member over no reduced element loads nothing, whatever its index.
-  if (inner_ && l_.two_d && l_.n1 == 0) pdims |= kA1;
+  if (inner_ && l_.two_d && known_eq(l_.n1, 0)) pdims |= kA1;
   m = and_masks(m, mask(pdims));
   std::string ptr = pointer(names_.at(i.buffer), idx, dims, pdims);
   std::string call = "tl.load(" + ptr + (m.empty() ? "" : ", " + m) +

@@ -59,8 +59,8 @@ struct Layout {
   bool two_d = false;            // blocks of B0 x B1 (else one axis of B0)
   std::string b0 = "XBLOCK", b1 = "RBLOCK";
   int64_t block0 = 1, block1 = 1;
-  int64_t n0 = 1, n1 = 1;        // elements along each axis
-  std::vector<std::pair<VarId, int64_t>> vars0, vars1;  // the loop variables each axis covers, outer first
+  SymInt n0 = 1, n1 = 1;         // elements along each axis
+  std::vector<std::pair<VarId, SymInt>> vars0, vars1;  // the loop variables each axis covers, outer first
   bool looped = false;           // axis 1 is walked in a loop of B1 steps
   int program_axis0 = 0;         // which program_id runs along axis 0
 };
@@ -71,7 +71,7 @@ class TritonEmitter {
   TritonEmitter(const ir::Program &p, const Kernel &k, const TritonKernelPlan &plan);
 
   /// The kernels of this schedule kernel (two for a split reduction or a scatter).
-  std::vector<GpuKernel> emit(std::vector<std::vector<int>> &args, std::map<int, std::pair<DType, int64_t>> &scratch,
+  std::vector<GpuKernel> emit(std::vector<std::vector<int>> &args, std::map<int, std::pair<DType, SymInt>> &scratch,
                               int &next_scratch);
 
  private:
@@ -86,9 +86,23 @@ class TritonEmitter {
   /// Starts kernel `name` over `params` (buffer or scratch ids with their pointer names).
   void begin(const std::string &name, const Layout &l);
 
-  /// Finishes the kernel begun: its module, signature and launch.
-  void end(const std::vector<std::pair<int, std::string>> &params, int num_warps, std::array<int64_t, 3> grid,
+  /// Finishes the kernel begun: its module, signature (the pointers, then the symbols its
+  /// code names) and launch.
+  void end(const std::vector<std::pair<int, std::string>> &params, int num_warps, std::array<SymInt, 3> grid,
            std::map<std::string, std::string> attrs);
+
+  /// The name of a generated kernel: the schedule kernel's, its plan's variant, `suffix`
+  /// (kernel3, kernel3_looped_partials).
+  std::string kernel_name(const std::string &suffix = "") const;
+
+  // ---- sizes ---------------------------------------------------------------------------------
+
+  /// A size in the kernel's code: its digits, or its expression in the symbols, which the
+  /// kernel then takes as arguments.
+  std::string size(const SymInt &s);
+  /// Notes the symbols `e` names as the kernel's arguments.
+  void take_symbols(const Expr &e);
+
 
   DType dtype_of(int id) const;
 
@@ -108,7 +122,7 @@ class TritonEmitter {
 
   /// The loop variables `vars` (outer first) from the flat `index` of their axis: the
   /// innermost is index % size, the outermost needs no %.
-  void decompose(const std::string &index, const std::vector<std::pair<VarId, int64_t>> &vars, int dims);
+  void decompose(const std::string &index, const std::vector<std::pair<VarId, SymInt>> &vars, int dims);
 
   std::string var_name(VarId v) const;
 
@@ -242,13 +256,14 @@ class TritonEmitter {
   std::string mask0_, mask1_;
   int next_tmp_ = 0, next_acc_ = 0;
   int index_bits_ = 31;
-  int64_t r_limit_ = -1;  // the end of axis 1 when a loop may run past it
+  std::set<std::string> symbols_;  // the symbols the kernel being emitted names
+  std::optional<SymInt> r_limit_;  // the end of axis 1 when a loop may run past it
   bool inner_ = false;    // emitting a pass over the reduced elements
   bool forward_only_ = false;  // members' values are kept for the kernel's later reads, not stored
   std::vector<GpuKernel> out_;
   std::vector<std::vector<int>> out_args_;
   int *next_scratch_ = nullptr;
-  std::map<int, std::pair<DType, int64_t>> *scratch_ = nullptr;
+  std::map<int, std::pair<DType, SymInt>> *scratch_ = nullptr;
 };
 
 }  // namespace coil::codegen::detail

@@ -47,7 +47,7 @@ bool splittable(const ir::Program &p, const ir::Kernel &k) {
 // side (a sum over dim 0): split when fewer than 256 programs (two per multiprocessor of
 // an H100 or H200) would cover the rows, into enough chunks for about 512 programs.
 int64_t default_split(const ir::Program &p, const ir::Kernel &k, bool columns) {
-  int64_t rows = checked_numel(k.ranges), rn = checked_numel(k.reduction_ranges);
+  int64_t rows = checked_numel(k.ranges).hint(), rn = checked_numel(k.reduction_ranges).hint();
   if (!splittable(p, k)) return 1;
   if (!columns) return rows > 64 || rn < 65536 ? 1 : std::clamp<int64_t>(next_pow2(ceil_div(rn, 32768)), 2, 1024);
   int64_t programs = ceil_div(rows, default_rows_per_program(rows, rn, true));
@@ -97,15 +97,15 @@ void fit_blocks(int64_t &block0, int64_t &block1, int64_t blocks, const std::fun
 }
 
 void plan_pointwise(TritonKernelPlan &plan, const ir::Program &p, const ir::Kernel &k, const TritonConfig &cfg) {
-  int64_t numel = checked_numel(k.ranges);
-  int64_t rows = k.ranges.size() >= 2 ? numel / std::max<int64_t>(k.ranges.back(), 1) : 1;
+  int64_t numel = checked_numel(k.ranges).hint();
+  int64_t rows = k.ranges.size() >= 2 ? numel / std::max<int64_t>(k.ranges.back().hint(), 1) : 1;
   int64_t tile_rows = pick(cfg.block0, std::min<int64_t>(32, next_pow2(rows)));
   // When a load walks the last two dims the other way round from the store (x + y.t()),
   // the kernel runs in YBLOCK x XBLOCK tiles, so that loads and stores both coalesce.
   if (loads_transposed_in_last_two_dims(p, k) && ceil_div(rows, tile_rows) <= 65535) {
     plan.strategy = TritonStrategy::Tiles;
     plan.block0 = tile_rows;
-    plan.block1 = pick(cfg.block1, std::min<int64_t>(64, next_pow2(k.ranges.back())));
+    plan.block1 = pick(cfg.block1, std::min<int64_t>(64, next_pow2(k.ranges.back().hint())));
   } else {
     plan.strategy = TritonStrategy::Blocks;
     plan.block0 = pick(cfg.block0, std::min<int64_t>(1024, next_pow2(std::max<int64_t>(numel, 1))));
@@ -117,7 +117,7 @@ void plan_pointwise(TritonKernelPlan &plan, const ir::Program &p, const ir::Kern
 
 void plan_reduction(TritonKernelPlan &plan, const ir::Program &p, const ir::Kernel &k, const TritonOptions &o,
                     const TritonConfig &cfg) {
-  int64_t rows = checked_numel(k.ranges), rn = checked_numel(k.reduction_ranges);
+  int64_t rows = checked_numel(k.ranges).hint(), rn = checked_numel(k.reduction_ranges).hint();
   // When loads are contiguous along the last kept dim and not along the reduced one (a sum
   // over dim 0), a block holds many rows side by side, so that loads coalesce.
   bool columns = rows_contiguous_across_reduction(p, k);
@@ -207,10 +207,27 @@ TritonKernelPlan plan_triton_kernel(const ir::Program &p, const ir::Kernel &k, c
   return plan;
 }
 
+std::vector<TritonVariant> plan_variants(const ir::Program &p, const ir::Kernel &k, const TritonOptions &o) {
+  TritonKernelPlan plan = plan_triton_kernel(p, k, o);
+  SymInt rn = checked_numel(k.reduction_ranges);
+  if (plan.strategy != TritonStrategy::Persistent || known_le(rn, plan.block1)) return {{plan, std::nullopt}};
+  // The row fits RBLOCK at the sizes compiled for, not at every size: where it does not,
+  // a row per program in steps of RBLOCK, as plan_reduction loops rows too long to hold.
+  TritonKernelPlan looped = plan;
+  looped.variant = "looped";
+  looped.strategy = TritonStrategy::Looped;
+  looped.block0 = 1;
+  looped.block1 = 2048;
+  looped.warps = 8;
+  std::string why = "the variants of " + k.name + ": persistent where its row fits RBLOCK=" + std::to_string(plan.block1);
+  return {{plan, SizeGuard{rn.expr() - plan.block1, SizeGuard::Op::Le, why}},
+          {looped, SizeGuard{ir::Expr(plan.block1) - rn.expr(), SizeGuard::Op::Lt, why + ", looped where it does not"}}};
+}
+
 std::vector<TritonKernelPlan> tuning_plans(const ir::Program &p, const ir::Kernel &k, const TritonKernelPlan &plan,
                                            const TritonOptions &o) {
   std::vector<TritonConfig> out = {plan.config()};
-  int64_t rows = checked_numel(k.ranges), rn = checked_numel(k.reduction_ranges);
+  int64_t rows = checked_numel(k.ranges).hint(), rn = checked_numel(k.reduction_ranges).hint();
   auto add = [&](TritonConfig c) {
     if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
   };
@@ -264,11 +281,15 @@ std::vector<TritonKernelPlan> tuning_plans(const ir::Program &p, const ir::Kerne
   return plans;
 }
 
-std::string plans_str(const std::vector<TritonKernelPlan> &plans) {
+std::string plans_str(const std::vector<TritonVariant> &plans) {
   std::ostringstream out;
   out << "# The Triton dialect's plan of each kernel (codegen/triton/triton_kernel_plan.h)\n";
-  for (const TritonKernelPlan &plan : plans)
-    out << plan.kernel << "  " << strategy_name(plan.strategy) << "  " << plan.config().str() << "\n";
+  for (const auto &[plan, only_if] : plans) {
+    out << plan.kernel << (plan.variant.empty() ? "" : "_" + plan.variant) << "  " << strategy_name(plan.strategy) << "  "
+        << plan.config().str();
+    if (only_if) out << "  where " << only_if->str();
+    out << "\n";
+  }
   return out.str();
 }
 

@@ -3,9 +3,12 @@
 // persistent, looped, rows side by side, split), the block sizes, warps, pipeline stages
 // and the programs per row of a split reduction. The emitter (triton_kernel.h) prints a
 // kernel from its plan; the autotuner times the plans tuning_plans() enumerates. Printed
-// as kernel_plans.txt. Tests: tests/unit/triton_test.cpp (TritonPlan*).
+// as kernel_plans.txt. Sizes are decided at the hints (the sizes compiled for) of a
+// schedule of symbolic sizes; a plan that holds only at some sizes (a persistent row) comes
+// with a variant for the rest (plan_variants). Tests: tests/unit/triton_test.cpp (TritonPlan*).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +33,7 @@ const char *strategy_name(TritonStrategy s);
 
 struct TritonKernelPlan {
   std::string kernel;  // the schedule's kernel: kernel0
+  std::string variant;  // "" for the kernel's plan; "looped" for its variant at other sizes
   TritonStrategy strategy = TritonStrategy::Blocks;
   int64_t block0 = 0;  // XBLOCK (YBLOCK of a tile)
   int64_t block1 = 0;  // RBLOCK (XBLOCK of a tile); 0 for blocks
@@ -45,6 +49,17 @@ struct TritonKernelPlan {
 /// the kernel taken from there.
 TritonKernelPlan plan_triton_kernel(const ir::Program &p, const ir::Kernel &k, const TritonOptions &o);
 
+/// A plan and the sizes it serves: all (no condition), or those where `only_if` holds.
+struct TritonVariant {
+  TritonKernelPlan plan;
+  std::optional<SizeGuard> only_if;
+};
+
+/// The plans kernel `k` is generated with: plan_triton_kernel's alone, or, for a persistent
+/// reduction whose row may be longer than its RBLOCK at other sizes, that plan where the
+/// row fits and a looped plan where it does not (the host picks by the call's sizes).
+std::vector<TritonVariant> plan_variants(const ir::Program &p, const ir::Kernel &k, const TritonOptions &o);
+
 /// The plans worth timing for kernel `k`, `plan` first, then up to 9 more of its strategy
 /// (none for kernels under 2^16 elements, scans and scatters).
 std::vector<TritonKernelPlan> tuning_plans(const ir::Program &p, const ir::Kernel &k, const TritonKernelPlan &plan,
@@ -56,7 +71,7 @@ std::vector<TritonKernelPlan> tuning_plans(const ir::Program &p, const ir::Kerne
 /// (gpu_schedule_options).
 int64_t default_rows_per_program(int64_t rows, int64_t rn, bool side_by_side);
 
-/// Every plan as text, a block per kernel (kernel_plans.txt of the GPU).
-std::string plans_str(const std::vector<TritonKernelPlan> &plans);
+/// Every plan as text, a line per kernel and variant (kernel_plans.txt of the GPU).
+std::string plans_str(const std::vector<TritonVariant> &plans);
 
 }  // namespace coil::codegen

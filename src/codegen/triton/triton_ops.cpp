@@ -294,6 +294,25 @@ std::string triton_index(const ir::Expr &index, const std::function<std::string(
   return sum_of_terms(index, [&](const ir::Atom &a) { return atom(a, name, ranges, helpers); });
 }
 
+std::string triton_size(const SymInt &s) {
+  if (!s.symbolic()) return std::to_string(s.hint());
+  std::set<std::string> helpers;
+  std::string text = triton_index(s.expr(), [](ir::VarId v) -> std::string {
+    COIL_ASSERT(false, "a size names loop variable ", v.id);
+    return "";
+  }, s.guards()->ranges(), helpers);
+  COIL_ASSERT(helpers.empty(), "size ", str(s), " needs helpers: it may be negative");
+  bool name = text.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") == std::string::npos;
+  return name ? text : "(" + text + ")";
+}
+
+bool blocks_may_overrun(const SymInt &n, int64_t block) {
+  if (!n.symbolic()) return n.hint() % block != 0 || n.hint() == 0;
+  return !(ir::mod(n.expr(), block) == ir::Expr(0)) || ir::bounds(n.expr(), n.guards()->ranges()).lo < 1;
+}
+
+SymInt triton_blocks(const SymInt &n, int64_t block) { return sym_floor_div(n + (block - 1), block); }
+
 // A float (f32 or f64) to int32 or int64 as the GPU's conversion (cvt.rzi) gives it: toward
 // zero, saturating; NaN to 0 from f32 to int32, else to the integer's minimum (as CUDA eager
 // gives them on an H200: op_to_copy_special's expected_cuda.safetensors). Spelled with

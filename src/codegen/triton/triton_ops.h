@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "graph/sym_int.h"
 #include "ir/body.h"
 
 namespace coil::codegen {
@@ -28,6 +29,14 @@ std::string triton_literal(double v, DType t);
 /// `index` in Python syntax, variables named by `name`.
 std::string triton_index(const ir::Expr &index, const std::function<std::string(ir::VarId)> &name,
                          const ir::Ranges &ranges, std::set<std::string> &helpers);
+/// A size of symbols in a kernel's code (a mask's limit, a loop's end, a divisor of a flat
+/// index), parenthesized unless a single name: `s0`, `(s0*768)`.
+std::string triton_size(const SymInt &s);
+/// Whether blocks of `block` elements may run past `n` (or `n` may be 0) at some size: the
+/// blocks need a mask.
+bool blocks_may_overrun(const SymInt &n, int64_t block);
+/// The blocks of `block` elements that cover `n`: ceil(n / block).
+SymInt triton_blocks(const SymInt &n, int64_t block);
 /// A value of dtype `from` converted to `to`, rounded as the reference rounds.
 std::string triton_cast(const std::string &v, DType from, DType to);
 /// The expression of a unary, binary or ternary op on `args` whose operand dtype is `in`

@@ -26,12 +26,13 @@ std::string extremum_start(ir::ScanOp op, DType acc) {
 
 void TritonEmitter::emit_pointwise() {
   set_index_bits();
-  int64_t numel = checked_numel(k_.ranges);
+  SymInt numel = checked_numel(k_.ranges);
   Layout l;
   std::map<std::string, std::string> attrs;
   int n = int(k_.ranges.size());
-  int64_t rows = n >= 2 ? numel / std::max<int64_t>(k_.ranges.back(), 1) : 1;
   if (plan_.strategy == TritonStrategy::Tiles) {
+    SymInt rows = 1;
+    for (int d = 0; d < n - 1; ++d) rows *= k_.ranges[size_t(d)];
     l.two_d = true;
     l.b0 = "YBLOCK";
     l.b1 = "XBLOCK";
@@ -42,21 +43,24 @@ void TritonEmitter::emit_pointwise() {
     for (int d = 0; d < n - 1; ++d) l.vars0.push_back({VarId{d}, k_.ranges[size_t(d)]});
     l.vars1.push_back({VarId{n - 1}, k_.ranges.back()});
     l.program_axis0 = 1;
+    // The planner chose tiles where the rows' blocks fit the grid's second axis; at other
+    // sizes the kernel relies on it (a guard where the rows are symbolic).
+    bool fits_grid = triton_blocks(rows, l.block0) <= 65535;
+    COIL_ASSERT(fits_grid, k_.name, ": ", str(rows), " rows in tiles of ", l.block0, " exceed the grid's second axis");
     attrs["layout"] = "YBLOCK x XBLOCK tiles of the last two dims: a load walks them transposed";
   } else {
     COIL_ASSERT(plan_.strategy == TritonStrategy::Blocks, "pointwise ", k_.name, " planned as ", strategy_name(plan_.strategy));
     l.block0 = plan_.block0;
     l.n0 = numel;
     for (int d = 0; d < n; ++d) l.vars0.push_back({VarId{d}, k_.ranges[size_t(d)]});
-    attrs["layout"] = "blocks of XBLOCK elements" + std::string(numel % l.block0 ? ", masked" : ", no mask");
+    attrs["layout"] = "blocks of XBLOCK elements" + std::string(blocks_may_overrun(numel, l.block0) ? ", masked" : ", no mask");
   }
-  begin(k_.name, l);
+  begin(kernel_name(), l);
   emit_prologue();
   for (int m : k_.nodes) emit_pointwise_member(p_.nodes[size_t(m)]);
   int warps = plan_.warps;
-  std::array<int64_t, 3> grid = l.two_d ? std::array<int64_t, 3>{ceil_div(l.n1, l.block1), ceil_div(l.n0, l.block0), 1}
-                                        : std::array<int64_t, 3>{std::max<int64_t>(ceil_div(numel, l.block0), 1), 1, 1};
-  if (numel == 0) grid = {0, 1, 1};
+  std::array<SymInt, 3> grid = l.two_d ? std::array<SymInt, 3>{triton_blocks(l.n1, l.block1), triton_blocks(l.n0, l.block0), 1}
+                                       : std::array<SymInt, 3>{triton_blocks(numel, l.block0), 1, 1};
   end(buffer_params(), warps, grid, attrs);
 }
 
@@ -66,8 +70,10 @@ void TritonEmitter::emit_scan() {
   set_index_bits();
   const Node &first = p_.nodes[size_t(k_.nodes[0])];
   int dim = first.scan_dim;
-  int64_t len = k_.ranges[size_t(dim)], rows = checked_numel(k_.ranges) / std::max<int64_t>(len, 1);
-  if (len == 0) rows = 0;
+  SymInt len = k_.ranges[size_t(dim)], rows = 1;
+  for (int d = 0; d < int(k_.ranges.size()); ++d)
+    if (d != dim) rows *= k_.ranges[size_t(d)];
+  if (known_eq(len, 0)) rows = 0;
   Layout l;
   l.two_d = true;
   l.looped = true;
@@ -76,9 +82,9 @@ void TritonEmitter::emit_scan() {
   for (int d = 0; d < int(k_.ranges.size()); ++d)
     if (d != dim) l.vars0.push_back({VarId{d}, k_.ranges[size_t(d)]});
   l.vars1.push_back({VarId{dim}, len});
-  l.block1 = std::min<int64_t>(1024, next_pow2(std::max<int64_t>(len, 1)));
-  l.block0 = std::clamp<int64_t>(1024 / l.block1, 1, std::min<int64_t>(64, next_pow2(std::max<int64_t>(rows, 1))));
-  begin(k_.name, l);
+  l.block1 = std::min<int64_t>(1024, next_pow2(std::max<int64_t>(len.hint(), 1)));
+  l.block0 = std::clamp<int64_t>(1024 / l.block1, 1, std::min<int64_t>(64, next_pow2(std::max<int64_t>(rows.hint(), 1))));
+  begin(kernel_name(), l);
   emit_prologue();
   w_.line("rbase = tl.arange(0, RBLOCK)[None, :]");
   std::vector<std::string> carries;
@@ -96,7 +102,7 @@ void TritonEmitter::emit_scan() {
       init = "tl.full(" + shape(kA0) + ", " + extremum_start(n.scan_op, acc) + ", ";
     w_.line(carries.back() + " = " + init + triton_type(acc) + ")");
   }
-  w_.line("for roffset in range(0, " + std::to_string(len) + ", RBLOCK):");
+  w_.line("for roffset in range(0, " + size(len) + ", RBLOCK):");
   w_.indent();
   push();
   open_axis1("roffset");
@@ -137,7 +143,7 @@ void TritonEmitter::emit_scan() {
   pop();
   w_.dedent();
   int warps = int(std::clamp<int64_t>(l.block0 * l.block1 / 256, 1, 8));
-  end(buffer_params(), warps, {std::max<int64_t>(ceil_div(rows, l.block0), 1), 1, 1},
+  end(buffer_params(), warps, {sym_max(triton_blocks(rows, l.block0), 1), 1, 1},
       {{"layout", "rows in XBLOCK, each scanned in steps of RBLOCK with a carry"}});
 }
 
@@ -150,15 +156,15 @@ void TritonEmitter::emit_scatter() {
   BufferId out = n.outputs[0];
   const TensorType &ot = p_.buffer(out).type;
   DType it = p_.buffer(init.buffer).type.dtype;
-  int64_t numel = checked_numel(ot.sizes);
+  SymInt numel = checked_numel(ot.sizes);
   std::vector<std::pair<int, std::string>> params = buffer_params();
   // The copy of the initial tensor, unless the memory plan placed the output over it
   // (scheduler.cpp, "written_over").
   if (!k_.attrs.count("written_over")) {
     Layout l;
-    l.block0 = std::min<int64_t>(1024, next_pow2(std::max<int64_t>(numel, 1)));
+    l.block0 = std::min<int64_t>(1024, next_pow2(std::max<int64_t>(numel.hint(), 1)));
     l.n0 = numel;
-    begin(k_.name + "_copy", l);
+    begin(kernel_name("copy"), l);
     // An output the caller passes over the initial tensor's own memory (a graph input updated
     // in place: sched::inputs_writable_by; a KV cache taking its new rows) copies nothing.
     bool identity = init.buffer != out && ir::scatter_copies_in_place_layout(p_, n);
@@ -168,17 +174,17 @@ void TritonEmitter::emit_scatter() {
     }
     w_.line("xoffset = tl.program_id(0) * XBLOCK");
     w_.line("xindex = xoffset + tl.arange(0, XBLOCK)");
-    if (numel % l.block0) {
+    if (blocks_may_overrun(numel, l.block0)) {
       mask0_ = "xmask";
-      w_.line("xmask = xindex < " + std::to_string(numel));
+      w_.line("xmask = xindex < " + size(numel));
     }
-    std::string src = std::to_string(init.offset), dst = "0";
-    int64_t stride = 1;
+    std::string src = size(init.offset), dst = "0";
+    SymInt stride = 1;
     for (int d = int(ot.sizes.size()) - 1; d >= 0; --d) {
       std::string c = "c" + std::to_string(d);
-      w_.line(c + " = (xindex // " + std::to_string(stride) + ") % " + std::to_string(ot.sizes[size_t(d)]));
-      src += " + " + c + "*" + std::to_string(init.strides[size_t(d)]);
-      dst += " + " + c + "*" + std::to_string(ot.strides[size_t(d)]);
+      w_.line(c + " = (xindex // " + size(stride) + ") % " + size(ot.sizes[size_t(d)]));
+      src += " + " + c + "*" + size(init.strides[size_t(d)]);
+      dst += " + " + c + "*" + size(ot.strides[size_t(d)]);
       stride *= ot.sizes[size_t(d)];
     }
     std::string m = mask0_.empty() ? "" : ", " + mask0_;
@@ -190,16 +196,16 @@ void TritonEmitter::emit_scatter() {
     if (identity) w_.dedent();
     std::vector<std::pair<int, std::string>> copy = {{init.buffer, names_.at(init.buffer)}, {out, names_.at(out)}};
     if (init.buffer == out) copy.pop_back();
-    end(copy, int(std::clamp<int64_t>(l.block0 / 256, 1, 4)), {std::max<int64_t>(ceil_div(numel, l.block0), 1), 1, 1},
+    end(copy, int(std::clamp<int64_t>(l.block0 / 256, 1, 4)), {sym_max(triton_blocks(numel, l.block0), 1), 1, 1},
         {{"layout", "the copy of the initial tensor, in blocks of XBLOCK"}});
     mask0_.clear();
   }
-  int64_t writes = checked_numel(n.ranges);
+  SymInt writes = checked_numel(n.ranges);
   Layout l;
-  l.block0 = std::min<int64_t>(1024, next_pow2(std::max<int64_t>(writes, 1)));
+  l.block0 = std::min<int64_t>(1024, next_pow2(std::max<int64_t>(writes.hint(), 1)));
   l.n0 = writes;
   for (int d = 0; d < int(n.ranges.size()); ++d) l.vars0.push_back({VarId{d}, n.ranges[size_t(d)]});
-  begin(k_.name, l);
+  begin(kernel_name(), l);
   emit_prologue();
   auto v = emit_body(n.body);
   auto [at, dims] = index(n.scatter_index, [&](int k) { return v[size_t(n.body.results[size_t(k + 1)])]; });
@@ -279,7 +285,7 @@ void TritonEmitter::emit_scatter() {
       if (i.op == Op::Load && i.buffer == pr.first) body_reads = true;
     if (body_reads || pr.first == out) write_params.push_back(pr);
   }
-  end(write_params, int(std::clamp<int64_t>(l.block0 / 256, 1, 4)), {std::max<int64_t>(ceil_div(writes, l.block0), 1), 1, 1},
+  end(write_params, int(std::clamp<int64_t>(l.block0 / 256, 1, 4)), {sym_max(triton_blocks(writes, l.block0), 1), 1, 1},
       {{"layout", std::string(atomic    ? "atomic " + std::string(ir::op_name(n.combine)) + "s"
                               : n.accumulate ? "compare-and-swaps of " + std::string(ir::op_name(n.combine)) + "s"
                                              : "stores") +

@@ -21,7 +21,7 @@ bool TritonEmitter::is_inner_member(const Node &n) {
 
 void TritonEmitter::emit_reduction() {
   set_index_bits();
-  int64_t rows = checked_numel(k_.ranges), rn = checked_numel(k_.reduction_ranges);
+  SymInt rows = checked_numel(k_.ranges), rn = checked_numel(k_.reduction_ranges);
   if (plan_.strategy == TritonStrategy::SplitRows || plan_.strategy == TritonStrategy::SplitColumns)
     return emit_split(plan_.strategy == TritonStrategy::SplitColumns);
   Layout l;
@@ -32,18 +32,18 @@ void TritonEmitter::emit_reduction() {
   for (int d = 0; d < n; ++d) l.vars0.push_back({VarId{d}, k_.ranges[size_t(d)]});
   for (size_t d = 0; d < k_.reduction_ranges.size(); ++d) l.vars1.push_back({VarId{n + int(d)}, k_.reduction_ranges[d]});
   std::map<std::string, std::string> attrs;
-  int64_t rpow = next_pow2(std::max<int64_t>(rn, 1));
   l.block0 = plan_.block0;
   l.block1 = plan_.block1;
   switch (plan_.strategy) {
     case TritonStrategy::Columns:
-      l.looped = rn > l.block1;
+      l.looped = !known_le(rn, l.block1);
       attrs["layout"] = std::string(l.looped ? "looped" : "persistent") +
                         ": XBLOCK rows side by side (neighbouring rows are contiguous), RBLOCK reduced elements per step";
       break;
     case TritonStrategy::Persistent:
-      COIL_ASSERT(l.block1 == rpow, "a persistent reduction's RBLOCK holds its row");
-      attrs["layout"] = "persistent: a row in one program, RBLOCK the next power of two of " + std::to_string(rn);
+      // A row longer at other sizes runs the kernel's looped variant there (plan_variants).
+      COIL_ASSERT(l.block1 == next_pow2(std::max<int64_t>(rn.hint(), 1)), "a persistent reduction's RBLOCK holds its row");
+      attrs["layout"] = "persistent: a row in one program, RBLOCK the next power of two of " + str(rn);
       break;
     case TritonStrategy::Looped:
       l.looped = true;
@@ -56,7 +56,7 @@ void TritonEmitter::emit_reduction() {
     case TritonStrategy::Scan:
     case TritonStrategy::Scatter: COIL_ASSERT(false, "reduction ", k_.name, " planned as ", strategy_name(plan_.strategy));
   }
-  begin(k_.name, l);
+  begin(kernel_name(), l);
   emit_prologue();
   if (l.looped) w_.line("rbase = tl.arange(0, RBLOCK)[None, :]");
   for (const ir::Step &step : k_.steps) {
@@ -66,7 +66,7 @@ void TritonEmitter::emit_reduction() {
     }
     emit_step(step);
   }
-  end(buffer_params(), plan_.warps, {std::max<int64_t>(ceil_div(rows, l.block0), 1), 1, 1}, attrs);
+  end(buffer_params(), plan_.warps, {sym_max(triton_blocks(rows, l.block0), 1), 1, 1}, attrs);
 }
 
 std::string TritonEmitter::acc_type(const Acc &a) const {
@@ -123,7 +123,7 @@ void TritonEmitter::emit_step(const ir::Step &step) {
   std::string all = mask(kBoth);
   if (l_.looped) {
     for (Acc &a : accs) start_looped(a);
-    w_.line("for roffset in range(0, " + std::to_string(l_.n1) + ", RBLOCK):");
+    w_.line("for roffset in range(0, " + size(l_.n1) + ", RBLOCK):");
     w_.indent();
     push();
     open_axis1("roffset");
@@ -285,11 +285,12 @@ std::vector<Value> TritonEmitter::reduce_block(const Acc &a, const Value &x, con
       // The whole row at hand: its mean, then the sum of squared deviations from it.
       std::string W = a.in == DType::F64 ? "tl.float64" : "tl.float32";
       std::string xv = "(" + v + ").to(" + W + ")";
-      std::string count = std::to_string(l_.n1);
-      Value mean = def("tl.sum(" + (m.empty() ? xv : "tl.where(" + m + ", " + xv + ", 0.0)") + ", 1)[:, None] / " + count + ".0", kA0);
+      // The count as a float: a literal, or the size's integer converted.
+      std::string count = l_.n1.symbolic() ? "(" + size(l_.n1) + " * 1.0)" : std::to_string(l_.n1.hint()) + ".0";
+      Value mean = def("tl.sum(" + (m.empty() ? xv : "tl.where(" + m + ", " + xv + ", 0.0)") + ", 1)[:, None] / " + count, kA0);
       std::string dev = "(" + xv + " - " + mean.name + ")";
       Value m2 = def("tl.sum(" + (m.empty() ? dev + " * " + dev : "tl.where(" + m + ", " + dev + " * " + dev + ", 0.0)") + ", 1)[:, None]", kA0);
-      Value weight = def("tl.full(" + shape(kA0) + ", " + count + ".0, " + W + ")", kA0);
+      Value weight = def("tl.full(" + shape(kA0) + ", " + count + ", " + W + ")", kA0);
       return {mean, m2, weight};
     }
   }
@@ -304,7 +305,7 @@ void TritonEmitter::finish(const Acc &a, const std::vector<Value> &r) {
     case ReduceOp::Welford: {
       DType W = a.in == DType::F64 ? DType::F64 : DType::F32;
       // No element: the mean is NaN, as the reference's.
-      Value mean = l_.n1 == 0 ? def("tl.full(" + shape(kA0) + ", float('nan'), " + triton_type(W) + ")", kA0) : r[0];
+      Value mean = known_eq(l_.n1, 0) ? def("tl.full(" + shape(kA0) + ", float('nan'), " + triton_type(W) + ")", kA0) : r[0];
       store(n, n.outputs[0], mean, W);
       store(n, n.outputs[1], r[1], W);
       store(n, n.outputs[2], r[2], W);
@@ -320,7 +321,7 @@ void TritonEmitter::finish(const Acc &a, const std::vector<Value> &r) {
 
 void TritonEmitter::emit_split(bool columns) {
   const int64_t split = plan_.split;
-  int64_t rows = checked_numel(k_.ranges), rn = checked_numel(k_.reduction_ranges);
+  SymInt rows = checked_numel(k_.ranges), rn = checked_numel(k_.reduction_ranges);
   int n = int(k_.ranges.size());
   const size_t pass = pass_step();
   const ir::Step &step = k_.steps[pass];
@@ -338,12 +339,12 @@ void TritonEmitter::emit_split(bool columns) {
   l.looped = true;
   l.block0 = plan_.block0;
   l.block1 = plan_.block1;
-  int64_t chunk = round_up(ceil_div(rn, split), l.block1);
+  SymInt chunk = triton_blocks(triton_blocks(rn, split), l.block1) * l.block1;
   l.n0 = rows;
   l.n1 = rn;
   for (int d = 0; d < n; ++d) l.vars0.push_back({VarId{d}, k_.ranges[size_t(d)]});
   for (size_t d = 0; d < k_.reduction_ranges.size(); ++d) l.vars1.push_back({VarId{n + int(d)}, k_.reduction_ranges[d]});
-  begin(k_.name + "_partials", l);
+  begin(kernel_name("partials"), l);
   emit_prologue();
   emit_leading(false);
   w_.line(std::string("split = tl.program_id(1)") + (index_bits_ > 31 ? ".to(tl.int64)" : ""));
@@ -354,12 +355,13 @@ void TritonEmitter::emit_split(bool columns) {
     if (node.kind == ir::NodeKind::Reduction) accs.push_back({&node, node.body.at(node.body.results[0]).dtype, {}});
   }
   for (Acc &a : accs) start_looped(a);
-  w_.line("for roffset in range(0, " + std::to_string(chunk) + ", RBLOCK):");
+  w_.line("for roffset in range(0, " + size(chunk) + ", RBLOCK):");
   w_.indent();
   push();
-  r_limit_ = chunk * split > rn ? rn : -1;
-  open_axis1("split * " + std::to_string(chunk) + " + roffset");
-  r_limit_ = -1;
+  // The last chunk may run past the row (known only at the sizes of a call when symbolic).
+  if (chunk.symbolic() || rn.symbolic() || chunk.hint() * split > rn.hint()) r_limit_ = rn;
+  open_axis1("split * " + size(chunk) + " + roffset");
+  r_limit_.reset();
   std::string all = mask(kBoth);
   size_t next = 0;
   inner_ = true;
@@ -390,7 +392,7 @@ void TritonEmitter::emit_split(bool columns) {
       int id = (*next_scratch_)++;
       (*scratch_)[id] = {t, rows * split};
       std::string name = "partial_ptr" + std::to_string(scratch_ids.size());
-      std::string at = rows == 1 ? "split + xindex" : "split * " + std::to_string(rows) + " + xindex";
+      std::string at = known_eq(rows, 1) ? "split + xindex" : "split * " + size(rows) + " + xindex";
       w_.line("tl.store(" + name + " + " + at + ", " + r.name + row_mask + ")");
       scratch_ids.push_back(id);
       partial_params.push_back({id, name});
@@ -409,26 +411,26 @@ void TritonEmitter::emit_split(bool columns) {
   first.insert(first.end(), partial_params.begin(), partial_params.end());
   std::map<std::string, std::string> attrs = {
       {"layout", "split: " + std::to_string(split) + " programs per " + (columns ? "block of XBLOCK rows side by side" : "row") +
-                     " each reduce a chunk of " + std::to_string(chunk) + " in steps of RBLOCK; " + k_.name +
+                     " each reduce a chunk of " + str(chunk) + " in steps of RBLOCK; " + kernel_name() +
                      " combines the partials"}};
-  end(first, plan_.warps, {ceil_div(rows, l.block0), split, 1}, attrs);
+  end(first, plan_.warps, {triton_blocks(rows, l.block0), split, 1}, attrs);
 
   // Kernel 2: combine the partials, then the row's members.
   Layout c;
   c.two_d = true;
   // At most 4,096 partials of a kind in one program's registers.
-  c.block0 = columns ? std::clamp<int64_t>(4096 / split, 1, std::min<int64_t>(64, next_pow2(rows))) : 1;
+  c.block0 = columns ? std::clamp<int64_t>(4096 / split, 1, std::min<int64_t>(64, next_pow2(rows.hint()))) : 1;
   c.block1 = split;
   c.n0 = rows;
   c.n1 = split;
   for (int d = 0; d < n; ++d) c.vars0.push_back({VarId{d}, k_.ranges[size_t(d)]});
-  begin(k_.name, c);
+  begin(kernel_name(), c);
   emit_prologue();
   emit_leading(true);
   std::string all_rows = mask(kBoth).empty() ? "" : ", " + mask(kBoth);
   size_t next_partial = 0;
   for (const Acc &a : accs) {
-    std::string at = rows == 1 ? "rindex + xindex" : "rindex * " + std::to_string(rows) + " + xindex";
+    std::string at = known_eq(rows, 1) ? "rindex + xindex" : "rindex * " + size(rows) + " + xindex";
     auto load_partial = [&] { return def("tl.load(" + partial_params[next_partial++].second + " + " + at + all_rows + ")", kBoth); };
     ReduceOp op = a.node->reduce_op;
     if (op == ReduceOp::Welford) {
@@ -451,7 +453,7 @@ void TritonEmitter::emit_split(bool columns) {
   for (const auto &pr : params)
     if ((contains(k_.stores, pr.first) && !stored_in_pass(pr.first)) || used_outside_pass(pr.first)) second.push_back(pr);
   second.insert(second.end(), partial_params.begin(), partial_params.end());
-  end(second, int(std::clamp<int64_t>(c.block0 * split / 256, 1, 4)), {ceil_div(rows, c.block0), 1, 1},
+  end(second, int(std::clamp<int64_t>(c.block0 * split / 256, 1, 4)), {triton_blocks(rows, c.block0), 1, 1},
       {{"layout", "combines " + std::to_string(split) + " partials per row, then the row's members"}});
 }
 
