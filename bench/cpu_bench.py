@@ -16,6 +16,12 @@ same output memory every call (`coil kept ms`, `kept %bw` against the kept copy)
 kernels' own speed, as a caller that owns its outputs sees it. Compile
 time: coil cold (empty cache, fresh process) and warm (cached); Inductor cold (fresh
 process, its cache directory emptied) and warm.
+
+With --dynamic instead: each workload of the kernel suite exported twice, with static sizes
+and with every dim of every input symbolic (torch.export's Dim.AUTO, as torch.compile's
+dynamic=True marks them), each compiled by `coil compile`; both are called at the suite's
+sizes into outputs they keep (coil_run against coil_run_sized: the kernels' own time), taking
+turns, and the table gives the medians, their ratio, and the compile times.
 """
 import argparse
 import ctypes
@@ -180,10 +186,10 @@ def export_graph(f, inputs, path):
     return [t.contiguous() if not t.is_contiguous() else t for t in ordered]
 
 
-def coil_compile(graph, out_dir, cache_dir):
+def coil_compile(graph, out_dir, cache_dir, extra=()):
     env = dict(os.environ, COIL_CACHE_DIR=cache_dir)
     start = time.perf_counter()
-    r = subprocess.run([COIL, "compile", graph, "--out", out_dir], env=env, capture_output=True, text=True)
+    r = subprocess.run([COIL, "compile", graph, "--out", out_dir, *extra], env=env, capture_output=True, text=True)
     if r.returncode != 0:
         raise RuntimeError(r.stderr.strip())
     return time.perf_counter() - start
@@ -227,15 +233,112 @@ def copy_bandwidth(reps):
     return 2 * N * 4 / statistics.median(kept), 2 * N * 4 / statistics.median(fresh)
 
 
+def each_workload(suite, only, work):
+    """(name, f, inputs, min_bytes, folder) of each workload of `suite` that `only` names (all
+    without it), its inputs made and a folder of its own made under `work`."""
+    for name, (f, make, min_bytes) in suite.items():
+        if only and name not in only:
+            continue
+        d = os.path.join(work, name)
+        os.makedirs(d)
+        yield name, f, make(), min_bytes, d
+
+
+def export_dynamic(f, inputs, path):
+    """Writes the aten graph of f(*inputs) with every dim of every input symbolic where
+    export keeps it so (Dim.AUTO), and returns the symbols' values: {name: size}."""
+    auto = torch.export.Dim.AUTO
+    shapes = tuple({d: auto for d in range(t.dim())} for t in inputs)
+    ep = torch.export.export(Fn(f), tuple(inputs), dynamic_shapes=(shapes,)).run_decompositions({})
+    with open(path, "w") as out:
+        out.write(ep.graph_module.print_readable(print_output=False, include_stride=True, include_device=True))
+    values = {}
+    for node in ep.graph_module.graph.nodes:
+        val = node.meta.get("val")
+        if node.op == "placeholder" and isinstance(val, torch.Tensor):
+            for n in val.shape:
+                if isinstance(n, torch.SymInt) and n.node.expr.is_Symbol:
+                    values[str(n.node.expr)] = n.node.hint
+    return values
+
+
+class SizedGraph(CoilGraph):
+    """A graph of symbolic sizes called at the sizes compiled for, through coil_run_sized."""
+
+    class Symbol(ctypes.Structure):
+        _fields_ = [("name", ctypes.c_char_p), ("input", ctypes.c_int32), ("dim", ctypes.c_int32),
+                    ("compiled", ctypes.c_int64)]
+
+    def __init__(self, so_path):
+        super().__init__(so_path)
+        self.lib.coil_symbol.restype = ctypes.POINTER(SizedGraph.Symbol)
+        n = self.lib.coil_num_symbols()
+        assert n > 0, "the graph kept no symbol"
+        self.sizes = (ctypes.c_int64 * n)(*[self.lib.coil_symbol(i).contents.compiled for i in range(n)])
+        self.lib.coil_run_sized.argtypes = [ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_void_p),
+                                            ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p]
+
+    def into_kept_outputs(self):
+        status = self.lib.coil_run_sized(self.sizes, self.in_ptrs, self.kept_ptrs, None)
+        assert status == 0, f"coil_run_sized returned {status}"
+
+
+def dynamic(args):
+    """--dynamic: the kernel suite, static sizes against symbolic ones (see the top)."""
+    work = tempfile.mkdtemp(prefix="coil_bench_dynamic_")
+    print(f"threads: coil {os.environ.get('COIL_NUM_THREADS', 'all')}; medians of {args.reps} calls each, taking turns")
+    print("| workload | symbols | static (ms) | dynamic (ms) | dynamic / static | compile static (s) | compile dynamic (s) |")
+    print("|---|---|---|---|---|---|---|")
+    ratios = []
+    for name, f, inputs, _, d in each_workload(workloads(), args.only, work):
+        graph_inputs = export_graph(f, inputs, os.path.join(d, "static.py"))
+        values = export_dynamic(f, inputs, os.path.join(d, "dynamic.py"))
+        cache = os.path.join(work, "cache")
+        shutil.rmtree(cache, ignore_errors=True)
+        static_s = coil_compile(os.path.join(d, "static.py"), os.path.join(d, "static"), cache)
+        shutil.rmtree(cache, ignore_errors=True)
+        sizes = [f"{k}={v}" for k, v in values.items()]
+        dynamic_s = coil_compile(os.path.join(d, "dynamic.py"), os.path.join(d, "dynamic"), cache,
+                                 [a for s_ in sizes for a in ("--size", s_)])
+        graphs = {"static": CoilGraph(os.path.join(d, "static", "graph.so")),
+                  "dynamic": SizedGraph(os.path.join(d, "dynamic", "graph.so"))}
+        for g in graphs.values():
+            g.bind(graph_inputs)
+        times = {k: [] for k in graphs}
+        for _ in range(2):
+            for g in graphs.values():
+                g.into_kept_outputs()
+        if name not in RANDOM:
+            for a, b in zip(graphs["static"].kept, graphs["dynamic"].kept):
+                assert torch.equal(a, b) or torch.allclose(a.float(), b.float(), rtol=1e-5, atol=1e-5), \
+                    f"{name}: the dynamic graph's outputs differ from the static one's"
+        for _ in range(args.reps):
+            for k, g in graphs.items():
+                t = time.perf_counter()
+                g.into_kept_outputs()
+                times[k].append(time.perf_counter() - t)
+        med = {k: statistics.median(v) * 1e3 for k, v in times.items()}
+        ratios.append(med["dynamic"] / med["static"])
+        print(f"| {name} | {', '.join(sizes)} | {med['static']:.2f} | {med['dynamic']:.2f} | {ratios[-1]:.2f} | "
+              f"{static_s:.2f} | {dynamic_s:.2f} |", flush=True)
+    if ratios:
+        print(f"\ngeometric mean of dynamic / static: {statistics.geometric_mean(ratios):.3f}; "
+              f"worst {max(ratios):.3f}")
+    shutil.rmtree(work, ignore_errors=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--only", action="append")
     ap.add_argument("--reps", type=int, default=15)
     ap.add_argument("--json", help="write the rows here too")
     ap.add_argument("--no-models", action="store_true", help="only the kernel suite, not the model blocks")
+    ap.add_argument("--dynamic", action="store_true", help="the kernel suite at static against symbolic sizes")
     args = ap.parse_args()
     torch.set_grad_enabled(False)  # inference, as the compiled graphs compute
     torch.manual_seed(0)
+    if args.dynamic:
+        return dynamic(args)
     work = tempfile.mkdtemp(prefix="coil_bench_")
     cold_cache = os.path.join(work, "cold_cache")
     bw, bw_fresh = copy_bandwidth(args.reps)
@@ -250,12 +353,7 @@ def main():
     suite = dict(workloads())
     if not args.no_models:
         suite.update({k: (setup(), make, None) for k, (setup, make) in model_blocks().items()})
-    for name, (f, make, min_bytes) in suite.items():
-        if args.only and name not in args.only:
-            continue
-        inputs = make()
-        d = os.path.join(work, name)
-        os.makedirs(d)
+    for name, f, inputs, min_bytes, d in each_workload(suite, args.only, work):
         graph_inputs = export_graph(f, inputs, os.path.join(d, "graph.py"))
         shutil.rmtree(cold_cache, ignore_errors=True)
         try:

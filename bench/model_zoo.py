@@ -83,14 +83,19 @@ def bert(device, dtype, tiny, batch=8, seq=128):
     return m, (_token_ids(device, config.vocab_size, 2 if tiny else batch, 16 if tiny else seq),)
 
 
+# The LLaMA-style model's sizes: tiny for the tests, and a 0.3B-parameter one for the bench.
+LLAMA_SIZES = {
+    "tiny": dict(num_hidden_layers=2, hidden_size=64, num_attention_heads=4, num_key_value_heads=2,
+                 intermediate_size=128, vocab_size=512, max_position_embeddings=64),
+    "full": dict(num_hidden_layers=8, hidden_size=1024, num_attention_heads=16, num_key_value_heads=4,
+                 intermediate_size=2816, vocab_size=32000),
+}
+
+
 def llama(device, dtype, tiny, batch=1, seq=128):
     from transformers import LlamaConfig, LlamaModel
 
-    size = dict(num_hidden_layers=2, hidden_size=64, num_attention_heads=4, num_key_value_heads=2,
-                intermediate_size=128, vocab_size=512, max_position_embeddings=64) if tiny else \
-        dict(num_hidden_layers=8, hidden_size=1024, num_attention_heads=16, num_key_value_heads=4,
-             intermediate_size=2816, vocab_size=32000)
-    config = LlamaConfig(**size, use_cache=False, attn_implementation="sdpa")
+    config = LlamaConfig(**LLAMA_SIZES["tiny" if tiny else "full"], use_cache=False, attn_implementation="sdpa")
     m = LlamaModel(config).to(device=device, dtype=dtype)
     return m, (_token_ids(device, config.vocab_size, 2 if tiny else batch, 16 if tiny else seq),)
 
@@ -179,18 +184,14 @@ def _image_model(builder):
 _GPT2 = dict(n_layer=2, n_embd=64, n_head=2, vocab_size=512, n_positions=64, bos_token_id=0, eos_token_id=0)
 _BERT = dict(num_hidden_layers=2, hidden_size=64, num_attention_heads=2, intermediate_size=128, vocab_size=512,
              max_position_embeddings=64)
-_LLAMA = dict(num_hidden_layers=2, hidden_size=64, num_attention_heads=4, num_key_value_heads=2, intermediate_size=128,
-              vocab_size=512, max_position_embeddings=64)
 
 # name: (device, dtype, tiny) -> (TrainStep, args): the training benchmark's sizes
 # (GPT-2 small at batch 8, seq 512; BERT-base at batch 8, seq 512; ResNet-50 at batch 64).
 TRAINING: dict[str, Callable] = {
     "gpt2": lambda d, t, tiny: _language_model("GPT2LMHeadModel", "GPT2Config", _GPT2 if tiny else {}, d, t, tiny, 8, 512),
     "bert": lambda d, t, tiny: _language_model("BertForMaskedLM", "BertConfig", _BERT if tiny else {}, d, t, tiny, 8, 512),
-    "llama": lambda d, t, tiny: _language_model("LlamaForCausalLM", "LlamaConfig", _LLAMA if tiny else
-                                                dict(num_hidden_layers=8, hidden_size=1024, num_attention_heads=16,
-                                                     num_key_value_heads=4, intermediate_size=2816, vocab_size=32000),
-                                                d, t, tiny, 4, 512),
+    "llama": lambda d, t, tiny: _language_model("LlamaForCausalLM", "LlamaConfig",
+                                                LLAMA_SIZES["tiny" if tiny else "full"], d, t, tiny, 4, 512),
     "resnet18": _image_model(resnet18),
     "resnet50": _image_model(resnet50),
     "vit": _image_model(vit),

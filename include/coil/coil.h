@@ -190,10 +190,11 @@ class CompiledGraph {
   const std::vector<TensorInfo> &inputs() const;   // graph inputs, then constants
   const std::vector<TensorInfo> &outputs() const;  // at the sizes compiled for
 
-  /// A graph of symbolic sizes compiled for target cpu runs at every size that passes its
-  /// checks (sizes()), one library for all: its symbols, in the order outputs_at takes
-  /// their values. Empty for a static graph and for the other targets, which serve the
-  /// sizes compiled for alone.
+  /// A graph of symbolic sizes compiled for target cpu, cuda or cuda-interpret runs at
+  /// every size that passes its checks (sizes()), from one compile (on cuda: kernels built
+  /// once, a program set up per size): its symbols, in the order outputs_at takes their
+  /// values. Empty for a static graph and for target ref, which serves the sizes compiled
+  /// for alone.
   const std::vector<SymbolInfo> &symbols() const;
   /// The outputs at `sizes` (a value per symbol of symbols()): their sizes, strides and
   /// storage fields, as outputs() gives them at the sizes compiled for. An Error naming the

@@ -353,12 +353,13 @@ def size_sources(example_inputs) -> tuple[list[tuple[str, int, int | None]], lis
 
 def compile_dynamic(gm: torch.fx.GraphModule, example_inputs, options: list[tuple[str, str]], guarded: bool):
     """A function running a graph of symbolic sizes (torch.compile's dynamic shapes): coil
-    compiles it for the sizes Dynamo traced it at. Compiled for the CPU, that graph serves
-    every size (CompiledGraph.symbols); on the GPU coil compiles it for each size it is
-    called at, reads a call's sizes from its inputs (size_sources) and keeps one compiled
-    graph per size, up to the option dynamic.sizes_per_graph; a call at another size runs in
-    eager PyTorch. An input it updates is copied after the call (compile_graph), never
-    written over in place, as which ones may be can change with the size."""
+    compiles it once, with the sizes Dynamo traced it at as hints, and that graph serves
+    every size (CompiledGraph.symbols), on the CPU and on the GPU. A graph whose guards fix
+    a symbol (a meta function that specializes) is compiled for each size it is called at
+    instead, reading a call's sizes from its inputs (size_sources), one compiled graph per
+    size up to the option dynamic.sizes_per_graph; a call at another size runs in eager
+    PyTorch. An input it updates is copied after the call (compile_graph), never written
+    over in place, as which ones may be can change with the size."""
     sources, unknown = size_sources(example_inputs)
     if unknown:
         return _eager(gm, f"symbolic sizes {', '.join(unknown)} are no input's dim")
@@ -378,7 +379,7 @@ def compile_dynamic(gm: torch.fx.GraphModule, example_inputs, options: list[tupl
     counters["sizes_compiled"] += 1
     symbols = first.coil_graph.symbols
     if symbols and all(i >= 0 and not fixed for _, i, _, _, fixed in symbols):
-        # One compiled graph for every size (the CPU's kernels take the sizes as arguments);
+        # One compiled graph for every size (both dialects' kernels take the sizes as arguments);
         # a size it does not serve (one its checks refuse) runs in eager PyTorch. A graph
         # whose guards fix a symbol (a meta function that specializes) is compiled per size.
         log.info("coil: graph of symbolic sizes %s compiled once for every size",

@@ -24,7 +24,7 @@
 #include "ir/specialize.h"
 #include "lowering/lowering.h"
 #include "runtime/cpu_module.h"
-#include "runtime/cuda_program.h"
+#include "runtime/cuda_programs.h"
 #include "runtime/triton_interpret.h"
 #include "support/error.h"
 #include "support/files.h"
@@ -147,18 +147,22 @@ ir::View whole(const ir::Program &p, ir::BufferId b) {
   return {b, t.sizes, t.strides, 0};
 }
 
-// Output `k`, view `v`: the allocation that holds it without a copy. A view of a buffer the
-// graph computes lies in the buffer's extent, which the buffer's first output is given; a
-// view of an input is its own (the call copies it there).
-void set_storage(TensorInfo &info, const ir::Program &p, size_t k, const ir::View &v) {
+// Output `k`, view `v`: the allocation that holds it without a copy (storage offset and
+// elements). A view of a buffer the graph computes lies in the buffer's extent, which the
+// buffer's first output is given; a view of an input is its own (the call copies it there).
+// `values`: a call's sizes; none: the sizes compiled for.
+std::pair<int64_t, int64_t> output_storage(const ir::Program &p, const ir::View &v,
+                                           const std::map<std::string, int64_t> &values = {}) {
+  auto at = [&](const SymInt &s) { return values.empty() ? s.hint() : at_sizes(s, values).hint(); };
   const TensorType &buffer = p.buffer(v.buffer).type;
-  if (std::find(p.inputs.begin(), p.inputs.end(), v.buffer) != p.inputs.end()) {
-    info.storage_offset = 0;
-    info.storage_elements = storage_extent({buffer.dtype, v.sizes, v.strides, {}}).hint();
-    return;
-  }
-  info.storage_offset = v.offset.hint();
-  info.storage_elements = storage_extent(buffer).hint();
+  if (std::find(p.inputs.begin(), p.inputs.end(), v.buffer) != p.inputs.end())
+    return {0, at(storage_extent({buffer.dtype, v.sizes, v.strides, {}}))};
+  return {at(v.offset), at(storage_extent(buffer))};
+}
+
+void set_storage(TensorInfo &info, const ir::Program &p, size_t k, const ir::View &v) {
+  std::tie(info.storage_offset, info.storage_elements) = output_storage(p, v);
+  if (std::find(p.inputs.begin(), p.inputs.end(), v.buffer) != p.inputs.end()) return;
   auto home = std::find(p.outputs.begin(), p.outputs.end(), v.buffer) - p.outputs.begin();
   info.view_of_output = size_t(home) < k ? int64_t(home) : -1;
 }
@@ -205,21 +209,48 @@ struct CompiledGraph::Impl {
   virtual bool any_sizes() const { return false; }
   /// Its symbols when it does (CompiledGraph::symbols), and its outputs at other sizes.
   std::vector<SymbolInfo> symbols;
+  /// The call's sizes, one per symbol, from its inputs (a symbol no input dim holds keeps
+  /// its value compiled for: the checks then hold it to that); the thread's vector keeps
+  /// its capacity.
+  std::span<const int64_t> sizes_of(std::span<const TensorRef> in) const {
+    thread_local std::vector<int64_t> sizes;
+    sizes.clear();
+    for (const SymbolInfo &s : symbols)
+      sizes.push_back(s.input >= 0 ? in[size_t(s.input)].sizes[size_t(s.dim)] : s.compiled);
+    return sizes;
+  }
+  /// "s0 = 7, s1 = 128"
+  std::string values_str(std::span<const int64_t> sizes) const {
+    std::string out;
+    for (size_t i = 0; i < sizes.size(); ++i) out += str_cat(i ? ", " : "", symbols[i].name, " = ", sizes[i]);
+    return out;
+  }
+  /// Tensor `info` of a call at `sizes` (the inputs' first, `what` says which) against
+  /// `want`, its sizes there.
+  void check_sizes_at(std::span<const int64_t> sizes, const TensorRef &given, std::span<const int64_t> want,
+                      const TensorInfo &info, const char *what) const {
+    COIL_USER_CHECK(std::equal(given.sizes.begin(), given.sizes.end(), want.begin(), want.end()), what, " '", info.name,
+                    "' is ", type_str(given.dtype, given.sizes), " but at the sizes of this call (", values_str(sizes),
+                    ") the graph expects ", type_str(info.dtype, want));
+  }
   virtual std::vector<TensorInfo> outputs_at(std::span<const int64_t> sizes) const {
     COIL_USER_CHECK(sizes.empty(), "the graph compiled for target ", target_name(target),
                     " runs at the sizes compiled for alone; it takes no sizes");
     return outputs;
   }
-  /// run_addresses at `sizes`: every tensor as the layouts at those sizes give it.
-  virtual void run_addresses_at(std::span<const int64_t> sizes, std::span<void *const> in,
-                                std::span<void *const> out) const {
+  /// run_addresses at `sizes`: every tensor as the layouts at those sizes give it (the
+  /// outputs in the allocations outputs_at gives when `stored`).
+  virtual void run_addresses_at(std::span<const int64_t> sizes, std::span<void *const> in, std::span<void *const> out,
+                                void *stream, bool stored) const {
     outputs_at(sizes);  // an Error: this target takes no sizes
   }
 };
 
 namespace {
 
-// The targets that run on dense host tensors: the interpreters and the GPU program.
+// The targets that run on dense host tensors: the interpreters and the GPU program. Those
+// that keep symbolic sizes (the Triton kernels, interpreted or on the GPU) check a call's
+// sizes here: the guards at sizes first seen, then every tensor's sizes at them.
 struct HostTensorsGraph : CompiledGraph::Impl {
   sched::Schedule schedule;
 
@@ -232,39 +263,18 @@ struct HostTensorsGraph : CompiledGraph::Impl {
     COIL_ASSERT(results.size() == out.size(), results.size(), " results for ", out.size(), " outputs");
     for (size_t i = 0; i < out.size(); ++i) write_back(results[i], out[i]);
   }
-};
-
-struct ReferenceGraph : HostTensorsGraph {
-  void run(std::span<const TensorRef> in, std::span<const TensorRef> out) const override {
-    write_outputs(ir::interpret(schedule.ir, named_inputs(in)), out);
-  }
-};
-
-// The Triton kernels under Triton's interpreter. A program of symbolic sizes (one launch
-// plan for every size) checks a call's sizes here, before anything runs.
-struct InterpretedGraph : HostTensorsGraph {
-  codegen::GpuProgram gpu;
 
   bool any_sizes() const override { return !symbols.empty(); }
 
+  /// The symbols' values at `sizes`, which the guards must pass.
   std::map<std::string, int64_t> values_at(std::span<const int64_t> sizes) const {
     COIL_USER_CHECK(sizes.size() == symbols.size(), "the graph has ", symbols.size(), " symbols; ", sizes.size(),
                     " sizes were given");
     std::map<std::string, int64_t> values;
     for (size_t i = 0; i < sizes.size(); ++i) values[symbols[i].name] = sizes[i];
     if (std::optional<SizeGuard> failing = guards->first_failing(values))
-      throw UserError(sizes_refused(values_str(values), failing->explained()));
+      throw UserError(sizes_refused(values_str(sizes), failing->explained()));
     return values;
-  }
-  static std::string values_str(const std::map<std::string, int64_t> &values) {
-    std::string out;
-    for (const auto &[symbol, value] : values) out += str_cat(out.empty() ? "" : ", ", symbol, " = ", value);
-    return out;
-  }
-  static std::vector<int64_t> evaluated(const SymShape &shape, const std::map<std::string, int64_t> &values) {
-    std::vector<int64_t> out;
-    for (const SymInt &s : shape) out.push_back(at_sizes(s, values).hint());
-    return out;
   }
 
   std::vector<TensorInfo> outputs_at(std::span<const int64_t> sizes) const override {
@@ -274,38 +284,62 @@ struct InterpretedGraph : HostTensorsGraph {
     std::vector<TensorInfo> out = outputs;
     for (size_t i = 0; i < out.size(); ++i) {
       const ir::View &v = p.output_views[i];
-      out[i].sizes = evaluated(v.sizes, values);
-      out[i].strides = evaluated(v.strides, values);
-      out[i].storage_offset = -1;  // written densely (run_interpreted's outputs)
-      out[i].storage_elements = -1;
+      out[i].sizes.clear();
+      out[i].strides.clear();
+      for (const SymInt &n : v.sizes) out[i].sizes.push_back(at_sizes(n, values).hint());
+      for (const SymInt &n : v.strides) out[i].strides.push_back(at_sizes(n, values).hint());
+      std::tie(out[i].storage_offset, out[i].storage_elements) = output_storage(p, v, values);
     }
     return out;
   }
 
+  /// Every tensor of a call at `sizes` against `at`, the program at those sizes (integers).
+  void check_sizes(const ir::Program &at, std::span<const int64_t> sizes, std::span<const TensorRef> in,
+                   std::span<const TensorRef> out) const {
+    for (size_t i = 0; i < in.size(); ++i)
+      check_sizes_at(sizes, in[i], hints(at.buffer(at.inputs[i]).type.sizes), inputs[i], "input");
+    for (size_t i = 0; i < out.size(); ++i) check_sizes_at(sizes, out[i], hints(at.output_views[i].sizes), outputs[i], "output");
+  }
+};
+
+struct ReferenceGraph : HostTensorsGraph {
+  void run(std::span<const TensorRef> in, std::span<const TensorRef> out) const override {
+    write_outputs(ir::interpret(schedule.ir, named_inputs(in)), out);
+  }
+};
+
+// The Triton kernels under Triton's interpreter: one launch plan for every size.
+struct InterpretedGraph : HostTensorsGraph {
+  codegen::GpuProgram gpu;
+
   void run(std::span<const TensorRef> in, std::span<const TensorRef> out) const override {
     if (any_sizes()) {
-      std::vector<int64_t> sizes;
-      std::map<std::string, int64_t> given = values_of(in);
-      for (const SymbolInfo &s : symbols) sizes.push_back(given.count(s.name) ? given.at(s.name) : s.compiled);
-      std::map<std::string, int64_t> values = values_at(sizes);
-      const ir::Program &p = schedule.ir.program;
-      auto check = [&](const TensorRef &t, const SymShape &want, const TensorInfo &info, const char *what) {
-        std::vector<int64_t> sizes_there = evaluated(want, values);
-        COIL_USER_CHECK(std::equal(t.sizes.begin(), t.sizes.end(), sizes_there.begin(), sizes_there.end()), what, " '",
-                        info.name, "' is ", type_str(t.dtype, t.sizes), " but at the sizes of this call (",
-                        values_str(values), ") the graph expects ", type_str(info.dtype, sizes_there));
-      };
-      for (size_t i = 0; i < in.size(); ++i) check(in[i], p.buffer(p.inputs[i]).type.sizes, inputs[i], "input");
-      for (size_t i = 0; i < out.size(); ++i) check(out[i], p.output_views[i].sizes, outputs[i], "output");
+      std::span<const int64_t> sizes = sizes_of(in);
+      ir::Program at = ir::specialize(schedule.ir.program, values_at(sizes));
+      check_sizes(at, sizes, in, out);
     }
     write_outputs(run_interpreted(schedule, gpu, named_inputs(in)), out);
   }
 };
 
+// The GPU program: one per size called at (runtime/cuda_programs.h), its kernels loaded once.
 struct CudaGraph : HostTensorsGraph {
-  std::unique_ptr<CudaProgram> program;
+  std::unique_ptr<CudaPrograms> programs;
+
+  // The program at a call's sizes: found by comparing integers; at sizes not seen before,
+  // the guards checked, then set up.
+  std::shared_ptr<const CudaProgram> program_at(std::span<const int64_t> sizes) const {
+    if (!any_sizes()) return programs->last();
+    if (std::shared_ptr<const CudaProgram> found = programs->find(sizes)) return found;
+    values_at(sizes);
+    return programs->at(sizes);
+  }
+
   void run(std::span<const TensorRef> in, std::span<const TensorRef> out) const override { run_on(in, out, nullptr); }
   void run_on(std::span<const TensorRef> in, std::span<const TensorRef> out, void *stream) const override {
+    std::span<const int64_t> sizes = sizes_of(in);
+    std::shared_ptr<const CudaProgram> program = program_at(sizes);
+    if (any_sizes()) check_sizes(program->ir(), sizes, in, out);
     auto s = static_cast<cuda::CUstream>(stream);
     if (in.empty() ? out.empty() || out[0].memory.kind == Memory::Kind::Host : in[0].memory.kind == Memory::Kind::Host)
       return write_outputs(program->run(named_inputs(in), s), out);
@@ -323,19 +357,37 @@ struct CudaGraph : HostTensorsGraph {
                     memory_name(here));
     return {cuda::CUdeviceptr(reinterpret_cast<uintptr_t>(r.data)), r.strides, r.storage_offset, r.storage_elements};
   }
+  // Device addresses of tensors laid out as the program at `sizes` lays them (the outputs in
+  // the allocations outputs_at gives), on the current stream of the caller's choosing.
+  void run_addresses_at(std::span<const int64_t> sizes, std::span<void *const> in, std::span<void *const> out,
+                        void *stream, bool stored) const override {
+    std::shared_ptr<const CudaProgram> program = program_at(sizes);
+    const ir::Program &p = program->ir();
+    thread_local std::vector<DeviceTensor> din, dout;
+    din.clear();
+    dout.clear();
+    auto address = [](void *a) { return cuda::CUdeviceptr(reinterpret_cast<uintptr_t>(a)); };
+    for (size_t i = 0; i < in.size(); ++i) din.push_back({address(in[i]), program->input_strides(i), -1, -1});
+    for (size_t k = 0; k < out.size(); ++k) {
+      auto [offset, elements] = stored ? output_storage(p, p.output_views[k]) : std::pair<int64_t, int64_t>{-1, -1};
+      dout.push_back({address(out[k]), program->output_strides(k), offset, elements});
+    }
+    program->run(din, dout, static_cast<cuda::CUstream>(stream));
+  }
   double median_seconds(std::span<const TensorRef> in, std::span<const TensorRef>, int iterations) const override {
-    return program->median_seconds(named_inputs(in), iterations);
+    return program_at(sizes_of(in))->median_seconds(named_inputs(in), iterations);
   }
   std::vector<std::string> notes() const override {
-    std::string note = program->graphs_note();
+    std::shared_ptr<const CudaProgram> program = programs->last();
+    std::string note = program ? program->graphs_note() : "";
     return note.empty() ? std::vector<std::string>{} : std::vector<std::string>{note};
   }
   std::vector<KernelTime> profile() const override {
     std::vector<KernelTime> out;
-    for (const StepTime &t : program->profile()) out.push_back({t.name, t.summary, t.calls, t.seconds});
+    for (const StepTime &t : programs->profile()) out.push_back({t.name, t.summary, t.calls, t.seconds});
     return out;
   }
-  void reset_profile() const override { program->reset_profile(); }
+  void reset_profile() const override { programs->reset_profile(); }
 };
 
 // The CPU library, called on the caller's memory where the layouts allow (CpuModule::Call).
@@ -364,36 +416,16 @@ struct CpuGraph : CompiledGraph::Impl {
     return out;
   }
 
-  // The call's sizes from its inputs (a symbol no input dim holds keeps its value compiled
-  // for: the library's checks then hold it to that); the thread's vector keeps its capacity.
-  std::span<const int64_t> sizes_of(std::span<const TensorRef> in) const {
-    thread_local std::vector<int64_t> sizes;
-    sizes.assign(module->compiled_sizes().begin(), module->compiled_sizes().end());
-    for (size_t i = 0; i < sizes.size(); ++i)
-      if (auto [input, dim] = module->symbol_source(i); input >= 0) sizes[i] = in[size_t(input)].sizes[size_t(dim)];
-    return sizes;
-  }
-
   // A graph of symbolic sizes: each tensor's sizes against the library's at the call's sizes.
   void check_sizes(const CpuModule::Call &call, std::span<const int64_t> sizes, std::span<const TensorRef> in,
                    std::span<const TensorRef> out) const {
     if (!any_sizes()) return;
-    auto check = [&](const TensorRef &given, std::span<const int64_t> want, const TensorInfo &info, const char *what) {
-      COIL_USER_CHECK(std::equal(given.sizes.begin(), given.sizes.end(), want.begin(), want.end()), what, " '",
-                      info.name, "' is ", type_str(given.dtype, given.sizes), " but at the sizes of this call (",
-                      sizes_str(sizes), ") the graph expects ", type_str(info.dtype, want));
-    };
-    for (size_t i = 0; i < in.size(); ++i) check(in[i], call.input_sizes(int(i)), inputs[i], "input");
-    for (size_t i = 0; i < out.size(); ++i) check(out[i], call.output_sizes(int(i)), outputs[i], "output");
-  }
-  std::string sizes_str(std::span<const int64_t> sizes) const {
-    std::string out;
-    for (size_t i = 0; i < sizes.size(); ++i) out += str_cat(i ? ", " : "", module->symbols()[i], " = ", sizes[i]);
-    return out;
+    for (size_t i = 0; i < in.size(); ++i) check_sizes_at(sizes, in[i], call.input_sizes(int(i)), inputs[i], "input");
+    for (size_t i = 0; i < out.size(); ++i) check_sizes_at(sizes, out[i], call.output_sizes(int(i)), outputs[i], "output");
   }
 
-  void run_addresses_at(std::span<const int64_t> sizes, std::span<void *const> in,
-                        std::span<void *const> out) const override {
+  void run_addresses_at(std::span<const int64_t> sizes, std::span<void *const> in, std::span<void *const> out,
+                        void *, bool) const override {
     COIL_USER_CHECK(sizes.size() == symbols.size(), "the graph has ", symbols.size(), " symbols; ", sizes.size(),
                     " sizes were given");
     CpuModule::Call call(*module, sizes);
@@ -431,9 +463,8 @@ std::shared_ptr<CompiledGraph::Impl> build(Graph g, const CompileOptions &o) {
   bool gpu = o.target == Target::Cuda || o.target == Target::CudaInterpreter;
   if (gpu) so = codegen::gpu_schedule_options(so);  // epilogues where cuBLASLt takes them
   std::string trace = o.trace_dir.empty() ? options::get_string("trace") : o.trace_dir;
-  // The C++ dialect and the Triton dialect under the interpreter keep symbolic sizes; the
-  // GPU's runtime takes the sizes compiled for.
-  bool symbolic = o.target == Target::Cpu || o.target == Target::CudaInterpreter;
+  // Both dialects keep symbolic sizes; the reference interpreter runs the sizes compiled for.
+  bool symbolic = o.target != Target::Reference;
   Compilation c = compile_graph(std::move(g), so, trace, symbolic ? CodegenSizes::Symbolic : CodegenSizes::CompiledFor);
 
   std::shared_ptr<CompiledGraph::Impl> impl;
@@ -457,8 +488,11 @@ std::shared_ptr<CompiledGraph::Impl> build(Graph g, const CompileOptions &o) {
     case Target::Cuda: {
       auto cuda = std::make_shared<CudaGraph>();
       CudaBuild b = build_for_cuda(c, trace);
+      dump_sizes(c, trace);  // with what code generation guarded
       cuda->plans = b.program.plans;
-      cuda->program = std::make_unique<CudaProgram>(c.schedule, std::move(b.program), b.binaries);
+      std::set<std::string> symbols = ir::symbols_of(c.schedule.ir);  // in the order of `symbols` below
+      std::vector<std::string> names(symbols.begin(), symbols.end());
+      cuda->programs = std::make_unique<CudaPrograms>(c.schedule, std::move(b.program), b.binaries, names);
       impl = cuda;
       break;
     }
@@ -488,15 +522,21 @@ std::shared_ptr<CompiledGraph::Impl> build(Graph g, const CompileOptions &o) {
         impl->symbol_sources.push_back({a->symbol(), impl->inputs.size() - 1, d});
     }
   }
-  if (auto *interpreted = dynamic_cast<InterpretedGraph *>(impl.get()); interpreted && impl->guards) {
+  if (dynamic_cast<HostTensorsGraph *>(impl.get()) && symbolic && impl->guards) {
     // Its symbols: those its program names, each read from an input dim where one is it.
     std::map<std::string, int64_t> fixed = impl->guards->specialized(impl->guards->values());
     for (const std::string &name : ir::symbols_of(c.schedule.ir)) {
       SymbolInfo info{name, -1, -1, impl->guards->values().at(name), fixed.count(name) > 0};
       for (const auto &source : impl->symbol_sources)
         if (source.symbol == name && info.input < 0) info = {name, int64_t(source.input), int64_t(source.dim), info.compiled, info.specialized};
-      interpreted->symbols.push_back(info);
+      impl->symbols.push_back(info);
     }
+  }
+  if (auto *cuda = dynamic_cast<CudaGraph *>(impl.get()); cuda && cuda->any_sizes()) {
+    // Set up at the sizes compiled for now: what setting up finds wrong shows at compile.
+    std::vector<int64_t> compiled;
+    for (const SymbolInfo &s : cuda->symbols) compiled.push_back(s.compiled);
+    cuda->program_at(compiled);
   }
   for (size_t i = 0; i < p.outputs.size(); ++i) {
     ir::View v = i < p.output_views.size() ? p.output_views[i] : whole(p, p.outputs[i]);
@@ -626,7 +666,7 @@ void CompiledGraph::run_addresses(std::span<void *const> inputs, std::span<void 
   publicly([&] {
     check_count(inputs.size(), impl_->inputs.size(), "input");
     check_count(outputs.size(), impl_->outputs.size(), "output");
-    if (!sizes.empty()) return impl_->run_addresses_at(sizes, inputs, outputs);
+    if (!sizes.empty()) return impl_->run_addresses_at(sizes, inputs, outputs, stream, outputs_as_stored);
     Memory memory = impl_->target == Target::Cuda ? Memory::cuda(0) : Memory::host();
     thread_local std::vector<TensorRef> in, out;
     as_compiled(in, impl_->inputs, inputs, memory, false);

@@ -12,6 +12,7 @@
 #include <sstream>
 #include <variant>
 
+#include "ir/specialize.h"
 #include "runtime/cache.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/triton_build.h"
@@ -168,8 +169,12 @@ std::string TunedKernel::describe() const {
   return o.str();
 }
 
-std::map<std::string, TritonConfig> autotune_triton(const sched::Schedule &s, std::vector<TunedKernel> *report) {
+std::map<std::string, TritonConfig> autotune_triton(const sched::Schedule &symbolic, std::vector<TunedKernel> *report) {
   const cuda::Device &device = cuda::Device::get();
+  // A schedule of symbolic sizes is timed at the sizes compiled for: its candidates are
+  // generated there, and the winner configures the code that serves every size.
+  sched::Schedule s = symbolic;
+  if (std::shared_ptr<SizeGuards> guards = ir::guards_of(s.ir.program)) sched::specialize(s, guards->values());
   std::map<std::string, TritonConfig> winners;
   // The candidates of every kernel, and the rounds of whole programs that generate them:
   // round i uses each kernel's i-th candidate (or its default).

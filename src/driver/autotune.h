@@ -36,7 +36,7 @@ struct TunedKernel {
 };
 
 /// Tunes every schedule kernel of `s` with more than one candidate, on the current GPU (a
-/// UserError when there is none). Returns the winners by schedule kernel, to go in
+/// UserError when there is none); a schedule of symbolic sizes at the sizes compiled for. Returns the winners by schedule kernel, to go in
 /// TritonOptions::configs; `report` (optional) gets one entry per tuned kernel. While it
 /// runs, a progress line on stderr when stderr is a terminal.
 std::map<std::string, codegen::TritonConfig> autotune_triton(const sched::Schedule &s,

@@ -247,6 +247,11 @@ struct AccessFact {
 /// How `index`, simplified under `ranges`, moves with `v`.
 AccessFact access_of(const Expr &index, VarId v, const Ranges &ranges);
 
+/// The stride of `index` (simplified under `ranges`) along `v` as an expression: access_of's
+/// constant, or a product of sizes where the index moves by one (`x1*s10` moves by `s10`,
+/// which access_of calls irregular); none where it is irregular in `v` otherwise.
+std::optional<Expr> stride_of(const Expr &index, VarId v, const Ranges &ranges);
+
 /// Whether the loops `outer` (size outer_size) and `inner` (size inner_size, the faster
 /// one) can become one loop of outer_size*inner_size without making `index` irregular:
 /// the index is affine in both and stride(outer) == stride(inner)*inner_size (both

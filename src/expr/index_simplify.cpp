@@ -509,6 +509,29 @@ AccessFact access_of(const Expr &index, VarId v, const Ranges &ranges) {
   return fact;
 }
 
+std::optional<Expr> stride_of(const Expr &index, VarId v, const Ranges &ranges) {
+  Expr e = simplify(index, ranges);
+  Expr stride = 0;
+  for (const Term &t : e.terms()) {
+    if (!mentions(t, v)) continue;
+    // v once, times sizes alone: a canonical sum holds v so in at most one term.
+    Expr by = t.coeff;
+    int vars = 0;
+    for (const Atom &a : t.factors) {
+      if (a.kind() == AtomKind::Var && a.var() == v) {
+        ++vars;
+      } else if (a.kind() == AtomKind::Symbol) {
+        by = by * Expr(a);
+      } else {
+        return std::nullopt;
+      }
+    }
+    if (vars != 1) return std::nullopt;
+    stride = by;
+  }
+  return stride;
+}
+
 bool can_merge(const Expr &index, VarId outer, int64_t outer_size, VarId inner,
                int64_t inner_size, const Ranges &ranges) {
   COIL_ASSERT(outer_size >= 0 && inner_size >= 0, "can_merge: negative loop size");

@@ -144,12 +144,34 @@ class CudaProgram::Lease {
   std::optional<cuda::SharedArena::Turn> turn_;
 };
 
-CudaProgram::CudaProgram(const sched::Schedule &s, codegen::GpuProgram gpu, const std::vector<TritonBinary> &binaries)
-    : program_(s.ir.program), gpu_(std::move(gpu)) {
-  const ir::Program &p = program_;
-  if (binaries.size() != gpu_.kernels.size())
-    throw InternalError(str_cat("the GPU program has ", gpu_.kernels.size(), " kernels but its build has ",
+std::shared_ptr<const LoadedKernels> load_kernels(const codegen::GpuProgram &gpu,
+                                                  const std::vector<TritonBinary> &binaries) {
+  if (binaries.size() != gpu.kernels.size())
+    throw InternalError(str_cat("the GPU program has ", gpu.kernels.size(), " kernels but its build has ",
                                 binaries.size(), " binaries"));
+  const cuda::Device &device = cuda::Device::get();
+  auto kernels = std::make_shared<LoadedKernels>();
+  for (size_t i = 0; i < gpu.kernels.size(); ++i) {
+    in_context(
+        [&] {
+          auto module = std::make_shared<const cuda::CudaModule>(binaries[i].cubin, gpu.kernels[i].name, device);
+          kernels->push_back(std::make_shared<const cuda::CudaKernel>(std::move(module), binaries[i].facts));
+        },
+        [&] { return str_cat("loading kernel ", gpu.kernels[i].name); });
+  }
+  return kernels;
+}
+
+CudaProgram::CudaProgram(const sched::Schedule &s, codegen::GpuProgram gpu, const std::vector<TritonBinary> &binaries)
+    : CudaProgram(s, gpu, load_kernels(gpu, binaries), {}) {}
+
+CudaProgram::CudaProgram(const sched::Schedule &s, codegen::GpuProgram gpu, std::shared_ptr<const LoadedKernels> kernels,
+                         const std::map<std::string, int64_t> &values)
+    : program_(s.ir.program), gpu_(std::move(gpu)), kernels_(std::move(kernels)) {
+  const ir::Program &p = program_;
+  if (kernels_->size() != gpu_.kernels.size())
+    throw InternalError(str_cat("the GPU program has ", gpu_.kernels.size(), " kernels but ", kernels_->size(),
+                                " were loaded"));
 
   // Every graph input and output has a home even when no step touches it (an input
   // returned as it came, an output that is a view of one).
@@ -220,7 +242,26 @@ CudaProgram::CudaProgram(const sched::Schedule &s, codegen::GpuProgram gpu, cons
       throw InternalError(str_cat("output ", k, "'s view ", shape_str(v.sizes), shape_str(v.strides), " at ",
                                   v.offset, " reaches outside its buffer ", p.buffer(p.outputs[k]).name));
   }
-  check_program(binaries);
+  check_program(values);
+  for (const GpuStep &st : gpu_.steps) {
+    std::vector<CUdeviceptr> &sizes = size_args_.emplace_back();
+    if (st.kind != GpuStep::Kind::Launch) continue;
+    const GpuKernel &k = gpu_.kernels[size_t(st.kernel)];
+    const TritonLaunchFacts &facts = (*kernels_)[size_t(st.kernel)]->facts();
+    for (size_t a = 0; a < k.sizes.size(); ++a) {
+      int64_t value = values.at(k.sizes[a]);
+      CUdeviceptr slot = 0;  // the driver reads the argument's width from its start
+      if (facts.args[st.args.size() + a].type == "i32") {
+        COIL_USER_CHECK(value >= 0 && value <= std::numeric_limits<int32_t>::max(), "kernel ", k.name, " takes ",
+                        k.sizes[a], " as a 32-bit size, but the call's is ", value);
+        int32_t narrow = int32_t(value);
+        std::memcpy(&slot, &narrow, sizeof narrow);
+      } else {
+        std::memcpy(&slot, &value, sizeof value);
+      }
+      sizes.push_back(slot);
+    }
+  }
   plan_copies();
   for (size_t k = 0; k < p.outputs.size(); ++k) {
     const Slot &slot = slots_[size_t(p.outputs[k])];
@@ -236,15 +277,6 @@ CudaProgram::CudaProgram(const sched::Schedule &s, codegen::GpuProgram gpu, cons
   }
 
   device_ = &cuda::Device::get();
-  for (size_t i = 0; i < gpu_.kernels.size(); ++i) {
-    in_context(
-        [&] {
-          auto module =
-              std::make_shared<const cuda::CudaModule>(binaries[i].cubin, gpu_.kernels[i].name, *device_);
-          kernels_.push_back(std::make_unique<cuda::CudaKernel>(std::move(module), binaries[i].facts));
-        },
-        [&] { return str_cat("loading kernel ", gpu_.kernels[i].name); });
-  }
   stream_ = std::make_unique<cuda::Stream>(*device_);
   prepare_externs();
   profile_ = options::get_bool("triton.profile");
@@ -315,12 +347,14 @@ void CudaProgram::plan_copies() {
   for (ir::BufferId b : p.inputs) {
     const TensorType &t = p.buffer(b).type;
     const Shape sizes = t.sizes, strides = t.strides;
+    input_strides_.push_back(strides);
     input_copy_errors_.emplace_back();
     input_copies_.push_back(
         cuda::plan_strided_copy(sizes, strides, strides, itemsize(t.dtype), &input_copy_errors_.back()));
   }
   for (size_t k = 0; k < p.outputs.size(); ++k) {
     const ir::View &v = output_views_.emplace_back(output_view(p, k));
+    output_strides_.push_back(Shape(v.strides));
     output_copy_errors_.emplace_back();
     output_copies_.push_back(cuda::plan_strided_copy(Shape(v.sizes), Shape(v.strides), Shape(v.strides),
                                                      itemsize(p.buffer(p.outputs[k]).type.dtype),
@@ -368,7 +402,7 @@ const cuda::StridedCopy &CudaProgram::output_copy(size_t k, std::span<const int6
 
 // Every step against its kernel and buffers, before anything is launched: a launch with
 // the wrong arguments corrupts memory silently.
-void CudaProgram::check_program(const std::vector<TritonBinary> &binaries) const {
+void CudaProgram::check_program(const std::map<std::string, int64_t> &values) const {
   for (size_t i = 0; i < gpu_.steps.size(); ++i) {
     const GpuStep &st = gpu_.steps[i];
     std::string label = str_cat("step ", i);
@@ -381,14 +415,20 @@ void CudaProgram::check_program(const std::vector<TritonBinary> &binaries) const
       if (k.grid[0] > kMaxGridX || k.grid[1] > kMaxGridYZ || k.grid[2] > kMaxGridYZ)
         throw UserError(str_cat("kernel ", k.name, " needs a grid of ", k.grid[0], "x", k.grid[1], "x", k.grid[2],
                                 " programs; CUDA allows ", kMaxGridX, "x", kMaxGridYZ, "x", kMaxGridYZ));
-      const TritonLaunchFacts &facts = binaries[size_t(st.kernel)].facts;
-      if (facts.args.size() != st.args.size())
+      const TritonLaunchFacts &facts = (*kernels_)[size_t(st.kernel)]->facts();
+      if (facts.args.size() != st.args.size() + k.sizes.size())
         throw InternalError(str_cat("kernel ", k.name, " takes ", facts.args.size(), " arguments, but ", label,
-                                    " passes ", st.args.size(), " buffers"));
-      for (const TritonArg &a : facts.args)
-        if (!is_pointer(a))
-          throw InternalError(str_cat("kernel ", k.name, "'s argument ", a.name, " is a ", a.type,
-                                      ", but the GPU program passes only buffers"));
+                                    " passes ", st.args.size(), " buffers and ", k.sizes.size(), " sizes"));
+      for (size_t a = 0; a < facts.args.size(); ++a) {
+        const TritonArg &arg = facts.args[a];
+        bool size = a >= st.args.size();
+        if (is_pointer(arg) == size || (size && arg.type != "i32" && arg.type != "i64"))
+          throw InternalError(str_cat("kernel ", k.name, "'s argument ", arg.name, " is a ", arg.type, ", but ", label,
+                                      " passes a ", size ? "size" : "buffer", " there"));
+        if (size && !values.count(k.sizes[a - st.args.size()]))
+          throw InternalError(str_cat("kernel ", k.name, " takes size ", k.sizes[a - st.args.size()],
+                                      ", which the call's sizes do not give"));
+      }
       for (int b : st.args)
         if (b < 0 || size_t(b) >= slots_.size() || !slots_[size_t(b)].placed)
           throw InternalError(str_cat("kernel ", k.name, " is passed buffer ", b, ", which the GPU program does not place"));
@@ -452,6 +492,7 @@ std::unique_ptr<CudaProgram::Workspace> CudaProgram::make_workspace(std::unique_
     const GpuStep &st = gpu_.steps[i];
     if (st.kind != GpuStep::Kind::Launch) continue;
     w.args[i].assign(st.args.size(), 0);
+    w.args[i].insert(w.args[i].end(), size_args_[i].begin(), size_args_[i].end());
     // The driver reads each argument through a pointer to its value: the values stay put.
     // The values are filled when the first call binds the steps (rebind).
     for (const CUdeviceptr &value : w.args[i]) w.arg_pointers[i].push_back(&value);
@@ -526,7 +567,7 @@ void CudaProgram::run_step(Workspace &c, CUstream stream, size_t i) const {
   const GpuStep &st = gpu_.steps[i];
   if (st.kind == GpuStep::Kind::Launch) {
     const GpuKernel &k = gpu_.kernels[size_t(st.kernel)];
-    kernels_[size_t(st.kernel)]->launch(grid_of(k), c.arg_pointers[i], stream);
+    (*kernels_)[size_t(st.kernel)]->launch(grid_of(k), c.arg_pointers[i], stream);
   } else {
     externs_[i]->run(*c.externs[i], stream);
   }
@@ -729,7 +770,7 @@ std::vector<std::string> CudaProgram::describe() const {
     const GpuStep &st = gpu_.steps[i];
     if (st.kind == GpuStep::Kind::Launch) {
       const GpuKernel &k = gpu_.kernels[size_t(st.kernel)];
-      const TritonLaunchFacts &f = kernels_[size_t(st.kernel)]->facts();
+      const TritonLaunchFacts &f = (*kernels_)[size_t(st.kernel)]->facts();
       std::string line = str_cat(k.name, ": Triton, grid ", k.grid[0], "x", k.grid[1], "x", k.grid[2], ", ",
                                  f.num_warps, f.num_warps == 1 ? " warp" : " warps");
       if (f.shared > 0) line += str_cat(", ", f.shared, " bytes of shared memory");

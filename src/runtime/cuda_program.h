@@ -65,6 +65,7 @@
 #pragma once
 
 #include <atomic>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -107,6 +108,15 @@ struct DeviceTensor {
   int64_t storage_elements = -1;
 };
 
+/// The kernels of a GPU program, loaded once (per GpuProgram::kernels[i]): the programs of
+/// one graph at each of its sizes (runtime/cuda_programs.h) share them.
+using LoadedKernels = std::vector<std::shared_ptr<const cuda::CudaKernel>>;
+
+/// Loads `binaries[i]`, the cubin of `gpu.kernels[i]` (driver/compile.h's build_for_cuda),
+/// on the current GPU; a UserError when there is none, naming the kernel that failed.
+std::shared_ptr<const LoadedKernels> load_kernels(const codegen::GpuProgram &gpu,
+                                                  const std::vector<TritonBinary> &binaries);
+
 class CudaProgram {
  public:
   /// Loads every cubin (`binaries[i]` of `gpu.kernels[i]`, as driver/compile.h's
@@ -114,8 +124,14 @@ class CudaProgram {
   /// against its buffer, and allocates the device arena. Keeps a copy of the schedule's
   /// Program (extern calls and buffer types). A UserError when there is no usable GPU; an
   /// InternalError naming the kernel or step when the host program does not fit its
-  /// kernels or buffers.
+  /// kernels or buffers. The schedule and the program are of integer sizes.
   CudaProgram(const sched::Schedule &s, codegen::GpuProgram gpu, const std::vector<TritonBinary> &binaries);
+  /// The same with the kernels loaded already, at one call's sizes: `s` and `gpu` are a
+  /// schedule of symbolic sizes and its program specialized to `values`
+  /// (codegen::at_sizes), and each launch passes its kernel the values of the symbols it
+  /// takes (GpuKernel::sizes) after the buffers.
+  CudaProgram(const sched::Schedule &s, codegen::GpuProgram gpu, std::shared_ptr<const LoadedKernels> kernels,
+              const std::map<std::string, int64_t> &values);
   ~CudaProgram();
   CudaProgram(const CudaProgram &) = delete;
   CudaProgram &operator=(const CudaProgram &) = delete;
@@ -177,6 +193,12 @@ class CudaProgram {
   bool uses_graphs() const { return graphs_ && !graphs_failed_.load(); }
 
   const codegen::GpuProgram &program() const { return gpu_; }
+  /// The schedule's program it runs (at integer sizes): its inputs' and outputs' types.
+  const ir::Program &ir() const { return program_; }
+  /// The strides of input `j`'s buffer and of output `k`'s view, as integers: the layouts
+  /// a call passes without a copy.
+  std::span<const int64_t> input_strides(size_t j) const { return input_strides_[j]; }
+  std::span<const int64_t> output_strides(size_t k) const { return output_strides_[k]; }
 
  private:
   struct Slot;
@@ -191,7 +213,7 @@ class CudaProgram {
   /// buffers, which the kernels (16 bytes) and the libraries' plans assume.
   static constexpr cuda::CUdeviceptr kCallerAlignment = 256;
 
-  void check_program(const std::vector<TritonBinary> &binaries) const;
+  void check_program(const std::map<std::string, int64_t> &values) const;
   void decide_graphs();
   void prepare_externs();
   void plan_copies();
@@ -230,7 +252,11 @@ class CudaProgram {
   ir::Program program_;
   codegen::GpuProgram gpu_;
   const cuda::Device *device_ = nullptr;
-  std::vector<std::unique_ptr<cuda::CudaKernel>> kernels_;  // per gpu_.kernels[i]
+  std::shared_ptr<const LoadedKernels> kernels_;            // per gpu_.kernels[i]
+  // Per step: the values of its kernel's size arguments (GpuKernel::sizes), each in the
+  // width of its argument's type (i32 or i64), as the launch passes them after the buffers.
+  std::vector<std::vector<cuda::CUdeviceptr>> size_args_;
+  std::vector<Shape> input_strides_, output_strides_;      // input_strides(), output_strides()
   std::vector<Slot> slots_;                                 // per buffer id
   std::vector<std::unique_ptr<cuda::PreparedExtern>> externs_;  // per step; null for launches
   size_t extern_workspace_bytes_ = 0;                       // the most any extern step needs

@@ -53,7 +53,7 @@ struct CudaProgram::Workspace {
   bool shared = false;                                       // arena and extern scratch in the GPU's shared arena
   std::unique_ptr<cuda::DeviceArena> arena;                  // else: its own
   std::vector<cuda::CUdeviceptr> address;                    // per buffer id; 0 where never placed
-  std::vector<std::vector<cuda::CUdeviceptr>> args;          // per step: the pointer arguments' values
+  std::vector<std::vector<cuda::CUdeviceptr>> args;          // per step: the buffers' addresses, then the sizes
   std::vector<std::vector<const void *>> arg_pointers;       // per step: what CudaKernel::launch reads
   std::unique_ptr<cuda::Stream> capture_stream;              // graphs: where the steps first ran and were captured
   std::unique_ptr<cuda::Graph> graph;                        // graphs: the steps, captured after the first call

@@ -44,8 +44,9 @@ std::vector<Entry> registered_entries() {
   return {
       bool_option("debug", false, "print each stage's decisions to stderr"),
       int_option("dynamic.sizes_per_graph", 8, 1,
-                 "most sizes a torch.compile graph of symbolic sizes is compiled for on the GPU, one compile each; "
-                 "a call at another size runs in eager PyTorch (on the CPU one compile serves every size)"),
+                 "most sizes a torch.compile graph of symbolic sizes whose guards fix a symbol is compiled for, one "
+                 "compile each; a call at another size runs in eager PyTorch (any other graph of symbolic sizes is "
+                 "compiled once for every size)"),
       string_option("trace", "",
                     "directory for each stage's dump (graph.txt, graph_after_passes.txt, "
                     "ir_pre_fusion.txt, ir_post_fusion.txt, memory_plan.txt); empty: no dumps"),
@@ -101,6 +102,9 @@ std::vector<Entry> registered_entries() {
                     "prefault; kernel_plans.txt shows the plans"),
       bool_option("triton.autotune", false, "benchmark launch configurations of each Triton kernel, keep the fastest"),
       bool_option("triton.cudagraphs", false, "replay a compiled GPU graph's launches as one CUDA graph"),
+      int_option("triton.sizes_kept", 8, 1,
+                 "sizes of a GPU graph of symbolic sizes kept set up (host program, arena, CUDA graph each); the "
+                 "size called longest ago beyond them is dropped, and set up again (no compile) when called"),
       bool_option("triton.shared_arena", true,
                   "the intermediates of every graph loaded on a GPU share one arena, its calls taking turns; off: "
                   "each graph holds an arena of its own, and calls on different streams may overlap"),

@@ -46,7 +46,7 @@ CudaBuild build_cuda_of(const std::string &file, const sched::Schedule &s) {
 int compile_cuda(const std::string &file, const frontend::SizeValues &sizes, const std::string &out, bool explain) {
   Graph g = frontend::parse_graph_file(file, &sizes);
   sched::ScheduleOptions o = codegen::gpu_schedule_options(sched::ScheduleOptions::from_registry());
-  Compilation c = compile_graph(std::move(g), o, out);
+  Compilation c = compile_graph(std::move(g), o, out, CodegenSizes::Symbolic);
   auto start = std::chrono::steady_clock::now();
   // With Triton installed: generated, tuned (triton.autotune, on a GPU) and compiled by
   // build_cuda, for this machine's GPU or sm_90. Without: the sources alone, said so. A
@@ -67,6 +67,7 @@ int compile_cuda(const std::string &file, const frontend::SizeValues &sizes, con
     int capability = binaries.empty() ? 90 : binaries[0].facts.capability;
     cubins = str_cat(binaries.size(), " cubins for sm_", capability);
   }
+  dump_sizes(c, out);  // with what code generation guarded
   std::filesystem::path dir(out), kernels = dir / "kernels";
   std::filesystem::create_directories(kernels);
   for (const codegen::GpuKernel &k : gpu.kernels) write_file_atomically(kernels / (k.name + ".py"), k.source);
@@ -87,7 +88,8 @@ int compile_cuda(const std::string &file, const frontend::SizeValues &sizes, con
       if (st.kind == codegen::GpuStep::Kind::Extern) {
         const ir::Node &n = p.nodes[size_t(st.node)];
         std::cout << "  " << st.schedule_kernel << " (" << ir::extern_op_name(n.extern_op)
-                  << ") extern library: " << st.extern_plan->words() << "\n";
+                  << ") extern library: "
+                  << (st.extern_plan ? st.extern_plan->words() : "planned at each call's sizes (symbolic)") << "\n";
         continue;
       }
       const codegen::GpuKernel &k = gpu.kernels[size_t(st.kernel)];

@@ -314,6 +314,71 @@ void check_mode(const std::string &mode, const std::vector<std::pair<std::string
   });
 }
 
+// The mixed graph with a symbolic batch: one compile for target cuda run on device tensors
+// at several batches (run, and run_addresses at the call's sizes), each against the
+// reference interpreter compiled for that batch; then a batch its guards refuse.
+const char *kMixedSymbolic = R"(class GraphModule(torch.nn.Module):
+    def forward(self, x: "f32[s0, 96][96, 1]cuda:0", w: "f32[96, 48][48, 1]cuda:0"):
+        mm: "f32[s0, 48][48, 1]cuda:0" = torch.ops.aten.mm.default(x, w)
+        relu: "f32[s0, 48][48, 1]cuda:0" = torch.ops.aten.relu.default(mm)
+        exp: "f32[s0, 96][96, 1]cuda:0" = torch.ops.aten.exp.default(x)
+        sum_1: "f32[s0][1]cuda:0" = torch.ops.aten.sum.dim_IntList(exp, [1])
+        permute: "f32[96, s0][1, 96]cuda:0" = torch.ops.aten.permute.default(x, [1, 0])
+        return (relu, sum_1, permute)
+)";
+
+void check_symbolic(const std::string &mode, const std::vector<std::pair<std::string, std::string>> &options) {
+  CompileOptions o;
+  o.target = Target::Cuda;
+  o.options = options;
+  o.sizes = {{"s0", 64}};
+  std::shared_ptr<CompiledGraph> g;
+  run_check(mode + "symbolic: compile once", [&] {
+    g = std::make_shared<CompiledGraph>(compile(kMixedSymbolic, o, "mixed_symbolic.py"));
+    if (g->symbols().size() != 1 || g->symbols()[0].name != "s0" || g->symbols()[0].specialized)
+      return str_cat("the graph keeps ", g->symbols().size(), " symbols; sizes.txt:\n", g->sizes());
+    return std::string();
+  });
+  if (!g) return;
+  for (int64_t batch : {64, 2, 7, 1000, 7}) {
+    run_check(mode + str_cat("symbolic: batch ", batch, ", device tensors"), [&] {
+      CompileOptions r;
+      r.target = Target::Reference;
+      r.sizes = {{"s0", batch}};
+      CompiledGraph ref = compile(kMixedSymbolic, r, "mixed_symbolic.py");
+      std::vector<HostTensor> in = inputs_of(ref, uint64_t(batch));
+      std::vector<HostTensor> want = reference(ref, in);
+      // The layouts at this batch, as a caller reads them.
+      std::vector<int64_t> sizes{batch};
+      std::vector<TensorInfo> outs = g->outputs_at(sizes);
+      Call c;
+      for (size_t i = 0; i < in.size(); ++i) c.in.push_back(device_tensor(in[i].sizes, ref.inputs()[i].strides, &in[i]));
+      for (const TensorInfo &t : outs) c.out.push_back(device_tensor(t.sizes, t.strides, nullptr));
+      COIL_CU(cuCtxSynchronize);
+      cuda::Stream stream;
+      g->run(c.in_refs(), c.out_refs(), stream.get());
+      stream.synchronize();
+      if (std::string problem = compare_outputs(ref, c.out, want); !problem.empty()) return "run: " + problem;
+      // By addresses at the call's sizes.
+      Call d;
+      for (size_t i = 0; i < in.size(); ++i) d.in.push_back(device_tensor(in[i].sizes, ref.inputs()[i].strides, &in[i]));
+      for (const TensorInfo &t : outs) d.out.push_back(device_tensor(t.sizes, t.strides, nullptr));
+      COIL_CU(cuCtxSynchronize);
+      std::vector<void *> ins, outs_at;
+      for (CallerTensor &t : d.in) ins.push_back(reinterpret_cast<void *>(t.buffer.ptr()));
+      for (CallerTensor &t : d.out) outs_at.push_back(reinterpret_cast<void *>(t.buffer.ptr()));
+      g->run_addresses(ins, outs_at, stream.get(), false, sizes);
+      stream.synchronize();
+      if (std::string problem = compare_outputs(ref, d.out, want); !problem.empty()) return "run_addresses: " + problem;
+      return std::string();
+    });
+  }
+  run_check(mode + "symbolic: a batch the guards refuse names the symbol and the check", [&] {
+    std::vector<int64_t> one{1};
+    return expect_error([&] { g->outputs_at(one); }, "does not serve the sizes s0 = 1");
+  });
+}
+
 int run() {
   if (!cuda::available()) {
     report("cuda driver", false, cuda::unavailable_reason());
@@ -322,6 +387,8 @@ int run() {
   cuda::Device::get();
   check_mode("", {});
   check_mode("graphs: ", {{"triton.cudagraphs", "1"}});
+  check_symbolic("", {});
+  check_symbolic("graphs: ", {{"triton.cudagraphs", "1"}});
   std::printf("%s: %d failed\n", failures == 0 ? "PASS" : "FAIL", failures);
   return failures == 0 ? 0 : 1;
 }

@@ -39,6 +39,7 @@
 #include "runtime/cuda_driver.h"
 #include "runtime/cuda_extern.h"
 #include "runtime/cuda_program.h"
+#include "runtime/cuda_programs.h"
 #include "runtime/compiler.h"
 #include "runtime/triton_build.h"
 #include "runtime/triton_interpret.h"
@@ -284,7 +285,9 @@ void check_case_dirs(const std::vector<std::filesystem::path> &dirs) {
 // The Triton dialect at symbolic sizes on the GPU: each family of dyn_ fixtures (one graph
 // captured at several sizes) compiled once with its sizes kept, and its one launch plan run
 // by run_plan.py under Triton's JIT at every member's sizes, against eager there; then a
-// softmax compiled for rows of 16 run at rows of 9 and 5,000 (its looped variant).
+// softmax compiled for rows of 16 run at rows of 9 and 5,000 (its looped variant). Then all
+// of them on coil's runtime: each family's kernels built once (CudaPrograms), a program set
+// up per size.
 void check_symbolic_plans(const std::filesystem::path &fixtures) {
   namespace fs = std::filesystem;
   static const std::regex family_name("(dyn_.*)_s[0-9x]+");
@@ -302,11 +305,15 @@ void check_symbolic_plans(const std::filesystem::path &fixtures) {
     fs::path save;
     ir::Program lowered;  // at the run's sizes
     std::vector<HostTensor> want;
+    std::map<std::string, int64_t> values;  // the run's sizes
+    fs::path inputs;
   };
   std::vector<Run> runs;
+  std::map<std::string, Compilation> compiled;  // per family, once
   std::map<std::string, std::string> failed_to_compile;
   std::string batch = "[";
   auto add_run = [&](const std::string &family, const fs::path &plan, const fs::path &inputs, Run r) {
+    r.inputs = inputs;
     batch += std::string(batch.size() > 1 ? ",\n" : "\n") + "{\"plan\": \"" + plan.string() + "\", \"inputs\": \"" +
              inputs.string() + "\", \"save\": \"" + r.save.string() + "\"}";
     runs.push_back(std::move(r));
@@ -315,6 +322,7 @@ void check_symbolic_plans(const std::filesystem::path &fixtures) {
     try {
       Compilation c = compile_graph(std::move(g), gpu_schedule_options(), "", CodegenSizes::Symbolic);
       write_launch_plan(c.schedule, codegen::generate_triton(c.schedule), dir.string());
+      compiled.emplace(family, c);
       return c;
     } catch (const std::exception &e) {
       failed_to_compile[family] = e.what();
@@ -332,7 +340,8 @@ void check_symbolic_plans(const std::filesystem::path &fixtures) {
       Graph at = frontend::parse_graph_file((member / "graph.py").string(), tensor_shapes_in((member / "inputs.safetensors").string()));
       fs::path expected = member / "expected_cuda.safetensors";
       if (!fs::exists(expected)) expected = member / "expected.safetensors";
-      Run r{family, dir / (member.filename().string() + ".safetensors"), ir::specialize(c->lowered, symbol_values(at)), {}};
+      std::map<std::string, int64_t> values = symbol_values(at);
+      Run r{family, dir / (member.filename().string() + ".safetensors"), ir::specialize(c->lowered, values), {}, values, {}};
       TensorList want = read_safetensors(expected.string());
       for (size_t i = 0; i < r.lowered.outputs.size(); ++i)
         if (const HostTensor *t = find_tensor(want, output_tensor_name(i))) r.want.push_back(*t);
@@ -347,7 +356,8 @@ void check_symbolic_plans(const std::filesystem::path &fixtures) {
   frontend::SizeValues hints{{"s0", 16}};
   if (std::optional<Compilation> c = compile_plan("softmax variants", frontend::parse_graph(softmax, "softmax.py", &hints), root / "softmax"))
     for (int64_t n : {9, 5000}) {
-      Run r{"softmax variants", root / "softmax" / str_cat("out_", n, ".safetensors"), ir::specialize(c->lowered, {{"s0", n}}), {}};
+      Run r{"softmax variants", root / "softmax" / str_cat("out_", n, ".safetensors"), ir::specialize(c->lowered, {{"s0", n}}),
+            {}, {{"s0", n}}, {}};
       TensorList inputs = make_inputs(r.lowered, uint64_t(n));
       fs::path in = root / "softmax" / str_cat("in_", n, ".safetensors");
       write_safetensors(in.string(), inputs);
@@ -390,6 +400,65 @@ void check_symbolic_plans(const std::filesystem::path &fixtures) {
     run_check("symbolic: " + family + " (" + std::to_string(sizes_run[family]) + " sizes, one launch plan)", [&] {
       return problems.count(family) ? problems.at(family) : std::string();
     });
+
+  // The same families through coil's own runtime: each family's kernels built and loaded
+  // once (CudaPrograms), a program set up at each member's sizes and run there.
+  std::map<std::string, std::string> runtime_problems = failed_to_compile;
+  std::map<std::string, std::unique_ptr<CudaPrograms>> programs;
+  std::map<std::string, std::set<std::vector<int64_t>>> distinct;
+  for (const Run &r : runs) {
+    if (runtime_problems.count(r.family)) continue;
+    try {
+      std::unique_ptr<CudaPrograms> &p = programs[r.family];
+      if (!p) {
+        const Compilation &c = compiled.at(r.family);
+        CudaBuild b = build_cuda(c.schedule);
+        std::set<std::string> symbols = ir::symbols_of(c.schedule.ir);
+        p = std::make_unique<CudaPrograms>(c.schedule, std::move(b.program), b.binaries,
+                                           std::vector<std::string>(symbols.begin(), symbols.end()));
+      }
+      std::vector<int64_t> sizes;
+      for (const std::string &symbol : p->symbols()) sizes.push_back(r.values.at(symbol));
+      distinct[r.family].insert(sizes);
+      std::vector<HostTensor> got = p->at(sizes)->run(read_safetensors(r.inputs.string()));
+      got.resize(std::min(got.size(), r.want.size()));
+      std::vector<const HostTensor *> want;
+      for (const HostTensor &w : r.want) want.push_back(&w);
+      std::string problem = compare_outputs(r.lowered, got, want);
+      if (!problem.empty()) runtime_problems[r.family] = r.inputs.parent_path().filename().string() + ": " + problem;
+    } catch (const std::exception &e) {
+      runtime_problems[r.family] = e.what();
+    }
+  }
+  for (const std::string &family : names)
+    run_check("symbolic on coil's runtime: " + family + " (" + std::to_string(distinct[family].size()) +
+                  " sizes, one build)", [&]() -> std::string {
+      if (runtime_problems.count(family)) return runtime_problems.at(family);
+      int64_t setups = programs.count(family) ? programs.at(family)->setups() : 0;
+      if (setups != int64_t(distinct[family].size()))
+        return str_cat(setups, " programs were set up for ", distinct[family].size(), " sizes");
+      return "";
+    });
+  // With one size kept set up (triton.sizes_kept), a size called again after another is
+  // set up again, and runs as it did.
+  run_check("symbolic: sizes kept", [&]() -> std::string {
+    if (!compiled.count("softmax variants")) return "the softmax did not compile";
+    options::ScopedOverrides one(std::vector<std::pair<std::string, std::string>>{{"triton.sizes_kept", "1"}});
+    const Compilation &c = compiled.at("softmax variants");
+    CudaBuild b = build_cuda(c.schedule);
+    CudaPrograms p(c.schedule, std::move(b.program), b.binaries, {"s0"});
+    for (int64_t n : {9, 5000, 9}) {
+      ir::Program at = ir::specialize(c.lowered, {{"s0", n}});
+      TensorList inputs = make_inputs(at, uint64_t(n));
+      std::vector<HostTensor> want = ir::interpret(at, inputs);
+      std::vector<const HostTensor *> wanted;
+      for (const HostTensor &w : want) wanted.push_back(&w);
+      std::vector<int64_t> sizes{n};
+      if (std::string problem = compare_outputs(at, p.at(sizes)->run(inputs), wanted); !problem.empty())
+        return str_cat("s0 = ", n, ": ", problem);
+    }
+    return p.setups() == 3 ? "" : str_cat(p.setups(), " programs set up for 3 calls with one size kept");
+  });
   fs::remove_all(root);
 }
 

@@ -8,8 +8,8 @@ error at most 3x eager's). The backend is found by its entry point, without impo
 options are coil's and checked; ops coil does not compile (a higher-order op such as
 torch.cond among them) run in eager PyTorch between coil's parts (coil.explain says which
 and why); an installed package needs no checkout; a graph coil fails on runs in eager with a
-warning, or raises with COIL_FALLBACK=error; graphs of symbolic sizes (dynamic=True,
-mark_dynamic, a second batch size) are compiled for each size they run at (DynamicShapes);
+warning, or raises with COIL_FALLBACK=error; a graph of symbolic sizes (dynamic=True,
+mark_dynamic, a second batch size) is compiled once and serves every size (DynamicShapes);
 a backward graph is compiled by coil (tests/python/test_training.py
 trains the model suite). On CUDA: tensors in and out without host
 copies or host synchronisation (torch.cuda.set_sync_debug_mode("error") around the calls),
@@ -597,9 +597,8 @@ def run_sizes(model, shapes, device, **compile_kwargs):
 
 class DynamicShapes(unittest.TestCase):
     """Graphs of symbolic sizes (dynamic=True, mark_dynamic, Dynamo's automatic dynamic
-    shapes): on the CPU coil compiles one Dynamo graph once and serves every size with it;
-    on the GPU once for each size it is called at, up to the option dynamic.sizes_per_graph;
-    Dynamo never recompiles."""
+    shapes): coil compiles one Dynamo graph once and serves every size with it (on the GPU
+    too: Cuda.test_dynamic_shapes); Dynamo never recompiles."""
 
     def test_one_graph_serves_every_batch_size_and_sequence_length(self):
         shapes = [(2, 8, 32), (7, 8, 32), (16, 5, 32), (61, 3, 32), (7, 8, 32)]
@@ -678,22 +677,24 @@ class Cuda(unittest.TestCase):
         return torch.randn(*sizes, device=self.device)
 
     def test_dynamic_shapes(self):
-        shapes = [(2, 8, 32), (7, 8, 32), (16, 5, 32), (61, 3, 32)]
-        with no_fallback():
+        # One compile serves every size: the kernels take the sizes as arguments, and a
+        # program (grids, arena, extern plans) is set up per size called at.
+        shapes = [(2, 8, 32), (7, 8, 32), (16, 5, 32), (61, 3, 32), (7, 8, 32)]
+        with no_fallback(), self.assertLogs("coil", level=logging.INFO) as logs:
             counted, graphs = run_sizes(SeqAttention(), shapes, self.device, dynamic=True)
         self.assertEqual(graphs, 1)
-        self.assertEqual((counted["graphs_compiled"], counted["sizes_compiled"], counted["sizes_eager"]), (1, 4, 0), counted)
+        self.assertEqual((counted["graphs_compiled"], counted["sizes_compiled"], counted["sizes_eager"]), (1, 1, 0), counted)
+        self.assertTrue(any("compiled once for every size" in line for line in logs.output), logs.output)
 
-    def test_sizes_beyond_the_limit_run_in_eager(self):
-        # The GPU compiles a graph of symbolic sizes per size, up to dynamic.sizes_per_graph.
-        shapes = [(2, 4, 32), (3, 4, 32), (4, 4, 32), (2, 4, 32)]
-        with self.assertLogs("coil", level=logging.WARNING) as logs:
+    def test_sizes_beyond_those_kept_are_set_up_again(self):
+        # With two sizes kept set up, the third drops the first, which is set up again
+        # (no compile) when it comes back; from CUDA graphs too.
+        shapes = [(2, 4, 32), (3, 4, 32), (4, 4, 32), (2, 4, 32), (3, 4, 32)]
+        with no_fallback():
             counted, graphs = run_sizes(Block(), shapes, self.device, dynamic=True,
-                                        options={"dynamic.sizes_per_graph": 2})
+                                        options={"triton.sizes_kept": 2, "triton.cudagraphs": True})
         self.assertEqual(graphs, 1)
-        self.assertEqual((counted["sizes_compiled"], counted["sizes_eager"]), (2, 1), counted)
-        self.assertTrue(any("beyond dynamic.sizes_per_graph (2)" in line and "s" in line for line in logs.output),
-                        logs.output)
+        self.assertEqual((counted["sizes_compiled"], counted["sizes_eager"]), (1, 0), counted)
 
     def test_input_updates_are_written_in_place_only_where_safe(self):
         check_input_updates(self, "cuda")

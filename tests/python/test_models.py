@@ -6,6 +6,7 @@ between coil's parts are named and must be none.
 
     python tests/python/test_models.py        (the Python of .venv, coil installed in it)
 """
+import copy
 import os
 import sys
 import time
@@ -17,7 +18,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "..", "bench"))
 from model_zoo import build, dynamic_sizes, resized  # noqa: E402
-from test_backend import compare_with_eager, no_fallback  # noqa: E402
+from test_backend import assert_model_close, compare_with_eager, no_fallback  # noqa: E402
 
 # Every model of the suite once (the bench's gpt2_b8 is gpt2_b1 at another size).
 SUITE = ["resnet50", "mobilenetv3", "convnext", "vit", "gpt2_b1", "bert", "llama"]
@@ -54,7 +55,7 @@ SYMBOLIC_THROUGHOUT = {"vit", "gpt2_b1", "bert", "llama"}
 COMPILED_PER_SIZE = {"convnext"}
 
 
-def check_sizes(test, name):
+def check_sizes(test, name, device="cpu"):
     """The model compiled with dynamic=True and run at several sizes: each matches eager, no
     size makes Dynamo trace again, and coil compiles each graph once for every size (once
     per size for COMPILED_PER_SIZE); for the models of SYMBOLIC_THROUGHOUT, no guard fixes a
@@ -65,17 +66,19 @@ def check_sizes(test, name):
     from torch._dynamo.utils import counters as dynamo_counters
 
     torch.manual_seed(0)
-    model, args = build(name, "cpu", torch.float32, tiny=True)
+    model, args = build(name, device, torch.float32, tiny=True)
     sizes = dynamic_sizes(name, args)
     torch._dynamo.reset()
     dynamo_counters.clear()
     before = backend.counters.copy()
+    reference = copy.deepcopy(model).cpu().double()  # the same weights in float64 on the CPU
     compiled = torch.compile(model, backend="coil", dynamic=True)
     start = time.perf_counter()
     with torch.no_grad(), no_fallback(), test.assertLogs("coil", level=logging.DEBUG) as logs:
         for k, (b, s) in enumerate(sizes):
             inputs = resized(args, b, s)
-            torch.testing.assert_close(compiled(*inputs), model(*inputs), rtol=1e-4, atol=1e-4)
+            want = reference(*[x.cpu().double() if x.is_floating_point() else x.cpu() for x in inputs])
+            assert_model_close(compiled(*inputs), model(*inputs), want)
             if k == 0:
                 graphs = dynamo_counters["stats"]["unique_graphs"]
     if name in SYMBOLIC_THROUGHOUT:
@@ -115,6 +118,11 @@ class CudaModels(unittest.TestCase):
             for name in SUITE:
                 with self.subTest(f"{name} {dtype}"):
                     check(self, name, "cuda", dtype)
+
+    def test_dynamic_batch_sizes_and_sequence_lengths(self):
+        for name in SUITE:
+            with self.subTest(name):
+                check_sizes(self, name, "cuda")
 
 
 if __name__ == "__main__":

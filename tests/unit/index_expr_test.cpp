@@ -484,6 +484,20 @@ TEST(AccessOf, SimplifiesFirst) {
   EXPECT_EQ(access_of(floor_div(x * 64 + y, 64), kY, r), (AccessFact{Access::Broadcast, 0}));
 }
 
+TEST(StrideOf, ConstantsAndSizes) {
+  Ranges r = {{kX, 4}, {kY, 64}, {kZ, 8}};
+  Expr s0 = Expr::symbol("s0"), s1 = Expr::symbol("s1");
+  EXPECT_EQ(stride_of(x * 64 + y, kX, r), std::optional<Expr>(64));
+  EXPECT_EQ(stride_of(x * 64 + y, kY, r), std::optional<Expr>(1));
+  EXPECT_EQ(stride_of(x * 64 + y, kZ, r), std::optional<Expr>(0));
+  // A stride of sizes, which access_of calls irregular: a transposed read of symbolic rows.
+  EXPECT_EQ(stride_of(y * s0 + x, kY, r), std::optional<Expr>(s0));
+  EXPECT_EQ(stride_of(y * s0 * s1 * 2 + x, kY, r), std::optional<Expr>(s0 * s1 * 2));
+  EXPECT_EQ(access_of(y * s0 + x, kY, r).kind, Access::Irregular);
+  EXPECT_EQ(stride_of(x * y, kX, r), std::nullopt);
+  EXPECT_EQ(stride_of(floor_div(y, 4) * s0, kY, r), std::nullopt);
+}
+
 TEST(CanMerge, StridesThatChain) {
   Ranges r = {{kX, 4}, {kY, 64}};
   EXPECT_TRUE(can_merge(x * 64 + y, kX, 4, kY, 64, r));            // contiguous

@@ -97,7 +97,7 @@ TEST_F(Options, Defaults) {
 }
 
 TEST_F(Options, SortedByName) {
-  ASSERT_EQ(all().size(), 29u);
+  ASSERT_EQ(all().size(), 30u);
   for (size_t i = 1; i < all().size(); ++i) EXPECT_LT(all()[i - 1].name, all()[i].name);
 }
 
@@ -507,7 +507,7 @@ struct Row {
 std::vector<Row> rows(const std::string &scratch) {
   return {
       {"debug", "1", "the generated C++ printed to stderr", stderr_of_cpu_build},
-      {"dynamic.sizes_per_graph", "1", "the sizes a torch.compile graph of symbolic sizes is compiled for", nullptr,
+      {"dynamic.sizes_per_graph", "1", "the sizes a torch.compile graph whose guards fix a symbol is compiled for", nullptr,
        "tests/python/test_backend.py (DynamicShapes)"},
       {"trace", scratch + "/trace", "each stage's dump written to the folder", [=] { return trace_files(scratch + "/trace"); }},
       {"cache_dir", scratch + "/cache", "the cache's folder", [] { return cache_root().string(); }},
@@ -539,6 +539,8 @@ std::vector<Row> rows(const std::string &scratch) {
       {"triton.autotune", "1", "the launch configs of Triton kernels", nullptr, "tests/gpu/program_test.cpp (graphs+autotune)"},
       {"triton.cudagraphs", "1", "launches replayed as one CUDA graph", nullptr, "tests/gpu/program_test.cpp (graphs+autotune)"},
       {"triton.profile", "1", "each step's GPU time", nullptr, "tests/gpu/program_test.cpp (profile)"},
+      {"triton.sizes_kept", "1", "the programs of a GPU graph of symbolic sizes kept set up", nullptr,
+       "tests/gpu/program_test.cpp (symbolic: sizes kept)"},
       {"triton.shared_arena", "0", "each graph's arena its own", nullptr,
        "tests/gpu/program_test.cpp (share the GPU's arena)"},
       {"triton.python", "/no/such/python", "the Python that compiles Triton kernels", [] { return triton_python(); }},

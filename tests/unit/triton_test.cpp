@@ -299,6 +299,52 @@ TEST(TritonInterpreter, OneSymbolicProgramServesEverySize) {
 
 // Every config the autotuner may pick, for each layout, generates kernels that compute the
 // reference interpreter's result: the winner is never a config that was not checked.
+// The host program of a symbolic compile at one call's sizes (codegen::at_sizes), as the
+// GPU's runtime sets it up per size: integers everywhere, the variant of each reduction that
+// serves the sizes, each extern call planned for its library there.
+TEST(TritonCodegen, AProgramAtOneCallsSizesHoldsIntegersAndTheVariantThatServesThem) {
+  const std::string text = R"(class GraphModule(torch.nn.Module):
+    def forward(self, x: "f32[4, s0][s0, 1]cpu", a: "f32[s0, 32][32, 1]cpu", b: "f32[32, 24][24, 1]cpu"):
+        s: "f32[4, s0][s0, 1]cpu" = torch.ops.aten._softmax.default(x, -1, False)
+        mm: "f32[s0, 24][24, 1]cpu" = torch.ops.aten.mm.default(a, b)
+        return (s, mm)
+)";
+  frontend::SizeValues hints{{"s0", 16}};
+  Compilation c = compile_graph(frontend::parse_graph(text, "at_sizes.py", &hints), gpu_schedule(), "",
+                                CodegenSizes::Symbolic);
+  codegen::GpuProgram g = codegen::generate_triton(c.schedule);
+  size_t variants = 0;
+  for (const codegen::GpuStep &st : g.steps) variants += st.only_if.has_value();
+  ASSERT_EQ(variants, 2u) << g.plans;  // the persistent row and the looped one
+  for (int64_t n : {9, 16, 5000}) {
+    SCOPED_TRACE("s0 = " + std::to_string(n));
+    std::map<std::string, int64_t> values{{"s0", n}};
+    sched::Schedule at = c.schedule;
+    sched::specialize(at, values);
+    codegen::GpuProgram got = codegen::at_sizes(g, at, values);
+    EXPECT_FALSE(got.arena_bytes.symbolic());
+    for (const auto &[id, place] : got.places) EXPECT_FALSE(place.offset.symbolic()) << "buffer " << id;
+    for (const auto &[id, elements] : got.scratch_elements) EXPECT_FALSE(elements.symbolic()) << "scratch " << id;
+    int launches = 0, externs = 0;
+    for (const codegen::GpuStep &st : got.steps) {
+      EXPECT_FALSE(st.only_if.has_value());
+      if (st.kind == codegen::GpuStep::Kind::Extern) {
+        ++externs;
+        ASSERT_TRUE(st.extern_plan.has_value()) << st.schedule_kernel;
+        continue;
+      }
+      ++launches;
+      const codegen::GpuKernel &k = got.kernels[size_t(st.kernel)];
+      for (const SymInt &n : k.grid) EXPECT_FALSE(n.symbolic()) << k.name;
+      // The softmax's variant: persistent for rows of the hint's block (16), looped beyond.
+      bool looped = k.name.ends_with("_looped");
+      EXPECT_EQ(looped, n > 16) << k.name << "\n" << g.plans;
+    }
+    EXPECT_EQ(launches, 1);
+    EXPECT_EQ(externs, 1);
+  }
+}
+
 TEST(TritonTuning, EveryCandidateMatchesTheReference) {
   auto graph = [](const std::string &params, const std::string &body, const std::string &outs) {
     return "class GraphModule(torch.nn.Module):\n    def forward(self, " + params + "):\n" + body + "        return (" + outs + ",)\n";

@@ -251,6 +251,8 @@ class KernelEmitter {
   void merge(const Acc &into, const Acc &from);
 
   void emit_reduction();
+  /// The passes over one row of a reduction (`cached`: with the plan's row buffers).
+  void emit_row_passes(int outer, const SymInt &work, bool cached);
 
   // One pass of `step` over the reduced elements: its members in order, each reduction
   // adding to its accumulator.

@@ -65,8 +65,9 @@ bool is_arg_reduction(const Node &n) {
 // ---- pointwise: transposed tiles ------------------------------------------------------------
 
 // Direct loads of the kernel's inputs that are contiguous along the second last dim and
-// strided along the last, each distinct one once: each is copied into a tile of its own,
-// transposed, which the rows of the tile then read as vectors.
+// strided along the last (by a constant, or by sizes: `x1*s10`), each distinct one once:
+// each is copied into a tile of its own, transposed, which the rows of the tile then read
+// as vectors.
 std::vector<CppLoadRef> transposed_loads(const ir::Program &p, const ir::Kernel &k, const ir::Ranges &ranges) {
   int n = int(k.ranges.size());
   std::vector<CppLoadRef> out;
@@ -77,8 +78,9 @@ std::vector<CppLoadRef> transposed_loads(const ir::Program &p, const ir::Kernel 
       const Instr &i = body.instrs[idx];
       if (i.op != Op::Load || !i.indirect.empty() || i.args[0] >= 0) continue;
       if (contains(k.internal, i.buffer) || contains(k.stores, i.buffer)) continue;
-      ir::AccessFact last = ir::access_of(i.index, VarId{n - 1}, ranges), prev = ir::access_of(i.index, VarId{n - 2}, ranges);
-      if (prev.kind != ir::Access::Contiguous || last.kind != ir::Access::Affine) continue;
+      ir::AccessFact prev = ir::access_of(i.index, VarId{n - 2}, ranges);
+      std::optional<ir::Expr> last = ir::stride_of(i.index, VarId{n - 1}, ranges);
+      if (prev.kind != ir::Access::Contiguous || !last || *last == ir::Expr(0) || *last == ir::Expr(1)) continue;
       if (int(out.size()) < kMaxTransposed && seen.insert(element_key(p, i.buffer, i.index, ranges)).second)
         out.push_back({m, int(idx)});
     }
@@ -156,12 +158,13 @@ bool costly(Op op) {
 }
 
 // Costly values of floating type that a later pass computes again, while a row of each
-// fits in 32 KiB: at most two, each written by the first pass that computes it.
+// fits in 32 KiB: at most two, each written by the first pass that computes it. Row
+// buffers live on the thread's stack, of a size known now: a symbolic row whose hint fits
+// gets buffers of 32 KiB, which serve the rows that fit (CppRowCache::row).
 std::vector<CppRowCache> plan_row_cache(const ir::Program &p, const ir::Kernel &k, const ir::Ranges &ranges) {
   std::vector<CppRowCache> out;
-  // Row buffers live on the thread's stack, of a size known now.
   SymInt reduced = checked_numel(k.reduction_ranges);
-  if (reduced.symbolic() || reduced.hint() <= 0) return out;
+  if (reduced.hint() <= 0) return out;
   int64_t rn = reduced.hint();
   std::map<std::string, int> first;  // key -> the pass that computes it first
   int step = 0;
@@ -176,8 +179,11 @@ std::vector<CppRowCache> plan_row_cache(const ir::Program &p, const ir::Kernel &
         if (!costly(instr.op) || !is_floating(instr.dtype) || rn * itemsize(instr.dtype) > kRowCacheBytes) continue;
         auto [it, inserted] = first.emplace(keys[i], step);
         bool cached = std::any_of(out.begin(), out.end(), [&](const CppRowCache &c) { return c.key == keys[i]; });
-        if (!inserted && it->second < step && !cached && out.size() < kMaxRowCaches)
-          out.push_back({keys[i], it->second, "row_value" + std::to_string(out.size()), instr.dtype, rn});
+        if (!inserted && it->second < step && !cached && out.size() < kMaxRowCaches) {
+          std::optional<SymInt> row = reduced.symbolic() ? std::optional<SymInt>(reduced) : std::nullopt;
+          int64_t size = row ? kRowCacheBytes / itemsize(instr.dtype) : rn;
+          out.push_back({keys[i], it->second, "row_value" + std::to_string(out.size()), instr.dtype, size, row});
+        }
       }
     }
   }
@@ -512,7 +518,7 @@ std::string plans_str(const std::vector<CppKernelPlan> &plans, const sched::Sche
     }
     for (const CppRowCache &c : plan.row_cache)
       out << "  row cache  " << c.name << "[" << c.size << "] of " << short_name(c.dtype) << ", written by pass " << c.step
-          << ": " << c.key << "\n";
+          << (c.row ? str_cat(", where ", *c.row, " <= ", c.size) : std::string()) << ": " << c.key << "\n";
     for (ir::BufferId b : plan.prefault) out << "  prefault   " << p.buffer(b).name << "\n";
     for (const std::string &o : plan.overridden) out << "  overridden " << o << " (cpp.plan)\n";
     out << "  in words   " << describe(plan) << "\n";

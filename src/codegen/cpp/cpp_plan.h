@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -55,7 +56,10 @@ struct CppRowCache {
   int step = 0;      // the pass that computes and writes it, from 1
   std::string name;  // the row buffer: row_value0, ...
   DType dtype = DType::F32;
-  int64_t size = 0;  // elements of a row
+  int64_t size = 0;  // elements of a row; of a symbolic row, the most it holds
+  /// The row's length when symbolic: the kernel keeps its rows in the buffers where they
+  /// fit (at most `size` elements) and computes the values again in longer ones.
+  std::optional<SymInt> row;
 };
 
 struct CppKernelPlan {

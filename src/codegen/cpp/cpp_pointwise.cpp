@@ -64,10 +64,12 @@ void KernelEmitter::emit_vector_tile(int lanes) {
   for (const CppLoadRef &ref : plan_.transposed) {
     const Instr *i = &p_.nodes[size_t(ref.node)].body.instrs[size_t(ref.instr)];
     std::string name = "tile" + std::to_string(tiles_.size()), type = storage_type(p_.buffer(i->buffer).type.dtype);
-    int64_t stride = ir::access_of(i->index, VarId{n - 1}, ranges_).stride;
+    std::optional<ir::Expr> stride = ir::stride_of(i->index, VarId{n - 1}, ranges_);
+    COIL_ASSERT(stride, "the transposed load of tile ", name, " has no stride along its last dim");
     w_.line("alignas(64) " + type + " " + name + "[" + std::to_string(kTile * kTile) + "];");
     w_.line("coil_rt::transpose_tile<" + type + ", " + tile + ">(" + names_.at(i->buffer) + " + " +
-            cpp_index(ir::simplify(i->index, ranges_), at_tile_start, ranges_) + ", " + std::to_string(stride) + ", " + name + ");");
+            cpp_index(ir::simplify(i->index, ranges_), at_tile_start, ranges_) + ", " + cpp_index(*stride, at_tile_start, ranges_) +
+            ", " + name + ");");
     tiles_[forward_key(i->buffer, i->index)] = name;
   }
   tile_position_ = "(" + row + " - " + row + "s) * " + tile + " + " + col + " - " + col + "s";

@@ -417,8 +417,29 @@ void KernelEmitter::emit_reduction() {
   SymInt work = reduction_work();
   int outer = open_loops(k_.ranges, 0, true, false, work);
   if (outer == 0) w_.open("");
+  // A row per thread: its buffers on the thread's stack. Buffers of a symbolic row serve
+  // the rows that fit them; longer ones run the passes computing each value again.
+  std::optional<int64_t> fits;  // the longest row every buffer holds
+  for (const CppRowCache &c : plan_.row_cache)
+    if (c.row) fits = std::min(fits.value_or(c.size), c.size);
+  if (fits) {
+    w_.open("if (" + cpp_size(checked_numel(k_.reduction_ranges)) + " <= " + std::to_string(*fits) + ")");
+    emit_row_passes(outer, work, true);
+    w_.close();
+    w_.open("else");
+    emit_row_passes(outer, work, false);
+    w_.close();
+  } else {
+    emit_row_passes(outer, work, true);
+  }
+  if (outer == 0) w_.close();
+  close_loops(outer);
+  pop();
+}
+
+void KernelEmitter::emit_row_passes(int outer, const SymInt &work, bool cached) {
   push();
-  declare_row_cache();  // a row per thread: its buffers on the thread's stack
+  if (cached) declare_row_cache();
   step_index_ = 0;
   auto pass = plan_.passes.begin();
   for (const ir::Step &step : k_.steps) {
@@ -449,9 +470,6 @@ void KernelEmitter::emit_reduction() {
     for (const Acc &acc : accs) finish(acc);
   }
   row_cache_.clear();
-  pop();
-  if (outer == 0) w_.close();
-  close_loops(outer);
   pop();
 }
 

@@ -170,6 +170,32 @@ GpuProgram generate_triton(const sched::Schedule &s, const TritonOptions &o) {
   return g;
 }
 
+GpuProgram at_sizes(const GpuProgram &g, const sched::Schedule &at, const std::map<std::string, int64_t> &values) {
+  const ir::Program &p = at.ir.program;
+  GpuProgram out;
+  out.kernels = g.kernels;
+  for (GpuKernel &k : out.kernels)
+    for (SymInt &n : k.grid) n = at_sizes(n, values);
+  for (const auto &[id, place] : g.places) out.places[id] = {place.kind, place.index, at_sizes(place.offset, values)};
+  out.scratch_names = g.scratch_names;
+  out.scratch_dtypes = g.scratch_dtypes;
+  for (const auto &[id, elements] : g.scratch_elements) out.scratch_elements[id] = at_sizes(elements, values);
+  out.arena_bytes = at_sizes(g.arena_bytes, values);
+  for (const GpuStep &st : g.steps) {
+    if (st.only_if && !st.only_if->holds(values)) continue;  // another variant serves these sizes
+    GpuStep &step = out.steps.emplace_back(st);
+    step.only_if.reset();
+    if (step.kind != GpuStep::Kind::Extern || step.extern_plan) continue;
+    auto k = std::find_if(at.ir.kernels.begin(), at.ir.kernels.end(),
+                          [&](const Kernel &k) { return k.name == st.schedule_kernel; });
+    COIL_ASSERT(k != at.ir.kernels.end(), "the specialized schedule has no kernel ", st.schedule_kernel);
+    if (step.epilogue) step.epilogue = sched::epilogue_of(p, *k);
+    step.extern_plan = plan_gpu_extern(p, p.nodes[size_t(step.node)], step.epilogue_or_null());
+  }
+  out.plans = g.plans;
+  return out;
+}
+
 std::vector<TritonCompileRequest> compile_requests(const GpuProgram &g) {
   std::vector<TritonCompileRequest> out;
   for (const GpuKernel &k : g.kernels) {

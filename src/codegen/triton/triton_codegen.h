@@ -121,6 +121,14 @@ struct TritonOptions {
 /// with the epilogue the scheduler fused onto them (schedule with gpu_schedule_options()).
 GpuProgram generate_triton(const sched::Schedule &s, const TritonOptions &o = {});
 
+/// `g`, generated from a schedule of symbolic sizes, at one call's sizes: `at` is that
+/// schedule specialized to `values` (sched::specialize), which name every symbol. Grids,
+/// places, scratch and the arena are integers; a kernel's variant stays only where its
+/// `only_if` holds; each extern call is planned for its library at these sizes. The
+/// kernels are the same (their code takes the sizes as arguments, GpuKernel::sizes):
+/// what runs the program passes each kernel the values of its symbols.
+GpuProgram at_sizes(const GpuProgram &g, const sched::Schedule &at, const std::map<std::string, int64_t> &values);
+
 /// The configs worth timing for schedule kernel `kernel` of `s`, each with every field it
 /// decides set: first the one generate_triton(s, o) uses (o's config for the kernel, else
 /// the dialect's default), then up to 9 more. The first alone for kernels not worth tuning:
