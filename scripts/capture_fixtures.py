@@ -4419,6 +4419,17 @@ for _d in (
 ):
     register_dynamic(_d)
 
+
+def pad_to_eight(x):
+    """What scaled_dot_product_attention does to a mask on CUDA: padded to the next multiple
+    of 8 (a pad of `8 - n % 8`, 8 where n is one already), then sliced back to n."""
+    padded = F.pad(x, (0, 8 - x.shape[-1] % 8))
+    return padded.sum(-1), padded[..., :x.shape[-1]] * 2
+
+
+register_dynamic(Dynamic("pad_to_eight", "workload", lambda: Fn(pad_to_eight),
+                         lambda n: [make([3, n])], ("n",), ({1: "n"},), SIZES + (8,), 7))
+
 # Indices that divide by a symbolic size: a repeat reads x at (i % n), and a masked_scatter
 # takes source elements by their flat position over [n, 4].
 for _d in (

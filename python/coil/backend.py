@@ -460,10 +460,18 @@ def compile_whole(gm: torch.fx.GraphModule, example_inputs, options: list[tuple[
     sizes_only = len(tensors) != len(example_inputs)
     example_inputs = [example_inputs[i] for i in tensors]
     devices = {x.device.type for x in example_inputs}
+    # 0-d tensors on the CPU in a graph on CUDA (a module's float attribute, which Dynamo
+    # passes as an input under dynamic shapes): PyTorch reads such a scalar on the host;
+    # coil keeps a copy of each on the device, written again when its value changes.
+    host_scalars = []
+    if devices == {"cpu", "cuda"}:
+        host_scalars = [k for k, x in enumerate(example_inputs) if x.device.type == "cpu" and x.dim() == 0]
+        if all(x.device.type == "cuda" or k in host_scalars for k, x in enumerate(example_inputs)):
+            devices = {"cuda"}
     if not devices <= {"cpu", "cuda"} or len(devices) > 1:
         return _eager(gm, f"inputs on devices {sorted(devices)}")
     device = devices.pop() if devices else "cpu"
-    if device == "cuda" and {x.get_device() for x in example_inputs} != {0}:
+    if device == "cuda" and {x.get_device() for k, x in enumerate(example_inputs) if k not in host_scalars} != {0}:
         return _eager(gm, f"inputs on {sorted({str(x.device) for x in example_inputs})}: coil runs on cuda:0 only")
     returned = next(n for n in gm.graph.nodes if n.op == "output").args[0]
     returned = returned if isinstance(returned, (list, tuple)) else (returned,)
@@ -521,6 +529,10 @@ def compile_whole(gm: torch.fx.GraphModule, example_inputs, options: list[tuple[
             if info[6] >= 0]
     # Updates written over their input (the input's own memory passed for the output).
     in_place = [(k, j) for k, j in updates if j in compiled.outputs[k][7]]
+    if {j for _, j, _ in same} & set(host_scalars) or {j for _, j in updates} & set(host_scalars):
+        return _eager(gm, "an output is a scalar input on the CPU")
+    scalar_copies: dict[int, torch.Tensor] = {}
+    scalar_values: dict[int, float] = {}
     target = torch.device("cuda", 0) if device == "cuda" else torch.device("cpu")
     # The graph's constants (`_tensor_constant0 = self._tensor_constant0`, a tensor the traced
     # code made) are inputs of the compiled graph after the placeholders, by name. They are
@@ -548,6 +560,17 @@ def compile_whole(gm: torch.fx.GraphModule, example_inputs, options: list[tuple[
     def run(*args):
         if sizes_only:
             args = tuple(args[i] for i in tensors)
+        if host_scalars:
+            args = list(args)
+            for k in host_scalars:
+                value = args[k].item()
+                if k not in scalar_copies:
+                    scalar_copies[k] = torch.empty((), dtype=args[k].dtype, device=target)
+                if scalar_values.get(k) != value:
+                    scalar_copies[k].fill_(value)
+                    scalar_values[k] = value
+                args[k] = scalar_copies[k]
+            args = tuple(args)
         if len(moved) != len(constants):
             moved[:] = [c.detach().to(target) for c in constants]
         given = args + tuple(moved)

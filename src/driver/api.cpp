@@ -11,6 +11,7 @@
 // Tests: tests/unit/api_test.cpp, tests/gpu/device_io_test.cpp (a GPU).
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "coil/artifact.h"
@@ -147,21 +148,8 @@ ir::View whole(const ir::Program &p, ir::BufferId b) {
   return {b, t.sizes, t.strides, 0};
 }
 
-// Output `k`, view `v`: the allocation that holds it without a copy (storage offset and
-// elements). A view of a buffer the graph computes lies in the buffer's extent, which the
-// buffer's first output is given; a view of an input is its own (the call copies it there).
-// `values`: a call's sizes; none: the sizes compiled for.
-std::pair<int64_t, int64_t> output_storage(const ir::Program &p, const ir::View &v,
-                                           const std::map<std::string, int64_t> &values = {}) {
-  auto at = [&](const SymInt &s) { return values.empty() ? s.hint() : at_sizes(s, values).hint(); };
-  const TensorType &buffer = p.buffer(v.buffer).type;
-  if (std::find(p.inputs.begin(), p.inputs.end(), v.buffer) != p.inputs.end())
-    return {0, at(storage_extent({buffer.dtype, v.sizes, v.strides, {}}))};
-  return {at(v.offset), at(storage_extent(buffer))};
-}
-
 void set_storage(TensorInfo &info, const ir::Program &p, size_t k, const ir::View &v) {
-  std::tie(info.storage_offset, info.storage_elements) = output_storage(p, v);
+  std::tie(info.storage_offset, info.storage_elements) = ir::output_allocation(p, v);
   if (std::find(p.inputs.begin(), p.inputs.end(), v.buffer) != p.inputs.end()) return;
   auto home = std::find(p.outputs.begin(), p.outputs.end(), v.buffer) - p.outputs.begin();
   info.view_of_output = size_t(home) < k ? int64_t(home) : -1;
@@ -284,21 +272,21 @@ struct HostTensorsGraph : CompiledGraph::Impl {
     std::vector<TensorInfo> out = outputs;
     for (size_t i = 0; i < out.size(); ++i) {
       const ir::View &v = p.output_views[i];
-      out[i].sizes.clear();
-      out[i].strides.clear();
-      for (const SymInt &n : v.sizes) out[i].sizes.push_back(at_sizes(n, values).hint());
-      for (const SymInt &n : v.strides) out[i].strides.push_back(at_sizes(n, values).hint());
-      std::tie(out[i].storage_offset, out[i].storage_elements) = output_storage(p, v, values);
+      out[i].sizes = at_sizes(v.sizes, values);
+      out[i].strides = at_sizes(v.strides, values);
+      std::tie(out[i].storage_offset, out[i].storage_elements) = ir::output_allocation(p, v, values);
     }
     return out;
   }
 
-  /// Every tensor of a call at `sizes` against `at`, the program at those sizes (integers).
-  void check_sizes(const ir::Program &at, std::span<const int64_t> sizes, std::span<const TensorRef> in,
-                   std::span<const TensorRef> out) const {
+  /// Every tensor of a call at `sizes` against the program `p` at `values`, their values
+  /// (none where `p` is one at integers).
+  void check_sizes(const ir::Program &p, const std::map<std::string, int64_t> &values, std::span<const int64_t> sizes,
+                   std::span<const TensorRef> in, std::span<const TensorRef> out) const {
     for (size_t i = 0; i < in.size(); ++i)
-      check_sizes_at(sizes, in[i], hints(at.buffer(at.inputs[i]).type.sizes), inputs[i], "input");
-    for (size_t i = 0; i < out.size(); ++i) check_sizes_at(sizes, out[i], hints(at.output_views[i].sizes), outputs[i], "output");
+      check_sizes_at(sizes, in[i], at_sizes(p.buffer(p.inputs[i]).type.sizes, values), inputs[i], "input");
+    for (size_t i = 0; i < out.size(); ++i)
+      check_sizes_at(sizes, out[i], at_sizes(p.output_views[i].sizes, values), outputs[i], "output");
   }
 };
 
@@ -315,8 +303,7 @@ struct InterpretedGraph : HostTensorsGraph {
   void run(std::span<const TensorRef> in, std::span<const TensorRef> out) const override {
     if (any_sizes()) {
       std::span<const int64_t> sizes = sizes_of(in);
-      ir::Program at = ir::specialize(schedule.ir.program, values_at(sizes));
-      check_sizes(at, sizes, in, out);
+      check_sizes(schedule.ir.program, values_at(sizes), sizes, in, out);
     }
     write_outputs(run_interpreted(schedule, gpu, named_inputs(in)), out);
   }
@@ -339,7 +326,7 @@ struct CudaGraph : HostTensorsGraph {
   void run_on(std::span<const TensorRef> in, std::span<const TensorRef> out, void *stream) const override {
     std::span<const int64_t> sizes = sizes_of(in);
     std::shared_ptr<const CudaProgram> program = program_at(sizes);
-    if (any_sizes()) check_sizes(program->ir(), sizes, in, out);
+    if (any_sizes()) check_sizes(program->ir(), {}, sizes, in, out);
     auto s = static_cast<cuda::CUstream>(stream);
     if (in.empty() ? out.empty() || out[0].memory.kind == Memory::Kind::Host : in[0].memory.kind == Memory::Kind::Host)
       return write_outputs(program->run(named_inputs(in), s), out);
@@ -362,14 +349,13 @@ struct CudaGraph : HostTensorsGraph {
   void run_addresses_at(std::span<const int64_t> sizes, std::span<void *const> in, std::span<void *const> out,
                         void *stream, bool stored) const override {
     std::shared_ptr<const CudaProgram> program = program_at(sizes);
-    const ir::Program &p = program->ir();
     thread_local std::vector<DeviceTensor> din, dout;
     din.clear();
     dout.clear();
     auto address = [](void *a) { return cuda::CUdeviceptr(reinterpret_cast<uintptr_t>(a)); };
     for (size_t i = 0; i < in.size(); ++i) din.push_back({address(in[i]), program->input_strides(i), -1, -1});
     for (size_t k = 0; k < out.size(); ++k) {
-      auto [offset, elements] = stored ? output_storage(p, p.output_views[k]) : std::pair<int64_t, int64_t>{-1, -1};
+      auto [offset, elements] = stored ? program->output_allocation(k) : std::pair<int64_t, int64_t>{-1, -1};
       dout.push_back({address(out[k]), program->output_strides(k), offset, elements});
     }
     program->run(din, dout, static_cast<cuda::CUstream>(stream));
@@ -468,6 +454,7 @@ std::shared_ptr<CompiledGraph::Impl> build(Graph g, const CompileOptions &o) {
   Compilation c = compile_graph(std::move(g), so, trace, symbolic ? CodegenSizes::Symbolic : CodegenSizes::CompiledFor);
 
   std::shared_ptr<CompiledGraph::Impl> impl;
+  std::optional<CudaBuild> cuda_build;
   switch (o.target) {
     case Target::Reference: impl = std::make_shared<ReferenceGraph>(); break;
     case Target::Cpu: {
@@ -487,13 +474,10 @@ std::shared_ptr<CompiledGraph::Impl> build(Graph g, const CompileOptions &o) {
     }
     case Target::Cuda: {
       auto cuda = std::make_shared<CudaGraph>();
-      CudaBuild b = build_for_cuda(c, trace);
+      cuda_build = build_for_cuda(c, trace);
       dump_sizes(c, trace);  // with what code generation guarded
-      cuda->plans = b.program.plans;
-      std::set<std::string> symbols = ir::symbols_of(c.schedule.ir);  // in the order of `symbols` below
-      std::vector<std::string> names(symbols.begin(), symbols.end());
-      cuda->programs = std::make_unique<CudaPrograms>(c.schedule, std::move(b.program), b.binaries, names);
-      impl = cuda;
+      cuda->plans = cuda_build->program.plans;
+      impl = cuda;  // its programs once its symbols are known, below
       break;
     }
     case Target::CudaInterpreter: {
@@ -508,6 +492,9 @@ std::shared_ptr<CompiledGraph::Impl> build(Graph g, const CompileOptions &o) {
   impl->target = o.target;
   impl->sizes = size_guards_str(c.graph);
   impl->guards = size_guards_of(c.graph);
+  // The code is generated: what it checks is final (a size read as a number from here on
+  // is a bug that SizeGuards::add reports).
+  if (std::shared_ptr<SizeGuards> guards = size_guards_of(c.graph)) guards->seal();
   const ir::Program &p = c.schedule.ir.program;
   std::map<std::string, const TensorType *> graph_inputs;
   for (ValueId v : c.graph.inputs()) graph_inputs[c.graph.value(v).name] = &c.graph.type(v);
@@ -532,11 +519,14 @@ std::shared_ptr<CompiledGraph::Impl> build(Graph g, const CompileOptions &o) {
       impl->symbols.push_back(info);
     }
   }
-  if (auto *cuda = dynamic_cast<CudaGraph *>(impl.get()); cuda && cuda->any_sizes()) {
-    // Set up at the sizes compiled for now: what setting up finds wrong shows at compile.
+  if (auto *cuda = dynamic_cast<CudaGraph *>(impl.get())) {
+    // Its kernels loaded, and a program set up at the sizes compiled for now: what setting
+    // up finds wrong shows at compile. A call passes its sizes in the order of `symbols`.
+    std::vector<std::string> names;
     std::vector<int64_t> compiled;
-    for (const SymbolInfo &s : cuda->symbols) compiled.push_back(s.compiled);
-    cuda->program_at(compiled);
+    for (const SymbolInfo &s : cuda->symbols) names.push_back(s.name), compiled.push_back(s.compiled);
+    cuda->programs = std::make_unique<CudaPrograms>(c.schedule, std::move(cuda_build->program), cuda_build->binaries, names);
+    if (cuda->any_sizes()) cuda->program_at(compiled);
   }
   for (size_t i = 0; i < p.outputs.size(); ++i) {
     ir::View v = i < p.output_views.size() ? p.output_views[i] : whole(p, p.outputs[i]);

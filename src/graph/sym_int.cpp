@@ -124,6 +124,13 @@ SymInt at_sizes(const SymInt &s, const std::map<std::string, int64_t> &values) {
   return s.symbolic() ? SymInt(ir::eval(s.expr(), {}, values)) : s;
 }
 
+std::vector<int64_t> at_sizes(const SymShape &shape, const std::map<std::string, int64_t> &values) {
+  std::vector<int64_t> out;
+  out.reserve(shape.size());
+  for (const SymInt &s : shape) out.push_back(values.empty() ? s.hint() : at_sizes(s, values).hint());
+  return out;
+}
+
 SymInt sym_of(const ir::Expr &e, const std::shared_ptr<SizeGuards> &guards) {
   if (auto c = e.as_constant()) return SymInt(*c);
   COIL_ASSERT(guards, "a size of symbols without their graph's guards: ", e);
@@ -328,6 +335,7 @@ ir::Interval SizeGuards::range_of(const std::string &symbol) const {
 void SizeGuards::add(SizeGuard g) {
   for (const SizeGuard &h : guards_)
     if (h.op == g.op && h.expr == g.expr) return;
+  if (sealed_) throw InternalError(str_cat("the guard ", g.explained(), " was recorded after the compiled code was generated"));
   guards_.push_back(std::move(g));
 }
 

@@ -90,6 +90,8 @@ inline bool known_eq(const SymInt &s, int64_t v) { return !s.symbolic() && s.hin
 
 /// `s` at one call's sizes (`values` names each of its symbols): a plain integer.
 SymInt at_sizes(const SymInt &s, const std::map<std::string, int64_t> &values);
+/// Each of `shape` so; with no values, its hints (the sizes compiled for).
+std::vector<int64_t> at_sizes(const SymShape &shape, const std::map<std::string, int64_t> &values);
 
 /// The SymInt of `e`, an expression of the symbols of `guards`, its hint at their values.
 SymInt sym_of(const ir::Expr &e, const std::shared_ptr<SizeGuards> &guards);
@@ -221,6 +223,10 @@ class SizeGuards {
 
   /// Records `g` (once: an identical guard is not repeated).
   void add(SizeGuard g);
+  /// Ends the compile: the code generated checks the guards recorded so far, so a new one
+  /// recorded later (a size read as a number where a hint was meant) would never be checked,
+  /// or refuse sizes the code serves; add() then throws an InternalError naming it.
+  void seal() { sealed_ = true; }
   /// Records `s == value` for each symbol of `symbols`, its value read (values()), for the
   /// reason `why`: a stage that does not keep these symbols, given their values.
   void fix(const std::set<std::string> &symbols, std::string_view why);
@@ -237,6 +243,7 @@ class SizeGuards {
   ir::Ranges ranges_ = default_ranges();
   std::vector<SizeGuard> guards_;
   std::map<std::string, int64_t> values_;
+  bool sealed_ = false;
 
   static ir::Ranges default_ranges();
 };

@@ -168,6 +168,22 @@ bool scatter_copies_in_place_layout(const Program &p, const Node &n) {
          p.buffer(init.buffer).type.dtype == out.dtype;
 }
 
+View output_view(const Program &p, size_t k) {
+  if (k < p.output_views.size()) return p.output_views[k];
+  const TensorType &t = p.buffer(p.outputs[k]).type;
+  return {p.outputs[k], t.sizes, t.strides, 0};
+}
+
+std::pair<int64_t, int64_t> output_allocation(const Program &p, const View &v, const std::map<std::string, int64_t> &values) {
+  // In integers first: an extent in symbols would compare them (`s0 == 0`).
+  auto extent = [&](const SymShape &sizes, const SymShape &strides) {
+    return storage_extent(TensorType{DType::F32, at_sizes(sizes, values), at_sizes(strides, values), {}}).hint();
+  };
+  const TensorType &buffer = p.buffer(v.buffer).type;
+  if (std::find(p.inputs.begin(), p.inputs.end(), v.buffer) != p.inputs.end()) return {0, extent(v.sizes, v.strides)};
+  return {values.empty() ? v.offset.hint() : at_sizes(v.offset, values).hint(), extent(buffer.sizes, buffer.strides)};
+}
+
 int64_t max_reduction_size(const Program &p, BufferId b) {
   std::vector<bool> seen(p.buffers.size(), false);
   std::vector<BufferId> work = {b};
@@ -179,14 +195,14 @@ int64_t max_reduction_size(const Program &p, BufferId b) {
     seen[size_t(cur)] = true;
     const Node &n = p.nodes.at(size_t(p.buffer(cur).producer));
     int64_t size = 1;
-    for (int64_t s : n.reduction_ranges) size *= s;
-    if (n.kind == NodeKind::Scan) size = n.ranges[size_t(n.scan_dim)];
+    for (const SymInt &s : n.reduction_ranges) size *= s.hint();
+    if (n.kind == NodeKind::Scan) size = n.ranges[size_t(n.scan_dim)].hint();
     if (n.kind == NodeKind::Extern && n.attrs.count("reduction_size")) size = n.attrs.at("reduction_size")[0];
     if (n.kind == NodeKind::Scatter && n.accumulate) {
       // One element combines at most the writes whose loop vars its offset does not name.
       std::vector<VarId> named = vars_of(n.scatter_index);
       for (size_t d = 0; d < n.ranges.size(); ++d)
-        if (std::find(named.begin(), named.end(), VarId{int(d)}) == named.end()) size *= n.ranges[d];
+        if (std::find(named.begin(), named.end(), VarId{int(d)}) == named.end()) size *= n.ranges[d].hint();
     }
     largest = std::max(largest, size);
     for (BufferId r : n.reads()) work.push_back(r);

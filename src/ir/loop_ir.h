@@ -191,8 +191,19 @@ bool reads_rows_side_by_side(const std::vector<const Node *> &nodes, const SymSh
 /// lives in the initial tensor's memory (the memory plan's reuse, an input updated in place).
 bool scatter_copies_in_place_layout(const Program &p, const Node &n);
 
+/// Output `k` of `p`: its view of its buffer (the whole buffer where no view is recorded).
+View output_view(const Program &p, size_t k);
+
+/// The allocation that holds view `v` of an output without a copy: (storage offset,
+/// elements). A view of a buffer the program computes lies in the buffer's extent, which the
+/// buffer's first output is given; a view of an input is its own (a call copies it there).
+/// At `values`, a call's sizes; none: the sizes compiled for (hints, no guard recorded).
+std::pair<int64_t, int64_t> output_allocation(const Program &p, const View &v,
+                                              const std::map<std::string, int64_t> &values = {});
+
 /// The largest number of elements a reduction or scan combines on the way to `b`
-/// (1 when none does): the comparison tolerance of an output grows with it.
+/// (1 when none does), at the sizes compiled for (symbolic sizes by their hints, no guard
+/// recorded): the comparison tolerance of an output grows with it.
 int64_t max_reduction_size(const Program &p, BufferId b);
 
 /// Deterministic text of a program: each buffer and node with its ranges, reads and body.

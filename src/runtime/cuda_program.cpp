@@ -68,12 +68,6 @@ void wait_for_uploads() {
 
 cuda::LaunchGrid grid_of(const GpuKernel &k) { return {uint32_t(k.grid[0]), uint32_t(k.grid[1]), uint32_t(k.grid[2])}; }
 
-ir::View output_view(const ir::Program &p, size_t i) {
-  if (i < p.output_views.size()) return p.output_views[i];
-  const TensorType &t = p.buffer(p.outputs[i]).type;  // no views recorded: whole buffers
-  return {p.outputs[i], t.sizes, t.strides, 0};
-}
-
 }  // namespace
 
 // ---------------------------------------------------------------------------------------
@@ -235,7 +229,7 @@ CudaProgram::CudaProgram(const sched::Schedule &s, codegen::GpuProgram gpu, std:
     }
   }
   for (size_t k = 0; k < p.outputs.size(); ++k) {
-    ir::View v = output_view(p, k);
+    ir::View v = ir::output_view(p, k);
     TensorType t{p.buffer(p.outputs[k]).type.dtype, v.sizes, v.strides, {}};
     if (v.sizes.size() != v.strides.size() || v.offset < 0 ||
         storage_extent(t, v.offset) * itemsize(t.dtype) > slots_[size_t(p.outputs[k])].bytes)
@@ -353,8 +347,9 @@ void CudaProgram::plan_copies() {
         cuda::plan_strided_copy(sizes, strides, strides, itemsize(t.dtype), &input_copy_errors_.back()));
   }
   for (size_t k = 0; k < p.outputs.size(); ++k) {
-    const ir::View &v = output_views_.emplace_back(output_view(p, k));
+    const ir::View &v = output_views_.emplace_back(ir::output_view(p, k));
     output_strides_.push_back(Shape(v.strides));
+    output_allocations_.push_back(ir::output_allocation(p, v));
     output_copy_errors_.emplace_back();
     output_copies_.push_back(cuda::plan_strided_copy(Shape(v.sizes), Shape(v.strides), Shape(v.strides),
                                                      itemsize(p.buffer(p.outputs[k]).type.dtype),
@@ -634,7 +629,7 @@ std::vector<HostTensor> CudaProgram::read_outputs(const Workspace &c) const {
                     str_cat("copying output ", i, " (", p.buffer(b).name, ") back from the GPU"));
       it = copied.emplace(b, std::move(host)).first;
     }
-    ir::View v = output_view(p, i);
+    ir::View v = ir::output_view(p, i);
     DType t = p.buffer(b).type.dtype;
     HostTensor h = HostTensor::zeros(t, v.sizes);
     int64_t size = itemsize(t);

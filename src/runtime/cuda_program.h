@@ -199,6 +199,8 @@ class CudaProgram {
   /// a call passes without a copy.
   std::span<const int64_t> input_strides(size_t j) const { return input_strides_[j]; }
   std::span<const int64_t> output_strides(size_t k) const { return output_strides_[k]; }
+  /// The allocation that holds output `k` (ir::output_allocation): (storage offset, elements).
+  std::pair<int64_t, int64_t> output_allocation(size_t k) const { return output_allocations_[k]; }
 
  private:
   struct Slot;
@@ -257,6 +259,7 @@ class CudaProgram {
   // width of its argument's type (i32 or i64), as the launch passes them after the buffers.
   std::vector<std::vector<cuda::CUdeviceptr>> size_args_;
   std::vector<Shape> input_strides_, output_strides_;      // input_strides(), output_strides()
+  std::vector<std::pair<int64_t, int64_t>> output_allocations_;  // output_allocation()
   std::vector<Slot> slots_;                                 // per buffer id
   std::vector<std::unique_ptr<cuda::PreparedExtern>> externs_;  // per step; null for launches
   size_t extern_workspace_bytes_ = 0;                       // the most any extern step needs

@@ -486,14 +486,18 @@ TEST(Api, ErrorsNameWhatWasWrong) {
 // symbol the inputs give what value, and which guard of the compiled graph that fails.
 // A graph of symbolic sizes compiled for the CPU runs at other sizes: its kernels take the
 // sizes as arguments. Sizes outside what it serves are an error naming the check they fail;
-// the reference target, which specializes, names the guard that fixed the symbol.
+// the reference target, which specializes, names the guard that fixed the symbol. A sum
+// over the symbolic dim too: what the API reads of a compiled graph (an output's reduced
+// elements) reads hints, never guards a size after the code was generated.
 TEST(Api, ACallAtOtherSymbolicSizesRunsOrNamesTheSymbolAndTheGuard) {
   const std::string text = "class GraphModule(torch.nn.Module):\n"
                            "    def forward(self, a: \"f32[s0, 24][24, 1]cpu\"):\n"
                            "        sum_1: \"f32[s0][1]cpu\" = torch.ops.aten.sum.dim_IntList(a, [1])\n"
-                           "        return (sum_1,)\n";
+                           "        sum_2: \"f32[24][1]cpu\" = torch.ops.aten.sum.dim_IntList(a, [0])\n"
+                           "        return (sum_1, sum_2)\n";
   Floats sixteen{std::vector<float>(16 * 24, 2), {16, 24}, {}}, sum16{std::vector<float>(16), {16}, {}};
-  std::vector<TensorRef> in16 = {sixteen.ref()}, out16 = {sum16.ref()};
+  Floats down16{std::vector<float>(24), {24}, {}};
+  std::vector<TensorRef> in16 = {sixteen.ref()}, out16 = {sum16.ref(), down16.ref()};
   // The C++ library, and the Triton kernels under the interpreter: one program at every
   // size, whose call checks its sizes before anything runs.
   for (Target target : {Target::Cpu, Target::CudaInterpreter}) {
@@ -505,20 +509,24 @@ TEST(Api, ACallAtOtherSymbolicSizesRunsOrNamesTheSymbolAndTheGuard) {
     EXPECT_EQ(g.symbols()[0].compiled, 7);
     EXPECT_FALSE(g.symbols()[0].specialized);
     EXPECT_EQ(g.outputs_at(std::vector<int64_t>{5})[0].sizes, std::vector<int64_t>{5});
+    EXPECT_EQ(g.outputs()[1].reduced_elements, 7);
     Floats seven{std::vector<float>(7 * 24, 1), {7, 24}, {}}, sum7{std::vector<float>(7), {7}, {}};
-    std::vector<TensorRef> in = {seven.ref()}, out = {sum7.ref()};
+    Floats down7{std::vector<float>(24), {24}, {}};
+    std::vector<TensorRef> in = {seven.ref()}, out = {sum7.ref(), down7.ref()};
     g.run(in, out);
     EXPECT_EQ(sum7.data[6], 24);
+    EXPECT_EQ(down7.data[0], 7);
     std::fill(sum16.data.begin(), sum16.data.end(), 0.0f);
     g.run(in16, out16);
     EXPECT_EQ(sum16.data, std::vector<float>(16, 48));
+    EXPECT_EQ(down16.data, std::vector<float>(24, 32));
     Floats one{std::vector<float>(24), {1, 24}, {}}, sum1{std::vector<float>(1), {1}, {}};
-    std::vector<TensorRef> in1 = {one.ref()}, out1 = {sum1.ref()};
+    std::vector<TensorRef> in1 = {one.ref()}, out1 = {sum1.ref(), down7.ref()};
     EXPECT_EQ(api_error([&] { g.run(in1, out1); }),
               "coil: error: the compiled graph does not serve the sizes s0 = 1: it needs s0 >= 2 (the range of s0 that "
               "the compiled code assumes)");
     Floats wrong{std::vector<float>(15), {15}, {}};
-    std::vector<TensorRef> out15 = {wrong.ref()};
+    std::vector<TensorRef> out15 = {wrong.ref(), down16.ref()};
     EXPECT_EQ(api_error([&] { g.run(in16, out15); }),
               "coil: error: output 'out0' is f32[15] but at the sizes of this call (s0 = 16) the graph expects f32[16]");
   }

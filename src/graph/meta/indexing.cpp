@@ -92,7 +92,7 @@ std::vector<TensorType> cat(const MetaArgs &a) {
 /// the last dim's before and after amounts, pad[2], pad[3] the dim before it, and so on.
 std::vector<TensorType> constant_pad_nd(const MetaArgs &a) {
   const TensorType &self = a.tensor("self");
-  SymShape pad = a.ints("pad");
+  SymShape pad = a.sym_ints("pad");  // SDPA pads a mask to a multiple of 8: `8 - s0 % 8`
   COIL_USER_CHECK(pad.size() % 2 == 0, "constant_pad_nd: the length of pad must be even, got ", pad.size());
   int64_t padded_dims = int64_t(pad.size() / 2);
   COIL_USER_CHECK(padded_dims <= self.rank(), "constant_pad_nd: pad has ", pad.size(), " values but the input has ",
