@@ -51,6 +51,29 @@ TEST(Specialize, LoweringKeepsSymbolsAndSpecializingGivesIntegers) {
   EXPECT_TRUE(size_guards_of(g)->guards().empty()) << "specialize records no guard";
 }
 
+// A bf16 product on the GPU over a symbolic number of rows (a language model's head, whose
+// weight is large enough for aligned rows): the unaligned weight gets its aligned copy, and
+// the rows stay symbolic: padding is planned in integers, so a product of symbolic sizes is
+// left unpadded rather than fixed to the sizes compiled for. The same with a symbolic
+// inner dim (a product of attention scores).
+TEST(Specialize, ProductsOverSymbolicRowsAreNotPadded) {
+  const char *text = R"(class GraphModule(torch.nn.Module):
+    def forward(self, x: "bf16[s0, 1024][1024, 1]cuda:0", w: "bf16[1024, 1025][1025, 1]cuda:0", v: "bf16[s0, 1025][1025, 1]cuda:0"):
+        mm: "bf16[s0, 1025][1025, 1]cuda:0" = torch.ops.aten.mm.default(x, w)
+        permute: "bf16[1025, s0][1, 1025]cuda:0" = torch.ops.aten.permute.default(v, [1, 0])
+        mm_1: "bf16[1025, 1024][1024, 1]cuda:0" = torch.ops.aten.mm.default(permute, x)
+        return (mm, mm_1)
+)";
+  for (int64_t rows : {2, 4096}) {
+    SCOPED_TRACE(rows);
+    frontend::SizeValues sizes{{"s0", rows}};
+    Graph g = frontend::parse_graph(text, "head.py", &sizes);
+    ir::Program p = lowering::lower_symbolic(g);
+    EXPECT_TRUE(size_guards_of(g)->specialized(size_guards_of(g)->values()).empty()) << size_guards_str(g);
+    EXPECT_EQ(ir::symbols_of(p), std::set<std::string>{"s0"});
+  }
+}
+
 TEST(Specialize, LowerGuardsEverySymbolItFixes) {
   frontend::SizeValues sizes{{"s5", 5}};
   Graph g = frontend::parse_graph(kSoftmaxText, "softmax.py", &sizes);
