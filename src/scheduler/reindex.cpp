@@ -36,16 +36,22 @@ std::optional<Strides> injective_strides(const Expr &store, const SymShape &size
     Expr rest(t.coeff);
     for (const ir::Atom &a : t.factors) {
       if (a.kind() == ir::AtomKind::Var && v < 0) v = a.var().id;
-      else if (a.kind() == ir::AtomKind::Symbol) rest = rest * Expr(a);
+      else if (a.kind() == ir::AtomKind::Symbol || ir::vars_of(Expr(a)).empty()) rest = rest * Expr(a);
       else return std::nullopt;
     }
-    if (v < 0 || v >= int(sizes.size()) || t.coeff <= 0) return std::nullopt;
+    if (v < 0 || v >= int(sizes.size())) return std::nullopt;
+    // A stride of several terms (`x0*s1 - x0*(s1 % 8) + x0*8`) is positive as a whole.
     out.stride[size_t(v)] = out.stride[size_t(v)] + rest;
   }
   std::vector<int64_t> key(sizes.size());
   for (size_t d = 0; d < sizes.size(); ++d) {
     if (sizes[d] == 1) continue;
     if (out.stride[d] == Expr(0)) return std::nullopt;  // a variable the store ignores: not injective
+    // Positive: each term (sizes are not negative), or the whole at every size.
+    const std::vector<ir::Term> &terms = out.stride[d].terms();
+    bool positive_terms = out.stride[d].constant() >= 0 &&
+                          std::all_of(terms.begin(), terms.end(), [](const ir::Term &t) { return t.coeff > 0; });
+    if (!positive_terms && ir::bounds(out.stride[d], r).lo < 1) return std::nullopt;
     key[d] = ir::bounds(out.stride[d], r).lo;  // the stride itself, or its least over the symbols
     out.dims.push_back(int(d));
   }
@@ -93,7 +99,8 @@ std::optional<Expr> divide(const Expr &c, const Expr &d) {
 
 // Solves store(v) = target for v (sizes `sizes`, `store` of injective strides `form`) by
 // splitting target into one part per dim (target = c + sum stride_k * part_k): each term,
-// its coefficient in sizes taken together (`x0*s1 + x0*3` is x0 times `s1 + 3`), goes to
+// its coefficient in sizes taken together (`x0*s1 + x0*3` is x0 times `s1 + 3`, and
+// `x0*s1 - x0*(s1 % 8)` x0 times `s1 - s1 % 8`), goes to
 // the dim of the largest stride that divides it, and v_k = part_k. There is no division,
 // so strides may be sizes of symbols. Nothing unless every part lies in [0, size_k)
 // under `r` or a fact of `facts`, which makes the split the only one; where strides are
@@ -107,7 +114,8 @@ std::optional<VarMap> solve_by_parts(const Expr &store, const Strides &form, con
   for (const ir::Term &t : target.terms()) {
     Expr key(1), coeff(t.coeff);
     for (const ir::Atom &a : t.factors) {
-      if (a.kind() == ir::AtomKind::Symbol) coeff = coeff * Expr(a);
+      // A size of symbols (`s0`, `s0 % 8`) goes with the coefficient, a loop variable's atom with the key.
+      if (a.kind() == ir::AtomKind::Symbol || ir::vars_of(Expr(a)).empty()) coeff = coeff * Expr(a);
       else key = key * Expr(a);
     }
     auto same = std::find_if(terms.begin(), terms.end(), [&](const auto &k) { return k.first == key; });
