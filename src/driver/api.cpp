@@ -283,10 +283,15 @@ struct HostTensorsGraph : CompiledGraph::Impl {
   /// (none where `p` is one at integers).
   void check_sizes(const ir::Program &p, const std::map<std::string, int64_t> &values, std::span<const int64_t> sizes,
                    std::span<const TensorRef> in, std::span<const TensorRef> out) const {
-    for (size_t i = 0; i < in.size(); ++i)
-      check_sizes_at(sizes, in[i], at_sizes(p.buffer(p.inputs[i]).type.sizes, values), inputs[i], "input");
-    for (size_t i = 0; i < out.size(); ++i)
-      check_sizes_at(sizes, out[i], at_sizes(p.output_views[i].sizes, values), outputs[i], "output");
+    thread_local std::vector<int64_t> want;  // keeps its capacity: a call allocates nothing here
+    for (size_t i = 0; i < in.size(); ++i) {
+      at_sizes(p.buffer(p.inputs[i]).type.sizes, values, want);
+      check_sizes_at(sizes, in[i], want, inputs[i], "input");
+    }
+    for (size_t i = 0; i < out.size(); ++i) {
+      at_sizes(p.output_views[i].sizes, values, want);
+      check_sizes_at(sizes, out[i], want, outputs[i], "output");
+    }
   }
 };
 
@@ -455,6 +460,7 @@ std::shared_ptr<CompiledGraph::Impl> build(Graph g, const CompileOptions &o) {
 
   std::shared_ptr<CompiledGraph::Impl> impl;
   std::optional<CudaBuild> cuda_build;
+  const std::shared_ptr<SizeGuards> guards = size_guards_of(c.graph);
   switch (o.target) {
     case Target::Reference: impl = std::make_shared<ReferenceGraph>(); break;
     case Target::Cpu: {
@@ -462,7 +468,6 @@ std::shared_ptr<CompiledGraph::Impl> build(Graph g, const CompileOptions &o) {
       CpuBuild b = build_for_cpu(c, trace);
       cpu->module = std::make_unique<CpuModule>(b.so_path);
       cpu->plans = codegen::plans_str(b.plans, c.schedule);
-      std::shared_ptr<SizeGuards> guards = size_guards_of(c.graph);
       std::map<std::string, int64_t> fixed = guards ? guards->specialized(guards->values()) : std::map<std::string, int64_t>{};
       for (size_t i = 0; i < cpu->module->symbols().size(); ++i) {
         auto [input, dim] = cpu->module->symbol_source(i);
@@ -491,10 +496,10 @@ std::shared_ptr<CompiledGraph::Impl> build(Graph g, const CompileOptions &o) {
   }
   impl->target = o.target;
   impl->sizes = size_guards_str(c.graph);
-  impl->guards = size_guards_of(c.graph);
+  impl->guards = guards;
   // The code is generated: what it checks is final (a size read as a number from here on
   // is a bug that SizeGuards::add reports).
-  if (std::shared_ptr<SizeGuards> guards = size_guards_of(c.graph)) guards->seal();
+  if (guards) guards->seal();
   const ir::Program &p = c.schedule.ir.program;
   std::map<std::string, const TensorType *> graph_inputs;
   for (ValueId v : c.graph.inputs()) graph_inputs[c.graph.value(v).name] = &c.graph.type(v);

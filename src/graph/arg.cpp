@@ -33,6 +33,12 @@ std::optional<MemoryFormat> memory_format_from_name(std::string_view s) {
   return lookup_value(kFormats, s);
 }
 
+SymShape Arg::sym_ints() const {
+  SymShape out;
+  for (const Arg &a : as<ArgList>()) out.push_back(a.as<SymInt>());
+  return out;
+}
+
 bool Arg::operator==(const Arg &o) const {
   if (v.index() != o.v.index()) return false;
   if (is<SymInt>()) return as<SymInt>().same(o.as<SymInt>());

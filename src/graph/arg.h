@@ -56,6 +56,8 @@ struct Arg {
   bool is_int() const { return is<SymInt>(); }
   /// An int argument's value, specialized (guarded) where it is symbolic.
   int64_t integer() const { return as<SymInt>().value(); }
+  /// A list of int arguments, symbolic ones kept (`[0, 8 - s0 % 8]`).
+  SymShape sym_ints() const;
   bool is_number() const { return is_int() || is<double>() || is<bool>(); }
   /// A Python number (int, float or bool) as a double.
   double number() const {

@@ -75,11 +75,7 @@ std::optional<SymInt> MetaArgs::optional_sym_integer(std::string_view name) cons
   return sym_integer(name);
 }
 
-SymShape MetaArgs::sym_ints(std::string_view name) const {
-  SymShape out;
-  for (const Arg &a : arg(name).as<ArgList>()) out.push_back(a.as<SymInt>());
-  return out;
-}
+SymShape MetaArgs::sym_ints(std::string_view name) const { return arg(name).sym_ints(); }
 
 std::optional<std::vector<int64_t>> MetaArgs::optional_ints(std::string_view name) const {
   if (is_none(name)) return std::nullopt;

@@ -124,10 +124,14 @@ SymInt at_sizes(const SymInt &s, const std::map<std::string, int64_t> &values) {
   return s.symbolic() ? SymInt(ir::eval(s.expr(), {}, values)) : s;
 }
 
+void at_sizes(const SymShape &shape, const std::map<std::string, int64_t> &values, std::vector<int64_t> &out) {
+  out.clear();
+  for (const SymInt &s : shape) out.push_back(values.empty() ? s.hint() : at_sizes(s, values).hint());
+}
+
 std::vector<int64_t> at_sizes(const SymShape &shape, const std::map<std::string, int64_t> &values) {
   std::vector<int64_t> out;
-  out.reserve(shape.size());
-  for (const SymInt &s : shape) out.push_back(values.empty() ? s.hint() : at_sizes(s, values).hint());
+  at_sizes(shape, values, out);
   return out;
 }
 

@@ -92,6 +92,8 @@ inline bool known_eq(const SymInt &s, int64_t v) { return !s.symbolic() && s.hin
 SymInt at_sizes(const SymInt &s, const std::map<std::string, int64_t> &values);
 /// Each of `shape` so; with no values, its hints (the sizes compiled for).
 std::vector<int64_t> at_sizes(const SymShape &shape, const std::map<std::string, int64_t> &values);
+/// The same into `out`, which keeps its capacity (a call's checks allocate nothing).
+void at_sizes(const SymShape &shape, const std::map<std::string, int64_t> &values, std::vector<int64_t> &out);
 
 /// The SymInt of `e`, an expression of the symbols of `guards`, its hint at their values.
 SymInt sym_of(const ir::Expr &e, const std::shared_ptr<SizeGuards> &guards);

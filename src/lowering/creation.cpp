@@ -110,7 +110,7 @@ std::vector<TensorRef> cat(Lowering &l, const Node &n) {
 std::vector<TensorRef> constant_pad(Lowering &l, const Node &n) {
   const TensorRef &x = l.ref(arg(n, "self").as<ValueId>());
   const TensorType &t = out_type(l, n);
-  const SymShape pad = sym_ints_of(arg(n, "pad"));
+  const SymShape pad = arg(n, "pad").sym_ints();
   double fill = arg(n, "value").is_none() ? 0 : number(arg(n, "value"));  // pad's value=None is 0
   return {l.pointwise(t, n.name, [&](BodyBuilder &b, const std::vector<Expr> &index) {
     std::vector<Expr> in = index;

@@ -191,17 +191,16 @@ TensorRef oriented_copy(Lowering &l, const TensorRef &r, bool flip, Shape sizes,
   return flip ? transposed(it->second) : it->second;
 }
 
-/// Whether `r` has a symbolic size or stride. Aligned rows and padded dims are planned in
+/// Whether a layout has a symbolic size or stride. Aligned rows and padded dims are planned in
 /// integers: such an operand or result is left as it is (right at every size, perhaps on a
 /// slower library kernel), rather than have the plan fix the sizes it was compiled for.
-bool symbolic_layout(const TensorRef &r) { return symbolic(r.sizes) || symbolic(r.strides); }
-bool symbolic_layout(const TensorType &t) { return symbolic(t.sizes) || symbolic(t.strides); }
+bool symbolic_layout(const SymShape &sizes, const SymShape &strides) { return symbolic(sizes) || symbolic(strides); }
 
 /// A product's matrix operand `r` (rank 2, or 3 with a batch stride): itself when its
 /// leading dimension is aligned (or it is small, or its layout is not one a library reads
 /// directly), else a view of a copy with aligned rows, in r's orientation.
 TensorRef aligned_operand(Lowering &l, const std::string &origin, const TensorRef &r) {
-  if (r.rank() < 2 || r.rank() > 3 || symbolic_layout(r) || (r.rank() == 3 && r.strides[0] == 0)) return r;
+  if (r.rank() < 2 || r.rank() > 3 || symbolic_layout(r.sizes, r.strides) || (r.rank() == 3 && r.strides[0] == 0)) return r;
   // Whether rows are aligned at all is decided at the sizes compiled for (see padded_product).
   const Device &device = l.program().buffer(r.buffer).type.device;
   if (!aligns_rows(l, r.dtype, device, checked_numel(hints(r.sizes)))) return r;
@@ -267,8 +266,9 @@ std::optional<TensorRef> padded_product(Lowering &l, const std::string &origin, 
   if (op != ir::ExternOp::Mm && op != ir::ExternOp::Addmm) return std::nullopt;
   size_t first = op == ir::ExternOp::Addmm ? 1 : 0;
   const TensorRef &a = operands[first], &b = operands[first + 1];
-  if (a.rank() != 2 || b.rank() != 2 || a.buffer < 0 || b.buffer < 0 || symbolic_layout(a) || symbolic_layout(b) ||
-      symbolic_layout(out) || out.strides != contiguous_strides(out.sizes))
+  if (a.rank() != 2 || b.rank() != 2 || a.buffer < 0 || b.buffer < 0 || symbolic_layout(a.sizes, a.strides) ||
+      symbolic_layout(b.sizes, b.strides) || symbolic_layout(out.sizes, out.strides) ||
+      out.strides != contiguous_strides(out.sizes))
     return std::nullopt;
   // Whether rows are aligned at all is decided by the sizes (a heuristic: the product is
   // right unaligned); a product of symbolic sizes never gets here.
@@ -321,7 +321,7 @@ TensorRef product_node(Lowering &l, const std::string &origin, ir::ExternOp op, 
     views.push_back(r.buffer < 0 ? ir::View{} : view_of(matrix ? aligned_operand(l, origin, r) : r));
   }
   int64_t align = alignment_of(out.dtype);
-  bool pad = matrices && out.rank() >= 2 && !symbolic_layout(out) &&
+  bool pad = matrices && out.rank() >= 2 && !symbolic_layout(out.sizes, out.strides) &&
              aligns_rows(l, out.dtype, out.device, checked_numel(hints(out.sizes))) &&
              out.strides.back() == 1 && out.sizes.back() > 1 && int64_t(out.strides[out.strides.size() - 2]) % align != 0 &&
              out.strides == contiguous_strides(out.sizes);

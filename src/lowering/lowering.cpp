@@ -180,12 +180,6 @@ std::vector<int64_t> ints_of(const Arg &a) {
   return out;
 }
 
-SymShape sym_ints_of(const Arg &a) {
-  SymShape out;
-  for (const Arg &v : a.as<ArgList>()) out.push_back(v.as<SymInt>());
-  return out;
-}
-
 std::vector<Expr> unravel(const Expr &flat, const SymShape &sizes) {
   std::vector<Expr> at(sizes.size());
   SymInt stride = 1;  // of dim d: the sizes after it

@@ -149,8 +149,6 @@ int load_argument(Lowering &l, ir::BodyBuilder &b, const Node &n, const std::str
 int size_value(ir::BodyBuilder &b, const SymInt &v, DType dtype);
 /// An int list argument's values.
 std::vector<int64_t> ints_of(const Arg &a);
-/// An int list argument's values, symbolic ones kept (`8 - s0 % 8`).
-SymShape sym_ints_of(const Arg &a);
 /// The row-major coordinates over `sizes` of the flat position `flat`, which is in
 /// [0, numel(sizes)); symbolic sizes divide as sizes (`(x0 // s1) % s0`).
 std::vector<ir::Expr> unravel(const ir::Expr &flat, const SymShape &sizes);

@@ -29,6 +29,10 @@ struct Strides {
   std::vector<int> dims;
 };
 
+// Whether an atom of a term is a size (`s0`, `s0 % 8`: no loop variable), which goes with a
+// stride's coefficient, rather than a loop variable's atom.
+bool size_atom(const ir::Atom &a) { return a.kind() == ir::AtomKind::Symbol || ir::vars_of(Expr(a)).empty(); }
+
 std::optional<Strides> injective_strides(const Expr &store, const SymShape &sizes, const ir::Ranges &r) {
   Strides out{std::vector<Expr>(sizes.size(), Expr(0)), {}};
   for (const ir::Term &t : store.terms()) {
@@ -36,7 +40,7 @@ std::optional<Strides> injective_strides(const Expr &store, const SymShape &size
     Expr rest(t.coeff);
     for (const ir::Atom &a : t.factors) {
       if (a.kind() == ir::AtomKind::Var && v < 0) v = a.var().id;
-      else if (a.kind() == ir::AtomKind::Symbol || ir::vars_of(Expr(a)).empty()) rest = rest * Expr(a);
+      else if (size_atom(a)) rest = rest * Expr(a);
       else return std::nullopt;
     }
     if (v < 0 || v >= int(sizes.size())) return std::nullopt;
@@ -114,8 +118,7 @@ std::optional<VarMap> solve_by_parts(const Expr &store, const Strides &form, con
   for (const ir::Term &t : target.terms()) {
     Expr key(1), coeff(t.coeff);
     for (const ir::Atom &a : t.factors) {
-      // A size of symbols (`s0`, `s0 % 8`) goes with the coefficient, a loop variable's atom with the key.
-      if (a.kind() == ir::AtomKind::Symbol || ir::vars_of(Expr(a)).empty()) coeff = coeff * Expr(a);
+      if (size_atom(a)) coeff = coeff * Expr(a);
       else key = key * Expr(a);
     }
     auto same = std::find_if(terms.begin(), terms.end(), [&](const auto &k) { return k.first == key; });
