@@ -32,7 +32,7 @@ per kernel (kernels/kernel0.py, ...). The plan:
                   "offset": 0, "alias": "none"}],       alias: none | input | output (informational)
      "steps": [
         {"kind": "launch", "kernel": "kernel0", "file": "kernels/kernel0.py", "grid": [1, 1, 1],
-         "args": [0, 3], "sizes": ["s0"], "when": "s0 - 1024 <= 0",
+         "args": [0, 3], "sizes": ["s0"], "when": ["16 - s0 < 0", "s0 - 1024 <= 0"],
          "constexprs": {"XBLOCK": 1024}, "num_warps": 4, "num_stages": 1},
         {"kind": "extern", "kernel": "kernel1", "op": "addmm",
          "operands": [{"buffer": 2, "sizes": [5], "strides": [1], "offset": 0}, {"buffer": -1}, ...],
@@ -45,8 +45,8 @@ input's tensor, read contiguous from IN, is written into a storage of `elements`
 its view), in a fresh zeroed storage for a graph output, or in the arena at a byte offset.
 A launch passes the flat storage of each buffer in `args` (kernels index elements from the
 storage's start), then the integers `sizes` (optional), and the constexprs as keywords;
-`file` is relative to the plan's folder. A step with `when` runs only where it holds (one
-of a kernel's variants).
+`file` is relative to the plan's folder. A step with `when` runs only where each of its
+conditions holds (one of a kernel's variants, launched in its size bucket).
 
 Sizes: wherever the plan gives a size, stride, offset, element count, byte count or grid
 dim, a string is an expression of the symbols (+ - * // %, min, max, as Python computes
@@ -423,10 +423,10 @@ def at_sizes(plan, values):
     if isinstance(out.get("steps"), list):
         steps = []
         for i, step in enumerate(out["steps"]):
-            when = step.pop("when", None) if isinstance(step, dict) else None
-            if when is not None and not isinstance(when, str):
-                raise PlanError(f"step {i}: 'when' is {json.dumps(when)}, expected a string")
-            if when is None or evaluate(when, values, f"step {i}: when"):
+            when = step.pop("when", []) if isinstance(step, dict) else []
+            if not isinstance(when, list) or not all(isinstance(w, str) for w in when):
+                raise PlanError(f"step {i}: 'when' is {json.dumps(when)}, expected a list of strings")
+            if all(evaluate(w, values, f"step {i}: when") for w in when):
                 steps.append(step)
         out["steps"] = steps
     return out

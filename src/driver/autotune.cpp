@@ -12,6 +12,7 @@
 #include <sstream>
 #include <variant>
 
+#include "codegen/triton/triton_kernel_plan.h"
 #include "ir/specialize.h"
 #include "runtime/cache.h"
 #include "runtime/cuda_driver.h"
@@ -107,26 +108,39 @@ class Progress {
 class TuningBuffers {
  public:
   TuningBuffers(const sched::Schedule &s, const Candidate &c) {
-    const ir::Program &p = s.ir.program;
-    for (const GpuStep *st : c.steps)
-      for (int id : st->args) {
-        if (buffers_.count(id)) continue;
-        int64_t bytes = 0;
-        if (size_t(id) < p.buffers.size()) {
-          const TensorType &t = p.buffer(id).type;
-          bytes = storage_extent(t) * itemsize(t.dtype);
-        } else {
-          bytes = c.program->scratch_elements.at(id) * itemsize(c.program->scratch_dtypes.at(id));
-        }
-        cuda::DeviceBuffer b(size_t(std::max<int64_t>(bytes, 1)));
-        b.fill(0);
-        buffers_.emplace(id, std::move(b));
-      }
+    each_buffer(s, c, [&](int id, int64_t bytes) {
+      cuda::DeviceBuffer b(size_t(std::max<int64_t>(bytes, 1)));
+      b.fill(0);
+      buffers_.emplace(id, std::move(b));
+    });
   }
   cuda::CUdeviceptr at(int id) const { return buffers_.at(id).ptr(); }
+  /// The bytes a candidate's buffers take.
+  static int64_t bytes(const sched::Schedule &s, const Candidate &c) {
+    int64_t total = 0;
+    each_buffer(s, c, [&](int, int64_t bytes) { total += bytes; });
+    return total;
+  }
 
  private:
   std::map<int, cuda::DeviceBuffer> buffers_;
+
+  // fn(id, bytes) once for each buffer the candidate's steps pass.
+  template <typename Fn>
+  static void each_buffer(const sched::Schedule &s, const Candidate &c, Fn fn) {
+    const ir::Program &p = s.ir.program;
+    std::set<int> seen;
+    for (const GpuStep *st : c.steps)
+      for (int id : st->args) {
+        if (!seen.insert(id).second) continue;
+        if (size_t(id) < p.buffers.size()) {
+          const TensorType &t = p.buffer(id).type;
+          fn(id, storage_extent(t) * itemsize(t.dtype));
+        } else {
+          fn(id, c.program->scratch_elements.at(id) * itemsize(c.program->scratch_dtypes.at(id)));
+        }
+      }
+  }
 };
 
 // Milliseconds per call of one candidate's launches.
@@ -169,18 +183,23 @@ std::string TunedKernel::describe() const {
   return o.str();
 }
 
-std::map<std::string, TritonConfig> autotune_triton(const sched::Schedule &symbolic, std::vector<TunedKernel> *report) {
+namespace {
+
+// Device memory a kernel may be tuned on: a size bucket whose buffers take more (a row of
+// 65,536 in a square matrix) keeps its default plan.
+constexpr int64_t kMostTuningBytes = int64_t(2) << 30;
+
+// Tunes the kernels `keys` names (schedule kernel -> the key its winner goes under) of `s`,
+// a schedule of numbers (`where`: its sizes, "" at the sizes compiled for), into `winners`.
+void tune(const sched::Schedule &s, const std::map<std::string, std::string> &keys, const std::string &where,
+          std::map<std::string, TritonConfig> &winners, std::vector<TunedKernel> *report) {
   const cuda::Device &device = cuda::Device::get();
-  // A schedule of symbolic sizes is timed at the sizes compiled for: its candidates are
-  // generated there, and the winner configures the code that serves every size.
-  sched::Schedule s = symbolic;
-  if (std::shared_ptr<SizeGuards> guards = ir::guards_of(s.ir.program)) sched::specialize(s, guards->values());
-  std::map<std::string, TritonConfig> winners;
   // The candidates of every kernel, and the rounds of whole programs that generate them:
   // round i uses each kernel's i-th candidate (or its default).
   std::vector<Tunable> tunables;
   size_t rounds = 1;
   for (const ir::Kernel &k : s.ir.kernels) {
+    if (!keys.count(k.name)) continue;
     if (k.kind == ir::KernelKind::Extern && !codegen::is_attention(s.ir.program, k)) continue;
     std::vector<TritonConfig> configs = codegen::tuning_configs(s, k.name);
     if (configs.size() < 2) continue;
@@ -190,7 +209,7 @@ std::map<std::string, TritonConfig> autotune_triton(const sched::Schedule &symbo
     rounds = std::max(rounds, configs.size());
     tunables.push_back(std::move(t));
   }
-  if (tunables.empty()) return winners;
+  if (tunables.empty()) return;
 
   std::vector<GpuProgram> programs(rounds);
   for (size_t r = 0; r < rounds; ++r) {
@@ -221,15 +240,20 @@ std::map<std::string, TritonConfig> autotune_triton(const sched::Schedule &symbo
     }
     std::string configs;
     for (const Candidate &c : t.candidates) configs += c.config.str() + "\n";
+    // The sources are those at the bucket's sizes (numbers in the code): the key is the bucket's.
     t.key = cache_key({kKind, kCoilVersion, device.name(), std::to_string(device.capability()), triton_version(), sources,
-                       configs});
-    t.result.kernel = t.kernel;
+                       configs, where});
+    t.result.kernel = keys.at(t.kernel) + (where.empty() ? "" : " at " + where);
     t.result.candidates = int(t.candidates.size());
     if (std::optional<TritonConfig> hit = cached_winner(t.key)) {
       t.result.winner = *hit;
       t.result.cache_hit = true;
     }
   }
+  // A kernel too large to tune here keeps its default plan.
+  std::erase_if(tunables, [&](const Tunable &t) {
+    return !t.result.cache_hit && TuningBuffers::bytes(s, t.candidates.front()) > kMostTuningBytes;
+  });
 
   // Only what a miss needs is compiled.
   std::set<size_t> needed;
@@ -261,8 +285,105 @@ std::map<std::string, TritonConfig> autotune_triton(const sched::Schedule &symbo
       t.result.default_ms = ms[0];
       publish_winner(t, ms);
     }
-    winners[t.kernel] = t.result.winner;
+    winners[keys.at(t.kernel)] = t.result.winner;
     if (report) report->push_back(t.result);
+  }
+}
+
+// Sizes of the symbols at which `size` is as large as it gets up to `target` (its first
+// symbol searched, the others at their hints), when those sizes lie in the range.
+std::optional<std::map<std::string, int64_t>> sizes_for(const SymInt &size, int64_t target, const SizeGuards &guards) {
+  std::set<std::string> symbols;
+  ir::collect_symbols(size.expr(), symbols);
+  if (symbols.empty()) return std::nullopt;
+  std::map<std::string, int64_t> values = guards.values();
+  const std::string &s = *symbols.begin();
+  ir::Interval range = guards.range_of(s);
+  int64_t lo = range.lo, hi = std::min<int64_t>(range.hi, int64_t(1) << 31);
+  auto at = [&](int64_t v) {
+    values[s] = v;
+    return ir::eval(size.expr(), {}, values);
+  };
+  if (at(lo) > target) return std::nullopt;
+  while (lo < hi) {  // the largest value of s with size <= target (sizes grow with their symbols)
+    int64_t mid = lo + (hi - lo + 1) / 2;
+    if (at(mid) <= target) lo = mid;
+    else hi = mid - 1;
+  }
+  values[s] = lo;
+  return values;
+}
+
+std::string values_str(const std::map<std::string, int64_t> &values) {
+  std::string out;
+  for (const auto &[name, v] : values) out += str_cat(out.empty() ? "" : ", ", name, " = ", v);
+  return out;
+}
+
+}  // namespace
+
+std::map<std::string, TritonConfig> autotune_triton(const sched::Schedule &s, std::vector<TunedKernel> *report) {
+  std::map<std::string, TritonConfig> winners;
+  std::shared_ptr<SizeGuards> guards = ir::guards_of(s.ir.program);
+  if (!guards) {
+    std::map<std::string, std::string> keys;
+    for (const ir::Kernel &k : s.ir.kernels) keys[k.name] = k.name;
+    tune(s, keys, "", winners, report);
+    return winners;
+  }
+  // A schedule of symbolic sizes: a kernel of one plan is tuned at the sizes compiled for;
+  // each size bucket of one of several (plan_variants) at sizes inside it, where its size is
+  // the bucket's top (four times its bottom for the last), its winner under the variant's
+  // name. Kernels are tuned together where their sizes are the same.
+  const ir::Program &p = s.ir.program;
+  std::map<std::map<std::string, int64_t>, std::map<std::string, std::string>> at;
+  for (const ir::Kernel &k : s.ir.kernels) {
+    if (k.kind != ir::KernelKind::Pointwise && k.kind != ir::KernelKind::Reduction) {
+      at[guards->values()][k.name] = k.name;
+      continue;
+    }
+    std::vector<codegen::TritonVariant> variants = codegen::plan_variants(p, k, {});
+    if (variants.size() == 1) {
+      at[guards->values()][k.name] = k.name;
+      continue;
+    }
+    SymInt rn = checked_numel(k.reduction_ranges);
+    SymInt size = k.kind == ir::KernelKind::Reduction && rn.symbolic() ? rn : checked_numel(k.ranges);
+    for (const codegen::TritonVariant &v : variants) {
+      std::optional<int64_t> top, bottom;
+      for (const SizeGuard &g : v.only_if) {
+        // The bucket's ends, as plan_variants states them: `size - hi <= 0`, `lo - size < 0`.
+        if (g.op == SizeGuard::Op::Le) top = -(g.expr - size.expr()).constant();
+        if (g.op == SizeGuard::Op::Lt) bottom = (g.expr + size.expr()).constant();
+      }
+      std::optional<std::map<std::string, int64_t>> values = sizes_for(size, top ? *top : *bottom * 4, *guards);
+      if (!values) continue;  // the bucket's sizes are not reached from one symbol
+      bool inside = std::all_of(v.only_if.begin(), v.only_if.end(), [&](const SizeGuard &g) { return g.holds(*values); });
+      if (inside) at[*values][k.name] = k.name + "_" + v.plan.variant;
+    }
+  }
+  for (const auto &[values, keys] : at) {
+    sched::Schedule specialized = s;
+    sched::specialize(specialized, values);
+    bool hints = values == guards->values();
+    // A variant tuned at sizes where its kernel plans otherwise (another strategy) is not.
+    std::map<std::string, std::string> tunable;
+    for (const auto &[kernel, key] : keys) {
+      auto k = std::find_if(specialized.ir.kernels.begin(), specialized.ir.kernels.end(),
+                            [&](const ir::Kernel &k) { return k.name == kernel; });
+      if (k == specialized.ir.kernels.end()) continue;
+      if (key != kernel && (k->kind == ir::KernelKind::Pointwise || k->kind == ir::KernelKind::Reduction)) {
+        const ir::Kernel &symbolic = *std::find_if(s.ir.kernels.begin(), s.ir.kernels.end(),
+                                                   [&](const ir::Kernel &x) { return x.name == kernel; });
+        std::vector<codegen::TritonVariant> variants = codegen::plan_variants(p, symbolic, {});
+        auto v = std::find_if(variants.begin(), variants.end(),
+                              [&](const codegen::TritonVariant &v) { return kernel + "_" + v.plan.variant == key; });
+        if (v == variants.end() || codegen::plan_triton_kernel(specialized.ir.program, *k, {}).strategy != v->plan.strategy)
+          continue;
+      }
+      tunable[kernel] = key;
+    }
+    tune(specialized, tunable, hints ? "" : values_str(values), winners, report);
   }
   return winners;
 }

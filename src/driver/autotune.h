@@ -5,6 +5,11 @@
 // kernel sources, the candidates, the GPU's name and capability, Triton's and coil's
 // versions: a second compile of the same graph on the same GPU model times nothing.
 //
+// A schedule of symbolic sizes is tuned per size bucket: a kernel of one plan at the sizes
+// compiled for, each variant of a kernel of several (codegen::plan_variants) at sizes inside
+// its bucket (its size at the bucket's top), cached under those sizes and returned under the
+// variant's name (`kernel4_upto256`), so that each bucket runs its own winner.
+//
 // Timing runs each candidate's launches (two for a split reduction) on device buffers of the
 // kernel's own, zero-filled: the memory a kernel moves does not depend on the values, and
 // zero indices are always in range. A candidate must beat the default by 2% to replace it,
@@ -36,9 +41,10 @@ struct TunedKernel {
 };
 
 /// Tunes every schedule kernel of `s` with more than one candidate, on the current GPU (a
-/// UserError when there is none); a schedule of symbolic sizes at the sizes compiled for. Returns the winners by schedule kernel, to go in
-/// TritonOptions::configs; `report` (optional) gets one entry per tuned kernel. While it
-/// runs, a progress line on stderr when stderr is a terminal.
+/// UserError when there is none); a schedule of symbolic sizes per size bucket (above).
+/// Returns the winners by schedule kernel or variant, to go in TritonOptions::configs;
+/// `report` (optional) gets one entry per tuned kernel or variant. While it runs, a progress
+/// line on stderr when stderr is a terminal.
 std::map<std::string, codegen::TritonConfig> autotune_triton(const sched::Schedule &s,
                                                              std::vector<TunedKernel> *report = nullptr);
 

@@ -242,7 +242,7 @@ class RunPlanTest(PlanCase):
 
 
 # out = 2 * x over n elements: n (the kernel's size argument) from the inputs' shape, and two
-# variants, in blocks of 16 while n <= 16, in blocks of 64 above.
+# variants, in blocks of 16 while n <= 16, of 64 up to 4096, of 1024 above.
 KERNEL_SIZED = PRELUDE + """def kernel0(in_ptr0, out_ptr0, s0, XBLOCK: tl.constexpr):
     xindex = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)
     xmask = xindex < s0
@@ -262,7 +262,7 @@ def symbolic_plan():
                         {"id": 1, "name": "buf1", "dtype": "f32", "elements": "s0", "place": "output", "index": 0}],
             "inputs": [view(0, ["s0"], [1]) | {"name": "x", "dtype": "f32"}],
             "outputs": [view(1, ["s0"], [1]) | {"name": "out0", "dtype": "f32"}],
-            "steps": [sized(16, "s0 <= 16"), sized(64, "s0 > 16")]}
+            "steps": [sized(16, ["s0 <= 16"]), sized(64, ["s0 > 16", "s0 <= 4096"]), sized(1024, ["4096 - s0 < 0"])]}
 
 
 class SymbolicPlanTest(PlanCase):
@@ -274,7 +274,7 @@ class SymbolicPlanTest(PlanCase):
         self.write(symbolic_plan(), {"kernel0": KERNEL_SIZED})
 
     def test_runs_at_every_size(self):
-        for n in (2, 13, 16, 17, 300):
+        for n in (2, 13, 16, 17, 300, 4096, 5000):
             x = torch.randn(n, generator=torch.Generator().manual_seed(n))
             self.write(inputs={"x": x})
             status, stderr, outputs = self.run_plan()
@@ -286,6 +286,14 @@ class SymbolicPlanTest(PlanCase):
         status, stderr, _ = self.run_plan()
         self.assertEqual(status, 2, stderr)
         self.assertIn("the compiled graph does not serve the sizes s0 = 1: it needs s0 >= 2 (the range of s0)", stderr)
+
+    def test_a_condition_not_in_a_list_is_refused(self):
+        plan = symbolic_plan()
+        plan["steps"][0]["when"] = "s0 <= 16"
+        self.write(plan, inputs={"x": torch.ones(4)})
+        status, stderr, _ = self.run_plan()
+        self.assertNotEqual(status, 0, stderr)
+        self.assertIn("'when' is \"s0 <= 16\", expected a list of strings", stderr)
 
     def test_a_bad_expression_is_refused(self):
         plan = symbolic_plan()

@@ -2,6 +2,7 @@
 // example run under Triton's interpreter (python/coil_triton/run_plan.py, many plans per
 // process) and compared with PyTorch eager with the tolerances of the testing tiers; every
 // generated kernel compiled to a cubin for sm_90 by Triton's own compiler.
+#include <regex>
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -11,6 +12,7 @@
 
 #include "codegen/gpu/gpu_epilogue.h"
 #include "codegen/triton/triton_codegen.h"
+#include "codegen/triton/triton_kernel_plan.h"
 #include "driver/compile.h"
 #include "frontend/parser.h"
 #include "io/compare.h"
@@ -195,8 +197,9 @@ TEST(TritonInterpreter, EveryFixtureAndExampleMatchesEager) {
 // ---- one program of symbolic sizes at every size ----------------------------------------------
 
 // A graph of symbolic sizes compiled once, at the hints its SizeValues give, runs under the
-// interpreter at sizes on both sides of each decision made at the hints: a persistent row
-// that no longer fits its block (the looped variant runs), a split reduction's last chunk
+// interpreter at sizes on both sides of each decision made at the hints and in each size
+// bucket of its kernels (plan_variants): a persistent row in a larger block, one that no
+// longer fits (the looped variant runs), a split reduction's last chunk
 // past the row, rows side by side, Welford, scans and tiles; each against the reference
 // interpreter on the program specialized to those sizes.
 TEST(TritonInterpreter, OneSymbolicProgramServesEverySize) {
@@ -210,13 +213,13 @@ TEST(TritonInterpreter, OneSymbolicProgramServesEverySize) {
   };
   const std::vector<Graph_> graphs = {
       {"softmax", graph("x: \"f32[4, s0][s0, 1]cpu\"", "        s: \"f32[4, s0][s0, 1]cpu\" = torch.ops.aten._softmax.default(x, -1, False)\n", "s"),
-       16, {16, 9, 5000}},
+       16, {16, 9, 100, 300, 5000}},
       {"var_mean", graph("x: \"f32[8, s0][s0, 1]cpu\"",
                          "        v = torch.ops.aten.var_mean.correction(x, [1], correction = 1)\n"
                          "        a: \"f32[8][1]cpu\" = v[0]\n        b: \"f32[8][1]cpu\" = v[1]\n", "a, b"),
-       100, {100, 3, 4099}},
+       100, {100, 3, 200, 1000, 4099}},
       {"split_rows", graph("x: \"f32[2, s0][s0, 1]cpu\"", "        s: \"f32[2][1]cpu\" = torch.ops.aten.amax.default(x, [1])\n", "s"),
-       65536, {65536, 65543, 3}},
+       65536, {65536, 65543, 3, 5000, 300000}},
       {"split_columns", graph("x: \"f32[s0, 256][256, 1]cpu\"",
                               "        s: \"f32[256][1]cpu\" = torch.ops.aten.sum.dim_IntList(x, [0])\n", "s"),
        1024, {1024, 37, 1500}},
@@ -225,7 +228,7 @@ TEST(TritonInterpreter, OneSymbolicProgramServesEverySize) {
       {"tiles", graph("x: \"f32[s0, 64][64, 1]cpu\", y: \"f32[64, s0][s0, 1]cpu\"",
                       "        t: \"f32[s0, 64][1, s0]cpu\" = torch.ops.aten.permute.default(y, [1, 0])\n"
                       "        s: \"f32[s0, 64][64, 1]cpu\" = torch.ops.aten.add.Tensor(x, t)\n", "s"),
-       128, {128, 33}},
+       128, {128, 33, 2, 3000}},
   };
   fs::path root = fs::temp_directory_path() / ("coil_symbolic_" + std::to_string(::getpid()));
   fs::remove_all(root);
@@ -314,9 +317,11 @@ TEST(TritonCodegen, AProgramAtOneCallsSizesHoldsIntegersAndTheVariantThatServesT
                                 CodegenSizes::Symbolic);
   codegen::GpuProgram g = codegen::generate_triton(c.schedule);
   size_t variants = 0;
-  for (const codegen::GpuStep &st : g.steps) variants += st.only_if.has_value();
-  ASSERT_EQ(variants, 2u) << g.plans;  // the persistent row and the looped one
-  for (int64_t n : {9, 16, 5000}) {
+  for (const codegen::GpuStep &st : g.steps) variants += !st.only_if.empty();
+  // The softmax's row by buckets: persistent in blocks of 16 (the hint's), 256 and 4096,
+  // then looped; the product is an extern call.
+  ASSERT_EQ(variants, 4u) << g.plans;
+  for (int64_t n : {9, 16, 17, 300, 5000}) {
     SCOPED_TRACE("s0 = " + std::to_string(n));
     std::map<std::string, int64_t> values{{"s0", n}};
     sched::Schedule at = c.schedule;
@@ -327,7 +332,7 @@ TEST(TritonCodegen, AProgramAtOneCallsSizesHoldsIntegersAndTheVariantThatServesT
     for (const auto &[id, elements] : got.scratch_elements) EXPECT_FALSE(elements.symbolic()) << "scratch " << id;
     int launches = 0, externs = 0;
     for (const codegen::GpuStep &st : got.steps) {
-      EXPECT_FALSE(st.only_if.has_value());
+      EXPECT_TRUE(st.only_if.empty());
       if (st.kind == codegen::GpuStep::Kind::Extern) {
         ++externs;
         ASSERT_TRUE(st.extern_plan.has_value()) << st.schedule_kernel;
@@ -336,13 +341,101 @@ TEST(TritonCodegen, AProgramAtOneCallsSizesHoldsIntegersAndTheVariantThatServesT
       ++launches;
       const codegen::GpuKernel &k = got.kernels[size_t(st.kernel)];
       for (const SymInt &n : k.grid) EXPECT_FALSE(n.symbolic()) << k.name;
-      // The softmax's variant: persistent for rows of the hint's block (16), looped beyond.
-      bool looped = k.name.ends_with("_looped");
-      EXPECT_EQ(looped, n > 16) << k.name << "\n" << g.plans;
+      // The softmax's variant: the hint's plan (16) up to 16, persistent in 256 up to 256, looped above 4096.
+      std::string want = n <= 16 ? "_upto16" : n <= 256 ? "_upto256" : n <= 4096 ? "_upto4096" : "_above4096";
+      EXPECT_TRUE(k.name.ends_with(want)) << k.name << "\n" << g.plans;
     }
     EXPECT_EQ(launches, 1);
     EXPECT_EQ(externs, 1);
   }
+}
+
+// A kernel of symbolic sizes is planned per size bucket: a pointwise kernel compiled at a
+// few elements gets larger blocks for more, a reduction's row larger blocks then a loop; the
+// buckets cover the symbol's range without overlap, the sizes compiled for keep the plan of
+// a static compile, a kernel of numbers has one plan, and a config named for one variant
+// plans that variant alone.
+TEST(TritonPlan, SymbolicKernelsArePlannedPerSizeBucket) {
+  const std::string text = R"(class GraphModule(torch.nn.Module):
+    def forward(self, x: "f32[s0][1]cpu", y: "f32[4, s0][s0, 1]cpu", z: "f32[8, 32][32, 1]cpu"):
+        a: "f32[s0][1]cpu" = torch.ops.aten.relu.default(x)
+        s: "f32[4][1]cpu" = torch.ops.aten.sum.dim_IntList(y, [1])
+        t: "f32[8][1]cpu" = torch.ops.aten.sum.dim_IntList(z, [1])
+        return (a, s, t)
+)";
+  auto compile = [&](const frontend::SizeValues &hints) {
+    return compile_graph(frontend::parse_graph(text, "buckets.py", &hints), gpu_schedule(), "", CodegenSizes::Symbolic);
+  };
+  Compilation c = compile({{"s0", 8}});
+  const ir::Program &p = c.schedule.ir.program;
+  std::map<std::string, std::vector<codegen::TritonVariant>> variants;
+  for (const ir::Kernel &k : c.schedule.ir.kernels) variants[k.name] = codegen::plan_variants(p, k, {});
+  ASSERT_EQ(variants.size(), 3u) << codegen::generate_triton(c.schedule).plans;
+  int bucketed = 0;
+  for (const auto &[name, vs] : variants) {
+    SCOPED_TRACE(name);
+    const ir::Kernel &k = *std::find_if(c.schedule.ir.kernels.begin(), c.schedule.ir.kernels.end(),
+                                        [&](const ir::Kernel &k) { return k.name == name; });
+    if (!checked_numel(k.ranges).symbolic() && !checked_numel(k.reduction_ranges).symbolic()) {
+      ASSERT_EQ(vs.size(), 1u);  // the sum over [8, 32]
+      EXPECT_TRUE(vs[0].only_if.empty());
+      continue;
+    }
+    ++bucketed;
+    ASSERT_GE(vs.size(), 2u);
+    // Each size of s0's range is served by exactly one variant; the hint's plan is the one of
+    // the kernel's unnamed variant, and larger sizes get blocks at least as large.
+    int64_t last_block = 0;
+    for (int64_t n : {2, 8, 9, 16, 17, 255, 256, 257, 4096, 5000, 70000, 3000000}) {
+      std::map<std::string, int64_t> values{{"s0", n}};
+      int serving = 0;
+      for (const codegen::TritonVariant &v : vs) {
+        if (!std::all_of(v.only_if.begin(), v.only_if.end(), [&](const SizeGuard &g) { return g.holds(values); })) continue;
+        ++serving;
+        EXPECT_FALSE(v.plan.variant.empty()) << "s0 = " << n;
+        int64_t block = k.kind == ir::KernelKind::Reduction ? v.plan.block1 : v.plan.block0;
+        if (v.plan.strategy == codegen::TritonStrategy::Persistent) EXPECT_GE(block, n);
+        if (v.plan.strategy != codegen::TritonStrategy::Blocks && v.plan.strategy != codegen::TritonStrategy::Persistent)
+          continue;  // a loop or a split past the persistent rows
+        EXPECT_GE(block, last_block) << "s0 = " << n;
+        last_block = block;
+      }
+      EXPECT_EQ(serving, 1) << "s0 = " << n;
+    }
+  }
+  EXPECT_EQ(bucketed, 2);
+  // At the hint the plan is a static compile's plan at those sizes.
+  auto at_hint = [&](const std::vector<codegen::TritonVariant> &vs) {
+    for (const codegen::TritonVariant &v : vs)
+      if (std::all_of(v.only_if.begin(), v.only_if.end(), [](const SizeGuard &g) { return g.holds({{"s0", 8}}); }))
+        return v.plan;
+    throw std::runtime_error("no variant serves the hint");
+  };
+  const std::string static_text = std::regex_replace(text, std::regex("s0"), "8");
+  Compilation fixed = compile_graph(frontend::parse_graph(static_text, "buckets_static.py"), gpu_schedule(), "");
+  for (const ir::Kernel &k : fixed.schedule.ir.kernels) {
+    codegen::TritonKernelPlan want = codegen::plan_triton_kernel(fixed.schedule.ir.program, k, {});
+    codegen::TritonKernelPlan got = at_hint(variants.at(k.name));
+    EXPECT_EQ(got.config(), want.config()) << k.name;
+    EXPECT_EQ(got.strategy, want.strategy) << k.name;
+  }
+  // A config named for one variant plans that one alone.
+  const ir::Kernel &pointwise = *std::find_if(c.schedule.ir.kernels.begin(), c.schedule.ir.kernels.end(),
+                                              [](const ir::Kernel &k) { return k.kind == ir::KernelKind::Pointwise; });
+  std::vector<codegen::TritonVariant> plain = variants.at(pointwise.name);
+  const codegen::TritonVariant &top = plain.back();
+  codegen::TritonOptions o;
+  o.configs[pointwise.name + "_" + top.plan.variant] = codegen::TritonConfig{128, 0, 2, 1, 0};
+  std::vector<codegen::TritonVariant> tuned = codegen::plan_variants(p, pointwise, o);
+  ASSERT_EQ(tuned.size(), plain.size());
+  for (size_t i = 0; i + 1 < tuned.size(); ++i) EXPECT_EQ(tuned[i].plan.config(), plain[i].plan.config());
+  EXPECT_EQ(tuned.back().plan.block0, 128);
+  EXPECT_EQ(tuned.back().plan.warps, 2);
+  EXPECT_EQ(tuned.back().plan.variant, top.plan.variant);
+  // kernel_plans.txt says where each variant runs.
+  std::string plans = codegen::generate_triton(c.schedule).plans;
+  EXPECT_NE(plans.find(pointwise.name + "_" + top.plan.variant), std::string::npos) << plans;
+  EXPECT_NE(plans.find(" and "), std::string::npos) << plans;
 }
 
 TEST(TritonTuning, EveryCandidateMatchesTheReference) {

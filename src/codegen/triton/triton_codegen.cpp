@@ -182,9 +182,10 @@ GpuProgram at_sizes(const GpuProgram &g, const sched::Schedule &at, const std::m
   for (const auto &[id, elements] : g.scratch_elements) out.scratch_elements[id] = at_sizes(elements, values);
   out.arena_bytes = at_sizes(g.arena_bytes, values);
   for (const GpuStep &st : g.steps) {
-    if (st.only_if && !st.only_if->holds(values)) continue;  // another variant serves these sizes
+    if (!std::all_of(st.only_if.begin(), st.only_if.end(), [&](const SizeGuard &g) { return g.holds(values); }))
+      continue;  // another variant serves these sizes
     GpuStep &step = out.steps.emplace_back(st);
-    step.only_if.reset();
+    step.only_if.clear();
     if (step.kind != GpuStep::Kind::Extern || step.extern_plan) continue;
     auto k = std::find_if(at.ir.kernels.begin(), at.ir.kernels.end(),
                           [&](const Kernel &k) { return k.name == st.schedule_kernel; });

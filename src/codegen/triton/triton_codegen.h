@@ -62,9 +62,9 @@ struct GpuStep {
   /// Launch: the buffer behind each pointer argument, in signature order. A Scratch
   /// buffer (partial results of a split reduction) has an id past the program's buffers.
   std::vector<int> args;
-  /// Launch: runs only at sizes where this holds (`s0 - 1024 <= 0`): one of a kernel's
-  /// variants, each launched where its plan serves (a persistent row, else a looped one).
-  std::optional<SizeGuard> only_if;
+  /// Launch: runs only at sizes where each of these holds (`16 - s0 < 0`, `s0 - 256 <= 0`):
+  /// one of a kernel's variants, each launched in its size bucket (plan_variants).
+  std::vector<SizeGuard> only_if;
   int node = -1;    // Extern: the node of the call in the program
   std::string schedule_kernel;  // the scheduler's kernel this step belongs to
   /// Extern: the post-ops fused onto the call (codegen/gpu/gpu_epilogue.h); the step then

@@ -46,8 +46,8 @@ bool splittable(const ir::Program &p, const ir::Kernel &k) {
 // rows of 65,536 or more would leave the GPU idle, in chunks of about 32,768. Rows side by
 // side (a sum over dim 0): split when fewer than 256 programs (two per multiprocessor of
 // an H100 or H200) would cover the rows, into enough chunks for about 512 programs.
-int64_t default_split(const ir::Program &p, const ir::Kernel &k, bool columns) {
-  int64_t rows = checked_numel(k.ranges).hint(), rn = checked_numel(k.reduction_ranges).hint();
+int64_t default_split(const ir::Program &p, const ir::Kernel &k, bool columns, const KernelExtent &e) {
+  int64_t rows = e.rows, rn = e.rn;
   if (!splittable(p, k)) return 1;
   if (!columns) return rows > 64 || rn < 65536 ? 1 : std::clamp<int64_t>(next_pow2(ceil_div(rn, 32768)), 2, 1024);
   int64_t programs = ceil_div(rows, default_rows_per_program(rows, rn, true));
@@ -96,16 +96,16 @@ void fit_blocks(int64_t &block0, int64_t &block1, int64_t blocks, const std::fun
   while (!fits() && block0 > 8) block0 /= 2;
 }
 
-void plan_pointwise(TritonKernelPlan &plan, const ir::Program &p, const ir::Kernel &k, const TritonConfig &cfg) {
-  int64_t numel = checked_numel(k.ranges).hint();
-  int64_t rows = k.ranges.size() >= 2 ? numel / std::max<int64_t>(k.ranges.back().hint(), 1) : 1;
+void plan_pointwise(TritonKernelPlan &plan, const ir::Program &p, const ir::Kernel &k, const TritonConfig &cfg,
+                    const KernelExtent &e) {
+  int64_t numel = e.numel, rows = e.rows;
   int64_t tile_rows = pick(cfg.block0, std::min<int64_t>(32, next_pow2(rows)));
   // When a load walks the last two dims the other way round from the store (x + y.t()),
   // the kernel runs in YBLOCK x XBLOCK tiles, so that loads and stores both coalesce.
   if (loads_transposed_in_last_two_dims(p, k) && ceil_div(rows, tile_rows) <= 65535) {
     plan.strategy = TritonStrategy::Tiles;
     plan.block0 = tile_rows;
-    plan.block1 = pick(cfg.block1, std::min<int64_t>(64, next_pow2(k.ranges.back().hint())));
+    plan.block1 = pick(cfg.block1, std::min<int64_t>(64, next_pow2(e.last)));
   } else {
     plan.strategy = TritonStrategy::Blocks;
     plan.block0 = pick(cfg.block0, std::min<int64_t>(1024, next_pow2(std::max<int64_t>(numel, 1))));
@@ -116,12 +116,12 @@ void plan_pointwise(TritonKernelPlan &plan, const ir::Program &p, const ir::Kern
 }
 
 void plan_reduction(TritonKernelPlan &plan, const ir::Program &p, const ir::Kernel &k, const TritonOptions &o,
-                    const TritonConfig &cfg) {
-  int64_t rows = checked_numel(k.ranges).hint(), rn = checked_numel(k.reduction_ranges).hint();
+                    const TritonConfig &cfg, const KernelExtent &e) {
+  int64_t rows = e.rows, rn = e.rn;
   // When loads are contiguous along the last kept dim and not along the reduced one (a sum
   // over dim 0), a block holds many rows side by side, so that loads coalesce.
   bool columns = rows_contiguous_across_reduction(p, k);
-  int64_t split = cfg.split > 1 && splittable(p, k) ? cfg.split : cfg.split == 1 ? 1 : default_split(p, k, columns);
+  int64_t split = cfg.split > 1 && splittable(p, k) ? cfg.split : cfg.split == 1 ? 1 : default_split(p, k, columns, e);
   int64_t held = blocks_held(p, k);
   if (split > 1) {
     plan.strategy = columns ? TritonStrategy::SplitColumns : TritonStrategy::SplitRows;
@@ -191,15 +191,27 @@ TritonConfig TritonKernelPlan::config() const {
   return {};
 }
 
-TritonKernelPlan plan_triton_kernel(const ir::Program &p, const ir::Kernel &k, const TritonOptions &o) {
+KernelExtent extent_at_hints(const ir::Kernel &k) {
+  KernelExtent e;
+  e.rows = checked_numel(k.ranges).hint();
+  e.rn = k.kind == ir::KernelKind::Reduction ? checked_numel(k.reduction_ranges).hint() : 1;
+  e.last = k.ranges.empty() ? 1 : std::max<int64_t>(k.ranges.back().hint(), 1);
+  e.numel = e.rows;
+  if (k.kind == ir::KernelKind::Pointwise) e.rows = k.ranges.size() >= 2 ? e.numel / e.last : 1;
+  return e;
+}
+
+TritonKernelPlan plan_triton_kernel(const ir::Program &p, const ir::Kernel &k, const TritonOptions &o,
+                                    const std::optional<KernelExtent> &at) {
+  KernelExtent e = at ? *at : extent_at_hints(k);
   TritonConfig cfg;
   if (auto it = o.configs.find(k.name); it != o.configs.end()) cfg = it->second;
   TritonKernelPlan plan;
   plan.kernel = k.name;
   plan.stages = pick(cfg.num_stages, 1);
   switch (k.kind) {
-    case ir::KernelKind::Pointwise: plan_pointwise(plan, p, k, cfg); break;
-    case ir::KernelKind::Reduction: plan_reduction(plan, p, k, o, cfg); break;
+    case ir::KernelKind::Pointwise: plan_pointwise(plan, p, k, cfg, e); break;
+    case ir::KernelKind::Reduction: plan_reduction(plan, p, k, o, cfg, e); break;
     case ir::KernelKind::Scan: plan.strategy = TritonStrategy::Scan; break;
     case ir::KernelKind::Scatter: plan.strategy = TritonStrategy::Scatter; break;
     case ir::KernelKind::Extern: COIL_ASSERT(false, "extern calls are host steps, not Triton kernels");
@@ -207,21 +219,95 @@ TritonKernelPlan plan_triton_kernel(const ir::Program &p, const ir::Kernel &k, c
   return plan;
 }
 
+namespace {
+
+// The cuts of plan_variants' size buckets: the defaults change between them (RBLOCK and
+// XBLOCK grow, a row past 4,096 is looped, one past 65,536 may be split), and a plan made at
+// a bucket's top wastes at most 16x the lanes of a row at its bottom.
+constexpr int64_t kBucketCuts[] = {16, 256, 4096, 65536, int64_t(1) << 20};
+constexpr int64_t kLastBucketAt = int64_t(1) << 24;
+
+// The kernel's extent with the size a bucket follows at `v`: a reduction's row (`row`) or
+// its rows, or a pointwise kernel's elements (its rows in proportion).
+KernelExtent extent_with(const ir::Kernel &k, bool row, int64_t v) {
+  KernelExtent e = extent_at_hints(k);
+  if (k.kind == ir::KernelKind::Pointwise) {
+    e.numel = v;
+    e.rows = k.ranges.size() >= 2 ? std::max<int64_t>(v / e.last, 1) : 1;
+  } else if (row) {
+    e.rn = v;
+  } else {
+    e.rows = e.numel = v;
+  }
+  return e;
+}
+
+}  // namespace
+
 std::vector<TritonVariant> plan_variants(const ir::Program &p, const ir::Kernel &k, const TritonOptions &o) {
-  TritonKernelPlan plan = plan_triton_kernel(p, k, o);
-  SymInt rn = checked_numel(k.reduction_ranges);
-  if (plan.strategy != TritonStrategy::Persistent || known_le(rn, plan.block1)) return {{plan, std::nullopt}};
-  // The row fits RBLOCK at the sizes compiled for, not at every size: where it does not,
-  // a row per program in steps of RBLOCK, as plan_reduction loops rows too long to hold.
-  TritonKernelPlan looped = plan;
-  looped.variant = "looped";
-  looped.strategy = TritonStrategy::Looped;
-  looped.block0 = 1;
-  looped.block1 = 2048;
-  looped.warps = 8;
-  std::string why = "the variants of " + k.name + ": persistent where its row fits RBLOCK=" + std::to_string(plan.block1);
-  return {{plan, SizeGuard{rn.expr() - plan.block1, SizeGuard::Op::Le, why}},
-          {looped, SizeGuard{ir::Expr(plan.block1) - rn.expr(), SizeGuard::Op::Lt, why + ", looped where it does not"}}};
+  TritonKernelPlan at_hints = plan_triton_kernel(p, k, o);
+  SymInt rn = checked_numel(k.reduction_ranges), rows = checked_numel(k.ranges);
+  bool row = k.kind == ir::KernelKind::Reduction && rn.symbolic();
+  SymInt size = row ? rn : rows;
+  bool bucketed = (k.kind == ir::KernelKind::Pointwise || k.kind == ir::KernelKind::Reduction) && size.symbolic();
+  if (!bucketed) return {{at_hints, {}, extent_at_hints(k)}};
+  ir::Interval range = size.guards()->bounds(size.expr());
+  // The tops of the buckets within the size's range: the hint (whose bucket keeps the plan
+  // of the sizes compiled for) and the cuts; the last bucket is open.
+  std::set<int64_t> tops = {size.hint()};
+  for (int64_t c : kBucketCuts)
+    if (c >= range.lo && c < range.hi) tops.insert(c);
+  struct Bucket {
+    int64_t lo, hi;  // (lo, hi]; kNone: no end on that side
+    KernelExtent extent;
+    TritonKernelPlan plan;
+    bool hint;  // it holds the sizes compiled for
+  };
+  constexpr int64_t kNone = -1;
+  std::vector<Bucket> buckets;
+  for (int64_t top : tops) {
+    KernelExtent e = extent_with(k, row, top);
+    bool hint = top == size.hint();
+    buckets.push_back({buckets.empty() ? kNone : buckets.back().hi, top, e, hint ? at_hints : plan_triton_kernel(p, k, o, e), hint});
+  }
+  if (range.hi > *tops.rbegin()) {
+    KernelExtent e = extent_with(k, row, std::max(kLastBucketAt, *tops.rbegin() * 16));
+    buckets.push_back({*tops.rbegin(), kNone, e, plan_triton_kernel(p, k, o, e), false});
+  }
+  // Neighbours of one plan merge (the hint's extent kept, else the top's).
+  std::vector<Bucket> merged;
+  for (Bucket &b : buckets) {
+    Bucket *last = merged.empty() ? nullptr : &merged.back();
+    if (!last || last->plan.strategy != b.plan.strategy || !(last->plan.config() == b.plan.config())) {
+      merged.push_back(b);
+      continue;
+    }
+    last->hi = b.hi;
+    if (!last->hint) last->extent = b.extent;
+    last->hint = last->hint || b.hint;
+  }
+  std::vector<TritonVariant> out;
+  for (const Bucket &b : merged) {
+    TritonVariant v{b.plan, {}, b.extent};
+    if (merged.size() > 1) {
+      std::string why = str_cat("the size bucket of ", k.name, " by ", row ? "its row" : "its elements", " ", ir::str(size.expr()));
+      if (b.lo != kNone) v.only_if.push_back({ir::Expr(b.lo) - size.expr(), SizeGuard::Op::Lt, why});
+      if (b.hi != kNone) v.only_if.push_back({size.expr() - ir::Expr(b.hi), SizeGuard::Op::Le, why});
+    }
+    if (merged.size() > 1) {
+      v.plan.variant = b.hi == kNone ? str_cat("above", b.lo) : str_cat("upto", b.hi);
+      // A config set for this variant alone (`kernel3_upto64`) plans it.
+      if (auto it = o.configs.find(k.name + "_" + v.plan.variant); it != o.configs.end()) {
+        TritonOptions own = o;
+        own.configs[k.name] = it->second;
+        std::string name = v.plan.variant;
+        v.plan = plan_triton_kernel(p, k, own, b.extent);
+        v.plan.variant = name;
+      }
+    }
+    out.push_back(std::move(v));
+  }
+  return out;
 }
 
 std::vector<TritonKernelPlan> tuning_plans(const ir::Program &p, const ir::Kernel &k, const TritonKernelPlan &plan,
@@ -284,10 +370,10 @@ std::vector<TritonKernelPlan> tuning_plans(const ir::Program &p, const ir::Kerne
 std::string plans_str(const std::vector<TritonVariant> &plans) {
   std::ostringstream out;
   out << "# The Triton dialect's plan of each kernel (codegen/triton/triton_kernel_plan.h)\n";
-  for (const auto &[plan, only_if] : plans) {
-    out << plan.kernel << (plan.variant.empty() ? "" : "_" + plan.variant) << "  " << strategy_name(plan.strategy) << "  "
-        << plan.config().str();
-    if (only_if) out << "  where " << only_if->str();
+  for (const TritonVariant &v : plans) {
+    out << v.plan.kernel << (v.plan.variant.empty() ? "" : "_" + v.plan.variant) << "  " << strategy_name(v.plan.strategy)
+        << "  " << v.plan.config().str();
+    for (size_t i = 0; i < v.only_if.size(); ++i) out << (i ? " and " : "  where ") << v.only_if[i].str();
     out << "\n";
   }
   return out.str();

@@ -3,9 +3,11 @@
 // persistent, looped, rows side by side, split), the block sizes, warps, pipeline stages
 // and the programs per row of a split reduction. The emitter (triton_kernel.h) prints a
 // kernel from its plan; the autotuner times the plans tuning_plans() enumerates. Printed
-// as kernel_plans.txt. Sizes are decided at the hints (the sizes compiled for) of a
-// schedule of symbolic sizes; a plan that holds only at some sizes (a persistent row) comes
-// with a variant for the rest (plan_variants). Tests: tests/unit/triton_test.cpp (TritonPlan*).
+// as kernel_plans.txt. A kernel of symbolic sizes is planned per size bucket: the size its
+// plan follows (a reduction's row, else its rows; a pointwise kernel's elements) is cut into
+// ranges, each planned at its top, and a variant of the kernel is generated per distinct
+// plan, launched where the call's size falls in its range (plan_variants). Tests:
+// tests/unit/triton_test.cpp (TritonPlan*).
 #pragma once
 
 #include <optional>
@@ -33,7 +35,7 @@ const char *strategy_name(TritonStrategy s);
 
 struct TritonKernelPlan {
   std::string kernel;  // the schedule's kernel: kernel0
-  std::string variant;  // "" for the kernel's plan; "looped" for its variant at other sizes
+  std::string variant;  // a kernel of several size buckets: its bucket's, "upto256", "above4096"; else ""
   TritonStrategy strategy = TritonStrategy::Blocks;
   int64_t block0 = 0;  // XBLOCK (YBLOCK of a tile)
   int64_t block1 = 0;  // RBLOCK (XBLOCK of a tile); 0 for blocks
@@ -45,19 +47,35 @@ struct TritonKernelPlan {
   TritonConfig config() const;
 };
 
-/// The plan of kernel `k`: the dialect's choices, with every field `o.configs` sets for
-/// the kernel taken from there.
-TritonKernelPlan plan_triton_kernel(const ir::Program &p, const ir::Kernel &k, const TritonOptions &o);
-
-/// A plan and the sizes it serves: all (no condition), or those where `only_if` holds.
-struct TritonVariant {
-  TritonKernelPlan plan;
-  std::optional<SizeGuard> only_if;
+/// The numbers a kernel is planned by: its elements, its rows (the elements kept by a
+/// reduction), the elements a row reduces (1 for pointwise) and its last dim.
+struct KernelExtent {
+  int64_t numel = 0, rows = 0, rn = 1, last = 1;
 };
 
-/// The plans kernel `k` is generated with: plan_triton_kernel's alone, or, for a persistent
-/// reduction whose row may be longer than its RBLOCK at other sizes, that plan where the
-/// row fits and a looped plan where it does not (the host picks by the call's sizes).
+/// `k`'s extent at the sizes compiled for (the hints).
+KernelExtent extent_at_hints(const ir::Kernel &k);
+
+/// The plan of kernel `k` at extent `e` (at the hints when none): the dialect's choices,
+/// with every field `o.configs` sets for the kernel taken from there (by the kernel's name,
+/// for every variant, or by a variant's, `kernel3_upto64`, for that one alone).
+TritonKernelPlan plan_triton_kernel(const ir::Program &p, const ir::Kernel &k, const TritonOptions &o,
+                                    const std::optional<KernelExtent> &e = std::nullopt);
+
+/// A plan and the sizes it serves: every size (`only_if` empty), or those where each
+/// guard of `only_if` holds (`s0 - 64 <= 0`, `64 - s0 < 0`: the bucket (64, 4096]).
+struct TritonVariant {
+  TritonKernelPlan plan;
+  std::vector<SizeGuard> only_if;
+  KernelExtent extent;  // what it was planned at: the top of its bucket, or the hints
+};
+
+/// The plans kernel `k` is generated with, one per size bucket. The size its plan follows
+/// (a reduction's row length when symbolic, else its rows; a pointwise kernel's elements)
+/// is cut at the sizes compiled for and at 16, 256, 4096, 65536 and 2^20 (past its range's
+/// ends the cuts drop); each range is planned at its top (the last at 2^24), and neighbouring
+/// ranges of one plan are merged. A kernel of numbers, or whose plan is the same at every
+/// cut, has one variant serving every size; the host picks by comparing the call's size.
 std::vector<TritonVariant> plan_variants(const ir::Program &p, const ir::Kernel &k, const TritonOptions &o);
 
 /// The plans worth timing for kernel `k`, `plan` first, then up to 9 more of its strategy

@@ -60,6 +60,13 @@ std::string json_ints(const std::vector<int64_t> &v) {
 // A size: its number, or its expression in the symbols as a string ("768*s0").
 std::string json_size(const SymInt &s) { return s.symbolic() ? json_string(str(s)) : std::to_string(s.hint()); }
 
+// A launch's "when": the conditions of its size bucket, as strings.
+std::string json_when(const std::vector<SizeGuard> &conditions) {
+  std::string out = "[";
+  for (size_t i = 0; i < conditions.size(); ++i) out += (i ? ", " : "") + json_string(conditions[i].str());
+  return out + "]";
+}
+
 std::string json_sizes(const std::vector<SymInt> &v) {
   std::string out = "[";
   for (size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + json_size(v[i]);
@@ -160,7 +167,7 @@ std::string launch_plan_json(const sched::Schedule &s, const GpuProgram &g) {
       out += "    {\"kind\": \"launch\", \"kernel\": " + json_string(k.name) + ", \"file\": \"kernels/" + k.name +
              ".py\", \"grid\": " + json_sizes({k.grid[0], k.grid[1], k.grid[2]}) + ", \"args\": " + json_ints(args) +
              (sizes.empty() ? "" : ", \"sizes\": [" + sizes + "]") +
-             (st.only_if ? ", \"when\": " + json_string(st.only_if->str()) : "") +
+             (st.only_if.empty() ? "" : ", \"when\": " + json_when(st.only_if)) +
              ", \"constexprs\": {" + consts + "}, \"num_warps\": " + std::to_string(k.num_warps) +
              ", \"num_stages\": " + std::to_string(k.num_stages) + "}";
       continue;

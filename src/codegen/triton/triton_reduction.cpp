@@ -41,8 +41,9 @@ void TritonEmitter::emit_reduction() {
                         ": XBLOCK rows side by side (neighbouring rows are contiguous), RBLOCK reduced elements per step";
       break;
     case TritonStrategy::Persistent:
-      // A row longer at other sizes runs the kernel's looped variant there (plan_variants).
-      COIL_ASSERT(l.block1 == next_pow2(std::max<int64_t>(rn.hint(), 1)), "a persistent reduction's RBLOCK holds its row");
+      // RBLOCK holds every row of the variant's size bucket (plan_variants), the row masked.
+      COIL_ASSERT(l.block1 == next_pow2(l.block1) && (rn.symbolic() || rn.hint() <= l.block1),
+                  "a persistent reduction's RBLOCK holds its row");
       attrs["layout"] = "persistent: a row in one program, RBLOCK the next power of two of " + str(rn);
       break;
     case TritonStrategy::Looped:
