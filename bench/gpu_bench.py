@@ -2,7 +2,7 @@
 
 Run on purpose, not as a test, on a machine with an NVIDIA GPU:
 
-    python3 bench/gpu_bench.py [--only NAME]... [--reps R] [--calls N] [--json FILE] [--coil PATH]
+    python3 bench/gpu_bench.py [--only NAME]... [--reps R] [--calls N] [--json FILE] [--coil PATH] [--dynamic]
 
 The workloads are cpu_bench's kernel suite (64M-float vectors, 8192x4096 matrices). coil runs
 in two variants (VARIANTS), each with caches of its own: `coil`, its defaults, and `tuned`,
@@ -22,6 +22,13 @@ with autotuning and CUDA graphs on. For each workload the script:
   caches, measured as the first call) and warm (a second fresh process, same caches).
 The bytes each workload must move at least are given as a share of a device-to-device copy
 of 256 MiB timed in the same run (read + write).
+
+With --dynamic instead: each workload exported twice, with static sizes and with every dim
+of every input symbolic (cpu_bench.export_dynamic: torch.export's Dim.AUTO, as
+torch.compile's dynamic=True marks them), each compiled once by `coil compile --device cuda`
+(the symbolic one at the suite's sizes as hints), each checked against eager's outputs
+(`coil run --expect`) and timed by `coil run --bench` at the suite's sizes, taking turns;
+the table gives the medians, their ratio, the compile times and the kernels of each.
 
 Both sides are timed the same way: runs of 10 calls back to back between one pair of CUDA
 events, so that the host's work for a call overlaps the GPU's work for the one before (timing
@@ -326,6 +333,67 @@ def bench_workload(name, f, make, min_bytes, args, work, bw):
     return row
 
 
+def dynamic(args, work):
+    """--dynamic: the kernel suite at static sizes against symbolic ones (see the top)."""
+    print("| workload | symbols | static (us) | dynamic (us) | dynamic / static | check | compile static (s) | "
+          "compile dynamic (s) | kernels static / dynamic |")
+    print("|---|---|---|---|---|---|---|---|---|", flush=True)
+    ratios, failed = [], []
+    kernels_re = re.compile(r"(\d+) Triton kernels")
+    for name, (f, make, _) in cpu_bench.workloads().items():
+        if args.only and name not in args.only:
+            continue
+        d = fresh_dir(os.path.join(work, name))
+        torch.manual_seed(0)
+        inputs = make()
+        graphs = {"static": os.path.join(d, "static.py"), "dynamic": os.path.join(d, "dynamic.py")}
+        graph_inputs = cpu_bench.export_graph(f, inputs, graphs["static"])
+        values = cpu_bench.export_dynamic(f, inputs, graphs["dynamic"])
+        in_file, expect_file = os.path.join(d, "inputs.safetensors"), os.path.join(d, "expected.safetensors")
+        save_tensors(dict(zip(placeholder_names(graphs["static"]), graph_inputs)), in_file)
+        save_tensors({f"out{i}": o for i, o in enumerate(as_list(f(*[t.cuda() for t in inputs])))}, expect_file)
+        sizes = [a for k, v in values.items() for a in ("--size", f"{k}={v}")]
+        compile_s, kernels, checks, reps = {}, {}, [], {k: [] for k in graphs}
+        for k, graph in graphs.items():
+            cache = fresh_dir(os.path.join(d, f"{k}_cache"))
+            compile_s[k], r = run_coil(args.coil, ["compile", graph, "--device", "cuda", "--out", os.path.join(d, k)] +
+                                       (sizes if k == "dynamic" else []), cache)
+            m = kernels_re.search(r.stdout + r.stderr)
+            kernels[k] = m.group(1) if r.returncode == 0 and m else "?"
+            if name in cpu_bench.RANDOM:
+                checks.append("random")
+                continue
+            _, r = run_coil(args.coil, ["run", graph, "--device", "cuda", "--inputs", in_file, "--expect", expect_file],
+                            cache)
+            checks.append("PASS" if r.returncode == 0 else "FAIL")
+            if r.returncode != 0:
+                print(f"  {name} ({k}) check against eager (exit {r.returncode}):\n{tail(r.stdout + r.stderr)}", flush=True)
+        for _ in range(args.reps):
+            for k, graph in graphs.items():
+                _, r = run_coil(args.coil, ["run", graph, "--device", "cuda", "--inputs", in_file, "--bench",
+                                            str(args.calls)], os.path.join(d, f"{k}_cache"))
+                m = MEDIAN_RE.search(r.stdout)
+                if r.returncode == 0 and m:
+                    reps[k].append(float(m.group(1)))
+        med = {k: statistics.median(v) if v else None for k, v in reps.items()}
+        check = "PASS" if all(c in ("PASS", "random") for c in checks) else "FAIL"
+        if check != "PASS" or None in med.values():
+            failed.append(name)
+        ratio = med["dynamic"] / med["static"] if None not in med.values() else None
+        if ratio:
+            ratios.append(ratio)
+        print(f"| {name} | {', '.join(f'{k}={v}' for k, v in values.items())} | {fmt(med['static'], '.1f')} | "
+              f"{fmt(med['dynamic'], '.1f')} | {fmt(ratio, '.2f')} | {check} | {compile_s['static']:.2f} | "
+              f"{compile_s['dynamic']:.2f} | {kernels['static']} / {kernels['dynamic']} |", flush=True)
+        if not args.work:
+            shutil.rmtree(d, ignore_errors=True)
+    if ratios:
+        print(f"\ngeometric mean of dynamic / static: {statistics.geometric_mean(ratios):.3f}; worst {max(ratios):.3f}")
+    if failed:
+        print(f"failed: {', '.join(failed)}")
+    return 1 if failed else 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--only", action="append", help="a workload to run (repeatable; default: all)")
@@ -335,6 +403,7 @@ def main():
     ap.add_argument("--coil", default=os.path.join(ROOT, "build", "coil"), help="the coil binary (default build/coil)")
     ap.add_argument("--work", help="keep the graphs, tensor files and caches in this folder (default: a temporary "
                                    "folder, removed at the end)")
+    ap.add_argument("--dynamic", action="store_true", help="the kernel suite at static against symbolic sizes")
     ap.add_argument("--dry-run", action="store_true",
                     help="no GPU needed: export the graphs, write the tensor files (eager's outputs from the CPU), "
                          "time coil's compiles and check the files with `coil check`; no kernel timing")
@@ -346,6 +415,8 @@ def main():
     for name in args.only or []:
         if name not in suite:
             sys.exit(f"unknown workload '{name}'; the suite has: {', '.join(suite)}")
+    if args.dynamic and args.dry_run:
+        sys.exit("--dynamic times kernels on the GPU: it takes no --dry-run")
     if not args.dry_run and not torch.cuda.is_available():
         sys.exit("torch sees no CUDA device (use --dry-run to check the export and compile steps without one)")
     # coil compiles its Triton kernels in a helper Python: this one, which has torch's Triton,
@@ -369,6 +440,12 @@ def main():
         print(f"copy bandwidth: {bw / 1e9:.0f} GB/s (read + write, 256 MiB device to device)")
     print(f"reps {args.reps}, calls {args.calls}; files in {work}", flush=True)
 
+    if args.dynamic:
+        try:
+            return dynamic(args, work)
+        finally:
+            if not args.work:
+                shutil.rmtree(work, ignore_errors=True)
     rows = []
     try:
         for name, (f, make, min_bytes) in suite.items():
@@ -403,4 +480,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
