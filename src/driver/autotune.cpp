@@ -368,9 +368,10 @@ std::map<std::string, TritonConfig> autotune_triton(const sched::Schedule &s, st
     bool hints = values == guards->values();
     // A variant tuned at sizes where its kernel plans otherwise (another strategy) is not.
     std::map<std::string, std::string> tunable;
-    for (const auto &[kernel, key] : keys) {
+    for (const auto &entry : keys) {
+      const std::string &kernel = entry.first, &key = entry.second;  // named: lambdas below capture them
       auto k = std::find_if(specialized.ir.kernels.begin(), specialized.ir.kernels.end(),
-                            [&](const ir::Kernel &k) { return k.name == kernel; });
+                            [&](const ir::Kernel &x) { return x.name == kernel; });
       if (k == specialized.ir.kernels.end()) continue;
       if (key != kernel && (k->kind == ir::KernelKind::Pointwise || k->kind == ir::KernelKind::Reduction)) {
         const ir::Kernel &symbolic = *std::find_if(s.ir.kernels.begin(), s.ir.kernels.end(),
