@@ -372,10 +372,9 @@ TEST(TritonPlan, SymbolicKernelsArePlannedPerSizeBucket) {
   for (const ir::Kernel &k : c.schedule.ir.kernels) variants[k.name] = codegen::plan_variants(p, k, {});
   ASSERT_EQ(variants.size(), 3u) << codegen::generate_triton(c.schedule).plans;
   int bucketed = 0;
-  for (const auto &[name, vs] : variants) {
-    SCOPED_TRACE(name);
-    const ir::Kernel &k = *std::find_if(c.schedule.ir.kernels.begin(), c.schedule.ir.kernels.end(),
-                                        [&](const ir::Kernel &k) { return k.name == name; });
+  for (const ir::Kernel &k : c.schedule.ir.kernels) {
+    SCOPED_TRACE(k.name);
+    const std::vector<codegen::TritonVariant> &vs = variants.at(k.name);
     if (!checked_numel(k.ranges).symbolic() && !checked_numel(k.reduction_ranges).symbolic()) {
       ASSERT_EQ(vs.size(), 1u);  // the sum over [8, 32]
       EXPECT_TRUE(vs[0].only_if.empty());
