@@ -336,53 +336,39 @@ std::map<std::string, TritonConfig> autotune_triton(const sched::Schedule &s, st
   // the bucket's top (four times its bottom for the last), its winner under the variant's
   // name. Kernels are tuned together where their sizes are the same.
   const ir::Program &p = s.ir.program;
-  std::map<std::map<std::string, int64_t>, std::map<std::string, std::string>> at;
+  // By sizes: each kernel tuned there, the key its winner goes under and the strategy of
+  // its variant (none for a kernel of one plan).
+  struct Entry {
+    std::string key;
+    std::optional<codegen::TritonStrategy> strategy;
+  };
+  std::map<std::map<std::string, int64_t>, std::map<std::string, Entry>> at;
   for (const ir::Kernel &k : s.ir.kernels) {
-    if (k.kind != ir::KernelKind::Pointwise && k.kind != ir::KernelKind::Reduction) {
-      at[guards->values()][k.name] = k.name;
+    std::vector<codegen::TritonVariant> variants;
+    if (k.kind == ir::KernelKind::Pointwise || k.kind == ir::KernelKind::Reduction) variants = codegen::plan_variants(p, k, {});
+    if (variants.size() <= 1) {
+      at[guards->values()][k.name] = {k.name, std::nullopt};
       continue;
     }
-    std::vector<codegen::TritonVariant> variants = codegen::plan_variants(p, k, {});
-    if (variants.size() == 1) {
-      at[guards->values()][k.name] = k.name;
-      continue;
-    }
-    SymInt rn = checked_numel(k.reduction_ranges);
-    SymInt size = k.kind == ir::KernelKind::Reduction && rn.symbolic() ? rn : checked_numel(k.ranges);
     for (const codegen::TritonVariant &v : variants) {
-      std::optional<int64_t> top, bottom;
-      for (const SizeGuard &g : v.only_if) {
-        // The bucket's ends, as plan_variants states them: `size - hi <= 0`, `lo - size < 0`.
-        if (g.op == SizeGuard::Op::Le) top = -(g.expr - size.expr()).constant();
-        if (g.op == SizeGuard::Op::Lt) bottom = (g.expr + size.expr()).constant();
-      }
-      std::optional<std::map<std::string, int64_t>> values = sizes_for(size, top ? *top : *bottom * 4, *guards);
+      std::optional<std::map<std::string, int64_t>> values = sizes_for(v.size, v.hi ? *v.hi : *v.lo * 4, *guards);
       if (!values) continue;  // the bucket's sizes are not reached from one symbol
       bool inside = std::all_of(v.only_if.begin(), v.only_if.end(), [&](const SizeGuard &g) { return g.holds(*values); });
-      if (inside) at[*values][k.name] = k.name + "_" + v.plan.variant;
+      if (inside) at[*values][k.name] = {k.name + "_" + v.plan.variant, v.plan.strategy};
     }
   }
-  for (const auto &[values, keys] : at) {
+  for (const auto &[values, entries] : at) {
     sched::Schedule specialized = s;
     sched::specialize(specialized, values);
     bool hints = values == guards->values();
     // A variant tuned at sizes where its kernel plans otherwise (another strategy) is not.
     std::map<std::string, std::string> tunable;
-    for (const auto &entry : keys) {
-      const std::string &kernel = entry.first, &key = entry.second;  // named: lambdas below capture them
-      auto k = std::find_if(specialized.ir.kernels.begin(), specialized.ir.kernels.end(),
-                            [&](const ir::Kernel &x) { return x.name == kernel; });
-      if (k == specialized.ir.kernels.end()) continue;
-      if (key != kernel && (k->kind == ir::KernelKind::Pointwise || k->kind == ir::KernelKind::Reduction)) {
-        const ir::Kernel &symbolic = *std::find_if(s.ir.kernels.begin(), s.ir.kernels.end(),
-                                                   [&](const ir::Kernel &x) { return x.name == kernel; });
-        std::vector<codegen::TritonVariant> variants = codegen::plan_variants(p, symbolic, {});
-        auto v = std::find_if(variants.begin(), variants.end(),
-                              [&](const codegen::TritonVariant &v) { return kernel + "_" + v.plan.variant == key; });
-        if (v == variants.end() || codegen::plan_triton_kernel(specialized.ir.program, *k, {}).strategy != v->plan.strategy)
-          continue;
-      }
-      tunable[kernel] = key;
+    for (const ir::Kernel &k : specialized.ir.kernels) {
+      auto e = entries.find(k.name);
+      if (e == entries.end()) continue;
+      if (e->second.strategy && codegen::plan_triton_kernel(specialized.ir.program, k, {}).strategy != *e->second.strategy)
+        continue;
+      tunable[k.name] = e->second.key;
     }
     tune(specialized, tunable, hints ? "" : values_str(values), winners, report);
   }

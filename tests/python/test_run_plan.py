@@ -287,21 +287,22 @@ class SymbolicPlanTest(PlanCase):
         self.assertEqual(status, 2, stderr)
         self.assertIn("the compiled graph does not serve the sizes s0 = 1: it needs s0 >= 2 (the range of s0)", stderr)
 
-    def test_a_condition_not_in_a_list_is_refused(self):
+    def assert_refused(self, change, message):
+        """The plan after `change(plan)` is refused (status 2) with `message`."""
         plan = symbolic_plan()
-        plan["steps"][0]["when"] = "s0 <= 16"
-        self.write(plan, inputs={"x": torch.ones(4)})
-        status, stderr, _ = self.run_plan()
-        self.assertNotEqual(status, 0, stderr)
-        self.assertIn("'when' is \"s0 <= 16\", expected a list of strings", stderr)
-
-    def test_a_bad_expression_is_refused(self):
-        plan = symbolic_plan()
-        plan["buffers"][0]["elements"] = "s0 ** 2"
+        change(plan)
         self.write(plan, inputs={"x": torch.ones(4)})
         status, stderr, _ = self.run_plan()
         self.assertEqual(status, 2, stderr)
-        self.assertIn("'s0 ** 2' is not a size expression", stderr)
+        self.assertIn(message, stderr)
+
+    def test_a_condition_not_in_a_list_is_refused(self):
+        self.assert_refused(lambda plan: plan["steps"][0].update(when="s0 <= 16"),
+                            "'when' is \"s0 <= 16\", expected a list of strings")
+
+    def test_a_bad_expression_is_refused(self):
+        self.assert_refused(lambda plan: plan["buffers"][0].update(elements="s0 ** 2"),
+                            "'s0 ** 2' is not a size expression")
 
 
 class SafetensorsTest(unittest.TestCase):

@@ -288,13 +288,13 @@ std::vector<TritonVariant> plan_variants(const ir::Program &p, const ir::Kernel 
   }
   std::vector<TritonVariant> out;
   for (const Bucket &b : merged) {
-    TritonVariant v{b.plan, {}, b.extent};
+    TritonVariant v{b.plan, {}, b.extent, size, std::nullopt, std::nullopt};
     if (merged.size() > 1) {
       std::string why = str_cat("the size bucket of ", k.name, " by ", row ? "its row" : "its elements", " ", ir::str(size.expr()));
-      if (b.lo != kNone) v.only_if.push_back({ir::Expr(b.lo) - size.expr(), SizeGuard::Op::Lt, why});
-      if (b.hi != kNone) v.only_if.push_back({size.expr() - ir::Expr(b.hi), SizeGuard::Op::Le, why});
-    }
-    if (merged.size() > 1) {
+      if (b.lo != kNone) v.lo = b.lo;
+      if (b.hi != kNone) v.hi = b.hi;
+      if (v.lo) v.only_if.push_back({ir::Expr(*v.lo) - size.expr(), SizeGuard::Op::Lt, why});
+      if (v.hi) v.only_if.push_back({size.expr() - ir::Expr(*v.hi), SizeGuard::Op::Le, why});
       v.plan.variant = b.hi == kNone ? str_cat("above", b.lo) : str_cat("upto", b.hi);
       // A config set for this variant alone (`kernel3_upto64`) plans it.
       if (auto it = o.configs.find(k.name + "_" + v.plan.variant); it != o.configs.end()) {

@@ -68,6 +68,10 @@ struct TritonVariant {
   TritonKernelPlan plan;
   std::vector<SizeGuard> only_if;
   KernelExtent extent;  // what it was planned at: the top of its bucket, or the hints
+  /// The bucket, for a kernel of several: the size it follows and its ends (lo, hi], each
+  /// absent where the bucket is open on that side (what only_if states).
+  SymInt size;
+  std::optional<int64_t> lo, hi;
 };
 
 /// The plans kernel `k` is generated with, one per size bucket. The size its plan follows
