@@ -228,7 +228,7 @@ TEST(TritonInterpreter, OneSymbolicProgramServesEverySize) {
       {"tiles", graph("x: \"f32[s0, 64][64, 1]cpu\", y: \"f32[64, s0][s0, 1]cpu\"",
                       "        t: \"f32[s0, 64][1, s0]cpu\" = torch.ops.aten.permute.default(y, [1, 0])\n"
                       "        s: \"f32[s0, 64][64, 1]cpu\" = torch.ops.aten.add.Tensor(x, t)\n", "s"),
-       128, {128, 33, 2, 3000}},
+       128, {128, 33, 2, 3000, 4096}},
   };
   fs::path root = fs::temp_directory_path() / ("coil_symbolic_" + std::to_string(::getpid()));
   fs::remove_all(root);
@@ -298,6 +298,60 @@ TEST(TritonInterpreter, OneSymbolicProgramServesEverySize) {
   if (!HasFailure()) fs::remove_all(root);
 }
 
+// A variant of symbolic sizes that moves 2^16 elements or more comes in two: a twin that
+// serves sizes which are all multiples of 16 and tells Triton so (its compile request marks
+// them divisible by 16), and the variant serving the rest; smaller ones are left alone.
+TEST(TritonPlan, LargeSymbolicVariantsHaveATwinForSizesOfMultiplesOf16) {
+  const std::string text = R"(class GraphModule(torch.nn.Module):
+    def forward(self, x: "f32[s0, s1][s1, 1]cpu"):
+        s: "f32[s1][1]cpu" = torch.ops.aten.sum.dim_IntList(x, [0])
+        return (s,)
+)";
+  frontend::SizeValues hints{{"s0", 4096}, {"s1", 1024}};
+  Compilation c = compile_graph(frontend::parse_graph(text, "by16.py", &hints), gpu_schedule(), "", CodegenSizes::Symbolic);
+  const ir::Program &p = c.schedule.ir.program;
+  ASSERT_EQ(c.schedule.ir.kernels.size(), 1u);
+  const ir::Kernel &k = c.schedule.ir.kernels[0];
+  std::vector<codegen::TritonVariant> buckets = codegen::plan_variants(p, k, {});
+  std::vector<codegen::TritonVariant> vs = codegen::aligned_variants(p, k, buckets);
+  int twins = 0;
+  for (const codegen::TritonVariant &v : buckets) {
+    const codegen::KernelExtent &e = v.extent;
+    twins += std::max(e.numel, e.rows * e.rn) >= (int64_t(1) << 16);
+  }
+  ASSERT_GT(twins, 0) << codegen::plans_str(buckets);
+  ASSERT_LT(twins, int(buckets.size())) << "a small bucket keeps one variant\n" << codegen::plans_str(buckets);
+  ASSERT_EQ(vs.size(), buckets.size() + size_t(twins)) << codegen::plans_str(vs);
+  for (auto [s0, s1] : {std::pair<int64_t, int64_t>{4096, 1024}, {4096, 1000}, {4100, 1024}, {8, 1024}, {3, 7}, {100000, 48}}) {
+    SCOPED_TRACE("s0 = " + std::to_string(s0) + ", s1 = " + std::to_string(s1));
+    std::map<std::string, int64_t> values{{"s0", s0}, {"s1", s1}};
+    int serving = 0;
+    for (const codegen::TritonVariant &v : vs) {
+      if (!std::all_of(v.only_if.begin(), v.only_if.end(), [&](const SizeGuard &g) { return g.holds(values); })) continue;
+      ++serving;
+      if (v.plan.sizes_by_16) {
+        EXPECT_TRUE(s0 % 16 == 0 && s1 % 16 == 0);
+        EXPECT_TRUE(v.plan.variant.ends_with("by16")) << v.plan.variant;
+      }
+    }
+    EXPECT_EQ(serving, 1);
+  }
+  // Each twin's kernels are compiled with the sizes divisible by 16; the others' are not.
+  codegen::GpuProgram g = codegen::generate_triton(c.schedule);
+  int marked = 0;
+  for (const TritonCompileRequest &r : codegen::compile_requests(g)) {
+    bool by16 = r.name.find("_by16") != std::string::npos;
+    for (const char *s : {"s0", "s1"}) {
+      if (std::none_of(r.signature.begin(), r.signature.end(), [&](const TritonArg &a) { return a.name == s; })) continue;
+      bool divisible = std::find(r.divisible_by_16.begin(), r.divisible_by_16.end(), s) != r.divisible_by_16.end();
+      EXPECT_EQ(divisible, by16) << r.name << " " << s;
+    }
+    marked += by16;
+  }
+  EXPECT_GE(marked, twins);
+  EXPECT_NE(g.plans.find("s0 % 16 + s1 % 16 == 0"), std::string::npos) << g.plans;
+}
+
 // ---- every tuning candidate -----------------------------------------------------------------
 
 // Every config the autotuner may pick, for each layout, generates kernels that compute the
@@ -319,9 +373,10 @@ TEST(TritonCodegen, AProgramAtOneCallsSizesHoldsIntegersAndTheVariantThatServesT
   size_t variants = 0;
   for (const codegen::GpuStep &st : g.steps) variants += !st.only_if.empty();
   // The softmax's row by buckets: persistent in blocks of 16 (the hint's), 256 and 4096,
-  // then looped; the product is an extern call.
-  ASSERT_EQ(variants, 4u) << g.plans;
-  for (int64_t n : {9, 16, 17, 300, 5000}) {
+  // then looped, in two (where s0 is a multiple of 16, and where not); the product is an
+  // extern call.
+  ASSERT_EQ(variants, 5u) << g.plans;
+  for (int64_t n : {9, 16, 17, 300, 5000, 8192}) {
     SCOPED_TRACE("s0 = " + std::to_string(n));
     std::map<std::string, int64_t> values{{"s0", n}};
     sched::Schedule at = c.schedule;
@@ -342,7 +397,7 @@ TEST(TritonCodegen, AProgramAtOneCallsSizesHoldsIntegersAndTheVariantThatServesT
       const codegen::GpuKernel &k = got.kernels[size_t(st.kernel)];
       for (const SymInt &n : k.grid) EXPECT_FALSE(n.symbolic()) << k.name;
       // The softmax's variant: the hint's plan (16) up to 16, persistent in 256 up to 256, looped above 4096.
-      std::string want = n <= 16 ? "_upto16" : n <= 256 ? "_upto256" : n <= 4096 ? "_upto4096" : "_above4096";
+      std::string want = n <= 16 ? "_upto16" : n <= 256 ? "_upto256" : n <= 4096 ? "_upto4096" : n % 16 ? "_above4096" : "_above4096_by16";
       EXPECT_TRUE(k.name.ends_with(want)) << k.name << "\n" << g.plans;
     }
     EXPECT_EQ(launches, 1);
@@ -393,7 +448,9 @@ TEST(TritonPlan, SymbolicKernelsArePlannedPerSizeBucket) {
         ++serving;
         EXPECT_FALSE(v.plan.variant.empty()) << "s0 = " << n;
         int64_t block = k.kind == ir::KernelKind::Reduction ? v.plan.block1 : v.plan.block0;
-        if (v.plan.strategy == codegen::TritonStrategy::Persistent) EXPECT_GE(block, n);
+        if (v.plan.strategy == codegen::TritonStrategy::Persistent) {
+          EXPECT_GE(block, n);
+        }
         if (v.plan.strategy != codegen::TritonStrategy::Blocks && v.plan.strategy != codegen::TritonStrategy::Persistent)
           continue;  // a loop or a split past the persistent rows
         EXPECT_GE(block, last_block) << "s0 = " << n;

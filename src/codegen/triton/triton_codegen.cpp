@@ -138,7 +138,7 @@ GpuProgram generate_triton(const sched::Schedule &s, const TritonOptions &o) {
         step.extern_plan = plan_gpu_extern(p, p.nodes[size_t(step.node)], step.epilogue_or_null());
       continue;
     }
-    for (const TritonVariant &variant : plan_variants(p, k, o)) {
+    for (const TritonVariant &variant : aligned_variants(p, k, plan_variants(p, k, o))) {
       std::vector<std::vector<int>> args;
       int before = next_scratch;
       plans.push_back(variant);
@@ -207,6 +207,7 @@ std::vector<TritonCompileRequest> compile_requests(const GpuProgram &g) {
     r.constexprs = k.constexprs;
     for (const TritonArg &a : k.signature)
       if (a.type[0] == '*') r.divisible_by_16.push_back(a.name);  // every buffer starts 16-byte aligned
+    if (k.sizes_by_16) r.divisible_by_16.insert(r.divisible_by_16.end(), k.sizes.begin(), k.sizes.end());
     r.num_warps = k.num_warps;
     r.num_stages = k.num_stages;
     out.push_back(std::move(r));

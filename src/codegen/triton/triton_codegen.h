@@ -41,6 +41,7 @@ struct GpuKernel {
   std::string source;  // a Python module: imports, helpers, the kernel
   std::vector<TritonArg> signature;                 // pointer args ("*fp32", ...), sizes ("i32"), then constexprs
   std::vector<std::string> sizes;                   // the symbols it takes, in signature order: s0, s1
+  bool sizes_by_16 = false;  // launched only where each of `sizes` is a multiple of 16 (aligned_variants)
   std::map<std::string, TritonConstant> constexprs;  // XBLOCK, RBLOCK, ...
   int num_warps = 4;
   int num_stages = 1;

@@ -111,6 +111,8 @@ void TritonEmitter::end(const std::vector<std::pair<int, std::string>> &params, 
     g.constexprs[blocks[i]] = i == 0 ? l_.block0 : l_.block1;
     sig += blocks[i] + ": tl.constexpr" + (i + 1 < blocks.size() ? ", " : "");
   }
+  g.sizes_by_16 = plan_.sizes_by_16 && !g.sizes.empty();
+  if (g.sizes_by_16) attrs["sizes"] = "multiples of 16 where launched (Triton told so)";
   g.num_warps = num_warps;
   g.num_stages = plan_.stages;
   g.grid = grid;

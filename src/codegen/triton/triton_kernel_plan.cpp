@@ -12,6 +12,7 @@
 #include "codegen/common/access.h"
 #include "codegen/cpp/cpp_wrapper.h"
 #include "codegen/triton/triton_kernel.h"
+#include "ir/specialize.h"
 #include "support/error.h"
 
 namespace coil::codegen {
@@ -250,7 +251,7 @@ std::vector<TritonVariant> plan_variants(const ir::Program &p, const ir::Kernel 
   bool row = k.kind == ir::KernelKind::Reduction && rn.symbolic();
   SymInt size = row ? rn : rows;
   bool bucketed = (k.kind == ir::KernelKind::Pointwise || k.kind == ir::KernelKind::Reduction) && size.symbolic();
-  if (!bucketed) return {{at_hints, {}, extent_at_hints(k)}};
+  if (!bucketed) return {{at_hints, {}, extent_at_hints(k), SymInt(), std::nullopt, std::nullopt}};
   ir::Interval range = size.guards()->bounds(size.expr());
   // The tops of the buckets within the size's range: the hint (whose bucket keeps the plan
   // of the sizes compiled for) and the cuts; the last bucket is open.
@@ -305,6 +306,34 @@ std::vector<TritonVariant> plan_variants(const ir::Program &p, const ir::Kernel 
         v.plan.variant = name;
       }
     }
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+std::vector<TritonVariant> aligned_variants(const ir::Program &p, const ir::Kernel &k, std::vector<TritonVariant> variants) {
+  std::set<std::string> symbols = ir::symbols_of(p, k);
+  if (symbols.empty()) return variants;
+  ir::Expr remainders(0);
+  std::string names;
+  for (const std::string &s : symbols) {
+    remainders = remainders + ir::mod(ir::Expr::symbol(s), 16);
+    names += (names.empty() ? "" : ", ") + s;
+  }
+  std::string why = str_cat("the sizes ", names, " of ", k.name, " as multiples of 16");
+  std::vector<TritonVariant> out;
+  for (TritonVariant &v : variants) {
+    const KernelExtent &e = v.extent;
+    if (std::max(e.numel, e.rows * e.rn) < (int64_t(1) << 16)) {
+      out.push_back(std::move(v));
+      continue;
+    }
+    TritonVariant twin = v;
+    twin.plan.sizes_by_16 = true;
+    twin.plan.variant = v.plan.variant.empty() ? "by16" : v.plan.variant + "_by16";
+    twin.only_if.push_back({remainders, SizeGuard::Op::Eq, why});
+    v.only_if.push_back({remainders, SizeGuard::Op::Ne, why});
+    out.push_back(std::move(twin));
     out.push_back(std::move(v));
   }
   return out;

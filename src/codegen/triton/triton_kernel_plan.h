@@ -42,6 +42,9 @@ struct TritonKernelPlan {
   int warps = 0;
   int stages = 1;
   int64_t split = 0;   // reductions: programs per row (1: unsplit); 0 for other kernels
+  /// The variant launched only where every size the kernel takes is a multiple of 16
+  /// (aligned_variants): Triton is told so, and vectorizes loads and masks along them.
+  bool sizes_by_16 = false;
 
   /// The plan as the autotuner and TritonOptions::configs name it.
   TritonConfig config() const;
@@ -81,6 +84,15 @@ struct TritonVariant {
 /// ranges of one plan are merged. A kernel of numbers, or whose plan is the same at every
 /// cut, has one variant serving every size; the host picks by comparing the call's size.
 std::vector<TritonVariant> plan_variants(const ir::Program &p, const ir::Kernel &k, const TritonOptions &o);
+
+/// `variants` of kernel `k`, each that moves 2^16 elements or more (at the extent it was
+/// planned at) in two where `k` takes symbolic sizes: a twin launched where every one of
+/// them is a multiple of 16 (`sizes_by_16`, named `_by16`; its guard `s0 % 16 + s1 % 16 == 0`)
+/// and the variant where one is not. At static sizes Triton sees the numbers and aligns its
+/// loads itself; a size it takes as an argument it must be told divides by 16, or every
+/// load along it (`x0 + r0*s1`) and every mask by it (`x0 < s0`) is scalar. Same plan and
+/// config (the autotuner tunes the bucket once); only the promise differs.
+std::vector<TritonVariant> aligned_variants(const ir::Program &p, const ir::Kernel &k, std::vector<TritonVariant> variants);
 
 /// The plans worth timing for kernel `k`, `plan` first, then up to 9 more of its strategy
 /// (none for kernels under 2^16 elements, scans and scatters).
