@@ -1,11 +1,7 @@
 #!/usr/bin/env bash
-# Every test of coil, from a fresh machine: set up, build (g++) and install the Python
-# package, the command-line and Python tests (torch.compile, models, training, OpInfo,
-# random programs); then, built with clang under AddressSanitizer and
-# UndefinedBehaviorSanitizer, the unit tests and the command-line tests again; then the fuzz
-# targets seeded with the bundled examples. The unit tests run once, in the sanitizer build,
-# but for the few it skips (the g++ build runs those); the g++ build's coil runs under every
-# Python test.
+# Every test of coil, from a fresh machine: set up, build, unit and command-line tests,
+# the same tests under AddressSanitizer and UndefinedBehaviorSanitizer (built with
+# clang), then the fuzz targets seeded with the bundled examples.
 #   COIL_FUZZ_SECONDS  seconds for the frontend fuzzer (default 60; the safetensors
 #                      fuzzer gets a third of it)
 set -euo pipefail
@@ -18,7 +14,7 @@ echo "== build (g++) at $(date +%T)"
 # test. Debug information is line tables only (-g1): enough for the sanitizers' and a crash's
 # stack traces, and a third of the build's time less than -g.
 ci=(-DCOIL_TEST_SHARDS=$((COIL_JOBS * 4)) "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG")
-coil_build build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCOIL_UNIT_TESTS=unsanitized "${ci[@]}"
+coil_build build -DCMAKE_BUILD_TYPE=RelWithDebInfo "${ci[@]}"
 coil_install_package
 echo "== tests (g++) at $(date +%T)"
 ctest --test-dir build --output-on-failure -j "$COIL_JOBS"
@@ -27,8 +23,9 @@ echo "== build (clang, ASan + UBSan, libFuzzer) at $(date +%T)"
 coil_build build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
   -DCOIL_SANITIZE=ON -DCOIL_FUZZ=ON "${ci[@]}"
 echo "== tests (ASan + UBSan) at $(date +%T)"
-# The sanitizer build runs coil's own C++: the unit tests (all of them) and the command line;
-# the Python tests, which load the package the g++ build made, are the g++ run's.
+# The sanitizer build runs coil's own C++: what only exercises Python (Triton's compiler and
+# interpreter over every config, the package's tests) and the fixtures' extra CPU compiles
+# are the g++ run's (tests/CMakeLists.txt says which).
 # Thread-local storage is not scanned for leaks: clang 14's leak tracer crashes on the
 # TLS of oneDNN when a compiled graph loads it (tests/lsan.supp says what that hides).
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \

@@ -144,6 +144,12 @@ TEST(TritonInterpreter, EveryFixtureAndExampleMatchesEager) {
              (c.work / "outputs.safetensors").string() + "\"}";
     cases.push_back(std::move(c));
   }
+#ifdef COIL_ASAN
+  // The sanitizer build checks coil's part, generating every case's kernels and launch plan
+  // above; running them is Triton's interpreter's work, which the g++ build's run checks.
+  fs::remove_all(root);
+  GTEST_SKIP() << cases.size() << " cases generated; the interpreter runs them in the g++ build";
+#endif
   std::vector<std::future<ProcessResult>> runs;
   for (size_t b = 0; b < batches.size(); ++b) {
     fs::path job = root / ("batch" + std::to_string(b) + ".json");
@@ -266,6 +272,10 @@ TEST(TritonInterpreter, OneSymbolicProgramServesEverySize) {
       runs.push_back(std::move(r));
     }
   }
+#ifdef COIL_ASAN
+  fs::remove_all(root);
+  GTEST_SKIP() << runs.size() << " runs generated; the interpreter runs them in the g++ build";
+#endif
   fs::path job = root / "batch.json";
   std::ofstream(job) << batch << "]\n";
   ProcessResult result = run_process({triton_python(), triton_helper_file("run_plan.py").string(), "--batch", job.string()});
