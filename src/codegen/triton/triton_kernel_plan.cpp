@@ -323,8 +323,7 @@ std::vector<TritonVariant> aligned_variants(const ir::Program &p, const ir::Kern
   std::string why = str_cat("the sizes ", names, " of ", k.name, " as multiples of 16");
   std::vector<TritonVariant> out;
   for (TritonVariant &v : variants) {
-    const KernelExtent &e = v.extent;
-    if (std::max(e.numel, e.rows * e.rn) < (int64_t(1) << 16)) {
+    if (v.extent.elements() < kManyElements) {
       out.push_back(std::move(v));
       continue;
     }
@@ -348,7 +347,7 @@ std::vector<TritonKernelPlan> tuning_plans(const ir::Program &p, const ir::Kerne
   };
   const TritonConfig d = plan.config();
   int64_t rpow = next_pow2(std::max<int64_t>(rn, 1));
-  bool worth_it = rows * std::max<int64_t>(rn, 1) >= (int64_t(1) << 16);
+  bool worth_it = extent_at_hints(k).elements() >= kManyElements;
   switch (worth_it ? plan.strategy : TritonStrategy::Scan) {
     case TritonStrategy::Blocks:
       for (auto [b, w] : {std::pair<int64_t, int>{512, 4}, {1024, 4}, {1024, 8}, {2048, 8}, {4096, 8}}) add({b, 0, w, 1, 0});

@@ -10,6 +10,7 @@
 // tests/unit/triton_test.cpp (TritonPlan*).
 #pragma once
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <vector>
@@ -54,7 +55,14 @@ struct TritonKernelPlan {
 /// reduction), the elements a row reduces (1 for pointwise) and its last dim.
 struct KernelExtent {
   int64_t numel = 0, rows = 0, rn = 1, last = 1;
+  /// The elements the kernel walks: a reduction's rows times its row, else its elements.
+  int64_t elements() const { return std::max(numel, rows * rn); }
 };
+
+/// From this many elements on (KernelExtent::elements) a kernel is memory's, not launch
+/// latency's: its configs are worth timing (tuning_plans) and its symbolic variants a twin
+/// for sizes of multiples of 16 (aligned_variants).
+constexpr int64_t kManyElements = int64_t(1) << 16;
 
 /// `k`'s extent at the sizes compiled for (the hints).
 KernelExtent extent_at_hints(const ir::Kernel &k);
