@@ -7,6 +7,7 @@
 
 #include "expr/index_expr_internal.h"
 #include "support/error.h"
+#include "support/hash.h"
 
 namespace coil::ir {
 
@@ -78,15 +79,6 @@ uint64_t gcd(uint64_t a, uint64_t b) {
   return a;
 }
 
-size_t mix(size_t h, size_t v) {
-  // boost::hash_combine over a splitmix64 finalizer of v: cheap and well spread.
-  v += 0x9e3779b97f4a7c15ull;
-  v = (v ^ (v >> 30)) * 0xbf58476d1ce4e5b9ull;
-  v = (v ^ (v >> 27)) * 0x94d049bb133111ebull;
-  v ^= v >> 31;
-  return h ^ (v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2));
-}
-
 int cmp(int64_t a, int64_t b) { return (a > b) - (a < b); }
 
 int first_var(const Expr &e) { return Internals::node(e).first_var; }
@@ -135,14 +127,14 @@ bool atom_less(const Atom &a, const Atom &b) { return compare_atoms(a, b) < 0; }
 
 std::shared_ptr<const ExprNode> make_expr_node(int64_t constant, std::vector<Term> terms) {
   auto node = std::make_shared<ExprNode>();
-  node->hash = mix(0xe4, static_cast<size_t>(constant));
+  node->hash = hash_mix(0xe4, static_cast<size_t>(constant));
   for (const Term &t : terms) {
-    node->hash = mix(node->hash, static_cast<size_t>(t.coeff));
+    node->hash = hash_mix(node->hash, static_cast<size_t>(t.coeff));
     for (const Atom &a : t.factors) {
-      node->hash = mix(node->hash, a.hash());
+      node->hash = hash_mix(node->hash, a.hash());
       node->first_var = std::min(node->first_var, Internals::node(a).first_var);
     }
-    node->hash = mix(node->hash, 0x7e);  // ends a term: x*y + z differs from x + y*z
+    node->hash = hash_mix(node->hash, 0x7e);  // ends a term: x*y + z differs from x + y*z
   }
   node->constant = constant;
   node->terms = std::move(terms);
@@ -155,10 +147,10 @@ Atom make_atom(AtomKind kind, VarId var, std::string symbol, Expr arg, Expr othe
   node->kind = kind;
   node->var = var;
   node->first_var = kind == AtomKind::Var ? var.id : std::min(first_var(arg), first_var(other));
-  size_t h = mix(static_cast<size_t>(kind), static_cast<size_t>(var.id));
-  h = mix(h, std::hash<std::string>()(symbol));
-  h = mix(mix(h, arg.hash()), other.hash());
-  node->hash = mix(h, static_cast<size_t>(divisor));
+  size_t h = hash_mix(static_cast<size_t>(kind), static_cast<size_t>(var.id));
+  h = hash_mix(h, std::hash<std::string>()(symbol));
+  h = hash_mix(hash_mix(h, arg.hash()), other.hash());
+  node->hash = hash_mix(h, static_cast<size_t>(divisor));
   node->symbol = std::move(symbol);
   node->arg = std::move(arg);
   node->other = std::move(other);

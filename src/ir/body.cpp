@@ -8,6 +8,7 @@
 #include "support/python_repr.h"
 #include "ir/scalar_math.h"
 #include "support/error.h"
+#include "support/hash.h"
 
 namespace coil::ir {
 namespace {
@@ -56,8 +57,6 @@ const OpInfo &info(Op op) {
   COIL_ASSERT(false, "op without an entry in kOps: ", int(op));
 }
 
-size_t mix(size_t seed, size_t v) { return seed ^ (v + 0x9e3779b97f4a7c15ull + (seed << 6) + (seed >> 2)); }
-
 size_t hash_double(double d) {
   uint64_t bits;
   std::memcpy(&bits, &d, sizeof bits);
@@ -75,18 +74,18 @@ bool is_polynomial(Op op) { return op >= Op::ChebyshevT && op <= Op::LegendreP; 
 int polynomial_family(Op op) { return int(op) - int(Op::ChebyshevT); }
 
 size_t Instr::hash() const {
-  size_t h = mix(size_t(op), size_t(dtype));
-  for (int a : args) h = mix(h, size_t(a + 1));
-  h = mix(h, size_t(buffer + 1));
-  h = mix(h, index.hash());
-  for (int v : indirect) h = mix(h, size_t(v + 1));
-  return mix(h, hash_double(value));
+  size_t h = hash_mix(size_t(op), size_t(dtype));
+  for (int a : args) h = hash_mix(h, size_t(a + 1));
+  h = hash_mix(h, size_t(buffer + 1));
+  h = hash_mix(h, index.hash());
+  for (int v : indirect) h = hash_mix(h, size_t(v + 1));
+  return hash_mix(h, hash_double(value));
 }
 
 size_t Body::hash() const {
   size_t h = 0;
-  for (const Instr &i : instrs) h = mix(h, i.hash());
-  for (int r : results) h = mix(h, size_t(r));
+  for (const Instr &i : instrs) h = hash_mix(h, i.hash());
+  for (int r : results) h = hash_mix(h, size_t(r));
   return h;
 }
 

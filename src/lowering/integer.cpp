@@ -23,10 +23,10 @@ int integer(Lowering &l, BodyBuilder &b, const Node &n, const char *name, const 
   return b.cast(b.cast(load_argument(l, b, n, name, index), t), kWide);
 }
 
-using Combine = std::function<int(BodyBuilder &, int x, int y, DType t)>;
+using IntegerCombine = std::function<int(BodyBuilder &, int x, int y, DType t)>;
 
 /// An elementwise op of self and other in i64, cast to the result's dtype.
-LowerFn integer_binary(Combine combine) {
+LowerFn integer_binary(IntegerCombine combine) {
   return [=](Lowering &l, const Node &n) {
     const TensorType &out = l.graph().type(n.outputs[0]);
     return std::vector{l.pointwise(out, n.name, [&](BodyBuilder &b, const std::vector<Expr> &x) {

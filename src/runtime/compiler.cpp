@@ -25,6 +25,7 @@
 #include "runtime/pch.h"
 #include "support/error.h"
 #include "support/options.h"
+#include "support/text.h"
 
 extern char **environ;
 
@@ -115,8 +116,6 @@ std::optional<fs::path> find_on_path(const std::string &name) {
   return std::nullopt;
 }
 
-std::string first_line(const std::string &text) { return text.substr(0, text.find('\n')); }
-
 CxxCompiler probe_compiler(const std::string &name) {
   std::optional<fs::path> path = find_on_path(name);
   if (!path) throw UserError(str_cat("cpp.compiler is '", name, "', which is not an executable on PATH"));
@@ -165,12 +164,6 @@ std::string shell_line(const std::vector<std::string> &argv) {
   std::vector<std::string> quoted;
   for (const auto &a : argv) quoted.push_back(shell_word(a));
   return joined(quoted, " ");
-}
-
-std::string replace_all(std::string text, const std::string &from, const std::string &to) {
-  for (size_t at = text.find(from); !from.empty() && at != std::string::npos; at = text.find(from, at + to.size()))
-    text.replace(at, from.size(), to);
-  return text;
 }
 
 // The first errors matter most: keep the head, cut at a line end.

@@ -129,7 +129,7 @@ Loaded load_driver() {
   return out;
 }
 
-const Loaded &loaded() {
+const Loaded &driver_library() {
   static const Loaded l = load_driver();
   return l;
 }
@@ -142,12 +142,12 @@ int device_attribute(CUdevice device, int attribute, const char *what) {
 
 }  // namespace
 
-bool available() { return loaded().reason.empty(); }
+bool available() { return driver_library().reason.empty(); }
 
-std::string unavailable_reason() { return loaded().reason; }
+std::string unavailable_reason() { return driver_library().reason; }
 
 const Driver &driver() {
-  const Loaded &l = loaded();
+  const Loaded &l = driver_library();
   if (!l.reason.empty()) throw UserError(l.reason);
   return l.driver;
 }

@@ -15,6 +15,7 @@
 #include "runtime/cache.h"
 #include "support/error.h"
 #include "support/options.h"
+#include "support/text.h"
 
 namespace coil {
 namespace fs = std::filesystem;
@@ -74,8 +75,6 @@ std::string joined(const std::vector<std::string> &parts) {
   for (const auto &p : parts) out += p + "\n";
   return out;
 }
-
-std::string first_line(const std::string &text) { return text.substr(0, text.find('\n')); }
 
 void write_meta(const fs::path &dir, const PchRequest &r, const std::string &key, double seconds) {
   nlohmann::ordered_json meta;

@@ -21,6 +21,7 @@
 #include "runtime/compiler.h"
 #include "support/error.h"
 #include "support/options.h"
+#include "support/text.h"
 
 extern char **environ;
 
@@ -79,12 +80,6 @@ std::string cut(std::string text) {
   size_t at = text.rfind('\n', kMaxMessageShown);
   if (at == std::string::npos) at = kMaxMessageShown;
   return str_cat(text.substr(0, at), "\n... (", text.size() - at, " more bytes)");
-}
-
-std::string replace_all(std::string text, const std::string &from, const std::string &to) {
-  for (size_t at = text.find(from); !from.empty() && at != std::string::npos; at = text.find(from, at + to.size()))
-    text.replace(at, from.size(), to);
-  return text;
 }
 
 // Variables Triton, MLIR or LLVM read while compiling: a kernel built under

@@ -29,6 +29,7 @@
 #include "scheduler/epilogue.h"
 #include "scheduler/reindex.h"
 #include "support/error.h"
+#include "support/vectors.h"
 
 namespace coil::sched {
 namespace {
@@ -65,8 +66,6 @@ std::set<BufferId> read_by(const ir::Program &p, const Group &g) {
     for (BufferId b : p.nodes[size_t(n)].reads()) out.insert(b);
   return out;
 }
-
-bool contains(const std::vector<BufferId> &v, BufferId b) { return std::find(v.begin(), v.end(), b) != v.end(); }
 
 // Whether two spaces have as many points at every size the graph serves: equal numbers,
 // or equal expressions of its symbols (`s0*768` and `768*s0`). Sizes equal only at the

@@ -15,6 +15,7 @@
 #include "scheduler/reindex.h"
 #include "support/error.h"
 #include "support/options.h"
+#include "support/vectors.h"
 
 namespace coil::sched {
 namespace {
@@ -22,8 +23,6 @@ namespace {
 using ir::BufferId;
 using ir::Kernel;
 using ir::Node;
-
-bool contains(const std::vector<BufferId> &v, BufferId b) { return std::find(v.begin(), v.end(), b) != v.end(); }
 
 // Whether a node writes no element at all (an empty tensor needs no kernel).
 bool writes_nothing(const ir::Program &p, const Node &n) {

@@ -9,25 +9,12 @@
 #include <cmath>
 #include <limits>
 
-#include "frontend/parser.h"
-#include "graph/registry.h"
-#include "graph/strides.h"
+#include "meta_util.h"
 
 namespace coil {
 namespace {
 
-using Types = std::vector<std::string>;
-using Kwargs = std::vector<std::pair<std::string, Arg>>;
-
-Arg i(int64_t v) { return Arg(v); }
-Arg f(double v) { return Arg(v); }
-Arg none() { return Arg(NoneArg{}); }
-Arg list(std::vector<Arg> items) { return Arg(ArgList(std::move(items))); }
-Arg ints(const std::vector<int64_t> &v) {
-  ArgList l;
-  for (int64_t x : v) l.push_back(Arg(x));
-  return Arg(l);
-}
+using namespace test;
 
 // A graph under construction for one node: `in` adds graph inputs from annotations
 // (contiguous when no strides are written), `run` adds the node and returns its
@@ -66,24 +53,6 @@ class OneNode {
   GraphBuilder b_;
   int inputs_ = 0;
 };
-
-/// A one-node graph with tensor inputs first, then `extra` arguments.
-Types meta(const std::string &target, const Types &inputs, std::vector<Arg> extra = {}, Kwargs kw = {}) {
-  OneNode g;
-  std::vector<Arg> args;
-  for (const std::string &a : inputs) args.push_back(g.in(a));
-  for (Arg &a : extra) args.push_back(std::move(a));
-  return g.run(target, std::move(args), std::move(kw));
-}
-
-std::string meta_error(const std::string &target, const Types &inputs, std::vector<Arg> extra = {},
-                       Kwargs kw = {}) {
-  OneNode g;
-  std::vector<Arg> args;
-  for (const std::string &a : inputs) args.push_back(g.in(a));
-  for (Arg &a : extra) args.push_back(std::move(a));
-  return g.error(target, std::move(args), std::move(kw));
-}
 
 // ---------------------------------------------------------------- factories
 

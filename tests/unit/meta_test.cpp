@@ -1,38 +1,14 @@
 // Meta functions: output dtype, sizes and strides of ops, as PyTorch computes them.
 #include <gtest/gtest.h>
 
-#include "frontend/parser.h"
-#include "graph/registry.h"
-#include "graph/strides.h"
+#include "meta_util.h"
 
 namespace coil {
 namespace {
 
-// Runs one op on inputs given as annotations; returns each output's type as text.
-std::vector<std::string> meta(const std::string &target, const std::vector<std::string> &inputs,
-                              std::vector<Arg> extra = {}, std::vector<std::pair<std::string, Arg>> kw = {}) {
-  GraphBuilder b;
-  std::vector<Arg> args;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    TensorType t = frontend::parse_annotation(inputs[i], {}).type;
-    if (t.strides.empty() && !t.sizes.empty()) t.strides = contiguous_strides(t.sizes);
-    args.push_back(Arg(b.add_input("in" + std::to_string(i), t)));
-  }
-  for (Arg &a : extra) args.push_back(std::move(a));
-  const OpDef *op = Registry::get().find(target);
-  if (!op) throw std::runtime_error("no op " + target);
-  int n = b.add_node("out", *op, std::move(args), std::move(kw));
-  std::vector<std::string> out;
-  for (ValueId id : b.graph().nodes()[size_t(n)].outputs) out.push_back(b.graph().type(id).str());
-  return out;
-}
-
-using Types = std::vector<std::string>;
-Arg ints(std::vector<int64_t> v) {
-  ArgList l;
-  for (int64_t x : v) l.push_back(Arg(x));
-  return Arg(l);
-}
+using test::ints;
+using test::meta;
+using test::Types;
 
 TEST(Meta, ReductionsKeepdimAndDtype) {
   EXPECT_EQ(meta("aten.sum.dim_IntList", {"f32[4, 5, 6][30, 6, 1]cpu"}, {ints({1}), Arg(true)}),

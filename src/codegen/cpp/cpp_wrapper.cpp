@@ -7,13 +7,11 @@
 #include "codegen/cpp/cpp_ops.h"
 #include "ir/specialize.h"
 #include "support/error.h"
+#include "support/vectors.h"
 
 namespace coil::codegen {
 
 using ir::BufferId;
-
-bool contains(const std::vector<BufferId> &v, BufferId b) { return std::find(v.begin(), v.end(), b) != v.end(); }
-
 
 Storage place_buffers(const sched::Schedule &s) {
   const ir::Program &p = s.ir.program;

@@ -10,10 +10,9 @@
 
 #include "codegen/common/writer.h"
 #include "scheduler/scheduler.h"
+#include "support/vectors.h"
 
 namespace coil::codegen {
-
-bool contains(const std::vector<ir::BufferId> &v, ir::BufferId b);
 
 /// Where each buffer lives at run time, as the wrapper names it.
 struct Storage {

@@ -21,7 +21,7 @@ using ir::View;
 // The scratch cuBLASLt is given: 32 MiB, as cuBLAS takes on Hopper.
 constexpr int64_t kLtWorkspaceBytes = int64_t(32) << 20;
 
-bool is_product(const Node &n) { return n.extern_op != ir::ExternOp::Convolution; }
+bool is_matrix_product(const Node &n) { return n.extern_op != ir::ExternOp::Convolution; }
 
 bool library_dtype(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16 || t == DType::F64; }
 
@@ -41,7 +41,7 @@ std::string dtype_problem(const Program &p, const Node &n, const char *library, 
         if (list.find(short_name(u)) == std::string::npos) list += (list.empty() ? "" : " and ") + std::string(short_name(u));
       return str_cat("its operands are ", list, ": ", library, " takes one dtype");
     }
-  if (!library_dtype(dtype)) return str_cat(library, " has no ", short_name(dtype), " ", is_product(n) ? "matrix product" : "convolution");
+  if (!library_dtype(dtype)) return str_cat(library, " has no ", short_name(dtype), " ", is_matrix_product(n) ? "matrix product" : "convolution");
   return "";
 }
 
@@ -484,7 +484,7 @@ GpuExternPlan plan_gpu_extern(const Program &p, const Node &n, const sched::Epil
   if (n.kind != ir::NodeKind::Extern || n.outputs.size() != 1) return host("not an extern call");
   try {
     bool empty = false;
-    if (!is_product(n)) {
+    if (!is_matrix_product(n)) {
       if (std::string why = plan_convolution(p, n, plan, empty); !why.empty()) return host(why);
       plan.library = empty                    ? GpuExternLibrary::Nothing
                      : plan.conv.weight_grad  ? GpuExternLibrary::CudnnBackwardFilter

@@ -21,6 +21,11 @@ Device common_device(const std::vector<Operand> &operands) {
   return Device{};
 }
 
+void check_strided(std::optional<Layout> layout) {
+  COIL_USER_CHECK(!layout || *layout == Layout::Strided, "only strided tensors are supported, got layout ",
+                  layout_name(*layout));
+}
+
 std::vector<bool> reduced_dims(const std::optional<std::vector<int64_t>> &dims, int64_t rank) {
   std::vector<bool> reduced(size_t(rank), false);
   if (!dims || dims->empty()) return std::vector<bool>(size_t(rank), true);

@@ -18,6 +18,9 @@ inline TensorType contiguous(DType dtype, SymShape sizes, Device device) {
 /// mixed with any device, as in PyTorch.
 Device common_device(const std::vector<Operand> &operands);
 
+/// A UserError unless `layout` is absent or strided: the only layout coil's tensors have.
+void check_strided(std::optional<Layout> layout);
+
 /// Wraps and deduplicates reduction dims; none or [] means every dim.
 std::vector<bool> reduced_dims(const std::optional<std::vector<int64_t>> &dims, int64_t rank);
 

@@ -4,10 +4,7 @@
 namespace coil {
 namespace {
 
-void check_strided(std::optional<Layout> layout) {
-  COIL_USER_CHECK(!layout || *layout == Layout::Strided, "only strided tensors are supported, got layout ",
-                  layout_name(*layout));
-}
+using meta::check_strided;
 
 /// _to_copy: a new tensor, possibly of another dtype or device, in the requested memory
 /// format (preserve by default: dense layouts keep their strides).

@@ -9,12 +9,8 @@ namespace coil {
 
 namespace {
 
+using meta::check_strided;
 using meta::contiguous;
-
-void check_strided(std::optional<Layout> layout) {
-  COIL_USER_CHECK(!layout || *layout == Layout::Strided, "only strided tensors are supported, got layout ",
-                  layout_name(*layout));
-}
 
 /// The options every factory takes: dtype, layout, device (pin_memory does not change
 /// the type). Absent dtype and device fall back to the given defaults.
