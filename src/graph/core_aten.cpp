@@ -23,10 +23,9 @@ constexpr const char *kLinearAlgebra =
     "it is a linear algebra factorization or solver, which waits for a binding to LAPACK on the CPU and "
     "cuSOLVER on the GPU (coil's own kernels are not the right tool for it)";
 constexpr const char *kSparse = "sparse layouts are not supported: coil's tensors are strided";
-constexpr const char *kSymbolic =
-    "a size of a graph of symbolic sizes, which the parser reads as the expression its annotation states "
-    "(`Sym(s0*2)`, graph/sym_int.h), not as a node; the loop IR specializes it (kernels over symbolic sizes are "
-    "not generated yet)";
+constexpr const char *kSizeWithoutAnnotation =
+    "a size op, which coil reads as the size its line's annotation states (`n: \"Sym(s0*2)\" = ...`); this line "
+    "has no such annotation";
 
 const std::map<std::string_view, const char *, std::less<>> &refusals() {
   static const std::map<std::string_view, const char *, std::less<>> table = {
@@ -40,10 +39,10 @@ const std::map<std::string_view, const char *, std::less<>> &refusals() {
       {"aten._fft_r2c.default", kComplex},
       {"aten._fft_c2r.default", kComplex},
       {"aten._fft_c2c.default", kComplex},
-      {"aten.sym_size.int", kSymbolic},
-      {"aten.sym_stride.int", kSymbolic},
-      {"aten.sym_numel.default", kSymbolic},
-      {"aten.sym_storage_offset.default", kSymbolic},
+      {"aten.sym_size.int", kSizeWithoutAnnotation},
+      {"aten.sym_stride.int", kSizeWithoutAnnotation},
+      {"aten.sym_numel.default", kSizeWithoutAnnotation},
+      {"aten.sym_storage_offset.default", kSizeWithoutAnnotation},
       {"aten._to_sparse.default", kSparse},
       {"aten.hash_tensor.default", "its output is uint64, a dtype coil does not have"},
       {"aten._native_batch_norm_legit.default",
@@ -67,6 +66,11 @@ static bool is_linear_algebra(std::string_view target) {
   if (name.substr(0, 5) != "aten.") return false;
   name.remove_prefix(5);
   return name.substr(0, 7) == "linalg_" || name.substr(0, 8) == "_linalg_" || kSolvers.count(name) > 0;
+}
+
+bool is_size_op(std::string_view target) {
+  return target == "aten.sym_size.int" || target == "aten.sym_stride.int" || target == "aten.sym_numel.default" ||
+         target == "aten.sym_storage_offset.default";
 }
 
 std::optional<std::string> refusal(std::string_view target) {

@@ -20,4 +20,10 @@ const std::vector<std::string_view> &core_aten_ops();
 /// lowering alone, or nothing when it does not refuse the op.
 std::optional<std::string> refusal(std::string_view target);
 
+/// The ops that compute a size from a tensor (aten.sym_size.int, sym_stride, sym_numel,
+/// sym_storage_offset). They are no nodes: the parser reads such a line,
+/// `n: "Sym(s0*2)" = torch.ops.aten.sym_size.int(x, 0)`, as the size its annotation states,
+/// which every later use of `n` takes (graph/sym_int.h).
+bool is_size_op(std::string_view target);
+
 }  // namespace coil

@@ -124,6 +124,9 @@ const BadGraph kCases[] = {
     {"OutVariant", "        a = torch.ops.aten.atan2.out(x, y, out = x)\n        return (a,)\n",
      "bad.py:3:13: error: 'aten.atan2.out' is not supported: it writes into its out= argument; coil compiles "
      "functional graphs, where run_decompositions() gives the op without out="},
+    {"SizeOpWithoutAnnotation", "        n = torch.ops.aten.sym_size.int(x, 0)\n        return (x,)\n",
+     "bad.py:3:13: error: 'aten.sym_size.int' is not supported: a size op, which coil reads as the size its line's "
+     "annotation states (`n: \"Sym(s0*2)\" = ...`); this line has no such annotation"},
     {"DunderIsNotInPlace", "        a = torch.ops.aten.__and__.Tensor(x, y)\n        return (a,)\n",
      "bad.py:3:13: error: unknown op 'aten.__and__.Tensor': coil does not support aten.__and__ yet"},
     {"SymbolicSize", "        a: \"f32[s0, 256]\" = torch.ops.aten.relu.default(x)\n        return (a,)\n",

@@ -7,6 +7,7 @@
 #include "frontend/printer.h"
 #include "frontend/size_expr.h"
 #include "support/python_repr.h"
+#include "graph/core_aten.h"
 #include "graph/registry.h"
 #include "test_util.h"
 
@@ -297,6 +298,31 @@ const char *kSymbolicGraph = R"G(class GraphModule(torch.nn.Module):
         view_1: "f32[s77, s27, 32][32*s27, 32, 1]cpu" = torch.ops.aten.view.default(mm, [arg1_1, arg2_1, 32]);  mm = None
         return (view_1,)
 )G";
+
+// The size ops of the Core ATen opset leave no node: each line is the size its annotation
+// states, as sym_size.int's above.
+TEST(SymbolicSizes, TheSizeOpsAreReadAsTheSizesTheirAnnotationsState) {
+  const char *graph = R"G(class GraphModule(torch.nn.Module):
+    def forward(self, arg0_1: "f32[s0, 8][8, 1]cpu"):
+        sym_numel_default: "Sym(8*s0)" = torch.ops.aten.sym_numel.default(arg0_1)
+        sym_stride_int: "Sym(8)" = torch.ops.aten.sym_stride.int(arg0_1, 0)
+        sym_storage_offset_default: "Sym(0)" = torch.ops.aten.sym_storage_offset.default(arg0_1)
+        view: "f32[8*s0][1]cpu" = torch.ops.aten.view.default(arg0_1, [sym_numel_default])
+        add: "Sym(8*s0 + 8)" = sym_numel_default + sym_stride_int
+        add_1: "Sym(8*s0 + 8)" = add + sym_storage_offset_default
+        full: "f32[8*s0 + 8][1]cpu" = torch.ops.aten.full.default([add_1], 1.0, device = device(type='cpu'), pin_memory = False)
+        return (view, full)
+)G";
+  SizeValues sizes{{"s0", 5}};
+  Graph g = parse_graph(graph, "sizes.py", &sizes);
+  EXPECT_EQ(g.nodes().size(), 2u);  // view and full
+  EXPECT_EQ(g.type(g.outputs()[0]).str(), "f32[s0*8][1]cpu");
+  EXPECT_EQ(g.type(g.outputs()[1]).str(), "f32[s0*8 + 8][1]cpu");
+  EXPECT_EQ(shape_str(hints(g.type(g.outputs()[1]).sizes)), "[48]");
+  // A size op whose line states no size is refused, saying so (errors_test.cpp).
+  EXPECT_TRUE(is_size_op("aten.sym_numel.default"));
+  EXPECT_FALSE(is_size_op("aten.numel.default"));
+}
 
 TEST(SymbolicSizes, AGraphIsReadForTheSizesGiven) {
   for (auto [batch, seq] : {std::pair<int64_t, int64_t>{4, 3}, {2, 61}}) {
