@@ -122,11 +122,20 @@ void load_columns(const typename T::storage *base, const Strides &st, int64_t b,
   }
 }
 
-/// A vector of 64 bytes of accumulator values (GCC's vector extension: registers of the
-/// ISA, split in two on AVX2), and its loads, stores and splats.
+/// A register of the ISA's accumulator values (GCC's vector extension: 64 bytes with
+/// AVX-512, 32 with AVX, 16 with SSE), and its loads, stores and splats. Not wider than the
+/// registers: GCC keeps a 64-byte vector on AVX2 in memory and moves it through 16-byte
+/// halves, which made the kernel 4x slower there (bench/README.md, the CPU decode loop).
+#if defined(__AVX512F__)
+inline constexpr int64_t kVectorBytes = 64;
+#elif defined(__AVX__)
+inline constexpr int64_t kVectorBytes = 32;
+#else
+inline constexpr int64_t kVectorBytes = 16;
+#endif
 template <typename Acc> struct Lanes {
-  typedef Acc V __attribute__((vector_size(64)));
-  static constexpr int64_t kLanes = 64 / int64_t(sizeof(Acc));
+  typedef Acc V __attribute__((vector_size(kVectorBytes)));
+  static constexpr int64_t kLanes = kVectorBytes / int64_t(sizeof(Acc));
   static V load(const Acc *p) {
     V v;
     std::memcpy(&v, p, sizeof v);
