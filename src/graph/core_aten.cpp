@@ -1,5 +1,7 @@
 #include "graph/core_aten.h"
 
+#include <algorithm>
+#include <iterator>
 #include <map>
 #include <set>
 
@@ -23,6 +25,8 @@ constexpr const char *kLinearAlgebra =
     "it is a linear algebra factorization or solver, which waits for a binding to LAPACK on the CPU and "
     "cuSOLVER on the GPU (coil's own kernels are not the right tool for it)";
 constexpr const char *kSparse = "sparse layouts are not supported: coil's tensors are strided";
+constexpr std::string_view kSizeOps[] = {"aten.sym_size.int", "aten.sym_stride.int", "aten.sym_numel.default",
+                                         "aten.sym_storage_offset.default"};
 constexpr const char *kSizeWithoutAnnotation =
     "a size op, which coil reads as the size its line's annotation states (`n: \"Sym(s0*2)\" = ...`); this line "
     "has no such annotation";
@@ -39,10 +43,6 @@ const std::map<std::string_view, const char *, std::less<>> &refusals() {
       {"aten._fft_r2c.default", kComplex},
       {"aten._fft_c2r.default", kComplex},
       {"aten._fft_c2c.default", kComplex},
-      {"aten.sym_size.int", kSizeWithoutAnnotation},
-      {"aten.sym_stride.int", kSizeWithoutAnnotation},
-      {"aten.sym_numel.default", kSizeWithoutAnnotation},
-      {"aten.sym_storage_offset.default", kSizeWithoutAnnotation},
       {"aten._to_sparse.default", kSparse},
       {"aten.hash_tensor.default", "its output is uint64, a dtype coil does not have"},
       {"aten._native_batch_norm_legit.default",
@@ -69,12 +69,12 @@ static bool is_linear_algebra(std::string_view target) {
 }
 
 bool is_size_op(std::string_view target) {
-  return target == "aten.sym_size.int" || target == "aten.sym_stride.int" || target == "aten.sym_numel.default" ||
-         target == "aten.sym_storage_offset.default";
+  return std::find(std::begin(kSizeOps), std::end(kSizeOps), target) != std::end(kSizeOps);
 }
 
 std::optional<std::string> refusal(std::string_view target) {
   if (auto it = refusals().find(target); it != refusals().end()) return std::string(it->second);
+  if (is_size_op(target)) return std::string(kSizeWithoutAnnotation);
   if (is_linear_algebra(target)) return std::string(kLinearAlgebra);
   std::string_view overload = target.substr(target.rfind('.') + 1);
   if (overload == "out" || (overload.size() > 4 && overload.substr(overload.size() - 4) == "_out"))

@@ -16,44 +16,6 @@ namespace {
 
 using namespace test;
 
-// A graph under construction for one node: `in` adds graph inputs from annotations
-// (contiguous when no strides are written), `run` adds the node and returns its
-// outputs' types as text.
-class OneNode {
- public:
-  Arg in(const std::string &annotation) {
-    TensorType t = frontend::parse_annotation(annotation, {}).type;
-    if (t.strides.empty() && !t.sizes.empty()) t.strides = contiguous_strides(t.sizes);
-    return Arg(b_.add_input("in" + std::to_string(inputs_++), t));
-  }
-
-  Types run(const std::string &target, std::vector<Arg> args, Kwargs kw = {}) {
-    const OpDef *op = Registry::get().find(target);
-    if (!op) throw std::runtime_error("no op " + target);
-    int n = b_.add_node("out", *op, std::move(args), std::move(kw));
-    Types out;
-    for (ValueId id : b_.graph().nodes()[size_t(n)].outputs) out.push_back(b_.graph().type(id).str());
-    return out;
-  }
-
-  /// The message of the UserError that adding the node throws, without the
-  /// "node 'out' (target): " prefix every node error carries.
-  std::string error(const std::string &target, std::vector<Arg> args, Kwargs kw = {}) {
-    try {
-      run(target, std::move(args), std::move(kw));
-    } catch (const UserError &e) {
-      std::string prefix = "node 'out' (" + target + "): ";
-      const std::string &m = e.message();
-      return m.compare(0, prefix.size(), prefix) == 0 ? m.substr(prefix.size()) : m;
-    }
-    return "no error";
-  }
-
- private:
-  GraphBuilder b_;
-  int inputs_ = 0;
-};
-
 // ---------------------------------------------------------------- factories
 
 TEST(MetaCreation, FullInfersTheDtypeFromThePythonNumber) {
